@@ -1,0 +1,86 @@
+#include "config.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include "pool.h"
+#include "util.h"
+
+struct job {
+	pool_fn fn;
+	void *arg;
+	struct job *next;
+};
+
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, *tail; /* protected by lock */
+	bool stopping;           /* protected by lock */
+	int nthreads;
+	pthread_t *threads;
+};
+
+static void *pool_worker(void *arg)
+{
+	pool *p = arg;
+	for (;;) {
+		struct job *j;
+		pthread_mutex_lock(&p->lock);
+		while (!p->head && !p->stopping)
+			pthread_cond_wait(&p->cond, &p->lock);
+		j = p->head;
+		if (!j) {
+			pthread_mutex_unlock(&p->lock);
+			return NULL;
+		}
+		p->head = j->next;
+		if (!p->head)
+			p->tail = NULL;
+		pthread_mutex_unlock(&p->lock);
+		j->fn(j->arg);
+		free(j);
+	}
+}
+
+pool *pool_new(int nthreads)
+{
+	pool *p = xcalloc(1, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->nthreads = nthreads > 0 ? nthreads : 1;
+	p->threads = xcalloc((size_t)p->nthreads, sizeof(pthread_t));
+	for (int i = 0; i < p->nthreads; i++)
+		if (pthread_create(&p->threads[i], NULL, pool_worker, p))
+			abort();
+	return p;
+}
+
+void pool_submit(pool *p, pool_fn fn, void *arg)
+{
+	struct job *j = xmalloc(sizeof(*j));
+	j->fn = fn, j->arg = arg, j->next = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (p->tail)
+		p->tail->next = j;
+	else
+		p->head = j;
+	p->tail = j;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pool_free(pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (int i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p->threads);
+	free(p);
+}

@@ -1,0 +1,13 @@
+# Code shared by the master and the volume server, and the weedfs binary itself.
+noinst_LIBRARIES += server/libcommon.a
+server_libcommon_a_SOURCES = \
+	server/common/fid.c server/common/fid.h \
+	server/common/placement.c server/common/placement.h
+
+bin_PROGRAMS += weedfs
+weedfs_SOURCES = \
+	server/main.c \
+	server/mini.c server/mini.h \
+	server/benchmark.c server/benchmark.h
+weedfs_LDADD = server/master/libmaster.a server/volume/libvolume.a server/libcommon.a \
+	lib/libweedfs.a $(WEEDFS_DEP_LIBS)

@@ -1,0 +1,1 @@
+int weedfs_placeholder_master;
