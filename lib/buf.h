@@ -24,7 +24,7 @@ void buf_append(buf *b, const void *data, size_t n);
 void buf_append_str(buf *b, const char *s);
 void buf_append_byte(buf *b, char c);
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void buf_vprintf(buf *b, const char *fmt, va_list ap);
+void buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Hands the storage to the caller (who frees it) and empties b. Never NULL. */
 char *buf_steal(buf *b, size_t *len);
 

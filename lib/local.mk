@@ -5,9 +5,33 @@ lib_libweedfs_a_SOURCES = \
 	lib/err.c lib/err.h \
 	lib/flags.c lib/flags.h \
 	lib/http_client.c lib/http_client.h \
+	lib/http_parse.c lib/http_parse.h \
 	lib/http_server.c lib/http_server.h \
 	lib/http_util.c lib/http_util.h \
 	lib/json.c lib/json.h \
 	lib/log.c lib/log.h \
 	lib/pool.c lib/pool.h \
 	lib/util.c lib/util.h
+
+# HTTP layer tests (the echo server is also the wrk benchmark target).
+check_PROGRAMS += tests/unit/test_http_util tests/unit/test_http_server tests/unit/http_echo_server
+TESTS += tests/unit/test_http_util tests/unit/test_http_server
+tests_unit_test_http_util_SOURCES = tests/unit/test_http_util.c tests/unit/tap.h
+tests_unit_test_http_util_LDADD = $(UNIT_LDADD)
+tests_unit_test_http_server_SOURCES = tests/unit/test_http_server.c tests/unit/tap.h
+tests_unit_test_http_server_LDADD = $(UNIT_LDADD)
+tests_unit_http_echo_server_SOURCES = tests/unit/http_echo_server.c
+tests_unit_http_echo_server_LDADD = $(UNIT_LDADD)
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_http_request tests/fuzz/fuzz_multipart tests/fuzz/fuzz_range
+tests_fuzz_fuzz_http_request_SOURCES = tests/fuzz/fuzz_http_request.c
+tests_fuzz_fuzz_http_request_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_http_request_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+tests_fuzz_fuzz_multipart_SOURCES = tests/fuzz/fuzz_multipart.c
+tests_fuzz_fuzz_multipart_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_multipart_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+tests_fuzz_fuzz_range_SOURCES = tests/fuzz/fuzz_range.c
+tests_fuzz_fuzz_range_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_range_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

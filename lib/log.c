@@ -24,7 +24,8 @@ int log_parse_level(const char *s)
 	return -1;
 }
 
-static void log_vwrite(int level, const char *file, int line, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void log_vwrite(int level, const char *file, int line,
+							 const char *fmt, va_list ap)
 {
 	char msg[2048];
 	struct timespec ts;

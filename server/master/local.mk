@@ -1,2 +1,23 @@
+# The master: topology, placement, file-key sequence, volume growth, HTTP API.
 noinst_LIBRARIES += server/master/libmaster.a
-server_master_libmaster_a_SOURCES = server/master/placeholder.c
+server_master_libmaster_a_SOURCES = \
+	server/master/admin.c \
+	server/master/assign.c \
+	server/master/growth.c server/master/growth.h \
+	server/master/master.c server/master/master.h server/master/master_int.h \
+	server/master/placement.c server/master/placement.h \
+	server/master/sequence.c server/master/sequence.h \
+	server/master/topology.c server/master/topology.h
+
+check_PROGRAMS += tests/unit/test_master_sequence tests/unit/test_master_placement \
+	tests/unit/test_master_topology tests/unit/test_master_http
+TESTS += tests/unit/test_master_sequence tests/unit/test_master_placement \
+	tests/unit/test_master_topology tests/unit/test_master_http
+tests_unit_test_master_sequence_SOURCES = tests/unit/test_master_sequence.c tests/unit/tap.h
+tests_unit_test_master_sequence_LDADD = server/master/libmaster.a $(UNIT_LDADD)
+tests_unit_test_master_placement_SOURCES = tests/unit/test_master_placement.c tests/unit/tap.h
+tests_unit_test_master_placement_LDADD = server/master/libmaster.a $(UNIT_LDADD)
+tests_unit_test_master_topology_SOURCES = tests/unit/test_master_topology.c tests/unit/tap.h
+tests_unit_test_master_topology_LDADD = server/master/libmaster.a $(UNIT_LDADD)
+tests_unit_test_master_http_SOURCES = tests/unit/test_master_http.c tests/unit/tap.h
+tests_unit_test_master_http_LDADD = server/master/libmaster.a $(UNIT_LDADD)

@@ -1,2 +1,29 @@
+# The volume server: needle storage (needle, needle_map, volume, store) and its HTTP front end.
 noinst_LIBRARIES += server/volume/libvolume.a
-server_volume_libvolume_a_SOURCES = server/volume/placeholder.c
+server_volume_libvolume_a_SOURCES = \
+	server/volume/needle.c server/volume/needle.h \
+	server/volume/needle_map.c server/volume/needle_map.h \
+	server/volume/volume.c server/volume/volume.h \
+	server/volume/store.c server/volume/store.h \
+	server/volume/volume_server.c server/volume/volume_server.h \
+	server/volume/volume_handlers.c server/volume/vs_int.h
+
+VOLUME_UNIT_LDADD = server/volume/libvolume.a $(UNIT_LDADD)
+check_PROGRAMS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum
+TESTS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum
+tests_unit_test_needle_SOURCES = tests/unit/test_needle.c tests/unit/tap.h
+tests_unit_test_needle_LDADD = $(VOLUME_UNIT_LDADD)
+tests_unit_test_volume_SOURCES = tests/unit/test_volume.c tests/unit/tap.h
+tests_unit_test_volume_LDADD = $(VOLUME_UNIT_LDADD)
+tests_unit_test_volume_vacuum_SOURCES = tests/unit/test_volume_vacuum.c tests/unit/tap.h
+tests_unit_test_volume_vacuum_LDADD = $(VOLUME_UNIT_LDADD) -lpthread
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_needle tests/fuzz/fuzz_idx
+tests_fuzz_fuzz_needle_SOURCES = tests/fuzz/fuzz_needle.c
+tests_fuzz_fuzz_needle_LDADD = server/volume/libvolume.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_needle_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+tests_fuzz_fuzz_idx_SOURCES = tests/fuzz/fuzz_idx.c
+tests_fuzz_fuzz_idx_LDADD = server/volume/libvolume.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_idx_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

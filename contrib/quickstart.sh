@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# From a fresh checkout to a running single-node weedfs cluster:
+# installs what is missing (Debian 12), builds into build/default, and runs
+# `weedfs mini` in the foreground (Ctrl-C stops it; the data stays).
+#
+#   ./contrib/quickstart.sh [DATA_DIR]      (default: build/data)
+#
+# Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+DATA=${1:-$ROOT/build/data}
+BUILD=$ROOT/build/default
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+MASTER_PORT=${MASTER_PORT:-9333}
+VOLUME_PORT=${VOLUME_PORT:-8080}
+
+"$ROOT/contrib/install-deps.sh"
+if [ ! -x "$ROOT/configure" ] || [ "$ROOT/configure.ac" -nt "$ROOT/configure" ]; then
+	autoreconf -fi
+fi
+if [ ! -f "$BUILD/Makefile" ]; then
+	mkdir -p "$BUILD"
+	(cd "$BUILD" && "$ROOT/configure" -q)
+fi
+make -C "$BUILD" -j"$JOBS" weedfs
+mkdir -p "$DATA"
+
+M=127.0.0.1:$MASTER_PORT
+cat <<MSG
+
+weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT, data in $DATA
+Try it from another terminal:
+
+  curl "http://$M/dir/assign"                      # -> {"fid":"3,01637037d6","url":"127.0.0.1:$VOLUME_PORT",...}
+  curl -F file=@/etc/hostname "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"   # upload (use your fid)
+  curl "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"                       # read
+  curl -X DELETE "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"             # delete
+  curl -F file=@/etc/hostname "http://$M/submit"   # assign + upload in one call
+  $BUILD/weedfs benchmark -master=$M -n=10000      # measure
+
+Manual: man -l man/weedfs.1   More: docs/README.md   Stop: Ctrl-C
+
+MSG
+exec "$BUILD/weedfs" mini -dir="$DATA" -ip=127.0.0.1 -master.port="$MASTER_PORT" \
+	-volume.port="$VOLUME_PORT"

@@ -1,0 +1,567 @@
+/*
+ * DESIGN: /dir/assign picks a writable volume under the topology's shared
+ * lock, reserves keys from the sequence and answers, all on the loop thread.
+ * When the layout has no writable volume it asks growth (shared with other
+ * assigns of the same layout) and resumes on the loop via http_req_defer.
+ * /submit reuses the same path, then uploads the body from a worker.
+ * Lookups and fid redirects are read-only topology queries.
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/fid.h"
+#include "http_client.h"
+#include "json.h"
+#include "log.h"
+#include "master/master_int.h"
+#include "util.h"
+
+#define ASSIGN_MAX_COUNT 1000000
+#define GROW_MAX_COUNT 1000
+#define SUBMIT_MAX_BODY (256ull << 20)
+#define UPLOAD_TIMEOUT_MS 120000
+
+static bool copy_param(http_req *req, const char *name, char *out, size_t n, char *msg,
+		       size_t msglen)
+{
+	const char *v = http_req_query(req, name);
+	out[0] = '\0';
+	if (!v)
+		return true;
+	if (strlen(v) >= n) {
+		snprintf(msg, msglen, "%s is too long", name);
+		return false;
+	}
+	memcpy(out, v, strlen(v) + 1);
+	return true;
+}
+
+bool assign_params_parse(struct master *m, http_req *req, struct assign_params *p, char *msg,
+			 size_t msglen)
+{
+	const char *v;
+	uint64_t u;
+	int64_t i;
+
+	memset(p, 0, sizeof(*p));
+	p->count = 1;
+	p->preallocate = -1;
+	if (!copy_param(req, "collection", p->collection, sizeof(p->collection), msg, msglen) ||
+	    !copy_param(req, "dataCenter", p->dc, sizeof(p->dc), msg, msglen) ||
+	    !copy_param(req, "rack", p->rack, sizeof(p->rack), msg, msglen) ||
+	    !copy_param(req, "dataNode", p->node, sizeof(p->node), msg, msglen))
+		return false;
+	if (!master_collection_valid(p->collection)) {
+		snprintf(msg, msglen, "invalid collection name \"%s\"", p->collection);
+		return false;
+	}
+	v = http_req_query(req, "replication");
+	if (v && *v) {
+		if (replica_placement_parse(v, &p->rp)) {
+			snprintf(msg, msglen, "invalid replication \"%.16s\"", v);
+			return false;
+		}
+	} else {
+		p->rp = m->default_rp;
+	}
+	v = http_req_query(req, "ttl");
+	if (ttl_parse(v, &p->ttl)) {
+		snprintf(msg, msglen, "invalid ttl \"%.16s\"", v);
+		return false;
+	}
+	v = http_req_query(req, "count");
+	if (v && *v) {
+		if (!parse_u64(v, &u) || u == 0 || u > ASSIGN_MAX_COUNT) {
+			snprintf(msg, msglen, "invalid count \"%.24s\" (want 1..%d)", v,
+				 ASSIGN_MAX_COUNT);
+			return false;
+		}
+		p->count = u;
+	}
+	v = http_req_query(req, "writableVolumeCount");
+	if (v && *v) {
+		if (!parse_u64(v, &u) || u > GROW_MAX_COUNT) {
+			snprintf(msg, msglen, "invalid writableVolumeCount \"%.24s\" (want 0..%d)",
+				 v, GROW_MAX_COUNT);
+			return false;
+		}
+		p->writable_count = (int)u;
+	}
+	v = http_req_query(req, "dataSize");
+	if (v && *v) {
+		if (!parse_u64(v, &u)) {
+			snprintf(msg, msglen, "invalid dataSize \"%.24s\"", v);
+			return false;
+		}
+		if (u > m->volume_size_limit) {
+			snprintf(msg, msglen, "dataSize %" PRIu64 " exceeds the volume size limit",
+				 u);
+			return false;
+		}
+		p->data_size = u;
+	}
+	v = http_req_query(req, "preallocate");
+	if (v && *v) {
+		if (!parse_i64(v, &i) || i < 0 || (uint64_t)i > m->volume_size_limit) {
+			snprintf(msg, msglen, "invalid preallocate \"%.24s\"", v);
+			return false;
+		}
+		p->preallocate = i;
+	}
+	return true;
+}
+
+static void params_key(const struct assign_params *p, struct topo_layout_key *k,
+		       struct place_prefs *pr)
+{
+	k->collection = p->collection;
+	k->rp = p->rp;
+	k->ttl = p->ttl;
+	pr->dc = p->dc;
+	pr->rack = p->rack;
+	pr->node = p->node;
+}
+
+/* ---- assignment with growth ---- */
+
+struct assign_result {
+	char fid[FID_STR_MAX];
+	struct topo_location loc;
+	uint64_t count;
+};
+
+struct assign_ctx;
+/* Finishes the request on its loop thread; status 200 with r, or an error. */
+typedef void (*assign_finish_fn)(struct assign_ctx *c, int status, const char *msg,
+				 const struct assign_result *r);
+
+struct assign_ctx {
+	struct master *m;
+	http_req *req;
+	struct assign_params p;
+	assign_finish_fn finish;
+	/* growth outcome, written by the worker before the defer */
+	wfs_err gerr;
+	char gmsg[512];
+	/* /submit */
+	buf body;
+	char *content_type;
+	struct assign_result res;
+	int up_status;
+	char up_msg[512];
+	char name[256];
+	char etag[80];
+	uint64_t size;
+};
+
+static void assign_ctx_free(struct assign_ctx *c)
+{
+	if (!c)
+		return;
+	buf_free(&c->body);
+	free(c->content_type);
+	free(c);
+}
+
+/* One pick plus keys; WFS_ENOENT when the layout has no usable volume. */
+static wfs_err assign_try(struct master *m, const struct assign_params *p,
+			  struct assign_result *r, char *msg, size_t msglen)
+{
+	struct topo_layout_key k;
+	struct place_prefs pr;
+	struct fid f;
+	wfs_err err;
+
+	params_key(p, &k, &pr);
+	err = topology_pick_writable(m->topo, &k, &pr, p->data_size, time_mono_ns(),
+				     master_rand64(), &f.volume_id, &r->loc);
+	if (err)
+		return err;
+	err = sequence_next_keys(m->seq, p->count, &f.key);
+	if (err) {
+		snprintf(msg, msglen, "could not reserve file keys: %s", wfs_strerror(err));
+		return err;
+	}
+	f.cookie = master_rand32();
+	fid_format(&f, r->fid, sizeof(r->fid));
+	r->count = p->count;
+	return WFS_OK;
+}
+
+static void assign_resume(http_req *req, void *arg)
+{
+	struct assign_ctx *c = arg;
+	struct assign_result r;
+	char msg[512] = "";
+	wfs_err err;
+
+	if (c->gerr) {
+		c->finish(c, c->gerr == WFS_EIO ? 500 : 503, c->gmsg, NULL);
+		return;
+	}
+	err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));
+	if (err == WFS_ENOENT) {
+		char rps[4];
+		replica_placement_format(&c->p.rp, rps);
+		snprintf(msg, sizeof(msg),
+			 "no writable volumes for collection \"%s\" replication %s after growth",
+			 c->p.collection, rps);
+		c->finish(c, 503, msg, NULL);
+	} else if (err) {
+		c->finish(c, 500, msg, NULL);
+	} else {
+		c->finish(c, 200, NULL, &r);
+	}
+}
+
+/* Growth finished (worker thread): go back to the request's loop. */
+static void assign_grown(void *arg, int created, wfs_err err, const char *msg)
+{
+	struct assign_ctx *c = arg;
+	c->gerr = err;
+	snprintf(c->gmsg, sizeof(c->gmsg), "%s", msg ? msg : "");
+	http_req_defer(c->req, assign_resume, c);
+}
+
+/* Starts an assignment for c; c->finish is always called (now or later). */
+static void assign_start(struct assign_ctx *c)
+{
+	struct assign_result r;
+	struct topo_layout_key k;
+	struct place_prefs pr;
+	char msg[512] = "";
+	wfs_err err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));
+
+	if (!err) {
+		c->finish(c, 200, NULL, &r);
+		return;
+	}
+	if (err != WFS_ENOENT) {
+		c->finish(c, 500, msg, NULL);
+		return;
+	}
+	params_key(&c->p, &k, &pr);
+	growth_request(c->m->growth, &k, &pr, c->p.writable_count, c->p.preallocate, true,
+		       assign_grown, c);
+}
+
+static void assign_answer(struct assign_ctx *c, int status, const char *msg,
+			  const struct assign_result *r)
+{
+	buf out = BUF_INIT;
+	json_w *w = jw_new(&out, master_pretty(c->req));
+	jw_obj_begin(w);
+	if (status == 200) {
+		jw_kv_str(w, "fid", r->fid);
+		jw_kv_str(w, "url", r->loc.url);
+		jw_kv_str(w, "publicUrl", r->loc.public_url);
+		jw_kv_u64(w, "count", r->count);
+	} else {
+		jw_kv_str(w, "error", msg);
+	}
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(c->req, status, &out);
+	buf_free(&out);
+	assign_ctx_free(c);
+}
+
+void master_h_assign(struct master *m, http_req *req)
+{
+	struct assign_ctx *c;
+	struct assign_params p;
+	struct assign_result r;
+	char msg[512];
+
+	if (!assign_params_parse(m, req, &p, msg, sizeof(msg))) {
+		http_resp_error(req, 400, "%s", msg);
+		return;
+	}
+	/* Fast path without any allocation. */
+	if (!assign_try(m, &p, &r, msg, sizeof(msg))) {
+		buf out = BUF_INIT;
+		json_w *w = jw_new(&out, master_pretty(req));
+		jw_obj_begin(w);
+		jw_kv_str(w, "fid", r.fid);
+		jw_kv_str(w, "url", r.loc.url);
+		jw_kv_str(w, "publicUrl", r.loc.public_url);
+		jw_kv_u64(w, "count", r.count);
+		jw_obj_end(w);
+		jw_free(w);
+		http_resp_send_json(req, 200, &out);
+		buf_free(&out);
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->m = m;
+	c->req = req;
+	c->p = p;
+	c->finish = assign_answer;
+	assign_start(c);
+}
+
+/* ---- /submit ---- */
+
+static void submit_answer(http_req *req, void *arg)
+{
+	struct assign_ctx *c = arg;
+	buf out = BUF_INIT;
+	json_w *w;
+
+	if (c->up_status < 200 || c->up_status > 299) {
+		http_resp_error(req, c->up_status >= 400 ? c->up_status : 500, "%s", c->up_msg);
+		assign_ctx_free(c);
+		return;
+	}
+	w = jw_new(&out, master_pretty(req));
+	jw_obj_begin(w);
+	jw_kv_str(w, "fileName", c->name);
+	jw_kv_str(w, "fid", c->res.fid);
+	{
+		char *fu = xasprintf("%s/%s", c->res.loc.public_url, c->res.fid);
+		jw_kv_str(w, "fileUrl", fu);
+		free(fu);
+	}
+	jw_kv_u64(w, "size", c->size);
+	jw_kv_str(w, "eTag", c->etag);
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 201, &out);
+	buf_free(&out);
+	assign_ctx_free(c);
+}
+
+/* Worker: uploads the original body (multipart or raw) to the assigned volume server. */
+static void submit_upload(void *arg)
+{
+	struct assign_ctx *c = arg;
+	struct http_result res;
+	char *url = xasprintf("http://%s/%s", c->res.loc.url, c->res.fid);
+	char *ct = xasprintf("Content-Type: %s",
+			     c->content_type ? c->content_type : "application/octet-stream");
+	const char *headers[] = {ct, NULL};
+	char jerr[128];
+	wfs_err err;
+
+	http_result_init(&res);
+	err = http_request("POST", url, headers, c->body.data, c->body.len, UPLOAD_TIMEOUT_MS,
+			   &res);
+	if (err) {
+		c->up_status = 502;
+		snprintf(c->up_msg, sizeof(c->up_msg), "upload to %s: %s", url, wfs_strerror(err));
+	} else if (res.status < 200 || res.status > 299) {
+		yajl_val v = json_parse(res.body.data ? res.body.data : "", res.body.len, jerr,
+					 sizeof(jerr));
+		const char *e = NULL;
+		c->up_status = res.status;
+		json_get_str(v, "error", &e);
+		snprintf(c->up_msg, sizeof(c->up_msg), "upload to %s: %s", url,
+			 e ? e : http_status_text(res.status));
+		yajl_tree_free(v);
+	} else {
+		yajl_val v = json_parse(res.body.data ? res.body.data : "", res.body.len, jerr,
+					 sizeof(jerr));
+		const char *s;
+		c->up_status = 201;
+		if (json_get_str(v, "name", &s))
+			snprintf(c->name, sizeof(c->name), "%s", s);
+		if (json_get_str(v, "eTag", &s))
+			snprintf(c->etag, sizeof(c->etag), "%s", s);
+		if (!json_get_u64(v, "size", &c->size))
+			c->size = c->body.len;
+		yajl_tree_free(v);
+	}
+	http_result_free(&res);
+	free(url);
+	free(ct);
+	http_req_defer(c->req, submit_answer, c);
+}
+
+static void submit_assigned(struct assign_ctx *c, int status, const char *msg,
+			    const struct assign_result *r)
+{
+	if (status != 200) {
+		http_resp_error(c->req, status, "%s", msg);
+		assign_ctx_free(c);
+		return;
+	}
+	c->res = *r;
+	if (!master_submit(c->m, submit_upload, c)) {
+		http_resp_error(c->req, 503, "master is shutting down");
+		assign_ctx_free(c);
+	}
+}
+
+static bool submit_data(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct assign_ctx *c = arg;
+	buf_append(&c->body, data, len);
+	return true;
+}
+
+/* Always called once, so the context is released on every path. */
+static void submit_end(http_req *req, wfs_err err, void *arg)
+{
+	struct assign_ctx *c = arg;
+	if (err) {
+		http_resp_error(req, wfs_err_http_status(err), "reading the body: %s",
+				wfs_strerror(err));
+		assign_ctx_free(c);
+		return;
+	}
+	assign_start(c);
+}
+
+void master_h_submit(struct master *m, http_req *req)
+{
+	struct assign_ctx *c;
+	struct assign_params p;
+	const char *ct = http_req_header(req, "Content-Type");
+	char msg[512];
+
+	if (!assign_params_parse(m, req, &p, msg, sizeof(msg))) {
+		http_resp_error(req, 400, "%s", msg);
+		return;
+	}
+	if (!ct || strncasecmp(ct, "multipart/form-data", 19)) {
+		http_resp_error(req, 400, "submit wants a multipart/form-data body");
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->m = m;
+	c->req = req;
+	c->p = p;
+	c->p.count = 1;
+	c->finish = submit_assigned;
+	c->content_type = xstrdup(ct);
+	/* The body size is bounded before anything is buffered. */
+	http_req_stream_body(req, SUBMIT_MAX_BODY, submit_data, submit_end, c);
+}
+
+/* ---- lookup and redirect ---- */
+
+/* Parses the volume id at the start of "3", "3,01637037d6" or "3/..."; false if malformed. */
+static bool parse_vid_prefix(const char *s, uint32_t *vid)
+{
+	size_t n = strcspn(s, ",/");
+	return volume_id_parse(s, n, vid);
+}
+
+void master_h_lookup(struct master *m, http_req *req)
+{
+	const char *id = http_req_query(req, "volumeId");
+	struct topo_location locs[TOPO_MAX_LOCATIONS];
+	buf out = BUF_INIT;
+	json_w *w;
+	uint32_t vid = 0;
+	size_t n = 0;
+	int status = 200;
+	char err[128] = "";
+
+	if (!id || !*id)
+		id = http_req_query(req, "fileId");
+	if (!id || !*id) {
+		http_resp_error(req, 400, "volumeId or fileId is required");
+		return;
+	}
+	if (strchr(id, ',')) {
+		struct fid f = {0};
+		if (fid_parse(id, &f, NULL)) {
+			status = 400;
+			snprintf(err, sizeof(err), "invalid file id \"%.64s\"", id);
+		}
+		vid = f.volume_id;
+	} else if (!parse_vid_prefix(id, &vid)) {
+		status = 400;
+		snprintf(err, sizeof(err), "invalid volume id \"%.64s\"", id);
+	}
+	if (status == 200) {
+		n = topology_lookup(m->topo, vid, time_mono_ns(), locs, TOPO_MAX_LOCATIONS);
+		if (n == 0) {
+			status = 404;
+			snprintf(err, sizeof(err), "volume id %" PRIu32 " not found", vid);
+		}
+	}
+	w = jw_new(&out, master_pretty(req));
+	jw_obj_begin(w);
+	jw_kv_str(w, "volumeOrFileId", id);
+	if (status != 200) {
+		jw_kv_str(w, "error", err);
+	} else {
+		jw_key(w, "locations");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < n; i++) {
+			jw_obj_begin(w);
+			jw_kv_str(w, "url", locs[i].url);
+			jw_kv_str(w, "publicUrl", locs[i].public_url);
+			jw_kv_str(w, "dataCenter", locs[i].dc);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, status, &out);
+	buf_free(&out);
+}
+
+/*
+ * Accepts "/<vid>,<keycookie>[.ext]", "/<vid>/<keycookie>[.ext]" and
+ * "/<vid>/<keycookie>/<filename>". Returns false if malformed.
+ */
+static bool parse_fid_path(const char *path, uint32_t *vid)
+{
+	const char *s = path + 1, *sep = s + strcspn(s, ",/"), *kc, *end;
+	struct fid f;
+	uint64_t key;
+	uint32_t cookie;
+
+	if (!*sep || !volume_id_parse(s, (size_t)(sep - s), vid))
+		return false;
+	if (*sep == ',') {
+		if (strchr(sep, '/'))
+			return false;
+		return fid_parse(s, &f, NULL) == WFS_OK;
+	}
+	kc = sep + 1;
+	end = kc + strcspn(kc, "/");
+	if (*end == '/' && !end[1])
+		return false;
+	{
+		const char *dot = memchr(kc, '.', (size_t)(end - kc));
+		if (dot && *end == '/')
+			return false;
+		if (dot)
+			end = dot;
+	}
+	return fid_parse_key_cookie(kc, (size_t)(end - kc), &key, &cookie) == WFS_OK;
+}
+
+void master_h_redirect(struct master *m, http_req *req)
+{
+	const char *path = http_req_path(req);
+	struct topo_location loc;
+	uint32_t vid;
+	char *location;
+
+	if (!parse_fid_path(path, &vid)) {
+		if (!strchr(path + 1, ',') && !strchr(path + 1, '/') &&
+		    strspn(path + 1, "0123456789") != strlen(path + 1)) {
+			http_resp_error(req, 404, "not found: %.200s", path);
+			return;
+		}
+		http_resp_error(req, 400, "invalid file id \"%.200s\"", path + 1);
+		return;
+	}
+	if (topology_lookup(m->topo, vid, time_mono_ns(), &loc, 1) == 0) {
+		http_resp_error(req, 404, "volume id %" PRIu32 " not found", vid);
+		return;
+	}
+	/* The request target keeps the client's encoding and query string. */
+	location = xasprintf("http://%s%s", loc.public_url, http_req_uri(req));
+	http_resp_header(req, "Location", location);
+	http_resp_send(req, 308, NULL, 0);
+	free(location);
+}

@@ -1,0 +1,458 @@
+/*
+ * DESIGN: the master is one HTTP server whose handlers run on its loop
+ * threads and only touch in-memory state (topology rwlock, sequence mutex):
+ * assignments, lookups, redirects, status and heartbeats finish on the loop.
+ * Anything that talks to volume servers (growth, /submit uploads, vacuum,
+ * collection deletion) runs on a worker pool and hands the response back
+ * with http_req_defer. Shutdown: refuse new background work, drain the pool
+ * (its jobs defer their answers into still-running loops), then stop HTTP.
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <openssl/rand.h>
+#include "flags.h"
+#include "json.h"
+#include "log.h"
+#include "master/master_int.h"
+#include "util.h"
+
+#define HEARTBEAT_MAX_BODY (64u << 20)
+#define HEARTBEAT_MAX_VOLUMES 1000000
+
+void master_opts_default(struct master_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ip = "127.0.0.1";
+	o->port = 9333;
+	o->mdir = "/tmp";
+	o->volume_size_limit_mb = 30000;
+	o->default_replication = "000";
+	o->garbage_threshold = 0.3;
+	o->pulse_seconds = 5;
+	o->volume_preallocate = false;
+	o->threads = 0;
+}
+
+bool master_pretty(http_req *req)
+{
+	const char *p = http_req_query(req, "pretty");
+	return p && *p;
+}
+
+static __thread unsigned char rand_buf[256];
+static __thread size_t rand_pos = sizeof(rand_buf);
+
+static void rand_fill(void *out, size_t n)
+{
+	if (rand_pos + n > sizeof(rand_buf)) {
+		if (RAND_bytes(rand_buf, sizeof(rand_buf)) != 1) {
+			/* OpenSSL's DRBG failing is not expected; keep cookies unpredictable-ish. */
+			uint64_t s = time_now_ns() ^ (uint64_t)(uintptr_t)&s;
+			for (size_t i = 0; i < sizeof(rand_buf); i++) {
+				s = s * 6364136223846793005ull + 1442695040888963407ull;
+				rand_buf[i] = (unsigned char)(s >> 56);
+			}
+		}
+		rand_pos = 0;
+	}
+	memcpy(out, rand_buf + rand_pos, n);
+	rand_pos += n;
+}
+
+uint64_t master_rand64(void)
+{
+	uint64_t v;
+	rand_fill(&v, sizeof(v));
+	return v;
+}
+
+uint32_t master_rand32(void)
+{
+	uint32_t v;
+	rand_fill(&v, sizeof(v));
+	return v;
+}
+
+bool master_submit(struct master *m, pool_fn fn, void *arg)
+{
+	bool ok;
+	pthread_mutex_lock(&m->lock);
+	ok = !m->stopping;
+	if (ok)
+		pool_submit(m->pool, fn, arg);
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+bool master_collection_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n >= TOPO_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* ---- heartbeat ---- */
+
+static void send_json_obj_err(http_req *req, int status, const char *msg)
+{
+	http_resp_error(req, status, "%s", msg);
+}
+
+static void heartbeat_body(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct master *m = arg;
+	char errbuf[256], url[TOPO_URL_MAX];
+	struct topo_heartbeat hb = {0};
+	struct topo_vol_report *vols = NULL;
+	yajl_val root, vs;
+	const char *ip = NULL, *s;
+	int64_t port = 0, maxv = 0;
+	uint64_t maxkey = 0;
+	uint32_t max_vid = 0;
+	wfs_err err;
+	buf out = BUF_INIT;
+	json_w *w;
+
+	root = json_parse(data, len, errbuf, sizeof(errbuf));
+	if (!root || !YAJL_IS_OBJECT(root)) {
+		http_resp_error(req, 400, "bad heartbeat: %s", root ? "not an object" : errbuf);
+		goto out;
+	}
+	if (!json_get_str(root, "ip", &ip) || !*ip)
+		ip = http_req_peer(req);
+	if (!json_get_i64(root, "port", &port) || port <= 0 || port > 65535) {
+		send_json_obj_err(req, 400, "bad heartbeat: missing or invalid port");
+		goto out;
+	}
+	if (snprintf(url, sizeof(url), "%s:%" PRId64, ip, port) >= (int)sizeof(url)) {
+		send_json_obj_err(req, 400, "bad heartbeat: ip too long");
+		goto out;
+	}
+	hb.url = url;
+	if (json_get_str(root, "publicUrl", &s) && strlen(s) < TOPO_URL_MAX)
+		hb.public_url = s;
+	if (json_get_str(root, "dataCenter", &s) && strlen(s) < TOPO_NAME_MAX)
+		hb.dc = s;
+	if (json_get_str(root, "rack", &s) && strlen(s) < TOPO_NAME_MAX)
+		hb.rack = s;
+	if (json_get_i64(root, "maxVolumeCount", &maxv) && maxv >= 0 && maxv <= 1000000)
+		hb.max_volumes = (int)maxv;
+	json_get_u64(root, "maxFileKey", &maxkey);
+	vs = json_get(root, "volumes");
+	if (vs && YAJL_IS_ARRAY(vs)) {
+		size_t n = vs->u.array.len;
+		if (n > HEARTBEAT_MAX_VOLUMES) {
+			send_json_obj_err(req, 400, "bad heartbeat: too many volumes");
+			goto out;
+		}
+		vols = xcalloc(n ? n : 1, sizeof(*vols));
+		for (size_t i = 0; i < n; i++) {
+			yajl_val v = vs->u.array.values[i];
+			struct topo_vol_report *r = &vols[hb.nvols];
+			uint64_t id = 0, u;
+			const char *rp = "", *ttl = "", *coll = "";
+			bool ro = false;
+			if (!json_get_u64(v, "id", &id) || id == 0 || id > UINT32_MAX) {
+				send_json_obj_err(req, 400, "bad heartbeat: volume without a valid id");
+				goto out;
+			}
+			json_get_str(v, "collection", &coll);
+			json_get_str(v, "replication", &rp);
+			json_get_str(v, "ttl", &ttl);
+			if (!master_collection_valid(coll) ||
+			    replica_placement_parse(rp, &r->rp) || ttl_parse(ttl, &r->ttl)) {
+				http_resp_error(req, 400, "bad heartbeat: volume %" PRIu64
+					       " has an invalid collection, replication or ttl", id);
+				goto out;
+			}
+			r->id = (uint32_t)id;
+			r->collection = coll;
+			json_get_u64(v, "size", &r->size);
+			json_get_u64(v, "fileCount", &r->file_count);
+			json_get_u64(v, "deleteCount", &r->delete_count);
+			json_get_u64(v, "deletedBytes", &r->deleted_bytes);
+			json_get_bool(v, "readOnly", &ro);
+			r->read_only = ro;
+			if (json_get_u64(v, "compactRevision", &u) && u <= UINT32_MAX)
+				r->compact_revision = (uint32_t)u;
+			if (json_get_u64(v, "version", &u) && u <= UINT32_MAX)
+				r->version = (uint32_t)u;
+			json_get_i64(v, "modifiedAtSecond", &r->modified_at);
+			hb.nvols++;
+		}
+	}
+	hb.vols = vols;
+	err = topology_heartbeat(m->topo, &hb, time_mono_ns(), &max_vid);
+	if (!err && maxkey)
+		err = sequence_observe_key(m->seq, maxkey);
+	if (!err && max_vid)
+		err = sequence_observe_volume_id(m->seq, max_vid);
+	if (err) {
+		http_resp_error(req, wfs_err_http_status(err), "heartbeat: %s", wfs_strerror(err));
+		goto out;
+	}
+	log_debug("heartbeat from %s: %zu volumes, max %d", url, hb.nvols, hb.max_volumes);
+	w = jw_new(&out, false);
+	jw_obj_begin(w);
+	jw_kv_u64(w, "volumeSizeLimit", m->volume_size_limit);
+	jw_kv_i64(w, "pulseSeconds", m->opts.pulse_seconds);
+	jw_kv_str(w, "leader", m->self);
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 200, &out);
+out:
+	buf_free(&out);
+	free(vols);
+	yajl_tree_free(root);
+}
+
+/* ---- status ---- */
+
+typedef void (*status_fn)(topology *t, json_w *w, uint64_t now_ns);
+
+static void send_status(struct master *m, http_req *req, status_fn fn)
+{
+	buf out = BUF_INIT;
+	json_w *w = jw_new(&out, master_pretty(req));
+	fn(m->topo, w, time_mono_ns());
+	jw_free(w);
+	http_resp_send_json(req, 200, &out);
+	buf_free(&out);
+}
+
+static void h_collection_info(struct master *m, http_req *req)
+{
+	const char *coll = http_req_query(req, "collection");
+	const char *detail = http_req_query(req, "detail");
+	bool d = false;
+	buf out = BUF_INIT;
+	json_w *w;
+	if (detail && *detail && !parse_bool(detail, &d)) {
+		http_resp_error(req, 400, "invalid detail \"%s\"", detail);
+		return;
+	}
+	if (coll && !master_collection_valid(coll)) {
+		http_resp_error(req, 400, "invalid collection name");
+		return;
+	}
+	w = jw_new(&out, master_pretty(req));
+	topology_write_collection_info(m->topo, w, coll, d, time_mono_ns());
+	jw_free(w);
+	http_resp_send_json(req, 200, &out);
+	buf_free(&out);
+}
+
+static void h_ui(struct master *m, http_req *req)
+{
+	buf out = BUF_INIT;
+	topology_write_html(m->topo, &out, time_mono_ns());
+	http_resp_header(req, "Content-Type", "text/html; charset=utf-8");
+	http_resp_send(req, 200, out.data, out.len);
+	buf_free(&out);
+}
+
+static bool method_is(http_req *req, bool get, bool post)
+{
+	enum http_method me = http_req_method(req);
+	if ((get && (me == HTTP_GET || me == HTTP_HEAD)) || (post && me == HTTP_POST))
+		return true;
+	http_resp_error(req, 405, "method %s not allowed", http_req_method_str(req));
+	return false;
+}
+
+static void master_handle(http_req *req, void *ctx)
+{
+	struct master *m = ctx;
+	const char *p = http_req_path(req);
+
+	if (!strcmp(p, "/dir/assign")) {
+		if (method_is(req, true, true))
+			master_h_assign(m, req);
+	} else if (!strcmp(p, "/dir/lookup")) {
+		if (method_is(req, true, true))
+			master_h_lookup(m, req);
+	} else if (!strcmp(p, "/heartbeat")) {
+		if (method_is(req, false, true))
+			http_req_read_body(req, HEARTBEAT_MAX_BODY, heartbeat_body, m);
+	} else if (!strcmp(p, "/submit")) {
+		if (method_is(req, false, true))
+			master_h_submit(m, req);
+	} else if (!strcmp(p, "/dir/status")) {
+		if (method_is(req, true, true))
+			send_status(m, req, topology_write_dir_status);
+	} else if (!strcmp(p, "/vol/status")) {
+		if (method_is(req, true, true))
+			send_status(m, req, topology_write_vol_status);
+	} else if (!strcmp(p, "/collection/info")) {
+		if (method_is(req, true, true))
+			h_collection_info(m, req);
+	} else if (!strcmp(p, "/col/delete")) {
+		if (method_is(req, true, true))
+			master_h_col_delete(m, req);
+	} else if (!strcmp(p, "/vol/grow")) {
+		if (method_is(req, true, true))
+			master_h_grow(m, req);
+	} else if (!strcmp(p, "/vol/vacuum")) {
+		if (method_is(req, true, true))
+			master_h_vacuum(m, req);
+	} else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz")) {
+		if (method_is(req, true, false))
+			http_resp_send(req, 200, "OK\n", 3);
+	} else if (!strcmp(p, "/") || !strcmp(p, "/ui/index.html")) {
+		if (method_is(req, true, false))
+			h_ui(m, req);
+	} else if (method_is(req, true, false)) {
+		master_h_redirect(m, req);
+	}
+}
+
+/* ---- lifecycle ---- */
+
+struct master *master_start(const struct master_opts *o, wfs_err *err)
+{
+	struct master *m = xcalloc(1, sizeof(*m));
+	struct http_server_opts ho = {0};
+
+	m->opts = *o;
+	m->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
+	m->mdir = xstrdup(o->mdir && *o->mdir ? o->mdir : "/tmp");
+	m->default_replication = xstrdup(o->default_replication ? o->default_replication : "");
+	m->opts.ip = m->ip;
+	m->opts.mdir = m->mdir;
+	m->opts.default_replication = m->default_replication;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->vacuum_lock, NULL);
+	*err = WFS_EINVAL;
+	if (replica_placement_parse(m->default_replication, &m->default_rp)) {
+		log_error("invalid -defaultReplication \"%s\"", m->default_replication);
+		goto fail;
+	}
+	if (o->volume_size_limit_mb <= 0 || o->volume_size_limit_mb > 1024 * 1024) {
+		log_error("invalid -volumeSizeLimitMB %lld", o->volume_size_limit_mb);
+		goto fail;
+	}
+	if (o->pulse_seconds < 1 || o->pulse_seconds > 3600) {
+		log_error("invalid -pulseSeconds %d", o->pulse_seconds);
+		goto fail;
+	}
+	if (!(o->garbage_threshold >= 0 && o->garbage_threshold <= 1)) {
+		log_error("invalid -garbageThreshold %g (want 0..1)", o->garbage_threshold);
+		goto fail;
+	}
+	m->volume_size_limit = (uint64_t)o->volume_size_limit_mb * 1024 * 1024;
+	m->seq = sequence_open(m->mdir, err);
+	if (!m->seq)
+		goto fail;
+	m->topo = topology_new(m->volume_size_limit, o->pulse_seconds);
+	m->pool = pool_new(MAX(8, cpu_count()));
+	m->growth = growth_new(m->topo, m->seq, m->pool,
+			       o->volume_preallocate ? m->volume_size_limit : 0);
+	ho.host = m->ip;
+	ho.port = o->port;
+	ho.threads = o->threads;
+	m->http = http_server_new(&ho, master_handle, m, err);
+	if (!m->http)
+		goto fail;
+	snprintf(m->self, sizeof(m->self), "%s:%d", m->ip, http_server_port(m->http));
+	http_server_start(m->http);
+	log_info("master listening on %s", m->self);
+	*err = WFS_OK;
+	return m;
+fail:
+	master_stop(m);
+	return NULL;
+}
+
+int master_port(const struct master *m) { return http_server_port(m->http); }
+
+void master_stop(struct master *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_mutex_unlock(&m->lock);
+	if (m->growth)
+		growth_shutdown(m->growth);
+	pool_free(m->pool);
+	http_server_free(m->http);
+	growth_free(m->growth);
+	topology_free(m->topo);
+	sequence_free(m->seq);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->vacuum_lock);
+	free(m->ip);
+	free(m->mdir);
+	free(m->default_replication);
+	free(m);
+}
+
+int master_main(int argc, char **argv)
+{
+	struct master_opts o;
+	const char *level = "info";
+	struct master *m;
+	sigset_t set;
+	wfs_err err;
+	int npos, rc, sig;
+	master_opts_default(&o);
+	const struct flag flags[] = {
+		{"ip", FLAG_STRING, &o.ip, "address to bind and advertise"},
+		{"port", FLAG_INT, &o.port, "http listen port"},
+		{"mdir", FLAG_STRING, &o.mdir, "directory for the file-key sequence"},
+		{"volumeSizeLimitMB", FLAG_I64, &o.volume_size_limit_mb,
+		 "stop writing to a volume beyond this size (MiB)"},
+		{"defaultReplication", FLAG_STRING, &o.default_replication,
+		 "replication when an assignment names none (xyz)"},
+		{"garbageThreshold", FLAG_DOUBLE, &o.garbage_threshold,
+		 "vacuum volumes whose deleted-bytes ratio exceeds this"},
+		{"pulseSeconds", FLAG_INT, &o.pulse_seconds,
+		 "expected heartbeat interval; a server silent for 3 pulses is dead"},
+		{"volumePreallocate", FLAG_BOOL, &o.volume_preallocate,
+		 "preallocate disk space for new volumes"},
+		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
+	};
+
+	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "master",
+			 "Run the master: volume placement, file ids and cluster status.", &npos);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (npos < argc) {
+		fprintf(stderr, "weedfs master: unexpected argument \"%s\"\n", argv[npos]);
+		return 2;
+	}
+	if (log_parse_level(level) < 0) {
+		fprintf(stderr, "weedfs master: invalid -v \"%s\"\n", level);
+		return 2;
+	}
+	log_set_level((enum log_level)log_parse_level(level));
+	log_set_prefix("master");
+	/* Block the stop signals in every thread; the main thread waits for them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	m = master_start(&o, &err);
+	if (!m) {
+		fprintf(stderr, "weedfs master: could not start: %s\n", wfs_strerror(err));
+		return 1;
+	}
+	while (sigwait(&set, &sig) != 0)
+		;
+	log_info("master stopping on signal %d", sig);
+	master_stop(m);
+	return 0;
+}

@@ -1,0 +1,65 @@
+/* Internals shared by the master's HTTP handler files; not for other components. */
+#ifndef WEEDFS_MASTER_INT_H
+#define WEEDFS_MASTER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "http_server.h"
+#include "master/growth.h"
+#include "master/master.h"
+#include "master/sequence.h"
+#include "master/topology.h"
+#include "pool.h"
+
+struct master {
+	struct master_opts opts; /* strings below are owned copies */
+	char *ip, *mdir, *default_replication;
+	struct replica_placement default_rp;
+	char self[TOPO_URL_MAX]; /* ip:port */
+	uint64_t volume_size_limit;
+	http_server *http;
+	pool *pool;
+	topology *topo;
+	sequence *seq;
+	growth *growth;
+	pthread_mutex_t lock;
+	bool stopping;            /* protected by lock */
+	pthread_mutex_t vacuum_lock; /* serialises vacuum runs (held on a worker) */
+};
+
+/* Queues fn on the pool unless the master is stopping (then false). Any thread. */
+bool master_submit(struct master *m, pool_fn fn, void *arg);
+/* True when the request asked for pretty JSON. Loop thread. */
+bool master_pretty(http_req *req);
+/* Fresh random bits (cookies, tie-breaks); thread-local buffer over RAND_bytes. */
+uint64_t master_rand64(void);
+uint32_t master_rand32(void);
+
+/* Handlers (loop thread). */
+void master_h_assign(struct master *m, http_req *req);
+void master_h_submit(struct master *m, http_req *req);
+void master_h_lookup(struct master *m, http_req *req);
+void master_h_redirect(struct master *m, http_req *req);
+void master_h_grow(struct master *m, http_req *req);
+void master_h_vacuum(struct master *m, http_req *req);
+void master_h_col_delete(struct master *m, http_req *req);
+
+/* Parsed placement parameters of /dir/assign, /submit and /vol/grow. */
+struct assign_params {
+	char collection[TOPO_NAME_MAX];
+	struct replica_placement rp;
+	struct ttl ttl;
+	char dc[TOPO_NAME_MAX], rack[TOPO_NAME_MAX], node[TOPO_URL_MAX];
+	uint64_t count;
+	uint64_t data_size;
+	int writable_count;
+	int64_t preallocate; /* -1 = master default */
+};
+/* Reads and validates the parameters; false with msg (a 400) on bad input. */
+bool assign_params_parse(struct master *m, http_req *req, struct assign_params *p, char *msg,
+			 size_t msglen);
+/* True for a usable collection name ([A-Za-z0-9._-], at most 127 bytes; "" allowed). */
+bool master_collection_valid(const char *s);
+
+#endif

@@ -1,1 +1,0 @@
-int weedfs_placeholder_master;

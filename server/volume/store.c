@@ -1,0 +1,352 @@
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include "common/fid.h"
+#include "log.h"
+#include "store.h"
+#include "util.h"
+
+struct sdir {
+	char *path;
+	int max_flag; /* as configured; 0 = from free space */
+	int max;      /* current slot count */
+	int count;    /* protected by store.lock */
+};
+
+struct slot {
+	uint32_t id;
+	volume *v;
+	int dir;
+};
+
+struct store {
+	pthread_rwlock_t lock;
+	struct sdir *dirs;
+	size_t ndirs;
+	struct slot *vols; /* protected by lock */
+	size_t nvols, cap;
+	_Atomic uint64_t size_limit;
+};
+
+#define DEFAULT_SIZE_LIMIT (30000ull << 20)
+#define MIN_AUTO_SLOTS 8
+
+static void size_dirs(store *s)
+{
+	uint64_t limit = atomic_load(&s->size_limit);
+	for (size_t i = 0; i < s->ndirs; i++) {
+		struct statvfs sv;
+		uint64_t free_b;
+		int n;
+		if (s->dirs[i].max_flag > 0) {
+			s->dirs[i].max = s->dirs[i].max_flag;
+			continue;
+		}
+		if (statvfs(s->dirs[i].path, &sv) < 0)
+			free_b = 0;
+		else
+			free_b = (uint64_t)sv.f_bavail * sv.f_frsize;
+		n = s->dirs[i].count + (int)MIN(free_b / (limit ? limit : 1), 10000);
+		s->dirs[i].max = MAX(n, MIN_AUTO_SLOTS);
+	}
+}
+
+static void add_slot(store *s, uint32_t id, volume *v, int dir)
+{
+	size_t i;
+	if (s->nvols == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->vols = xrealloc(s->vols, s->cap * sizeof(*s->vols));
+	}
+	for (i = s->nvols; i > 0 && s->vols[i - 1].id > id; i--)
+		s->vols[i] = s->vols[i - 1];
+	s->vols[i] = (struct slot){id, v, dir};
+	s->nvols++;
+	s->dirs[dir].count++;
+	volume_set_size_limit(v, atomic_load(&s->size_limit));
+}
+
+static ssize_t find_slot(const store *s, uint32_t id)
+{
+	size_t lo = 0, hi = s->nvols;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->vols[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nvols && s->vols[lo].id == id ? (ssize_t)lo : -1;
+}
+
+/* Splits "coll_7.dat" into collection and id; false for other files. */
+static bool parse_name(const char *name, char *coll, size_t collsz, uint32_t *id)
+{
+	size_t n = strlen(name);
+	const char *us, *num;
+	if (n < 5 || strcmp(name + n - 4, ".dat"))
+		return false;
+	n -= 4;
+	us = memrchr(name, '_', n);
+	num = us ? us + 1 : name;
+	if (!volume_id_parse(num, (size_t)(name + n - num), id))
+		return false;
+	if (us) {
+		size_t cl = (size_t)(us - name);
+		if (cl == 0 || cl >= collsz)
+			return false;
+		memcpy(coll, name, cl);
+		coll[cl] = '\0';
+	} else {
+		coll[0] = '\0';
+	}
+	return true;
+}
+
+static void load_dir(store *s, int di)
+{
+	DIR *d = opendir(s->dirs[di].path);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char coll[VOLUME_COLLECTION_MAX];
+		uint32_t id;
+		volume *v;
+		wfs_err err;
+		if (!parse_name(de->d_name, coll, sizeof(coll), &id))
+			continue;
+		if (find_slot(s, id) >= 0) {
+			log_warn("volume %" PRIu32 " found twice; ignoring %s/%s", id,
+				 s->dirs[di].path, de->d_name);
+			continue;
+		}
+		err = volume_open(s->dirs[di].path, coll, id, NULL, &v);
+		if (err) {
+			log_error("could not open volume %s/%s: %s", s->dirs[di].path, de->d_name,
+				  wfs_strerror(err));
+			continue;
+		}
+		add_slot(s, id, v, di);
+		log_info("loaded volume %" PRIu32 " from %s", id, s->dirs[di].path);
+	}
+	closedir(d);
+}
+
+wfs_err store_open(const struct store_dir *dirs, size_t ndirs, store **out)
+{
+	store *s = xcalloc(1, sizeof(*s));
+	pthread_rwlock_init(&s->lock, NULL);
+	atomic_init(&s->size_limit, DEFAULT_SIZE_LIMIT);
+	s->dirs = xcalloc(ndirs, sizeof(*s->dirs));
+	s->ndirs = ndirs;
+	for (size_t i = 0; i < ndirs; i++) {
+		s->dirs[i].path = xstrdup(dirs[i].path);
+		s->dirs[i].max_flag = dirs[i].max;
+		if (!mkdir_p(dirs[i].path)) {
+			log_error("could not create directory \"%s\": %s", dirs[i].path,
+				  strerror(errno));
+			store_free(s);
+			*out = NULL;
+			return WFS_EIO;
+		}
+	}
+	for (size_t i = 0; i < ndirs; i++)
+		load_dir(s, (int)i);
+	size_dirs(s);
+	*out = s;
+	return WFS_OK;
+}
+
+void store_free(store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nvols; i++)
+		volume_unref(s->vols[i].v);
+	for (size_t i = 0; i < s->ndirs; i++)
+		free(s->dirs[i].path);
+	free(s->dirs);
+	free(s->vols);
+	pthread_rwlock_destroy(&s->lock);
+	free(s);
+}
+
+volume *store_get(store *s, uint32_t vid)
+{
+	volume *v = NULL;
+	ssize_t i;
+	pthread_rwlock_rdlock(&s->lock);
+	i = find_slot(s, vid);
+	if (i >= 0) {
+		v = s->vols[i].v;
+		volume_ref(v);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return v;
+}
+
+wfs_err store_create_volume(store *s, uint32_t vid, const char *collection,
+			    const struct volume_create *c)
+{
+	int best = -1, best_free = 0;
+	volume *v;
+	ssize_t i;
+	wfs_err err;
+
+	if (!collection)
+		collection = "";
+	if (!volume_collection_valid(collection) || vid == 0)
+		return WFS_EINVAL;
+	pthread_rwlock_wrlock(&s->lock);
+	i = find_slot(s, vid);
+	if (i >= 0) {
+		struct volume_info in;
+		volume_get_info(s->vols[i].v, &in);
+		err = strcmp(in.collection, collection) ||
+			      replica_placement_byte(&in.rp) != replica_placement_byte(&c->rp) ||
+			      in.ttl.count != c->ttl.count || in.ttl.unit != c->ttl.unit
+			  ? WFS_EEXIST
+			  : WFS_OK;
+		goto out;
+	}
+	for (size_t d = 0; d < s->ndirs; d++) {
+		int f = s->dirs[d].max - s->dirs[d].count;
+		if (f > best_free) {
+			best_free = f;
+			best = (int)d;
+		}
+	}
+	if (best < 0) {
+		err = WFS_ENOSPC;
+		goto out;
+	}
+	err = volume_open(s->dirs[best].path, collection, vid, c, &v);
+	if (err)
+		goto out;
+	add_slot(s, vid, v, best);
+	log_info("created volume %" PRIu32 " collection \"%s\" in %s", vid, collection,
+		 s->dirs[best].path);
+out:
+	pthread_rwlock_unlock(&s->lock);
+	return err;
+}
+
+static void remove_at(store *s, size_t i)
+{
+	volume *v = s->vols[i].v;
+	s->dirs[s->vols[i].dir].count--;
+	memmove(&s->vols[i], &s->vols[i + 1], (s->nvols - i - 1) * sizeof(*s->vols));
+	s->nvols--;
+	volume_destroy(v);
+	volume_unref(v);
+}
+
+wfs_err store_delete_volume(store *s, uint32_t vid)
+{
+	ssize_t i;
+	pthread_rwlock_wrlock(&s->lock);
+	i = find_slot(s, vid);
+	if (i >= 0)
+		remove_at(s, (size_t)i);
+	pthread_rwlock_unlock(&s->lock);
+	return i >= 0 ? WFS_OK : WFS_ENOENT;
+}
+
+int store_delete_collection(store *s, const char *collection)
+{
+	int n = 0;
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->nvols;) {
+		if (!strcmp(volume_collection(s->vols[i].v), collection)) {
+			remove_at(s, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+size_t store_list(store *s, volume ***out)
+{
+	size_t n;
+	pthread_rwlock_rdlock(&s->lock);
+	n = s->nvols;
+	*out = xmalloc((n ? n : 1) * sizeof(volume *));
+	for (size_t i = 0; i < n; i++) {
+		(*out)[i] = s->vols[i].v;
+		volume_ref(s->vols[i].v);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+int store_max_volumes(store *s)
+{
+	int n = 0;
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->ndirs; i++)
+		n += s->dirs[i].max;
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+void store_set_size_limit(store *s, uint64_t limit)
+{
+	if (!limit || atomic_load(&s->size_limit) == limit)
+		return;
+	atomic_store(&s->size_limit, limit);
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->nvols; i++)
+		volume_set_size_limit(s->vols[i].v, limit);
+	size_dirs(s);
+	pthread_rwlock_unlock(&s->lock);
+}
+
+uint64_t store_size_limit(store *s)
+{
+	return atomic_load(&s->size_limit);
+}
+
+size_t store_disk_status(store *s, struct store_disk_status *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->ndirs && n < max; i++) {
+		struct statvfs sv;
+		struct store_disk_status *d = &out[n++];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->dir, sizeof(d->dir), "%s", s->dirs[i].path);
+		if (statvfs(s->dirs[i].path, &sv) == 0) {
+			d->all = (uint64_t)sv.f_blocks * sv.f_frsize;
+			d->free = (uint64_t)sv.f_bavail * sv.f_frsize;
+			d->used = d->all - (uint64_t)sv.f_bfree * sv.f_frsize;
+		}
+	}
+	return n;
+}
+
+int store_expire(store *s, uint64_t now_sec)
+{
+	int n = 0;
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->nvols;) {
+		if (volume_expired(s->vols[i].v, now_sec)) {
+			log_info("volume %" PRIu32 " expired (TTL)", s->vols[i].id);
+			remove_at(s, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}

@@ -1,0 +1,126 @@
+/*
+ * One volume: a [<collection>_]<vid>.dat file of needles plus its .idx, and
+ * the in-memory needle map.
+ *
+ * DESIGN
+ * - Locks: write_lock serializes everything that appends (writes, deletes,
+ *   the commit of a vacuum) and guards the file ends. map_lock (a
+ *   writer-preferring rwlock) guards the map, the statistics and the file
+ *   descriptors; a read holds it shared across its single pread so a vacuum
+ *   commit can swap the files underneath safely. Lock order: vacuum_lock,
+ *   then write_lock, then map_lock.
+ * - A write is pwritev() of the needle at the .dat end, then write() of the
+ *   .idx entry, then the map update. No fsync: a killed process loses
+ *   nothing the kernel has, and load() repairs a torn tail after a crash.
+ * - Load: .idx -> map; the needle named by the last entry must be intact,
+ *   complete needles after it get their missing .idx entries, a torn tail is
+ *   truncated; a missing or damaged .idx is rebuilt by scanning the .dat.
+ * - Vacuum: compact copies live needles to .cpd/.cpx while serving; commit
+ *   replays the .idx entries appended meanwhile, fsyncs, then
+ *   rename(.cpd -> .dat) is the commit point and rename(.cpx -> .idx)
+ *   follows. On load a .cpd means an unfinished vacuum (both leftovers
+ *   removed); a lone .cpx means the crash hit between the two renames, and
+ *   it becomes the .idx. Cleanup removes .cpx before .cpd to keep that rule.
+ * - Reference counted: the store and each request hold a reference.
+ */
+#ifndef WEEDFS_VOLUME_VOLUME_H
+#define WEEDFS_VOLUME_VOLUME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "buf.h"
+#include "common/placement.h"
+#include "err.h"
+#include "needle.h"
+
+typedef struct volume volume;
+
+#define VOLUME_COLLECTION_MAX 128
+
+struct volume_info {
+	uint32_t id;
+	char collection[VOLUME_COLLECTION_MAX];
+	struct replica_placement rp;
+	struct ttl ttl;
+	uint16_t compact_revision;
+	uint32_t version;
+	uint64_t size;          /* .dat bytes */
+	uint64_t file_count;    /* needles ever written (overwrites included) */
+	uint64_t delete_count;  /* needles deleted or overwritten */
+	uint64_t deleted_bytes; /* bytes of those */
+	uint64_t live_count;
+	uint64_t max_key;
+	bool read_only;
+	uint64_t modified_at_sec; /* last write (or file mtime at load) */
+};
+
+struct volume_create {
+	struct replica_placement rp;
+	struct ttl ttl;
+	uint64_t preallocate; /* bytes, 0 for none */
+};
+
+/* True if name is a valid collection name (letters, digits, '-', '.', '_'? no: see .c). */
+bool volume_collection_valid(const char *name);
+
+/*
+ * Opens the volume in dir, creating it when create is non-NULL and no .dat
+ * exists. Repairs the files as described above. Returns a volume with one
+ * reference. Any thread; blocking (may scan the whole .dat).
+ */
+wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
+		    const struct volume_create *create, volume **out);
+void volume_ref(volume *v);
+/* Drops a reference; the last one closes the files (and removes them after volume_destroy). */
+void volume_unref(volume *v);
+/* Marks the volume for removal: its files are unlinked when the last reference goes. */
+void volume_destroy(volume *v);
+
+uint32_t volume_id(const volume *v);
+const char *volume_collection(const volume *v);
+void volume_get_info(volume *v, struct volume_info *out);
+void volume_set_read_only(volume *v, bool ro);
+bool volume_read_only(volume *v);
+/* The .dat size a write may not exceed (0 = unlimited). Any thread. */
+void volume_set_size_limit(volume *v, uint64_t limit);
+
+/*
+ * Appends needle n (key, cookie, data and optional fields set; size, crc and
+ * append_ns are filled in). If the same key already holds a needle with the
+ * same cookie, data, name and mime, nothing is written and *unchanged is set.
+ * An existing live needle with a different cookie refuses the write
+ * (WFS_EPERM). WFS_EREADONLY, WFS_ENOSPC (size limit), WFS_EIO. The volume's
+ * TTL is applied when n has none. Any thread.
+ */
+wfs_err volume_write(volume *v, struct needle *n, bool *unchanged);
+
+/*
+ * Deletes key if its cookie matches (cookie mismatch or absent: WFS_ENOENT).
+ * *size gets the deleted needle's data size. Any thread.
+ */
+wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint32_t *size);
+
+/*
+ * Reads key into storage (reset first) and decodes it into n (fields borrow
+ * storage). Wrong cookie, deleted (unless read_deleted and still in the
+ * .dat), expired TTL: WFS_ENOENT. CRC mismatch: WFS_ECORRUPT. Any thread.
+ */
+wfs_err volume_read(volume *v, uint64_t key, uint32_t cookie, bool read_deleted, buf *storage,
+		    struct needle *n);
+
+/* deleted bytes / size. */
+double volume_garbage_ratio(volume *v);
+/* Copies live needles to .cpd/.cpx; the volume keeps serving. Blocking; any thread. */
+wfs_err volume_compact(volume *v);
+/* Replays writes made since compact, swaps the files in. Blocking; any thread. */
+wfs_err volume_commit(volume *v);
+/* Removes the files of an unfinished compaction. */
+wfs_err volume_cleanup(volume *v);
+
+/* True if the volume has a TTL and nothing was written to it for that long. */
+bool volume_expired(volume *v, uint64_t now_sec);
+
+/* Needle expiry by its TTL and last-modified time (or append time). */
+bool needle_expired(const struct needle *n, uint64_t now_sec);
+
+#endif

@@ -1,0 +1,629 @@
+/*
+ * The volume server: lifecycle, routing, /status, the master's admin calls
+ * and the heartbeat thread. Needle requests are in volume_handlers.c.
+ *
+ * DESIGN: the heartbeat thread owns all traffic to the master except
+ * replica lookups. It posts at start, every -pulseSeconds, and at once when
+ * woken (volume created, deleted or made read-only). While the master is
+ * unreachable it retries with a back-off doubling from 1 s up to the pulse,
+ * logging only when the state changes. It also removes TTL volumes that
+ * have expired. Slow admin work (compact, commit) runs on the worker pool
+ * and answers through http_req_defer.
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "common/fid.h"
+#include "flags.h"
+#include "http_client.h"
+#include "json.h"
+#include "log.h"
+#include "util.h"
+#include "vs_int.h"
+
+#define MAX_DIRS 16
+
+void volume_server_opts_default(struct volume_server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ip = "127.0.0.1";
+	o->port = 8080;
+	o->public_url = "";
+	o->dir = "/tmp";
+	o->max = "8";
+	o->mserver = "127.0.0.1:9333";
+	o->data_center = "DefaultDataCenter";
+	o->rack = "DefaultRack";
+	o->pulse_seconds = 5;
+	o->file_size_limit_mb = 256;
+	o->threads = 0;
+}
+
+bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg)
+{
+	bool ok = false;
+	pthread_rwlock_rdlock(&vs->pool_lock);
+	if (vs->pool) {
+		pool_submit(vs->pool, fn, arg);
+		ok = true;
+	}
+	pthread_rwlock_unlock(&vs->pool_lock);
+	return ok;
+}
+
+void vs_heartbeat_now(struct volume_server *vs)
+{
+	pthread_mutex_lock(&vs->hb_lock);
+	vs->hb_kick = true;
+	pthread_cond_signal(&vs->hb_cond);
+	pthread_mutex_unlock(&vs->hb_lock);
+}
+
+/* ---- status ---- */
+
+static void write_volume_list(struct volume_server *vs, json_w *w, bool internal,
+			      uint64_t *max_key)
+{
+	volume **list;
+	size_t n = store_list(vs->store, &list);
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		struct volume_info in;
+		char rp[8], ttl[16];
+		volume_get_info(list[i], &in);
+		replica_placement_format(&in.rp, rp);
+		ttl_format(&in.ttl, ttl);
+		if (max_key && in.max_key > *max_key)
+			*max_key = in.max_key;
+		jw_obj_begin(w);
+		if (internal) {
+			jw_kv_u64(w, "id", in.id);
+			jw_kv_str(w, "collection", in.collection);
+			jw_kv_str(w, "replication", rp);
+			jw_kv_str(w, "ttl", ttl);
+			jw_kv_u64(w, "size", in.size);
+			jw_kv_u64(w, "fileCount", in.file_count);
+			jw_kv_u64(w, "deleteCount", in.delete_count);
+			jw_kv_u64(w, "deletedBytes", in.deleted_bytes);
+			jw_kv_bool(w, "readOnly", in.read_only);
+			jw_kv_u64(w, "compactRevision", in.compact_revision);
+			jw_kv_u64(w, "version", in.version);
+			jw_kv_u64(w, "modifiedAtSecond", in.modified_at_sec);
+		} else {
+			jw_kv_u64(w, "Id", in.id);
+			jw_kv_u64(w, "Size", in.size);
+			jw_kv_u64(w, "FileCount", in.file_count);
+			jw_kv_u64(w, "DeleteCount", in.delete_count);
+			jw_kv_u64(w, "DeletedByteCount", in.deleted_bytes);
+			jw_kv_bool(w, "ReadOnly", in.read_only);
+			jw_kv_str(w, "Collection", in.collection);
+			jw_kv_str(w, "ReplicaPlacement", rp);
+			jw_kv_str(w, "Ttl", ttl);
+			jw_kv_u64(w, "CompactRevision", in.compact_revision);
+			jw_kv_u64(w, "Version", in.version);
+		}
+		jw_obj_end(w);
+		volume_unref(list[i]);
+	}
+	jw_arr_end(w);
+	free(list);
+}
+
+static bool want_pretty(http_req *req)
+{
+	const char *p = http_req_query(req, "pretty");
+	return p && *p && strcmp(p, "n") && strcmp(p, "false");
+}
+
+static void handle_status(struct volume_server *vs, http_req *req)
+{
+	struct store_disk_status ds[MAX_DIRS];
+	size_t nd = store_disk_status(vs->store, ds, MAX_DIRS);
+	buf b = BUF_INIT;
+	json_w *w = jw_new(&b, want_pretty(req));
+
+	jw_obj_begin(w);
+	jw_kv_str(w, "Version", PACKAGE_VERSION);
+	jw_key(w, "Volumes");
+	write_volume_list(vs, w, false, NULL);
+	jw_key(w, "DiskStatuses");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < nd; i++) {
+		jw_obj_begin(w);
+		jw_kv_str(w, "dir", ds[i].dir);
+		jw_kv_u64(w, "all", ds[i].all);
+		jw_kv_u64(w, "used", ds[i].used);
+		jw_kv_u64(w, "free", ds[i].free);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_kv_i64(w, "MaxVolumeCount", store_max_volumes(vs->store));
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 200, &b);
+	buf_free(&b);
+}
+
+/* ---- admin ---- */
+
+static void send_empty(http_req *req)
+{
+	http_resp_send(req, 200, "{}", 2);
+}
+
+/* Parses ?volume=N; answers 400 and returns false when missing or malformed. */
+static bool query_vid(http_req *req, uint32_t *vid)
+{
+	const char *s = http_req_query(req, "volume");
+	if (!s || !volume_id_parse(s, strlen(s), vid) || *vid == 0) {
+		http_resp_error(req, 400, "missing or invalid volume \"%s\"", s ? s : "");
+		return false;
+	}
+	return true;
+}
+
+struct vacuum_job {
+	struct volume_server *vs;
+	http_req *req;
+	volume *v;
+	bool commit;
+	wfs_err err;
+};
+
+static void vacuum_done(http_req *req, void *arg)
+{
+	struct vacuum_job *j = arg;
+	if (j->err)
+		http_resp_error(req, wfs_err_http_status(j->err), "%s failed: %s",
+				j->commit ? "commit" : "compact", wfs_strerror(j->err));
+	else
+		send_empty(req);
+	free(j);
+}
+
+static void vacuum_run(void *arg)
+{
+	struct vacuum_job *j = arg;
+	j->err = j->commit ? volume_commit(j->v) : volume_compact(j->v);
+	volume_unref(j->v);
+	if (j->commit && !j->err)
+		vs_heartbeat_now(j->vs);
+	http_req_defer(j->req, vacuum_done, j);
+}
+
+static void handle_admin(struct volume_server *vs, http_req *req, const char *path)
+{
+	uint32_t vid = 0;
+	volume *v;
+	wfs_err err;
+
+	if (!strcmp(path, "/admin/assign_volume")) {
+		struct volume_create c = {0};
+		const char *coll = http_req_query(req, "collection");
+		const char *pre = http_req_query(req, "preallocate");
+		if (!query_vid(req, &vid))
+			return;
+		if (replica_placement_parse(http_req_query(req, "replication"), &c.rp) ||
+		    ttl_parse(http_req_query(req, "ttl"), &c.ttl) ||
+		    (pre && *pre && !parse_u64(pre, &c.preallocate)) ||
+		    (coll && !volume_collection_valid(coll))) {
+			http_resp_error(req, 400, "invalid replication, ttl, collection or preallocate");
+			return;
+		}
+		err = store_create_volume(vs->store, vid, coll, &c);
+		if (err) {
+			http_resp_error(req, wfs_err_http_status(err), "assign volume %" PRIu32 ": %s",
+					vid, wfs_strerror(err));
+			return;
+		}
+		vs_heartbeat_now(vs);
+		send_empty(req);
+		return;
+	}
+	if (!strcmp(path, "/admin/delete_collection")) {
+		const char *coll = http_req_query(req, "collection");
+		if (!coll || !*coll) {
+			http_resp_error(req, 400, "missing collection");
+			return;
+		}
+		if (store_delete_collection(vs->store, coll) > 0)
+			vs_heartbeat_now(vs);
+		send_empty(req);
+		return;
+	}
+	if (!query_vid(req, &vid))
+		return;
+	if (!strcmp(path, "/admin/volume/delete")) {
+		err = store_delete_volume(vs->store, vid);
+		if (err) {
+			http_resp_error(req, 404, "volume %" PRIu32 " not found", vid);
+			return;
+		}
+		vs_heartbeat_now(vs);
+		send_empty(req);
+		return;
+	}
+	v = store_get(vs->store, vid);
+	if (!v) {
+		http_resp_error(req, 404, "volume %" PRIu32 " not found", vid);
+		return;
+	}
+	if (!strcmp(path, "/admin/volume/readonly")) {
+		const char *ro_s = http_req_query(req, "readonly");
+		bool ro = true;
+		if (ro_s && !parse_bool(ro_s, &ro)) {
+			http_resp_error(req, 400, "invalid readonly \"%s\"", ro_s);
+		} else {
+			volume_set_read_only(v, ro);
+			vs_heartbeat_now(vs);
+			send_empty(req);
+		}
+	} else if (!strcmp(path, "/admin/vacuum/check")) {
+		buf b = BUF_INIT;
+		buf_printf(&b, "{\"garbageRatio\":%.6f}", volume_garbage_ratio(v));
+		http_resp_send_json(req, 200, &b);
+		buf_free(&b);
+	} else if (!strcmp(path, "/admin/vacuum/compact") || !strcmp(path, "/admin/vacuum/commit")) {
+		struct vacuum_job *j = xcalloc(1, sizeof(*j));
+		j->vs = vs;
+		j->req = req;
+		j->v = v;
+		j->commit = !strcmp(path, "/admin/vacuum/commit");
+		volume_ref(v);
+		if (!vs_submit(vs, vacuum_run, j)) {
+			volume_unref(v);
+			free(j);
+			http_resp_error(req, 503, "server is stopping");
+		}
+	} else if (!strcmp(path, "/admin/vacuum/cleanup")) {
+		volume_cleanup(v);
+		send_empty(req);
+	} else {
+		http_resp_error(req, 404, "unknown admin endpoint");
+	}
+	volume_unref(v);
+}
+
+static void add_cors(http_req *req)
+{
+	http_resp_header(req, "Access-Control-Allow-Origin", "*");
+}
+
+static void handler(http_req *req, void *ctx)
+{
+	struct volume_server *vs = ctx;
+	const char *path = http_req_path(req);
+	enum http_method m = http_req_method(req);
+
+	add_cors(req);
+	if (m == HTTP_OPTIONS) {
+		http_resp_header(req, "Access-Control-Allow-Methods",
+				 "GET, HEAD, PUT, POST, DELETE, OPTIONS");
+		http_resp_header(req, "Access-Control-Allow-Headers", "*");
+		http_resp_header(req, "Access-Control-Max-Age", "86400");
+		http_resp_send(req, 200, NULL, 0);
+		return;
+	}
+	if (!strcmp(path, "/healthz")) {
+		http_resp_send(req, 200, NULL, 0);
+		return;
+	}
+	if (!strcmp(path, "/status") || !strcmp(path, "/stats/disk")) {
+		handle_status(vs, req);
+		return;
+	}
+	if (!strncmp(path, "/admin/", 7)) {
+		if (m != HTTP_POST && m != HTTP_GET && m != HTTP_PUT) {
+			http_resp_error(req, 405, "method not allowed");
+			return;
+		}
+		handle_admin(vs, req, path);
+		return;
+	}
+	vs_handle_needle(vs, req);
+}
+
+/* ---- heartbeat ---- */
+
+static void heartbeat_body(struct volume_server *vs, buf *b)
+{
+	json_w *w = jw_new(b, false);
+	uint64_t max_key = 0;
+	jw_obj_begin(w);
+	jw_kv_str(w, "ip", vs->ip);
+	jw_kv_i64(w, "port", vs->port);
+	jw_kv_str(w, "publicUrl", vs->public_url);
+	jw_kv_str(w, "dataCenter", vs->data_center);
+	jw_kv_str(w, "rack", vs->rack);
+	jw_kv_i64(w, "maxVolumeCount", store_max_volumes(vs->store));
+	jw_key(w, "volumes");
+	write_volume_list(vs, w, true, &max_key);
+	jw_kv_u64(w, "maxFileKey", max_key);
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+/* One heartbeat; true if the master answered 200. Heartbeat thread. */
+static bool heartbeat_once(struct volume_server *vs, char *why, size_t whylen)
+{
+	static const char *const headers[] = {"Content-Type: application/json", NULL};
+	struct http_result res;
+	char url[512], err_text[128];
+	buf b = BUF_INIT;
+	bool ok = false;
+	wfs_err err;
+
+	heartbeat_body(vs, &b);
+	snprintf(url, sizeof(url), "http://%s/heartbeat", vs->mserver);
+	http_result_init(&res);
+	err = http_request("POST", url, headers, b.data, b.len, 10000, &res);
+	if (err) {
+		snprintf(why, whylen, "%s", wfs_strerror(err));
+	} else if (res.status != 200) {
+		snprintf(why, whylen, "status %d", res.status);
+	} else {
+		yajl_val root = json_parse(res.body.data, res.body.len, err_text, sizeof(err_text));
+		uint64_t limit;
+		if (root && json_get_u64(root, "volumeSizeLimit", &limit) && limit)
+			store_set_size_limit(vs->store, limit);
+		if (root)
+			yajl_tree_free(root);
+		ok = true;
+	}
+	http_result_free(&res);
+	buf_free(&b);
+	return ok;
+}
+
+/* The heartbeat thread's body; see DESIGN. */
+static void *heartbeat_main(void *arg)
+{
+	struct volume_server *vs = arg;
+	int state = -1; /* -1 unknown, 0 down, 1 up */
+	uint64_t backoff_ms = 1000;
+	char why[128];
+
+	for (;;) {
+		struct timespec ts;
+		uint64_t wait_ms;
+		bool up;
+
+		if (store_expire(vs->store, (uint64_t)time(NULL)) > 0)
+			log_info("expired TTL volumes removed");
+		/* standalone (no -mserver): only the TTL sweep */
+		up = !vs->mserver || heartbeat_once(vs, why, sizeof(why));
+		if (vs->mserver && up && state != 1)
+			log_info("connected to master %s", vs->mserver);
+		else if (vs->mserver && !up && state != 0)
+			log_warn("master %s unreachable (%s); retrying", vs->mserver, why);
+		state = up;
+		if (up) {
+			backoff_ms = 1000;
+			wait_ms = (uint64_t)vs->pulse_seconds * 1000;
+		} else {
+			wait_ms = backoff_ms;
+			backoff_ms = MIN(backoff_ms * 2, (uint64_t)vs->pulse_seconds * 1000);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(wait_ms / 1000);
+		ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&vs->hb_lock);
+		while (!vs->hb_stop && !vs->hb_kick)
+			if (pthread_cond_timedwait(&vs->hb_cond, &vs->hb_lock, &ts) == ETIMEDOUT)
+				break;
+		if (vs->hb_stop) {
+			pthread_mutex_unlock(&vs->hb_lock);
+			return NULL;
+		}
+		vs->hb_kick = false;
+		pthread_mutex_unlock(&vs->hb_lock);
+	}
+}
+
+/* ---- lifecycle ---- */
+
+static size_t split_list(const char *s, char **out, size_t max)
+{
+	size_t n = 0;
+	const char *p = s;
+	while (p && *p && n < max) {
+		const char *c = strchr(p, ',');
+		size_t len = c ? (size_t)(c - p) : strlen(p);
+		if (len)
+			out[n++] = xstrndup(p, len);
+		p = c ? c + 1 : NULL;
+	}
+	return n;
+}
+
+struct volume_server *volume_server_start(const struct volume_server_opts *o, wfs_err *err)
+{
+	struct volume_server *vs = xcalloc(1, sizeof(*vs));
+	struct http_server_opts ho = {0};
+	struct store_dir dirs[MAX_DIRS];
+	char *dir_s[MAX_DIRS] = {0}, *max_s[MAX_DIRS] = {0};
+	size_t nd, nm;
+
+	*err = WFS_OK;
+	pthread_rwlock_init(&vs->pool_lock, NULL);
+	pthread_mutex_init(&vs->hb_lock, NULL);
+	pthread_cond_init(&vs->hb_cond, NULL);
+	pthread_mutex_init(&vs->cache_lock, NULL);
+	vs->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
+	vs->mserver = o->mserver && *o->mserver ? xstrdup(o->mserver) : NULL;
+	vs->data_center = xstrdup(o->data_center && *o->data_center ? o->data_center
+								     : "DefaultDataCenter");
+	vs->rack = xstrdup(o->rack && *o->rack ? o->rack : "DefaultRack");
+	vs->pulse_seconds = o->pulse_seconds > 0 ? o->pulse_seconds : 5;
+	if (o->file_size_limit_mb <= 0 || o->file_size_limit_mb > 4000) {
+		log_error("-fileSizeLimitMB must be between 1 and 4000");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	vs->file_size_limit = (uint64_t)o->file_size_limit_mb << 20;
+
+	nd = split_list(o->dir, dir_s, MAX_DIRS);
+	nm = split_list(o->max, max_s, MAX_DIRS);
+	if (nd == 0) {
+		log_error("no -dir given");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		uint32_t m = 8;
+		const char *ms = i < nm ? max_s[i] : (nm ? max_s[nm - 1] : "8");
+		if (!parse_u32(ms, &m) || m > 100000) {
+			log_error("invalid -max \"%s\"", ms);
+			*err = WFS_EINVAL;
+			goto fail;
+		}
+		dirs[i].path = dir_s[i];
+		dirs[i].max = (int)m;
+	}
+	*err = store_open(dirs, nd, &vs->store);
+	if (*err)
+		goto fail;
+
+	ho.host = vs->ip;
+	ho.port = o->port;
+	ho.threads = o->threads;
+	vs->http = http_server_new(&ho, handler, vs, err);
+	if (!vs->http)
+		goto fail;
+	vs->port = http_server_port(vs->http);
+	snprintf(vs->self, sizeof(vs->self), "%s:%d", vs->ip, vs->port);
+	vs->public_url = xstrdup(o->public_url && *o->public_url ? o->public_url : vs->self);
+	vs->pool = pool_new(MAX(4, cpu_count() * 2));
+	http_server_start(vs->http);
+	/* also runs without a master: it sweeps expired TTL volumes */
+	if (pthread_create(&vs->hb_thread, NULL, heartbeat_main, vs) != 0) {
+		*err = WFS_EINTERNAL;
+		goto fail;
+	}
+	vs->hb_started = true;
+	log_info("volume listening on %s", vs->self);
+	for (size_t i = 0; i < MAX_DIRS; i++) {
+		free(dir_s[i]);
+		free(max_s[i]);
+	}
+	return vs;
+fail:
+	for (size_t i = 0; i < MAX_DIRS; i++) {
+		free(dir_s[i]);
+		free(max_s[i]);
+	}
+	if (!*err)
+		*err = WFS_EINTERNAL;
+	volume_server_stop(vs);
+	return NULL;
+}
+
+int volume_server_port(const struct volume_server *vs)
+{
+	return vs->port;
+}
+
+void volume_server_stop(struct volume_server *vs)
+{
+	pool *p;
+	if (!vs)
+		return;
+	if (vs->hb_started) {
+		pthread_mutex_lock(&vs->hb_lock);
+		vs->hb_stop = true;
+		pthread_cond_signal(&vs->hb_cond);
+		pthread_mutex_unlock(&vs->hb_lock);
+		pthread_join(vs->hb_thread, NULL);
+	}
+	/* finish background jobs while the loops still run (they answer through them) */
+	pthread_rwlock_wrlock(&vs->pool_lock);
+	p = vs->pool;
+	vs->pool = NULL;
+	pthread_rwlock_unlock(&vs->pool_lock);
+	pool_free(p);
+	http_server_free(vs->http);
+	store_free(vs->store);
+	for (int i = 0; i < vs->ncache; i++) {
+		for (int j = 0; j < vs->cache[i].nurls; j++)
+			free(vs->cache[i].urls[j]);
+		free(vs->cache[i].urls);
+	}
+	free(vs->cache);
+	pthread_rwlock_destroy(&vs->pool_lock);
+	pthread_mutex_destroy(&vs->hb_lock);
+	pthread_cond_destroy(&vs->hb_cond);
+	pthread_mutex_destroy(&vs->cache_lock);
+	free(vs->ip);
+	free(vs->public_url);
+	free(vs->mserver);
+	free(vs->data_center);
+	free(vs->rack);
+	free(vs);
+	log_info("volume server stopped");
+}
+
+int volume_main(int argc, char **argv)
+{
+	struct volume_server_opts o;
+	const char *level = "info";
+	struct volume_server *vs;
+	sigset_t set;
+	wfs_err err;
+	int npos, rc, sig;
+
+	volume_server_opts_default(&o);
+	const struct flag flags[] = {
+		{"ip", FLAG_STRING, &o.ip, "address to bind and advertise"},
+		{"port", FLAG_INT, &o.port, "http listen port"},
+		{"publicUrl", FLAG_STRING, &o.public_url, "address clients are told (default ip:port)"},
+		{"dir", FLAG_STRING, &o.dir, "directories to store volumes in, comma separated"},
+		{"max", FLAG_STRING, &o.max,
+		 "maximum volumes per directory, comma separated; 0 = from free space"},
+		{"mserver", FLAG_STRING, &o.mserver, "master address host:port"},
+		{"dataCenter", FLAG_STRING, &o.data_center, "data center name"},
+		{"rack", FLAG_STRING, &o.rack, "rack name"},
+		{"pulseSeconds", FLAG_INT, &o.pulse_seconds, "heartbeat interval in seconds"},
+		{"fileSizeLimitMB", FLAG_INT, &o.file_size_limit_mb, "largest upload in MiB"},
+		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
+	};
+
+	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "volume",
+			 "Run a volume server: stores file content in volumes.", &npos);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (npos < argc) {
+		fprintf(stderr, "weedfs volume: unexpected argument \"%s\"\n", argv[npos]);
+		return 2;
+	}
+	if (log_parse_level(level) < 0) {
+		fprintf(stderr, "weedfs volume: invalid -v \"%s\"\n", level);
+		return 2;
+	}
+	log_set_level((enum log_level)log_parse_level(level));
+	log_set_prefix("volume");
+	/* Block the stop signals in every thread; the main thread waits for them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	vs = volume_server_start(&o, &err);
+	if (!vs) {
+		fprintf(stderr, "weedfs volume: could not start: %s\n", wfs_strerror(err));
+		return 1;
+	}
+	while (sigwait(&set, &sig) != 0)
+		;
+	log_info("volume server stopping on signal %d", sig);
+	volume_server_stop(vs);
+	return 0;
+}
