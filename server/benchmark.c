@@ -580,8 +580,10 @@ struct peer {
 	struct conn *c;
 };
 
-/* Volume locations cached by volume id (per loop, so no locking). */
+/* Volume locations cached by volume id (per loop, so no locking); n == 0 means unknown. */
 struct vloc {
+	uint32_t vid;
+	bool used;
 	int n;
 	char (*urls)[URL_MAX];
 };
@@ -612,8 +614,8 @@ struct loop {
 	struct worker **workers;
 	int nworkers;
 	int active;
-	struct vloc *vlocs; /* indexed by volume id */
-	uint32_t nvlocs;
+	struct vloc *vlocs; /* open addressing, linear probing; a power of two slots */
+	uint32_t nvlocs, vlocs_used;
 };
 
 static struct conn *worker_peer(struct worker *w, const char *url)
@@ -751,15 +753,35 @@ static int worker_put(struct worker *w)
 	return 0;
 }
 
+static struct vloc *vloc_slot(struct vloc *t, uint32_t n, uint32_t vid)
+{
+	uint32_t i = (vid * 2654435761u) & (n - 1);
+	while (t[i].used && t[i].vid != vid)
+		i = (i + 1) & (n - 1);
+	return &t[i];
+}
+
+/* The cache entry of vid, created empty if absent. */
 static struct vloc *loop_vloc(struct loop *lp, uint32_t vid)
 {
-	if (vid >= lp->nvlocs) {
-		uint32_t n = MAX(vid + 1, lp->nvlocs * 2);
-		lp->vlocs = xrealloc(lp->vlocs, sizeof(*lp->vlocs) * n);
-		memset(lp->vlocs + lp->nvlocs, 0, sizeof(*lp->vlocs) * (n - lp->nvlocs));
+	struct vloc *v;
+	if ((lp->vlocs_used + 1) * 2 > lp->nvlocs) {
+		uint32_t n = lp->nvlocs ? lp->nvlocs * 2 : 64;
+		struct vloc *t = xcalloc(n, sizeof(*t));
+		for (uint32_t i = 0; i < lp->nvlocs; i++)
+			if (lp->vlocs[i].used)
+				*vloc_slot(t, n, lp->vlocs[i].vid) = lp->vlocs[i];
+		free(lp->vlocs);
+		lp->vlocs = t;
 		lp->nvlocs = n;
 	}
-	return &lp->vlocs[vid];
+	v = vloc_slot(lp->vlocs, lp->nvlocs, vid);
+	if (!v->used) {
+		v->used = true;
+		v->vid = vid;
+		lp->vlocs_used++;
+	}
+	return v;
 }
 
 static int worker_read_get(struct worker *w, struct vloc *v)

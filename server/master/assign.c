@@ -507,38 +507,6 @@ void master_h_lookup(struct master *m, http_req *req)
 	buf_free(&out);
 }
 
-/*
- * Accepts "/<vid>,<keycookie>[.ext]", "/<vid>/<keycookie>[.ext]" and
- * "/<vid>/<keycookie>/<filename>". Returns false if malformed.
- */
-static bool parse_fid_path(const char *path, uint32_t *vid)
-{
-	const char *s = path + 1, *sep = s + strcspn(s, ",/"), *kc, *end;
-	struct fid f;
-	uint64_t key;
-	uint32_t cookie;
-
-	if (!*sep || !volume_id_parse(s, (size_t)(sep - s), vid))
-		return false;
-	if (*sep == ',') {
-		if (strchr(sep, '/'))
-			return false;
-		return fid_parse(s, &f, NULL) == WFS_OK;
-	}
-	kc = sep + 1;
-	end = kc + strcspn(kc, "/");
-	if (*end == '/' && !end[1])
-		return false;
-	{
-		const char *dot = memchr(kc, '.', (size_t)(end - kc));
-		if (dot && *end == '/')
-			return false;
-		if (dot)
-			end = dot;
-	}
-	return fid_parse_key_cookie(kc, (size_t)(end - kc), &key, &cookie) == WFS_OK;
-}
-
 void master_h_redirect(struct master *m, http_req *req)
 {
 	const char *path = http_req_path(req);
@@ -546,7 +514,7 @@ void master_h_redirect(struct master *m, http_req *req)
 	uint32_t vid;
 	char *location;
 
-	if (!parse_fid_path(path, &vid)) {
+	if (!fid_path_parse(path, &vid)) {
 		if (!strchr(path + 1, ',') && !strchr(path + 1, '/') &&
 		    strspn(path + 1, "0123456789") != strlen(path + 1)) {
 			http_resp_error(req, 404, "not found: %.200s", path);

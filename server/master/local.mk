@@ -5,6 +5,7 @@ server_master_libmaster_a_SOURCES = \
 	server/master/assign.c \
 	server/master/growth.c server/master/growth.h \
 	server/master/master.c server/master/master.h server/master/master_int.h \
+	server/master/parse.c server/master/parse.h \
 	server/master/placement.c server/master/placement.h \
 	server/master/sequence.c server/master/sequence.h \
 	server/master/topology.c server/master/topology.h
@@ -21,3 +22,10 @@ tests_unit_test_master_topology_SOURCES = tests/unit/test_master_topology.c test
 tests_unit_test_master_topology_LDADD = server/master/libmaster.a $(UNIT_LDADD)
 tests_unit_test_master_http_SOURCES = tests/unit/test_master_http.c tests/unit/tap.h
 tests_unit_test_master_http_LDADD = server/master/libmaster.a $(UNIT_LDADD)
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_master_parse
+tests_fuzz_fuzz_master_parse_SOURCES = tests/fuzz/fuzz_master_parse.c
+tests_fuzz_fuzz_master_parse_LDADD = server/master/libmaster.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_master_parse_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

@@ -19,10 +19,10 @@
 #include "json.h"
 #include "log.h"
 #include "master/master_int.h"
+#include "master/parse.h"
 #include "util.h"
 
 #define HEARTBEAT_MAX_BODY (64u << 20)
-#define HEARTBEAT_MAX_VOLUMES 1000000
 
 void master_opts_default(struct master_opts *o)
 {
@@ -89,121 +89,33 @@ bool master_submit(struct master *m, pool_fn fn, void *arg)
 	return ok;
 }
 
-bool master_collection_valid(const char *s)
-{
-	size_t n = strlen(s);
-	if (n >= TOPO_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
-}
-
 /* ---- heartbeat ---- */
-
-static void send_json_obj_err(http_req *req, int status, const char *msg)
-{
-	http_resp_error(req, status, "%s", msg);
-}
 
 static void heartbeat_body(http_req *req, const char *data, size_t len, void *arg)
 {
 	struct master *m = arg;
-	char errbuf[256], url[TOPO_URL_MAX];
-	struct topo_heartbeat hb = {0};
-	struct topo_vol_report *vols = NULL;
-	yajl_val root, vs;
-	const char *ip = NULL, *s;
-	int64_t port = 0, maxv = 0;
-	uint64_t maxkey = 0;
+	struct heartbeat_msg hm;
+	char msg[256];
 	uint32_t max_vid = 0;
 	wfs_err err;
 	buf out = BUF_INIT;
 	json_w *w;
 
-	root = json_parse(data, len, errbuf, sizeof(errbuf));
-	if (!root || !YAJL_IS_OBJECT(root)) {
-		http_resp_error(req, 400, "bad heartbeat: %s", root ? "not an object" : errbuf);
-		goto out;
+	if (!heartbeat_parse(data, len, http_req_peer(req), &hm, msg, sizeof(msg))) {
+		http_resp_error(req, 400, "%s", msg);
+		return;
 	}
-	if (!json_get_str(root, "ip", &ip) || !*ip)
-		ip = http_req_peer(req);
-	if (!json_get_i64(root, "port", &port) || port <= 0 || port > 65535) {
-		send_json_obj_err(req, 400, "bad heartbeat: missing or invalid port");
-		goto out;
-	}
-	if (snprintf(url, sizeof(url), "%s:%" PRId64, ip, port) >= (int)sizeof(url)) {
-		send_json_obj_err(req, 400, "bad heartbeat: ip too long");
-		goto out;
-	}
-	hb.url = url;
-	if (json_get_str(root, "publicUrl", &s) && strlen(s) < TOPO_URL_MAX)
-		hb.public_url = s;
-	if (json_get_str(root, "dataCenter", &s) && strlen(s) < TOPO_NAME_MAX)
-		hb.dc = s;
-	if (json_get_str(root, "rack", &s) && strlen(s) < TOPO_NAME_MAX)
-		hb.rack = s;
-	if (json_get_i64(root, "maxVolumeCount", &maxv) && maxv >= 0 && maxv <= 1000000)
-		hb.max_volumes = (int)maxv;
-	json_get_u64(root, "maxFileKey", &maxkey);
-	vs = json_get(root, "volumes");
-	if (vs && YAJL_IS_ARRAY(vs)) {
-		size_t n = vs->u.array.len;
-		if (n > HEARTBEAT_MAX_VOLUMES) {
-			send_json_obj_err(req, 400, "bad heartbeat: too many volumes");
-			goto out;
-		}
-		vols = xcalloc(n ? n : 1, sizeof(*vols));
-		for (size_t i = 0; i < n; i++) {
-			yajl_val v = vs->u.array.values[i];
-			struct topo_vol_report *r = &vols[hb.nvols];
-			uint64_t id = 0, u;
-			const char *rp = "", *ttl = "", *coll = "";
-			bool ro = false;
-			if (!json_get_u64(v, "id", &id) || id == 0 || id > UINT32_MAX) {
-				send_json_obj_err(req, 400, "bad heartbeat: volume without a valid id");
-				goto out;
-			}
-			json_get_str(v, "collection", &coll);
-			json_get_str(v, "replication", &rp);
-			json_get_str(v, "ttl", &ttl);
-			if (!master_collection_valid(coll) ||
-			    replica_placement_parse(rp, &r->rp) || ttl_parse(ttl, &r->ttl)) {
-				http_resp_error(req, 400, "bad heartbeat: volume %" PRIu64
-					       " has an invalid collection, replication or ttl", id);
-				goto out;
-			}
-			r->id = (uint32_t)id;
-			r->collection = coll;
-			json_get_u64(v, "size", &r->size);
-			json_get_u64(v, "fileCount", &r->file_count);
-			json_get_u64(v, "deleteCount", &r->delete_count);
-			json_get_u64(v, "deletedBytes", &r->deleted_bytes);
-			json_get_bool(v, "readOnly", &ro);
-			r->read_only = ro;
-			if (json_get_u64(v, "compactRevision", &u) && u <= UINT32_MAX)
-				r->compact_revision = (uint32_t)u;
-			if (json_get_u64(v, "version", &u) && u <= UINT32_MAX)
-				r->version = (uint32_t)u;
-			json_get_i64(v, "modifiedAtSecond", &r->modified_at);
-			hb.nvols++;
-		}
-	}
-	hb.vols = vols;
-	err = topology_heartbeat(m->topo, &hb, time_mono_ns(), &max_vid);
-	if (!err && maxkey)
-		err = sequence_observe_key(m->seq, maxkey);
+	err = topology_heartbeat(m->topo, &hm.hb, time_mono_ns(), &max_vid);
+	if (!err && hm.hb.max_file_key)
+		err = sequence_observe_key(m->seq, hm.hb.max_file_key);
 	if (!err && max_vid)
 		err = sequence_observe_volume_id(m->seq, max_vid);
 	if (err) {
 		http_resp_error(req, wfs_err_http_status(err), "heartbeat: %s", wfs_strerror(err));
 		goto out;
 	}
-	log_debug("heartbeat from %s: %zu volumes, max %d", url, hb.nvols, hb.max_volumes);
+	log_debug("heartbeat from %s: %zu volumes, max %d", hm.url, hm.hb.nvols,
+		  hm.hb.max_volumes);
 	w = jw_new(&out, false);
 	jw_obj_begin(w);
 	jw_kv_u64(w, "volumeSizeLimit", m->volume_size_limit);
@@ -214,8 +126,7 @@ static void heartbeat_body(http_req *req, const char *data, size_t len, void *ar
 	http_resp_send_json(req, 200, &out);
 out:
 	buf_free(&out);
-	free(vols);
-	yajl_tree_free(root);
+	heartbeat_msg_free(&hm);
 }
 
 /* ---- status ---- */

@@ -8,6 +8,7 @@
 #include "http_server.h"
 #include "master/growth.h"
 #include "master/master.h"
+#include "master/parse.h"
 #include "master/sequence.h"
 #include "master/topology.h"
 #include "pool.h"
@@ -59,7 +60,5 @@ struct assign_params {
 /* Reads and validates the parameters; false with msg (a 400) on bad input. */
 bool assign_params_parse(struct master *m, http_req *req, struct assign_params *p, char *msg,
 			 size_t msglen);
-/* True for a usable collection name ([A-Za-z0-9._-], at most 127 bytes; "" allowed). */
-bool master_collection_valid(const char *s);
 
 #endif

@@ -117,8 +117,11 @@ static wfs_err parse_fid_path(const char *path, struct fid_path *f)
 	} else {
 		return WFS_EINVAL;
 	}
-	if (f->ext && f->ext[1] == '\0')
+	if (f->ext && f->ext[1] == '\0') {
+		if (!f->filename)
+			return WFS_EINVAL; /* "3,01637037d6." */
 		f->ext = NULL;
+	}
 	return fid_parse_key_cookie(fid, (size_t)(fid_end - fid), &f->key, &f->cookie);
 }
 

@@ -13,7 +13,7 @@ LIMIT_MB = 1
 @pytest.fixture(scope="module")
 def cl(module_cluster):
     m = module_cluster.master()
-    v = module_cluster.volume(m, extra=["-fileSizeLimitMB=%d" % LIMIT_MB])
+    v = module_cluster.volume(m, max_volumes=40, extra=["-fileSizeLimitMB=%d" % LIMIT_MB])
     fid, url = put_file(m, b"existing")
     return m, v, fid
 

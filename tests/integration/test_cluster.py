@@ -78,9 +78,9 @@ def test_key_sequence_survives_master_restarts(cluster):
 def _three_servers(cluster):
     m = cluster.master()
     vols = [
-        cluster.volume(m, dc="dc1", rack="rack1"),
-        cluster.volume(m, dc="dc1", rack="rack1"),
-        cluster.volume(m, dc="dc1", rack="rack2"),
+        cluster.volume(m, dc="dc1", rack="rack1", max_volumes=40),
+        cluster.volume(m, dc="dc1", rack="rack1", max_volumes=40),
+        cluster.volume(m, dc="dc1", rack="rack2", max_volumes=40),
     ]
     return m, vols
 
@@ -154,19 +154,29 @@ def test_replicated_write_fails_when_replica_down(cluster):
     v1 = cluster.volume(m, rack="r1")
     v2 = cluster.volume(m, rack="r1")
     a = assign(m, replication="001")
-    assert sorted(lookup_urls(m, parse_fid(a["fid"])[0])) == sorted([v1.url, v2.url])
-    v2.pause()
-    try:
-        # v2 is frozen: a write through v1 cannot reach every replica, so it must not be acked.
-        try:
-            r = requests.post("http://%s/%s" % (v1.url, a["fid"]),
-                              files={"file": ("x", b"data")}, timeout=25)
-            assert r.status_code >= 500, (r.status_code, r.text)
-            json_error(r)
-        except requests.exceptions.ReadTimeout:
-            pass  # still waiting on the frozen replica is acceptable; a false ack is not
-    finally:
-        v2.resume()
+    vid = parse_fid(a["fid"])[0]
+    assert sorted(lookup_urls(m, vid)) == sorted([v1.url, v2.url])
+    v2.kill9()
+    # At once (the master still lists v2) and after the master dropped v2: a write
+    # through v1 cannot reach every replica, so it must not be acknowledged.
+    for phase in ("replica unreachable", "replica dropped by the master"):
+        if phase.endswith("master"):
+            wait_until(lambda: lookup_urls(m, vid) == [v1.url], 15, "v2 dropped")
+        r = requests.post("http://%s/%s" % (v1.url, a["fid"]),
+                          files={"file": ("x", b"data")}, timeout=40)
+        assert r.status_code >= 500, (phase, r.status_code, r.text)
+        json_error(r)
+    # With v2 back, the same write goes through to both.
+    v2.start()
+    wait_until(lambda: sorted(lookup_urls(m, vid)) == sorted([v1.url, v2.url]), 15, "v2 back")
+    r = requests.post("http://%s/%s" % (v1.url, a["fid"]), files={"file": ("x", b"data")},
+                      timeout=40)
+    # 204 (unchanged) is fine for v1, which kept the failed attempt, but the
+    # retry must still leave the data on every replica.
+    assert r.status_code in (200, 201, 204), r.text
+    for u in (v1.url, v2.url):
+        r = requests.get("http://%s/%s" % (u, a["fid"]))
+        assert r.status_code == 200 and r.content == b"data", (u, r.status_code, r.text)
 
 
 def test_dead_volume_server_dropped_and_back(cluster):

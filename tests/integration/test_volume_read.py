@@ -13,7 +13,7 @@ DATA = bytes(range(256)) * 40  # 10240 bytes, every offset distinguishable
 @pytest.fixture(scope="module")
 def cl(module_cluster):
     m = module_cluster.master()
-    v = module_cluster.volume(m)
+    v = module_cluster.volume(m, max_volumes=40)
     return m, v
 
 
