@@ -197,19 +197,23 @@ static void vacuum_one(struct master *m, const struct topo_vacuum_item *it, doub
 	topology_set_vacuuming(m->topo, it->vid, false);
 }
 
-static void vacuum_run(void *arg)
+void master_vacuum_all(struct master *m, double threshold)
 {
-	struct admin_ctx *c = arg;
-	struct master *m = c->m;
 	struct topo_vacuum_item *items;
 	size_t n;
 
 	pthread_mutex_lock(&m->vacuum_lock);
 	items = topology_vacuum_list(m->topo, time_mono_ns(), &n);
 	for (size_t i = 0; i < n; i++)
-		vacuum_one(m, &items[i], c->threshold);
+		vacuum_one(m, &items[i], threshold);
 	free(items);
 	pthread_mutex_unlock(&m->vacuum_lock);
+}
+
+static void vacuum_run(void *arg)
+{
+	struct admin_ctx *c = arg;
+	master_vacuum_all(c->m, c->threshold);
 	http_req_defer(c->req, vacuum_answer, c);
 }
 

@@ -23,10 +23,19 @@
 #define SUBMIT_MAX_BODY (256ull << 20)
 #define UPLOAD_TIMEOUT_MS 120000
 
-static bool copy_param(http_req *req, const char *name, char *out, size_t n, char *msg,
-		       size_t msglen)
+/* A parameter from the form body (when given) or else the query string. */
+static const char *param(http_req *req, const struct form *f, const char *name)
 {
-	const char *v = http_req_query(req, name);
+	for (size_t i = 0; f && i < f->n; i++)
+		if (!strcmp(f->name[i], name))
+			return f->value[i];
+	return http_req_query(req, name);
+}
+
+static bool copy_param(http_req *req, const struct form *f, const char *name, char *out,
+		       size_t n, char *msg, size_t msglen)
+{
+	const char *v = param(req, f, name);
 	out[0] = '\0';
 	if (!v)
 		return true;
@@ -38,8 +47,17 @@ static bool copy_param(http_req *req, const char *name, char *out, size_t n, cha
 	return true;
 }
 
+static bool assign_params_parse_form(struct master *m, http_req *req, const struct form *f,
+				     struct assign_params *p, char *msg, size_t msglen);
+
 bool assign_params_parse(struct master *m, http_req *req, struct assign_params *p, char *msg,
 			 size_t msglen)
+{
+	return assign_params_parse_form(m, req, NULL, p, msg, msglen);
+}
+
+static bool assign_params_parse_form(struct master *m, http_req *req, const struct form *f,
+				     struct assign_params *p, char *msg, size_t msglen)
 {
 	const char *v;
 	uint64_t u;
@@ -48,16 +66,16 @@ bool assign_params_parse(struct master *m, http_req *req, struct assign_params *
 	memset(p, 0, sizeof(*p));
 	p->count = 1;
 	p->preallocate = -1;
-	if (!copy_param(req, "collection", p->collection, sizeof(p->collection), msg, msglen) ||
-	    !copy_param(req, "dataCenter", p->dc, sizeof(p->dc), msg, msglen) ||
-	    !copy_param(req, "rack", p->rack, sizeof(p->rack), msg, msglen) ||
-	    !copy_param(req, "dataNode", p->node, sizeof(p->node), msg, msglen))
+	if (!copy_param(req, f, "collection", p->collection, sizeof(p->collection), msg, msglen) ||
+	    !copy_param(req, f, "dataCenter", p->dc, sizeof(p->dc), msg, msglen) ||
+	    !copy_param(req, f, "rack", p->rack, sizeof(p->rack), msg, msglen) ||
+	    !copy_param(req, f, "dataNode", p->node, sizeof(p->node), msg, msglen))
 		return false;
 	if (!master_collection_valid(p->collection)) {
 		snprintf(msg, msglen, "invalid collection name \"%s\"", p->collection);
 		return false;
 	}
-	v = http_req_query(req, "replication");
+	v = param(req, f, "replication");
 	if (v && *v) {
 		if (replica_placement_parse(v, &p->rp)) {
 			snprintf(msg, msglen, "invalid replication \"%.16s\"", v);
@@ -66,12 +84,12 @@ bool assign_params_parse(struct master *m, http_req *req, struct assign_params *
 	} else {
 		p->rp = m->default_rp;
 	}
-	v = http_req_query(req, "ttl");
+	v = param(req, f, "ttl");
 	if (ttl_parse(v, &p->ttl)) {
 		snprintf(msg, msglen, "invalid ttl \"%.16s\"", v);
 		return false;
 	}
-	v = http_req_query(req, "count");
+	v = param(req, f, "count");
 	if (v && *v) {
 		if (!parse_u64(v, &u) || u == 0 || u > ASSIGN_MAX_COUNT) {
 			snprintf(msg, msglen, "invalid count \"%.24s\" (want 1..%d)", v,
@@ -80,7 +98,7 @@ bool assign_params_parse(struct master *m, http_req *req, struct assign_params *
 		}
 		p->count = u;
 	}
-	v = http_req_query(req, "writableVolumeCount");
+	v = param(req, f, "writableVolumeCount");
 	if (v && *v) {
 		if (!parse_u64(v, &u) || u > GROW_MAX_COUNT) {
 			snprintf(msg, msglen, "invalid writableVolumeCount \"%.24s\" (want 0..%d)",
@@ -89,7 +107,7 @@ bool assign_params_parse(struct master *m, http_req *req, struct assign_params *
 		}
 		p->writable_count = (int)u;
 	}
-	v = http_req_query(req, "dataSize");
+	v = param(req, f, "dataSize");
 	if (v && *v) {
 		if (!parse_u64(v, &u)) {
 			snprintf(msg, msglen, "invalid dataSize \"%.24s\"", v);
@@ -102,7 +120,7 @@ bool assign_params_parse(struct master *m, http_req *req, struct assign_params *
 		}
 		p->data_size = u;
 	}
-	v = http_req_query(req, "preallocate");
+	v = param(req, f, "preallocate");
 	if (v && *v) {
 		if (!parse_i64(v, &i) || i < 0 || (uint64_t)i > m->volume_size_limit) {
 			snprintf(msg, msglen, "invalid preallocate \"%.24s\"", v);
@@ -268,14 +286,14 @@ static void assign_answer(struct assign_ctx *c, int status, const char *msg,
 	assign_ctx_free(c);
 }
 
-void master_h_assign(struct master *m, http_req *req)
+static void assign_run(struct master *m, http_req *req, const struct form *f)
 {
 	struct assign_ctx *c;
 	struct assign_params p;
 	struct assign_result r;
 	char msg[512];
 
-	if (!assign_params_parse(m, req, &p, msg, sizeof(msg))) {
+	if (!assign_params_parse_form(m, req, f, &p, msg, sizeof(msg))) {
 		http_resp_error(req, 400, "%s", msg);
 		return;
 	}
@@ -300,6 +318,29 @@ void master_h_assign(struct master *m, http_req *req)
 	c->p = p;
 	c->finish = assign_answer;
 	assign_start(c);
+}
+
+static void assign_form_body(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct form f;
+	if (!form_parse(data, len, &f)) {
+		http_resp_error(req, 400, "malformed form body");
+		return;
+	}
+	assign_run(arg, req, &f);
+	form_free(&f);
+}
+
+void master_h_assign(struct master *m, http_req *req)
+{
+	const char *ct = http_req_header(req, "Content-Type");
+	/* SeaweedFS clients may send the parameters as a POSTed form. */
+	if (http_req_method(req) == HTTP_POST && http_req_content_length(req) != 0 && ct &&
+	    !strncasecmp(ct, "application/x-www-form-urlencoded", 33)) {
+		http_req_read_body(req, FORM_MAX_BODY, assign_form_body, m);
+		return;
+	}
+	assign_run(m, req, NULL);
 }
 
 /* ---- /submit ---- */

@@ -4,8 +4,10 @@
  * assignments, lookups, redirects, status and heartbeats finish on the loop.
  * Anything that talks to volume servers (growth, /submit uploads, vacuum,
  * collection deletion) runs on a worker pool and hands the response back
- * with http_req_defer. Shutdown: refuse new background work, drain the pool
- * (its jobs defer their answers into still-running loops), then stop HTTP.
+ * with http_req_defer. A thread vacuums every 15 minutes with
+ * -garbageThreshold, as SeaweedFS does. Shutdown: refuse new background work,
+ * stop the vacuum thread, drain the pool (its jobs defer their answers into
+ * still-running loops), then stop HTTP.
  */
 #include "config.h"
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <openssl/rand.h>
 #include "flags.h"
 #include "json.h"
@@ -231,6 +234,28 @@ static void master_handle(http_req *req, void *ctx)
 
 /* ---- lifecycle ---- */
 
+/* Runs vacuum every MASTER_VACUUM_INTERVAL_SEC with -garbageThreshold until stopped. */
+static void *vacuum_thread_main(void *arg)
+{
+	struct master *m = arg;
+	struct timespec ts;
+	bool stop;
+
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += MASTER_VACUUM_INTERVAL_SEC;
+		pthread_mutex_lock(&m->lock);
+		while (!m->stopping &&
+		       pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts) != ETIMEDOUT)
+			;
+		stop = m->stopping;
+		pthread_mutex_unlock(&m->lock);
+		if (stop)
+			return NULL;
+		master_vacuum_all(m, m->opts.garbage_threshold);
+	}
+}
+
 struct master *master_start(const struct master_opts *o, wfs_err *err)
 {
 	struct master *m = xcalloc(1, sizeof(*m));
@@ -245,6 +270,13 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	m->opts.default_replication = m->default_replication;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->vacuum_lock, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->stop_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	*err = WFS_EINVAL;
 	if (replica_placement_parse(m->default_replication, &m->default_rp)) {
 		log_error("invalid -defaultReplication \"%s\"", m->default_replication);
@@ -278,6 +310,8 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 		goto fail;
 	snprintf(m->self, sizeof(m->self), "%s:%d", m->ip, http_server_port(m->http));
 	http_server_start(m->http);
+	if (pthread_create(&m->vacuum_thread, NULL, vacuum_thread_main, m) == 0)
+		m->vacuum_started = true;
 	log_info("master listening on %s", m->self);
 	*err = WFS_OK;
 	return m;
@@ -294,7 +328,10 @@ void master_stop(struct master *m)
 		return;
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
+	pthread_cond_broadcast(&m->stop_cond);
 	pthread_mutex_unlock(&m->lock);
+	if (m->vacuum_started)
+		pthread_join(m->vacuum_thread, NULL);
 	if (m->growth)
 		growth_shutdown(m->growth);
 	pool_free(m->pool);
@@ -304,6 +341,7 @@ void master_stop(struct master *m)
 	sequence_free(m->seq);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->vacuum_lock);
+	pthread_cond_destroy(&m->stop_cond);
 	free(m->ip);
 	free(m->mdir);
 	free(m->default_replication);

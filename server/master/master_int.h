@@ -25,10 +25,18 @@ struct master {
 	sequence *seq;
 	growth *growth;
 	pthread_mutex_t lock;
+	pthread_cond_t stop_cond; /* signalled with lock held when stopping is set */
 	bool stopping;            /* protected by lock */
+	pthread_t vacuum_thread;  /* periodic vacuum */
+	bool vacuum_started;
 	pthread_mutex_t vacuum_lock; /* serialises vacuum runs (held on a worker) */
 };
 
+/* Interval of the automatic vacuum (SeaweedFS runs it every 15 minutes). */
+#define MASTER_VACUUM_INTERVAL_SEC (15 * 60)
+
+/* Vacuums every volume above threshold; blocks (worker or vacuum thread only). */
+void master_vacuum_all(struct master *m, double threshold);
 /* Queues fn on the pool unless the master is stopping (then false). Any thread. */
 bool master_submit(struct master *m, pool_fn fn, void *arg);
 /* True when the request asked for pretty JSON. Loop thread. */

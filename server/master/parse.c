@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/fid.h"
+#include "http_util.h"
 #include "json.h"
 #include "master/parse.h"
 #include "util.h"
@@ -157,4 +158,41 @@ bool fid_path_parse(const char *path, uint32_t *vid)
 	if (dot)
 		end = dot;
 	return fid_parse_key_cookie(kc, (size_t)(end - kc), &key, &cookie) == WFS_OK;
+}
+
+void form_free(struct form *f)
+{
+	for (size_t i = 0; f && i < f->n; i++) {
+		free(f->name[i]);
+		free(f->value[i]);
+	}
+}
+
+bool form_parse(const char *data, size_t len, struct form *f)
+{
+	const char *p = data, *end = data + len;
+	memset(f, 0, sizeof(*f));
+	while (p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
+		buf k = BUF_INIT, v = BUF_INIT;
+		if (!amp)
+			amp = end;
+		eq = memchr(p, '=', (size_t)(amp - p));
+		if (amp > p) {
+			bool good = f->n < FORM_MAX_FIELDS &&
+				    url_decode(p, (size_t)((eq ? eq : amp) - p), true, &k) &&
+				    (!eq || url_decode(eq + 1, (size_t)(amp - eq - 1), true, &v));
+			if (!good) {
+				buf_free(&k);
+				buf_free(&v);
+				form_free(f);
+				return false;
+			}
+			f->name[f->n] = buf_steal(&k, NULL);
+			f->value[f->n] = buf_steal(&v, NULL);
+			f->n++;
+		}
+		p = amp + 1;
+	}
+	return true;
 }

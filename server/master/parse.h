@@ -1,6 +1,7 @@
 /*
  * Parsers for bytes the master receives from the network: heartbeat bodies
- * (docs/internal-protocol.md) and file-id request paths. Pure; any thread.
+ * (docs/internal-protocol.md), file-id request paths and form bodies.
+ * Pure; any thread.
  */
 #ifndef WEEDFS_MASTER_PARSE_H
 #define WEEDFS_MASTER_PARSE_H
@@ -39,5 +40,19 @@ bool master_collection_valid(const char *s);
  * true with the volume id, false when malformed.
  */
 bool fid_path_parse(const char *path, uint32_t *vid);
+
+/* Fields of an application/x-www-form-urlencoded body, decoded and owned. */
+#define FORM_MAX_BODY 65536
+#define FORM_MAX_FIELDS 64
+struct form {
+	size_t n;
+	char *name[FORM_MAX_FIELDS];
+	char *value[FORM_MAX_FIELDS];
+};
+
+/* Decodes "a=1&b=2" (len bytes); false when malformed or over FORM_MAX_FIELDS. */
+bool form_parse(const char *data, size_t len, struct form *f);
+/* Releases the fields; NULL does nothing. */
+void form_free(struct form *f);
 
 #endif

@@ -321,7 +321,12 @@ static void reap_dead(topology *t, uint64_t now_ns)
 topology *topology_new(uint64_t volume_size_limit, int pulse_seconds)
 {
 	topology *t = xcalloc(1, sizeof(*t));
-	pthread_rwlock_init(&t->lock, NULL);
+	pthread_rwlockattr_t attr;
+	/* glibc prefers readers by default: a stream of assigns would starve heartbeats. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&t->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	t->limit = volume_size_limit;
 	t->dead_ns = 3ull * (uint64_t)(pulse_seconds > 0 ? pulse_seconds : 1) * 1000000000ull;
 	t->nbuckets = 64;

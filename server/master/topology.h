@@ -3,7 +3,7 @@
  * and racks when reported), the volumes each holds with their statistics,
  * and per-(collection, replication, ttl) layouts with their writable volumes.
  *
- * Locking: one pthread rwlock inside the topology guards everything. Readers
+ * Locking: one writer-preferring pthread rwlock guards everything. Readers
  * (assign, lookup, status) take it shared; heartbeats and changes take it
  * exclusive. No function calls out (I/O, callbacks) while holding it. Every
  * function may be called from any thread.

@@ -29,6 +29,18 @@ static int req(const char *method, const char *path, const char *body, struct ht
 	return r->status;
 }
 
+static int post_form(const char *path, const char *form, struct http_result *r)
+{
+	char url[512];
+	const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	http_result_free(r);
+	http_result_init(r);
+	if (http_request("POST", url, hdr, form, strlen(form), 5000, r))
+		return -1;
+	return r->status;
+}
+
 static const char *body(struct http_result *r) { return r->body.data ? r->body.data : ""; }
 
 static const char *hb_json =
@@ -99,6 +111,12 @@ int main(void)
 	       "POST assign in a collection");
 	ok(!strncmp(body(&r), "{\"fid\":\"6,", 10), "collection volume 6: %s", body(&r));
 
+	is_int(post_form("/dir/assign", "collection=pics&ttl=3d&count=2", &r), 200,
+	       "assign with a POSTed form");
+	ok(!strncmp(body(&r), "{\"fid\":\"6,", 10) && strstr(body(&r), "\"count\":2"),
+	   "form parameters used: %s", body(&r));
+	is_int(post_form("/dir/assign", "ttl=5q", &r), 400, "bad ttl in a form");
+	is_int(post_form("/dir/assign", "collection=%zz", &r), 400, "malformed form");
 	is_int(req("GET", "/dir/assign?replication=0x1", NULL, &r), 400, "replication 0x1");
 	ok(strstr(body(&r), "\"error\"") != NULL, "JSON error body");
 	is_int(req("GET", "/dir/assign?replication=12", NULL, &r), 400, "replication 12");
