@@ -2,6 +2,7 @@ noinst_LIBRARIES += lib/libweedfs.a
 lib_libweedfs_a_SOURCES = \
 	lib/buf.c lib/buf.h \
 	lib/crc32c.c lib/crc32c.h \
+	lib/daemon.c lib/daemon.h \
 	lib/err.c lib/err.h \
 	lib/flags.c lib/flags.h \
 	lib/http_client.c lib/http_client.h \

@@ -4,12 +4,9 @@
  * DIR/volume) inside this process, then waits for SIGINT or SIGTERM.
  */
 #include "config.h"
-#include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "flags.h"
+#include "daemon.h"
 #include "log.h"
 #include "master/master.h"
 #include "mini.h"
@@ -21,19 +18,10 @@ static const char mini_summary[] =
 	"development, tests and small deployments. Metadata goes to DIR/master and\n"
 	"volumes to DIR/volume.";
 
-/* Blocks the stop signals in every thread started after this, so sigwait sees them. */
-static void block_stop_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, set, NULL);
-}
-
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
-	int mport = 9333, vport = 8080, volume_max = 0, pulse = 5, npos;
+	int mport = 9333, vport = 8080, volume_max = 0, pulse = 5;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
@@ -53,26 +41,16 @@ int mini_main(int argc, char **argv)
 	char *master_dir = NULL, *volume_dir = NULL, *mserver = NULL, max[16];
 	sigset_t stop;
 	wfs_err err = WFS_OK;
-	int rc = 1, sig, lvl;
+	int rc;
 
-	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "mini", mini_summary, &npos);
-	if (rc)
-		return rc > 0 ? 0 : 2;
+	rc = daemon_parse_flags("mini", mini_summary, flags, ARRAY_LEN(flags), argc, argv, &level);
+	if (rc >= 0)
+		return rc;
 	rc = 1;
-	if (npos != argc) {
-		fprintf(stderr, "weedfs mini: unexpected argument \"%s\"\n", argv[npos]);
-		return 2;
-	}
 	if (!dir || !*dir) {
 		fprintf(stderr, "weedfs mini: -dir is required (see weedfs mini -h)\n");
 		return 2;
 	}
-	if ((lvl = log_parse_level(level)) < 0) {
-		fprintf(stderr, "weedfs mini: unknown log level \"%s\"\n", level);
-		return 2;
-	}
-	log_set_level((enum log_level)lvl);
-	log_set_prefix("mini");
 
 	master_dir = xasprintf("%s/master", dir);
 	volume_dir = xasprintf("%s/volume", dir);
@@ -80,7 +58,7 @@ int mini_main(int argc, char **argv)
 		log_error("could not create data directories under \"%s\"", dir);
 		goto out;
 	}
-	block_stop_signals(&stop);
+	daemon_block_stop_signals(&stop);
 
 	master_opts_default(&mo);
 	mo.ip = ip;
@@ -112,8 +90,7 @@ int mini_main(int argc, char **argv)
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, data in %s", ip,
 		 master_port(m), ip, volume_server_port(vs), dir);
 
-	sigwait(&stop, &sig);
-	log_info("stopping on signal %d", sig);
+	daemon_wait_for_stop(&stop);
 	rc = 0;
 out:
 	/* Volume server first, so its last heartbeat still finds the master. */

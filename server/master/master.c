@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <openssl/rand.h>
+#include "daemon.h"
 #include "flags.h"
 #include "json.h"
 #include "log.h"
@@ -355,7 +356,7 @@ int master_main(int argc, char **argv)
 	struct master *m;
 	sigset_t set;
 	wfs_err err;
-	int npos, rc, sig;
+	int rc;
 	master_opts_default(&o);
 	const struct flag flags[] = {
 		{"ip", FLAG_STRING, &o.ip, "address to bind and advertise"},
@@ -375,33 +376,18 @@ int master_main(int argc, char **argv)
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 
-	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "master",
-			 "Run the master: volume placement, file ids and cluster status.", &npos);
-	if (rc)
-		return rc > 0 ? 0 : 2;
-	if (npos < argc) {
-		fprintf(stderr, "weedfs master: unexpected argument \"%s\"\n", argv[npos]);
-		return 2;
-	}
-	if (log_parse_level(level) < 0) {
-		fprintf(stderr, "weedfs master: invalid -v \"%s\"\n", level);
-		return 2;
-	}
-	log_set_level((enum log_level)log_parse_level(level));
-	log_set_prefix("master");
-	/* Block the stop signals in every thread; the main thread waits for them. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rc = daemon_parse_flags("master",
+				"Run the master: volume placement, file ids and cluster status.", flags,
+				ARRAY_LEN(flags), argc, argv, &level);
+	if (rc >= 0)
+		return rc;
+	daemon_block_stop_signals(&set);
 	m = master_start(&o, &err);
 	if (!m) {
 		fprintf(stderr, "weedfs master: could not start: %s\n", wfs_strerror(err));
 		return 1;
 	}
-	while (sigwait(&set, &sig) != 0)
-		;
-	log_info("master stopping on signal %d", sig);
+	daemon_wait_for_stop(&set);
 	master_stop(m);
 	return 0;
 }
