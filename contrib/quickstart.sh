@@ -18,7 +18,7 @@ VOLUME_PORT=${VOLUME_PORT:-8080}
 
 "$ROOT/contrib/install-deps.sh"
 if [ ! -x "$ROOT/configure" ] || [ "$ROOT/configure.ac" -nt "$ROOT/configure" ]; then
-	autoreconf -fi
+	if [ -f "$ROOT/autogen.sh" ]; then sh "$ROOT/autogen.sh"; else autoreconf -fi; fi
 fi
 if [ ! -f "$BUILD/Makefile" ]; then
 	mkdir -p "$BUILD"

@@ -15,7 +15,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 BUILD_ROOT=${WEEDFS_BUILD_ROOT:-$ROOT/build}
 JOBS=${JOBS:-2}
 PYTHON=${PYTHON:-python3}
@@ -60,7 +60,7 @@ make_check() {
 		awk '{s += $1} END {print s + 0}')
 	p=${p:-0}
 	if [ "$rc" -ne 0 ]; then
-		cat "$dir/test-suite.log" 2>/dev/null | tail -100
+		tail -100 "$dir/test-suite.log" 2>/dev/null
 		[ "$f" -eq 0 ] && f=1
 	fi
 	echo "$name: make check: $p passed, $f failed"
@@ -114,7 +114,11 @@ if ! skipped deps; then
 		exit 1
 	fi
 fi
-if ! unit "autoreconf" autoreconf -fi; then
+# autogen.sh = autoreconf -fi plus automake's TAP driver, which autoreconf does not install.
+bootstrap() {
+	if [ -f "$ROOT/autogen.sh" ]; then sh "$ROOT/autogen.sh"; else autoreconf -fi; fi
+}
+if ! unit "bootstrap (autogen.sh)" bootstrap; then
 	printf '\n%d passed, %d failed\n' "$passed" "$failed"
 	exit 1
 fi

@@ -213,3 +213,32 @@ def test_dead_volume_server_dropped_and_back(cluster):
     wait_until(lambda: v2.url in lookup_urls(m, vid2), 15, "restarted server back in lookup")
     seen = {assign(m)["url"] for _ in range(40)}
     assert v2.url in seen, "restarted server never assigned to again"
+
+
+def test_public_url_is_what_clients_are_told(cluster):
+    m = cluster.master()
+    port = __import__("conftest").free_port()
+    v = cluster.volume(m, port=port, extra=["-publicUrl=localhost:%d" % port])
+    a = assign(m)
+    assert a["url"] == v.url
+    assert a["publicUrl"] == "localhost:%d" % port
+    r = requests.get("http://%s/dir/lookup" % m.url, params={"volumeId": a["fid"]}).json()
+    assert r["locations"][0]["publicUrl"] == "localhost:%d" % port
+
+
+def test_volume_server_started_before_master(cluster):
+    from conftest import free_port
+    mport = free_port()
+
+    class FutureMaster:
+        url = "127.0.0.1:%d" % mport
+
+    # The volume server comes up without its master and keeps trying.
+    v = cluster.volume(FutureMaster, wait_registered=False)
+    m = cluster.master(port=mport)
+    v.master = m
+    wait_until(lambda: v.url in requests.get("http://%s/dir/status" % m.url).text, 20,
+               "late master learns the volume server")
+    fid, url = put_file(m, b"late master")
+    assert url == v.url
+    assert requests.get("http://%s/%s" % (url, fid)).content == b"late master"

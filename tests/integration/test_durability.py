@@ -158,8 +158,8 @@ def test_vacuum_under_concurrent_reads(cluster):
     m = cluster.master(extra=["-garbageThreshold=0.9"])  # no automatic vacuum mid-test
     v = cluster.volume(m, max_volumes=2)
     files = []
-    for i in range(120):
-        body = os.urandom(4000 + i)
+    for i in range(300):
+        body = os.urandom(8000 + 13 * i)
         files.append(put_file(m, body, name="v%d" % i) + (body,))
     dead, live = files[::2], files[1::2]
     for fid, url, _ in dead:

@@ -85,7 +85,7 @@ def test_cli_version_and_help():
         assert flag in out, (cmd, out)
 
 
-def test_cli_errors():
+def test_cli_errors(tmp_path):
     code, out = _run("nosuchcommand")
     assert code != 0 and out.strip()
     code, out = _run("master", "-nosuchflag=1")
@@ -98,5 +98,5 @@ def test_cli_errors():
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
         s.listen()
-        code, out = _run("master", "-port=%d" % port, "-mdir=/tmp")
+        code, out = _run("master", "-port=%d" % port, "-mdir=%s" % tmp_path)
         assert code != 0 and out.strip()

@@ -244,3 +244,29 @@ def test_not_found_is_json(cl):
     r = requests.get("http://%s/%d,%x%08x" % (url, vid, key + 1000, cookie))
     assert r.status_code == 404
     json_error(r)
+
+
+def test_keepalive_and_pipelining(cl):
+    """Three pipelined requests on one connection get three answers, in order."""
+    import socket
+    m, v = cl
+    fid, url = put_file(m, b"pipelined body", name="p.txt")
+    host, port = url.split(":")
+    reqs = (b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"HEAD /%s HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") % (
+        fid.encode(), fid.encode(), fid.encode())
+    data = b""
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(reqs)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    assert data.count(b"HTTP/1.1 200") == 3, data[:1000]
+    assert data.count(b"pipelined body") == 2, data[:1000]
+    # A session reuses its connection across many requests.
+    s = requests.Session()
+    for _ in range(50):
+        assert s.get("http://%s/%s" % (url, fid)).content == b"pipelined body"
