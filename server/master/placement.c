@@ -166,7 +166,8 @@ wfs_err placement_choose(const struct place_node *nodes, size_t n,
 			have_servers = MAX(have_servers, (int)r->n);
 			for (size_t k = 0; k < r->n; k++) {
 				const struct place_node *nd = &nodes[r->nodes[k]];
-				if (node_matches(nd, prefs->node) && (!has_node || nd->free > score)) {
+				if (node_matches(nd, prefs->node) &&
+				    (!has_node || nd->free > score)) {
 					has_node = true;
 					score = nd->free;
 					mn = r->nodes[k];
@@ -188,23 +189,28 @@ wfs_err placement_choose(const struct place_node *nodes, size_t n,
 	if (!found) {
 		if (have_dcs < rp->dc + 1)
 			snprintf(msg, msglen,
-				 "not enough data centers for replication %s: have %d, need %d", rps,
-				 have_dcs, rp->dc + 1);
+				 "not enough data centers for replication %s: have %d with free "
+				 "slots, "
+				 "need %d",
+				 rps, have_dcs, rp->dc + 1);
 		else if (!pref_dc_seen)
 			snprintf(msg, msglen, "no free volume slots in data center %s", prefs->dc);
 		else if (have_racks < rp->rack + 1)
 			snprintf(msg, msglen,
-				 "not enough racks in a data center for replication %s: have %d, "
-				 "need %d",
+				 "not enough racks in a data center for replication %s: have %d "
+				 "with free slots, need %d",
 				 rps, have_racks, rp->rack + 1);
 		else if (have_servers == 0 && pref_set(prefs->rack))
 			snprintf(msg, msglen, "no free volume slots on rack %s", prefs->rack);
 		else if (have_servers < rp->server + 1)
 			snprintf(msg, msglen,
-				 "not enough servers on a rack for replication %s: have %d, need %d",
+				 "not enough servers on a rack for replication %s: have %d with "
+				 "free "
+				 "slots, need %d",
 				 rps, have_servers, rp->server + 1);
 		else if (pref_set(prefs->node))
-			snprintf(msg, msglen, "no free volume slots on server %s for replication %s",
+			snprintf(msg, msglen,
+				 "no free volume slots on server %s for replication %s",
 				 prefs->node, rps);
 		else
 			snprintf(msg, msglen, "no placement satisfies replication %s", rps);

@@ -82,7 +82,8 @@ int main(void)
 	is_int(req("POST", "/heartbeat", "{\"ip\":\"127.0.0.1\"}", &r), 400, "heartbeat w/o port");
 	is_int(req("POST", "/heartbeat", hb_json, &r), 200, "heartbeat accepted");
 	ok(strstr(body(&r), "\"volumeSizeLimit\":31457280000") &&
-	   strstr(body(&r), "\"pulseSeconds\":5") && strstr(body(&r), "\"leader\":\"127.0.0.1:"),
+		   strstr(body(&r), "\"pulseSeconds\":5") &&
+		   strstr(body(&r), "\"leader\":\"127.0.0.1:"),
 	   "heartbeat reply: %s", body(&r));
 
 	is_int(req("GET", "/dir/assign", NULL, &r), 200, "assign");
@@ -128,11 +129,13 @@ int main(void)
 	is_int(req("GET", "/dir/assign?dataSize=x", NULL, &r), 400, "bad dataSize");
 	is_int(req("GET", "/dir/assign?replication=001", NULL, &r), 503,
 	       "replication impossible on one server");
-	ok(strstr(body(&r), "not enough servers on a rack for replication 001: have 1, need 2") !=
-		   NULL,
+	ok(strstr(body(&r), "not enough servers on a rack for replication 001: have 1 with free "
+			    "slots, need 2") != NULL,
 	   "growth error names the constraint: %s", body(&r));
 	is_int(req("GET", "/dir/assign?replication=100", NULL, &r), 503, "100 on one dc");
-	ok(strstr(body(&r), "not enough data centers for replication 100: have 1, need 2") != NULL,
+	ok(strstr(body(&r),
+		  "not enough data centers for replication 100: have 1 with free slots, need 2") !=
+		   NULL,
 	   "%s", body(&r));
 
 	is_int(req("GET", "/dir/lookup?volumeId=1", NULL, &r), 200, "lookup");
@@ -158,7 +161,8 @@ int main(void)
 	is_int(req("DELETE", "/1,01637037d6", NULL, &r), 405, "DELETE on the master");
 
 	is_int(req("GET", "/dir/status?pretty=y", NULL, &r), 200, "dir/status");
-	ok(strstr(body(&r), "\"Id\": \"dc1\"") && strstr(body(&r), "\"PublicUrl\": \"pub.example:1\"") &&
+	ok(strstr(body(&r), "\"Id\": \"dc1\"") &&
+		   strstr(body(&r), "\"PublicUrl\": \"pub.example:1\"") &&
 		   strstr(body(&r), "\"Version\""),
 	   "dir/status content");
 	is_int(req("GET", "/vol/status", NULL, &r), 200, "vol/status");
@@ -176,7 +180,8 @@ int main(void)
 	is_int(req("GET", "/vol/grow?count=0", NULL, &r), 400, "grow count 0");
 	is_int(req("GET", "/vol/grow?count=1&replication=010", NULL, &r), 503,
 	       "grow impossible placement");
-	is_int(req("GET", "/col/delete?collection=nope", NULL, &r), 400, "delete unknown collection");
+	is_int(req("GET", "/col/delete?collection=nope", NULL, &r), 400,
+	       "delete unknown collection");
 	is_int(req("GET", "/col/delete", NULL, &r), 400, "delete without collection");
 	is_int(req("POST", "/submit", "x", &r), 400, "submit without multipart");
 

@@ -5,14 +5,14 @@
 #include "master/placement.h"
 #include "tap.h"
 
-static struct place_node N(const char *url, const char *dc, const char *rack, int free_slots)
-{
+static struct place_node N(const char *url, const char *dc, const char *rack, int free_slots) {
 	struct place_node n = {url, url, dc, rack, free_slots};
 	return n;
 }
 
-static wfs_err choose(const struct place_node *nodes, size_t n, const char *rps,
-		      const struct place_prefs *prefs, size_t *out, char *msg)
+static wfs_err
+choose(const struct place_node *nodes, size_t n, const char *rps, const struct place_prefs *prefs,
+       size_t *out, char *msg)
 {
 	struct replica_placement rp;
 	replica_placement_parse(rps, &rp);
@@ -47,15 +47,18 @@ int main(void)
 	is_int(choose(nodes, n, "001", NULL, out, msg), WFS_OK, "001 places");
 	ok(distinct(out, 2), "001 copies on distinct servers");
 	ok(!strcmp(nodes[out[0]].rack, nodes[out[1]].rack) &&
-	   !strcmp(nodes[out[0]].dc, nodes[out[1]].dc), "001 copies share a rack");
+		   !strcmp(nodes[out[0]].dc, nodes[out[1]].dc),
+	   "001 copies share a rack");
 
 	is_int(choose(nodes, n, "002", NULL, out, msg), WFS_OK, "002 places");
-	ok(distinct(out, 3) && !strcmp(nodes[out[2]].rack, "r1") && !strcmp(nodes[out[0]].dc, "dc1"),
+	ok(distinct(out, 3) && !strcmp(nodes[out[2]].rack, "r1") &&
+		   !strcmp(nodes[out[0]].dc, "dc1"),
 	   "002 uses three servers of rack r1");
 
 	is_int(choose(nodes, n, "010", NULL, out, msg), WFS_OK, "010 places");
 	ok(!strcmp(nodes[out[0]].dc, nodes[out[1]].dc) &&
-	   strcmp(nodes[out[0]].rack, nodes[out[1]].rack), "010: same dc, other rack");
+		   strcmp(nodes[out[0]].rack, nodes[out[1]].rack),
+	   "010: same dc, other rack");
 
 	is_int(choose(nodes, n, "100", NULL, out, msg), WFS_OK, "100 places");
 	ok(strcmp(nodes[out[0]].dc, nodes[out[1]].dc), "100: other data center");
@@ -68,26 +71,34 @@ int main(void)
 	ok(strcmp(nodes[out[2]].dc, "dc1"), "110: third copy in another dc");
 
 	is_int(choose(nodes, n, "200", NULL, out, msg), WFS_OK, "200 places");
-	ok(strcmp(nodes[out[0]].dc, nodes[out[1]].dc) && strcmp(nodes[out[0]].dc, nodes[out[2]].dc) &&
-	   strcmp(nodes[out[1]].dc, nodes[out[2]].dc), "200: three data centers");
+	ok(strcmp(nodes[out[0]].dc, nodes[out[1]].dc) &&
+		   strcmp(nodes[out[0]].dc, nodes[out[2]].dc) &&
+		   strcmp(nodes[out[1]].dc, nodes[out[2]].dc),
+	   "200: three data centers");
 
 	is_int(choose(nodes, n, "300", NULL, out, msg), WFS_ENOSPC, "300 impossible with 3 dcs");
-	is_str(msg, "not enough data centers for replication 300: have 3, need 4", "300 message");
+	is_str(msg, "not enough data centers for replication 300: have 3 with free slots, need 4",
+	       "300 message");
 	is_int(choose(nodes, n, "020", NULL, out, msg), WFS_ENOSPC, "020 impossible");
-	is_str(msg, "not enough racks in a data center for replication 020: have 2, need 3",
+	is_str(msg,
+	       "not enough racks in a data center for replication 020: have 2 with free slots, "
+	       "need 3",
 	       "020 message");
 	is_int(choose(nodes, n, "003", NULL, out, msg), WFS_ENOSPC, "003 impossible");
-	is_str(msg, "not enough servers on a rack for replication 003: have 3, need 4",
+	is_str(msg,
+	       "not enough servers on a rack for replication 003: have 3 with free slots, need 4",
 	       "003 message");
 
 	/* One data center only. */
 	is_int(choose(nodes, 4, "100", NULL, out, msg), WFS_ENOSPC, "100 with one dc");
-	is_str(msg, "not enough data centers for replication 100: have 1, need 2", "100 message");
+	is_str(msg, "not enough data centers for replication 100: have 1 with free slots, need 2",
+	       "100 message");
 
 	/* Full servers are not candidates. */
 	{
 		struct place_node full[] = {N("a", "dc1", "r1", 0), N("b", "dc1", "r1", 1)};
-		is_int(choose(full, 2, "001", NULL, out, msg), WFS_ENOSPC, "001 with one free server");
+		is_int(choose(full, 2, "001", NULL, out, msg), WFS_ENOSPC,
+		       "001 with one free server");
 		is_int(choose(full, 2, "000", NULL, out, msg), WFS_OK, "000 uses the free one");
 		is_int(out[0], 1, "the server with a free slot");
 		full[1].free = 0;

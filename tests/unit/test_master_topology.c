@@ -7,11 +7,10 @@
 #include "tap.h"
 #include "util.h"
 
-#define SEC 1000000000ull
+#define SEC   1000000000ull
 #define LIMIT 1000000ull
 
-static struct topo_vol_report V(uint32_t id, const char *coll, const char *rp, uint64_t size)
-{
+static struct topo_vol_report V(uint32_t id, const char *coll, const char *rp, uint64_t size) {
 	struct topo_vol_report r;
 	memset(&r, 0, sizeof(r));
 	r.id = id;
@@ -22,8 +21,9 @@ static struct topo_vol_report V(uint32_t id, const char *coll, const char *rp, u
 	return r;
 }
 
-static void hb(topology *t, const char *url, const char *dc, const char *rack, int max,
-	       const struct topo_vol_report *vols, size_t n, uint64_t now)
+static void
+hb(topology *t, const char *url, const char *dc, const char *rack, int max,
+   const struct topo_vol_report *vols, size_t n, uint64_t now)
 {
 	struct topo_heartbeat h = {url, url, dc, rack, max, 0, vols, n};
 	uint32_t max_vid;
@@ -167,7 +167,9 @@ int main(void)
 		is_int(topology_plan_volume(t, &k1, NULL, now, 5, urls + 2, &nurls, msg,
 					    sizeof(msg)),
 		       WFS_ENOSPC, "reserved slots are not handed out twice");
-		is_str(msg, "not enough servers on a rack for replication 001: have 1, need 2",
+		is_str(msg,
+		       "not enough servers on a rack for replication 001: have 1 with free slots, "
+		       "need 2",
 		       "message");
 		topology_plan_done(t, &k1, 0, urls, 2, false, now);
 		is_int(topology_plan_volume(t, &k1, NULL, now, 5, urls, &nurls, msg, sizeof(msg)),
@@ -189,9 +191,11 @@ int main(void)
 
 	s = dump(t, 0, now);
 	ok(strstr(s, "\"Topology\":{\"Max\":9,\"Free\":6,\"DataCenters\":[{\"Id\":"
-		     "\"DefaultDataCenter\"") != NULL, "dir/status tree: %s", s);
+		     "\"DefaultDataCenter\"") != NULL,
+	   "dir/status tree: %s", s);
 	ok(strstr(s, "{\"Url\":\"127.0.0.1:8080\",\"PublicUrl\":\"127.0.0.1:8080\",\"Volumes\":3,"
-		     "\"Max\":8,\"Free\":5}") != NULL, "dir/status data node");
+		     "\"Max\":8,\"Free\":5}") != NULL,
+	   "dir/status data node");
 	ok(strstr(s, "\"Layouts\":[") && strstr(s, "\"writables\":[1,7]"), "layouts");
 	free(s);
 	s = dump(t, 1, now);
