@@ -40,6 +40,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,7 +96,6 @@ enum phase { PHASE_WRITE, PHASE_READ };
 
 struct bench {
 	struct options o;
-	char master_host[URL_MAX];
 	struct rec *recs;     /* o.n entries, indexed by file index */
 	uint64_t *lat_ns;     /* one sample per file; 0 = no successful sample */
 	uint64_t *order;      /* read phase: file indices in random order */
@@ -108,9 +108,11 @@ struct bench {
 	uint64_t transferred; /* atomic, bytes */
 	int errors_shown;     /* atomic */
 	uint64_t timeout_ns;
+	char *assign_path; /* "/dir/assign?count=N[&collection=..][&replication=..]" */
 };
 
-static void bench_error(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bench_error(struct bench *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void bench_error(struct bench *b, const char *fmt, ...)
 {
@@ -649,8 +651,8 @@ static void url_escape(buf *out, const char *s)
 	static const char hex[] = "0123456789ABCDEF";
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '_' || ch == '.' || ch == '~')
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
 			buf_append_byte(out, (char)ch);
 		else {
 			buf_append_byte(out, '%');
@@ -663,8 +665,13 @@ static void url_escape(buf *out, const char *s)
 /* Starts a GET on c; 0 if in flight, -1 if it failed at once. */
 static int worker_get(struct worker *w, struct conn *c, const char *path_query, size_t max_body)
 {
+	/* Plain appends: this runs for every request and printf would dominate user time. */
 	buf_reset(&c->out);
-	buf_printf(&c->out, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path_query, c->hostport);
+	buf_append(&c->out, "GET ", 4);
+	buf_append_str(&c->out, path_query);
+	buf_append(&c->out, " HTTP/1.1\r\nHost: ", 17);
+	buf_append_str(&c->out, c->hostport);
+	buf_append(&c->out, "\r\n\r\n", 4);
 	c->r.max_body = max_body;
 	c->r.no_body = false;
 	c->busy = true;
@@ -681,10 +688,14 @@ static int worker_get(struct worker *w, struct conn *c, const char *path_query, 
 
 static int worker_assign(struct worker *w)
 {
-	struct options *o = &w->lp->b->o;
-	buf q = BUF_INIT;
-	int rc;
+	w->st = W_ASSIGN;
+	return worker_get(w, w->master, w->lp->b->assign_path, MAX_JSON_BODY);
+}
 
+/* The assign request is the same for every file: build it once. */
+static char *assign_path_new(const struct options *o)
+{
+	buf q = BUF_INIT;
 	buf_printf(&q, "/dir/assign?count=%d", o->assign_batch);
 	if (*o->collection) {
 		buf_append_str(&q, "&collection=");
@@ -694,10 +705,7 @@ static int worker_assign(struct worker *w)
 		buf_append_str(&q, "&replication=");
 		url_escape(&q, o->replication);
 	}
-	w->st = W_ASSIGN;
-	rc = worker_get(w, w->master, q.data, MAX_JSON_BODY);
-	buf_free(&q);
-	return rc;
+	return buf_steal(&q, NULL);
 }
 
 static int worker_put(struct worker *w)
@@ -733,7 +741,8 @@ static int worker_put(struct worker *w)
 		buf_printf(&c->out, "\r\n--%s--\r\n", bnd);
 	} else {
 		buf_printf(&c->out,
-			   "PUT /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/octet-stream\r\n"
+			   "PUT /%s HTTP/1.1\r\nHost: %s\r\n"
+			   "Content-Type: application/octet-stream\r\n"
 			   "Content-Length: %" PRIu32 "\r\n\r\n",
 			   fid, c->hostport, r->size);
 		buf_append(&c->out, w->data, r->size);
@@ -1212,7 +1221,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void print_stats(const struct bench *b, const char *title, double secs)
+static void print_stats(const struct bench *b, const char *title, double secs, double cpu_user,
+			double cpu_sys)
 {
 	uint64_t n = 0, *s = xmalloc(sizeof(*s) * (b->o.n ? (size_t)b->o.n : 1));
 	double sum = 0, avg = 0, var = 0, min = 0, max = 0;
@@ -1258,6 +1268,7 @@ static void print_stats(const struct bench *b, const char *title, double secs)
 		printf("  %3d%%    %5.1f ms\n", pct[i], v);
 	}
 	printf("  100%%    %5.1f ms\n", max);
+	printf("\nClient CPU:             %.2f s user, %.2f s system\n", cpu_user, cpu_sys);
 	fflush(stdout);
 	free(s);
 }
@@ -1272,7 +1283,8 @@ static void progress(struct bench *b, uint64_t t0, uint64_t *last_done, uint64_t
 	double dt = (double)(now - *last_t) / 1e9;
 	if (dt <= 0)
 		return;
-	fprintf(stderr, "Completed %" PRIu64 " of %" PRIu64 " requests, %.1f%% %.1f/s %.1fMB/s (%.0fs)\n",
+	fprintf(stderr,
+		"Completed %" PRIu64 " of %" PRIu64 " requests, %.1f%% %.1f/s %.1fMB/s (%.0fs)\n",
 		done, b->total, b->total ? 100.0 * (double)done / (double)b->total : 100.0,
 		(double)(done - *last_done) / dt, (double)(bytes - *last_bytes) / dt / 1048576.0,
 		(double)(now - t0) / 1e9);
@@ -1281,14 +1293,22 @@ static void progress(struct bench *b, uint64_t t0, uint64_t *last_done, uint64_t
 	*last_t = now;
 }
 
-static double run_phase(struct bench *b, struct loop *loops, int nloops)
+static double tv_s(struct timeval tv)
 {
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* Runs one phase; returns its wall time and adds the process's CPU time to *user, *sys. */
+static double run_phase(struct bench *b, struct loop *loops, int nloops, double *user, double *sys)
+{
+	struct rusage ru0, ru1;
 	uint64_t t0, last_done = 0, last_bytes = 0, last_t, next_print;
 	int finished = 0;
 
 	b->next = 0;
 	b->completed = b->failed = b->transferred = 0;
 	memset(b->lat_ns, 0, sizeof(*b->lat_ns) * (size_t)b->o.n);
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = last_t = time_mono_ns();
 	next_print = t0 + 1000000000ULL;
 	for (int i = 0; i < nloops; i++)
@@ -1311,7 +1331,11 @@ static double run_phase(struct bench *b, struct loop *loops, int nloops)
 			next_print += 1000000000ULL;
 		}
 	}
-	return (double)(time_mono_ns() - t0) / 1e9;
+	t0 = time_mono_ns() - t0;
+	getrusage(RUSAGE_SELF, &ru1);
+	*user = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+	*sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+	return (double)t0 / 1e9;
 }
 
 static int list_save(const struct bench *b)
@@ -1412,7 +1436,8 @@ static void loop_setup(struct bench *b, struct loop *lp, struct worker *ws, int 
 		w->master = conn_new(w, lp->epfd, b->o.master);
 		if (!w->master)
 			fatal("benchmark: cannot resolve master \"%s\"", b->o.master);
-		lp->workers = xrealloc(lp->workers, sizeof(*lp->workers) * (size_t)(lp->nworkers + 1));
+		lp->workers =
+			xrealloc(lp->workers, sizeof(*lp->workers) * (size_t)(lp->nworkers + 1));
 		lp->workers[lp->nworkers++] = w;
 	}
 }
@@ -1458,7 +1483,7 @@ int benchmark_main(int argc, char **argv)
 	struct loop *loops = NULL;
 	struct worker *workers = NULL;
 	int npos = 0, rc, status = 0, nloops = 0;
-	double secs;
+	double secs, cu, cs;
 
 	o->master = "127.0.0.1:9333";
 	o->c = 16;
@@ -1482,15 +1507,17 @@ int benchmark_main(int argc, char **argv)
 		{"replication", FLAG_STRING, &o->replication, "replica placement, e.g. 001"},
 		{"write", FLAG_BOOL, &o->write, "run the writing phase"},
 		{"read", FLAG_BOOL, &o->read, "run the reading phase"},
-		{"seed", FLAG_I64, &o->seed, "seed of the contents and the read order (0: from the clock)"},
+		{"seed", FLAG_I64, &o->seed,
+		 "seed of the contents and the read order (0: from the clock)"},
 		{"assignBatch", FLAG_INT, &o->assign_batch,
 		 "file ids per /dir/assign (count=N, then fid_1 .. fid_N-1)"},
 		{"threads", FLAG_INT, &o->threads, "client event-loop threads"},
-		{"timeout", FLAG_DOUBLE, &o->timeout_s, "seconds before a request counts as failed"},
+		{"timeout", FLAG_DOUBLE, &o->timeout_s,
+		 "seconds before a request counts as failed"},
 		{"list", FLAG_STRING, &o->list,
 		 "save the written fids to this file; with -write=false, read the files it lists"},
 		{"multipart", FLAG_BOOL, &o->multipart,
-		 "upload as a multipart/form-data POST (as SeaweedFS's tool does) instead of a PUT"},
+		 "upload as a multipart/form-data POST (as SeaweedFS's tool does), not a PUT"},
 		{"verifyEvery", FLAG_INT, &o->verify_every,
 		 "compare the content of every Nth file read (0: length only)"},
 	};
@@ -1508,13 +1535,15 @@ int benchmark_main(int argc, char **argv)
 	if (o->c < 1 || o->c > 4096 || o->n < 0 || o->n > (1LL << 32) || o->size < 1 ||
 	    o->size > MAX_FILE_SIZE || o->assign_batch < 1 || o->assign_batch > 1000000 ||
 	    o->threads < 1 || o->threads > 64 || !(o->timeout_s > 0) || o->verify_every < 0) {
-		fprintf(stderr, "weedfs benchmark: need 1<=c<=4096, 0<=n<=2^32, 1<=size<=256MiB, "
-				"1<=assignBatch<=1000000, 1<=threads<=64, timeout>0, verifyEvery>=0\n");
+		fprintf(stderr, "weedfs benchmark: need 1<=c<=4096, 0<=n<=2^32, "
+				"1<=size<=256MiB, 1<=assignBatch<=1000000, 1<=threads<=64, "
+				"timeout>0, verifyEvery>=0\n");
 		status = 2;
 		goto out;
 	}
 	if (!o->write && !*o->list) {
-		fprintf(stderr, "weedfs benchmark: -write=false needs -list=FILE from an earlier run\n");
+		fprintf(stderr,
+			"weedfs benchmark: -write=false needs -list=FILE from an earlier run\n");
 		status = 2;
 		goto out;
 	}
@@ -1532,6 +1561,7 @@ int benchmark_main(int argc, char **argv)
 	}
 	b->lat_ns = xcalloc(o->n ? (size_t)o->n : 1, sizeof(*b->lat_ns));
 	b->timeout_ns = (uint64_t)(o->timeout_s * 1e9);
+	b->assign_path = assign_path_new(o);
 
 	nloops = o->threads;
 	loops = xcalloc((size_t)nloops, sizeof(*loops));
@@ -1539,14 +1569,15 @@ int benchmark_main(int argc, char **argv)
 	for (int i = 0; i < nloops; i++)
 		loop_setup(b, &loops[i], workers, i, nloops);
 
-	printf("weedfs benchmark: master=%s c=%d n=%lld size=%d assignBatch=%d threads=%d seed=%lld\n",
+	printf("weedfs benchmark: master=%s c=%d n=%lld size=%d assignBatch=%d threads=%d "
+	       "seed=%lld\n",
 	       o->master, o->c, o->n, o->size, o->assign_batch, o->threads, o->seed);
 	fflush(stdout);
 	if (o->write) {
 		b->phase = PHASE_WRITE;
 		b->total = (uint64_t)o->n;
-		secs = run_phase(b, loops, nloops);
-		print_stats(b, "Writing Benchmark", secs);
+		secs = run_phase(b, loops, nloops, &cu, &cs);
+		print_stats(b, "Writing Benchmark", secs, cu, cs);
 		if (b->failed)
 			status = 1;
 		if (*o->list && list_save(b))
@@ -1556,8 +1587,8 @@ int benchmark_main(int argc, char **argv)
 		read_order(b);
 		b->phase = PHASE_READ;
 		b->total = b->order_len;
-		secs = run_phase(b, loops, nloops);
-		print_stats(b, "Randomly Reading Benchmark", secs);
+		secs = run_phase(b, loops, nloops, &cu, &cs);
+		print_stats(b, "Randomly Reading Benchmark", secs, cu, cs);
 		if (b->failed)
 			status = 1;
 	}
@@ -1569,6 +1600,7 @@ out:
 	free(b->recs);
 	free(b->lat_ns);
 	free(b->order);
+	free(b->assign_path);
 	free(b);
 	return status;
 }

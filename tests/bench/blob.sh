@@ -17,6 +17,7 @@
 #   BENCH_DIR=/tmp              where the temp dir (servers' data, fio files) goes: the disk
 #                               under test
 #   RESULTS=tests/bench/results/blob-<date>.txt
+#   KEEP=1                      keep the temp dir (daemon logs, raw outputs) for a look
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +41,7 @@ RESULTS=${RESULTS:-$here/results/blob-$(date +%Y-%m-%d).txt}
 # --- find the binary -------------------------------------------------------------------------
 weedfs=${1:-${WEEDFS:-}}
 if [[ -z $weedfs ]]; then
-	for cand in ./weedfs "$top/weedfs" "$top/build/weedfs"; do
+	for cand in ./weedfs "$top/build/default/weedfs" "$top/weedfs"; do
 		if [[ -x $cand ]]; then
 			weedfs=$cand
 			break
@@ -48,7 +49,7 @@ if [[ -z $weedfs ]]; then
 	done
 fi
 if [[ -z $weedfs || ! -x $weedfs ]]; then
-	echo "blob.sh: no weedfs binary (pass its path, set WEEDFS, or run from the build dir)" >&2
+	echo "blob.sh: no weedfs binary (pass its path, set WEEDFS, or run in the build dir)" >&2
 	exit 2
 fi
 weedfs=$(cd "$(dirname "$weedfs")" && pwd)/$(basename "$weedfs")
@@ -57,8 +58,17 @@ weedfs=$(cd "$(dirname "$weedfs")" && pwd)/$(basename "$weedfs")
 tmp=$(mktemp -d "$BENCH_DIR/weedfs-bench.XXXXXX")
 pids=()
 
-stop_pid() { # stop one process we started, by pid, and wait for it
+forget_pid() { # drop a pid from the cleanup list (once it is reaped, it may be reused)
+	local p rest=()
+	for p in "${pids[@]}"; do
+		[[ $p == "$1" ]] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+}
+
+stop_pid() { # stop one process we started, by pid, wait for it, and forget it
 	local pid=$1 i
+	forget_pid "$pid"
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || break
@@ -69,10 +79,11 @@ stop_pid() { # stop one process we started, by pid, and wait for it
 }
 
 cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		stop_pid "$pid"
-	done
+	local i
+	# Newest first: the client before the servers it talks to.
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		stop_pid "${pids[i]}"
+	done 2>/dev/null
 	if [[ ${KEEP:-0} == 1 ]]; then
 		echo "blob.sh: kept $tmp" >&2
 	else
@@ -83,6 +94,18 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log() { echo "blob.sh: $*" >&2; }
+
+# Runs a command in the background and waits for it, so INT/TERM stop the script at once
+# (a trap does not run while bash waits for a foreground child); cleanup kills it by PID.
+run_bg() {
+	local pid rc=0
+	"$@" &
+	pid=$!
+	pids+=("$pid")
+	wait "$pid" || rc=$?
+	forget_pid "$pid"
+	return "$rc"
+}
 
 free_port() { # a free loopback port
 	local p
@@ -173,11 +196,10 @@ wait_assign() { # the volume server has registered once the master can assign
 }
 
 stop_servers() {
-	local pid
-	for pid in "${pids[@]}"; do
-		stop_pid "$pid"
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		stop_pid "${pids[i]}"
 	done
-	pids=()
 }
 
 # --- machine -----------------------------------------------------------------------------------
@@ -185,6 +207,8 @@ mem_total=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 cpu_model=$(lscpu 2>/dev/null | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2; exit }')
 disk=$(df -PT "$tmp" | awk 'NR == 2 { print $1 " " $2 " (" $7 ")" }')
 version=$("$weedfs" version 2>/dev/null || echo "?")
+# Other work on the machine skews every figure: record how busy it was before we started.
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- main run ----------------------------------------------------------------------------------
 log "servers in $tmp ($MODE), weedfs benchmark -c=$C -n=$N -size=$SIZE"
@@ -192,15 +216,16 @@ start_servers "$tmp/main"
 cpu0=$(proc_cpu_s "$vpid")
 mcpu0=$(proc_cpu_s "$mpid")
 bench_rc=0
-# bash's time keyword reports the client's own CPU; its progress lines still reach stderr.
-TIMEFORMAT='%R %U %S'
-{ time "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
-	-threads="$THREADS" -seed=1 >"$tmp/bench.txt" 2>&3 || bench_rc=$?; } 3>&2 2>"$tmp/client.time"
+t_start=$(date +%s.%N)
+run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
+	-threads="$THREADS" -seed=1 >"$tmp/bench.txt" || bench_rc=$?
+cli_wall=$(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 cat "$tmp/bench.txt"
 vol_hwm=$(proc_kb "$vpid" VmHWM)
 vol_cpu=$(awk -v a="$cpu0" -v b="$(proc_cpu_s "$vpid")" 'BEGIN { printf "%.2f", b - a }')
 mas_cpu=$(awk -v a="$mcpu0" -v b="$(proc_cpu_s "$mpid")" 'BEGIN { printf "%.2f", b - a }')
-read -r cli_wall cli_user cli_sys <"$tmp/client.time" || true
+# The client reports its own CPU per phase ("Client CPU: U s user, S s system").
+cli_cpu=$(awk '/^Client CPU:/ { t += $3 + $6 } END { printf "%.2f", t }' "$tmp/bench.txt")
 
 field() { # field FILE N LABEL -> value after LABEL in the Nth phase block
 	awk -v n="$2" -v l="$3" 'index($0, "------------") == 1 { k++ }
@@ -222,7 +247,7 @@ r_p99=$(pct "$tmp/bench.txt" 2 99)
 b_rps="-" b_fail="-" b_p50="-" b_p99="-"
 if ((ASSIGN_BATCH > 1)); then
 	log "write run with -assignBatch=$ASSIGN_BATCH"
-	"$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
+	run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
 		-threads="$THREADS" -assignBatch="$ASSIGN_BATCH" -read=false -seed=2 \
 		>"$tmp/bench-batch.txt" || bench_rc=$?
 	cat "$tmp/bench-batch.txt"
@@ -240,23 +265,26 @@ if ((INDEX_N > 0)); then
 	log "index memory: $INDEX_N needles of $INDEX_SIZE bytes on fresh servers"
 	start_servers "$tmp/index"
 	idx_before=$(proc_kb "$vpid" VmRSS)
-	"$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$INDEX_N" -size="$INDEX_SIZE" \
+	run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$INDEX_N" -size="$INDEX_SIZE" \
 		-threads="$THREADS" -assignBatch="$INDEX_BATCH" -read=false -seed=3 \
 		>"$tmp/bench-index.txt" || bench_rc=$?
 	idx_rps=$(field "$tmp/bench-index.txt" 1 "Requests per second:")
 	idx_after=$(proc_kb "$vpid" VmRSS)
 	idx_bpn=$(awk -v a="$idx_before" -v b="$idx_after" -v n="$INDEX_N" \
 		'BEGIN { printf "%.1f", (b - a) * 1024 / n }')
+	# A restarted server holds just the index it loaded from disk, no write buffers; the
+	# baseline of an empty server is idx_before.
 	if [[ $MODE == split ]]; then
-		# A restarted server holds just the index it loaded from disk, no write buffers.
 		stop_pid "$vpid"
 		start_volume "$tmp/index" "$(free_port)"
-		wait_assign "$tmp/index"
-		idx_reload=$(proc_kb "$vpid" VmRSS)
-		# The baseline of an empty server is idx_before.
-		idx_bpn_reload=$(awk -v a="$idx_before" -v b="$idx_reload" -v n="$INDEX_N" \
-			'BEGIN { printf "%.1f", (b - a) * 1024 / n }')
+	else
+		stop_servers
+		start_servers "$tmp/index"
 	fi
+	wait_assign "$tmp/index"
+	idx_reload=$(proc_kb "$vpid" VmRSS)
+	idx_bpn_reload=$(awk -v a="$idx_before" -v b="$idx_reload" -v n="$INDEX_N" \
+		'BEGIN { printf "%.1f", (b - a) * 1024 / n }')
 	stop_servers
 fi
 
@@ -267,42 +295,44 @@ if [[ $DISK == 1 ]]; then
 	mkdir -p "$tmp/disk"
 	if command -v fio >/dev/null 2>&1; then
 		disk_tool="fio $(fio --version)"
-		fio_iops() { # fio_iops NAME read|write ARGS... -> IOPS
-			local name=$1 dir=$2
-			shift 2
-			fio --name="$name" --directory="$tmp/disk" --output-format=json \
+		fio_run() { # fio_run NAME ARGS...: one time-based job group, JSON in fio-NAME.json
+			local name=$1
+			shift
+			run_bg fio --name="$name" --directory="$tmp/disk" --output-format=json \
 				--runtime="$FIO_RUNTIME" --time_based --group_reporting "$@" \
-				>"$tmp/fio-$name.json" 2>"$tmp/fio-$name.err" || { echo "-"; return; }
-			jq -r ".jobs[0].$dir.iops | floor" "$tmp/fio-$name.json" 2>/dev/null || echo "-"
+				>"$tmp/fio-$name.json" 2>"$tmp/fio-$name.err" || log "fio $name failed"
 		}
-		fio_mbs() { # fio_mbs NAME read|write ARGS... -> MiB/s
-			local name=$1 dir=$2
-			shift 2
-			fio --name="$name" --directory="$tmp/disk" --output-format=json \
-				--runtime="$FIO_RUNTIME" --time_based --group_reporting "$@" \
-				>"$tmp/fio-$name.json" 2>"$tmp/fio-$name.err" || { echo "-"; return; }
-			jq -r "(.jobs[0].$dir.bw_bytes / 1048576 * 10 | floor) / 10" \
-				"$tmp/fio-$name.json" 2>/dev/null || echo "-"
+		fio_iops() { # fio_iops NAME read|write
+			jq -r ".jobs[0].$2.iops | floor" "$tmp/fio-$1.json" 2>/dev/null || echo "-"
+		}
+		fio_mbs() { # fio_mbs NAME read|write -> MiB/s
+			jq -r "(.jobs[0].$2.bw_bytes / 1048576 * 10 | floor) / 10" "$tmp/fio-$1.json" \
+				2>/dev/null || echo "-"
 		}
 		# The volume server's own pattern is buffered, fsync off: compare with that, with as
 		# many jobs as client connections. Each job works on its own 64 MiB file.
 		log "fio: 1 KiB random writes, buffered, no fsync, $C jobs"
-		d_w1k=$(fio_iops w1k write --rw=randwrite --bs=1k --size=64m --numjobs="$C" \
-			--ioengine=psync --direct=0 --fsync=0)
-		# The benchmark's data set was just written and sits in the page cache: keep fio's
-		# files cached too (invalidate=0) so both read through the same path.
+		fio_run w1k --rw=randwrite --bs=1k --size=64m --numjobs="$C" --ioengine=psync \
+			--direct=0 --fsync=0
+		d_w1k=$(fio_iops w1k write)
+		# The benchmark's data set was just written and sits in the page cache: warm fio's
+		# files too (and invalidate=0) so both read through the same path.
 		log "fio: 1 KiB random reads, buffered, from the page cache"
 		cat "$tmp"/disk/w1k.* >/dev/null 2>&1 || true
-		d_r1k=$(fio_iops w1k read --rw=randread --bs=1k --size=64m --numjobs="$C" \
-			--ioengine=psync --direct=0 --invalidate=0)
+		fio_run r1k --filename_format='w1k.$jobnum.0' --rw=randread --bs=1k --size=64m \
+			--numjobs="$C" --ioengine=psync --direct=0 --invalidate=0
+		d_r1k=$(fio_iops r1k read)
 		log "fio: 4 KiB random reads, O_DIRECT, iodepth $C (the device itself)"
-		d_r4kd=$(fio_iops r4kd read --rw=randread --bs=4k --size=256m --numjobs=1 \
-			--ioengine=libaio --iodepth="$C" --direct=1)
+		fio_run r4kd --rw=randread --bs=4k --size=256m --numjobs=1 --ioengine=libaio \
+			--iodepth="$C" --direct=1
+		d_r4kd=$(fio_iops r4kd read)
 		log "fio: 1 MiB sequential write and read, O_DIRECT"
-		d_seqw=$(fio_mbs seq write --rw=write --bs=1m --size=1g --numjobs=1 \
-			--ioengine=libaio --iodepth=4 --direct=1)
-		d_seqr=$(fio_mbs seq read --rw=read --bs=1m --size=1g --numjobs=1 \
-			--ioengine=libaio --iodepth=4 --direct=1)
+		fio_run seqw --rw=write --bs=1m --size=1g --numjobs=1 --ioengine=libaio --iodepth=4 \
+			--direct=1
+		d_seqw=$(fio_mbs seqw write)
+		fio_run seqr --filename_format='seqw.0.0' --rw=read --bs=1m --size=1g --numjobs=1 \
+			--ioengine=libaio --iodepth=4 --direct=1
+		d_seqr=$(fio_mbs seqr read)
 		rm -f "$tmp"/disk/*
 	else
 		disk_tool="dd"
@@ -328,6 +358,7 @@ fi
 summary() {
 	echo "== weedfs blob benchmark, $(date -u '+%Y-%m-%d %H:%M:%S UTC') =="
 	echo "machine: $(nproc) CPUs ($cpu_model), $mem_total RAM, kernel $(uname -r)"
+	echo "load:    $load before the run (1, 5, 15 min), $(cut -d' ' -f1-3 /proc/loadavg) after"
 	echo "disk:    $disk, data in $BENCH_DIR"
 	echo "weedfs:  $version, $MODE, volume -max=$VOLUME_MAX; client -c=$C -threads=$THREADS"
 	echo
@@ -340,10 +371,18 @@ summary() {
 	printf "%-46s %14s %8s %8s %8s\n" "random read (GET)" "$r_rps" "$r_fail" "$r_p50" "$r_p99"
 	printf "%-46s %14s\n" "target write / read (1 KB, c=16)" "15000 / 40000"
 	echo
-	printf "%-46s %s\n" "volume server peak RSS (VmHWM)" "$vol_hwm kB"
-	printf "%-46s %s\n" "CPU s during main run: volume/master/client" \
-		"$vol_cpu / $mas_cpu / $(awk -v u="${cli_user:-0}" -v s="${cli_sys:-0}" \
-		'BEGIN { printf "%.2f", u + s }')"
+	if [[ $MODE == mini ]]; then
+		printf "%-46s %s\n" "mini process (master + volume) peak RSS" "$vol_hwm kB"
+	else
+		printf "%-46s %s\n" "volume server peak RSS (VmHWM)" "$vol_hwm kB"
+	fi
+	if [[ $MODE == mini ]]; then
+		printf "%-46s %s\n" "CPU s during main run: mini/client" "$vol_cpu / $cli_cpu"
+	else
+		printf "%-46s %s\n" "CPU s during main run: volume/master/client" \
+			"$vol_cpu / $mas_cpu / $cli_cpu"
+	fi
+	printf "%-46s %s\n" "wall s of the main run (write + read)" "${cli_wall:--}"
 	printf "%-46s %s\n" "index: needles x size (write req/s)" "$INDEX_N x $INDEX_SIZE ($idx_rps)"
 	printf "%-46s %s\n" "index: RSS before / after writes" "$idx_before kB / $idx_after kB"
 	printf "%-46s %s\n" "index: bytes per needle (after writes)" "$idx_bpn"
