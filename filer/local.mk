@@ -1,0 +1,1 @@
+# The filer: entries, stores, daemon.
