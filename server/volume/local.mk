@@ -6,17 +6,23 @@ server_volume_libvolume_a_SOURCES = \
 	server/volume/volume.c server/volume/volume.h \
 	server/volume/store.c server/volume/store.h \
 	server/volume/volume_server.c server/volume/volume_server.h \
-	server/volume/volume_handlers.c server/volume/vs_int.h
+	server/volume/volume_handlers.c server/volume/vs_int.h \
+	server/volume/spill.c server/volume/spill.h \
+	server/volume/vs_upload.c server/volume/vs_download.c
 
 VOLUME_UNIT_LDADD = server/volume/libvolume.a $(UNIT_LDADD)
-check_PROGRAMS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum
-TESTS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum
+check_PROGRAMS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum \
+	tests/unit/test_volume_large
+TESTS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum \
+	tests/unit/test_volume_large
 tests_unit_test_needle_SOURCES = tests/unit/test_needle.c tests/unit/tap.h
 tests_unit_test_needle_LDADD = $(VOLUME_UNIT_LDADD)
 tests_unit_test_volume_SOURCES = tests/unit/test_volume.c tests/unit/tap.h
 tests_unit_test_volume_LDADD = $(VOLUME_UNIT_LDADD)
 tests_unit_test_volume_vacuum_SOURCES = tests/unit/test_volume_vacuum.c tests/unit/tap.h
 tests_unit_test_volume_vacuum_LDADD = $(VOLUME_UNIT_LDADD) -lpthread
+tests_unit_test_volume_large_SOURCES = tests/unit/test_volume_large.c tests/unit/tap.h
+tests_unit_test_volume_large_LDADD = $(VOLUME_UNIT_LDADD)
 
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_needle tests/fuzz/fuzz_idx

@@ -42,12 +42,17 @@ static uint8_t *enc_tail_buf(struct needle_enc *e, size_t need)
 
 void needle_encode(struct needle *n, struct needle_enc *e)
 {
+	needle_encode_crc(n, n->data_size ? crc32c_update(0, n->data, n->data_size) : 0, e);
+}
+
+void needle_encode_crc(struct needle *n, uint32_t crc, struct needle_enc *e)
+{
 	size_t tail_len, pos = 0;
 	uint32_t pad;
 	uint8_t *t;
 
 	n->size = needle_body_size(n);
-	n->crc = n->data_size ? crc32c_update(0, n->data, n->data_size) : 0;
+	n->crc = crc;
 	pad = needle_padding(n->size);
 	/* tail: everything after the data */
 	tail_len = n->size - 4 - n->data_size + NEEDLE_TRAILER_SIZE + pad;
@@ -87,11 +92,11 @@ void needle_encode(struct needle *n, struct needle_enc *e)
 	e->iov[0].iov_base = e->head;
 	e->iov[0].iov_len = sizeof(e->head);
 	e->iov[1].iov_base = n->data ? (void *)n->data : (void *)"";
-	e->iov[1].iov_len = n->data_size;
+	e->iov[1].iov_len = n->data ? n->data_size : 0;
 	e->iov[2].iov_base = t;
 	e->iov[2].iov_len = pos;
 	e->iovcnt = 3;
-	e->total = sizeof(e->head) + n->data_size + pos;
+	e->total = sizeof(e->head) + n->data_size + pos; /* data included even when external */
 }
 
 void needle_encode_delete(uint32_t cookie, uint64_t key, uint64_t append_ns, struct needle_enc *e)
@@ -125,9 +130,51 @@ void needle_parse_header(const uint8_t *p, uint32_t *cookie, uint64_t *key, uint
 	*size = get_be32(p + 12);
 }
 
+/* Parses the body fields after the data: flags, name, mime, last-modified, TTL, pairs. */
+static wfs_err decode_fields(const uint8_t *b, const uint8_t *end, struct needle *n)
+{
+	if (b >= end)
+		return WFS_ECORRUPT;
+	n->flags = *b++;
+	if (n->flags & NEEDLE_FLAG_HAS_NAME) {
+		if (b >= end || end - b - 1 < *b)
+			return WFS_ECORRUPT;
+		n->name_len = *b++;
+		n->name = (const char *)b;
+		b += n->name_len;
+	}
+	if (n->flags & NEEDLE_FLAG_HAS_MIME) {
+		if (b >= end || end - b - 1 < *b)
+			return WFS_ECORRUPT;
+		n->mime_len = *b++;
+		n->mime = (const char *)b;
+		b += n->mime_len;
+	}
+	if (n->flags & NEEDLE_FLAG_HAS_LAST_MODIFIED) {
+		if (end - b < 5)
+			return WFS_ECORRUPT;
+		for (int i = 0; i < 5; i++)
+			n->last_modified = n->last_modified << 8 | *b++;
+	}
+	if (n->flags & NEEDLE_FLAG_HAS_TTL) {
+		if (end - b < 2)
+			return WFS_ECORRUPT;
+		n->ttl[0] = *b++;
+		n->ttl[1] = *b++;
+	}
+	if (n->flags & NEEDLE_FLAG_HAS_PAIRS) {
+		if (end - b < 2 || end - b - 2 < get_be16(b))
+			return WFS_ECORRUPT;
+		n->pairs_len = get_be16(b);
+		n->pairs = b + 2;
+	}
+	return WFS_OK;
+}
+
 wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needle *n)
 {
 	const uint8_t *b, *end;
+	wfs_err err;
 
 	if (len < NEEDLE_HEADER_SIZE)
 		return WFS_ECORRUPT;
@@ -147,40 +194,9 @@ wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needl
 			return WFS_ECORRUPT;
 		n->data = b;
 		b += n->data_size;
-		n->flags = *b++;
-		if (n->flags & NEEDLE_FLAG_HAS_NAME) {
-			if (b >= end || end - b - 1 < *b)
-				return WFS_ECORRUPT;
-			n->name_len = *b++;
-			n->name = (const char *)b;
-			b += n->name_len;
-		}
-		if (n->flags & NEEDLE_FLAG_HAS_MIME) {
-			if (b >= end || end - b - 1 < *b)
-				return WFS_ECORRUPT;
-			n->mime_len = *b++;
-			n->mime = (const char *)b;
-			b += n->mime_len;
-		}
-		if (n->flags & NEEDLE_FLAG_HAS_LAST_MODIFIED) {
-			if (end - b < 5)
-				return WFS_ECORRUPT;
-			for (int i = 0; i < 5; i++)
-				n->last_modified = n->last_modified << 8 | *b++;
-		}
-		if (n->flags & NEEDLE_FLAG_HAS_TTL) {
-			if (end - b < 2)
-				return WFS_ECORRUPT;
-			n->ttl[0] = *b++;
-			n->ttl[1] = *b++;
-		}
-		if (n->flags & NEEDLE_FLAG_HAS_PAIRS) {
-			if (end - b < 2 || end - b - 2 < get_be16(b))
-				return WFS_ECORRUPT;
-			n->pairs_len = get_be16(b);
-			n->pairs = b + 2;
-			b += 2 + n->pairs_len;
-		}
+		err = decode_fields(b, end, n);
+		if (err)
+			return err;
 	}
 	n->crc = get_be32(end);
 	n->append_ns = get_be64(end + 4);
@@ -190,6 +206,32 @@ wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needl
 			return WFS_ECORRUPT;
 		n->crc = crc; /* the plain value even when stored in the legacy form */
 	}
+	return WFS_OK;
+}
+
+wfs_err needle_decode_meta(const uint8_t *head, const uint8_t *tail, size_t tail_len,
+			   struct needle *n)
+{
+	uint64_t after;
+	const uint8_t *end;
+	wfs_err err;
+
+	memset(n, 0, sizeof(*n));
+	needle_parse_header(head, &n->cookie, &n->key, &n->size);
+	if (n->size < 5 || n->size > NEEDLE_MAX_BODY)
+		return WFS_ECORRUPT;
+	n->data_size = get_be32(head + NEEDLE_HEADER_SIZE);
+	if ((uint64_t)n->data_size + 5 > n->size)
+		return WFS_ECORRUPT;
+	after = n->size - 4 - (uint64_t)n->data_size; /* fields after the data */
+	if (tail_len < after + NEEDLE_TRAILER_SIZE)
+		return WFS_ECORRUPT;
+	end = tail + after;
+	err = decode_fields(tail, end, n);
+	if (err)
+		return err;
+	n->crc = get_be32(end);
+	n->append_ns = get_be64(end + 4);
 	return WFS_OK;
 }
 

@@ -104,6 +104,12 @@ struct needle_enc {
  * borrow n->data and e. Free with needle_enc_free. Any thread.
  */
 void needle_encode(struct needle *n, struct needle_enc *e);
+/*
+ * Like needle_encode, for data that is not in memory (n->data NULL): crc is
+ * the CRC32C of the data_size bytes the caller writes between iov[0] and
+ * iov[2] (iov[1] is empty; total still counts the data). Any thread.
+ */
+void needle_encode_crc(struct needle *n, uint32_t crc, struct needle_enc *e);
 /* The deletion record for key: header with size 0, crc 0 and the append time. */
 void needle_encode_delete(uint32_t cookie, uint64_t key, uint64_t append_ns, struct needle_enc *e);
 void needle_enc_free(struct needle_enc *e);
@@ -117,6 +123,16 @@ void needle_parse_header(const uint8_t *p, uint32_t *cookie, uint64_t *key, uint
  * WFS_ECORRUPT on malformed input. Any thread.
  */
 wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needle *n);
+
+/*
+ * Decodes a needle's fields without its data: head is the 16-byte header
+ * plus the 4-byte data size, tail the tail_len bytes that follow the data
+ * (fields, CRC, append time; padding may follow). n->data stays NULL; the
+ * CRC is not checked. Fields borrow tail. WFS_ECORRUPT when malformed.
+ */
+#define NEEDLE_HEAD_SIZE (NEEDLE_HEADER_SIZE + 4)
+wfs_err needle_decode_meta(const uint8_t *head, const uint8_t *tail, size_t tail_len,
+			   struct needle *n);
 
 /* .idx entries. */
 static inline void idx_entry_encode(uint8_t *p, uint64_t key, uint32_t offset, uint32_t size)

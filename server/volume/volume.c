@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include "crc32c.h"
 #include "log.h"
 #include "needle_map.h"
 #include "util.h"
@@ -142,6 +143,106 @@ static wfs_err write_all(int fd, const void *p, size_t len)
 	return WFS_OK;
 }
 
+#define COPY_PIECE (1u << 20)
+
+/* Copies len bytes between files at the given offsets with pread/pwrite. */
+static wfs_err copy_slow(int in, uint64_t in_off, int out, uint64_t out_off, uint64_t len)
+{
+	char *p = xmalloc(COPY_PIECE);
+	wfs_err err = WFS_OK;
+
+	while (!err && len) {
+		size_t n = (size_t)MIN(len, (uint64_t)COPY_PIECE);
+		struct iovec iov = {p, n};
+		err = pread_all(in, p, n, in_off);
+		if (!err)
+			err = pwritev_all(out, &iov, 1, out_off);
+		in_off += n, out_off += n, len -= n;
+	}
+	free(p);
+	return err;
+}
+
+/*
+ * Copies len bytes from in to out. copy_file_range keeps the data in the
+ * kernel (or shares extents on file systems that can); pread/pwrite in 1 MiB
+ * pieces where it is not supported.
+ */
+static wfs_err copy_range(int in, uint64_t in_off, int out, uint64_t out_off, uint64_t len)
+{
+	while (len) {
+		loff_t io = (loff_t)in_off, oo = (loff_t)out_off;
+		ssize_t r = copy_file_range(in, &io, out, &oo, (size_t)MIN(len, 1ull << 30), 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			      errno == EOPNOTSUPP || errno == EBADF))
+			return copy_slow(in, in_off, out, out_off, len);
+		if (r <= 0)
+			return r < 0 ? wfs_err_from_errno(errno) : WFS_ECORRUPT;
+		in_off += (uint64_t)r, out_off += (uint64_t)r, len -= (uint64_t)r;
+	}
+	return WFS_OK;
+}
+
+/* CRC32C of len bytes of fd from off, read in pieces (bounded memory). */
+static wfs_err crc_range(int fd, uint64_t off, uint64_t len, uint32_t *crc)
+{
+	char *p = xmalloc(MIN(len, (uint64_t)COPY_PIECE) + 1);
+	wfs_err err = WFS_OK;
+
+	*crc = 0;
+	while (!err && len) {
+		size_t n = (size_t)MIN(len, (uint64_t)COPY_PIECE);
+		err = pread_all(fd, p, n, off);
+		if (!err)
+			*crc = crc32c_update(*crc, p, n);
+		off += n, len -= n;
+	}
+	free(p);
+	return err;
+}
+
+/*
+ * Reads the fields of the needle with body size `size` at off without its data
+ * (storage holds them). check_crc streams the data through CRC32C and sets
+ * n->crc to the plain value.
+ */
+static wfs_err read_meta(int fd, uint64_t off, uint32_t size, bool check_crc, buf *storage,
+			 struct needle *n)
+{
+	uint8_t head[NEEDLE_HEAD_SIZE];
+	uint32_t dsize, tail_len;
+	uint32_t crc;
+	wfs_err err;
+
+	if (size < 5 || size > NEEDLE_MAX_BODY)
+		return WFS_ECORRUPT;
+	err = pread_all(fd, head, sizeof(head), off);
+	if (err)
+		return err;
+	dsize = get_be32(head + NEEDLE_HEADER_SIZE);
+	if ((uint64_t)dsize + 5 > size)
+		return WFS_ECORRUPT;
+	tail_len = size - 4 - dsize + NEEDLE_TRAILER_SIZE;
+	buf_reset(storage);
+	buf_reserve(storage, tail_len);
+	err = pread_all(fd, storage->data, tail_len, off + NEEDLE_HEAD_SIZE + dsize);
+	if (err)
+		return err;
+	storage->len = tail_len;
+	err = needle_decode_meta(head, (uint8_t *)storage->data, tail_len, n);
+	if (err || !check_crc)
+		return err;
+	err = crc_range(fd, off + NEEDLE_HEAD_SIZE, dsize, &crc);
+	if (err)
+		return err;
+	if (!needle_crc_matches(n->crc, crc))
+		return WFS_ECORRUPT;
+	n->crc = crc;
+	return WFS_OK;
+}
+
 static void fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -186,12 +287,15 @@ static uint64_t scan_dat(volume *v, uint64_t off, scan_fn fn, void *arg)
 		len = needle_disk_size(size);
 		if (off + len > v->dat_size)
 			break;
-		buf_reset(&b);
-		buf_reserve(&b, len);
-		if (pread_all(v->dat_fd, b.data, len, off))
-			break;
-		if (needle_decode((uint8_t *)b.data, len, true, &n))
-			break;
+		if (size == 0) {
+			buf_reset(&b);
+			buf_reserve(&b, len);
+			if (pread_all(v->dat_fd, b.data, len, off) ||
+			    needle_decode((uint8_t *)b.data, len, true, &n))
+				break;
+		} else if (read_meta(v->dat_fd, off, size, true, &b, &n)) {
+			break; /* data not in memory: big needles cost a bounded buffer */
+		}
 		fn(v, off, &n, arg);
 		off += len;
 	}
@@ -300,15 +404,22 @@ static bool needle_at_ok(volume *v, uint64_t off, uint64_t key, uint32_t size)
 {
 	uint64_t len = needle_disk_size(size);
 	struct needle n;
+	buf b = BUF_INIT;
 	bool good;
-	uint8_t *p;
 
 	if (off < v->data_start || off + len > v->dat_size)
 		return false;
-	p = xmalloc(len);
-	good = !pread_all(v->dat_fd, p, len, off) && !needle_decode(p, len, true, &n) &&
-	       n.key == key && n.size == size;
-	free(p);
+	if (size == 0) {
+		uint8_t h[NEEDLE_HEADER_SIZE];
+		uint32_t c, s;
+		uint64_t k;
+		if (pread_all(v->dat_fd, h, sizeof(h), off))
+			return false;
+		needle_parse_header(h, &c, &k, &s);
+		return k == key && s == 0;
+	}
+	good = !read_meta(v->dat_fd, off, size, true, &b, &n) && n.key == key && n.size == size;
+	buf_free(&b);
 	return good;
 }
 
@@ -578,6 +689,11 @@ uint32_t volume_id(const volume *v)
 	return v->id;
 }
 
+const char *volume_dir(const volume *v)
+{
+	return v->dir;
+}
+
 const char *volume_collection(const volume *v)
 {
 	return v->collection;
@@ -661,7 +777,60 @@ static wfs_err read_entry(volume *v, const struct nm_entry *e, buf *storage, str
 	return err;
 }
 
-wfs_err volume_write(volume *v, struct needle *n, bool *unchanged)
+/*
+ * Compares the len data bytes at off in the .dat with mem (when non-NULL) or
+ * with fd from 0, in pieces. Caller holds write_lock.
+ */
+static bool same_data(volume *v, uint64_t off, uint64_t len, const uint8_t *mem, int fd)
+{
+	size_t piece = (size_t)MIN(len, (uint64_t)COPY_PIECE);
+	char *a = xmalloc(piece + 1), *b = mem ? NULL : xmalloc(piece + 1);
+	bool same = true;
+
+	for (uint64_t done = 0; same && done < len; done += piece) {
+		piece = (size_t)MIN(len - done, (uint64_t)COPY_PIECE);
+		same = !pread_all(v->dat_fd, a, piece, off + done) &&
+		       (mem ? !memcmp(a, mem + done, piece)
+			    : !pread_all(fd, b, piece, done) && !memcmp(a, b, piece));
+	}
+	free(a);
+	free(b);
+	return same;
+}
+
+/*
+ * Checks a write of n (crc of its data) against the live needle old: the
+ * cookie must match (WFS_EPERM) and *unchanged tells whether the content is
+ * the same. Reads at most 1 MiB at a time. Caller holds write_lock.
+ */
+static wfs_err check_existing(volume *v, const struct nm_entry *old, const struct needle *n,
+			      uint32_t crc, int fd, bool *unchanged)
+{
+	uint64_t off = (uint64_t)old->offset * NEEDLE_ALIGN;
+	struct needle on;
+	buf b = BUF_INIT;
+	wfs_err err;
+
+	err = read_meta(v->dat_fd, off, old->size, false, &b, &on);
+	if (err) {
+		buf_free(&b);
+		return WFS_OK; /* overwrite a damaged needle */
+	}
+	if (on.cookie != n->cookie) {
+		buf_free(&b);
+		return WFS_EPERM;
+	}
+	*unchanged = on.data_size == n->data_size && needle_crc_matches(on.crc, crc) &&
+		     on.name_len == n->name_len && on.mime_len == n->mime_len &&
+		     (!n->name_len || !memcmp(on.name, n->name, n->name_len)) &&
+		     (!n->mime_len || !memcmp(on.mime, n->mime, n->mime_len)) &&
+		     same_data(v, off + NEEDLE_HEAD_SIZE, n->data_size, n->data, fd);
+	buf_free(&b);
+	return WFS_OK;
+}
+
+/* volume_write and volume_write_fd: the data is n->data, or fd's first data_size bytes. */
+static wfs_err write_needle(volume *v, struct needle *n, uint32_t crc, int fd, bool *unchanged)
 {
 	struct needle_enc enc = {0};
 	struct nm_entry old;
@@ -690,34 +859,30 @@ wfs_err volume_write(volume *v, struct needle *n, bool *unchanged)
 	pthread_rwlock_unlock(&v->map_lock);
 	if (have_old) {
 		/* dat_fd cannot change: swaps need write_lock */
-		buf b = BUF_INIT;
-		struct needle on;
-		err = read_entry(v, &old, &b, &on);
-		if (!err && on.cookie != n->cookie)
-			err = WFS_EPERM;
-		if (!err && on.data_size == n->data_size && on.name_len == n->name_len &&
-		    on.mime_len == n->mime_len &&
-		    (!n->data_size || !memcmp(on.data, n->data, n->data_size)) &&
-		    (!n->name_len || !memcmp(on.name, n->name, n->name_len)) &&
-		    (!n->mime_len || !memcmp(on.mime, n->mime, n->mime_len))) {
-			*unchanged = true;
-			n->crc = on.crc;
-		}
-		if (err == WFS_ECORRUPT)
-			err = WFS_OK; /* overwrite a damaged needle */
-		buf_free(&b);
-		if (err || *unchanged)
+		err = check_existing(v, &old, n, crc, fd, unchanged);
+		if (err || *unchanged) {
+			n->crc = crc;
 			goto out;
+		}
 	}
 	n->append_ns = time_now_ns();
-	needle_encode(n, &enc);
+	needle_encode_crc(n, crc, &enc);
 	off = v->dat_size;
 	limit = atomic_load(&v->size_limit);
 	if ((limit && off + enc.total > limit) || (off + enc.total) / NEEDLE_ALIGN > UINT32_MAX) {
 		err = WFS_ENOSPC;
 		goto out;
 	}
-	err = pwritev_all(v->dat_fd, enc.iov, enc.iovcnt, off);
+	if (fd < 0) {
+		err = pwritev_all(v->dat_fd, enc.iov, enc.iovcnt, off);
+	} else {
+		err = pwritev_all(v->dat_fd, &enc.iov[0], 1, off);
+		if (!err)
+			err = copy_range(fd, 0, v->dat_fd, off + NEEDLE_HEAD_SIZE, n->data_size);
+		if (!err)
+			err = pwritev_all(v->dat_fd, &enc.iov[2], 1,
+					  off + NEEDLE_HEAD_SIZE + n->data_size);
+	}
 	if (!err) {
 		uint8_t e[IDX_ENTRY_SIZE];
 		idx_entry_encode(e, n->key, (uint32_t)(off / NEEDLE_ALIGN), n->size);
@@ -739,7 +904,20 @@ out:
 	return err;
 }
 
-wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint32_t *size)
+wfs_err volume_write(volume *v, struct needle *n, bool *unchanged)
+{
+	uint32_t crc = n->data_size ? crc32c_update(0, n->data, n->data_size) : 0;
+	return write_needle(v, n, crc, -1, unchanged);
+}
+
+wfs_err volume_write_fd(volume *v, struct needle *n, int fd, uint32_t crc, bool *unchanged)
+{
+	n->data = NULL;
+	return write_needle(v, n, crc, fd, unchanged);
+}
+
+wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns,
+		      uint32_t *size)
 {
 	struct needle_enc enc = {0};
 	struct nm_entry old;
@@ -764,7 +942,7 @@ wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint32_t *size)
 		err = WFS_ENOENT;
 		goto out;
 	}
-	now = time_now_ns();
+	now = append_ns ? append_ns : time_now_ns();
 	needle_encode_delete(cookie, key, now, &enc);
 	off = v->dat_size;
 	err = pwritev_all(v->dat_fd, enc.iov, enc.iovcnt, off);
@@ -787,27 +965,50 @@ out:
 	return err;
 }
 
-wfs_err volume_read(volume *v, uint64_t key, uint32_t cookie, bool read_deleted, buf *storage,
-		    struct needle *n)
+wfs_err volume_read_ex(volume *v, uint64_t key, uint32_t cookie, bool read_deleted,
+		       uint64_t inline_max, buf *storage, struct needle *n,
+		       struct needle_blob *blob)
 {
 	struct nm_entry e;
+	uint32_t size;
 	wfs_err err;
 
+	if (blob)
+		blob->fd = -1;
 	pthread_rwlock_rdlock(&v->map_lock);
 	if (!needle_map_get(v->map, key, &e) || ((e.size & NM_DELETED) && !read_deleted) ||
 	    e.offset == 0) {
 		pthread_rwlock_unlock(&v->map_lock);
 		return WFS_ENOENT;
 	}
-	err = read_entry(v, &e, storage, n);
+	size = e.size & ~NM_DELETED;
+	if (blob && needle_disk_size(size) > inline_max) {
+		uint64_t off = (uint64_t)e.offset * NEEDLE_ALIGN;
+		err = read_meta(v->dat_fd, off, size, false, storage, n);
+		if (!err && n->key != key)
+			err = WFS_ECORRUPT;
+		/* the dup keeps this .dat readable even if a vacuum swaps the files */
+		if (!err && (blob->fd = fcntl(v->dat_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			err = wfs_err_from_errno(errno);
+		blob->off = off + NEEDLE_HEAD_SIZE;
+	} else {
+		err = read_entry(v, &e, storage, n);
+	}
 	pthread_rwlock_unlock(&v->map_lock);
-	if (err)
-		return err;
-	if (n->cookie != cookie || n->size == 0)
-		return WFS_ENOENT;
-	if (needle_expired(n, (uint64_t)time(NULL)))
-		return WFS_ENOENT;
-	return WFS_OK;
+	if (!err && (n->cookie != cookie || n->size == 0 ||
+		     needle_expired(n, (uint64_t)time(NULL))))
+		err = WFS_ENOENT;
+	if (err && blob && blob->fd >= 0) {
+		close(blob->fd);
+		blob->fd = -1;
+	}
+	return err;
+}
+
+wfs_err volume_read(volume *v, uint64_t key, uint32_t cookie, bool read_deleted, buf *storage,
+		    struct needle *n)
+{
+	return volume_read_ex(v, key, cookie, read_deleted, UINT64_MAX, storage, n, NULL);
 }
 
 double volume_garbage_ratio(volume *v)
@@ -851,13 +1052,17 @@ static bool snap_add(const struct nm_entry *e, void *arg)
 	return true;
 }
 
-/* Appends raw needle bytes to the .cpd and its entry to the map and out (compaction files). */
-static wfs_err copy_needle(volume *v, const uint8_t *p, uint64_t len, uint64_t key, uint32_t size,
-			   struct idx_out *o)
+/*
+ * Appends a raw needle to the .cpd (from memory p, else the .dat's bytes at
+ * src) and its entry to the map and out (compaction files).
+ */
+static wfs_err copy_needle(volume *v, const uint8_t *p, uint64_t src, uint64_t len, uint64_t key,
+			   uint32_t size, struct idx_out *o)
 {
 	struct iovec iov = {(void *)p, len};
 	uint32_t uoff = (uint32_t)(v->cdat_size / NEEDLE_ALIGN);
-	wfs_err err = pwritev_all(v->cpd_fd, &iov, 1, v->cdat_size);
+	wfs_err err = p ? pwritev_all(v->cpd_fd, &iov, 1, v->cdat_size)
+			: copy_range(v->dat_fd, src, v->cpd_fd, v->cdat_size, len);
 	if (err)
 		return err;
 	v->cdat_size += len;
@@ -911,19 +1116,16 @@ wfs_err volume_compact(volume *v)
 	o.fd = v->cpx_fd;
 	for (size_t i = 0; i < s.n && !err; i++) {
 		struct needle n;
-		uint64_t len = needle_disk_size(s.e[i].size);
-		buf_reset(&b);
-		buf_reserve(&b, len);
+		uint64_t off = (uint64_t)s.e[i].offset * NEEDLE_ALIGN;
 		/* the fds only change in commit, which needs vacuum_lock */
-		if (pread_all(v->dat_fd, b.data, len, (uint64_t)s.e[i].offset * NEEDLE_ALIGN) ||
-		    needle_decode((uint8_t *)b.data, len, false, &n) || n.key != s.e[i].key) {
+		if (read_meta(v->dat_fd, off, s.e[i].size, false, &b, &n) || n.key != s.e[i].key) {
 			log_warn("volume %" PRIu32 ": compaction skips damaged needle %" PRIx64,
 				 v->id, s.e[i].key);
 			continue;
 		}
 		if (needle_expired(&n, now))
 			continue;
-		err = copy_needle(v, (uint8_t *)b.data, len, n.key, n.size, &o);
+		err = copy_needle(v, NULL, off, needle_disk_size(n.size), n.key, n.size, &o);
 	}
 	idx_out_flush(&o);
 	if (!err)
@@ -967,15 +1169,11 @@ static wfs_err replay(volume *v, struct idx_out *o)
 			for (int i = 0; i < enc.iovcnt; i++)
 				buf_append(&b, enc.iov[i].iov_base, enc.iov[i].iov_len);
 			needle_enc_free(&enc);
-			err = copy_needle(v, (uint8_t *)b.data, b.len, key, 0, o);
+			err = copy_needle(v, (uint8_t *)b.data, 0, b.len, key, 0, o);
 			continue;
 		}
 		len = needle_disk_size(size);
-		buf_reset(&b);
-		buf_reserve(&b, len);
-		err = pread_all(v->dat_fd, b.data, len, (uint64_t)uoff * NEEDLE_ALIGN);
-		if (!err)
-			err = copy_needle(v, (uint8_t *)b.data, len, key, size, o);
+		err = copy_needle(v, NULL, (uint64_t)uoff * NEEDLE_ALIGN, len, key, size, o);
 	}
 	buf_free(&b);
 	return err;

@@ -21,6 +21,11 @@
  *   follows. On load a .cpd means an unfinished vacuum (both leftovers
  *   removed); a lone .cpx means the crash hit between the two renames, and
  *   it becomes the .idx. Cleanup removes .cpx before .cpd to keep that rule.
+ * - Big needles cost bounded memory: volume_write_fd copies data from a
+ *   file (copy_file_range), volume_read_ex hands out a dup of the .dat to
+ *   stream from, and the "unchanged" check, load's CRC check of the last
+ *   needle, the .idx rebuild scan and vacuum all read 1 MiB at a time (or
+ *   only a needle's fields, copying its bytes file to file).
  * - Reference counted: the store and each request hold a reference.
  */
 #ifndef WEEDFS_VOLUME_VOLUME_H
@@ -78,6 +83,8 @@ void volume_destroy(volume *v);
 
 uint32_t volume_id(const volume *v);
 const char *volume_collection(const volume *v);
+/* The directory holding the volume's files. */
+const char *volume_dir(const volume *v);
 void volume_get_info(volume *v, struct volume_info *out);
 void volume_set_read_only(volume *v, bool ro);
 bool volume_read_only(volume *v);
@@ -95,10 +102,21 @@ void volume_set_size_limit(volume *v, uint64_t limit);
 wfs_err volume_write(volume *v, struct needle *n, bool *unchanged);
 
 /*
- * Deletes key if its cookie matches (cookie mismatch or absent: WFS_ENOENT).
- * *size gets the deleted needle's data size. Any thread.
+ * Like volume_write for data that is not in memory: the needle's data is the
+ * first n->data_size bytes of fd (borrowed, read with pread), crc their
+ * CRC32C. The data is copied into the .dat with copy_file_range (pread/pwrite
+ * in 1 MiB pieces where unsupported) under the write lock; the "unchanged"
+ * check compares in 1 MiB pieces. n->data is ignored. Blocking; any thread.
  */
-wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint32_t *size);
+wfs_err volume_write_fd(volume *v, struct needle *n, int fd, uint32_t crc, bool *unchanged);
+
+/*
+ * Deletes key if its cookie matches (cookie mismatch or absent: WFS_ENOENT).
+ * The deletion record's append time is append_ns (0 = now). *size gets the
+ * deleted needle's body size. Any thread.
+ */
+wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns,
+		      uint32_t *size);
 
 /*
  * Reads key into storage (reset first) and decodes it into n (fields borrow
@@ -107,6 +125,23 @@ wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint32_t *size);
  */
 wfs_err volume_read(volume *v, uint64_t key, uint32_t cookie, bool read_deleted, buf *storage,
 		    struct needle *n);
+
+/* A big needle's data left on disk for the caller to stream. */
+struct needle_blob {
+	int fd;       /* owned by the caller (close it): a dup of the .dat, or -1 */
+	uint64_t off; /* where the data starts in it */
+};
+
+/*
+ * volume_read for needles of any size: one whose on-disk size is at most
+ * inline_max is read whole as by volume_read (blob->fd = -1); a bigger one
+ * gets only its fields decoded (n->data NULL, n->crc as stored, not checked)
+ * and blob receives a descriptor to pread the data_size bytes from. The dup
+ * stays valid across a vacuum. Any thread.
+ */
+wfs_err volume_read_ex(volume *v, uint64_t key, uint32_t cookie, bool read_deleted,
+		       uint64_t inline_max, buf *storage, struct needle *n,
+		       struct needle_blob *blob);
 
 /* deleted bytes / size. */
 double volume_garbage_ratio(volume *v);

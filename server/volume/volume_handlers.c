@@ -1,13 +1,16 @@
 /*
- * Needle requests: GET/HEAD (conditional, ranges), PUT/POST (raw or
- * multipart) and DELETE on the SeaweedFS URL forms, plus replication.
+ * Needle requests: GET/HEAD (conditional, ranges), DELETE, the dispatch of
+ * PUT/POST (vs_upload.c) and replication.
  *
- * DESIGN: everything local runs on the loop thread (a read is one pread, a
- * write two write calls to the page cache). Only a write or delete to a
+ * DESIGN: everything local runs on the loop thread (a read of a needle up to
+ * READ_INLINE_MAX is one pread; a bigger one is streamed by vs_download.c;
+ * a delete is two write calls to the page cache). A write or delete to a
  * replicated volume leaves the loop: the local change is made first, then a
  * pool job forwards the same request (with type=replicate) to the other
  * replicas, found through the master's /dir/lookup and cached for a few
- * seconds, and finishes the response through http_req_defer.
+ * seconds, and finishes the response through http_req_defer. A read of a
+ * volume this server does not hold looks the volume up the same way and
+ * answers 302 to a holder (path and query kept) or 404.
  *
  * Decisions where SeaweedFS is loose: a DELETE answers the needle's body
  * size as SeaweedFS does; an upload's Content-Type of
@@ -15,16 +18,18 @@
  * GET's Content-Type is the stored mime, else the URL's extension, else the
  * stored name's extension; a compressed needle (flag 0x01) is served as is
  * with Content-Encoding: gzip; the replica's copy gets the first server's
- * last-modified time (ts) so replicas stay byte-identical in content.
+ * last-modified time (ts) so replicas stay byte-identical in content; a
+ * DELETE's ts (seconds) becomes the deletion record's append time, as in
+ * SeaweedFS.
  */
 #include "config.h"
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 #include "common/fid.h"
 #include "common/placement.h"
 #include "http_client.h"
@@ -36,7 +41,7 @@
 
 #define LOOKUP_TTL_NS (5ull * 1000000000ull)
 #define REPLICA_TIMEOUT_MS 30000
-#define MULTIPART_SLACK (64u << 10)
+#define READ_INLINE_MAX (1u << 20) /* bigger needles are streamed (vs_download.c) */
 
 /* Scratch buffer for reads, one per loop thread, freed when the thread exits. */
 static pthread_key_t read_buf_key;
@@ -65,20 +70,11 @@ static buf *read_buf_get(void)
 	return b;
 }
 
-struct fid_path {
-	uint32_t vid;
-	uint64_t key;
-	uint32_t cookie;
-	const char *ext;      /* ".jpg" or NULL; points into the path */
-	const char *filename; /* from /vid/fid/filename, or NULL */
-	size_t filename_len;
-};
-
 /*
  * Parses /vid,keycookie[.ext], /vid/keycookie[.ext] and /vid/keycookie/filename
  * (each with an optional _N after the key). WFS_EINVAL when malformed.
  */
-static wfs_err parse_fid_path(const char *path, struct fid_path *f)
+wfs_err vs_parse_fid_path(const char *path, struct fid_path *f)
 {
 	const char *p = path, *s1, *s2, *fid, *fid_end, *dot;
 	int slashes = 0;
@@ -127,32 +123,74 @@ static wfs_err parse_fid_path(const char *path, struct fid_path *f)
 
 /* ---- replication ---- */
 
-static void free_urls(char **urls, int n)
+void vs_locations_free(struct vs_location *locs, int n)
 {
-	for (int i = 0; i < n; i++)
-		free(urls[i]);
-	free(urls);
+	for (int i = 0; i < n; i++) {
+		free(locs[i].url);
+		free(locs[i].public_url);
+	}
+	free(locs);
 }
 
-/* The other replicas of vid (ip:port), from the cache or the master. Worker thread. */
-static wfs_err lookup_replicas(struct volume_server *vs, uint32_t vid, char ***urls, int *n)
+static struct vs_location *locations_copy(const struct vs_location *l, int n)
+{
+	struct vs_location *c = xcalloc((size_t)n + 1, sizeof(*c));
+	for (int i = 0; i < n; i++) {
+		c[i].url = xstrdup(l[i].url);
+		c[i].public_url = xstrdup(l[i].public_url);
+	}
+	return c;
+}
+
+/* Parses /dir/lookup's answer; an unknown volume (404) has no locations. */
+static wfs_err parse_lookup(const struct http_result *res, struct vs_location **locs, int *n)
+{
+	char err_text[128];
+	yajl_val root, arr;
+
+	if (res->status == 404)
+		return WFS_OK;
+	if (res->status != 200)
+		return WFS_EUNAVAIL;
+	root = json_parse(res->body.data, res->body.len, err_text, sizeof(err_text));
+	arr = root ? json_get(root, "locations") : NULL;
+	if (!arr || !YAJL_IS_ARRAY(arr)) {
+		if (root)
+			yajl_tree_free(root);
+		return WFS_EUNAVAIL;
+	}
+	*locs = xcalloc(YAJL_GET_ARRAY(arr)->len + 1, sizeof(**locs));
+	for (size_t i = 0; i < YAJL_GET_ARRAY(arr)->len; i++) {
+		const char *u, *pu;
+		yajl_val l = YAJL_GET_ARRAY(arr)->values[i];
+		if (!json_get_str(l, "url", &u))
+			continue;
+		if (!json_get_str(l, "publicUrl", &pu) || !*pu)
+			pu = u;
+		(*locs)[*n].url = xstrdup(u);
+		(*locs)[*n].public_url = xstrdup(pu);
+		(*n)++;
+	}
+	yajl_tree_free(root);
+	return WFS_OK;
+}
+
+wfs_err vs_lookup(struct volume_server *vs, uint32_t vid, struct vs_location **locs, int *n)
 {
 	struct http_result res;
-	char url[512], err_text[128];
+	char url[512];
 	uint64_t now = time_mono_ns();
-	yajl_val root = NULL, locs;
+	struct lookup_cache_entry *c;
 	wfs_err err;
 
-	*urls = NULL;
+	*locs = NULL;
 	*n = 0;
 	pthread_mutex_lock(&vs->cache_lock);
 	for (int i = 0; i < vs->ncache; i++) {
-		struct lookup_cache_entry *c = &vs->cache[i];
+		c = &vs->cache[i];
 		if (c->vid == vid && c->expires_ns > now) {
-			*urls = xcalloc((size_t)c->nurls + 1, sizeof(char *));
-			for (int j = 0; j < c->nurls; j++)
-				(*urls)[j] = xstrdup(c->urls[j]);
-			*n = c->nurls;
+			*locs = locations_copy(c->locs, c->nlocs);
+			*n = c->nlocs;
 			pthread_mutex_unlock(&vs->cache_lock);
 			return WFS_OK;
 		}
@@ -163,44 +201,44 @@ static wfs_err lookup_replicas(struct volume_server *vs, uint32_t vid, char ***u
 	snprintf(url, sizeof(url), "http://%s/dir/lookup?volumeId=%" PRIu32, vs->mserver, vid);
 	http_result_init(&res);
 	err = http_get(url, 10000, &res);
-	if (!err && res.status != 200)
-		err = WFS_EUNAVAIL;
 	if (!err)
-		root = json_parse(res.body.data, res.body.len, err_text, sizeof(err_text));
-	locs = root ? json_get(root, "locations") : NULL;
-	if (!err && (!locs || !YAJL_IS_ARRAY(locs)))
-		err = WFS_EUNAVAIL;
-	if (!err) {
-		size_t len = YAJL_GET_ARRAY(locs)->len;
-		*urls = xcalloc(len + 1, sizeof(char *));
-		for (size_t i = 0; i < len; i++) {
-			const char *u;
-			if (json_get_str(YAJL_GET_ARRAY(locs)->values[i], "url", &u) &&
-			    strcmp(u, vs->self))
-				(*urls)[(*n)++] = xstrdup(u);
-		}
-		pthread_mutex_lock(&vs->cache_lock);
-		for (int i = 0; i < vs->ncache; i++) {
-			if (vs->cache[i].vid == vid) {
-				free_urls(vs->cache[i].urls, vs->cache[i].nurls);
-				vs->cache[i] = vs->cache[--vs->ncache];
-				break;
-			}
-		}
-		vs->cache = xrealloc(vs->cache, (size_t)(vs->ncache + 1) * sizeof(*vs->cache));
-		vs->cache[vs->ncache].vid = vid;
-		vs->cache[vs->ncache].expires_ns = now + LOOKUP_TTL_NS;
-		vs->cache[vs->ncache].urls = xcalloc((size_t)*n + 1, sizeof(char *));
-		for (int j = 0; j < *n; j++)
-			vs->cache[vs->ncache].urls[j] = xstrdup((*urls)[j]);
-		vs->cache[vs->ncache].nurls = *n;
-		vs->ncache++;
-		pthread_mutex_unlock(&vs->cache_lock);
-	}
-	if (root)
-		yajl_tree_free(root);
+		err = parse_lookup(&res, locs, n);
 	http_result_free(&res);
-	return err;
+	if (err)
+		return err;
+	pthread_mutex_lock(&vs->cache_lock);
+	for (int i = 0; i < vs->ncache; i++) {
+		if (vs->cache[i].vid == vid) {
+			vs_locations_free(vs->cache[i].locs, vs->cache[i].nlocs);
+			vs->cache[i] = vs->cache[--vs->ncache];
+			break;
+		}
+	}
+	vs->cache = xrealloc(vs->cache, (size_t)(vs->ncache + 1) * sizeof(*vs->cache));
+	c = &vs->cache[vs->ncache++];
+	c->vid = vid;
+	c->expires_ns = now + LOOKUP_TTL_NS;
+	c->locs = locations_copy(*locs, *n);
+	c->nlocs = *n;
+	pthread_mutex_unlock(&vs->cache_lock);
+	return WFS_OK;
+}
+
+wfs_err vs_check_replicas(struct volume_server *vs, uint32_t vid, const struct vs_location *locs,
+			  int n)
+{
+	struct volume_info in;
+	volume *v = store_get(vs->store, vid);
+	int others = 0;
+
+	if (!v)
+		return WFS_ENOENT;
+	volume_get_info(v, &in);
+	volume_unref(v);
+	for (int i = 0; i < n; i++)
+		others += strcmp(locs[i].url, vs->self) != 0;
+	/* as SeaweedFS: fewer holders than the placement asks for fails the write */
+	return others + 1 < replica_placement_copies(&in.rp) ? WFS_ENOENT : WFS_OK;
 }
 
 struct repl_job {
@@ -248,34 +286,37 @@ static void repl_finish(http_req *req, void *arg)
 static void repl_run(void *arg)
 {
 	struct repl_job *j = arg;
-	char **urls;
+	struct vs_location *locs;
 	int n;
-	wfs_err err = lookup_replicas(j->vs, j->vid, &urls, &n);
+	wfs_err err = vs_lookup(j->vs, j->vid, &locs, &n);
 
+	if (!err)
+		err = vs_check_replicas(j->vs, j->vid, locs, n);
 	if (err) {
-		j->error = xasprintf("replication of volume %" PRIu32 ": lookup failed: %s", j->vid,
-				     wfs_strerror(err));
+		j->error = xasprintf("replication of volume %" PRIu32 ": %s", j->vid,
+				     err == WFS_EUNAVAIL ? "lookup failed" : "replicas missing");
 	}
 	for (int i = 0; !err && i < n && !j->error; i++) {
 		struct http_result res;
-		char *url = xasprintf("http://%s%s", urls[i], j->uri);
+		char *url;
+		if (!strcmp(locs[i].url, j->vs->self))
+			continue;
+		url = xasprintf("http://%s%s", locs[i].url, j->uri);
 		http_result_init(&res);
 		err = http_request(j->method, url, (const char *const *)j->headers, j->body,
 				   j->body_len, REPLICA_TIMEOUT_MS, &res);
 		if (err || res.status < 200 || res.status > 299)
-			j->error = xasprintf("replica %s failed: %s", urls[i],
+			j->error = xasprintf("replica %s failed: %s", locs[i].url,
 					     err ? wfs_strerror(err)
 						 : (res.body.len ? res.body.data : "error status"));
 		http_result_free(&res);
 		free(url);
 	}
-	if (urls)
-		free_urls(urls, n);
+	vs_locations_free(locs, n);
 	http_req_defer(j->req, repl_finish, j);
 }
 
-/* True when this request must be forwarded to the other replicas of v. */
-static bool needs_replication(http_req *req, volume *v)
+bool vs_needs_replication(http_req *req, volume *v)
 {
 	struct volume_info in;
 	const char *type = http_req_query(req, "type");
@@ -304,8 +345,7 @@ static char *replica_uri(http_req *req, uint64_t ts)
 	return uri;
 }
 
-/* Hands the response of a local change to a replication job. Takes reply. */
-static void replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_t ts,
+void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_t ts,
 		      const char *data, size_t len, int status, buf *reply, const char *etag)
 {
 	struct repl_job *j = xcalloc(1, sizeof(*j));
@@ -340,221 +380,6 @@ static void replicate(struct volume_server *vs, http_req *req, uint32_t vid, uin
 	}
 }
 
-/* ---- upload ---- */
-
-struct upload {
-	bool in_file, done, seen_part;
-	buf data;
-	char filename[256];
-	char mime[256];
-};
-
-static void copy_bounded(char *dst, size_t dstsz, const char *src)
-{
-	size_t n = src ? strlen(src) : 0;
-	if (n >= dstsz)
-		n = 0; /* SeaweedFS drops names and types of 256 bytes or more */
-	memcpy(dst, src ? src : "", n);
-	dst[n] = '\0';
-}
-
-static bool mp_on_part(const struct multipart_part *part, void *arg)
-{
-	struct upload *u = arg;
-	/* the first part with a file name, else the very first part */
-	if (u->done || (u->seen_part && !part->filename))
-		return true;
-	if (u->seen_part && part->filename)
-		buf_reset(&u->data);
-	u->seen_part = true;
-	u->in_file = true;
-	copy_bounded(u->filename, sizeof(u->filename), part->filename);
-	copy_bounded(u->mime, sizeof(u->mime), part->content_type);
-	return true;
-}
-
-static bool mp_on_data(const char *data, size_t len, void *arg)
-{
-	struct upload *u = arg;
-	if (u->in_file)
-		buf_append(&u->data, data, len);
-	return true;
-}
-
-static void mp_on_part_end(void *arg)
-{
-	struct upload *u = arg;
-	if (u->in_file && u->filename[0])
-		u->done = true;
-	u->in_file = false;
-}
-
-static bool md5_matches(const char *b64, const void *data, size_t len)
-{
-	unsigned char md[EVP_MAX_MD_SIZE], enc[64];
-	unsigned int mdlen = 0;
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL))
-		return false;
-	EVP_EncodeBlock(enc, md, (int)mdlen);
-	return !strcmp((const char *)enc, b64);
-}
-
-/* Builds the pairs JSON from "Seaweed-*" headers; false when there are none. */
-static bool collect_pairs(http_req *req, buf *out)
-{
-	const char *name, *value;
-	json_w *w = NULL;
-	for (size_t i = 0; http_req_header_at(req, i, &name, &value); i++) {
-		if (strncasecmp(name, "Seaweed-", 8) || !name[8])
-			continue;
-		if (!w) {
-			w = jw_new(out, false);
-			jw_obj_begin(w);
-		}
-		jw_kv_str(w, name + 8, value);
-	}
-	if (!w)
-		return false;
-	jw_obj_end(w);
-	jw_free(w);
-	return out->len <= UINT16_MAX;
-}
-
-static void upload_done(http_req *req, const char *data, size_t len, void *arg)
-{
-	struct volume_server *vs = arg;
-	struct fid_path f;
-	struct upload u = {0};
-	struct needle n = {0};
-	struct ttl ttl;
-	const char *ct = http_req_header(req, "Content-Type");
-	const char *ts_s = http_req_query(req, "ts"), *ttl_s = http_req_query(req, "ttl");
-	const char *cm = http_req_query(req, "cm"), *md5 = http_req_header(req, "Content-MD5");
-	const uint8_t *body = (const uint8_t *)data;
-	size_t body_len = len;
-	volume *v = NULL;
-	buf pairs = BUF_INIT, reply = BUF_INIT;
-	bool unchanged, is_cm = false;
-	uint64_t ts = 0;
-	char etag[16];
-	json_w *w;
-	wfs_err err;
-
-	if (parse_fid_path(http_req_path(req), &f)) {
-		http_resp_error(req, 400, "malformed file id");
-		goto out;
-	}
-	if ((ts_s && !parse_u64(ts_s, &ts)) || ts > 0xFFFFFFFFFFull) {
-		http_resp_error(req, 400, "invalid ts \"%s\"", ts_s);
-		goto out;
-	}
-	if (ttl_s && ttl_parse(ttl_s, &ttl)) {
-		http_resp_error(req, 400, "invalid ttl \"%s\"", ttl_s);
-		goto out;
-	}
-	if (cm && !parse_bool(cm, &is_cm)) {
-		http_resp_error(req, 400, "invalid cm \"%s\"", cm);
-		goto out;
-	}
-	if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
-		static const struct multipart_cb cb = {mp_on_part, mp_on_data, mp_on_part_end};
-		multipart *mp = multipart_new(ct, &cb, &u);
-		if (!mp || multipart_feed(mp, data, len) || multipart_finish(mp) || !u.seen_part) {
-			multipart_free(mp);
-			http_resp_error(req, 400, "malformed multipart body");
-			goto out;
-		}
-		multipart_free(mp);
-		body = (const uint8_t *)u.data.data;
-		body_len = u.data.len;
-	} else {
-		if (f.filename && f.filename_len < sizeof(u.filename)) {
-			memcpy(u.filename, f.filename, f.filename_len);
-			u.filename[f.filename_len] = '\0';
-		}
-		copy_bounded(u.mime, sizeof(u.mime), ct);
-	}
-	if (body_len > vs->file_size_limit) {
-		http_resp_error(req, 413, "file over the %" PRIu64 " byte limit", vs->file_size_limit);
-		goto out;
-	}
-	if (md5 && !md5_matches(md5, body, body_len)) {
-		http_resp_error(req, 400, "Content-MD5 does not match the body");
-		goto out;
-	}
-	if (!strcasecmp(u.mime, "application/octet-stream"))
-		u.mime[0] = '\0';
-	v = store_get(vs->store, f.vid);
-	if (!v) {
-		http_resp_error(req, 404, "volume %" PRIu32 " not found", f.vid);
-		goto out;
-	}
-	n.key = f.key;
-	n.cookie = f.cookie;
-	n.data = body ? body : (const uint8_t *)"";
-	n.data_size = (uint32_t)body_len;
-	n.flags = NEEDLE_FLAG_HAS_LAST_MODIFIED;
-	n.last_modified = ts ? ts : (uint64_t)time(NULL);
-	if (u.filename[0]) {
-		n.flags |= NEEDLE_FLAG_HAS_NAME;
-		n.name = u.filename;
-		n.name_len = (uint8_t)strlen(u.filename);
-	}
-	if (u.mime[0]) {
-		n.flags |= NEEDLE_FLAG_HAS_MIME;
-		n.mime = u.mime;
-		n.mime_len = (uint8_t)strlen(u.mime);
-	}
-	if (ttl_s && ttl_is_set(&ttl)) {
-		n.flags |= NEEDLE_FLAG_HAS_TTL;
-		ttl_to_bytes(&ttl, n.ttl);
-	}
-	if (is_cm)
-		n.flags |= NEEDLE_FLAG_CHUNK_MANIFEST;
-	if (collect_pairs(req, &pairs)) {
-		n.flags |= NEEDLE_FLAG_HAS_PAIRS;
-		n.pairs = (const uint8_t *)pairs.data;
-		n.pairs_len = (uint16_t)pairs.len;
-	}
-	err = volume_write(v, &n, &unchanged);
-	if (err) {
-		http_resp_error(req, wfs_err_http_status(err), "write to volume %" PRIu32 ": %s",
-				f.vid, err == WFS_EPERM ? "mismatching cookie" : wfs_strerror(err));
-		goto out;
-	}
-	snprintf(etag, sizeof(etag), "%08" PRIx32, n.crc);
-	w = jw_new(&reply, false);
-	jw_obj_begin(w);
-	jw_kv_str(w, "name", u.filename);
-	jw_kv_u64(w, "size", body_len);
-	jw_kv_str(w, "eTag", etag);
-	if (u.mime[0])
-		jw_kv_str(w, "mime", u.mime);
-	jw_obj_end(w);
-	jw_free(w);
-	{
-		char qetag[20];
-		snprintf(qetag, sizeof(qetag), "\"%s\"", etag);
-		if (needs_replication(req, v)) {
-			if (unchanged)
-				buf_reset(&reply); /* 204 has no body */
-			replicate(vs, req, f.vid, n.last_modified, data, len, unchanged ? 204 : 201,
-				  &reply, qetag);
-			goto out;
-		}
-		http_resp_header(req, "ETag", qetag);
-	}
-	if (unchanged)
-		http_resp_send(req, 204, NULL, 0);
-	else
-		http_resp_send_json(req, 201, &reply);
-out:
-	volume_unref(v);
-	buf_free(&u.data);
-	buf_free(&pairs);
-	buf_free(&reply);
-}
-
 /* ---- delete ---- */
 
 static void handle_delete(struct volume_server *vs, http_req *req, const struct fid_path *f)
@@ -566,7 +391,8 @@ static void handle_delete(struct volume_server *vs, http_req *req, const struct 
 	volume *v;
 	wfs_err err;
 
-	if (ts_s && !parse_u64(ts_s, &ts)) {
+	/* SeaweedFS keeps ts as the deletion record's append time */
+	if ((ts_s && !parse_u64(ts_s, &ts)) || ts > UINT64_MAX / 1000000000u) {
 		http_resp_error(req, 400, "invalid ts \"%s\"", ts_s);
 		return;
 	}
@@ -575,14 +401,14 @@ static void handle_delete(struct volume_server *vs, http_req *req, const struct 
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
 		return;
 	}
-	err = volume_delete(v, f->key, f->cookie, &size);
+	err = volume_delete(v, f->key, f->cookie, ts * 1000000000u, &size);
 	if (err) {
 		http_resp_error(req, wfs_err_http_status(err), "delete: %s", wfs_strerror(err));
 		goto out;
 	}
 	buf_printf(&reply, "{\"size\":%" PRIu32 "}", size);
-	if (needs_replication(req, v)) {
-		replicate(vs, req, f->vid, 0, NULL, 0, 202, &reply, NULL);
+	if (vs_needs_replication(req, v)) {
+		vs_replicate(vs, req, f->vid, 0, NULL, 0, 202, &reply, NULL);
 		goto out;
 	}
 	http_resp_send_json(req, 202, &reply);
@@ -648,7 +474,7 @@ static void send_ranges(http_req *req, const struct needle *n, const char *range
 		return;
 	}
 	{
-		static const char boundary[] = "weedfs3d6b6a416f9b5e5d";
+		static const char boundary[] = VS_RANGE_BOUNDARY;
 		buf b = BUF_INIT;
 		for (int i = 0; i < nr; i++) {
 			buf_printf(&b,
@@ -665,6 +491,62 @@ static void send_ranges(http_req *req, const struct needle *n, const char *range
 	}
 }
 
+/* ---- redirect for a volume held elsewhere ---- */
+
+struct redirect_job {
+	struct volume_server *vs;
+	http_req *req;
+	uint32_t vid;
+	char *location; /* result, NULL for none */
+};
+
+static void redirect_done(http_req *req, void *arg)
+{
+	struct redirect_job *j = arg;
+	if (j->location) {
+		char *loc = xasprintf("%s%s", j->location, http_req_uri(req));
+		http_resp_header(req, "Location", loc);
+		free(loc);
+		http_resp_send(req, 302, NULL, 0);
+	} else {
+		http_resp_error(req, 404, "volume %" PRIu32 " not found", j->vid);
+	}
+	free(j->location);
+	free(j);
+}
+
+static void redirect_run(void *arg)
+{
+	struct redirect_job *j = arg;
+	struct vs_location *locs;
+	int n;
+
+	if (!vs_lookup(j->vs, j->vid, &locs, &n)) {
+		for (int i = 0; i < n && !j->location; i++)
+			if (strcmp(locs[i].url, j->vs->self))
+				j->location = xasprintf("http://%s", locs[i].public_url);
+		vs_locations_free(locs, n);
+	}
+	http_req_defer(j->req, redirect_done, j);
+}
+
+/*
+ * Answers a read of a volume this server does not hold: 302 to a server that
+ * holds it (path and query kept), from the master's lookup on a pool thread,
+ * or 404. The request's URI is appended on the loop thread, afterwards.
+ */
+static void redirect(struct volume_server *vs, http_req *req, uint32_t vid)
+{
+	struct redirect_job *j = xcalloc(1, sizeof(*j));
+	j->vs = vs;
+	j->req = req;
+	j->vid = vid;
+	if (!vs_submit(vs, redirect_run, j)) {
+		free(j);
+		http_resp_error(req, 503, "server is stopping");
+	}
+}
+
 static void handle_read(struct volume_server *vs, http_req *req, const struct fid_path *f)
 {
 	const char *rd = http_req_query(req, "readDeleted");
@@ -674,6 +556,7 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	const char *ctype = NULL;
 	char etag[16], date[40], mime[256], namebuf[256];
 	bool read_deleted = false;
+	struct needle_blob blob = {-1, 0};
 	buf *rb = NULL;
 	struct needle n;
 	uint64_t mtime;
@@ -686,11 +569,11 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	}
 	v = store_get(vs->store, f->vid);
 	if (!v) {
-		http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
+		redirect(vs, req, f->vid);
 		return;
 	}
 	rb = read_buf_get();
-	err = volume_read(v, f->key, f->cookie, read_deleted, rb, &n);
+	err = volume_read_ex(v, f->key, f->cookie, read_deleted, READ_INLINE_MAX, rb, &n, &blob);
 	volume_unref(v);
 	if (err) {
 		if (err == WFS_ECORRUPT)
@@ -743,6 +626,10 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	}
 	if (n.flags & NEEDLE_FLAG_COMPRESSED)
 		http_resp_header(req, "Content-Encoding", "gzip");
+	if (blob.fd >= 0) {
+		vs_stream_needle(req, &n, &blob, range_h, ctype);
+		goto out;
+	}
 	if (range_h && *range_h) {
 		send_ranges(req, &n, range_h, ctype);
 		goto out;
@@ -750,6 +637,8 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	http_resp_header(req, "Content-Type", ctype);
 	http_resp_send(req, 200, n.data, n.data_size);
 out:
+	if (blob.fd >= 0)
+		close(blob.fd);
 	/* keep the per-thread scratch small after a big needle */
 	if (rb && rb->cap > (4u << 20))
 		buf_free(rb);
@@ -759,9 +648,8 @@ void vs_handle_needle(struct volume_server *vs, http_req *req)
 {
 	struct fid_path f;
 	enum http_method m = http_req_method(req);
-	int64_t cl;
 
-	if (parse_fid_path(http_req_path(req), &f)) {
+	if (vs_parse_fid_path(http_req_path(req), &f)) {
 		http_resp_error(req, 400, "malformed file id in \"%s\"", http_req_path(req));
 		return;
 	}
@@ -776,22 +664,12 @@ void vs_handle_needle(struct volume_server *vs, http_req *req)
 	case HTTP_PUT:
 	case HTTP_POST: {
 		volume *v = store_get(vs->store, f.vid);
-		const char *ct = http_req_header(req, "Content-Type");
-		uint64_t limit = vs->file_size_limit;
 		if (!v) {
 			http_resp_error(req, 404, "volume %" PRIu32 " not found", f.vid);
 			return;
 		}
 		volume_unref(v);
-		if (ct && !strncasecmp(ct, "multipart/", 10))
-			limit += MULTIPART_SLACK;
-		cl = http_req_content_length(req);
-		if (cl >= 0 && (uint64_t)cl > limit) {
-			http_resp_error(req, 413, "body over the %" PRIu64 " byte limit",
-					vs->file_size_limit);
-			return;
-		}
-		http_req_read_body(req, limit, upload_done, vs);
+		vs_handle_upload(vs, req, &f);
 		return;
 	}
 	default:

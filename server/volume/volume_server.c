@@ -553,9 +553,7 @@ void volume_server_stop(struct volume_server *vs)
 	http_server_free(vs->http);
 	store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {
-		for (int j = 0; j < vs->cache[i].nurls; j++)
-			free(vs->cache[i].urls[j]);
-		free(vs->cache[i].urls);
+		vs_locations_free(vs->cache[i].locs, vs->cache[i].nlocs);
 	}
 	free(vs->cache);
 	pthread_rwlock_destroy(&vs->pool_lock);

@@ -10,11 +10,27 @@
 #include "store.h"
 #include "volume_server.h"
 
+/* Where a volume lives, as the master's /dir/lookup says. */
+struct vs_location {
+	char *url;        /* ip:port */
+	char *public_url; /* host:port for clients */
+};
+
 struct lookup_cache_entry {
 	uint32_t vid;
 	uint64_t expires_ns;
-	char **urls; /* other replicas' ip:port */
-	int nurls;
+	struct vs_location *locs; /* every server holding vid, this one included */
+	int nlocs;
+};
+
+/* A parsed needle path (see parse_fid_path in volume_handlers.c). */
+struct fid_path {
+	uint32_t vid;
+	uint64_t key;
+	uint32_t cookie;
+	const char *ext;      /* ".jpg" or NULL; points into the path */
+	const char *filename; /* from /vid/fid/filename, or NULL */
+	size_t filename_len;
 };
 
 struct volume_server {
@@ -40,12 +56,53 @@ struct volume_server {
 	int ncache;
 };
 
+/* The boundary of multipart/byteranges answers. */
+#define VS_RANGE_BOUNDARY "weedfs3d6b6a416f9b5e5d"
+
 /* Runs fn(arg) on the worker pool; false if the server is stopping. Any thread. */
 bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg);
 /* Wakes the heartbeat thread for an immediate heartbeat. Any thread. */
 void vs_heartbeat_now(struct volume_server *vs);
 
+/*
+ * Parses /vid,keycookie[.ext], /vid/keycookie[.ext] and /vid/keycookie/filename
+ * (each with an optional _N after the key); f borrows path. WFS_EINVAL when malformed.
+ */
+wfs_err vs_parse_fid_path(const char *path, struct fid_path *f);
+
 /* Needle requests (GET/HEAD/PUT/POST/DELETE on a file id path). Loop thread. */
 void vs_handle_needle(struct volume_server *vs, http_req *req);
+
+/*
+ * The servers holding vid (from a cache kept a few seconds, else the master's
+ * /dir/lookup; an unknown volume gives none). The caller frees *locs with
+ * vs_locations_free. Worker thread (blocking).
+ */
+wfs_err vs_lookup(struct volume_server *vs, uint32_t vid, struct vs_location **locs, int *n);
+void vs_locations_free(struct vs_location *locs, int n);
+
+/* WFS_OK if locs (from vs_lookup) name as many other holders of vid as its placement wants. */
+wfs_err vs_check_replicas(struct volume_server *vs, uint32_t vid, const struct vs_location *locs,
+			  int n);
+/* True when this write or delete must be forwarded to the other replicas of v. Loop thread. */
+bool vs_needs_replication(http_req *req, volume *v);
+/*
+ * Forwards a request to the other replicas of vid from a pool job and then
+ * answers status with reply (taken) and etag (may be NULL), or 500 when a
+ * replica failed. body (copied) is sent as is. Loop thread.
+ */
+void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_t ts,
+		  const char *body, size_t len, int status, buf *reply, const char *etag);
+
+/* PUT/POST of a needle (vs_upload.c); the volume exists. Loop thread. */
+void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_path *f);
+
+/*
+ * Answers GET/HEAD of a needle too big to read whole (vs_download.c): takes
+ * blob->fd; n's fields borrow memory valid for this call only. ctype and the
+ * headers already added stay. Loop thread.
+ */
+void vs_stream_needle(http_req *req, const struct needle *n, struct needle_blob *blob,
+		      const char *range_h, const char *ctype);
 
 #endif

@@ -135,6 +135,62 @@ static void test_layout(void)
 	}
 }
 
+/* needle_encode_crc with the data elsewhere, and needle_decode_meta without the data. */
+static void test_split(void)
+{
+	struct needle n = {0}, w = {0}, d, m;
+	struct needle_enc e = {0}, ew = {0};
+	uint8_t whole[256], split[256];
+	const char *data = "0123456789abcdef";
+	size_t len, hl, tl;
+
+	n.cookie = 7;
+	n.key = 42;
+	n.data = (const uint8_t *)data;
+	n.data_size = 16;
+	n.flags = NEEDLE_FLAG_HAS_NAME | NEEDLE_FLAG_HAS_MIME | NEEDLE_FLAG_HAS_LAST_MODIFIED |
+		  NEEDLE_FLAG_HAS_PAIRS;
+	n.name = "big.bin";
+	n.name_len = 7;
+	n.mime = "image/png";
+	n.mime_len = 9;
+	n.last_modified = 1700000000;
+	n.pairs = (const uint8_t *)"{}";
+	n.pairs_len = 2;
+	n.append_ns = 99;
+	w = n;
+	w.data = NULL;
+	needle_encode(&n, &e);
+	needle_encode_crc(&w, crc32c_update(0, data, 16), &ew);
+	len = flatten(&e, whole);
+	is_int(ew.total, e.total, "external data counts in the total");
+	is_int(ew.iov[1].iov_len, 0, "external data is not in the iovecs");
+	hl = ew.iov[0].iov_len;
+	tl = ew.iov[2].iov_len;
+	memcpy(split, ew.iov[0].iov_base, hl);
+	memcpy(split + hl, data, 16);
+	memcpy(split + hl + 16, ew.iov[2].iov_base, tl);
+	ok(len == hl + 16 + tl && !memcmp(whole, split, len),
+	   "header + data + tail equals the in-memory encoding");
+	ok(needle_decode(whole, len, true, &d) == WFS_OK, "decode whole");
+	ok(needle_decode_meta(whole, whole + NEEDLE_HEAD_SIZE + 16, len - NEEDLE_HEAD_SIZE - 16,
+			      &m) == WFS_OK,
+	   "decode fields without the data");
+	ok(m.data == NULL && m.data_size == 16 && m.key == 42 && m.cookie == 7 &&
+		   m.name_len == 7 && !memcmp(m.name, "big.bin", 7) && m.mime_len == 9 &&
+		   m.last_modified == 1700000000 && m.pairs_len == 2 && m.crc == d.crc &&
+		   m.append_ns == 99 && m.size == d.size,
+	   "fields match the full decode");
+	ok(needle_decode_meta(whole, whole + NEEDLE_HEAD_SIZE + 16, 5, &m) == WFS_ECORRUPT,
+	   "short tail is corrupt");
+	put_be32(whole + NEEDLE_HEADER_SIZE, 0xFFFFFF00u);
+	ok(needle_decode_meta(whole, whole + NEEDLE_HEAD_SIZE + 16, len - NEEDLE_HEAD_SIZE - 16,
+			      &m) == WFS_ECORRUPT,
+	   "data size beyond the body is corrupt");
+	needle_enc_free(&e);
+	needle_enc_free(&ew);
+}
+
 static void test_idx_entry(void)
 {
 	uint8_t p[16];
@@ -277,6 +333,7 @@ int main(void)
 {
 	test_padding();
 	test_layout();
+	test_split();
 	test_idx_entry();
 	test_map_small();
 	test_map_random();

@@ -83,12 +83,12 @@ static void test_basic(void)
 	ok(put(v, 1, 0xabc, "hello2", &unchanged) == WFS_OK && !unchanged, "overwrite");
 	ok(has(v, 1, 0xabc, "hello2"), "overwrite read back");
 	ok(put(v, 2, 7, "two", NULL) == WFS_OK, "second needle");
-	ok(volume_delete(v, 2, 8, &sz) == WFS_ENOENT, "delete with wrong cookie");
-	ok(volume_delete(v, 2, 7, &sz) == WFS_OK, "delete");
+	ok(volume_delete(v, 2, 8, 0, &sz) == WFS_ENOENT, "delete with wrong cookie");
+	ok(volume_delete(v, 2, 7, 0, &sz) == WFS_OK, "delete");
 	ok(!has(v, 2, 7, "two"), "deleted needle gone");
 	ok(volume_read(v, 2, 7, true, &b, &n) == WFS_OK && n.data_size == 3,
 	   "readDeleted finds it");
-	ok(volume_delete(v, 2, 7, &sz) == WFS_ENOENT, "double delete");
+	ok(volume_delete(v, 2, 7, 0, &sz) == WFS_ENOENT, "double delete");
 	is_int(fsize("1.idx"), 64, "idx has 4 entries (write, overwrite, write, delete)");
 	volume_get_info(v, &in);
 	is_int(in.file_count, 3, "file count");
@@ -100,7 +100,7 @@ static void test_basic(void)
 
 	volume_set_read_only(v, true);
 	ok(put(v, 3, 1, "x", NULL) == WFS_EREADONLY, "read-only refuses writes");
-	ok(volume_delete(v, 1, 0xabc, &sz) == WFS_EREADONLY, "read-only refuses deletes");
+	ok(volume_delete(v, 1, 0xabc, 0, &sz) == WFS_EREADONLY, "read-only refuses deletes");
 	volume_set_read_only(v, false);
 	volume_set_size_limit(v, in.size + 40);
 	ok(put(v, 3, 1, "0123456789012345678901234567890123456789", NULL) == WFS_ENOSPC,
@@ -240,7 +240,7 @@ static void test_recovery(void)
 	{
 		volume *v = open_v(3);
 		uint32_t sz;
-		ok(volume_delete(v, 5, 105, &sz) == WFS_OK, "delete before rebuild");
+		ok(volume_delete(v, 5, 105, 0, &sz) == WFS_OK, "delete before rebuild");
 		volume_unref(v);
 		unlink(path("3.idx"));
 		is_int(count_good(3, 20), 19, "delete survives idx rebuild");

@@ -110,7 +110,7 @@ int main(void)
 	for (uint64_t k = 1; k <= N; k++)
 		bad += put(k) != WFS_OK;
 	for (uint64_t k = 2; k <= N; k += 2)
-		bad += volume_delete(vol, k, (uint32_t)k * 7, &sz) != WFS_OK;
+		bad += volume_delete(vol, k, (uint32_t)k * 7, 0, &sz) != WFS_OK;
 	is_int(bad, 0, "filled and deleted half");
 	ok(volume_garbage_ratio(vol) > 0.3, "garbage ratio %.2f", volume_garbage_ratio(vol));
 	before = fsize("1.dat");
@@ -122,8 +122,8 @@ int main(void)
 	/* writes and deletes during compaction must survive the commit */
 	for (uint64_t k = N + 1; k <= N + 100; k++)
 		bad += put(k) != WFS_OK;
-	bad += volume_delete(vol, N + 1, (uint32_t)(N + 1) * 7, &sz) != WFS_OK;
-	bad += volume_delete(vol, 1, 7, &sz) != WFS_OK; /* copied by compact, deleted after */
+	bad += volume_delete(vol, N + 1, (uint32_t)(N + 1) * 7, 0, &sz) != WFS_OK;
+	bad += volume_delete(vol, 1, 7, 0, &sz) != WFS_OK; /* copied by compact, deleted after */
 	is_int(bad, 0, "writes during compaction");
 	ok(volume_commit(vol) == WFS_OK, "commit while readers run");
 	usleep(50000);
