@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <openssl/rand.h>
 #include "http_client.h"
 #include "log.h"
@@ -170,6 +171,26 @@ out:
 	return err;
 }
 
+/*
+ * A master that has just started (or lost every server) may get an assignment
+ * before the first heartbeat arrives: wait up to one dead interval for a
+ * server to join rather than fail the cold start. False if none came.
+ */
+static bool wait_for_a_server(growth *g)
+{
+	uint64_t deadline = time_mono_ns() + topology_dead_ns(g->topo);
+	while (topology_live_nodes(g->topo, time_mono_ns()) == 0) {
+		bool stopping;
+		pthread_mutex_lock(&g->lock);
+		stopping = g->stopping;
+		pthread_mutex_unlock(&g->lock);
+		if (stopping || time_mono_ns() > deadline)
+			return false;
+		usleep(20 * 1000);
+	}
+	return true;
+}
+
 static void job_run(void *arg)
 {
 	struct job *j = arg;
@@ -179,6 +200,7 @@ static void job_run(void *arg)
 	wfs_err err = WFS_OK;
 	struct waiter *w, *next;
 
+	wait_for_a_server(g);
 	for (int i = 0; i < j->count; i++) {
 		err = grow_one(j, msg, sizeof(msg));
 		if (err)

@@ -306,6 +306,18 @@ static void node_remove(topology *t, size_t idx)
 }
 
 /* Forgets nodes that stopped heartbeating (and plans hold no slot on). */
+size_t topology_live_nodes(topology *t, uint64_t now_ns)
+{
+	size_t n = 0;
+	pthread_rwlock_rdlock(&t->lock);
+	for (size_t i = 0; i < t->nnodes; i++)
+		n += node_alive(t, t->nodes[i], now_ns);
+	pthread_rwlock_unlock(&t->lock);
+	return n;
+}
+
+uint64_t topology_dead_ns(const topology *t) { return t->dead_ns; }
+
 static void reap_dead(topology *t, uint64_t now_ns)
 {
 	for (size_t i = 0; i < t->nnodes;) {

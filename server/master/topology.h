@@ -118,6 +118,11 @@ wfs_err topology_plan_volume(topology *t, const struct topo_layout_key *key,
 void topology_plan_done(topology *t, const struct topo_layout_key *key, uint32_t vid,
 			char urls[][TOPO_URL_MAX], size_t nurls, bool created, uint64_t now_ns);
 
+/* Number of volume servers heard from recently. Any thread. */
+size_t topology_live_nodes(topology *t, uint64_t now_ns);
+/* How long a silent server stays alive, in ns (3 pulses). */
+uint64_t topology_dead_ns(const topology *t);
+
 /* Number of writable volumes of a layout usable now (for tests and growth decisions). */
 size_t topology_writable_count(topology *t, const struct topo_layout_key *key, uint64_t now_ns);
 
