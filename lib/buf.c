@@ -30,6 +30,7 @@ void buf_reserve(buf *b, size_t n)
 		cap *= 2;
 	b->data = xrealloc(b->data, cap);
 	b->cap = cap;
+	b->data[b->len] = '\0'; /* a fresh buffer is an empty string too */
 }
 
 void buf_append(buf *b, const void *data, size_t n)

@@ -7,6 +7,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/flags.c lib/flags.h \
 	lib/http_client.c lib/http_client.h \
 	lib/http_parse.c lib/http_parse.h \
+	lib/http_response_parser.c lib/http_response_parser.h \
 	lib/http_server.c lib/http_server.h \
 	lib/http_util.c lib/http_util.h \
 	lib/json.c lib/json.h \
@@ -24,6 +25,13 @@ tests_unit_test_http_server_LDADD = $(UNIT_LDADD)
 tests_unit_http_echo_server_SOURCES = tests/unit/http_echo_server.c
 tests_unit_http_echo_server_LDADD = $(UNIT_LDADD)
 
+# Client-side response parsing (used by weedfs benchmark).
+check_PROGRAMS += tests/unit/test_http_response_parser
+TESTS += tests/unit/test_http_response_parser
+tests_unit_test_http_response_parser_SOURCES = tests/unit/test_http_response_parser.c \
+	tests/unit/tap.h
+tests_unit_test_http_response_parser_LDADD = $(UNIT_LDADD)
+
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_http_request tests/fuzz/fuzz_multipart tests/fuzz/fuzz_range
 tests_fuzz_fuzz_http_request_SOURCES = tests/fuzz/fuzz_http_request.c
@@ -35,4 +43,8 @@ tests_fuzz_fuzz_multipart_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 tests_fuzz_fuzz_range_SOURCES = tests/fuzz/fuzz_range.c
 tests_fuzz_fuzz_range_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_range_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+noinst_PROGRAMS += tests/fuzz/fuzz_http_response
+tests_fuzz_fuzz_http_response_SOURCES = tests/fuzz/fuzz_http_response.c
+tests_fuzz_fuzz_http_response_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_http_response_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif

@@ -13,7 +13,8 @@
  * request in flight per connection and no pipelining. A request is kept in the
  * connection's output buffer until its response arrives, so a keep-alive
  * connection the server closed while idle is reopened and the request resent
- * once.
+ * once. Responses are parsed by lib/http_response_parser (http-parser), one
+ * parser per connection, reused for every request.
  *
  * File contents are a pseudo-random stream seeded by (-seed, file index), so a
  * read can be verified without keeping the data, and a fid list (-list) lets a
@@ -48,16 +49,17 @@
 #include "buf.h"
 #include "common/fid.h"
 #include "flags.h"
+#include "http_response_parser.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
-#define MAX_LINE 8192         /* longest status, header or chunk-size line */
-#define MAX_HEADER 65536      /* all headers of one response */
-#define MAX_JSON_BODY 1048576 /* assign/lookup answers */
-#define MAX_FILE_SIZE (256LL << 20)
+#define MAX_HEADER       65536   /* status line and headers of one response */
+#define MAX_JSON_BODY    1048576 /* assign/lookup answers */
+#define MAX_SMALL_BODY   4096    /* write answers, read errors */
+#define MAX_FILE_SIZE    (256LL << 20)
 #define MAX_ERRORS_SHOWN 10
-#define URL_MAX 256
+#define URL_MAX          256
 
 /* ---------------------------------------------------------------------------------------------
  * Options and shared state
@@ -96,9 +98,9 @@ enum phase { PHASE_WRITE, PHASE_READ };
 
 struct bench {
 	struct options o;
-	struct rec *recs;     /* o.n entries, indexed by file index */
-	uint64_t *lat_ns;     /* one sample per file; 0 = no successful sample */
-	uint64_t *order;      /* read phase: file indices in random order */
+	struct rec *recs; /* o.n entries, indexed by file index */
+	uint64_t *lat_ns; /* one sample per file; 0 = no successful sample */
+	uint64_t *order;  /* read phase: file indices in random order */
 	uint64_t order_len;
 	enum phase phase;
 	uint64_t total;       /* items in this phase */
@@ -157,246 +159,6 @@ static void content_fill(uint64_t seed, uint64_t idx, uint8_t *p, size_t n)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * HTTP/1.1 response parser: incremental, Content-Length, chunked, or body to EOF.
- */
-
-enum rstate {
-	RS_STATUS,
-	RS_HEADER,
-	RS_BODY,
-	RS_CHUNK_SIZE,
-	RS_CHUNK_DATA,
-	RS_CHUNK_END,
-	RS_TRAILER,
-	RS_EOF_BODY,
-	RS_DONE,
-};
-
-struct resp {
-	enum rstate st;
-	int status;
-	bool keep_alive;
-	bool chunked;
-	bool no_body; /* the request was HEAD */
-	int64_t clen; /* -1 if absent */
-	uint64_t left;
-	uint64_t body_len; /* all body bytes seen */
-	size_t hdr_bytes;
-	size_t max_body; /* body keeps at most this many bytes */
-	buf body;
-};
-
-static void resp_reset(struct resp *r, size_t max_body, bool no_body)
-{
-	r->st = RS_STATUS;
-	r->status = 0;
-	r->keep_alive = true;
-	r->chunked = false;
-	r->no_body = no_body;
-	r->clen = -1;
-	r->left = 0;
-	r->body_len = 0;
-	r->hdr_bytes = 0;
-	r->max_body = max_body;
-	buf_reset(&r->body);
-}
-
-static bool token_in(const char *v, size_t n, const char *tok)
-{
-	size_t tl = strlen(tok);
-	for (size_t i = 0; i + tl <= n; i++)
-		if (!strncasecmp(v + i, tok, tl))
-			return true;
-	return false;
-}
-
-static int resp_status_line(struct resp *r, const char *l, size_t n)
-{
-	int minor;
-	if (n < 12 || memcmp(l, "HTTP/1.", 7) || (l[7] != '0' && l[7] != '1') || l[8] != ' ')
-		return -1;
-	minor = l[7] - '0';
-	if (l[9] < '1' || l[9] > '5' || l[10] < '0' || l[10] > '9' || l[11] < '0' || l[11] > '9')
-		return -1;
-	if (n > 12 && l[12] != ' ')
-		return -1;
-	r->status = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
-	r->keep_alive = minor == 1;
-	return 0;
-}
-
-static int resp_header_line(struct resp *r, const char *l, size_t n)
-{
-	const char *colon = memchr(l, ':', n), *v;
-	size_t nl, vl;
-	if (!colon || colon == l)
-		return -1;
-	nl = (size_t)(colon - l);
-	v = colon + 1;
-	vl = n - nl - 1;
-	while (vl && (*v == ' ' || *v == '\t'))
-		v++, vl--;
-	while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-		vl--;
-	if (nl == 14 && !strncasecmp(l, "Content-Length", nl)) {
-		int64_t x = 0;
-		if (!vl || vl > 18)
-			return -1;
-		for (size_t i = 0; i < vl; i++) {
-			if (v[i] < '0' || v[i] > '9')
-				return -1;
-			x = x * 10 + (v[i] - '0');
-		}
-		if (r->clen >= 0 && r->clen != x)
-			return -1;
-		r->clen = x;
-	} else if (nl == 17 && !strncasecmp(l, "Transfer-Encoding", nl)) {
-		r->chunked = token_in(v, vl, "chunked");
-	} else if (nl == 10 && !strncasecmp(l, "Connection", nl)) {
-		if (token_in(v, vl, "close"))
-			r->keep_alive = false;
-		else if (token_in(v, vl, "keep-alive"))
-			r->keep_alive = true;
-	}
-	return 0;
-}
-
-/* After the blank line ending the headers: decide how the body is framed. */
-static void resp_headers_done(struct resp *r)
-{
-	if (r->status >= 100 && r->status < 200) {
-		/* An interim answer (100 Continue): the real one follows. */
-		size_t mb = r->max_body;
-		bool nb = r->no_body;
-		resp_reset(r, mb, nb);
-		return;
-	}
-	if (r->no_body || r->status == 204 || r->status == 304)
-		r->st = RS_DONE;
-	else if (r->chunked)
-		r->st = RS_CHUNK_SIZE;
-	else if (r->clen >= 0) {
-		r->left = (uint64_t)r->clen;
-		r->st = r->left ? RS_BODY : RS_DONE;
-	} else {
-		r->st = RS_EOF_BODY;
-		r->keep_alive = false;
-	}
-}
-
-static void resp_body(struct resp *r, const char *p, size_t n)
-{
-	if (r->body.len < r->max_body)
-		buf_append(&r->body, p, MIN(n, r->max_body - r->body.len));
-	r->body_len += n;
-}
-
-static int resp_chunk_size(struct resp *r, const char *l, size_t n)
-{
-	uint64_t x = 0;
-	size_t i = 0;
-	for (; i < n; i++) {
-		int d;
-		char ch = l[i];
-		if (ch >= '0' && ch <= '9')
-			d = ch - '0';
-		else if (ch >= 'a' && ch <= 'f')
-			d = ch - 'a' + 10;
-		else if (ch >= 'A' && ch <= 'F')
-			d = ch - 'A' + 10;
-		else
-			break;
-		if (x >> 56)
-			return -1;
-		x = x << 4 | (uint64_t)d;
-	}
-	if (i == 0 || (i < n && l[i] != ';' && l[i] != ' ' && l[i] != '\t'))
-		return -1;
-	r->left = x;
-	r->st = x ? RS_CHUNK_DATA : RS_TRAILER;
-	return 0;
-}
-
-/*
- * Feeds n bytes. Returns how many were consumed (the caller keeps the rest and
- * feeds it again with more data), or -1 if the response is malformed. r->st is
- * RS_DONE once the response is complete.
- */
-static ssize_t resp_feed(struct resp *r, const char *p, size_t n)
-{
-	size_t pos = 0;
-	while (pos < n && r->st != RS_DONE) {
-		switch (r->st) {
-		case RS_BODY:
-		case RS_CHUNK_DATA:
-		case RS_EOF_BODY: {
-			size_t k = n - pos;
-			if (r->st != RS_EOF_BODY && k > r->left)
-				k = (size_t)r->left;
-			resp_body(r, p + pos, k);
-			pos += k;
-			if (r->st == RS_EOF_BODY)
-				break;
-			r->left -= k;
-			if (!r->left)
-				r->st = r->st == RS_BODY ? RS_DONE : RS_CHUNK_END;
-			break;
-		}
-		default: {
-			const char *nl = memchr(p + pos, '\n', n - pos);
-			size_t len;
-			if (!nl) {
-				if (n - pos > MAX_LINE)
-					return -1;
-				return (ssize_t)pos;
-			}
-			len = (size_t)(nl - (p + pos));
-			if (len > MAX_LINE)
-				return -1;
-			const char *l = p + pos;
-			pos += len + 1;
-			if (len && l[len - 1] == '\r')
-				len--;
-			if (r->st == RS_STATUS || r->st == RS_HEADER) {
-				r->hdr_bytes += len + 2;
-				if (r->hdr_bytes > MAX_HEADER)
-					return -1;
-			}
-			switch (r->st) {
-			case RS_STATUS:
-				if (resp_status_line(r, l, len))
-					return -1;
-				r->st = RS_HEADER;
-				break;
-			case RS_HEADER:
-				if (!len)
-					resp_headers_done(r);
-				else if (resp_header_line(r, l, len))
-					return -1;
-				break;
-			case RS_CHUNK_SIZE:
-				if (resp_chunk_size(r, l, len))
-					return -1;
-				break;
-			case RS_CHUNK_END:
-				if (len)
-					return -1;
-				r->st = RS_CHUNK_SIZE;
-				break;
-			case RS_TRAILER:
-				if (!len)
-					r->st = RS_DONE;
-				break;
-			default:
-				return -1;
-			}
-		}
-		}
-	}
-	return (ssize_t)pos;
-}
-
-/* ---------------------------------------------------------------------------------------------
  * Connections
  */
 
@@ -418,8 +180,10 @@ struct conn {
 	uint64_t served; /* responses completed on the current socket */
 	buf out;         /* the in-flight request, kept until its response */
 	size_t out_off;
-	buf in;
-	struct resp r;
+	buf in;          /* receive scratch: the parser consumes all but bytes after a response */
+	hrp_parser *r;   /* parses the in-flight request's response */
+	unsigned rflags; /* HRP_* of the in-flight request */
+	uint64_t rmax;   /* its largest acceptable response body */
 };
 
 static int conn_set_events(struct conn *c, int op, bool want_out)
@@ -491,11 +255,11 @@ static struct conn *conn_new(struct worker *w, int epfd, const char *url)
 	c->fd = -1;
 	buf_init(&c->out);
 	buf_init(&c->in);
-	buf_init(&c->r.body);
 	if (conn_resolve(c, url)) {
 		free(c);
 		return NULL;
 	}
+	c->r = hrp_new(&(struct hrp_opts){.max_header = MAX_HEADER});
 	return c;
 }
 
@@ -506,7 +270,7 @@ static void conn_free(struct conn *c)
 	conn_close(c);
 	buf_free(&c->out);
 	buf_free(&c->in);
-	buf_free(&c->r.body);
+	hrp_free(c->r);
 	free(c);
 }
 
@@ -563,7 +327,7 @@ static int conn_start(struct conn *c)
 	c->out_off = 0;
 	c->got_bytes = false;
 	buf_reset(&c->in);
-	resp_reset(&c->r, c->r.max_body, c->r.no_body);
+	hrp_begin(c->r, c->rflags, c->rmax);
 	if (c->fd < 0 && conn_open(c))
 		return -1;
 	if (c->connecting)
@@ -663,7 +427,8 @@ static void url_escape(buf *out, const char *s)
 }
 
 /* Starts a GET on c; 0 if in flight, -1 if it failed at once. */
-static int worker_get(struct worker *w, struct conn *c, const char *path_query, size_t max_body)
+static int worker_get(struct worker *w, struct conn *c, const char *path_query, uint64_t max_body,
+		      unsigned rflags)
 {
 	/* Plain appends: this runs for every request and printf would dominate user time. */
 	buf_reset(&c->out);
@@ -672,8 +437,8 @@ static int worker_get(struct worker *w, struct conn *c, const char *path_query, 
 	buf_append(&c->out, " HTTP/1.1\r\nHost: ", 17);
 	buf_append_str(&c->out, c->hostport);
 	buf_append(&c->out, "\r\n\r\n", 4);
-	c->r.max_body = max_body;
-	c->r.no_body = false;
+	c->rmax = max_body;
+	c->rflags = rflags;
 	c->busy = true;
 	c->retried = false;
 	w->cur = c;
@@ -689,7 +454,7 @@ static int worker_get(struct worker *w, struct conn *c, const char *path_query, 
 static int worker_assign(struct worker *w)
 {
 	w->st = W_ASSIGN;
-	return worker_get(w, w->master, w->lp->b->assign_path, MAX_JSON_BODY);
+	return worker_get(w, w->master, w->lp->b->assign_path, MAX_JSON_BODY, 0);
 }
 
 /* The assign request is the same for every file: build it once. */
@@ -747,8 +512,8 @@ static int worker_put(struct worker *w)
 			   fid, c->hostport, r->size);
 		buf_append(&c->out, w->data, r->size);
 	}
-	c->r.max_body = 4096;
-	c->r.no_body = false;
+	c->rmax = MAX_SMALL_BODY;
+	c->rflags = 0;
 	c->busy = true;
 	c->retried = false;
 	w->cur = c;
@@ -793,6 +558,12 @@ static struct vloc *loop_vloc(struct loop *lp, uint32_t vid)
 	return v;
 }
 
+/* Whether the read of rec compares content (so its body must be kept). */
+static bool read_verified(const struct bench *b, const struct rec *rec)
+{
+	return b->o.verify_every > 0 && rec->cidx % (uint64_t)b->o.verify_every == 0;
+}
+
 static int worker_read_get(struct worker *w, struct vloc *v)
 {
 	struct bench *b = w->lp->b;
@@ -808,7 +579,9 @@ static int worker_read_get(struct worker *w, struct vloc *v)
 	}
 	path[0] = '/';
 	format_fid(r, path + 1, sizeof(path) - 1);
-	if (worker_get(w, c, path, r->size)) {
+	/* Room for an error answer too, so a short file still reports the server's status. */
+	if (worker_get(w, c, path, MAX(r->size, MAX_SMALL_BODY),
+		       read_verified(b, r) ? 0 : HRP_DISCARD)) {
 		bench_error(b, "read %s from %s: cannot connect", path + 1, url);
 		return -1;
 	}
@@ -866,7 +639,7 @@ static int worker_begin(struct worker *w, uint64_t item)
 			snprintf(path, sizeof(path), "/dir/lookup?volumeId=%" PRIu32,
 				 b->recs[w->idx].vid);
 			w->st = W_LOOKUP;
-			if (worker_get(w, w->master, path, MAX_JSON_BODY) == 0)
+			if (worker_get(w, w->master, path, MAX_JSON_BODY, 0) == 0)
 				return 0;
 			bench_error(b, "cannot connect to master %s", b->o.master);
 		}
@@ -891,7 +664,7 @@ static void worker_next(struct worker *w)
 	}
 }
 
-static bool parse_assign(struct worker *w, const struct resp *r)
+static bool parse_assign(struct worker *w, const hrp_parser *r)
 {
 	struct bench *b = w->lp->b;
 	char err[128];
@@ -899,20 +672,22 @@ static bool parse_assign(struct worker *w, const struct resp *r)
 	int64_t count = 1;
 	struct fid f;
 	bool ok = false;
-	yajl_val v = json_parse(r->body.data ? r->body.data : "", r->body.len, err, sizeof(err));
+	size_t blen;
+	const char *body = hrp_body(r, &blen);
+	int status = hrp_status(r);
+	yajl_val v = json_parse(body, blen, err, sizeof(err));
 
 	if (!v) {
-		bench_error(b, "assign: bad JSON answer (HTTP %d): %s", r->status, err);
+		bench_error(b, "assign: bad JSON answer (HTTP %d): %s", status, err);
 		return false;
 	}
 	if (json_get_str(v, "error", &msg) && msg && *msg) {
-		bench_error(b, "assign: HTTP %d: %s", r->status, msg);
+		bench_error(b, "assign: HTTP %d: %s", status, msg);
 		goto out;
 	}
-	if (r->status / 100 != 2 || !json_get_str(v, "fid", &fid) ||
-	    !json_get_str(v, "url", &url) || !fid || !url) {
-		bench_error(b, "assign: HTTP %d without fid/url: %.200s", r->status,
-			    r->body.data ? r->body.data : "");
+	if (status / 100 != 2 || !json_get_str(v, "fid", &fid) || !json_get_str(v, "url", &url) ||
+	    !fid || !url) {
+		bench_error(b, "assign: HTTP %d without fid/url: %.200s", status, body);
 		goto out;
 	}
 	if (fid_parse(fid, &f, NULL) || strlen(url) >= URL_MAX) {
@@ -943,28 +718,31 @@ out:
 	return ok;
 }
 
-static bool parse_lookup(struct worker *w, const struct resp *r, uint32_t vid)
+static bool parse_lookup(struct worker *w, const hrp_parser *r, uint32_t vid)
 {
 	struct bench *b = w->lp->b;
 	char err[128];
 	const char *msg = NULL;
-	yajl_val v = json_parse(r->body.data ? r->body.data : "", r->body.len, err, sizeof(err));
+	size_t blen;
+	const char *body = hrp_body(r, &blen);
+	int status = hrp_status(r);
+	yajl_val v = json_parse(body, blen, err, sizeof(err));
 	yajl_val locs;
 	struct vloc *vl;
 	bool ok = false;
 
 	if (!v) {
-		bench_error(b, "lookup %" PRIu32 ": bad JSON answer (HTTP %d): %s", vid, r->status,
+		bench_error(b, "lookup %" PRIu32 ": bad JSON answer (HTTP %d): %s", vid, status,
 			    err);
 		return false;
 	}
 	if (json_get_str(v, "error", &msg) && msg && *msg) {
-		bench_error(b, "lookup %" PRIu32 ": HTTP %d: %s", vid, r->status, msg);
+		bench_error(b, "lookup %" PRIu32 ": HTTP %d: %s", vid, status, msg);
 		goto out;
 	}
 	locs = json_get(v, "locations");
-	if (r->status / 100 != 2 || !locs || !YAJL_IS_ARRAY(locs) || !locs->u.array.len) {
-		bench_error(b, "lookup %" PRIu32 ": HTTP %d, no locations", vid, r->status);
+	if (status / 100 != 2 || !locs || !YAJL_IS_ARRAY(locs) || !locs->u.array.len) {
+		bench_error(b, "lookup %" PRIu32 ": HTTP %d, no locations", vid, status);
 		goto out;
 	}
 	vl = loop_vloc(w->lp, vid);
@@ -992,21 +770,21 @@ out:
 	return ok;
 }
 
-static bool verify_read(struct worker *w, const struct resp *r)
+static bool verify_read(struct worker *w, const hrp_parser *r)
 {
 	struct bench *b = w->lp->b;
 	const struct rec *rec = &b->recs[w->idx];
 	char fid[FID_STR_MAX + 16];
 
-	if (r->status != 200 || r->body_len != rec->size) {
+	if (hrp_status(r) != 200 || hrp_body_len(r) != rec->size) {
 		format_fid(rec, fid, sizeof(fid));
-		bench_error(b, "read %s: HTTP %d, %" PRIu64 " bytes, want %" PRIu32, fid, r->status,
-			    r->body_len, rec->size);
+		bench_error(b, "read %s: HTTP %d, %" PRIu64 " bytes, want %" PRIu32, fid,
+			    hrp_status(r), hrp_body_len(r), rec->size);
 		return false;
 	}
-	if (b->o.verify_every > 0 && rec->cidx % (uint64_t)b->o.verify_every == 0) {
+	if (read_verified(b, rec)) {
 		content_fill((uint64_t)b->o.seed, rec->cidx, w->data, rec->size);
-		if (memcmp(w->data, r->body.data, rec->size)) {
+		if (memcmp(w->data, hrp_body(r, NULL), rec->size)) {
 			format_fid(rec, fid, sizeof(fid));
 			bench_error(b, "read %s: content differs from what was written", fid);
 			return false;
@@ -1019,7 +797,7 @@ static bool verify_read(struct worker *w, const struct resp *r)
 static void worker_on_response(struct worker *w, struct conn *c, bool ok, const char *why)
 {
 	struct bench *b = w->lp->b;
-	const struct resp *r = &c->r;
+	const hrp_parser *r = c->r;
 	char fid[FID_STR_MAX + 16];
 
 	c->busy = false;
@@ -1033,14 +811,14 @@ static void worker_on_response(struct worker *w, struct conn *c, bool ok, const 
 		worker_finish(w, false, 0);
 		break;
 	case W_PUT:
-		if (ok && r->status / 100 == 2) {
+		if (ok && hrp_status(r) / 100 == 2) {
 			worker_finish(w, true, b->recs[w->idx].size);
 			break;
 		}
 		format_fid(&b->recs[w->idx], fid, sizeof(fid));
 		if (ok)
-			bench_error(b, "write %s: HTTP %d: %.200s", fid, r->status,
-				    r->body.data ? r->body.data : "");
+			bench_error(b, "write %s: HTTP %d: %.200s", fid, hrp_status(r),
+				    hrp_body(r, NULL));
 		else
 			bench_error(b, "write %s: %s", fid, why);
 		worker_finish(w, false, 0);
@@ -1060,7 +838,7 @@ static void worker_on_response(struct worker *w, struct conn *c, bool ok, const 
 			bench_error(b, "read %s: %s", fid, why);
 			worker_finish(w, false, 0);
 		} else
-			worker_finish(w, verify_read(w, r), r->body_len);
+			worker_finish(w, verify_read(w, r), hrp_body_len(r));
 		break;
 	case W_IDLE:
 		return;
@@ -1086,13 +864,15 @@ static void conn_failed(struct conn *c, const char *why)
 
 static void conn_readable(struct conn *c)
 {
-	ssize_t k, used;
-	size_t want = 65536;
+	ssize_t k;
+	size_t want = 65536, used;
+	enum hrp_result res;
 
-	if (c->r.st == RS_BODY || c->r.st == RS_CHUNK_DATA)
-		want = MAX(want, MIN(c->r.left + 64, (uint64_t)(4 << 20)));
+	/* The parser consumes every byte until a response ends, so c->in is only scratch. */
+	want = MAX(want, MIN(hrp_body_pending(c->r) + 64, (uint64_t)(4 << 20)));
+	buf_reset(&c->in);
 	buf_reserve(&c->in, want);
-	k = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1, 0);
+	k = recv(c->fd, c->in.data, c->in.cap - 1, 0);
 	if (k < 0) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			return;
@@ -1100,10 +880,11 @@ static void conn_readable(struct conn *c)
 		return;
 	}
 	if (k == 0) {
-		if (c->busy && c->r.st == RS_EOF_BODY) {
-			c->r.st = RS_DONE;
+		/* A body that runs until close ends here; anything else was cut short. */
+		if (c->busy && c->got_bytes) {
+			res = hrp_eof(c->r);
 			conn_close(c);
-			worker_on_response(c->w, c, true, NULL);
+			worker_on_response(c->w, c, res == HRP_DONE, hrp_error(c->r));
 			return;
 		}
 		conn_failed(c, "connection closed by peer");
@@ -1115,22 +896,17 @@ static void conn_readable(struct conn *c)
 		return;
 	}
 	c->got_bytes = true;
-	c->in.len += (size_t)k;
-	c->in.data[c->in.len] = 0;
-	used = resp_feed(&c->r, c->in.data, c->in.len);
-	if (used < 0) {
+	res = hrp_feed(c->r, c->in.data, (size_t)k, &used);
+	if (res == HRP_MORE)
+		return;
+	if (res == HRP_ERROR) {
 		conn_close(c);
-		worker_on_response(c->w, c, false, "malformed HTTP response");
+		worker_on_response(c->w, c, false, hrp_error(c->r));
 		return;
 	}
-	if (used > 0) {
-		memmove(c->in.data, c->in.data + used, c->in.len - (size_t)used);
-		c->in.len -= (size_t)used;
-	}
-	if (c->r.st != RS_DONE)
-		return;
 	c->served++;
-	if (!c->r.keep_alive || c->in.len)
+	/* Bytes after the response were never asked for: the connection is out of step. */
+	if (!hrp_keep_alive(c->r) || used < (size_t)k)
 		conn_close(c);
 	worker_on_response(c->w, c, true, NULL);
 }
@@ -1293,10 +1069,7 @@ static void progress(struct bench *b, uint64_t t0, uint64_t *last_done, uint64_t
 	*last_t = now;
 }
 
-static double tv_s(struct timeval tv)
-{
-	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
+static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
 
 /* Runs one phase; returns its wall time and adds the process's CPU time to *user, *sys. */
 static double run_phase(struct bench *b, struct loop *loops, int nloops, double *user, double *sys)
