@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "common/fid.h"
+#include "daemon.h"
 #include "flags.h"
 #include "http_client.h"
 #include "json.h"
@@ -576,7 +577,7 @@ int volume_main(int argc, char **argv)
 	struct volume_server *vs;
 	sigset_t set;
 	wfs_err err;
-	int npos, rc, sig;
+	int rc;
 
 	volume_server_opts_default(&o);
 	const struct flag flags[] = {
@@ -595,33 +596,17 @@ int volume_main(int argc, char **argv)
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 
-	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "volume",
-			 "Run a volume server: stores file content in volumes.", &npos);
-	if (rc)
-		return rc > 0 ? 0 : 2;
-	if (npos < argc) {
-		fprintf(stderr, "weedfs volume: unexpected argument \"%s\"\n", argv[npos]);
-		return 2;
-	}
-	if (log_parse_level(level) < 0) {
-		fprintf(stderr, "weedfs volume: invalid -v \"%s\"\n", level);
-		return 2;
-	}
-	log_set_level((enum log_level)log_parse_level(level));
-	log_set_prefix("volume");
-	/* Block the stop signals in every thread; the main thread waits for them. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	rc = daemon_parse_flags("volume", "Run a volume server: stores file content in volumes.",
+				flags, ARRAY_LEN(flags), argc, argv, &level);
+	if (rc >= 0)
+		return rc;
+	daemon_block_stop_signals(&set);
 	vs = volume_server_start(&o, &err);
 	if (!vs) {
 		fprintf(stderr, "weedfs volume: could not start: %s\n", wfs_strerror(err));
 		return 1;
 	}
-	while (sigwait(&set, &sig) != 0)
-		;
-	log_info("volume server stopping on signal %d", sig);
+	daemon_wait_for_stop(&set);
 	volume_server_stop(vs);
 	return 0;
 }
