@@ -1,1 +1,34 @@
-# The filer: entries, stores, daemon.
+# The filer: entries, chunk lists, the store interface and its SQLite and PostgreSQL backends.
+noinst_LIBRARIES += filer/libfiler.a
+filer_libfiler_a_SOURCES = \
+	filer/entry.c filer/entry.h \
+	filer/chunks.c filer/chunks.h \
+	filer/store.c filer/store.h filer/store_impl.h \
+	filer/store_sqlite.c \
+	filer/store_postgres.c
+
+FILER_TEST_LDADD = filer/libfiler.a $(UNIT_LDADD) $(SQLITE_LIBS) $(LIBPQ_LIBS)
+
+check_PROGRAMS += tests/unit/test_filer_entry tests/unit/test_filer_chunks \
+	tests/unit/test_filer_store
+TESTS += tests/unit/test_filer_entry tests/unit/test_filer_chunks tests/unit/test_filer_store
+tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h
+tests_unit_test_filer_entry_LDADD = $(FILER_TEST_LDADD)
+tests_unit_test_filer_chunks_SOURCES = tests/unit/test_filer_chunks.c tests/unit/tap.h
+tests_unit_test_filer_chunks_LDADD = $(FILER_TEST_LDADD)
+# The store conformance suite: SQLite by default, PostgreSQL when WEEDFS_TEST_PG_DSN is set
+# (tests/integration/test_filer_store_pg.py starts a real server and runs it).
+tests_unit_test_filer_store_SOURCES = tests/unit/test_filer_store.c tests/unit/tap.h
+tests_unit_test_filer_store_LDADD = $(FILER_TEST_LDADD) -lpthread
+
+# Store micro-benchmark: inserts/s and finds/s from N threads (prints figures).
+noinst_PROGRAMS += tests/bench/filer_store
+tests_bench_filer_store_SOURCES = tests/bench/filer_store.c
+tests_bench_filer_store_LDADD = $(FILER_TEST_LDADD) -lpthread
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_filer_entry
+tests_fuzz_fuzz_filer_entry_SOURCES = tests/fuzz/fuzz_filer_entry.c
+tests_fuzz_fuzz_filer_entry_LDADD = filer/libfiler.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_filer_entry_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

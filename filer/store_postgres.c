@@ -1,0 +1,592 @@
+/*
+ * DESIGN: the PostgreSQL store (libpq). A small pool of connections (up to
+ * PG_POOL_MAX, opened on demand); each operation borrows one, waiting if all
+ * are busy. Statements are prepared once per connection and run with binary
+ * parameters and results, so names and blobs never pass through quoting.
+ *
+ * Reconnection: before a borrowed connection is used it is polled
+ * (PQconsumeInput), which notices a server that went away while the
+ * connection sat idle; a broken connection is reset (PQreset) in place. An
+ * operation outside a transaction whose connection breaks mid-call is retried
+ * once on a fresh connection, so after a server restart the next call
+ * succeeds. (If the server died after applying the statement but before
+ * answering, the retry may report WFS_EEXIST for an insert or WFS_ENOENT for a
+ * delete that did happen; it never applies a change twice.) When the server
+ * cannot be reached the call fails with WFS_EUNAVAIL.
+ *
+ * Schema: like the SQLite store, with the name and directory columns in the
+ * "C" collation so ordering is bytewise and the primary key index serves the
+ * listing range scans. Inside a transaction, find takes the row lock
+ * (SELECT ... FOR UPDATE) so a compare-and-swap is safe across filers that
+ * share the database.
+ */
+#include "config.h"
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filer/store_impl.h"
+#include "log.h"
+#include "util.h"
+
+#define PG_POOL_MAX 16
+
+/* Type OIDs of the parameters we send. */
+#define OID_BYTEA 17
+#define OID_INT8 20
+#define OID_TEXT 25
+
+enum {
+	PS_INSERT,
+	PS_UPDATE,
+	PS_FIND,
+	PS_FIND_LOCK,
+	PS_DELETE,
+	PS_DELETE_CHILDREN,
+	PS_KV_PUT,
+	PS_KV_GET,
+	PS_KV_DELETE,
+	PS_LIST, /* 6 variants: lo none/incl/excl, then the same with an upper bound */
+	PS_COUNT = PS_LIST + 6
+};
+
+#define KEYP "dirhash=$1::int8 AND name=$2::text COLLATE \"C\" AND directory=$3::text COLLATE \"C\""
+#define LISTP "SELECT name,meta FROM filemeta WHERE dirhash=$1::int8 AND " \
+	      "directory=$2::text COLLATE \"C\" "
+static const char *const ps_sql[PS_COUNT] = {
+	[PS_INSERT] = "INSERT INTO filemeta(dirhash,name,directory,meta) VALUES($1::int8,$2::text,"
+		      "$3::text,$4::bytea) ON CONFLICT DO NOTHING",
+	[PS_UPDATE] = "UPDATE filemeta SET meta=$4::bytea WHERE " KEYP,
+	[PS_FIND] = "SELECT meta FROM filemeta WHERE " KEYP,
+	[PS_FIND_LOCK] = "SELECT meta FROM filemeta WHERE " KEYP " FOR UPDATE",
+	[PS_DELETE] = "DELETE FROM filemeta WHERE " KEYP,
+	[PS_DELETE_CHILDREN] = "DELETE FROM filemeta WHERE dirhash=$1::int8 AND "
+			       "directory=$2::text COLLATE \"C\"",
+	[PS_KV_PUT] = "INSERT INTO filer_kv(k,v) VALUES($1::bytea,$2::bytea) ON CONFLICT (k) DO "
+		      "UPDATE SET v=EXCLUDED.v",
+	[PS_KV_GET] = "SELECT v FROM filer_kv WHERE k=$1::bytea",
+	[PS_KV_DELETE] = "DELETE FROM filer_kv WHERE k=$1::bytea",
+	[PS_LIST + 0] = LISTP "ORDER BY name LIMIT $3::int8",
+	[PS_LIST + 1] = LISTP "AND name>=$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
+	[PS_LIST + 2] = LISTP "AND name>$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
+	[PS_LIST + 3] = LISTP "AND name<$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
+	[PS_LIST + 4] = LISTP "AND name>=$3::text COLLATE \"C\" AND name<$4::text COLLATE \"C\" "
+			"ORDER BY name LIMIT $5::int8",
+	[PS_LIST + 5] = LISTP "AND name>$3::text COLLATE \"C\" AND name<$4::text COLLATE \"C\" "
+			"ORDER BY name LIMIT $5::int8",
+};
+
+static const char schema_sql[] =
+	"BEGIN;"
+	"SELECT pg_advisory_xact_lock(7306086472374817895);"
+	"CREATE TABLE IF NOT EXISTS filemeta ("
+	" dirhash BIGINT NOT NULL,"
+	" name TEXT COLLATE \"C\" NOT NULL,"
+	" directory TEXT COLLATE \"C\" NOT NULL,"
+	" meta BYTEA NOT NULL,"
+	" PRIMARY KEY (dirhash, name, directory));"
+	"CREATE TABLE IF NOT EXISTS filer_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL);"
+	"COMMIT;";
+
+struct pg_conn {
+	PGconn *pg;
+	uint32_t prepared; /* bit i: statement i is prepared on this connection */
+	struct pg_conn *next;
+};
+
+struct pg_store {
+	struct filer_store base;
+	char *dsn;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;    /* signalled when a connection returns to idle */
+	struct pg_conn *idle; /* protected by mu */
+	int total;            /* connections in existence; protected by mu */
+};
+
+struct pg_tx {
+	struct filer_tx base;
+	struct pg_conn *c;
+};
+
+static void quiet_notice(void *arg, const char *msg)
+{
+	log_debug("postgres: %s", msg);
+}
+
+static PGconn *pg_connect(const char *dsn)
+{
+	/* dsn last, so a connect_timeout inside it overrides ours */
+	const char *keys[] = {"connect_timeout", "dbname", NULL};
+	const char *vals[] = {"5", dsn, NULL};
+	PGconn *pg = PQconnectdbParams(keys, vals, 1);
+	if (pg)
+		PQsetNoticeProcessor(pg, quiet_notice, NULL);
+	return pg;
+}
+
+static bool conn_ok(struct pg_conn *c)
+{
+	if (PQstatus(c->pg) != CONNECTION_OK)
+		return false;
+	/* notices a server that closed the connection while it was idle */
+	if (!PQconsumeInput(c->pg))
+		return false;
+	return PQstatus(c->pg) == CONNECTION_OK;
+}
+
+/* Makes c usable: resets it if it is broken. WFS_EUNAVAIL if the server cannot be reached. */
+static wfs_err conn_ensure(struct pg_conn *c)
+{
+	if (conn_ok(c))
+		return WFS_OK;
+	c->prepared = 0;
+	PQreset(c->pg);
+	if (PQstatus(c->pg) != CONNECTION_OK) {
+		log_warn("postgres unavailable: %s", PQerrorMessage(c->pg));
+		return WFS_EUNAVAIL;
+	}
+	PQsetNoticeProcessor(c->pg, quiet_notice, NULL);
+	return WFS_OK;
+}
+
+static wfs_err conn_get(struct pg_store *s, struct pg_conn **out)
+{
+	struct pg_conn *c = NULL;
+	bool create = false;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->idle && s->total >= PG_POOL_MAX)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if (s->idle) {
+		c = s->idle;
+		s->idle = c->next;
+	} else {
+		s->total++;
+		create = true;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (create) {
+		c = xcalloc(1, sizeof(*c));
+		c->pg = pg_connect(s->dsn);
+		if (!c->pg)
+			fatal("out of memory");
+	}
+	*out = c;
+	return conn_ensure(c);
+}
+
+static void conn_put(struct pg_store *s, struct pg_conn *c)
+{
+	pthread_mutex_lock(&s->mu);
+	c->next = s->idle;
+	s->idle = c;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Maps a failed result (or none) to a wfs_err. */
+static wfs_err map_result(struct pg_conn *c, PGresult *res, const char *what)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (PQstatus(c->pg) != CONNECTION_OK || !state || !strncmp(state, "08", 2) ||
+	    !strncmp(state, "57P", 3)) {
+		log_warn("postgres %s: %s", what, PQerrorMessage(c->pg));
+		return WFS_EUNAVAIL;
+	}
+	if (!strcmp(state, "23505"))
+		return WFS_EEXIST;
+	if (!strncmp(state, "22", 2))
+		return WFS_EINVAL; /* e.g. a name that is not valid in the database encoding */
+	if (!strcmp(state, "40001") || !strcmp(state, "40P01"))
+		return WFS_EUNAVAIL; /* serialization failure, deadlock: retry later */
+	if (!strncmp(state, "53", 2))
+		return WFS_ENOSPC;
+	log_warn("postgres %s: %s (%s)", what, PQresultErrorMessage(res), state);
+	return WFS_EIO;
+}
+
+/*
+ * Runs statement ps with n binary parameters on c. *res (caller clears) is the
+ * result on WFS_OK.
+ */
+static wfs_err run(struct pg_conn *c, int ps, int n, const char *const *vals, const int *lens,
+		   PGresult **res)
+{
+	static const int formats[6] = {1, 1, 1, 1, 1, 1};
+	char name[8];
+	PGresult *r;
+	wfs_err err;
+	ExecStatusType st;
+
+	*res = NULL;
+	snprintf(name, sizeof(name), "s%d", ps);
+	if (!(c->prepared & (1u << ps))) {
+		r = PQprepare(c->pg, name, ps_sql[ps], 0, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			err = map_result(c, r, "prepare");
+			PQclear(r);
+			return err;
+		}
+		PQclear(r);
+		c->prepared |= 1u << ps;
+	}
+	r = PQexecPrepared(c->pg, name, n, vals, lens, formats, 1);
+	st = PQresultStatus(r);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*res = r;
+		return WFS_OK;
+	}
+	err = map_result(c, r, "query");
+	PQclear(r);
+	return err;
+}
+
+/* Parameters of one call: values and lengths, with room for the key. */
+struct params {
+	const char *v[5];
+	int l[5];
+	int n;
+	uint8_t hash[8], limit[8];
+};
+
+static void p_add(struct params *p, const void *v, size_t len)
+{
+	p->v[p->n] = v;
+	p->l[p->n] = (int)len;
+	p->n++;
+}
+
+static void p_key(struct params *p, const char *dir, const char *name)
+{
+	put_be64(p->hash, filer_store_dir_hash(dir));
+	p_add(p, p->hash, 8);
+	if (name)
+		p_add(p, name, strlen(name));
+	p_add(p, dir, strlen(dir));
+}
+
+/*
+ * Runs ps on the transaction's connection or on a pooled one (retrying once
+ * on a fresh connection if it broke). *res is for the caller to clear.
+ */
+static wfs_err exec(struct filer_store *fs, struct filer_tx *tx, int ps, struct params *p,
+		    PGresult **res)
+{
+	struct pg_store *s = (struct pg_store *)fs;
+	struct pg_conn *c;
+	wfs_err err;
+
+	*res = NULL;
+	if (tx)
+		return run(((struct pg_tx *)tx)->c, ps, p->n, p->v, p->l, res);
+	err = conn_get(s, &c);
+	if (!err) {
+		err = run(c, ps, p->n, p->v, p->l, res);
+		if (err == WFS_EUNAVAIL && PQstatus(c->pg) != CONNECTION_OK) {
+			err = conn_ensure(c);
+			if (!err)
+				err = run(c, ps, p->n, p->v, p->l, res);
+		}
+	}
+	conn_put(s, c);
+	return err;
+}
+
+static uint64_t affected(PGresult *res)
+{
+	uint64_t n = 0;
+	parse_u64(PQcmdTuples(res), &n);
+	return n;
+}
+
+static wfs_err pg_put(struct filer_store *fs, struct filer_tx *tx, int ps, const char *dir,
+		      const char *name, const void *blob, size_t len)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_key(&p, dir, name);
+	p_add(&p, blob, len);
+	err = exec(fs, tx, ps, &p, &res);
+	if (!err && affected(res) == 0)
+		err = ps == PS_INSERT ? WFS_EEXIST : WFS_ENOENT;
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_insert(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+			 const char *name, const void *blob, size_t len)
+{
+	return pg_put(fs, tx, PS_INSERT, dir, name, blob, len);
+}
+
+static wfs_err pg_update(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+			 const char *name, const void *blob, size_t len)
+{
+	return pg_put(fs, tx, PS_UPDATE, dir, name, blob, len);
+}
+
+static wfs_err pg_find(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		       const char *name, struct filer_entry **out)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_key(&p, dir, name);
+	err = exec(fs, tx, tx ? PS_FIND_LOCK : PS_FIND, &p, &res);
+	if (err)
+		return err;
+	if (PQntuples(res) == 0)
+		err = WFS_ENOENT;
+	else
+		err = filer_entry_decode((const uint8_t *)PQgetvalue(res, 0, 0),
+					 (size_t)PQgetlength(res, 0, 0), dir, name, out);
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_del(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		      const char *name)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_key(&p, dir, name);
+	err = exec(fs, tx, PS_DELETE, &p, &res);
+	if (!err && affected(res) == 0)
+		err = WFS_ENOENT;
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_delete_children(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+				  uint64_t *deleted)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_key(&p, dir, NULL);
+	err = exec(fs, tx, PS_DELETE_CHILDREN, &p, &res);
+	*deleted = err ? 0 : affected(res);
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_list(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		       const char *lo, bool lo_incl, const char *hi, const char *prefix,
+		       size_t limit, filer_list_fn fn, void *ctx, size_t *count)
+{
+	struct params p = {.n = 0};
+	int variant = (lo ? (lo_incl ? 1 : 2) : 0) + (hi ? 3 : 0), rows;
+	size_t plen = prefix ? strlen(prefix) : 0;
+	PGresult *res;
+	wfs_err err;
+
+	p_key(&p, dir, NULL);
+	if (lo)
+		p_add(&p, lo, strlen(lo));
+	if (hi)
+		p_add(&p, hi, strlen(hi));
+	put_be64(p.limit, limit);
+	p_add(&p, p.limit, 8);
+	err = exec(fs, tx, PS_LIST + variant, &p, &res);
+	if (err)
+		return err;
+	rows = PQntuples(res);
+	for (int i = 0; i < rows; i++) {
+		char *name = xstrndup(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
+		struct filer_entry *e;
+		bool more;
+		if (plen && strncmp(name, prefix, plen)) {
+			free(name);
+			break;
+		}
+		err = filer_entry_decode((const uint8_t *)PQgetvalue(res, i, 1),
+					 (size_t)PQgetlength(res, i, 1), dir, name, &e);
+		free(name);
+		if (err)
+			break;
+		(*count)++;
+		more = fn(ctx, e);
+		if (!more)
+			break;
+	}
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_kv_put(struct filer_store *fs, struct filer_tx *tx, const void *key, size_t klen,
+			 const void *val, size_t vlen)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_add(&p, key, klen);
+	p_add(&p, vlen ? val : "", vlen);
+	err = exec(fs, tx, PS_KV_PUT, &p, &res);
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_kv_get(struct filer_store *fs, struct filer_tx *tx, const void *key, size_t klen,
+			 void **val, size_t *vlen)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_add(&p, key, klen);
+	err = exec(fs, tx, PS_KV_GET, &p, &res);
+	if (err)
+		return err;
+	if (PQntuples(res) == 0) {
+		err = WFS_ENOENT;
+	} else {
+		size_t n = (size_t)PQgetlength(res, 0, 0);
+		if (n) {
+			*val = xmalloc(n);
+			memcpy(*val, PQgetvalue(res, 0, 0), n);
+		}
+		*vlen = n;
+	}
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_kv_delete(struct filer_store *fs, struct filer_tx *tx, const void *key,
+			    size_t klen)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_add(&p, key, klen);
+	err = exec(fs, tx, PS_KV_DELETE, &p, &res);
+	if (!err && affected(res) == 0)
+		err = WFS_ENOENT;
+	PQclear(res);
+	return err;
+}
+
+/* Runs a plain command (BEGIN, COMMIT, ROLLBACK) on c. */
+static wfs_err simple(struct pg_conn *c, const char *sql, const char *expect_status)
+{
+	PGresult *r = PQexec(c->pg, sql);
+	wfs_err err = WFS_OK;
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		err = map_result(c, r, sql);
+	else if (expect_status && strcmp(PQcmdStatus(r), expect_status))
+		err = WFS_EPRECOND; /* COMMIT of an aborted transaction answers ROLLBACK */
+	PQclear(r);
+	return err;
+}
+
+static wfs_err pg_begin(struct filer_store *fs, struct filer_tx **out)
+{
+	struct pg_store *s = (struct pg_store *)fs;
+	struct pg_tx *tx = xcalloc(1, sizeof(*tx));
+	wfs_err err = conn_get(s, &tx->c);
+	if (!err) {
+		err = simple(tx->c, "BEGIN", NULL);
+		if (err == WFS_EUNAVAIL && conn_ensure(tx->c) == WFS_OK)
+			err = simple(tx->c, "BEGIN", NULL);
+	}
+	if (err) {
+		conn_put(s, tx->c);
+		free(tx);
+		return err;
+	}
+	tx->base.store = fs;
+	*out = &tx->base;
+	return WFS_OK;
+}
+
+static wfs_err pg_commit(struct filer_tx *ftx)
+{
+	struct pg_tx *tx = (struct pg_tx *)ftx;
+	wfs_err err = simple(tx->c, "COMMIT", "COMMIT");
+	if (err && PQtransactionStatus(tx->c->pg) != PQTRANS_IDLE &&
+	    PQstatus(tx->c->pg) == CONNECTION_OK)
+		simple(tx->c, "ROLLBACK", NULL);
+	conn_put((struct pg_store *)tx->base.store, tx->c);
+	free(tx);
+	return err;
+}
+
+static void pg_rollback(struct filer_tx *ftx)
+{
+	struct pg_tx *tx = (struct pg_tx *)ftx;
+	if (PQstatus(tx->c->pg) == CONNECTION_OK)
+		simple(tx->c, "ROLLBACK", NULL);
+	conn_put((struct pg_store *)tx->base.store, tx->c);
+	free(tx);
+}
+
+static void pg_close(struct filer_store *fs)
+{
+	struct pg_store *s = (struct pg_store *)fs;
+	while (s->idle) {
+		struct pg_conn *c = s->idle;
+		s->idle = c->next;
+		PQfinish(c->pg);
+		free(c);
+	}
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s->dsn);
+	free(s);
+}
+
+static wfs_err pg_open(const char *dsn, struct filer_store **out)
+{
+	struct pg_store *s = xcalloc(1, sizeof(*s));
+	struct pg_conn *c;
+	PGresult *r;
+	wfs_err err;
+
+	s->base.ops = &filer_store_postgres_ops;
+	s->dsn = xstrdup(dsn);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->total = 1;
+	c = xcalloc(1, sizeof(*c));
+	c->pg = pg_connect(dsn);
+	if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+		log_error("could not connect to postgres: %s",
+			  c->pg ? PQerrorMessage(c->pg) : "out of memory");
+		err = WFS_EUNAVAIL;
+		goto fail;
+	}
+	r = PQexec(c->pg, schema_sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		log_error("could not create the filer tables: %s", PQresultErrorMessage(r));
+		err = map_result(c, r, "schema");
+		PQclear(r);
+		goto fail;
+	}
+	PQclear(r);
+	conn_put(s, c);
+	*out = &s->base;
+	return WFS_OK;
+fail:
+	PQfinish(c->pg);
+	free(c);
+	pg_close(&s->base);
+	return err;
+}
+
+const struct filer_store_ops filer_store_postgres_ops = {
+	.name = "postgres",
+	.open = pg_open,
+	.close = pg_close,
+	.begin = pg_begin,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.insert = pg_insert,
+	.update = pg_update,
+	.find = pg_find,
+	.del = pg_del,
+	.delete_children = pg_delete_children,
+	.list = pg_list,
+	.kv_put = pg_kv_put,
+	.kv_get = pg_kv_get,
+	.kv_delete = pg_kv_delete,
+};

@@ -1,0 +1,593 @@
+/*
+ * DESIGN: the SQLite store. One database file in WAL mode, a pool of
+ * connections (one per concurrently running operation, opened on demand and
+ * reused), each with its prepared statements cached. Readers run in parallel;
+ * writers take the store's write mutex first so that at most one write
+ * transaction is open in this process and our own threads never spin in
+ * SQLite's busy handler (the busy timeout remains for other processes sharing
+ * the file). Transactions are BEGIN IMMEDIATE under that mutex, so a
+ * read-modify-write inside one can never fail to upgrade its lock.
+ *
+ * Schema: filemeta(dirhash, name, directory, meta) with primary key
+ * (dirhash, name, directory): lookups and listings are index range scans on
+ * (dirhash, name), and the directory column keeps colliding hashes apart.
+ * TEXT compares with the BINARY collation, i.e. bytewise.
+ */
+#include "config.h"
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filer/store_impl.h"
+#include "log.h"
+#include "util.h"
+
+enum {
+	ST_INSERT,
+	ST_UPDATE,
+	ST_FIND,
+	ST_DELETE,
+	ST_DELETE_CHILDREN,
+	ST_KV_PUT,
+	ST_KV_GET,
+	ST_KV_DELETE,
+	ST_LIST, /* 6 variants: lo none/incl/excl x hi none/some */
+	ST_COUNT = ST_LIST + 6
+};
+
+static const char *const stmt_sql[ST_LIST] = {
+	[ST_INSERT] = "INSERT INTO filemeta(dirhash,name,directory,meta) VALUES(?1,?2,?3,?4) "
+		      "ON CONFLICT DO NOTHING",
+	[ST_UPDATE] = "UPDATE filemeta SET meta=?4 WHERE dirhash=?1 AND name=?2 AND directory=?3",
+	[ST_FIND] = "SELECT meta FROM filemeta WHERE dirhash=?1 AND name=?2 AND directory=?3",
+	[ST_DELETE] = "DELETE FROM filemeta WHERE dirhash=?1 AND name=?2 AND directory=?3",
+	[ST_DELETE_CHILDREN] = "DELETE FROM filemeta WHERE dirhash=?1 AND directory=?2",
+	[ST_KV_PUT] = "INSERT INTO filer_kv(k,v) VALUES(?1,?2) ON CONFLICT(k) DO UPDATE SET "
+		      "v=excluded.v",
+	[ST_KV_GET] = "SELECT v FROM filer_kv WHERE k=?1",
+	[ST_KV_DELETE] = "DELETE FROM filer_kv WHERE k=?1",
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE IF NOT EXISTS filemeta ("
+	" dirhash INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" directory TEXT NOT NULL,"
+	" meta BLOB NOT NULL,"
+	" PRIMARY KEY (dirhash, name, directory));"
+	"CREATE TABLE IF NOT EXISTS filer_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL);";
+
+struct sq_conn {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	struct sq_conn *next; /* in the idle list */
+};
+
+struct sq_store {
+	struct filer_store base;
+	char *path;
+	pthread_mutex_t mu;       /* protects idle */
+	struct sq_conn *idle;     /* protected by mu */
+	pthread_mutex_t write_mu; /* held for each write statement or write transaction */
+};
+
+struct sq_tx {
+	struct filer_tx base;
+	struct sq_conn *c;
+};
+
+static wfs_err map_rc(sqlite3 *db, int rc, const char *what)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return WFS_OK;
+	case SQLITE_CONSTRAINT:
+		return WFS_EEXIST;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		log_warn("sqlite %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		return WFS_ETIMEDOUT;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		log_error("sqlite %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		return WFS_ECORRUPT;
+	case SQLITE_FULL:
+		return WFS_ENOSPC;
+	case SQLITE_READONLY:
+		return WFS_EREADONLY;
+	default:
+		log_warn("sqlite %s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		return WFS_EIO;
+	}
+}
+
+static void conn_free(struct sq_conn *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(c->st[i]);
+	sqlite3_close(c->db);
+	free(c);
+}
+
+static wfs_err conn_open(struct sq_store *s, struct sq_conn **out)
+{
+	struct sq_conn *c = xcalloc(1, sizeof(*c));
+	int rc = sqlite3_open_v2(s->path, &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	wfs_err err;
+	if (rc != SQLITE_OK) {
+		log_error("could not open sqlite database \"%s\": %s", s->path,
+			  c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		conn_free(c);
+		return WFS_EIO;
+	}
+	sqlite3_busy_timeout(c->db, 10000);
+	rc = sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;", NULL,
+			  NULL, NULL);
+	err = map_rc(c->db, rc, "pragma");
+	if (err) {
+		conn_free(c);
+		return err;
+	}
+	*out = c;
+	return WFS_OK;
+}
+
+static sqlite3_stmt *stmt(struct sq_conn *c, int which, wfs_err *err)
+{
+	static const char *const list_sql[6] = {
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 "
+		"ORDER BY name LIMIT ?5",
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 AND name>=?3 "
+		"ORDER BY name LIMIT ?5",
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 AND name>?3 "
+		"ORDER BY name LIMIT ?5",
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 AND name<?4 "
+		"ORDER BY name LIMIT ?5",
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 AND name>=?3 "
+		"AND name<?4 ORDER BY name LIMIT ?5",
+		"SELECT name,meta FROM filemeta WHERE dirhash=?1 AND directory=?2 AND name>?3 "
+		"AND name<?4 ORDER BY name LIMIT ?5",
+	};
+	const char *sql = which < ST_LIST ? stmt_sql[which] : list_sql[which - ST_LIST];
+	int rc;
+	*err = WFS_OK;
+	if (c->st[which])
+		return c->st[which];
+	rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->st[which], NULL);
+	if (rc != SQLITE_OK) {
+		*err = map_rc(c->db, rc, "prepare");
+		c->st[which] = NULL;
+		return NULL;
+	}
+	return c->st[which];
+}
+
+static wfs_err conn_get(struct sq_store *s, struct sq_conn **out)
+{
+	pthread_mutex_lock(&s->mu);
+	*out = s->idle;
+	if (*out)
+		s->idle = (*out)->next;
+	pthread_mutex_unlock(&s->mu);
+	if (*out)
+		return WFS_OK;
+	return conn_open(s, out);
+}
+
+static void conn_put(struct sq_store *s, struct sq_conn *c)
+{
+	pthread_mutex_lock(&s->mu);
+	c->next = s->idle;
+	s->idle = c;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * An operation's context: the connection to use (the transaction's, or one
+ * from the pool) and whether it holds the write mutex for this call only.
+ */
+struct op {
+	struct sq_store *s;
+	struct sq_conn *c;
+	bool pooled, locked;
+};
+
+static wfs_err op_begin(struct filer_store *fs, struct filer_tx *tx, bool write, struct op *op)
+{
+	op->s = (struct sq_store *)fs;
+	op->pooled = op->locked = false;
+	if (tx) {
+		op->c = ((struct sq_tx *)tx)->c;
+		return WFS_OK;
+	}
+	if (write) {
+		pthread_mutex_lock(&op->s->write_mu);
+		op->locked = true;
+	}
+	op->pooled = true;
+	wfs_err err = conn_get(op->s, &op->c);
+	if (err) {
+		op->pooled = false;
+		if (op->locked)
+			pthread_mutex_unlock(&op->s->write_mu);
+		op->locked = false;
+	}
+	return err;
+}
+
+static void op_end(struct op *op)
+{
+	if (op->pooled)
+		conn_put(op->s, op->c);
+	if (op->locked)
+		pthread_mutex_unlock(&op->s->write_mu);
+}
+
+static void bind_key(sqlite3_stmt *st, const char *dir, const char *name)
+{
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)filer_store_dir_hash(dir));
+	if (name)
+		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, name ? 3 : 2, dir, -1, SQLITE_STATIC);
+}
+
+/* Steps a write statement to completion; *changes is the rows it changed. */
+static wfs_err step_done(struct op *op, sqlite3_stmt *st, const char *what, int *changes)
+{
+	int rc = sqlite3_step(st);
+	wfs_err err = rc == SQLITE_DONE ? WFS_OK : map_rc(op->c->db, rc, what);
+	if (rc == SQLITE_ROW)
+		err = WFS_EINTERNAL;
+	if (changes)
+		*changes = sqlite3_changes(op->c->db);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return err;
+}
+
+static wfs_err sq_put(struct filer_store *fs, struct filer_tx *tx, int which, const char *dir,
+		      const char *name, const void *blob, size_t len)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int changes = 0;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, which, &err);
+	if (st) {
+		bind_key(st, dir, name);
+		sqlite3_bind_blob(st, 4, blob, (int)len, SQLITE_STATIC);
+		err = step_done(&op, st, which == ST_INSERT ? "insert" : "update", &changes);
+		if (!err && changes == 0)
+			err = which == ST_INSERT ? WFS_EEXIST : WFS_ENOENT;
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_insert(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+			 const char *name, const void *blob, size_t len)
+{
+	return sq_put(fs, tx, ST_INSERT, dir, name, blob, len);
+}
+
+static wfs_err sq_update(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+			 const char *name, const void *blob, size_t len)
+{
+	return sq_put(fs, tx, ST_UPDATE, dir, name, blob, len);
+}
+
+static wfs_err sq_find(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		       const char *name, struct filer_entry **out)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int rc;
+	wfs_err err = op_begin(fs, tx, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_FIND, &err);
+	if (st) {
+		bind_key(st, dir, name);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			err = filer_entry_decode(sqlite3_column_blob(st, 0),
+						 (size_t)sqlite3_column_bytes(st, 0), dir, name, out);
+		else if (rc == SQLITE_DONE)
+			err = WFS_ENOENT;
+		else
+			err = map_rc(op.c->db, rc, "find");
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_del(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		      const char *name)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int changes = 0;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_DELETE, &err);
+	if (st) {
+		bind_key(st, dir, name);
+		err = step_done(&op, st, "delete", &changes);
+		if (!err && changes == 0)
+			err = WFS_ENOENT;
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_delete_children(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+				  uint64_t *deleted)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int changes = 0;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_DELETE_CHILDREN, &err);
+	if (st) {
+		bind_key(st, dir, NULL);
+		err = step_done(&op, st, "delete children", &changes);
+		*deleted = err ? 0 : (uint64_t)changes;
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_list(struct filer_store *fs, struct filer_tx *tx, const char *dir,
+		       const char *lo, bool lo_incl, const char *hi, const char *prefix,
+		       size_t limit, filer_list_fn fn, void *ctx, size_t *count)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int variant = (lo ? (lo_incl ? 1 : 2) : 0) + (hi ? 3 : 0), rc;
+	size_t plen = prefix ? strlen(prefix) : 0;
+	wfs_err err = op_begin(fs, tx, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_LIST + variant, &err);
+	if (!st)
+		goto out;
+	bind_key(st, dir, NULL);
+	if (lo)
+		sqlite3_bind_text(st, 3, lo, -1, SQLITE_STATIC);
+	if (hi)
+		sqlite3_bind_text(st, 4, hi, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)limit);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		struct filer_entry *e;
+		if (!name) {
+			err = WFS_ECORRUPT;
+			break;
+		}
+		/* names with the prefix are contiguous: the first one without ends the page */
+		if (plen && strncmp(name, prefix, plen))
+			break;
+		err = filer_entry_decode(sqlite3_column_blob(st, 1),
+					 (size_t)sqlite3_column_bytes(st, 1), dir, name, &e);
+		if (err)
+			break;
+		(*count)++;
+		if (!fn(ctx, e))
+			break;
+	}
+	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		err = map_rc(op.c->db, rc, "list");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+out:
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_kv_put(struct filer_store *fs, struct filer_tx *tx, const void *key, size_t klen,
+			 const void *val, size_t vlen)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_KV_PUT, &err);
+	if (st) {
+		sqlite3_bind_blob(st, 1, key, (int)klen, SQLITE_STATIC);
+		/* a zero-length blob must not bind as NULL (the column is NOT NULL) */
+		sqlite3_bind_blob(st, 2, vlen ? val : "", (int)vlen, SQLITE_STATIC);
+		err = step_done(&op, st, "kv put", NULL);
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_kv_get(struct filer_store *fs, struct filer_tx *tx, const void *key, size_t klen,
+			 void **val, size_t *vlen)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int rc;
+	wfs_err err = op_begin(fs, tx, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_KV_GET, &err);
+	if (st) {
+		sqlite3_bind_blob(st, 1, key, (int)klen, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			size_t n = (size_t)sqlite3_column_bytes(st, 0);
+			if (n) {
+				*val = xmalloc(n);
+				memcpy(*val, sqlite3_column_blob(st, 0), n);
+			}
+			*vlen = n;
+		} else if (rc == SQLITE_DONE) {
+			err = WFS_ENOENT;
+		} else {
+			err = map_rc(op.c->db, rc, "kv get");
+		}
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_kv_delete(struct filer_store *fs, struct filer_tx *tx, const void *key,
+			    size_t klen)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int changes = 0;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_KV_DELETE, &err);
+	if (st) {
+		sqlite3_bind_blob(st, 1, key, (int)klen, SQLITE_STATIC);
+		err = step_done(&op, st, "kv delete", &changes);
+		if (!err && changes == 0)
+			err = WFS_ENOENT;
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_begin(struct filer_store *fs, struct filer_tx **out)
+{
+	struct sq_store *s = (struct sq_store *)fs;
+	struct sq_tx *tx = xcalloc(1, sizeof(*tx));
+	wfs_err err;
+	int rc;
+
+	pthread_mutex_lock(&s->write_mu);
+	err = conn_get(s, &tx->c);
+	if (err)
+		goto fail;
+	rc = sqlite3_exec(tx->c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	err = map_rc(tx->c->db, rc, "begin");
+	if (err) {
+		conn_put(s, tx->c);
+		goto fail;
+	}
+	tx->base.store = fs;
+	*out = &tx->base;
+	return WFS_OK;
+fail:
+	pthread_mutex_unlock(&s->write_mu);
+	free(tx);
+	return err;
+}
+
+static void tx_end(struct sq_tx *tx)
+{
+	struct sq_store *s = (struct sq_store *)tx->base.store;
+	conn_put(s, tx->c);
+	pthread_mutex_unlock(&s->write_mu);
+	free(tx);
+}
+
+static wfs_err sq_commit(struct filer_tx *ftx)
+{
+	struct sq_tx *tx = (struct sq_tx *)ftx;
+	int rc = sqlite3_exec(tx->c->db, "COMMIT", NULL, NULL, NULL);
+	wfs_err err = map_rc(tx->c->db, rc, "commit");
+	if (err == WFS_EEXIST) /* a deferred constraint: report it as a failed commit */
+		err = WFS_EIO;
+	if (!sqlite3_get_autocommit(tx->c->db))
+		sqlite3_exec(tx->c->db, "ROLLBACK", NULL, NULL, NULL);
+	tx_end(tx);
+	return err;
+}
+
+static void sq_rollback(struct filer_tx *ftx)
+{
+	struct sq_tx *tx = (struct sq_tx *)ftx;
+	if (!sqlite3_get_autocommit(tx->c->db))
+		sqlite3_exec(tx->c->db, "ROLLBACK", NULL, NULL, NULL);
+	tx_end(tx);
+}
+
+static void sq_close(struct filer_store *fs)
+{
+	struct sq_store *s = (struct sq_store *)fs;
+	while (s->idle) {
+		struct sq_conn *c = s->idle;
+		s->idle = c->next;
+		conn_free(c);
+	}
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->write_mu);
+	free(s->path);
+	free(s);
+}
+
+static wfs_err sq_open(const char *path, struct filer_store **out)
+{
+	struct sq_store *s;
+	struct sq_conn *c;
+	char *errmsg = NULL;
+	wfs_err err;
+	int rc;
+
+	if (!path[0] || !strcmp(path, ":memory:") || !sqlite3_threadsafe())
+		return WFS_EINVAL;
+	s = xcalloc(1, sizeof(*s));
+	s->base.ops = &filer_store_sqlite_ops;
+	s->path = xstrdup(path);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->write_mu, NULL);
+	err = conn_open(s, &c);
+	if (err)
+		goto fail;
+	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &errmsg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, &errmsg);
+	if (rc != SQLITE_OK) {
+		log_error("could not initialise sqlite database \"%s\": %s", path,
+			  errmsg ? errmsg : sqlite3_errstr(rc));
+		sqlite3_free(errmsg);
+		conn_free(c);
+		err = rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT ? WFS_ECORRUPT : WFS_EIO;
+		goto fail;
+	}
+	conn_put(s, c);
+	*out = &s->base;
+	return WFS_OK;
+fail:
+	sq_close(&s->base);
+	return err;
+}
+
+const struct filer_store_ops filer_store_sqlite_ops = {
+	.name = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.begin = sq_begin,
+	.commit = sq_commit,
+	.rollback = sq_rollback,
+	.insert = sq_insert,
+	.update = sq_update,
+	.find = sq_find,
+	.del = sq_del,
+	.delete_children = sq_delete_children,
+	.list = sq_list,
+	.kv_put = sq_kv_put,
+	.kv_get = sq_kv_get,
+	.kv_delete = sq_kv_delete,
+};
