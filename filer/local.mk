@@ -32,3 +32,8 @@ tests_fuzz_fuzz_filer_entry_SOURCES = tests/fuzz/fuzz_filer_entry.c
 tests_fuzz_fuzz_filer_entry_LDADD = filer/libfiler.a $(FUZZ_LDADD)
 tests_fuzz_fuzz_filer_entry_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# Fragments of the parts written separately (each owns its own).
+include filer/local_blob.mk
+include filer/metalog.mk
+include filer/daemon.mk

@@ -1,0 +1,1 @@
+# filer/daemon.mk: (empty until its part lands)

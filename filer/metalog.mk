@@ -1,0 +1,1 @@
+# filer/metalog.mk: (empty until its part lands)
