@@ -359,17 +359,6 @@ const char *http_mime_by_ext(const char *name)
 
 /* ---- URL coding ---- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool url_decode(const char *s, size_t n, bool plus_is_space, buf *out)
 {
 	size_t i = 0, start = out->len;
@@ -392,7 +381,8 @@ bool url_decode(const char *s, size_t n, bool plus_is_space, buf *out)
 		}
 		if (j + 2 >= n)
 			goto bad;
-		int hi = hexval((unsigned char)s[j + 1]), lo = hexval((unsigned char)s[j + 2]);
+		int hi = hex_digit_value((unsigned char)s[j + 1]),
+		    lo = hex_digit_value((unsigned char)s[j + 2]);
 		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 			goto bad;
 		buf_append_byte(out, (char)(hi << 4 | lo));

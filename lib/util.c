@@ -73,6 +73,17 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t time_now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t time_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
+int hex_digit_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 bool parse_u64(const char *s, uint64_t *out)
 {
 	char *end;

@@ -43,6 +43,9 @@ static inline uint64_t get_be64(const uint8_t *p)
 	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
+/* The value of one hex digit (either case), or -1. */
+int hex_digit_value(int c);
+
 /* Strict decimal parsers: the whole string must be a number in range. */
 bool parse_u64(const char *s, uint64_t *out);
 bool parse_i64(const char *s, int64_t *out);

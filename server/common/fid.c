@@ -3,17 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "fid.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+#include "util.h"
 
 bool volume_id_parse(const char *s, size_t n, uint32_t *out)
 {
@@ -42,7 +32,7 @@ wfs_err fid_parse_key_cookie(const char *s, size_t n, uint64_t *key, uint32_t *c
 	if (hexlen <= 8 || hexlen > 24)
 		return WFS_EINVAL;
 	for (size_t i = 0; i < hexlen; i++) {
-		int h = hexval(s[i]);
+		int h = hex_digit_value((unsigned char)s[i]);
 		if (h < 0)
 			return WFS_EINVAL;
 		if (i < hexlen - 8)
