@@ -317,3 +317,288 @@ wfs_err filer_store_kv_delete(struct filer_store *s, struct filer_tx *tx, const 
 		return WFS_EINVAL;
 	return s->ops->kv_delete(s, tx, key, klen);
 }
+
+/* ---- event log ---- */
+
+void filer_event_free(struct filer_event *ev)
+{
+	if (!ev)
+		return;
+	free(ev->dir);
+	filer_entry_free(ev->old_entry);
+	filer_entry_free(ev->new_entry);
+	free(ev);
+}
+
+/*
+ * Runs a multi-statement write in tx, or in a transaction of its own when tx
+ * is NULL (so the statements stay atomic).
+ */
+struct own_tx {
+	struct filer_tx *tx;
+	bool own;
+};
+
+static wfs_err own_begin(struct filer_store *s, struct filer_tx *tx, struct own_tx *o)
+{
+	o->tx = tx;
+	o->own = !tx;
+	return tx ? WFS_OK : filer_store_begin(s, &o->tx);
+}
+
+static wfs_err own_end(struct own_tx *o, wfs_err err)
+{
+	if (!o->own)
+		return err;
+	if (err) {
+		filer_store_rollback(o->tx);
+		return err;
+	}
+	return filer_store_commit(o->tx);
+}
+
+static bool entry_ok(const struct filer_entry *e)
+{
+	return !e || (dir_ok(e->dir) && name_ok(e->dir, e->name));
+}
+
+wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
+				 const struct filer_entry *old_entry,
+				 const struct filer_entry *new_entry, int64_t *ts_ns)
+{
+	buf ob = BUF_INIT, nb = BUF_INIT;
+	char *op = NULL, *np = NULL;
+	struct own_tx o;
+	int64_t ts = 0;
+	wfs_err err;
+
+	if (ts_ns)
+		*ts_ns = 0;
+	if (!tx_matches(s, tx) || (!old_entry && !new_entry) || !entry_ok(old_entry) ||
+	    !entry_ok(new_entry))
+		return WFS_EINVAL;
+	if (old_entry) {
+		err = filer_entry_encode(old_entry, &ob);
+		if (err)
+			goto out;
+		op = filer_entry_full_path(old_entry);
+	}
+	if (new_entry) {
+		err = filer_entry_encode(new_entry, &nb);
+		if (err)
+			goto out;
+		np = filer_entry_full_path(new_entry);
+	}
+	err = own_begin(s, tx, &o);
+	if (err)
+		goto out;
+	err = s->ops->append_event(s, o.tx, (int64_t)time_now_ns(),
+				   old_entry ? old_entry->dir : new_entry->dir, op,
+				   old_entry ? (const void *)ob.data : NULL, ob.len, np,
+				   new_entry ? (const void *)nb.data : NULL, nb.len, &ts);
+	err = own_end(&o, err);
+	if (!err && ts_ns)
+		*ts_ns = ts;
+out:
+	buf_free(&ob);
+	buf_free(&nb);
+	free(op);
+	free(np);
+	return err;
+}
+
+wfs_err filer_store_event_clock(struct filer_store *s, int64_t *ts_ns)
+{
+	*ts_ns = 0;
+	return s->ops->event_clock(s, ts_ns);
+}
+
+struct read_ctx {
+	filer_event_fn fn;
+	void *ctx;
+	size_t rows;        /* rows the backend passed */
+	int64_t last;       /* ts of the last row passed to fn */
+	bool stopped;       /* fn asked to stop */
+	wfs_err err;
+};
+
+/* Decodes one side of a row; *out stays NULL when the side is absent. */
+static wfs_err decode_side(const char *path, const uint8_t *blob, size_t len,
+			   struct filer_entry **out)
+{
+	char *d, *n;
+	wfs_err err;
+	*out = NULL;
+	if (!path)
+		return WFS_OK;
+	if (filer_path_split(path, &d, &n))
+		return WFS_ECORRUPT;
+	err = filer_entry_decode(blob, len, d, n, out);
+	free(d);
+	free(n);
+	return err;
+}
+
+static bool read_row(void *arg, const struct filer_event_row *r)
+{
+	struct read_ctx *rc = arg;
+	struct filer_event *ev = xcalloc(1, sizeof(*ev));
+	rc->rows++;
+	ev->ts_ns = r->ts;
+	ev->dir = xstrdup(r->dir);
+	rc->err = decode_side(r->old_path, r->old_blob, r->old_len, &ev->old_entry);
+	if (!rc->err)
+		rc->err = decode_side(r->new_path, r->new_blob, r->new_len, &ev->new_entry);
+	if (rc->err) {
+		filer_event_free(ev);
+		return false;
+	}
+	rc->last = r->ts;
+	if (!rc->fn(rc->ctx, ev)) {
+		rc->stopped = true;
+		return false;
+	}
+	return true;
+}
+
+wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const char *prefix,
+				size_t limit, filer_event_fn fn, void *ctx, int64_t *next_since)
+{
+	struct read_ctx rc = {.fn = fn, .ctx = ctx, .last = since_ns};
+	char *under = NULL, *lo = NULL, *hi = NULL;
+	int64_t clock = 0;
+	size_t plen;
+	wfs_err err;
+
+	*next_since = since_ns;
+	if (limit == 0 || limit > FILER_EVENTS_LIMIT_MAX || since_ns < 0)
+		return WFS_EINVAL;
+	if (prefix && prefix[0]) {
+		if (prefix[0] != '/' || strlen(prefix) > FILER_PATH_MAX)
+			return WFS_EINVAL;
+		plen = strlen(prefix);
+		while (plen > 1 && prefix[plen - 1] == '/')
+			plen--;
+		if (plen > 1) {
+			/* "/a/b": the path itself, or anything in ["/a/b/", "/a/b0") */
+			under = xstrndup(prefix, plen);
+			lo = xasprintf("%s/", under);
+			hi = xasprintf("%s0", under);
+		}
+	}
+	/*
+	 * The clock first: every event up to it is committed, so the read below
+	 * (a later snapshot) sees all of them. That bounds how far the token may
+	 * advance past rows the filter skipped.
+	 */
+	err = s->ops->event_clock(s, &clock);
+	if (!err)
+		err = s->ops->read_events(s, since_ns, under, lo, hi, limit, read_row, &rc);
+	if (!err)
+		err = rc.err;
+	if (!err) {
+		if (rc.stopped || rc.rows == limit)
+			*next_since = rc.last;
+		else
+			*next_since = clock > rc.last ? clock : rc.last;
+	} else if (rc.last > since_ns) {
+		*next_since = rc.last; /* what was delivered stays delivered */
+	}
+	free(under);
+	free(lo);
+	free(hi);
+	return err;
+}
+
+wfs_err filer_store_trim_events(struct filer_store *s, int64_t before_ns, uint64_t *deleted)
+{
+	const size_t batch = 10000;
+	uint64_t total = 0, n;
+	wfs_err err;
+	do {
+		n = 0;
+		err = s->ops->trim_events(s, before_ns, batch, &n);
+		total += n;
+	} while (!err && n == batch);
+	if (deleted)
+		*deleted = total;
+	return err;
+}
+
+/* ---- garbage queue ---- */
+
+void filer_gc_items_free(struct filer_gc_item *items, size_t n)
+{
+	if (!items)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(items[i].fid);
+	free(items);
+}
+
+static bool fids_ok(const char *const *fids, size_t n)
+{
+	if (!fids || n == 0 || n > FILER_GC_BATCH_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = fids[i] ? strlen(fids[i]) : 0;
+		if (l == 0 || l > FILER_FID_MAX)
+			return false;
+	}
+	return true;
+}
+
+wfs_err filer_store_gc_enqueue(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			       size_t n, int64_t not_before_ns)
+{
+	struct own_tx o;
+	wfs_err err;
+	if (!tx_matches(s, tx) || !fids_ok(fids, n) || not_before_ns < 0)
+		return WFS_EINVAL;
+	err = own_begin(s, tx, &o);
+	if (err)
+		return err;
+	return own_end(&o, s->ops->gc_enqueue(s, o.tx, fids, n, not_before_ns));
+}
+
+wfs_err filer_store_gc_take(struct filer_store *s, size_t max, int64_t lease_ns,
+			    struct filer_gc_item **items, size_t *n)
+{
+	int64_t now = (int64_t)time_now_ns();
+	*items = NULL;
+	*n = 0;
+	if (max == 0 || max > FILER_GC_BATCH_MAX || lease_ns <= 0 || lease_ns > INT64_MAX - now)
+		return WFS_EINVAL;
+	return s->ops->gc_take(s, now, now + lease_ns, max, items, n);
+}
+
+wfs_err filer_store_gc_done(struct filer_store *s, const char *const *fids, size_t n)
+{
+	struct own_tx o;
+	wfs_err err;
+	if (!fids_ok(fids, n))
+		return WFS_EINVAL;
+	err = own_begin(s, NULL, &o);
+	if (err)
+		return err;
+	return own_end(&o, s->ops->gc_done(s, o.tx, fids, n));
+}
+
+wfs_err filer_store_gc_defer(struct filer_store *s, const char *const *fids, size_t n,
+			     int64_t due_ns)
+{
+	struct own_tx o;
+	wfs_err err;
+	if (!fids_ok(fids, n) || due_ns < 0)
+		return WFS_EINVAL;
+	err = own_begin(s, NULL, &o);
+	if (err)
+		return err;
+	return own_end(&o, s->ops->gc_defer(s, o.tx, fids, n, due_ns));
+}
+
+wfs_err filer_store_gc_count(struct filer_store *s, uint64_t *n)
+{
+	*n = 0;
+	return s->ops->gc_count(s, n);
+}

@@ -121,4 +121,122 @@ void filer_store_set_hash_for_testing(uint64_t (*fn)(const char *dir));
  */
 char *filer_store_prefix_end(const char *prefix);
 
+/*
+ * ---- The metadata event log ----
+ *
+ * Every mutation appends an event in the transaction that makes it, so the log
+ * never disagrees with the namespace (docs/filer-events.md). ts_ns is unique
+ * and strictly increasing per store, also across filers sharing one
+ * PostgreSQL database: it is max(now, last + 1), taken from a one-row clock
+ * whose row lock is held until the appending transaction ends. Events are
+ * therefore visible in ts order, so ts alone is a gap-free resume token.
+ * Because the clock lock is held to the end of the transaction, append the
+ * events LAST in a transaction, after the entry changes (this keeps the
+ * serialised tail short and cannot deadlock against entry row locks).
+ */
+struct filer_event {
+	int64_t ts_ns;                 /* unique, strictly increasing per store */
+	char *dir;                     /* owned: old_entry's directory, else new_entry's */
+	struct filer_entry *old_entry; /* owned; NULL for a create */
+	struct filer_entry *new_entry; /* owned; NULL for a delete */
+};
+
+/* Longest page read_events returns in one call. */
+#define FILER_EVENTS_LIMIT_MAX 10000
+
+/* Frees ev and what it owns. NULL does nothing. */
+void filer_event_free(struct filer_event *ev);
+
+/*
+ * Appends the event old_entry -> new_entry (both borrowed; either may be NULL,
+ * not both) inside tx (NULL: in a transaction of its own). A rename is one
+ * event with both. *ts_ns (may be NULL) receives the event's time. The event
+ * is visible to readers once tx commits; a rollback removes it. Any thread
+ * (the one holding tx).
+ */
+wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
+				 const struct filer_entry *old_entry,
+				 const struct filer_entry *new_entry, int64_t *ts_ns);
+
+/* Receives one event and takes ownership of it. Return false to stop early. */
+typedef bool (*filer_event_fn)(void *ctx, struct filer_event *ev);
+
+/*
+ * Passes to fn, in ts order, up to limit (1..FILER_EVENTS_LIMIT_MAX) events
+ * with ts > since_ns whose old or new full path is prefix or lies under it
+ * (prefix NULL, "" or "/" for all; a trailing slash is ignored; "/a/b"
+ * matches "/a/b" and "/a/b/c" but not "/a/bc").
+ *
+ * *next_since (required) is the resume token: call again with it as since_ns
+ * to continue without a gap or a duplicate. It advances past events that did
+ * not match the prefix too, up to the newest event committed when the call
+ * began, so a filtered reader does not rescan them. Any thread; no tx (reads
+ * only committed events).
+ */
+wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const char *prefix,
+				size_t limit, filer_event_fn fn, void *ctx, int64_t *next_since);
+
+/*
+ * *ts_ns is the time of the newest committed event (0 if none ever). Cheap:
+ * the metalog polls it to notice other filers' appends. Any thread.
+ */
+wfs_err filer_store_event_clock(struct filer_store *s, int64_t *ts_ns);
+
+/*
+ * Retention: deletes events with ts < before_ns, in batches (so neither store
+ * holds a long write lock). *deleted (may be NULL) is the count. The clock is
+ * kept, so ts stays increasing after a trim. Any thread; the daemon calls it
+ * periodically with before_ns = now - retention.
+ */
+wfs_err filer_store_trim_events(struct filer_store *s, int64_t before_ns, uint64_t *deleted);
+
+/*
+ * ---- The garbage queue ----
+ *
+ * File ids of chunks no longer referenced, waiting to be deleted from the
+ * volume servers. An item is due at its `due` time; taking it leases it (due
+ * moves to now + lease) so no other worker, in this filer or another one
+ * sharing the database, gets it until the lease runs out. A worker that
+ * crashes after taking but before gc_done loses nothing: the item comes due
+ * again when the lease expires. Deleting a blob twice is harmless (the second
+ * delete finds nothing), deleting one still referenced is prevented by
+ * enqueuing only in the transaction that drops the last reference.
+ */
+#define FILER_GC_BATCH_MAX 10000
+
+struct filer_gc_item {
+	char *fid;          /* owned */
+	uint32_t attempts;  /* times taken so far, this one included */
+};
+
+/* Frees items[0..n) and the array. NULL does nothing. */
+void filer_gc_items_free(struct filer_gc_item *items, size_t n);
+
+/*
+ * Queues n (1..FILER_GC_BATCH_MAX) file ids (borrowed, 1..FILER_FID_MAX bytes),
+ * due at not_before_ns (0: at once), inside tx (NULL: a transaction of its
+ * own). An id already queued keeps its state. Any thread.
+ */
+wfs_err filer_store_gc_enqueue(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			       size_t n, int64_t not_before_ns);
+
+/*
+ * Takes up to max (1..FILER_GC_BATCH_MAX) due items, oldest due first, and
+ * leases them for lease_ns (> 0). *items (caller frees with
+ * filer_gc_items_free; NULL when *n is 0). Two concurrent takers never get the
+ * same id while its lease runs. Any thread; no tx.
+ */
+wfs_err filer_store_gc_take(struct filer_store *s, size_t max, int64_t lease_ns,
+			    struct filer_gc_item **items, size_t *n);
+
+/* Removes n (1..FILER_GC_BATCH_MAX) ids from the queue (absent ones are ignored). Any thread. */
+wfs_err filer_store_gc_done(struct filer_store *s, const char *const *fids, size_t n);
+
+/* Makes n ids due at due_ns (a failed delete's back-off). Absent ids are ignored. Any thread. */
+wfs_err filer_store_gc_defer(struct filer_store *s, const char *const *fids, size_t n,
+			     int64_t due_ns);
+
+/* *n is the number of queued ids (due or not). Any thread. */
+wfs_err filer_store_gc_count(struct filer_store *s, uint64_t *n);
+
 #endif

@@ -8,6 +8,17 @@
 
 #include "filer/store.h"
 
+/* One stored event as a backend reads it (all borrowed for the call). */
+struct filer_event_row {
+	int64_t ts;
+	const char *dir;
+	const char *old_path, *new_path; /* NULL when absent */
+	const uint8_t *old_blob, *new_blob;
+	size_t old_len, new_len;
+};
+/* Receives one row; false stops the read. */
+typedef bool (*filer_event_row_fn)(void *ctx, const struct filer_event_row *r);
+
 struct filer_store_ops {
 	const char *name;
 	/* Opens the store; dsn is what follows the backend's scheme selection in store.c. */
@@ -37,6 +48,32 @@ struct filer_store_ops {
 			  void **val, size_t *vlen);
 	wfs_err (*kv_delete)(struct filer_store *s, struct filer_tx *tx, const void *key,
 			     size_t klen);
+	/*
+	 * Event log. append_event, gc_enqueue, gc_done and gc_defer always get
+	 * a transaction (store.c opens one when the caller passed NULL).
+	 * old/new paths are full paths (NULL when the side is absent).
+	 */
+	wfs_err (*append_event)(struct filer_store *s, struct filer_tx *tx, int64_t now_ns,
+				const char *dir, const char *old_path, const void *old_blob,
+				size_t old_len, const char *new_path, const void *new_blob,
+				size_t new_len, int64_t *ts);
+	wfs_err (*event_clock)(struct filer_store *s, int64_t *ts);
+	/* under == NULL: no filter; else paths equal to under or in [lo, hi). */
+	wfs_err (*read_events)(struct filer_store *s, int64_t since, const char *under,
+			       const char *lo, const char *hi, size_t limit,
+			       filer_event_row_fn fn, void *ctx);
+	/* Deletes up to max events with ts < before; *deleted is how many. */
+	wfs_err (*trim_events)(struct filer_store *s, int64_t before, size_t max,
+			       uint64_t *deleted);
+	wfs_err (*gc_enqueue)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			      size_t n, int64_t due);
+	wfs_err (*gc_take)(struct filer_store *s, int64_t now, int64_t until, size_t max,
+			   struct filer_gc_item **items, size_t *n);
+	wfs_err (*gc_done)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			   size_t n);
+	wfs_err (*gc_defer)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			    size_t n, int64_t due);
+	wfs_err (*gc_count)(struct filer_store *s, uint64_t *n);
 };
 
 /* Every backend's store and transaction begin with these. */

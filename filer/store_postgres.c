@@ -19,6 +19,14 @@
  * listing range scans. Inside a transaction, find takes the row lock
  * (SELECT ... FOR UPDATE) so a compare-and-swap is safe across filers that
  * share the database.
+ *
+ * Event log: appending bumps the one-row filer_clock (ts = greatest(now,
+ * ts + 1)) in the same statement that inserts the event; the row lock it
+ * takes is held to the end of the transaction, so appends from every filer
+ * serialise there and commit in ts order (a reader never sees ts N+1 before
+ * N). Garbage queue: a take is one UPDATE over a SELECT ... FOR UPDATE SKIP
+ * LOCKED, so concurrent takers lease disjoint ids; id lists travel as one
+ * binary text[] parameter.
  */
 #include "config.h"
 #include <libpq-fe.h>
@@ -46,11 +54,23 @@ enum {
 	PS_KV_PUT,
 	PS_KV_GET,
 	PS_KV_DELETE,
+	PS_EV_APPEND,
+	PS_CLOCK_GET,
+	PS_EV_READ,
+	PS_EV_READ_UNDER,
+	PS_EV_TRIM,
+	PS_GC_ENQUEUE,
+	PS_GC_TAKE,
+	PS_GC_DONE,
+	PS_GC_DEFER,
+	PS_GC_COUNT,
 	PS_LIST, /* 6 variants: lo none/incl/excl, then the same with an upper bound */
 	PS_COUNT = PS_LIST + 6
 };
 
 #define KEYP "dirhash=$1::int8 AND name=$2::text COLLATE \"C\" AND directory=$3::text COLLATE \"C\""
+#define EVSEL "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events " \
+	      "WHERE ts>$1::int8 "
 #define LISTP "SELECT name,meta FROM filemeta WHERE dirhash=$1::int8 AND " \
 	      "directory=$2::text COLLATE \"C\" "
 static const char *const ps_sql[PS_COUNT] = {
@@ -66,6 +86,31 @@ static const char *const ps_sql[PS_COUNT] = {
 		      "UPDATE SET v=EXCLUDED.v",
 	[PS_KV_GET] = "SELECT v FROM filer_kv WHERE k=$1::bytea",
 	[PS_KV_DELETE] = "DELETE FROM filer_kv WHERE k=$1::bytea",
+	/*
+	 * The clock row's lock, taken by the UPDATE, is held until the
+	 * transaction ends: appends serialise on it, so ts order is commit order.
+	 */
+	[PS_EV_APPEND] = "WITH c AS (UPDATE filer_clock SET ts=greatest($1::int8,ts+1) WHERE id=1 "
+			 "RETURNING ts) INSERT INTO filer_events(ts,directory,old_path,old_meta,"
+			 "new_path,new_meta) SELECT c.ts,$2::text,$3::text,$4::bytea,$5::text,"
+			 "$6::bytea FROM c RETURNING ts",
+	[PS_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
+	[PS_EV_READ] = EVSEL "ORDER BY ts LIMIT $2::int8",
+	[PS_EV_READ_UNDER] = EVSEL "AND (old_path=$2::text COLLATE \"C\" OR (old_path>=$3::text "
+			     "COLLATE \"C\" AND old_path<$4::text COLLATE \"C\") OR "
+			     "new_path=$2::text COLLATE \"C\" OR (new_path>=$3::text COLLATE \"C\" "
+			     "AND new_path<$4::text COLLATE \"C\")) ORDER BY ts LIMIT $5::int8",
+	[PS_EV_TRIM] = "DELETE FROM filer_events WHERE ts IN (SELECT ts FROM filer_events WHERE "
+		       "ts<$1::int8 ORDER BY ts LIMIT $2::int8)",
+	[PS_GC_ENQUEUE] = "INSERT INTO filer_gc(fid,due,attempts) SELECT unnest($1::text[]),"
+			  "$2::int8,0 ON CONFLICT DO NOTHING",
+	/* SKIP LOCKED: a concurrent taker passes over rows another one is leasing */
+	[PS_GC_TAKE] = "UPDATE filer_gc g SET due=$1::int8, attempts=g.attempts+1 FROM (SELECT fid "
+		       "FROM filer_gc WHERE due<=$2::int8 ORDER BY due LIMIT $3::int8 FOR UPDATE "
+		       "SKIP LOCKED) t WHERE g.fid=t.fid RETURNING g.fid, g.attempts",
+	[PS_GC_DONE] = "DELETE FROM filer_gc WHERE fid=ANY($1::text[])",
+	[PS_GC_DEFER] = "UPDATE filer_gc SET due=$2::int8 WHERE fid=ANY($1::text[])",
+	[PS_GC_COUNT] = "SELECT count(*) FROM filer_gc",
 	[PS_LIST + 0] = LISTP "ORDER BY name LIMIT $3::int8",
 	[PS_LIST + 1] = LISTP "AND name>=$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
 	[PS_LIST + 2] = LISTP "AND name>$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
@@ -86,6 +131,18 @@ static const char schema_sql[] =
 	" meta BYTEA NOT NULL,"
 	" PRIMARY KEY (dirhash, name, directory));"
 	"CREATE TABLE IF NOT EXISTS filer_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS filer_clock (id INT PRIMARY KEY, ts BIGINT NOT NULL);"
+	"INSERT INTO filer_clock(id,ts) VALUES(1,0) ON CONFLICT DO NOTHING;"
+	"CREATE TABLE IF NOT EXISTS filer_events ("
+	" ts BIGINT PRIMARY KEY,"
+	" directory TEXT COLLATE \"C\" NOT NULL,"
+	" old_path TEXT COLLATE \"C\", old_meta BYTEA,"
+	" new_path TEXT COLLATE \"C\", new_meta BYTEA);"
+	"CREATE TABLE IF NOT EXISTS filer_gc ("
+	" fid TEXT PRIMARY KEY,"
+	" due BIGINT NOT NULL,"
+	" attempts BIGINT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS filer_gc_due ON filer_gc(due);"
 	"COMMIT;";
 
 struct pg_conn {
@@ -212,7 +269,7 @@ static wfs_err map_result(struct pg_conn *c, PGresult *res, const char *what)
 static wfs_err run(struct pg_conn *c, int ps, int n, const char *const *vals, const int *lens,
 		   PGresult **res)
 {
-	static const int formats[6] = {1, 1, 1, 1, 1, 1};
+	static const int formats[8] = {1, 1, 1, 1, 1, 1, 1, 1};
 	char name[8];
 	PGresult *r;
 	wfs_err err;
@@ -243,10 +300,10 @@ static wfs_err run(struct pg_conn *c, int ps, int n, const char *const *vals, co
 
 /* Parameters of one call: values and lengths, with room for the key. */
 struct params {
-	const char *v[5];
-	int l[5];
+	const char *v[8];
+	int l[8];
 	int n;
-	uint8_t hash[8], limit[8];
+	uint8_t hash[8], limit[8], i64[3][8];
 };
 
 static void p_add(struct params *p, const void *v, size_t len)
@@ -573,6 +630,225 @@ fail:
 	return err;
 }
 
+/* ---- event log and garbage queue ---- */
+
+/* Adds an int8 parameter (slot k of the three scratch slots). */
+static void p_i64(struct params *p, int k, int64_t v)
+{
+	put_be64(p->i64[k], (uint64_t)v);
+	p_add(p, p->i64[k], 8);
+}
+
+/* Adds an optional parameter: SQL NULL when v is NULL. */
+static void p_opt(struct params *p, const void *v, size_t len)
+{
+	p_add(p, v ? (len ? v : "") : NULL, v ? len : 0);
+}
+
+static int64_t get_i64(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col) || PQgetlength(res, row, col) != 8)
+		return 0;
+	return (int64_t)get_be64((const uint8_t *)PQgetvalue(res, row, col));
+}
+
+static wfs_err pg_append_event(struct filer_store *fs, struct filer_tx *tx, int64_t now_ns,
+			       const char *dir, const char *old_path, const void *old_blob,
+			       size_t old_len, const char *new_path, const void *new_blob,
+			       size_t new_len, int64_t *ts)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_i64(&p, 0, now_ns);
+	p_add(&p, dir, strlen(dir));
+	p_opt(&p, old_path, old_path ? strlen(old_path) : 0);
+	p_opt(&p, old_blob, old_len);
+	p_opt(&p, new_path, new_path ? strlen(new_path) : 0);
+	p_opt(&p, new_blob, new_len);
+	err = exec(fs, tx, PS_EV_APPEND, &p, &res);
+	if (err)
+		return err;
+	if (PQntuples(res) != 1)
+		err = WFS_ECORRUPT; /* the clock row is missing */
+	else
+		*ts = get_i64(res, 0, 0);
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_event_clock(struct filer_store *fs, int64_t *ts)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err = exec(fs, NULL, PS_CLOCK_GET, &p, &res);
+	if (err)
+		return err;
+	if (PQntuples(res) != 1)
+		err = WFS_ECORRUPT;
+	else
+		*ts = get_i64(res, 0, 0);
+	PQclear(res);
+	return err;
+}
+
+static const char *get_opt(PGresult *res, int row, int col, size_t *len)
+{
+	if (PQgetisnull(res, row, col)) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = (size_t)PQgetlength(res, row, col);
+	return PQgetvalue(res, row, col); /* libpq terminates every value with a NUL */
+}
+
+static wfs_err pg_read_events(struct filer_store *fs, int64_t since, const char *under,
+			      const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
+			      void *ctx)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	int rows;
+
+	p_i64(&p, 0, since);
+	if (under) {
+		p_add(&p, under, strlen(under));
+		p_add(&p, lo, strlen(lo));
+		p_add(&p, hi, strlen(hi));
+	}
+	p_i64(&p, 1, (int64_t)limit);
+	err = exec(fs, NULL, under ? PS_EV_READ_UNDER : PS_EV_READ, &p, &res);
+	if (err)
+		return err;
+	rows = PQntuples(res);
+	for (int i = 0; i < rows; i++) {
+		struct filer_event_row r = {.ts = get_i64(res, i, 0)};
+		r.dir = get_opt(res, i, 1, NULL);
+		r.old_path = get_opt(res, i, 2, NULL);
+		r.old_blob = (const uint8_t *)get_opt(res, i, 3, &r.old_len);
+		r.new_path = get_opt(res, i, 4, NULL);
+		r.new_blob = (const uint8_t *)get_opt(res, i, 5, &r.new_len);
+		if (!r.dir) {
+			err = WFS_ECORRUPT;
+			break;
+		}
+		if (!fn(ctx, &r))
+			break;
+	}
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_trim_events(struct filer_store *fs, int64_t before, size_t max,
+			      uint64_t *deleted)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	p_i64(&p, 0, before);
+	p_i64(&p, 1, (int64_t)max);
+	err = exec(fs, NULL, PS_EV_TRIM, &p, &res);
+	*deleted = err ? 0 : affected(res);
+	PQclear(res);
+	return err;
+}
+
+/* Appends the binary form of a one-dimensional text[] holding fids[0..n) to b. */
+static void text_array(buf *b, const char *const *fids, size_t n)
+{
+	uint8_t h[20];
+	put_be32(h, 1);              /* dimensions */
+	put_be32(h + 4, 0);          /* no NULLs */
+	put_be32(h + 8, OID_TEXT);   /* element type */
+	put_be32(h + 12, (uint32_t)n);
+	put_be32(h + 16, 1);         /* lower bound */
+	buf_append(b, h, sizeof(h));
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(fids[i]);
+		put_be32(h, (uint32_t)l);
+		buf_append(b, h, 4);
+		buf_append(b, fids[i], l);
+	}
+}
+
+/* Runs ps with ($1 = the fids as text[], $2 = v when with_v). */
+static wfs_err pg_fid_array(struct filer_store *fs, struct filer_tx *tx, int ps,
+			    const char *const *fids, size_t n, bool with_v, int64_t v)
+{
+	struct params p = {.n = 0};
+	buf arr = BUF_INIT;
+	PGresult *res;
+	wfs_err err;
+	text_array(&arr, fids, n);
+	p_add(&p, arr.data, arr.len);
+	if (with_v)
+		p_i64(&p, 0, v);
+	err = exec(fs, tx, ps, &p, &res);
+	PQclear(res);
+	buf_free(&arr);
+	return err;
+}
+
+static wfs_err pg_gc_enqueue(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			     size_t n, int64_t due)
+{
+	return pg_fid_array(fs, tx, PS_GC_ENQUEUE, fids, n, true, due);
+}
+
+static wfs_err pg_gc_done(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			  size_t n)
+{
+	return pg_fid_array(fs, tx, PS_GC_DONE, fids, n, false, 0);
+}
+
+static wfs_err pg_gc_defer(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			   size_t n, int64_t due)
+{
+	return pg_fid_array(fs, tx, PS_GC_DEFER, fids, n, true, due);
+}
+
+static wfs_err pg_gc_take(struct filer_store *fs, int64_t now, int64_t until, size_t max,
+			  struct filer_gc_item **items, size_t *n)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	int rows;
+	p_i64(&p, 0, until);
+	p_i64(&p, 1, now);
+	p_i64(&p, 2, (int64_t)max);
+	err = exec(fs, NULL, PS_GC_TAKE, &p, &res);
+	if (err)
+		return err;
+	rows = PQntuples(res);
+	if (rows > 0) {
+		*items = xcalloc((size_t)rows, sizeof(**items));
+		for (int i = 0; i < rows; i++) {
+			(*items)[i].fid = xstrndup(PQgetvalue(res, i, 0),
+						   (size_t)PQgetlength(res, i, 0));
+			(*items)[i].attempts = (uint32_t)get_i64(res, i, 1);
+		}
+		*n = (size_t)rows;
+	}
+	PQclear(res);
+	return err;
+}
+
+static wfs_err pg_gc_count(struct filer_store *fs, uint64_t *n)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err = exec(fs, NULL, PS_GC_COUNT, &p, &res);
+	if (err)
+		return err;
+	*n = PQntuples(res) == 1 ? (uint64_t)get_i64(res, 0, 0) : 0;
+	PQclear(res);
+	return err;
+}
+
 const struct filer_store_ops filer_store_postgres_ops = {
 	.name = "postgres",
 	.open = pg_open,
@@ -589,4 +865,13 @@ const struct filer_store_ops filer_store_postgres_ops = {
 	.kv_put = pg_kv_put,
 	.kv_get = pg_kv_get,
 	.kv_delete = pg_kv_delete,
+	.append_event = pg_append_event,
+	.event_clock = pg_event_clock,
+	.read_events = pg_read_events,
+	.trim_events = pg_trim_events,
+	.gc_enqueue = pg_gc_enqueue,
+	.gc_take = pg_gc_take,
+	.gc_done = pg_gc_done,
+	.gc_defer = pg_gc_defer,
+	.gc_count = pg_gc_count,
 };

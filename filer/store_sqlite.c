@@ -12,6 +12,10 @@
  * (dirhash, name, directory): lookups and listings are index range scans on
  * (dirhash, name), and the directory column keeps colliding hashes apart.
  * TEXT compares with the BINARY collation, i.e. bytewise.
+ *
+ * Event log and garbage queue (store.h): filer_clock (one row, the last
+ * event ts), filer_events keyed by ts, filer_gc(fid, due, attempts) indexed
+ * by due. Writers are serialised anyway, so the clock bump is free of races.
  */
 #include "config.h"
 #include <pthread.h>
@@ -31,6 +35,17 @@ enum {
 	ST_KV_PUT,
 	ST_KV_GET,
 	ST_KV_DELETE,
+	ST_CLOCK_BUMP,
+	ST_CLOCK_GET,
+	ST_EV_INSERT,
+	ST_EV_READ,
+	ST_EV_READ_UNDER,
+	ST_EV_TRIM,
+	ST_GC_ENQUEUE,
+	ST_GC_TAKE,
+	ST_GC_DONE,
+	ST_GC_DEFER,
+	ST_GC_COUNT,
 	ST_LIST, /* 6 variants: lo none/incl/excl x hi none/some */
 	ST_COUNT = ST_LIST + 6
 };
@@ -46,6 +61,25 @@ static const char *const stmt_sql[ST_LIST] = {
 		      "v=excluded.v",
 	[ST_KV_GET] = "SELECT v FROM filer_kv WHERE k=?1",
 	[ST_KV_DELETE] = "DELETE FROM filer_kv WHERE k=?1",
+	[ST_CLOCK_BUMP] = "UPDATE filer_clock SET ts=max(?1,ts+1) WHERE id=1 RETURNING ts",
+	[ST_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
+	[ST_EV_INSERT] = "INSERT INTO filer_events(ts,directory,old_path,old_meta,new_path,new_meta) "
+			 "VALUES(?1,?2,?3,?4,?5,?6)",
+	[ST_EV_READ] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events "
+		       "WHERE ts>?1 ORDER BY ts LIMIT ?5",
+	[ST_EV_READ_UNDER] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM "
+			     "filer_events WHERE ts>?1 AND (old_path=?2 OR (old_path>=?3 AND "
+			     "old_path<?4) OR new_path=?2 OR (new_path>=?3 AND new_path<?4)) "
+			     "ORDER BY ts LIMIT ?5",
+	[ST_EV_TRIM] = "DELETE FROM filer_events WHERE ts IN (SELECT ts FROM filer_events "
+		       "WHERE ts<?1 ORDER BY ts LIMIT ?2)",
+	[ST_GC_ENQUEUE] = "INSERT INTO filer_gc(fid,due,attempts) VALUES(?1,?2,0) "
+			  "ON CONFLICT DO NOTHING",
+	[ST_GC_TAKE] = "UPDATE filer_gc SET due=?1, attempts=attempts+1 WHERE fid IN (SELECT fid "
+		       "FROM filer_gc WHERE due<=?2 ORDER BY due LIMIT ?3) RETURNING fid,attempts",
+	[ST_GC_DONE] = "DELETE FROM filer_gc WHERE fid=?1",
+	[ST_GC_DEFER] = "UPDATE filer_gc SET due=?2 WHERE fid=?1",
+	[ST_GC_COUNT] = "SELECT count(*) FROM filer_gc",
 };
 
 static const char schema_sql[] =
@@ -55,7 +89,20 @@ static const char schema_sql[] =
 	" directory TEXT NOT NULL,"
 	" meta BLOB NOT NULL,"
 	" PRIMARY KEY (dirhash, name, directory));"
-	"CREATE TABLE IF NOT EXISTS filer_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS filer_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL);"
+	/* the event clock: one row holding the last event's ts (see store.h) */
+	"CREATE TABLE IF NOT EXISTS filer_clock (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL);"
+	"INSERT OR IGNORE INTO filer_clock(id,ts) VALUES(1,0);"
+	"CREATE TABLE IF NOT EXISTS filer_events ("
+	" ts INTEGER PRIMARY KEY,"
+	" directory TEXT NOT NULL,"
+	" old_path TEXT, old_meta BLOB,"
+	" new_path TEXT, new_meta BLOB);"
+	"CREATE TABLE IF NOT EXISTS filer_gc ("
+	" fid TEXT PRIMARY KEY,"
+	" due INTEGER NOT NULL,"
+	" attempts INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS filer_gc_due ON filer_gc(due);";
 
 struct sq_conn {
 	sqlite3 *db;
@@ -574,6 +621,272 @@ fail:
 	return err;
 }
 
+/* ---- event log and garbage queue ---- */
+
+static void stmt_end(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+static void bind_opt_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static void bind_opt_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
+{
+	if (p)
+		sqlite3_bind_blob(st, i, len ? p : "", (int)len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static wfs_err sq_append_event(struct filer_store *fs, struct filer_tx *tx, int64_t now_ns,
+			       const char *dir, const char *old_path, const void *old_blob,
+			       size_t old_len, const char *new_path, const void *new_blob,
+			       size_t new_len, int64_t *ts)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int rc;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	/* the writer holds the database lock (BEGIN IMMEDIATE), so the clock is ours */
+	st = stmt(op.c, ST_CLOCK_BUMP, &err);
+	if (!st)
+		goto out;
+	sqlite3_bind_int64(st, 1, now_ns);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*ts = sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_CORRUPT; /* the clock row is missing */
+	}
+	err = rc == SQLITE_DONE ? WFS_OK : map_rc(op.c->db, rc, "event clock");
+	stmt_end(st);
+	if (err)
+		goto out;
+	st = stmt(op.c, ST_EV_INSERT, &err);
+	if (!st)
+		goto out;
+	sqlite3_bind_int64(st, 1, *ts);
+	sqlite3_bind_text(st, 2, dir, -1, SQLITE_STATIC);
+	bind_opt_text(st, 3, old_path);
+	bind_opt_blob(st, 4, old_blob, old_len);
+	bind_opt_text(st, 5, new_path);
+	bind_opt_blob(st, 6, new_blob, new_len);
+	err = step_done(&op, st, "append event", NULL);
+out:
+	op_end(&op);
+	return err;
+}
+
+/* Runs a one-integer query (st already bound); WFS_ENOENT if it yields no row. */
+static wfs_err query_int(struct op *op, sqlite3_stmt *st, const char *what, int64_t *v)
+{
+	int rc = sqlite3_step(st);
+	wfs_err err = WFS_OK;
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		err = WFS_ENOENT;
+	else
+		err = map_rc(op->c->db, rc, what);
+	stmt_end(st);
+	return err;
+}
+
+static wfs_err sq_event_clock(struct filer_store *fs, int64_t *ts)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	wfs_err err = op_begin(fs, NULL, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_CLOCK_GET, &err);
+	if (st) {
+		err = query_int(&op, st, "event clock", ts);
+		if (err == WFS_ENOENT)
+			err = WFS_ECORRUPT;
+	}
+	op_end(&op);
+	return err;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL
+							 : (const char *)sqlite3_column_text(st, i);
+}
+
+static wfs_err sq_read_events(struct filer_store *fs, int64_t since, const char *under,
+			      const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
+			      void *ctx)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int rc;
+	wfs_err err = op_begin(fs, NULL, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, under ? ST_EV_READ_UNDER : ST_EV_READ, &err);
+	if (!st)
+		goto out;
+	sqlite3_bind_int64(st, 1, since);
+	if (under) {
+		sqlite3_bind_text(st, 2, under, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, lo, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, hi, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)limit);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct filer_event_row r = {
+			.ts = sqlite3_column_int64(st, 0),
+			.dir = col_text(st, 1),
+			.old_path = col_text(st, 2),
+			.new_path = col_text(st, 4),
+		};
+		r.old_blob = sqlite3_column_blob(st, 3);
+		r.old_len = (size_t)sqlite3_column_bytes(st, 3);
+		r.new_blob = sqlite3_column_blob(st, 5);
+		r.new_len = (size_t)sqlite3_column_bytes(st, 5);
+		if (!r.dir) {
+			err = WFS_ECORRUPT;
+			break;
+		}
+		if (!fn(ctx, &r))
+			break;
+	}
+	if (!err && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		err = map_rc(op.c->db, rc, "read events");
+	stmt_end(st);
+out:
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_trim_events(struct filer_store *fs, int64_t before, size_t max,
+			      uint64_t *deleted)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int changes = 0;
+	wfs_err err = op_begin(fs, NULL, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_EV_TRIM, &err);
+	if (st) {
+		sqlite3_bind_int64(st, 1, before);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+		err = step_done(&op, st, "trim events", &changes);
+		*deleted = err ? 0 : (uint64_t)changes;
+	}
+	op_end(&op);
+	return err;
+}
+
+/* Runs statement which once per fid: ?1 the fid, ?2 the value v. */
+static wfs_err sq_per_fid(struct filer_store *fs, struct filer_tx *tx, int which,
+			  const char *const *fids, size_t n, int64_t v, const char *what)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, which, &err);
+	for (size_t i = 0; st && i < n && !err; i++) {
+		sqlite3_bind_text(st, 1, fids[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, v);
+		err = step_done(&op, st, what, NULL);
+	}
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_gc_enqueue(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			     size_t n, int64_t due)
+{
+	return sq_per_fid(fs, tx, ST_GC_ENQUEUE, fids, n, due, "gc enqueue");
+}
+
+static wfs_err sq_gc_done(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			  size_t n)
+{
+	return sq_per_fid(fs, tx, ST_GC_DONE, fids, n, 0, "gc done");
+}
+
+static wfs_err sq_gc_defer(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
+			   size_t n, int64_t due)
+{
+	return sq_per_fid(fs, tx, ST_GC_DEFER, fids, n, due, "gc defer");
+}
+
+static wfs_err sq_gc_take(struct filer_store *fs, int64_t now, int64_t until, size_t max,
+			  struct filer_gc_item **items, size_t *n)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int rc;
+	/* one statement under the write lock: atomic against other takers */
+	wfs_err err = op_begin(fs, NULL, true, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_GC_TAKE, &err);
+	if (!st)
+		goto out;
+	sqlite3_bind_int64(st, 1, until);
+	sqlite3_bind_int64(st, 2, now);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *fid = col_text(st, 0);
+		if (!fid)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*items = xrealloc(*items, cap * sizeof(**items));
+		}
+		(*items)[*n].fid = xstrdup(fid);
+		(*items)[*n].attempts = (uint32_t)sqlite3_column_int64(st, 1);
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE)
+		err = map_rc(op.c->db, rc, "gc take");
+	stmt_end(st);
+	if (err) {
+		/* the statement failed as a whole: nothing was leased */
+		filer_gc_items_free(*items, *n);
+		*items = NULL;
+		*n = 0;
+	}
+out:
+	op_end(&op);
+	return err;
+}
+
+static wfs_err sq_gc_count(struct filer_store *fs, uint64_t *n)
+{
+	struct op op;
+	sqlite3_stmt *st;
+	int64_t v = 0;
+	wfs_err err = op_begin(fs, NULL, false, &op);
+	if (err)
+		return err;
+	st = stmt(op.c, ST_GC_COUNT, &err);
+	if (st)
+		err = query_int(&op, st, "gc count", &v);
+	*n = (uint64_t)v;
+	op_end(&op);
+	return err;
+}
+
 const struct filer_store_ops filer_store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -590,4 +903,13 @@ const struct filer_store_ops filer_store_sqlite_ops = {
 	.kv_put = sq_kv_put,
 	.kv_get = sq_kv_get,
 	.kv_delete = sq_kv_delete,
+	.append_event = sq_append_event,
+	.event_clock = sq_event_clock,
+	.read_events = sq_read_events,
+	.trim_events = sq_trim_events,
+	.gc_enqueue = sq_gc_enqueue,
+	.gc_take = sq_gc_take,
+	.gc_done = sq_gc_done,
+	.gc_defer = sq_gc_defer,
+	.gc_count = sq_gc_count,
 };

@@ -39,14 +39,22 @@ def pg_bindir():
     return os.path.dirname(shutil.which("initdb"))
 
 
-def conformance_binary():
-    env = os.environ.get("WEEDFS_FILER_STORE_TEST")
+def unit_binary(name, env_var):
+    env = os.environ.get(env_var)
     if env:
         return env
     if not WEEDFS:
         return None
-    p = Path(WEEDFS).parent / "tests" / "unit" / "test_filer_store"
+    p = Path(WEEDFS).parent / "tests" / "unit" / name
     return str(p) if p.is_file() else None
+
+
+def conformance_binary():
+    return unit_binary("test_filer_store", "WEEDFS_FILER_STORE_TEST")
+
+
+def metalog_binary():
+    return unit_binary("test_filer_metalog", "WEEDFS_FILER_METALOG_TEST")
 
 
 class PgServer:
@@ -177,3 +185,21 @@ def test_unreachable_postgres_is_unavailable():
     code, out = run_suite(binary, env, timeout=60)
     assert code != 0
     assert "not ok 1 - open store" in out
+
+
+def test_metalog_and_gc_postgres(pg):
+    """Subscriptions (local wake-up, another filer's events through the poller,
+    resume) and the garbage worker (retries, crash recovery, two filers) on
+    PostgreSQL: two store handles on one database act as two filers."""
+    binary = metalog_binary()
+    if not binary:
+        pytest.skip("tests/unit/test_filer_metalog not built next to WEEDFS_BIN")
+    env = dict(os.environ)
+    env["WEEDFS_TEST_PG_DSN"] = ("host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test"
+                                 % pg.port)
+    code, out = run_suite(binary, env)
+    failed = [l for l in out.splitlines() if l.startswith("not ok")]
+    assert code == 0 and not failed, "metalog suite failed:\n%s\n--- server log ---\n%s" % (
+        out[-6000:], pg.log_text()[-3000:])
+    assert "# store postgres" in out
+    assert not any(s in out for s in SANITIZER), out[-6000:]

@@ -575,6 +575,504 @@ static int parallel_finds(const char *dir)
 	return okc;
 }
 
+/* ---- the metadata event log ---- */
+
+static const char *dsn_g;      /* to open a second handle ("another filer") */
+static struct filer_store *st2; /* a second handle on the same database */
+
+struct evlist {
+	struct filer_event **ev;
+	size_t n, cap;
+};
+
+static bool ev_collect(void *ctx, struct filer_event *ev)
+{
+	struct evlist *l = ctx;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->ev = xrealloc(l->ev, l->cap * sizeof(*l->ev));
+	}
+	l->ev[l->n++] = ev;
+	return true;
+}
+
+static void evlist_free(struct evlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		filer_event_free(l->ev[i]);
+	free(l->ev);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Reads every event under prefix since since, in pages of limit, into l. */
+static wfs_err read_all(struct filer_store *s, int64_t since, const char *prefix, size_t limit,
+			struct evlist *l, size_t *pages)
+{
+	wfs_err err;
+	for (;;) {
+		size_t before = l->n;
+		int64_t next;
+		err = filer_store_read_events(s, since, prefix, limit, ev_collect, l, &next);
+		if (err)
+			return err;
+		if (pages)
+			(*pages)++;
+		if (next < since)
+			return WFS_EINTERNAL; /* the token went backwards */
+		if (l->n == before && next == since)
+			return WFS_OK;
+		since = next;
+	}
+}
+
+/* Inserts dir/name and appends its create event in one transaction; commits unless rollback. */
+static wfs_err insert_with_event(struct filer_store *s, const char *dir, const char *name,
+				 bool rollback, int64_t *ts)
+{
+	struct filer_tx *tx;
+	struct filer_entry *e = mk(dir, name, 1);
+	wfs_err err = filer_store_begin(s, &tx);
+	if (err)
+		goto out;
+	err = filer_store_insert(s, tx, e);
+	if (!err)
+		err = filer_store_append_event(s, tx, NULL, e, ts);
+	if (err || rollback)
+		filer_store_rollback(tx);
+	else
+		err = filer_store_commit(tx);
+out:
+	filer_entry_free(e);
+	return err;
+}
+
+static const char *ev_name(const struct filer_event *ev)
+{
+	return ev->new_entry ? ev->new_entry->name : ev->old_entry ? ev->old_entry->name : "?";
+}
+
+static void test_events(void)
+{
+	char *d = sub("ev"), *d2 = sub("ev2"), *dx = sub("evx");
+	struct evlist l = {0};
+	struct filer_tx *tx;
+	struct filer_entry *e, *e2;
+	int64_t since, ts1 = 0, ts2 = 0, next;
+	char *s;
+
+	is_int(filer_store_event_clock(st, &since), WFS_OK, "event clock");
+	is_int(insert_with_event(st, d, "rolled", true, &ts1), WFS_OK, "insert+event, rolled back");
+	is_int(read_all(st, since, root, 100, &l, NULL), WFS_OK, "read");
+	is_int(l.n, 0, "an event in a rolled-back transaction does not appear");
+	is_int(size_of(NULL, d, "rolled"), -1, "nor does the entry");
+
+	is_int(insert_with_event(st, d, "a", false, &ts1), WFS_OK, "insert+event committed");
+	ok(ts1 > since, "event ts after the clock");
+	e = mk(d, "a", 1);
+	filer_entry_add_chunk(e, "3,0123abcd", 0, 1, 5, "etag1", false);
+	filer_entry_xattr_set(e, "user.x", "\x01\x02", 2);
+	e2 = filer_entry_dup(e);
+	e2->attr.size = 2;
+	is_int(filer_store_begin(st, &tx), WFS_OK, "begin");
+	is_int(filer_store_update(st, tx, e2), WFS_OK, "update");
+	is_int(filer_store_append_event(st, tx, e, e2, &ts2), WFS_OK, "update event");
+	is_int(filer_store_commit(tx), WFS_OK, "commit");
+	ok(ts2 > ts1, "ts increases");
+	/* a rename from ev/a to ev2/b: one event with both sides */
+	filer_entry_set_path(e, d2, "b");
+	is_int(filer_store_append_event(st, NULL, e2, e, NULL), WFS_OK, "rename event, no tx");
+	filer_entry_set_path(e, dx, "c");
+	is_int(filer_store_append_event(st, NULL, NULL, e, NULL), WFS_OK, "create in evx");
+	is_int(filer_store_append_event(st, NULL, e, NULL, NULL), WFS_OK, "delete in evx");
+	is_int(filer_store_append_event(st, NULL, NULL, NULL, NULL), WFS_EINVAL,
+	       "an event with neither side refused");
+
+	is_int(read_all(st, since, root, 2, &l, NULL), WFS_OK, "read all (pages of 2)");
+	is_int(l.n, 5, "five events");
+	if (l.n == 5) {
+		ok(!l.ev[0]->old_entry && l.ev[0]->new_entry && !strcmp(ev_name(l.ev[0]), "a") &&
+			   !strcmp(l.ev[0]->dir, d) && l.ev[0]->ts_ns == ts1,
+		   "create: new entry only, directory, ts");
+		ok(l.ev[1]->old_entry && l.ev[1]->new_entry && l.ev[1]->old_entry->attr.size == 1 &&
+			   l.ev[1]->new_entry->attr.size == 2 && l.ev[1]->new_entry->n_chunks == 1 &&
+			   !strcmp(l.ev[1]->new_entry->chunks[0].fid, "3,0123abcd") &&
+			   filer_entry_xattr_get(l.ev[1]->new_entry, "user.x"),
+		   "update: both sides decoded with chunks and xattrs");
+		ok(!strcmp(l.ev[2]->old_entry->dir, d) && !strcmp(l.ev[2]->new_entry->dir, d2) &&
+			   !strcmp(l.ev[2]->dir, d),
+		   "rename: old and new paths, directory is the old one");
+		ok(l.ev[3]->new_entry && !l.ev[3]->old_entry && l.ev[4]->old_entry &&
+			   !l.ev[4]->new_entry && !strcmp(l.ev[4]->dir, dx),
+		   "create and delete");
+		for (size_t i = 1; i < l.n; i++)
+			if (l.ev[i]->ts_ns <= l.ev[i - 1]->ts_ns)
+				ok(0, "ts order");
+	}
+	evlist_free(&l);
+	read_all(st, since, d2, 100, &l, NULL);
+	is_int(l.n, 1, "prefix ev2 matches the rename by its new path");
+	evlist_free(&l);
+	read_all(st, since, d, 100, &l, NULL);
+	is_int(l.n, 3, "prefix ev: create, update, rename (old path); not evx");
+	evlist_free(&l);
+	s = xasprintf("%s/", d);
+	read_all(st, since, s, 100, &l, NULL);
+	is_int(l.n, 3, "a trailing slash in the prefix is ignored");
+	evlist_free(&l);
+	free(s);
+	s = xasprintf("%s/a", d);
+	read_all(st, since, s, 100, &l, NULL);
+	is_int(l.n, 3, "prefix of the file itself");
+	evlist_free(&l);
+	free(s);
+	s = xasprintf("%s/e", root);
+	read_all(st, since, s, 100, &l, NULL);
+	is_int(l.n, 0, "a name prefix is not a path prefix");
+	evlist_free(&l);
+	free(s);
+	is_int(filer_store_read_events(st, since, dx, 100, ev_collect, &l, &next), WFS_OK,
+	       "filtered read");
+	ok(l.n == 2 && next >= l.ev[1]->ts_ns, "resume token covers what was read");
+	evlist_free(&l);
+	is_int(filer_store_read_events(st, since, d2, 100, ev_collect, &l, &next), WFS_OK,
+	       "filtered read of the rename only");
+	{
+		int64_t clock = 0;
+		filer_store_event_clock(st, &clock);
+		ok(l.n == 1 && next >= clock - 0 && next > l.ev[0]->ts_ns,
+		   "the token passes over the non-matching events after it");
+	}
+	evlist_free(&l);
+	is_int(filer_store_read_events(st, since, "relative", 10, ev_collect, &l, &next),
+	       WFS_EINVAL, "relative prefix refused");
+	is_int(filer_store_read_events(st, since, NULL, 0, ev_collect, &l, &next), WFS_EINVAL,
+	       "limit 0 refused");
+	is_int(filer_store_read_events(st, since, NULL, FILER_EVENTS_LIMIT_MAX + 1, ev_collect, &l,
+				       &next),
+	       WFS_EINVAL, "absurd limit refused");
+
+	/* retention: trim everything up to the update event */
+	{
+		uint64_t del = 0;
+		is_int(filer_store_trim_events(st, ts2 + 1, &del), WFS_OK, "trim");
+		ok(del >= 2, "trim deleted the old events");
+		read_all(st, since, root, 100, &l, NULL);
+		is_int(l.n, 3, "the newer events remain");
+		evlist_free(&l);
+		int64_t t;
+		is_int(insert_with_event(st, d, "after-trim", false, &t), WFS_OK, "append after trim");
+		ok(t > ts2, "ts still increases after a trim");
+	}
+	filer_entry_free(e);
+	filer_entry_free(e2);
+	filer_store_delete_children(st, NULL, d, NULL);
+	free(d);
+	free(d2);
+	free(dx);
+}
+
+#define EV_PER_THREAD 200
+
+struct evthread {
+	struct filer_store *s;
+	char *dir;
+	int failures;
+	int64_t ts[EV_PER_THREAD];
+};
+
+static void *ev_thread(void *arg)
+{
+	struct evthread *t = arg;
+	for (int i = 0; i < EV_PER_THREAD; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%04d", i);
+		if (insert_with_event(t->s, t->dir, name, false, &t->ts[i]))
+			t->failures++;
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_events_threads(void)
+{
+	char *base = sub("evt");
+	pthread_t th[NTHREADS];
+	struct evthread t[NTHREADS];
+	struct evlist l = {0};
+	int64_t since, *all = xmalloc(sizeof(int64_t) * NTHREADS * EV_PER_THREAD);
+	int failures = 0, bad = 0, dups = 0;
+	size_t pages = 0;
+	uint64_t t0;
+
+	filer_store_event_clock(st, &since);
+	t0 = time_mono_ns();
+	for (int i = 0; i < NTHREADS; i++) {
+		t[i].s = i % 2 ? st2 : st; /* half through the other handle: two "filers" */
+		t[i].dir = xasprintf("%s/t%02d", base, i);
+		t[i].failures = 0;
+		pthread_create(&th[i], NULL, ev_thread, &t[i]);
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		failures += t[i].failures;
+		for (int j = 0; j < EV_PER_THREAD; j++) {
+			all[i * EV_PER_THREAD + j] = t[i].ts[j];
+			if (j && t[i].ts[j] <= t[i].ts[j - 1])
+				bad++;
+		}
+	}
+	printf("# %d insert+event transactions from 16 threads on 2 handles: %.0f/s\n",
+	       NTHREADS * EV_PER_THREAD, NTHREADS * EV_PER_THREAD / ((time_mono_ns() - t0) / 1e9));
+	is_int(failures, 0, "16 threads on two handles: every insert+event commits");
+	is_int(bad, 0, "each thread's ts strictly increase");
+	qsort(all, NTHREADS * EV_PER_THREAD, sizeof(*all), cmp_i64);
+	for (int i = 1; i < NTHREADS * EV_PER_THREAD; i++)
+		if (all[i] == all[i - 1])
+			dups++;
+	is_int(dups, 0, "no two events share a ts, across threads and handles");
+
+	is_int(read_all(st, since, base, 333, &l, &pages), WFS_OK, "paged read (333)");
+	is_int(l.n, NTHREADS * EV_PER_THREAD, "every event read");
+	bad = 0;
+	for (size_t i = 0; i < l.n && i < (size_t)NTHREADS * EV_PER_THREAD; i++) {
+		if (l.ev[i]->ts_ns != all[i])
+			bad++;
+		if (i && l.ev[i]->ts_ns <= l.ev[i - 1]->ts_ns)
+			bad++;
+	}
+	is_int(bad, 0, "exactly once each, in ts order");
+	evlist_free(&l);
+
+	/* one thread's directory with a small page: a filtered, paged read */
+	read_all(st2, since, t[3].dir, 7, &l, NULL);
+	is_int(l.n, EV_PER_THREAD, "filtered paged read (7) through the other handle");
+	bad = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "n%04zu", i);
+		if (strcmp(ev_name(l.ev[i]), name) || l.ev[i]->ts_ns != t[3].ts[i])
+			bad++;
+	}
+	is_int(bad, 0, "that directory's events, once each, in order");
+	evlist_free(&l);
+	for (int i = 0; i < NTHREADS; i++) {
+		filer_store_delete_children(st, NULL, t[i].dir, NULL);
+		free(t[i].dir);
+	}
+	free(all);
+	free(base);
+}
+
+/* Two handles ("filers") on one database see each other's events and entries. */
+static void test_events_two_handles(void)
+{
+	char *d = sub("two");
+	struct evlist l = {0};
+	int64_t since, ts;
+	filer_store_event_clock(st, &since);
+	is_int(insert_with_event(st2, d, "from2", false, &ts), WFS_OK, "append through handle 2");
+	read_all(st, since, d, 10, &l, NULL);
+	ok(l.n == 1 && !strcmp(ev_name(l.ev[0]), "from2") && l.ev[0]->ts_ns == ts,
+	   "handle 1 reads handle 2's event");
+	evlist_free(&l);
+	is_int(size_of(NULL, d, "from2"), 1, "and its entry");
+	is_int(insert_with_event(st, d, "from1", false, &ts), WFS_OK, "append through handle 1");
+	read_all(st2, since, d, 10, &l, NULL);
+	ok(l.n == 2 && !strcmp(ev_name(l.ev[1]), "from1"), "handle 2 reads both in order");
+	evlist_free(&l);
+	filer_store_delete_children(st, NULL, d, NULL);
+	free(d);
+}
+
+/* ---- the garbage queue ---- */
+
+static char **gc_fids(const char *tag, int n)
+{
+	char **f = xmalloc(sizeof(*f) * (size_t)n);
+	for (int i = 0; i < n; i++)
+		f[i] = xasprintf("%s/%s/%05d", root, tag, i);
+	return f;
+}
+
+static void gc_fids_free(char **f, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(f[i]);
+	free(f);
+}
+
+/* How many of the taken items carry tag (other runs may share a PostgreSQL queue). */
+static int own(const struct filer_gc_item *it, size_t n, const char *tag)
+{
+	char *p = xasprintf("%s/%s/", root, tag);
+	int c = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(it[i].fid, p, strlen(p)))
+			c++;
+	free(p);
+	return c;
+}
+
+static int take_own(struct filer_store *s, const char *tag, int64_t lease_ns, uint32_t *attempts)
+{
+	struct filer_gc_item *it;
+	size_t n;
+	int c;
+	if (filer_store_gc_take(s, FILER_GC_BATCH_MAX, lease_ns, &it, &n))
+		return -1;
+	c = own(it, n, tag);
+	if (attempts && n)
+		*attempts = it[0].attempts;
+	filer_gc_items_free(it, n);
+	return c;
+}
+
+static void test_gc(void)
+{
+	const int64_t ms = 1000000;
+	char **due = gc_fids("due", 50), **later = gc_fids("later", 50), **rb = gc_fids("rb", 10);
+	struct filer_tx *tx;
+	uint64_t c0 = 0, c1 = 0;
+	uint32_t attempts = 0;
+
+	filer_store_gc_count(st, &c0);
+	is_int(filer_store_begin(st, &tx), WFS_OK, "begin");
+	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)rb, 10, 0), WFS_OK,
+	       "enqueue in a tx");
+	filer_store_rollback(tx);
+	filer_store_gc_count(st, &c1);
+	is_int(c1, c0, "rolled-back enqueue leaves nothing");
+	is_int(filer_store_begin(st, &tx), WFS_OK, "begin");
+	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)due, 50, 0), WFS_OK, "enqueue due");
+	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)later, 50,
+				      (int64_t)time_now_ns() + 1500 * ms),
+	       WFS_OK, "enqueue not before 1.5 s");
+	is_int(filer_store_commit(tx), WFS_OK, "commit");
+	is_int(filer_store_gc_enqueue(st, NULL, (const char *const *)due, 50, 0), WFS_OK,
+	       "enqueue again (no tx): already queued ids keep their state");
+	filer_store_gc_count(st, &c1);
+	is_int(c1 - c0, 100, "100 queued");
+	is_int(take_own(st, "due", 300 * ms, &attempts), 50, "take: the 50 due ones");
+	is_int(attempts, 1, "first attempt");
+	is_int(take_own(st, "later", 300 * ms, NULL), 0, "not-before respected");
+	is_int(take_own(st2, "due", 300 * ms, NULL), 0, "leased: another handle gets none");
+	usleep(400000);
+	is_int(take_own(st2, "due", 300 * ms, &attempts), 50, "after the lease: retaken");
+	is_int(attempts, 2, "second attempt counted");
+	is_int(filer_store_gc_done(st2, (const char *const *)due, 50), WFS_OK, "done");
+	filer_store_gc_count(st, &c1);
+	is_int(c1 - c0, 50, "done ids leave the queue");
+	is_int(filer_store_gc_defer(st, (const char *const *)later, 10,
+				    (int64_t)time_now_ns() + 100 * ms),
+	       WFS_OK, "defer 10 to 100 ms from now");
+	is_int(take_own(st, "later", 300 * ms, NULL), 0, "deferred ids not due yet");
+	usleep(200000);
+	is_int(take_own(st, "later", 300 * ms, NULL), 10, "the deferred 10 come due");
+	usleep(1500000);
+	is_int(take_own(st, "later", 300 * ms, NULL), 50,
+	       "after not-before: the other 40, and the 10 whose lease ran out undone");
+	is_int(filer_store_gc_done(st, (const char *const *)later, 50), WFS_OK, "done");
+	{
+		struct filer_gc_item *it;
+		size_t n;
+		const char *empty[1] = {""};
+		is_int(filer_store_gc_take(st, 0, ms, &it, &n), WFS_EINVAL, "take 0 refused");
+		is_int(filer_store_gc_take(st, 1, 0, &it, &n), WFS_EINVAL, "lease 0 refused");
+		is_int(filer_store_gc_enqueue(st, NULL, empty, 1, 0), WFS_EINVAL, "empty fid refused");
+	}
+	gc_fids_free(due, 50);
+	gc_fids_free(later, 50);
+	gc_fids_free(rb, 10);
+}
+
+#define GC_RACE_N 2000
+
+struct taker {
+	struct filer_store *s;
+	char **got;
+	size_t n, cap;
+	int errors;
+};
+
+static void *taker_thread(void *arg)
+{
+	struct taker *t = arg;
+	for (int empty = 0; empty < 3;) {
+		struct filer_gc_item *it;
+		size_t n;
+		if (filer_store_gc_take(t->s, 37, 60 * 1000000000LL, &it, &n)) {
+			t->errors++;
+			break;
+		}
+		if (own(it, n, "race") == 0)
+			empty++;
+		for (size_t i = 0; i < n; i++) {
+			if (t->n == t->cap) {
+				t->cap = t->cap ? t->cap * 2 : 64;
+				t->got = xrealloc(t->got, t->cap * sizeof(*t->got));
+			}
+			t->got[t->n++] = xstrdup(it[i].fid);
+		}
+		filer_gc_items_free(it, n);
+	}
+	return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_gc_race(void)
+{
+	char **f = gc_fids("race", GC_RACE_N);
+	pthread_t th[NTHREADS];
+	struct taker t[NTHREADS];
+	char **all = NULL;
+	size_t total = 0, mine = 0, dups = 0;
+	int errors = 0;
+	char *p = xasprintf("%s/race/", root);
+
+	is_int(filer_store_gc_enqueue(st, NULL, (const char *const *)f, GC_RACE_N, 0), WFS_OK,
+	       "enqueue 2000");
+	for (int i = 0; i < NTHREADS; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].s = i % 2 ? st2 : st;
+		pthread_create(&th[i], NULL, taker_thread, &t[i]);
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		errors += t[i].errors;
+		all = xrealloc(all, (total + t[i].n + 1) * sizeof(*all));
+		if (t[i].n)
+			memcpy(all + total, t[i].got, t[i].n * sizeof(*all));
+		total += t[i].n;
+		free(t[i].got);
+	}
+	is_int(errors, 0, "16 takers on two handles: no errors");
+	qsort(all, total, sizeof(*all), cmp_str);
+	for (size_t i = 0; i < total; i++) {
+		if (!strncmp(all[i], p, strlen(p)))
+			mine++;
+		if (i && !strcmp(all[i], all[i - 1]))
+			dups++;
+	}
+	is_int(mine, GC_RACE_N, "every id taken");
+	is_int(dups, 0, "no id taken twice");
+	for (size_t i = 0; i < total; i++)
+		free(all[i]);
+	free(all);
+	for (int i = 0; i < GC_RACE_N; i += 500)
+		filer_store_gc_done(st, (const char *const *)f + i, 500);
+	gc_fids_free(f, GC_RACE_N);
+	free(p);
+}
+
 static void test_pg_outage(void)
 {
 	const char *stop = getenv("WEEDFS_TEST_PG_STOP_CMD");
@@ -653,7 +1151,17 @@ int main(int argc, char **argv)
 	test_list_big();
 	test_race();
 	test_tx_concurrent();
+	dsn_g = dsn;
+	is_int(filer_store_open(dsn_g, &st2), WFS_OK, "open a second handle on the same database");
+	if (st2) {
+		test_events();
+		test_events_threads();
+		test_events_two_handles();
+		test_gc();
+		test_gc_race();
+	}
 	test_pg_outage();
+	filer_store_close(st2);
 	filer_store_close(st);
 	if (own) {
 		char *p;

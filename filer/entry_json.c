@@ -1,0 +1,177 @@
+/*
+ * Entry JSON writer (see entry_json.h). Key names are camelCase and stable:
+ * they are a public interface (docs/filer-events.md).
+ */
+#include "config.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "filer/entry_json.h"
+#include "util.h"
+
+void entry_json_base64(const void *p, size_t n, buf *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const uint8_t *s = p;
+	char q[4];
+	size_t i;
+	buf_reserve(out, (n + 2) / 3 * 4 + 1);
+	for (i = 0; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+		q[0] = tab[v >> 18];
+		q[1] = tab[v >> 12 & 63];
+		q[2] = tab[v >> 6 & 63];
+		q[3] = tab[v & 63];
+		buf_append(out, q, 4);
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+		q[0] = tab[v >> 18];
+		q[1] = tab[v >> 12 & 63];
+		q[2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		q[3] = '=';
+		buf_append(out, q, 4);
+	}
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t c;
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, c = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, c = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, c = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+void entry_json_str(json_w *w, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	buf b = BUF_INIT;
+	size_t i = 0, l;
+	if (!s) {
+		jw_null(w);
+		return;
+	}
+	while (i < n && (l = utf8_len(p + i, n - i)) != 0)
+		i += l;
+	if (i == n) {
+		jw_strn(w, s, n); /* the common case: valid as it is */
+		return;
+	}
+	for (i = 0; i < n; i += l ? l : 1) {
+		l = utf8_len(p + i, n - i);
+		if (l)
+			buf_append(&b, p + i, l);
+		else
+			buf_append(&b, "\xef\xbf\xbd", 3);
+	}
+	jw_strn(w, b.data, b.len);
+	buf_free(&b);
+}
+
+static void kv_text(json_w *w, const char *key, const char *v)
+{
+	if (!v || !v[0])
+		return; /* absent and empty are the same */
+	jw_key(w, key);
+	entry_json_str(w, v, strlen(v));
+}
+
+static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
+{
+	buf b = BUF_INIT;
+	entry_json_base64(p, n, &b);
+	if (key)
+		jw_key(w, key);
+	jw_strn(w, b.data ? b.data : "", b.len);
+	buf_free(&b);
+}
+
+void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
+{
+	const struct filer_attr *a = &e->attr;
+	char *full = filer_entry_full_path(e);
+
+	jw_obj_begin(w);
+	jw_key(w, "fullPath");
+	entry_json_str(w, full, strlen(full));
+	jw_key(w, "name");
+	entry_json_str(w, e->name, strlen(e->name));
+	jw_kv_bool(w, "isDirectory", S_ISDIR(a->mode));
+	jw_kv_u64(w, "mode", a->mode);
+	jw_kv_u64(w, "uid", a->uid);
+	jw_kv_u64(w, "gid", a->gid);
+	jw_kv_u64(w, "size", a->size);
+	jw_kv_i64(w, "mtime", a->mtime_ns / 1000000000);
+	jw_kv_i64(w, "mtimeNs", a->mtime_ns);
+	jw_kv_i64(w, "ctimeNs", a->ctime_ns);
+	jw_kv_i64(w, "crtimeNs", a->crtime_ns);
+	jw_kv_u64(w, "nlink", a->nlink);
+	jw_kv_u64(w, "rdev", a->rdev);
+	jw_kv_u64(w, "ttlSec", a->ttl_sec);
+	kv_text(w, "mime", a->mime);
+	kv_text(w, "collection", a->collection);
+	kv_text(w, "replication", a->replication);
+	kv_text(w, "symlinkTarget", a->symlink_target);
+	if (a->hard_link_id_len)
+		kv_base64(w, "hardLinkId", a->hard_link_id, a->hard_link_id_len);
+	if (e->n_xattrs) {
+		jw_key(w, "xattrs");
+		jw_obj_begin(w);
+		for (size_t i = 0; i < e->n_xattrs; i++) {
+			entry_json_str(w, e->xattrs[i].name, strlen(e->xattrs[i].name));
+			kv_base64(w, NULL, e->xattrs[i].value, e->xattrs[i].value_len);
+		}
+		jw_obj_end(w);
+	}
+	if (e->has_content) {
+		jw_kv_u64(w, "contentLength", e->content_len);
+		if (flags & ENTRY_JSON_CONTENT)
+			kv_base64(w, "content", e->content, e->content_len);
+	}
+	jw_key(w, "chunks");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < e->n_chunks; i++) {
+		const struct filer_chunk *c = &e->chunks[i];
+		jw_obj_begin(w);
+		jw_key(w, "fileId");
+		entry_json_str(w, c->fid, strlen(c->fid));
+		jw_kv_u64(w, "offset", c->offset);
+		jw_kv_u64(w, "size", c->size);
+		jw_kv_i64(w, "mtimeNs", c->mtime_ns);
+		kv_text(w, "eTag", c->etag);
+		if (c->is_manifest)
+			jw_kv_bool(w, "isManifest", true);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+	free(full);
+}
+
+void entry_json(const struct filer_entry *e, unsigned flags, buf *out)
+{
+	json_w *w = jw_new(out, false);
+	entry_json_write(w, e, flags);
+	jw_free(w);
+}
