@@ -1,0 +1,140 @@
+/*
+ * The filer's data path: a chunk writer that cuts a byte stream into chunks
+ * and uploads them in parallel with bounded memory, and a chunk reader that
+ * streams any byte range of a file from its chunk list (newest-wins overlaps,
+ * holes as zeros, manifests resolved, replica failover).
+ *
+ * Both are blocking and meant for the filer's worker threads (never a libevent
+ * loop thread, never a worker of the blob_client's own pool).
+ */
+#ifndef WEEDFS_FILER_CHUNK_IO_H
+#define WEEDFS_FILER_CHUNK_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+#include "filer/blob_client.h"
+#include "filer/entry.h"
+
+#define CHUNK_SIZE_DEFAULT (4u << 20)
+#define CHUNK_SIZE_MAX (1024u << 20)
+#define CHUNK_IN_FLIGHT_DEFAULT 4
+#define CHUNK_IN_FLIGHT_MAX 64
+
+struct chunk_writer_opts {
+	uint64_t chunk_size;     /* bytes per chunk (the filer's -maxMB); 0 = CHUNK_SIZE_DEFAULT */
+	uint64_t offset;         /* file offset of the first byte written (op=append, overwrites) */
+	size_t inline_max;       /* a stream of at most this many bytes is kept inline instead of
+				    uploaded (saveInside); 0 = never. Capped at chunk_size. */
+	const char *collection;  /* assignment parameters, NULL = master's default (all copied) */
+	const char *replication;
+	const char *ttl;
+	const char *data_center;
+	const char *rack;
+	bool fsync;              /* ask volume servers to fsync each chunk */
+	int max_in_flight;       /* parallel uploads; 0 = CHUNK_IN_FLIGHT_DEFAULT */
+};
+
+typedef struct chunk_writer chunk_writer;
+
+/*
+ * A writer uploading through bc (borrowed; must outlive the writer). o is
+ * copied (NULL = all defaults). WFS_EINVAL (NULL returned) when chunk_size or
+ * max_in_flight is out of range. A writer is used by one thread at a time.
+ */
+chunk_writer *chunk_writer_new(blob_client *bc, const struct chunk_writer_opts *o, wfs_err *err);
+
+/*
+ * Appends len bytes (borrowed, copied). Whenever chunk_size bytes are buffered
+ * they are handed to an upload worker; while max_in_flight uploads are running
+ * this call waits, so the writer never holds more than
+ * (max_in_flight + 1) * chunk_size bytes. Returns the first upload error
+ * (after which the caller aborts); WFS_EINVAL after finish or abort.
+ */
+wfs_err chunk_writer_write(chunk_writer *cw, const void *data, size_t len);
+
+/*
+ * Uploads what is buffered, waits for every upload and hands the chunk list,
+ * ascending by offset, to the caller (*chunks owned by the caller, free with
+ * filer_chunks_free; NULL with *n = 0 for an empty or inline stream). On an
+ * error every chunk already uploaded is deleted. Each chunk carries its fid,
+ * offset, size, the mtime when it was cut and the volume's eTag.
+ */
+wfs_err chunk_writer_finish(chunk_writer *cw, struct filer_chunk **chunks, size_t *n);
+
+/*
+ * After a successful finish: true when the stream fit in inline_max and was not
+ * uploaded; *data (borrowed from cw, valid until chunk_writer_free; may be NULL
+ * when *len is 0) and *len are then the content to store in the entry.
+ */
+bool chunk_writer_inline(const chunk_writer *cw, const uint8_t **data, size_t *len);
+
+/*
+ * Waits for the running uploads and copies the chunks uploaded so far (not the
+ * buffered tail) into *chunks (caller frees with filer_chunks_free). The filer
+ * records them in its garbage queue before committing, so a crash mid-upload
+ * leaks nothing.
+ */
+void chunk_writer_uploaded(chunk_writer *cw, struct filer_chunk **chunks, size_t *n);
+
+/* Bytes written so far. */
+uint64_t chunk_writer_size(const chunk_writer *cw);
+
+/* Highest number of chunk-buffer bytes held at once (the memory bound, for tests). */
+size_t chunk_writer_mem_peak(chunk_writer *cw);
+
+/*
+ * Waits for running uploads, then deletes every chunk uploaded so far. Returns the
+ * first delete error (the chunks it could not delete are left for the garbage
+ * queue: log lines name them). The writer accepts no more writes.
+ */
+wfs_err chunk_writer_abort(chunk_writer *cw);
+
+/* Frees the writer; if neither finish nor abort succeeded it aborts first. NULL does nothing. */
+void chunk_writer_free(chunk_writer *cw);
+
+/* Receives the bytes of a read in file order; a non-OK return stops the read. */
+typedef wfs_err (*chunk_sink_fn)(void *arg, const void *data, size_t len);
+
+struct chunk_read_opts {
+	size_t piece_size;  /* bytes per ranged GET; 0 = 4 MiB, at most CHUNK_SIZE_MAX */
+	int read_ahead;     /* pieces fetched in parallel; 0 = 4, at most CHUNK_IN_FLIGHT_MAX */
+};
+
+/*
+ * Streams bytes [offset, offset+len) of a file of file_size bytes described by
+ * chunks (borrowed; may hold manifest chunks, which are fetched and resolved
+ * first) to sink, clipped to file_size: exactly min(len, file_size - offset)
+ * bytes, holes as zeros. Only the needed byte ranges are fetched, piece by piece,
+ * at most read_ahead pieces held at once. A failed replica is skipped (and its
+ * location forgotten); WFS_EUNAVAIL when no replica of a chunk answers,
+ * WFS_ENOENT when a chunk's blob is gone, or the sink's error.
+ */
+wfs_err chunk_read(blob_client *bc, const struct filer_chunk *chunks, size_t n,
+		   uint64_t file_size, uint64_t offset, uint64_t len, chunk_sink_fn sink,
+		   void *arg);
+/* chunk_read with explicit tuning; o may be NULL. */
+wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t n,
+		      uint64_t file_size, uint64_t offset, uint64_t len, chunk_sink_fn sink,
+		      void *arg, const struct chunk_read_opts *o);
+
+/*
+ * Replaces manifest chunks by the chunks they list (fetched through bc). *out is
+ * newly allocated (free with filer_chunks_free). Errors as chunks_resolve_manifests
+ * and blob_client_read.
+ */
+wfs_err chunk_resolve_manifests(blob_client *bc, const struct filer_chunk *chunks, size_t n,
+				struct filer_chunk **out, size_t *nout);
+
+/*
+ * Packs runs of `batch` chunks (0 = 1000) into manifest chunks, each manifest blob
+ * uploaded with o's assignment parameters (o may be NULL). *out is a new list
+ * (free with filer_chunks_free); chunks is unchanged. On an error the manifests
+ * already uploaded are deleted.
+ */
+wfs_err chunk_manifestize(blob_client *bc, const struct chunk_writer_opts *o,
+			  const struct filer_chunk *chunks, size_t n, size_t batch,
+			  struct filer_chunk **out, size_t *nout);
+
+#endif
