@@ -1,1 +1,16 @@
-# filer/daemon.mk: (empty until its part lands)
+# filer/daemon.mk: the filer daemon (HTTP API over the store and the blob store).
+filer_libfiler_a_SOURCES += \
+	filer/filer.h filer/filer_int.h \
+	filer/filer_server.c \
+	filer/filer_path.c \
+	filer/filer_read.c \
+	filer/filer_list.c \
+	filer/filer_write.c \
+	filer/filer_ops.c \
+	filer/filer_tag.c
+
+# The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
+check_PROGRAMS += tests/unit/test_filer_daemon
+TESTS += tests/unit/test_filer_daemon
+tests_unit_test_filer_daemon_SOURCES = tests/unit/test_filer_daemon.c tests/unit/tap.h
+tests_unit_test_filer_daemon_LDADD = $(FILER_TEST_LDADD) -lpthread

@@ -9,5 +9,5 @@ weedfs_SOURCES = \
 	server/main.c \
 	server/mini.c server/mini.h \
 	server/benchmark.c server/benchmark.h
-weedfs_LDADD = server/master/libmaster.a server/volume/libvolume.a server/libcommon.a \
-	lib/libweedfs.a $(WEEDFS_DEP_LIBS)
+weedfs_LDADD = filer/libfiler.a server/master/libmaster.a server/volume/libvolume.a \
+	server/libcommon.a lib/libweedfs.a $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "benchmark.h"
+#include "filer/filer.h"
 #include "http_client.h"
 #include "master/master.h"
 #include "mini.h"
@@ -19,7 +20,8 @@ static const struct command {
 } commands[] = {
 	{"master", master_main, "run the master: volume placement and file ids (port 9333)"},
 	{"volume", volume_main, "run a volume server: stores needles in volumes (port 8080)"},
-	{"mini", mini_main, "run a master and a volume server in one process"},
+	{"filer", filer_main, "run a filer: directories and files over volumes (port 8888)"},
+	{"mini", mini_main, "run a master, a volume server and a filer in one process"},
 	{"benchmark", benchmark_main, "write then read many small files and print figures"},
 	{"version", version_main, "print the version"},
 	{"help", help_main, "list the commands"},

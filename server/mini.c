@@ -1,12 +1,14 @@
 /*
  * weedfs mini: one node, one data directory, no external service. Starts the
- * master (metadata under DIR/master) and a volume server (volumes under
- * DIR/volume) inside this process, then waits for SIGINT or SIGTERM.
+ * master (metadata under DIR/master), a volume server (volumes under
+ * DIR/volume) and a filer (SQLite store in DIR/filer) inside this process,
+ * then waits for SIGINT or SIGTERM.
  */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include "daemon.h"
+#include "filer/filer.h"
 #include "log.h"
 #include "master/master.h"
 #include "mini.h"
@@ -14,20 +16,22 @@
 #include "volume/volume_server.h"
 
 static const char mini_summary[] =
-	"Runs a master and a volume server in one process: a one-node cluster for\n"
-	"development, tests and small deployments. Metadata goes to DIR/master and\n"
-	"volumes to DIR/volume.";
+	"Runs a master, a volume server and a filer in one process: a one-node cluster\n"
+	"for development, tests and small deployments. Master metadata goes to\n"
+	"DIR/master, volumes to DIR/volume and the filer's SQLite store to DIR/filer.";
 
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
-	int mport = 9333, vport = 8080, volume_max = 0, pulse = 5;
+	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
 		{"ip", FLAG_STRING, &ip, "address to bind and advertise"},
 		{"master.port", FLAG_INT, &mport, "master port"},
 		{"volume.port", FLAG_INT, &vport, "volume server port"},
+		{"filer.port", FLAG_INT, &fport, "filer port"},
+		{"filer.maxMB", FLAG_INT, &max_mb, "filer: chunk size of uploads in MiB"},
 		{"volume.max", FLAG_INT, &volume_max, "maximum volumes, 0 = from free disk space"},
 		{"volumeSizeLimitMB", FLAG_I64, &size_limit_mb, "a volume stops taking writes at this size"},
 		{"defaultReplication", FLAG_STRING, &replication, "replication when none is asked for"},
@@ -38,6 +42,9 @@ int mini_main(int argc, char **argv)
 	struct volume_server_opts vo;
 	struct master *m = NULL;
 	struct volume_server *vs = NULL;
+	struct filer_opts fo;
+	struct filer *fl = NULL;
+	char *filer_dir = NULL;
 	char *master_dir = NULL, *volume_dir = NULL, *mserver = NULL, max[16];
 	sigset_t stop;
 	wfs_err err = WFS_OK;
@@ -54,7 +61,8 @@ int mini_main(int argc, char **argv)
 
 	master_dir = xasprintf("%s/master", dir);
 	volume_dir = xasprintf("%s/volume", dir);
-	if (!mkdir_p(master_dir) || !mkdir_p(volume_dir)) {
+	filer_dir = xasprintf("%s/filer", dir);
+	if (!mkdir_p(master_dir) || !mkdir_p(volume_dir) || !mkdir_p(filer_dir)) {
 		log_error("could not create data directories under \"%s\"", dir);
 		goto out;
 	}
@@ -87,17 +95,33 @@ int mini_main(int argc, char **argv)
 		log_error("could not start the volume server: %s", wfs_strerror(err));
 		goto out;
 	}
-	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, data in %s", ip,
-		 master_port(m), ip, volume_server_port(vs), dir);
+	filer_opts_default(&fo);
+	fo.ip = ip;
+	fo.port = fport;
+	fo.master = mserver;
+	fo.dir = filer_dir;
+	fo.max_mb = max_mb;
+	fo.default_replication = "";
+	fl = filer_start(&fo, &err);
+	if (!fl) {
+		log_error("could not start the filer: %s", wfs_strerror(err));
+		goto out;
+	}
+	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
+		 "filer http://%s:%d, data in %s",
+		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl), dir);
 
 	daemon_wait_for_stop(&stop);
 	rc = 0;
 out:
-	/* Volume server first, so its last heartbeat still finds the master. */
+	/* The filer first (it uses both), then the volume server, so its last heartbeat
+	 * still finds the master. */
+	filer_stop(fl);
 	volume_server_stop(vs);
 	master_stop(m);
 	free(mserver);
 	free(master_dir);
 	free(volume_dir);
+	free(filer_dir);
 	return rc;
 }

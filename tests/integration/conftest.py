@@ -257,7 +257,7 @@ class Cluster:
         return d
 
     def mini(self, extra=()):
-        mport, vport = free_port(), free_port()
+        mport, vport, fport = free_port(), free_port(), free_port()
         d = self._dir("mini")
         args = [
             "mini",
@@ -265,10 +265,11 @@ class Cluster:
             "-ip=127.0.0.1",
             "-master.port=%d" % mport,
             "-volume.port=%d" % vport,
+            "-filer.port=%d" % fport,
         ] + list(extra)
         m = Daemon("mini-%d" % mport, args, d, "127.0.0.1:%d" % mport,
-                   extra_urls=["127.0.0.1:%d" % vport])
-        m.port, m.volume_port, m.dir = mport, vport, d
+                   extra_urls=["127.0.0.1:%d" % vport, "127.0.0.1:%d" % fport])
+        m.port, m.volume_port, m.filer_port, m.dir = mport, vport, fport, d
         self.daemons.append(m)
         return m.start()
 

@@ -1,0 +1,502 @@
+/*
+ * Request jobs, path rules, path locks and the store operations every handler
+ * shares (find with a virtual root, mkdir -p, the entry JSON). See
+ * filer_int.h for the threading and locking rules.
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "filer/chunk_io.h"
+#include "filer/filer_int.h"
+#include "filer/gc_queue.h"
+#include "filer/metalog.h"
+#include "log.h"
+#include "util.h"
+
+/* Request headers a handler may need later on a worker. */
+static const char *const copied_headers[] = {
+	"Accept", "Range", "If-None-Match", "If-Modified-Since", "Content-Type",
+};
+
+/* ---- jobs ---- */
+
+struct fjob *fjob_new(struct filer *f, http_req *req, const char *path, bool trailing_slash)
+{
+	struct fjob *j = xcalloc(1, sizeof(*j));
+	const char *name, *value;
+	size_t n = 0;
+
+	j->f = f;
+	j->req = req;
+	j->method = http_req_method(req);
+	j->path = xstrdup(path);
+	j->trailing_slash = trailing_slash;
+	if (filer_path_split(path, &j->dir, &j->name) != WFS_OK) {
+		/* the router validated path already; keep the job usable anyway */
+		j->dir = xstrdup("/");
+		j->name = xstrdup("");
+	}
+	while (http_req_query_at(req, n, &name, &value))
+		n++;
+	j->q = xcalloc(n ? n : 1, sizeof(*j->q));
+	for (size_t i = 0; i < n && http_req_query_at(req, i, &name, &value); i++) {
+		j->q[i].name = xstrdup(name);
+		j->q[i].value = xstrdup(value ? value : "");
+	}
+	j->nq = n;
+	j->h = xcalloc(ARRAY_LEN(copied_headers) + FILER_TAGS_MAX, sizeof(*j->h));
+	for (size_t i = 0; i < ARRAY_LEN(copied_headers); i++) {
+		const char *v = http_req_header(req, copied_headers[i]);
+		if (!v)
+			continue;
+		j->h[j->nh].name = xstrdup(copied_headers[i]);
+		j->h[j->nh].value = xstrdup(v);
+		j->nh++;
+	}
+	/* tags: "Seaweed-" headers (filer_tag.c); more than FILER_TAGS_MAX are refused there */
+	for (size_t i = 0, ntags = 0; http_req_header_at(req, i, &name, &value); i++) {
+		if (strncasecmp(name, "Seaweed-", 8))
+			continue;
+		if (++ntags > FILER_TAGS_MAX) {
+			j->too_many_tags = true;
+			break;
+		}
+		j->h[j->nh].name = xstrdup(name);
+		j->h[j->nh].value = xstrdup(value ? value : "");
+		j->nh++;
+	}
+	j->status = 200;
+	return j;
+}
+
+void fjob_free(struct fjob *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nq; i++) {
+		free(j->q[i].name);
+		free(j->q[i].value);
+	}
+	for (size_t i = 0; i < j->nh; i++) {
+		free(j->h[i].name);
+		free(j->h[i].value);
+	}
+	for (size_t i = 0; i < j->nrh; i++) {
+		free(j->rh[i].name);
+		free(j->rh[i].value);
+	}
+	free(j->q);
+	free(j->h);
+	free(j->ctype_owned);
+	free(j->path);
+	free(j->dir);
+	free(j->name);
+	buf_free(&j->body);
+	free(j);
+}
+
+const char *fjob_query(const struct fjob *j, const char *name)
+{
+	for (size_t i = 0; i < j->nq; i++)
+		if (!strcmp(j->q[i].name, name))
+			return j->q[i].value;
+	return NULL;
+}
+
+const char *fjob_header(const struct fjob *j, const char *name)
+{
+	for (size_t i = 0; i < j->nh; i++)
+		if (!strcasecmp(j->h[i].name, name))
+			return j->h[i].value;
+	return NULL;
+}
+
+bool fjob_query_bool(struct fjob *j, const char *name, bool def, bool *out)
+{
+	const char *v = fjob_query(j, name);
+	*out = def;
+	if (!v)
+		return true;
+	if (!*v) {
+		*out = true; /* "?recursive" alone means true */
+		return true;
+	}
+	if (!parse_bool(v, out)) {
+		fjob_error(j, 400, "invalid boolean %s=\"%s\"", name, v);
+		return false;
+	}
+	return true;
+}
+
+void fjob_error(struct fjob *j, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_w *w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "error", msg);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = status;
+	j->ctype = "application/json";
+}
+
+void fjob_store_error(struct fjob *j, wfs_err err, const char *what)
+{
+	int status = wfs_err_http_status(err);
+	if (err == WFS_EUNAVAIL || err == WFS_ETIMEDOUT)
+		status = 503;
+	if (status < 400)
+		status = 500;
+	fjob_error(j, status, "%s: %s", what, wfs_strerror(err));
+}
+
+void fjob_resp_header(struct fjob *j, const char *name, const char *value)
+{
+	if (j->nrh >= FILER_JOB_HEADERS)
+		return;
+	j->rh[j->nrh].name = xstrdup(name);
+	j->rh[j->nrh].value = xstrdup(value);
+	j->nrh++;
+}
+
+void fjob_respond(struct fjob *j)
+{
+	if (j->on_loop) {
+		fjob_fn fn = j->on_loop;
+		j->on_loop = NULL;
+		fn(j);
+		return;
+	}
+	for (size_t i = 0; i < j->nrh; i++)
+		http_resp_header(j->req, j->rh[i].name, j->rh[i].value);
+	if (j->body.len || j->ctype)
+		http_resp_header(j->req, "Content-Type", j->ctype ? j->ctype : "application/json");
+	http_resp_send(j->req, j->status, j->body.data ? j->body.data : "", j->body.len);
+	fjob_free(j);
+}
+
+static void job_done(http_req *req, void *arg)
+{
+	(void)req;
+	fjob_respond(arg);
+}
+
+void fjob_respond_deferred(struct fjob *j) { http_req_defer(j->req, job_done, j); }
+
+static void job_run(void *arg)
+{
+	struct fjob *j = arg;
+	j->run(j);
+	http_req_defer(j->req, job_done, j);
+}
+
+void fjob_submit(struct fjob *j)
+{
+	if (!filer_submit(j->f, false, job_run, j)) {
+		http_resp_error(j->req, 503, "filer is stopping");
+		fjob_free(j);
+	}
+}
+
+/* ---- paths ---- */
+
+wfs_err filer_path_normalize(const char *raw, char **out, bool *trailing)
+{
+	size_t n = strlen(raw);
+	char *p, *dir = NULL, *name = NULL;
+	size_t o = 0;
+	wfs_err err;
+
+	*out = NULL;
+	*trailing = false;
+	if (n == 0 || raw[0] != '/' || n > FILER_PATH_MAX)
+		return WFS_EINVAL;
+	p = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (raw[i] == '/' && o > 0 && p[o - 1] == '/')
+			continue;
+		p[o++] = raw[i];
+	}
+	p[o] = '\0';
+	if (o > 1 && p[o - 1] == '/') {
+		p[--o] = '\0';
+		*trailing = true;
+	} else if (o == 1) {
+		*trailing = true;
+	}
+	err = filer_path_split(p, &dir, &name);
+	free(dir);
+	free(name);
+	if (err) {
+		free(p);
+		return WFS_EINVAL;
+	}
+	*out = p;
+	return WFS_OK;
+}
+
+char *filer_path_join(const char *dir, const char *name)
+{
+	if (!*name)
+		return xstrdup(dir);
+	if (!strcmp(dir, "/"))
+		return xasprintf("/%s", name);
+	return xasprintf("%s/%s", dir, name);
+}
+
+/* ---- locks ---- */
+
+unsigned filer_stripe(const char *path)
+{
+	return (unsigned)(filer_store_dir_hash(path) % FILER_STRIPES);
+}
+
+void filer_lock_path(struct filer *f, const char *path)
+{
+	pthread_rwlock_rdlock(&f->ns_lock);
+	pthread_mutex_lock(&f->stripes[filer_stripe(path)]);
+}
+
+void filer_unlock_path(struct filer *f, const char *path)
+{
+	pthread_mutex_unlock(&f->stripes[filer_stripe(path)]);
+	pthread_rwlock_unlock(&f->ns_lock);
+}
+
+void filer_lock_tree(struct filer *f) { pthread_rwlock_wrlock(&f->ns_lock); }
+
+void filer_unlock_tree(struct filer *f) { pthread_rwlock_unlock(&f->ns_lock); }
+
+/* ---- common store operations ---- */
+
+bool filer_entry_is_dir(const struct filer_entry *e) { return S_ISDIR(e->attr.mode); }
+
+struct filer_entry *filer_dir_entry_new(const char *dir, const char *name, uint32_t mode)
+{
+	struct filer_entry *e = filer_entry_new(dir, name);
+	int64_t now = (int64_t)time_now_ns();
+	e->attr.mode = S_IFDIR | (mode & 07777);
+	e->attr.mtime_ns = e->attr.ctime_ns = e->attr.crtime_ns = now;
+	e->attr.nlink = 1;
+	return e;
+}
+
+wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const char *name,
+		   struct filer_entry **out)
+{
+	wfs_err err = filer_store_find(f->store, tx, dir, name, out);
+	if (err == WFS_ENOENT && !*name && !strcmp(dir, "/")) {
+		*out = filer_dir_entry_new("/", "", 0755);
+		err = WFS_OK;
+	}
+	return err;
+}
+
+wfs_err filer_mkdir_p(struct filer *f, struct filer_tx *tx, struct filer_evs *evs, const char *dir)
+{
+	struct filer_entry *e = NULL;
+	char *pdir = NULL, *pname = NULL;
+	wfs_err err;
+
+	if (!strcmp(dir, "/"))
+		return WFS_OK;
+	err = filer_path_split(dir, &pdir, &pname);
+	if (err)
+		goto out;
+	err = filer_find(f, tx, pdir, pname, &e);
+	if (!err) {
+		if (!filer_entry_is_dir(e))
+			err = WFS_EPERM;
+		goto out;
+	}
+	if (err != WFS_ENOENT)
+		goto out;
+	err = filer_mkdir_p(f, tx, evs, pdir);
+	if (err)
+		goto out;
+	e = filer_dir_entry_new(pdir, pname, 0770);
+	err = filer_store_insert(f->store, tx, e);
+	if (!err) {
+		filer_evs_add(evs, NULL, e);
+	} else if (err == WFS_EEXIST) {
+		/* another transaction made it first (PostgreSQL runs writers in parallel) */
+		filer_entry_free(e);
+		e = NULL;
+		err = filer_find(f, tx, pdir, pname, &e);
+		if (!err && !filer_entry_is_dir(e))
+			err = WFS_EPERM;
+	}
+out:
+	filer_entry_free(e);
+	free(pdir);
+	free(pname);
+	return err;
+}
+
+/* ---- life cycle hooks ---- */
+
+wfs_err filer_gc_enqueue(struct filer *f, struct filer_tx *tx, const struct filer_chunk *c,
+			 size_t n)
+{
+	struct filer_chunk *leaves = NULL;
+	size_t nleaves = 0, nf = 0;
+	const char **fids;
+	bool manifests = false;
+	wfs_err err = WFS_OK;
+
+	if (!n)
+		return WFS_OK;
+	for (size_t i = 0; i < n; i++)
+		manifests |= c[i].is_manifest;
+	if (manifests) {
+		err = chunk_resolve_manifests(f->bc, c, n, &leaves, &nleaves);
+		if (err) {
+			/* the members stay on the volumes; the manifests themselves still go */
+			log_warn("could not resolve manifests of freed chunks: %s",
+				 wfs_strerror(err));
+			leaves = NULL;
+			nleaves = 0;
+		}
+	}
+	fids = xcalloc(n + nleaves, sizeof(*fids));
+	for (size_t i = 0; i < n; i++)
+		fids[nf++] = c[i].fid;
+	for (size_t i = 0; i < nleaves; i++)
+		fids[nf++] = leaves[i].fid;
+	err = WFS_OK;
+	for (size_t off = 0; !err && off < nf; off += FILER_GC_BATCH_MAX)
+		err = filer_store_gc_enqueue(f->store, tx, fids + off,
+					     MIN((size_t)FILER_GC_BATCH_MAX, nf - off), 0);
+	free(fids);
+	filer_chunks_free(leaves, nleaves);
+	return err;
+}
+
+void filer_gc_kick(struct filer *f) { gc_queue_kick(f->gc); }
+
+void filer_free_chunks(struct filer *f, struct filer_chunk *c, size_t n)
+{
+	wfs_err err;
+	if (n) {
+		err = filer_gc_enqueue(f, NULL, c, n);
+		if (err)
+			log_warn("could not queue %zu unreferenced chunks (first %s): %s", n,
+				 c[0].fid, wfs_strerror(err));
+		filer_gc_kick(f);
+	}
+	filer_chunks_free(c, n);
+}
+
+void filer_evs_add(struct filer_evs *evs, const struct filer_entry *old_e,
+		   const struct filer_entry *new_e)
+{
+	if (evs->n == evs->cap) {
+		evs->cap = evs->cap ? evs->cap * 2 : 4;
+		evs->v = xrealloc(evs->v, evs->cap * sizeof(*evs->v));
+	}
+	evs->v[evs->n].old_e = old_e ? filer_entry_dup(old_e) : NULL;
+	evs->v[evs->n].new_e = new_e ? filer_entry_dup(new_e) : NULL;
+	evs->n++;
+}
+
+void filer_evs_clear(struct filer_evs *evs)
+{
+	for (size_t i = 0; i < evs->n; i++) {
+		filer_entry_free(evs->v[i].old_e);
+		filer_entry_free(evs->v[i].new_e);
+	}
+	free(evs->v);
+	evs->v = NULL;
+	evs->n = evs->cap = 0;
+}
+
+wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs)
+{
+	wfs_err err = WFS_OK;
+	for (size_t i = 0; !err && i < evs->n; i++)
+		err = metalog_append(f->metalog, tx, evs->v[i].old_e, evs->v[i].new_e, NULL);
+	if (err)
+		filer_store_rollback(tx);
+	else
+		err = metalog_commit(f->metalog, tx);
+	filer_evs_clear(evs);
+	return err;
+}
+
+/* ---- JSON ---- */
+
+static void jw_time(json_w *w, const char *key, int64_t ns)
+{
+	char s[64];
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	long frac = (long)(ns % 1000000000);
+	if (frac < 0) {
+		frac += 1000000000;
+		t--;
+	}
+	gmtime_r(&t, &tm);
+	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+	jw_kv_str(w, key, s);
+}
+
+void filer_entry_json(json_w *w, const struct filer_entry *e)
+{
+	char *full = filer_entry_full_path(e);
+	jw_obj_begin(w);
+	jw_kv_str(w, "FullPath", full);
+	jw_time(w, "Mtime", e->attr.mtime_ns);
+	jw_time(w, "Crtime", e->attr.crtime_ns);
+	jw_kv_u64(w, "Mode", e->attr.mode);
+	jw_kv_u64(w, "Uid", e->attr.uid);
+	jw_kv_u64(w, "Gid", e->attr.gid);
+	jw_kv_str(w, "Mime", e->attr.mime ? e->attr.mime : "");
+	jw_kv_u64(w, "TtlSec", e->attr.ttl_sec);
+	jw_kv_str(w, "Collection", e->attr.collection ? e->attr.collection : "");
+	jw_kv_str(w, "Replication", e->attr.replication ? e->attr.replication : "");
+	jw_kv_str(w, "SymlinkTarget", e->attr.symlink_target ? e->attr.symlink_target : "");
+	jw_kv_u64(w, "FileSize", filer_entry_is_dir(e) ? 0 : e->attr.size);
+	jw_kv_u64(w, "Nlink", e->attr.nlink);
+	jw_kv_bool(w, "IsDirectory", filer_entry_is_dir(e));
+	jw_kv_bool(w, "Inline", e->has_content);
+	jw_key(w, "chunks");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < e->n_chunks; i++) {
+		const struct filer_chunk *c = &e->chunks[i];
+		jw_obj_begin(w);
+		jw_kv_str(w, "file_id", c->fid);
+		jw_kv_u64(w, "offset", c->offset);
+		jw_kv_u64(w, "size", c->size);
+		jw_kv_i64(w, "modified_ts_ns", c->mtime_ns);
+		jw_kv_str(w, "e_tag", c->etag ? c->etag : "");
+		if (c->is_manifest)
+			jw_kv_bool(w, "is_chunk_manifest", true);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	if (e->n_xattrs) {
+		jw_key(w, "Extended");
+		jw_obj_begin(w);
+		for (size_t i = 0; i < e->n_xattrs; i++) {
+			jw_key(w, e->xattrs[i].name);
+			jw_strn(w, (const char *)e->xattrs[i].value, e->xattrs[i].value_len);
+		}
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	free(full);
+}
