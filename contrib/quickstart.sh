@@ -5,7 +5,7 @@
 #
 #   ./contrib/quickstart.sh [DATA_DIR]      (default: build/data)
 #
-# Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080).
+# Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080), FILER_PORT (8888).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +15,7 @@ BUILD=$ROOT/build/default
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 MASTER_PORT=${MASTER_PORT:-9333}
 VOLUME_PORT=${VOLUME_PORT:-8080}
+FILER_PORT=${FILER_PORT:-8888}
 
 "$ROOT/contrib/install-deps.sh"
 if [ ! -x "$ROOT/configure" ] || [ "$ROOT/configure.ac" -nt "$ROOT/configure" ]; then
@@ -30,8 +31,13 @@ mkdir -p "$DATA"
 M=127.0.0.1:$MASTER_PORT
 cat <<MSG
 
-weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT, data in $DATA
+weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT,
+filer on 127.0.0.1:$FILER_PORT, data in $DATA
 Try it from another terminal:
+
+  curl -T /etc/hostname "http://127.0.0.1:$FILER_PORT/docs/hostname"    # a file by path
+  curl "http://127.0.0.1:$FILER_PORT/docs/hostname"                     # read it back
+  curl -H 'Accept: application/json' "http://127.0.0.1:$FILER_PORT/docs/"   # list
 
   curl "http://$M/dir/assign"                      # -> {"fid":"3,01637037d6","url":"127.0.0.1:$VOLUME_PORT",...}
   curl -F file=@/etc/hostname "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"   # upload (use your fid)
@@ -44,4 +50,4 @@ Manual: man -l man/weedfs.1   More: docs/README.md   Stop: Ctrl-C
 
 MSG
 exec "$BUILD/weedfs" mini -dir="$DATA" -ip=127.0.0.1 -master.port="$MASTER_PORT" \
-	-volume.port="$VOLUME_PORT"
+	-volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT"
