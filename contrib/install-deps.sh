@@ -15,7 +15,7 @@ PACKAGES=(
 	libpq-dev libsqlite3-dev libfuse3-dev fuse3
 	libxxhash-dev libisal-dev libhttp-parser-dev
 	clang libclang-rt-14-dev
-	python3 python3-pip curl fio postgresql
+	python3 python3-pip curl fio postgresql strace
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

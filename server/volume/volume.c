@@ -47,6 +47,13 @@ struct volume {
 	needle_map *map;        /* protected by map_lock */
 	struct vstats st;       /* protected by map_lock */
 
+	/* group commit, see DESIGN in volume.h; lock order: sync_lock, then map_lock */
+	_Atomic uint64_t appended; /* written under write_lock, read anywhere */
+	pthread_mutex_t sync_lock; /* one fdatasync round at a time */
+	_Atomic uint64_t synced;   /* written under sync_lock, read anywhere */
+	_Atomic uint64_t syncs;    /* written under sync_lock, read anywhere */
+	bool sync_failed;          /* protected by sync_lock */
+
 	/* an unfinished compaction; protected by vacuum_lock */
 	bool compacting;
 	int cpd_fd, cpx_fd;
@@ -544,6 +551,7 @@ static void volume_free(volume *v)
 	needle_map_free(v->map);
 	pthread_mutex_destroy(&v->vacuum_lock);
 	pthread_mutex_destroy(&v->write_lock);
+	pthread_mutex_destroy(&v->sync_lock);
 	pthread_rwlock_destroy(&v->map_lock);
 	free(v->dir);
 	free(v->collection);
@@ -581,7 +589,9 @@ wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
 	v->path_cpx = vpath(dir, collection, id, ".cpx");
 	v->dat_fd = v->idx_fd = v->cpd_fd = v->cpx_fd = -1;
 	atomic_init(&v->refs, 1);
+	atomic_init(&v->appended, 1); /* what load finds is not known to be on disk */
 	pthread_mutex_init(&v->vacuum_lock, NULL);
+	pthread_mutex_init(&v->sync_lock, NULL);
 	/* adaptive: the critical section is two short syscalls, so spin before sleeping */
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
@@ -718,6 +728,9 @@ void volume_get_info(volume *v, struct volume_info *out)
 	out->live_count = needle_map_live(v->map);
 	out->max_key = needle_map_max_key(v->map);
 	pthread_rwlock_unlock(&v->map_lock);
+	out->appended = atomic_load(&v->appended);
+	out->synced = atomic_load(&v->synced);
+	out->syncs = atomic_load(&v->syncs);
 }
 
 void volume_set_read_only(volume *v, bool ro)
@@ -897,6 +910,7 @@ static wfs_err write_needle(volume *v, struct needle *n, uint32_t crc, int fd, b
 	v->dat_size = off + enc.total;
 	pthread_rwlock_unlock(&v->map_lock);
 	v->idx_size += IDX_ENTRY_SIZE;
+	atomic_fetch_add(&v->appended, 1);
 	atomic_store(&v->modified_sec, n->append_ns / 1000000000u);
 out:
 	pthread_mutex_unlock(&v->write_lock);
@@ -957,11 +971,54 @@ wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_
 	v->dat_size = off + enc.total;
 	pthread_rwlock_unlock(&v->map_lock);
 	v->idx_size += IDX_ENTRY_SIZE;
+	atomic_fetch_add(&v->appended, 1);
 	atomic_store(&v->modified_sec, now / 1000000000u);
 	*size = old.size;
 out:
 	pthread_mutex_unlock(&v->write_lock);
 	needle_enc_free(&enc);
+	return err;
+}
+
+wfs_err volume_sync(volume *v)
+{
+	uint64_t want = atomic_load(&v->appended), upto;
+	int dfd = -1, ifd = -1;
+	wfs_err err = WFS_OK;
+
+	pthread_mutex_lock(&v->sync_lock);
+	if (v->sync_failed) {
+		err = WFS_EIO;
+		goto out;
+	}
+	if (atomic_load(&v->synced) >= want)
+		goto out; /* a round that started after our appends covered them */
+	/* everything appended by now rides along; its writes are complete */
+	upto = atomic_load(&v->appended);
+	pthread_rwlock_rdlock(&v->map_lock);
+	dfd = fcntl(v->dat_fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0)
+		err = wfs_err_from_errno(errno);
+	else if ((ifd = fcntl(v->idx_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		err = wfs_err_from_errno(errno);
+	pthread_rwlock_unlock(&v->map_lock);
+	if (err)
+		goto out;
+	if (fdatasync(dfd) < 0 || fdatasync(ifd) < 0) {
+		log_error("volume %" PRIu32 ": fdatasync failed: %s; later syncs fail too", v->id,
+			  strerror(errno));
+		v->sync_failed = true;
+		err = WFS_EIO;
+		goto out;
+	}
+	atomic_store(&v->synced, upto);
+	atomic_fetch_add(&v->syncs, 1);
+out:
+	pthread_mutex_unlock(&v->sync_lock);
+	if (dfd >= 0)
+		close(dfd);
+	if (ifd >= 0)
+		close(ifd);
 	return err;
 }
 

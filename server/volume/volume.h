@@ -10,8 +10,19 @@
  *   commit can swap the files underneath safely. Lock order: vacuum_lock,
  *   then write_lock, then map_lock.
  * - A write is pwritev() of the needle at the .dat end, then write() of the
- *   .idx entry, then the map update. No fsync: a killed process loses
- *   nothing the kernel has, and load() repairs a torn tail after a crash.
+ *   .idx entry, then the map update. No fsync by default: a killed process
+ *   loses nothing the kernel has, and load() repairs a torn tail after a
+ *   crash. volume_sync makes appends durable on request (fsync=true).
+ * - Group commit: every append bumps a generation counter (under
+ *   write_lock, after both writes). volume_sync notes the generation its
+ *   caller must see durable, then takes sync_lock; if a sync that started
+ *   later already covered it, it returns at once, else it syncs everything
+ *   appended so far (fdatasync of .dat then .idx, on dups of the
+ *   descriptors so no lock is held across the disk wait and a vacuum commit
+ *   may swap the files meanwhile: it fsyncs what it swaps in). Writers keep
+ *   appending during a sync; the next one in line covers them all. A failed
+ *   fdatasync is sticky for the volume: the kernel may have dropped the
+ *   dirty pages, so no later sync can vouch for them.
  * - Load: .idx -> map; the needle named by the last entry must be intact,
  *   complete needles after it get their missing .idx entries, a torn tail is
  *   truncated; a missing or damaged .idx is rebuilt by scanning the .dat.
@@ -57,6 +68,9 @@ struct volume_info {
 	uint64_t max_key;
 	bool read_only;
 	uint64_t modified_at_sec; /* last write (or file mtime at load) */
+	uint64_t appended;        /* append generation: 1 at open, +1 per write or delete */
+	uint64_t synced;          /* the generation volume_sync last made durable */
+	uint64_t syncs;           /* fdatasync rounds volume_sync has run */
 };
 
 struct volume_create {
@@ -117,6 +131,16 @@ wfs_err volume_write_fd(volume *v, struct needle *n, int fd, uint32_t crc, bool 
  */
 wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns,
 		      uint32_t *size);
+
+/*
+ * Makes every write and delete that returned before this call durable
+ * (fdatasync of the .dat and the .idx; the files as found at open count as
+ * one append). Concurrent callers share rounds: a caller whose appends a
+ * round already covered returns without syncing (group commit, see DESIGN).
+ * WFS_EIO when a sync failed, now or earlier (sticky). Blocking (waits for
+ * the disk): pool threads only, never an HTTP loop thread.
+ */
+wfs_err volume_sync(volume *v);
 
 /*
  * Reads key into storage (reset first) and decodes it into n (fields borrow

@@ -4,7 +4,9 @@
  *
  * DESIGN: everything local runs on the loop thread (a read of a needle up to
  * READ_INLINE_MAX is one pread; a bigger one is streamed by vs_download.c;
- * a delete is two write calls to the page cache). A write or delete to a
+ * a delete is two write calls to the page cache), except a delete with
+ * fsync=true: it deletes and waits for volume_sync on a pool job, then
+ * answers (or forwards, fsync=true kept) from the loop. A write or delete to a
  * replicated volume leaves the loop: the local change is made first, then a
  * pool job forwards the same request (with type=replicate) to the other
  * replicas, found through the master's /dir/lookup and cached for a few
@@ -382,12 +384,70 @@ void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_
 
 /* ---- delete ---- */
 
+bool vs_query_fsync(http_req *req, bool *fsync)
+{
+	const char *s = http_req_query(req, "fsync");
+	*fsync = false;
+	if (s && !parse_bool(s, fsync)) {
+		http_resp_error(req, 400, "invalid fsync \"%s\"", s);
+		return false;
+	}
+	return true;
+}
+
+/* Answers a local delete's outcome, forwarding it to the replicas first. Loop thread. */
+static void delete_answer(struct volume_server *vs, http_req *req, volume *v, uint32_t vid,
+			  wfs_err err, uint32_t size)
+{
+	buf reply = BUF_INIT;
+
+	if (err) {
+		http_resp_error(req, wfs_err_http_status(err), "delete: %s", wfs_strerror(err));
+		return;
+	}
+	buf_printf(&reply, "{\"size\":%" PRIu32 "}", size);
+	if (vs_needs_replication(req, v))
+		vs_replicate(vs, req, vid, 0, NULL, 0, 202, &reply, NULL);
+	else
+		http_resp_send_json(req, 202, &reply);
+	buf_free(&reply);
+}
+
+/* A delete with fsync=true: the delete and its sync run on the pool. */
+struct delete_job {
+	struct volume_server *vs;
+	http_req *req;
+	volume *v; /* referenced */
+	uint32_t vid, cookie;
+	uint64_t key, append_ns;
+	uint32_t size;
+	wfs_err err;
+};
+
+static void delete_job_done(http_req *req, void *arg)
+{
+	struct delete_job *j = arg;
+	delete_answer(j->vs, req, j->v, j->vid, j->err, j->size);
+	volume_unref(j->v);
+	free(j);
+}
+
+static void delete_job_run(void *arg)
+{
+	struct delete_job *j = arg;
+	j->err = volume_delete(j->v, j->key, j->cookie, j->append_ns, &j->size);
+	if (!j->err)
+		j->err = volume_sync(j->v);
+	http_req_defer(j->req, delete_job_done, j);
+}
+
 static void handle_delete(struct volume_server *vs, http_req *req, const struct fid_path *f)
 {
 	const char *ts_s = http_req_query(req, "ts");
-	buf reply = BUF_INIT;
+	struct delete_job *j;
 	uint64_t ts = 0;
 	uint32_t size = 0;
+	bool fsync;
 	volume *v;
 	wfs_err err;
 
@@ -396,25 +456,32 @@ static void handle_delete(struct volume_server *vs, http_req *req, const struct 
 		http_resp_error(req, 400, "invalid ts \"%s\"", ts_s);
 		return;
 	}
+	if (!vs_query_fsync(req, &fsync))
+		return;
 	v = store_get(vs->store, f->vid);
 	if (!v) {
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
 		return;
 	}
-	err = volume_delete(v, f->key, f->cookie, ts * 1000000000u, &size);
-	if (err) {
-		http_resp_error(req, wfs_err_http_status(err), "delete: %s", wfs_strerror(err));
-		goto out;
+	if (!fsync) {
+		err = volume_delete(v, f->key, f->cookie, ts * 1000000000u, &size);
+		delete_answer(vs, req, v, f->vid, err, size);
+		volume_unref(v);
+		return;
 	}
-	buf_printf(&reply, "{\"size\":%" PRIu32 "}", size);
-	if (vs_needs_replication(req, v)) {
-		vs_replicate(vs, req, f->vid, 0, NULL, 0, 202, &reply, NULL);
-		goto out;
+	j = xcalloc(1, sizeof(*j));
+	j->vs = vs;
+	j->req = req;
+	j->v = v;
+	j->vid = f->vid;
+	j->key = f->key;
+	j->cookie = f->cookie;
+	j->append_ns = ts * 1000000000u;
+	if (!vs_submit(vs, delete_job_run, j)) {
+		http_resp_error(req, 503, "server is stopping");
+		volume_unref(v);
+		free(j);
 	}
-	http_resp_send_json(req, 202, &reply);
-out:
-	volume_unref(v);
-	buf_free(&reply);
 }
 
 /* ---- read ---- */

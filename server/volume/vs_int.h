@@ -70,6 +70,13 @@ void vs_heartbeat_now(struct volume_server *vs);
  */
 wfs_err vs_parse_fid_path(const char *path, struct fid_path *f);
 
+/*
+ * Reads the fsync query parameter of a write or delete into *fsync (false
+ * when absent). A value that is not a boolean answers 400 and returns false.
+ * Loop thread.
+ */
+bool vs_query_fsync(http_req *req, bool *fsync);
+
 /* Needle requests (GET/HEAD/PUT/POST/DELETE on a file id path). Loop thread. */
 void vs_handle_needle(struct volume_server *vs, http_req *req);
 

@@ -3,7 +3,8 @@
  *
  * DESIGN
  * - Fast path: a body whose Content-Length is at most INLINE_MAX (plus
- *   multipart slack) is read whole and written on the loop thread.
+ *   multipart slack) is read whole and written on the loop thread, unless
+ *   the request asks for fsync (below).
  * - Every other body streams. The data (the raw body, or the chosen part of
  *   a multipart form) collects in `fill`; once it reaches PIECE a pool job
  *   appends it to a spill file (spill.h), hashing as it goes, while the loop
@@ -17,6 +18,11 @@
  *   in the path (/vid/fid/name), its mime as Content-Type, its pairs and ts,
  *   so each replica stores the same needle. The answer returns to the loop
  *   through http_req_defer.
+ * - fsync=true: the upload always takes the streaming path (whatever its
+ *   size), so its write and the volume_sync after it run in the commit job,
+ *   never on the loop; replicas are forwarded to only after the local sync,
+ *   and get fsync=true themselves, so every copy is durable before the
+ *   client hears 201.
  * - At most one job per upload is in flight and the response is sent only
  *   when none is, so a job never outlives its request. A failure (size
  *   limit, malformed form, hang-up, disk) answers once the job is back; the
@@ -59,6 +65,7 @@ struct upload_meta {
 	struct fid_path f;
 	uint64_t last_modified;
 	bool has_ttl, cm, has_pairs;
+	bool fsync; /* make the write durable (volume_sync) before answering */
 	struct ttl ttl;
 	char filename[256], mime[256];
 	char *md5;   /* Content-MD5, or NULL */
@@ -547,6 +554,8 @@ static void replica_uri(const struct upload_meta *m, buf *out)
 	}
 	if (m->cm)
 		buf_append_str(out, "&cm=true");
+	if (m->fsync)
+		buf_append_str(out, "&fsync=true");
 }
 
 /* Sends the stored data to every other replica; sets u->repl_error on failure. Pool thread. */
@@ -668,6 +677,8 @@ static void job_commit(void *arg)
 		err = volume_write(u->v, &n, &u->unchanged);
 		src.mem = (const char *)n.data;
 	}
+	if (!err && u->m.fsync)
+		err = volume_sync(u->v); /* an unchanged needle may be unsynced too */
 	u->job_err = err;
 	u->crc = n.crc;
 	src.len = n.data_size;
@@ -767,12 +778,16 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 	uint64_t limit = data_limit(vs) + (is_mp ? MULTIPART_SLACK : 0);
 	int64_t cl = http_req_content_length(req);
 	struct upload *u;
+	bool fsync;
 
+	if (!vs_query_fsync(req, &fsync))
+		return;
 	if (cl >= 0 && (uint64_t)cl > limit) {
 		http_resp_error(req, 413, "body over the %" PRIu64 " byte limit", data_limit(vs));
 		return;
 	}
-	if (cl >= 0 && (uint64_t)cl <= INLINE_MAX + (is_mp ? MULTIPART_SLACK : 0)) {
+	/* the fast path writes on the loop thread: no place for an fdatasync */
+	if (!fsync && cl >= 0 && (uint64_t)cl <= INLINE_MAX + (is_mp ? MULTIPART_SLACK : 0)) {
 		http_req_read_body(req, (size_t)limit, upload_whole, vs);
 		return;
 	}
@@ -783,6 +798,7 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 		upload_free(u);
 		return;
 	}
+	u->m.fsync = fsync;
 	u->v = store_get(vs->store, f->vid);
 	if (!u->v || volume_read_only(u->v)) {
 		/* refused before the body is read */

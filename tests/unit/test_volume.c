@@ -1,6 +1,11 @@
-/* Volume files: write/read/delete, flags and limits, crash recovery on load, the store. */
+/*
+ * Volume files: write/read/delete, flags and limits, crash recovery on load,
+ * volume_sync (group commit), the store.
+ */
 #include "config.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +315,111 @@ static void test_store(void)
 	store_free(s);
 }
 
+static struct volume_info info(volume *v)
+{
+	struct volume_info in;
+	volume_get_info(v, &in);
+	return in;
+}
+
+struct sync_writer {
+	volume *v;
+	uint64_t first_key;
+	int n;
+	atomic_int *failures;
+};
+
+/* Each write is followed by volume_sync; afterwards the write must be covered. Worker thread. */
+static void *sync_writer_run(void *arg)
+{
+	struct sync_writer *w = arg;
+	for (int i = 0; i < w->n; i++) {
+		struct volume_info in;
+		uint64_t mine;
+		if (put(w->v, w->first_key + (uint64_t)i, 7, "durable", NULL)) {
+			atomic_fetch_add(w->failures, 1);
+			continue;
+		}
+		volume_get_info(w->v, &in);
+		mine = in.appended; /* at least this write's generation */
+		if (volume_sync(w->v) != WFS_OK || info(w->v).synced < mine)
+			atomic_fetch_add(w->failures, 1);
+	}
+	return NULL;
+}
+
+static void test_sync(void)
+{
+	enum { THREADS = 8, PER = 40 };
+	volume *v = open_v(20);
+	struct sync_writer w[THREADS];
+	pthread_t t[THREADS];
+	atomic_int failures = 0;
+	struct volume_info in;
+	uint64_t syncs;
+	uint32_t sz;
+
+	ok(v != NULL, "sync: create volume");
+	if (!v)
+		return;
+	in = info(v);
+	ok(in.synced < in.appended, "a freshly opened volume is not known to be durable");
+	ok(volume_sync(v) == WFS_OK, "sync the files as opened");
+	in = info(v);
+	is_int(in.synced, in.appended, "the open state is covered");
+	is_int(in.syncs, 1, "one fdatasync round");
+
+	ok(put(v, 1, 5, "one", NULL) == WFS_OK, "write");
+	in = info(v);
+	ok(in.synced < in.appended, "the write is not yet covered");
+	ok(volume_sync(v) == WFS_OK, "sync after the write");
+	in = info(v);
+	is_int(in.synced, in.appended, "the synced generation covers the write");
+	is_int(in.syncs, 2, "it took a round");
+	ok(volume_sync(v) == WFS_OK && info(v).syncs == 2, "nothing new appended: no round");
+
+	/* two writers, one sync: the second writer's sync is already done */
+	ok(put(v, 2, 5, "two", NULL) == WFS_OK && put(v, 3, 5, "three", NULL) == WFS_OK,
+	   "two writes");
+	ok(volume_sync(v) == WFS_OK && volume_sync(v) == WFS_OK, "two syncs");
+	in = info(v);
+	is_int(in.syncs, 3, "the second sync shared the first one's round");
+	is_int(in.synced, in.appended, "both writes covered");
+
+	ok(volume_delete(v, 2, 5, 0, &sz) == WFS_OK && info(v).synced < info(v).appended,
+	   "a delete is an append to sync");
+	ok(volume_sync(v) == WFS_OK && info(v).synced == info(v).appended, "delete synced");
+
+	/* across a vacuum commit the descriptors change under the syncs */
+	ok(volume_compact(v) == WFS_OK, "compact");
+	ok(put(v, 4, 5, "four", NULL) == WFS_OK, "write during compaction");
+	ok(volume_commit(v) == WFS_OK, "commit");
+	ok(put(v, 5, 5, "five", NULL) == WFS_OK, "write after commit");
+	ok(volume_sync(v) == WFS_OK && info(v).synced == info(v).appended,
+	   "sync after a vacuum covers the writes");
+
+	/* concurrent writers, each waiting for its own write to be durable */
+	syncs = info(v).syncs;
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct sync_writer){v, 1000 + (uint64_t)i * PER, PER, &failures};
+		pthread_create(&t[i], NULL, sync_writer_run, &w[i]);
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	is_int(atomic_load(&failures), 0, "every concurrent write covered by its sync");
+	in = info(v);
+	is_int(in.synced, in.appended, "all concurrent writes synced");
+	ok(in.syncs - syncs <= THREADS * PER, "at most one round per write (%llu rounds)",
+	   (unsigned long long)(in.syncs - syncs));
+	volume_unref(v);
+
+	v = open_v(20);
+	ok(v && has(v, 1, 5, "one") && has(v, 5, 5, "five") &&
+		   has(v, 1000 + THREADS * PER - 1, 7, "durable"),
+	   "synced writes read back after reopening");
+	volume_unref(v);
+}
+
 int main(void)
 {
 	char cmd[600];
@@ -319,6 +429,7 @@ int main(void)
 	test_basic();
 	test_ttl();
 	test_recovery();
+	test_sync();
 	test_store();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
