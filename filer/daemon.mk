@@ -7,7 +7,9 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_list.c \
 	filer/filer_write.c \
 	filer/filer_ops.c \
-	filer/filer_tag.c
+	filer/filer_tag.c \
+	filer/filer_events.c \
+	filer/filer_ttl.c
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
 check_PROGRAMS += tests/unit/test_filer_daemon

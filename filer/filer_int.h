@@ -69,6 +69,8 @@ struct filer {
 	uint64_t chunk_size; /* -maxMB in bytes */
 	char *collection;    /* default, may be "" */
 	char *replication;   /* default, may be "" */
+	struct filer_events *events; /* filer_events.c: the event stream subscribers */
+	struct filer_ttl *ttl;       /* filer_ttl.c: the expiry sweeper */
 };
 
 struct filer_evs;
@@ -223,5 +225,29 @@ void filer_handle_write(struct fjob *j);   /* filer_write.c: PUT/POST content, m
 void filer_handle_delete(struct fjob *j);  /* filer_ops.c */
 void filer_handle_tagging(struct fjob *j); /* filer_tag.c: ?tagging */
 void filer_handle_move(struct fjob *j, const char *from, bool copy); /* filer_ops.c */
+
+/* ---- filer_events.c: GET /.meta/subscribe, the metadata event stream ---- */
+struct filer_events;
+/* The subscriber registry; freed with filer_events_free. Control thread. */
+struct filer_events *filer_events_new(void);
+/*
+ * Ends every stream's thread and refuses new streams; returns once no thread
+ * is left. Call after metalog_shutdown and before the HTTP server stops.
+ * Control thread.
+ */
+void filer_events_stop(struct filer *f);
+/* Frees ev after filer_events_stop and the live-list drops. NULL does nothing. */
+void filer_events_free(struct filer_events *ev);
+/* Serves GET /.meta/subscribe (validates, then streams until the client leaves). Loop thread. */
+void filer_handle_subscribe(struct filer *f, http_req *req);
+
+/* ---- filer_ttl.c: TTL expiry ---- */
+struct filer_ttl;
+/* True if e is a file whose TTL has run out (mtime + ttl_sec <= now). Any thread. */
+bool filer_ttl_expired(const struct filer_entry *e);
+/* Starts the sweeper thread (deletes expired files periodically). Control thread. */
+struct filer_ttl *filer_ttl_start(struct filer *f);
+/* Stops and joins the sweeper (a sweep in progress stops at its next entry). NULL does nothing. */
+void filer_ttl_stop(struct filer_ttl *t);
 
 #endif

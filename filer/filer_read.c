@@ -248,6 +248,11 @@ static void get_run(struct fjob *j)
 	if (!fjob_query_bool(j, "metadata", false, &meta))
 		return;
 	err = filer_find(j->f, NULL, j->dir, j->name, &e);
+	if (!err && filer_ttl_expired(e)) {
+		filer_entry_free(e); /* the sweep deletes it; until then it is gone for readers */
+		e = NULL;
+		err = WFS_ENOENT;
+	}
 	if (err == WFS_ENOENT) {
 		fjob_error(j, 404, "%s: not found", j->path);
 		return;

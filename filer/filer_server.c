@@ -126,6 +126,10 @@ static void handler(http_req *req, void *ctx)
 		http_resp_send(req, 200, "OK", 2);
 		return;
 	}
+	if (!strcmp(raw, "/.meta/subscribe")) {
+		filer_handle_subscribe(f, req);
+		return;
+	}
 	if (m == HTTP_OPTIONS) {
 		http_resp_header(req, "Access-Control-Allow-Methods",
 				 "GET, HEAD, PUT, POST, DELETE, OPTIONS");
@@ -266,6 +270,8 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	f->metalog = metalog_new(f->store, NULL);
 	f->meta_pool = pool_new(nthreads);
 	f->io_pool = pool_new(MAX(16, nthreads));
+	f->events = filer_events_new();
+	f->ttl = filer_ttl_start(f);
 
 	ho.host = f->ip;
 	ho.port = o->port;
@@ -293,9 +299,11 @@ void filer_stop(struct filer *f)
 	pool *mp, *iop;
 	if (!f)
 		return;
+	filer_ttl_stop(f->ttl);
 	/* Wake event-stream waiters so nothing blocks the pools below. */
 	if (f->metalog)
 		metalog_shutdown(f->metalog);
+	filer_events_stop(f);
 	/* Finish queued jobs while the loops still run: they answer through them. */
 	pthread_rwlock_wrlock(&f->pool_lock);
 	mp = f->meta_pool;
@@ -312,6 +320,7 @@ void filer_stop(struct filer *f)
 		filer_live_remove(f, l);
 		l->drop(l);
 	}
+	filer_events_free(f->events);
 	gc_queue_stop(f->gc);
 	metalog_free(f->metalog);
 	blob_client_free(f->bc);
