@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "filer/entry_json.h"
+#include "utf8.h"
 #include "util.h"
 
 void entry_json_base64(const void *p, size_t n, buf *out)
@@ -35,34 +36,6 @@ void entry_json_base64(const void *p, size_t n, buf *out)
 	}
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	size_t len;
-	uint32_t c;
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, c = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, c = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, c = p[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 void entry_json_str(json_w *w, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -72,14 +45,14 @@ void entry_json_str(json_w *w, const char *s, size_t n)
 		jw_null(w);
 		return;
 	}
-	while (i < n && (l = utf8_len(p + i, n - i)) != 0)
+	while (i < n && (l = utf8_decode(p + i, n - i, NULL)) != 0)
 		i += l;
 	if (i == n) {
 		jw_strn(w, s, n); /* the common case: valid as it is */
 		return;
 	}
 	for (i = 0; i < n; i += l ? l : 1) {
-		l = utf8_len(p + i, n - i);
+		l = utf8_decode(p + i, n - i, NULL);
 		if (l)
 			buf_append(&b, p + i, l);
 		else

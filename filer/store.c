@@ -8,6 +8,7 @@
 #include <string.h>
 #include <xxhash.h>
 #include "filer/store.h"
+#include "utf8.h"
 #include "filer/store_impl.h"
 #include "util.h"
 
@@ -156,37 +157,6 @@ wfs_err filer_store_delete_children(struct filer_store *s, struct filer_tx *tx, 
 	return err;
 }
 
-/* Length of the valid UTF-8 character at p (n bytes left), or 0 if invalid. */
-static size_t utf8_char(const unsigned char *p, size_t n, uint32_t *cp)
-{
-	size_t len;
-	uint32_t c;
-	if (p[0] < 0x80) {
-		*cp = p[0];
-		return 1;
-	}
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, c = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, c = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, c = p[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
-	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 static size_t utf8_put(char *out, uint32_t c)
 {
 	if (c < 0x80) {
@@ -221,7 +191,7 @@ char *filer_store_prefix_end(const char *prefix)
 	bool valid = true;
 
 	while (pos < n) {
-		size_t l = utf8_char(p + pos, n - pos, &cps[nchars]);
+		size_t l = utf8_decode(p + pos, n - pos, &cps[nchars]);
 		if (!l) {
 			valid = false;
 			break;

@@ -13,6 +13,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/json.c lib/json.h \
 	lib/log.c lib/log.h \
 	lib/pool.c lib/pool.h \
+	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
 
 # HTTP layer tests (the echo server is also the wrk benchmark target).

@@ -12,6 +12,7 @@
 #include "flags.h"
 #include "json.h"
 #include "pool.h"
+#include "utf8.h"
 #include "util.h"
 #include "tap.h"
 
@@ -152,6 +153,23 @@ static void test_parsers(void)
 	   "bools");
 }
 
+static void test_utf8(void)
+{
+	uint32_t c = 0;
+	is_int(utf8_decode((const unsigned char *)"a", 1, &c), 1, "ASCII is one byte");
+	is_int(c, 'a', "ASCII code point");
+	is_int(utf8_decode((const unsigned char *)"\xc3\xa9", 2, &c), 2, "two-byte sequence");
+	is_int(c, 0xe9, "U+00E9");
+	is_int(utf8_decode((const unsigned char *)"\xf4\x8f\xbf\xbf", 4, &c), 4, "U+10FFFF");
+	is_int(c, 0x10ffff, "largest code point");
+	is_int(utf8_decode((const unsigned char *)"\xc0\xaf", 2, NULL), 0, "overlong refused");
+	is_int(utf8_decode((const unsigned char *)"\xed\xa0\x80", 3, NULL), 0, "surrogate refused");
+	is_int(utf8_decode((const unsigned char *)"\xf4\x90\x80\x80", 4, NULL), 0,
+	       "past U+10FFFF refused");
+	is_int(utf8_decode((const unsigned char *)"\xe2\x82", 2, NULL), 0, "truncated refused");
+	is_int(utf8_decode((const unsigned char *)"\x80", 1, NULL), 0, "lone continuation refused");
+}
+
 static int pool_counter;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -197,6 +215,7 @@ int main(void)
 	test_json();
 	test_errors();
 	test_parsers();
+	test_utf8();
 	test_pool();
 	test_atomic_write();
 	test_flags(); /* last: closes stderr */

@@ -1,0 +1,34 @@
+#include "config.h"
+#include "utf8.h"
+
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c;
+	if (p[0] < 0x80) {
+		len = 1, c = p[0];
+		goto out;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, c = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, c = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, c = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (len == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+out:
+	if (cp)
+		*cp = c;
+	return len;
+}
