@@ -9,10 +9,20 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_ops.c \
 	filer/filer_tag.c \
 	filer/filer_events.c \
-	filer/filer_ttl.c
+	filer/filer_ttl.c \
+	filer/filer_api.c \
+	filer/filer_api_parse.c filer/filer_api_parse.h
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
 check_PROGRAMS += tests/unit/test_filer_daemon
 TESTS += tests/unit/test_filer_daemon
 tests_unit_test_filer_daemon_SOURCES = tests/unit/test_filer_daemon.c tests/unit/tap.h
 tests_unit_test_filer_daemon_LDADD = $(FILER_TEST_LDADD) -lpthread
+
+if ENABLE_FUZZ
+# The JSON entry API's request parser.
+noinst_PROGRAMS += tests/fuzz/fuzz_filer_api
+tests_fuzz_fuzz_filer_api_SOURCES = tests/fuzz/fuzz_filer_api.c
+tests_fuzz_fuzz_filer_api_LDADD = filer/libfiler.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_filer_api_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

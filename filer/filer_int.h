@@ -241,6 +241,13 @@ void filer_events_free(struct filer_events *ev);
 /* Serves GET /.meta/subscribe (validates, then streams until the client leaves). Loop thread. */
 void filer_handle_subscribe(struct filer *f, http_req *req);
 
+/* ---- filer_api.c: the JSON entry API (POST /.api/v1/<op>, docs/api-filer-json.md) ---- */
+/*
+ * Serves req if its path is under /.api/ (then true: the request is answered
+ * now or later); false leaves it to the other routes. Loop thread.
+ */
+bool filer_api_route(struct filer *f, http_req *req);
+
 /* ---- filer_ttl.c: TTL expiry ---- */
 struct filer_ttl;
 /* True if e is a file whose TTL has run out (mtime + ttl_sec <= now). Any thread. */

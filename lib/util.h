@@ -15,6 +15,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* Copies exactly n bytes of s (which must have that many; unlike strndup it does not
+ * stop at a NUL) and terminates the copy. */
 char *xstrndup(const char *s, size_t n);
 /* Returns a newly allocated formatted string; the caller frees it. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,995 @@
+/*
+ * The JSON entry API: POST /.api/v1/<op> with a JSON body, a JSON answer
+ * (docs/api-filer-json.md). The mount and the gateways use it.
+ *
+ * DESIGN: the loop thread reads the body (bounded), a metadata worker parses
+ * it (filer_api_parse.c) and runs the operation. Each mutation runs in one
+ * store transaction under the namespace locks of filer_int.h: a single-path
+ * change (create, update, xattrs) holds that path's stripe, a delete or
+ * rename holds the tree lock. Conditions (exclusive create, ifEtag) are
+ * checked inside that transaction, so they are atomic against every other
+ * writer of this filer and, through the store's own insert/update rules,
+ * against other filers. Events go last (filer_commit), and chunks that lose
+ * their last reference are queued for deletion in the same transaction.
+ * Errors carry a POSIX-like "code" so a client maps them to errno.
+ *
+ * The entry etag is xxh64 of the stored encoding (16 hex digits): any change
+ * to an entry changes it, and it is cheap to recompute.
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+#include "filer/entry_json.h"
+#include "filer/filer_api_parse.h"
+#include "filer/filer_int.h"
+#include "log.h"
+#include "util.h"
+
+#define API_PREFIX "/.api/v1/"
+#define WALK_PAGE  1024
+
+struct api_job {
+	char *op;
+	char *body;
+	size_t len;
+	struct api_req *r;
+};
+
+static void api_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void api_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_w *w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "error", msg);
+	jw_kv_str(w, "code", code);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = status;
+	j->ctype = "application/json";
+}
+
+static void api_store_error(struct fjob *j, wfs_err err, const char *what)
+{
+	switch (err) {
+	case WFS_ENOENT:
+		api_error(j, 404, "ENOENT", "%s: no such entry", what);
+		break;
+	case WFS_EEXIST:
+		api_error(j, 409, "EEXIST", "%s: already exists", what);
+		break;
+	case WFS_EUNAVAIL:
+	case WFS_ETIMEDOUT:
+		api_error(j, 503, "EAGAIN", "%s: %s", what, wfs_strerror(err));
+		break;
+	case WFS_EINVAL:
+		api_error(j, 400, "EINVAL", "%s: %s", what, wfs_strerror(err));
+		break;
+	default:
+		api_error(j, 500, "EIO", "%s: %s", what, wfs_strerror(err));
+		break;
+	}
+}
+
+/* The entry etag (see DESIGN) into out[17]. */
+static void entry_etag(const struct filer_entry *e, char out[17])
+{
+	buf b = BUF_INIT;
+	uint64_t h = 0;
+	if (filer_entry_encode(e, &b) == WFS_OK)
+		h = XXH64(b.data, b.len, 0);
+	snprintf(out, 17, "%016" PRIx64, h);
+	buf_free(&b);
+}
+
+/* Appends e as entry JSON with "etag" added. */
+static void entry_out(const struct filer_entry *e, buf *out)
+{
+	char etag[17];
+	size_t at = out->len;
+	entry_json(e, ENTRY_JSON_CONTENT, out);
+	entry_etag(e, etag);
+	if (out->len > at && out->data[out->len - 1] == '}') {
+		out->len--; /* reopen the object to add the etag */
+		buf_printf(out, ",\"etag\":\"%s\"}", etag);
+	}
+}
+
+static void respond_entry(struct fjob *j, const struct filer_entry *e)
+{
+	buf_reset(&j->body);
+	entry_out(e, &j->body);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
+static void respond_ok(struct fjob *j)
+{
+	buf_reset(&j->body);
+	buf_append(&j->body, "{}", 2);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
+/* ---- shared walks ---- */
+
+struct page {
+	struct filer_entry **v;
+	size_t n, cap;
+};
+
+static bool page_add(void *ctx, struct filer_entry *e)
+{
+	struct page *p = ctx;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 64;
+		p->v = xrealloc(p->v, p->cap * sizeof(*p->v));
+	}
+	p->v[p->n++] = e;
+	return true;
+}
+
+static void page_free(struct page *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		filer_entry_free(p->v[i]);
+	free(p->v);
+	p->v = NULL;
+	p->n = p->cap = 0;
+}
+
+static wfs_err dir_is_empty(struct filer *f, struct filer_tx *tx, const char *path, bool *empty)
+{
+	struct page p = {0};
+	wfs_err err =
+		filer_store_list(f->store, tx, path, NULL, false, 1, NULL, page_add, &p, NULL);
+	*empty = p.n == 0;
+	page_free(&p);
+	return err;
+}
+
+struct garbage {
+	struct filer_chunk *c;
+	size_t n, cap;
+};
+
+static void garbage_add(struct garbage *g, const struct filer_chunk *c)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 16;
+		g->c = xrealloc(g->c, g->cap * sizeof(*g->c));
+	}
+	filer_chunk_copy(&g->c[g->n++], c);
+}
+
+static void garbage_entry(struct garbage *g, const struct filer_entry *e)
+{
+	for (size_t i = 0; i < e->n_chunks; i++)
+		garbage_add(g, &e->chunks[i]);
+}
+
+/* Deletes everything under dir (recording events and chunks); not dir itself. */
+static wfs_err delete_below(struct filer *f, struct filer_tx *tx, const char *dir,
+			    struct filer_evs *evs, struct garbage *g)
+{
+	char *start = NULL;
+	wfs_err err = WFS_OK;
+	for (;;) {
+		struct page p = {0};
+		size_t got = 0;
+		err = filer_store_list(f->store, tx, dir, start, false, WALK_PAGE, NULL, page_add,
+				       &p, &got);
+		for (size_t i = 0; !err && i < p.n; i++) {
+			struct filer_entry *c = p.v[i];
+			if (filer_entry_is_dir(c)) {
+				char *sub = filer_entry_full_path(c);
+				err = delete_below(f, tx, sub, evs, g);
+				free(sub);
+			}
+			garbage_entry(g, c);
+			filer_evs_add(evs, c, NULL);
+		}
+		free(start);
+		start = !err && got == WALK_PAGE ? xstrdup(p.v[p.n - 1]->name) : NULL;
+		page_free(&p);
+		if (err || !start)
+			break;
+	}
+	free(start);
+	if (!err)
+		err = filer_store_delete_children(f->store, tx, dir, NULL);
+	return err;
+}
+
+/* Re-keys every descendant of from under to (entries are keyed by their parent path). */
+static wfs_err move_below(struct filer *f, struct filer_tx *tx, const char *from, const char *to)
+{
+	char *start = NULL;
+	wfs_err err = WFS_OK;
+	for (;;) {
+		struct page p = {0};
+		size_t got = 0;
+		err = filer_store_list(f->store, tx, from, start, false, WALK_PAGE, NULL, page_add,
+				       &p, &got);
+		for (size_t i = 0; !err && i < p.n; i++) {
+			struct filer_entry *c = p.v[i];
+			char *name = xstrdup(c->name);
+			filer_entry_set_path(c, to, name);
+			err = filer_store_insert(f->store, tx, c);
+			if (!err && filer_entry_is_dir(c)) {
+				char *a = filer_path_join(from, name),
+				     *b = filer_path_join(to, name);
+				err = move_below(f, tx, a, b);
+				free(a);
+				free(b);
+			}
+			free(name);
+		}
+		free(start);
+		start = !err && got == WALK_PAGE ? xstrdup(p.v[p.n - 1]->name) : NULL;
+		page_free(&p);
+		if (err || !start)
+			break;
+	}
+	free(start);
+	if (!err)
+		err = filer_store_delete_children(f->store, tx, from, NULL);
+	return err;
+}
+
+/* Checks that dir exists as a directory; sets the error response if not. */
+static bool parent_ok(struct fjob *j, struct filer_tx *tx, const char *dir)
+{
+	struct filer_entry *p = NULL;
+	char *pd = NULL, *pn = NULL;
+	wfs_err err = filer_path_split(dir, &pd, &pn);
+	bool ok = false;
+	if (!err)
+		err = filer_find(j->f, tx, pd, pn, &p);
+	if (err == WFS_ENOENT)
+		api_error(j, 404, "ENOENT", "parent directory %s does not exist", dir);
+	else if (err)
+		api_store_error(j, err, "parent lookup");
+	else if (!filer_entry_is_dir(p))
+		api_error(j, 409, "ENOTDIR", "parent %s is not a directory", dir);
+	else
+		ok = true;
+	filer_entry_free(p);
+	free(pd);
+	free(pn);
+	return ok;
+}
+
+/* Commits tx with evs and, after, wakes the garbage worker if g queued chunks. */
+static wfs_err finish_tx(struct fjob *j, struct filer_tx **tx, struct filer_evs *evs,
+			 struct garbage *g)
+{
+	wfs_err err = g->n ? filer_gc_enqueue(j->f, *tx, g->c, g->n) : WFS_OK;
+	if (!err) {
+		err = filer_commit(j->f, *tx, evs);
+		*tx = NULL;
+	}
+	if (!err && g->n)
+		filer_gc_kick(j->f);
+	return err;
+}
+
+/* ---- operations (metadata worker) ---- */
+
+static void op_lookup(struct fjob *j, struct api_req *r)
+{
+	struct filer_entry *e = NULL;
+	wfs_err err = filer_find(j->f, NULL, r->dir, r->name, &e);
+	if (err)
+		api_store_error(j, err, r->path);
+	else
+		respond_entry(j, e);
+	filer_entry_free(e);
+}
+
+static void op_list(struct fjob *j, struct api_req *r)
+{
+	struct filer_entry *d = NULL;
+	struct page p = {0};
+	json_w *w;
+	wfs_err err = filer_find(j->f, NULL, r->dir, r->name, &d);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	if (!filer_entry_is_dir(d)) {
+		api_error(j, 409, "ENOTDIR", "%s is not a directory", r->path);
+		goto out;
+	}
+	/* one more than asked tells whether there are more */
+	err = filer_store_list(j->f->store, NULL, r->path, r->start, r->inclusive, r->limit + 1,
+			       r->prefix, page_add, &p, NULL);
+	if (err) {
+		api_store_error(j, err, "listing");
+		goto out;
+	}
+	{
+		buf tail = BUF_INIT;
+		size_t shown = MIN(p.n, r->limit);
+		buf_reset(&j->body);
+		buf_append(&j->body, "{\"entries\":[", 12);
+		for (size_t i = 0; i < shown; i++) {
+			if (i)
+				buf_append(&j->body, ",", 1);
+			entry_out(p.v[i], &j->body);
+		}
+		buf_append(&j->body, "],", 2);
+		/* the rest as its own object, spliced in without its opening brace */
+		w = jw_new(&tail, false);
+		jw_obj_begin(w);
+		jw_key(w, "lastName");
+		if (shown)
+			entry_json_str(w, p.v[shown - 1]->name, strlen(p.v[shown - 1]->name));
+		else
+			jw_str(w, "");
+		jw_kv_bool(w, "more", p.n > r->limit);
+		jw_obj_end(w);
+		jw_free(w);
+		buf_append(&j->body, tail.data + 1, tail.len - 1);
+		buf_free(&tail);
+	}
+	j->status = 200;
+	j->ctype = "application/json";
+out:
+	page_free(&p);
+	filer_entry_free(d);
+}
+
+static void op_create(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *old = NULL, *e = r->entry;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	wfs_err err;
+
+	filer_lock_path(f, r->path);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	if (!parent_ok(j, tx, r->dir))
+		goto out;
+	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
+	if (err && err != WFS_ENOENT) {
+		api_store_error(j, err, "lookup");
+		goto out;
+	}
+	if (old && (r->exclusive || filer_entry_is_dir(old) || filer_entry_is_dir(e))) {
+		api_error(j, 409, "EEXIST", "%s already exists", r->path);
+		goto out;
+	}
+	if (old) {
+		e->attr.crtime_ns = old->attr.crtime_ns;
+		/* free only what the new entry does not reference again */
+		for (size_t i = 0; i < old->n_chunks; i++) {
+			bool kept = false;
+			for (size_t k = 0; k < e->n_chunks && !kept; k++)
+				kept = !strcmp(old->chunks[i].fid, e->chunks[k].fid);
+			if (!kept)
+				garbage_add(&g, &old->chunks[i]);
+		}
+		err = filer_store_update(f->store, tx, e);
+	} else {
+		err = filer_store_insert(f->store, tx, e);
+	}
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	filer_evs_add(&evs, old, e);
+	err = finish_tx(j, &tx, &evs, &g);
+	if (err) {
+		api_store_error(j, err, "commit");
+		goto out;
+	}
+	respond_entry(j, e);
+	j->status = old ? 200 : 201;
+out:
+	filer_store_rollback(tx);
+	filer_unlock_path(f, r->path);
+	filer_evs_clear(&evs);
+	filer_chunks_free(g.c, g.n);
+	filer_entry_free(old);
+}
+
+/* Drops chunks lying wholly at or past size (into g) and cuts inline content. */
+static void truncate_entry(struct filer_entry *e, uint64_t size, struct garbage *g)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < e->n_chunks; i++) {
+		if (e->chunks[i].offset >= size) {
+			garbage_add(g, &e->chunks[i]);
+			filer_chunks_clear(&e->chunks[i], 1);
+			continue;
+		}
+		e->chunks[o++] = e->chunks[i];
+	}
+	e->n_chunks = o;
+	if (e->has_content && e->content_len > size)
+		e->content_len = (size_t)size;
+	e->attr.size = size;
+}
+
+static void op_update(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *old = NULL, *e = NULL;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	char etag[17];
+	wfs_err err;
+
+	filer_lock_path(f, r->path);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	if (r->if_etag) {
+		entry_etag(old, etag);
+		if (strcmp(etag, r->if_etag)) {
+			api_error(j, 412, "EPRECOND", "%s: etag is %s, not %s", r->path, etag,
+				  r->if_etag);
+			goto out;
+		}
+	}
+	if ((r->set & (API_SET_SIZE | API_SET_CHUNKS | API_SET_APPEND)) &&
+	    !S_ISREG(old->attr.mode)) {
+		api_error(j, 409, "EISDIR", "%s: size and chunks apply to regular files", r->path);
+		goto out;
+	}
+	e = filer_entry_dup(old);
+	if (r->set & API_SET_MODE)
+		e->attr.mode = (e->attr.mode & S_IFMT) | (r->attr.mode & 07777);
+	if (r->set & API_SET_UID)
+		e->attr.uid = r->attr.uid;
+	if (r->set & API_SET_GID)
+		e->attr.gid = r->attr.gid;
+	if (r->set & API_SET_MTIME)
+		e->attr.mtime_ns = r->attr.mtime_ns;
+	e->attr.ctime_ns = (r->set & API_SET_CTIME) ? r->attr.ctime_ns : (int64_t)time_now_ns();
+	if (r->set & API_SET_CHUNKS) {
+		/* replaced: free what the new list no longer names */
+		for (size_t i = 0; i < e->n_chunks; i++) {
+			bool kept = false;
+			for (size_t k = 0; k < r->chunks->n_chunks && !kept; k++)
+				kept = !strcmp(e->chunks[i].fid, r->chunks->chunks[k].fid);
+			if (!kept)
+				garbage_add(&g, &e->chunks[i]);
+		}
+		filer_chunks_clear(e->chunks, e->n_chunks);
+		e->n_chunks = 0;
+		filer_entry_clear_content(e);
+		e->attr.size = 0;
+	}
+	if (r->set & (API_SET_CHUNKS | API_SET_APPEND)) {
+		if (e->has_content && r->chunks->n_chunks) {
+			api_error(j, 400, "EINVAL", "%s has inline content; replace its chunks",
+				  r->path);
+			goto out;
+		}
+		for (size_t k = 0; k < r->chunks->n_chunks; k++) {
+			const struct filer_chunk *c = &r->chunks->chunks[k];
+			filer_entry_add_chunk(e, c->fid, c->offset, c->size, c->mtime_ns, c->etag,
+					      c->is_manifest);
+			if (c->offset + c->size > e->attr.size)
+				e->attr.size = c->offset + c->size;
+		}
+	}
+	if (r->set & API_SET_SIZE) {
+		if (r->attr.size < e->attr.size)
+			truncate_entry(e, r->attr.size, &g);
+		else
+			e->attr.size = r->attr.size;
+	}
+	if (filer_entry_check(e)) {
+		api_error(j, 400, "EINVAL", "%s: the entry would exceed a size limit", r->path);
+		goto out;
+	}
+	err = filer_store_update(f->store, tx, e);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	filer_evs_add(&evs, old, e);
+	err = finish_tx(j, &tx, &evs, &g);
+	if (err) {
+		api_store_error(j, err, "commit");
+		goto out;
+	}
+	respond_entry(j, e);
+out:
+	filer_store_rollback(tx);
+	filer_unlock_path(f, r->path);
+	filer_evs_clear(&evs);
+	filer_chunks_free(g.c, g.n);
+	filer_entry_free(old);
+	filer_entry_free(e);
+}
+
+static void op_delete(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *e = NULL;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	wfs_err err;
+
+	if (!*r->name) {
+		api_error(j, 400, "EINVAL", "the root directory cannot be deleted");
+		return;
+	}
+	filer_lock_tree(f);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, r->dir, r->name, &e);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	if (filer_entry_is_dir(e)) {
+		bool empty;
+		err = dir_is_empty(f, tx, r->path, &empty);
+		if (err) {
+			api_store_error(j, err, "listing");
+			goto out;
+		}
+		if (!empty && !r->recursive) {
+			api_error(j, 409, "ENOTEMPTY", "%s is not empty", r->path);
+			goto out;
+		}
+		if (!empty)
+			err = delete_below(f, tx, r->path, &evs, &g);
+	}
+	if (!err)
+		err = filer_store_delete(f->store, tx, r->dir, r->name);
+	if (!err) {
+		garbage_entry(&g, e);
+		filer_evs_add(&evs, e, NULL);
+		err = finish_tx(j, &tx, &evs, &g);
+	}
+	if (err) {
+		api_store_error(j, err, "delete");
+		goto out;
+	}
+	respond_ok(j);
+out:
+	filer_store_rollback(tx);
+	filer_unlock_tree(f);
+	filer_evs_clear(&evs);
+	filer_chunks_free(g.c, g.n);
+	filer_entry_free(e);
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && path[n] == '/';
+}
+
+static void op_rename(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *src = NULL, *dst = NULL, *a = NULL, *b = NULL;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	int64_t now = (int64_t)time_now_ns();
+	wfs_err err;
+
+	filer_lock_tree(f);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, r->dir, r->name, &src);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	if (!parent_ok(j, tx, r->dir2))
+		goto out;
+	err = filer_store_find(f->store, tx, r->dir2, r->name2, &dst);
+	if (err && err != WFS_ENOENT) {
+		api_store_error(j, err, r->path2);
+		goto out;
+	}
+	if (filer_entry_is_dir(src) && under(r->path2, r->path)) {
+		api_error(j, 400, "EINVAL", "cannot move %s into itself", r->path);
+		goto out;
+	}
+	if (!strcmp(r->path, r->path2)) {
+		respond_ok(j); /* POSIX: renaming onto itself does nothing */
+		goto out;
+	}
+	if (r->exchange) {
+		if (!dst) {
+			api_error(j, 404, "ENOENT", "exchange: %s does not exist", r->path2);
+			goto out;
+		}
+		if (filer_entry_is_dir(dst) && under(r->path, r->path2)) {
+			api_error(j, 400, "EINVAL", "cannot exchange %s with its ancestor",
+				  r->path);
+			goto out;
+		}
+		a = filer_entry_dup(src);
+		filer_entry_set_path(a, r->dir2, r->name2);
+		a->attr.ctime_ns = now;
+		b = filer_entry_dup(dst);
+		filer_entry_set_path(b, r->dir, r->name);
+		b->attr.ctime_ns = now;
+		err = filer_store_update(f->store, tx, a);
+		if (!err)
+			err = filer_store_update(f->store, tx, b);
+		if (!err && (filer_entry_is_dir(src) || filer_entry_is_dir(dst))) {
+			/*
+			 * Swap the subtrees through a parking directory key below
+			 * the source: the source is a directory without a child of
+			 * that name (checked), so no entry lives there.
+			 */
+			char *tmp = xasprintf("%s/.weedfs-exchange-%" PRId64, r->path, now);
+			bool empty = true;
+			if (filer_entry_is_dir(src)) {
+				struct filer_entry *clash = NULL;
+				err = filer_store_find(f->store, tx, r->path,
+						       tmp + strlen(r->path) + 1, &clash);
+				filer_entry_free(clash);
+				err = err == WFS_ENOENT ? dir_is_empty(f, tx, tmp, &empty)
+							: (err ? err : WFS_EEXIST);
+			}
+			if (!err && !empty)
+				err = WFS_EEXIST;
+			if (!err && filer_entry_is_dir(src))
+				err = move_below(f, tx, r->path, tmp);
+			if (!err && filer_entry_is_dir(dst))
+				err = move_below(f, tx, r->path2, r->path);
+			if (!err && filer_entry_is_dir(src))
+				err = move_below(f, tx, tmp, r->path2);
+			free(tmp);
+		}
+		if (!err) {
+			filer_evs_add(&evs, src, a);
+			filer_evs_add(&evs, dst, b);
+			err = finish_tx(j, &tx, &evs, &g);
+		}
+		if (err) {
+			api_store_error(j, err, "exchange");
+			goto out;
+		}
+		respond_ok(j);
+		goto out;
+	}
+	if (dst) {
+		bool sd = filer_entry_is_dir(src), dd = filer_entry_is_dir(dst);
+		if (r->no_replace) {
+			api_error(j, 409, "EEXIST", "%s exists", r->path2);
+			goto out;
+		}
+		if (!sd && dd) {
+			api_error(j, 409, "EISDIR", "%s is a directory", r->path2);
+			goto out;
+		}
+		if (sd && !dd) {
+			api_error(j, 409, "ENOTDIR", "%s is not a directory", r->path2);
+			goto out;
+		}
+		if (dd) {
+			bool empty;
+			err = dir_is_empty(f, tx, r->path2, &empty);
+			if (err) {
+				api_store_error(j, err, "listing");
+				goto out;
+			}
+			if (!empty) {
+				api_error(j, 409, "ENOTEMPTY", "%s is not empty", r->path2);
+				goto out;
+			}
+		}
+		garbage_entry(&g, dst);
+		filer_evs_add(&evs, dst, NULL);
+		err = filer_store_delete(f->store, tx, r->dir2, r->name2);
+		if (err) {
+			api_store_error(j, err, "replacing the target");
+			goto out;
+		}
+	}
+	a = filer_entry_dup(src);
+	filer_entry_set_path(a, r->dir2, r->name2);
+	a->attr.ctime_ns = now;
+	err = filer_store_insert(f->store, tx, a);
+	if (!err && filer_entry_is_dir(src))
+		err = move_below(f, tx, r->path, r->path2);
+	if (!err)
+		err = filer_store_delete(f->store, tx, r->dir, r->name);
+	if (!err) {
+		filer_evs_add(&evs, src, a);
+		err = finish_tx(j, &tx, &evs, &g);
+	}
+	if (err) {
+		api_store_error(j, err, "rename");
+		goto out;
+	}
+	respond_ok(j);
+out:
+	filer_store_rollback(tx);
+	filer_unlock_tree(f);
+	filer_evs_clear(&evs);
+	filer_chunks_free(g.c, g.n);
+	filer_entry_free(src);
+	filer_entry_free(dst);
+	filer_entry_free(a);
+	filer_entry_free(b);
+}
+
+static void op_xattr(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *old = NULL, *e = NULL;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	wfs_err err;
+
+	filer_lock_path(f, r->path);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	e = filer_entry_dup(old);
+	if (r->op == API_SET_XATTR) {
+		bool has = filer_entry_xattr_get(e, r->xname) != NULL;
+		if (has && r->xflag == API_XATTR_CREATE) {
+			api_error(j, 409, "EEXIST", "attribute %s exists", r->xname);
+			goto out;
+		}
+		if (!has && r->xflag == API_XATTR_REPLACE) {
+			api_error(j, 404, "ENODATA", "no attribute %s", r->xname);
+			goto out;
+		}
+		if (!has && e->n_xattrs >= FILER_XATTRS_MAX) {
+			api_error(j, 400, "ENOSPC", "too many attributes");
+			goto out;
+		}
+		filer_entry_xattr_set(e, r->xname, r->xvalue, r->xvalue_len);
+	} else if (filer_entry_xattr_remove(e, r->xname)) {
+		api_error(j, 404, "ENODATA", "no attribute %s", r->xname);
+		goto out;
+	}
+	e->attr.ctime_ns = (int64_t)time_now_ns();
+	err = filer_store_update(f->store, tx, e);
+	if (!err) {
+		filer_evs_add(&evs, old, e);
+		err = finish_tx(j, &tx, &evs, &g);
+	}
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	respond_entry(j, e);
+out:
+	filer_store_rollback(tx);
+	filer_unlock_path(f, r->path);
+	filer_evs_clear(&evs);
+	filer_entry_free(old);
+	filer_entry_free(e);
+}
+
+static void op_assign(struct fjob *j, struct api_req *r)
+{
+	struct blob_assign_params ap = {
+		.collection = r->collection ? r->collection : j->f->collection,
+		.replication = r->replication ? r->replication : j->f->replication,
+		.ttl = r->ttl,
+	};
+	json_w *w;
+
+	if (ap.collection && !*ap.collection)
+		ap.collection = NULL;
+	if (ap.replication && !*ap.replication)
+		ap.replication = NULL;
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_key(w, "fids");
+	jw_arr_begin(w);
+	for (uint32_t i = 0; i < r->count; i++) {
+		struct blob_assignment a;
+		wfs_err err = blob_client_assign(j->f->bc, &ap, &a);
+		if (err) {
+			jw_free(w);
+			api_store_error(j, err == WFS_ENOENT ? WFS_EUNAVAIL : err, "assign");
+			return;
+		}
+		jw_obj_begin(w);
+		jw_kv_str(w, "fid", a.fid);
+		jw_kv_str(w, "url", a.url);
+		jw_kv_str(w, "publicUrl", a.public_url);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
+static void op_lookup_volume(struct fjob *j, struct api_req *r)
+{
+	struct blob_location *locs = NULL;
+	size_t n = 0;
+	json_w *w;
+	wfs_err err = blob_client_lookup(j->f->bc, r->volume_id, false, &locs, &n);
+	if (err == WFS_ENOENT) {
+		api_error(j, 404, "ENOENT", "volume %" PRIu32 " not found", r->volume_id);
+		return;
+	}
+	if (err) {
+		api_store_error(j, err, "volume lookup");
+		return;
+	}
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_u64(w, "volumeId", r->volume_id);
+	jw_key(w, "locations");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		jw_obj_begin(w);
+		jw_kv_str(w, "url", locs[i].url);
+		jw_kv_str(w, "publicUrl", locs[i].public_url);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	free(locs);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
+static void api_run(struct fjob *j)
+{
+	struct api_job *a = j->ext;
+	char msg[256] = "";
+	struct api_req *r = NULL;
+	wfs_err err = api_req_parse(a->op, a->body, a->len, &r, msg, sizeof(msg));
+
+	if (err == WFS_ENOENT) {
+		api_error(j, 404, "ENOSYS", "%s", msg);
+		return;
+	}
+	if (err) {
+		api_error(j, 400, "EINVAL", "%s", msg);
+		return;
+	}
+	switch (r->op) {
+	case API_LOOKUP:
+		op_lookup(j, r);
+		break;
+	case API_LIST:
+		op_list(j, r);
+		break;
+	case API_CREATE:
+		op_create(j, r);
+		break;
+	case API_UPDATE:
+		op_update(j, r);
+		break;
+	case API_DELETE:
+		op_delete(j, r);
+		break;
+	case API_RENAME:
+		op_rename(j, r);
+		break;
+	case API_SET_XATTR:
+	case API_REMOVE_XATTR:
+		op_xattr(j, r);
+		break;
+	case API_ASSIGN:
+		op_assign(j, r);
+		break;
+	case API_LOOKUP_VOLUME:
+		op_lookup_volume(j, r);
+		break;
+	}
+	api_req_free(r);
+}
+
+static void api_job_run(void *arg)
+{
+	struct fjob *j = arg;
+	struct api_job *a = j->ext;
+	api_run(j);
+	j->ext = NULL;
+	free(a->op);
+	free(a->body);
+	free(a);
+	fjob_respond_deferred(j);
+}
+
+static void api_body(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct filer *f = arg;
+	struct api_job *a = xcalloc(1, sizeof(*a));
+	struct fjob *j = fjob_new(f, req, "/", true);
+
+	{
+		const char *op = http_req_path(req) + strlen(API_PREFIX);
+		a->op = xstrndup(op, strnlen(op, 64)); /* xstrndup copies exactly n bytes */
+	}
+	a->body = xmalloc(len + 1);
+	memcpy(a->body, data, len);
+	a->body[len] = '\0';
+	a->len = len;
+	j->ext = a;
+	if (!filer_submit(f, false, api_job_run, j)) {
+		http_resp_error(req, 503, "filer is stopping");
+		free(a->op);
+		free(a->body);
+		free(a);
+		fjob_free(j);
+	}
+}
+
+bool filer_api_route(struct filer *f, http_req *req)
+{
+	const char *raw = http_req_path(req);
+	const char *name, *value;
+
+	if (strncmp(raw, "/.api/", 6))
+		return false;
+	if (strncmp(raw, API_PREFIX, strlen(API_PREFIX))) {
+		http_resp_error(req, 404, "unknown API version (use %s<op>)", API_PREFIX);
+		return true;
+	}
+	if (http_req_method(req) != HTTP_POST) {
+		http_resp_header(req, "Allow", "POST");
+		http_resp_error(req, 405, "the entry API takes POST");
+		return true;
+	}
+	if (http_req_query_at(req, 0, &name, &value)) {
+		http_resp_error(req, 400, "the entry API takes no query parameters");
+		return true;
+	}
+	/* the job is made once the body is in: a dropped connection leaves nothing behind */
+	http_req_read_body(req, API_BODY_MAX, api_body, f);
+	return true;
+}

@@ -1,0 +1,585 @@
+/*
+ * Request parser of the JSON entry API (filer_api_parse.h).
+ *
+ * DESIGN: yajl builds a tree; each operation has a table of allowed member
+ * names, checked before any member is read, so an unknown (misspelt) field
+ * is a 400 rather than silently ignored. yajl hands strings over as C
+ * strings, which would hide an escaped NUL (\u0000), so the raw body is
+ * scanned for that escape first and refused.
+ */
+#include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "filer/filer_api_parse.h"
+#include "json.h"
+#include "util.h"
+
+struct pctx {
+	char *msg;
+	size_t msglen;
+};
+
+static bool fail(struct pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(struct pctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->msg, c->msglen, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* ---- base64 ---- */
+
+static int b64_value(int ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+')
+		return 62;
+	if (ch == '/')
+		return 63;
+	return -1;
+}
+
+bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
+{
+	size_t n = strlen(s), o = 0;
+	uint8_t *p;
+
+	*out = NULL;
+	*outlen = 0;
+	if (n % 4 || n / 4 * 3 > max + 2)
+		return false;
+	p = xmalloc(n / 4 * 3 + 1);
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+		int pad = 0;
+		for (int k = 0; k < 4; k++) {
+			if (s[i + k] == '=' && i + 4 == n && k >= 2) {
+				v[k] = 0;
+				pad++;
+				continue;
+			}
+			if (pad) /* data after padding */
+				goto bad;
+			v[k] = b64_value((unsigned char)s[i + k]);
+			if (v[k] < 0)
+				goto bad;
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+			     (uint32_t)v[3];
+		p[o++] = (uint8_t)(w >> 16);
+		if (pad < 2)
+			p[o++] = (uint8_t)(w >> 8);
+		if (pad < 1)
+			p[o++] = (uint8_t)w;
+	}
+	if (o > max)
+		goto bad;
+	*out = p;
+	*outlen = o;
+	return true;
+bad:
+	free(p);
+	return false;
+}
+
+/* ---- members ---- */
+
+static bool check_keys(struct pctx *c, yajl_val obj, const char *what, const char *const *allowed)
+{
+	if (!YAJL_IS_OBJECT(obj))
+		return fail(c, "%s must be a JSON object", what);
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		bool ok = false;
+		for (size_t a = 0; allowed[a] && !ok; a++)
+			ok = !strcmp(allowed[a], k);
+		if (!ok)
+			return fail(c, "unknown field \"%.64s\" in %s", k, what);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(obj->u.object.keys[j], k))
+				return fail(c, "duplicate field \"%.64s\" in %s", k, what);
+	}
+	return true;
+}
+
+/* Optional string; *out stays NULL when absent. */
+static bool get_str(struct pctx *c, yajl_val obj, const char *key, size_t max, char **out)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v)
+		return true;
+	if (!YAJL_IS_STRING(v))
+		return fail(c, "\"%s\" must be a string", key);
+	if (strlen(v->u.string) > max)
+		return fail(c, "\"%s\" is longer than %zu bytes", key, max);
+	free(*out);
+	*out = xstrdup(v->u.string);
+	return true;
+}
+
+static bool get_bool(struct pctx *c, yajl_val obj, const char *key, bool *out)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v)
+		return true;
+	if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+		return fail(c, "\"%s\" must be true or false", key);
+	*out = YAJL_IS_TRUE(v);
+	return true;
+}
+
+/* Optional unsigned integer <= max; *present (may be NULL) says whether it was there. */
+static bool get_u64(struct pctx *c, yajl_val obj, const char *key, uint64_t max, uint64_t *out,
+		    bool *present)
+{
+	yajl_val v = json_get(obj, key);
+	if (present)
+		*present = v != NULL;
+	if (!v)
+		return true;
+	if (!json_as_u64(v, out) || *out > max)
+		return fail(c, "\"%s\" must be an integer in 0..%llu", key,
+			    (unsigned long long)max);
+	return true;
+}
+
+static bool get_i64(struct pctx *c, yajl_val obj, const char *key, int64_t *out, bool *present)
+{
+	yajl_val v = json_get(obj, key);
+	if (present)
+		*present = v != NULL;
+	if (!v)
+		return true;
+	if (!json_as_i64(v, out))
+		return fail(c, "\"%s\" must be a 64-bit integer", key);
+	return true;
+}
+
+/* A required absolute, canonical path, split into *dir and *name. */
+static bool get_path(struct pctx *c, yajl_val obj, const char *key, char **path, char **dir,
+		     char **name)
+{
+	if (!get_str(c, obj, key, FILER_PATH_MAX, path))
+		return false;
+	if (!*path)
+		return fail(c, "\"%s\" is required", key);
+	if (filer_path_split(*path, dir, name))
+		return fail(c,
+			    "\"%s\": invalid path (absolute, no \".\" or \"..\", no empty "
+			    "component or trailing slash, names up to %d bytes)",
+			    key, FILER_NAME_MAX);
+	return true;
+}
+
+static const char *const chunk_keys[] = {"fileId", "offset",     "size", "mtimeNs",
+					 "etag",   "isManifest", NULL};
+
+static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct filer_entry *e)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v)
+		return true;
+	if (!YAJL_IS_ARRAY(v))
+		return fail(c, "\"%s\" must be an array", key);
+	if (v->u.array.len > API_CHUNKS_MAX)
+		return fail(c, "\"%s\": more than %u chunks", key, API_CHUNKS_MAX);
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val ch = v->u.array.values[i];
+		char *fid = NULL, *etag = NULL;
+		uint64_t off = 0, size = 0;
+		int64_t mt = 0;
+		bool man = false, ok;
+		ok = check_keys(c, ch, "a chunk", chunk_keys) &&
+		     get_str(c, ch, "fileId", FILER_FID_MAX, &fid) &&
+		     get_str(c, ch, "etag", FILER_ETAG_MAX, &etag) &&
+		     get_u64(c, ch, "offset", INT64_MAX, &off, NULL) &&
+		     get_u64(c, ch, "size", INT64_MAX, &size, NULL) &&
+		     get_i64(c, ch, "mtimeNs", &mt, NULL) && get_bool(c, ch, "isManifest", &man);
+		if (ok && (!fid || !*fid))
+			ok = fail(c, "a chunk needs a non-empty \"fileId\"");
+		if (ok && off + size < off)
+			ok = fail(c, "a chunk's offset + size overflows");
+		if (ok)
+			filer_entry_add_chunk(e, fid, off, size, mt, etag && *etag ? etag : NULL,
+					      man);
+		free(fid);
+		free(etag);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* ---- operations ---- */
+
+static const char *const k_lookup[] = {"path", NULL};
+static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "prefix", NULL};
+static const char *const k_create[] = {"entry", "exclusive", NULL};
+static const char *const k_entry[] = {"path",    "mode",     "uid",           "gid",  "mtimeNs",
+				      "ctimeNs", "crtimeNs", "symlinkTarget", "rdev", "content",
+				      "chunks",  "mime",     "ttlSec",        NULL};
+static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
+static const char *const k_set[] = {"mode",    "uid",    "gid",          "size", "mtimeNs",
+				    "ctimeNs", "chunks", "appendChunks", NULL};
+static const char *const k_delete[] = {"path", "recursive", NULL};
+static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
+static const char *const k_setx[] = {"path", "name", "value", "flags", NULL};
+static const char *const k_rmx[] = {"path", "name", NULL};
+static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
+static const char *const k_lookupv[] = {"volumeId", NULL};
+
+static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
+{
+	uint64_t mode = 0, uid = 0, gid = 0, rdev = 0, ttl = 0;
+	int64_t mt = 0, ct = 0, crt = 0;
+	bool has_mt, has_ct, has_crt, has_mode;
+	char *content = NULL;
+	struct filer_entry *e;
+	bool ok;
+
+	if (!check_keys(c, ev, "\"entry\"", k_entry) ||
+	    !get_path(c, ev, "path", &r->path, &r->dir, &r->name))
+		return false;
+	if (!*r->name)
+		return fail(c, "the root directory cannot be created");
+	e = r->entry = filer_entry_new(r->dir, r->name);
+	ok = get_u64(c, ev, "mode", UINT32_MAX, &mode, &has_mode) &&
+	     get_u64(c, ev, "uid", UINT32_MAX, &uid, NULL) &&
+	     get_u64(c, ev, "gid", UINT32_MAX, &gid, NULL) &&
+	     get_u64(c, ev, "rdev", UINT64_MAX, &rdev, NULL) &&
+	     get_u64(c, ev, "ttlSec", UINT32_MAX, &ttl, NULL) &&
+	     get_i64(c, ev, "mtimeNs", &mt, &has_mt) && get_i64(c, ev, "ctimeNs", &ct, &has_ct) &&
+	     get_i64(c, ev, "crtimeNs", &crt, &has_crt) &&
+	     get_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
+	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
+	     get_str(c, ev, "content", API_CONTENT_MAX * 4 / 3 + 4, &content) &&
+	     get_chunks(c, ev, "chunks", e);
+	if (!ok)
+		goto out;
+	if (!has_mode) {
+		ok = fail(c, "\"entry.mode\" is required (type and permission bits)");
+		goto out;
+	}
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFIFO:
+	case S_IFSOCK:
+	case S_IFCHR:
+	case S_IFBLK:
+		break;
+	default:
+		ok = fail(c, "\"entry.mode\" has no valid file type (S_IFMT bits)");
+		goto out;
+	}
+	if (S_ISLNK(mode) != (e->attr.symlink_target != NULL && *e->attr.symlink_target)) {
+		ok = fail(c, "a symlink needs a non-empty \"symlinkTarget\", others none");
+		goto out;
+	}
+	if (!S_ISREG(mode) && (content || e->n_chunks)) {
+		ok = fail(c, "only regular files have content or chunks");
+		goto out;
+	}
+	if (content) {
+		uint8_t *data;
+		size_t n;
+		if (!api_base64_decode(content, API_CONTENT_MAX, &data, &n)) {
+			ok = fail(c, "\"content\" must be base64 of at most %u bytes",
+				  API_CONTENT_MAX);
+			goto out;
+		}
+		filer_entry_set_content(e, data, n);
+		free(data);
+		e->attr.size = n;
+		if (e->n_chunks) {
+			ok = fail(c, "\"content\" and \"chunks\" exclude each other");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < e->n_chunks; i++)
+		if (e->chunks[i].offset + e->chunks[i].size > e->attr.size)
+			e->attr.size = e->chunks[i].offset + e->chunks[i].size;
+	e->attr.mode = (uint32_t)mode;
+	e->attr.uid = (uint32_t)uid;
+	e->attr.gid = (uint32_t)gid;
+	e->attr.rdev = rdev;
+	e->attr.ttl_sec = (uint32_t)ttl;
+	e->attr.nlink = 1;
+	{
+		int64_t now = (int64_t)time_now_ns();
+		e->attr.mtime_ns = has_mt ? mt : now;
+		e->attr.ctime_ns = has_ct ? ct : now;
+		e->attr.crtime_ns = has_crt ? crt : now;
+	}
+	if (e->attr.symlink_target && !*e->attr.symlink_target) {
+		free(e->attr.symlink_target);
+		e->attr.symlink_target = NULL;
+	}
+	if (e->attr.mime && !*e->attr.mime) {
+		free(e->attr.mime);
+		e->attr.mime = NULL;
+	}
+	if (filer_entry_check(e))
+		ok = fail(c, "the entry exceeds a size limit");
+out:
+	free(content);
+	return ok;
+}
+
+static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	yajl_val s = json_get(root, "set");
+	uint64_t v = 0;
+	int64_t t = 0;
+	bool p, pa, pc;
+
+	if (!get_path(c, root, "path", &r->path, &r->dir, &r->name) ||
+	    !get_str(c, root, "ifEtag", 64, &r->if_etag))
+		return false;
+	if (!s)
+		return fail(c, "\"set\" is required");
+	if (!check_keys(c, s, "\"set\"", k_set))
+		return false;
+#define U(key, bit, field, max)                       \
+	do {                                          \
+		if (!get_u64(c, s, key, max, &v, &p)) \
+			return false;                 \
+		if (p) {                              \
+			r->set |= bit;                \
+			r->attr.field = v;            \
+		}                                     \
+	} while (0)
+	U("mode", API_SET_MODE, mode, 07777);
+	U("uid", API_SET_UID, uid, UINT32_MAX);
+	U("gid", API_SET_GID, gid, UINT32_MAX);
+	U("size", API_SET_SIZE, size, INT64_MAX);
+#undef U
+	if (!get_i64(c, s, "mtimeNs", &t, &p))
+		return false;
+	if (p) {
+		r->set |= API_SET_MTIME;
+		r->attr.mtime_ns = t;
+	}
+	if (!get_i64(c, s, "ctimeNs", &t, &p))
+		return false;
+	if (p) {
+		r->set |= API_SET_CTIME;
+		r->attr.ctime_ns = t;
+	}
+	pc = json_get(s, "chunks") != NULL;
+	pa = json_get(s, "appendChunks") != NULL;
+	if (pc && pa)
+		return fail(c, "\"chunks\" and \"appendChunks\" exclude each other");
+	if (pc || pa) {
+		r->chunks = filer_entry_new("/", "x");
+		if (!get_chunks(c, s, pc ? "chunks" : "appendChunks", r->chunks))
+			return false;
+		r->set |= pc ? API_SET_CHUNKS : API_SET_APPEND;
+	}
+	return true;
+}
+
+static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	uint64_t v = 0;
+	char *flags = NULL, *value = NULL;
+	bool ok;
+
+	switch (r->op) {
+	case API_LOOKUP:
+		return check_keys(c, root, "the request", k_lookup) &&
+		       get_path(c, root, "path", &r->path, &r->dir, &r->name);
+	case API_LIST:
+		r->limit = 1000;
+		if (!check_keys(c, root, "the request", k_list) ||
+		    !get_path(c, root, "dir", &r->path, &r->dir, &r->name) ||
+		    !get_str(c, root, "startName", FILER_NAME_MAX, &r->start) ||
+		    !get_str(c, root, "prefix", FILER_NAME_MAX, &r->prefix) ||
+		    !get_bool(c, root, "inclusive", &r->inclusive))
+			return false;
+		v = r->limit;
+		if (!get_u64(c, root, "limit", API_LIST_MAX, &v, NULL))
+			return false;
+		if (v == 0)
+			return fail(c, "\"limit\" must be 1..%u", API_LIST_MAX);
+		r->limit = (size_t)v;
+		return true;
+	case API_CREATE: {
+		yajl_val ev = json_get(root, "entry");
+		if (!check_keys(c, root, "the request", k_create) ||
+		    !get_bool(c, root, "exclusive", &r->exclusive))
+			return false;
+		if (!ev)
+			return fail(c, "\"entry\" is required");
+		return parse_entry(c, r, ev);
+	}
+	case API_UPDATE:
+		return check_keys(c, root, "the request", k_update) && parse_update(c, r, root);
+	case API_DELETE:
+		return check_keys(c, root, "the request", k_delete) &&
+		       get_path(c, root, "path", &r->path, &r->dir, &r->name) &&
+		       get_bool(c, root, "recursive", &r->recursive);
+	case API_RENAME:
+		if (!check_keys(c, root, "the request", k_rename) ||
+		    !get_path(c, root, "from", &r->path, &r->dir, &r->name) ||
+		    !get_path(c, root, "to", &r->path2, &r->dir2, &r->name2) ||
+		    !get_bool(c, root, "noReplace", &r->no_replace) ||
+		    !get_bool(c, root, "exchange", &r->exchange))
+			return false;
+		if (r->no_replace && r->exchange)
+			return fail(c, "\"noReplace\" and \"exchange\" exclude each other");
+		if (!*r->name || !*r->name2)
+			return fail(c, "the root directory cannot be renamed or replaced");
+		return true;
+	case API_SET_XATTR:
+	case API_REMOVE_XATTR:
+		ok = check_keys(c, root, "the request", r->op == API_SET_XATTR ? k_setx : k_rmx) &&
+		     get_path(c, root, "path", &r->path, &r->dir, &r->name) &&
+		     get_str(c, root, "name", FILER_SHORT_MAX, &r->xname) &&
+		     get_str(c, root, "value", FILER_XATTR_VALUE_MAX / 3 * 4 + 8, &value) &&
+		     get_str(c, root, "flags", 16, &flags);
+		if (ok && (!r->xname || !*r->xname))
+			ok = fail(c, "\"name\" is required (1..%d bytes)", FILER_SHORT_MAX);
+		if (ok && r->op == API_SET_XATTR) {
+			if (!value)
+				ok = fail(c, "\"value\" is required (base64)");
+			else if (!api_base64_decode(value, FILER_XATTR_VALUE_MAX, &r->xvalue,
+						    &r->xvalue_len))
+				ok = fail(c, "\"value\" must be base64 of at most %u bytes",
+					  FILER_XATTR_VALUE_MAX);
+			if (ok && flags) {
+				if (!strcmp(flags, "create"))
+					r->xflag = API_XATTR_CREATE;
+				else if (!strcmp(flags, "replace"))
+					r->xflag = API_XATTR_REPLACE;
+				else if (*flags)
+					ok = fail(c, "\"flags\" must be \"create\", \"replace\" or "
+						     "\"\"");
+			}
+		}
+		free(flags);
+		free(value);
+		return ok;
+	case API_ASSIGN:
+		v = 1;
+		if (!check_keys(c, root, "the request", k_assign) ||
+		    !get_u64(c, root, "count", API_ASSIGN_MAX, &v, NULL) ||
+		    !get_str(c, root, "collection", FILER_SHORT_MAX, &r->collection) ||
+		    !get_str(c, root, "replication", 8, &r->replication) ||
+		    !get_str(c, root, "ttl", 16, &r->ttl))
+			return false;
+		if (v == 0)
+			return fail(c, "\"count\" must be 1..%u", API_ASSIGN_MAX);
+		r->count = (uint32_t)v;
+		return true;
+	case API_LOOKUP_VOLUME: {
+		bool p;
+		if (!check_keys(c, root, "the request", k_lookupv) ||
+		    !get_u64(c, root, "volumeId", UINT32_MAX, &v, &p))
+			return false;
+		if (!p)
+			return fail(c, "\"volumeId\" is required");
+		r->volume_id = (uint32_t)v;
+		return true;
+	}
+	}
+	return fail(c, "unknown operation");
+}
+
+static const struct {
+	const char *name;
+	enum api_op op;
+} ops[] = {
+	{"lookup", API_LOOKUP},      {"list", API_LIST},
+	{"create", API_CREATE},      {"update", API_UPDATE},
+	{"delete", API_DELETE},      {"rename", API_RENAME},
+	{"setXattr", API_SET_XATTR}, {"removeXattr", API_REMOVE_XATTR},
+	{"assign", API_ASSIGN},      {"lookupVolume", API_LOOKUP_VOLUME},
+};
+
+/* True if the JSON text holds an escaped NUL (\u0000) inside a string. */
+static bool has_nul_escape(const char *s, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (s[i] != '\\')
+			continue;
+		if (s[i + 1] == 'u' && i + 5 < len && s[i + 2] == '0' && s[i + 3] == '0' &&
+		    s[i + 4] == '0' && s[i + 5] == '0')
+			return true;
+		i++; /* skip the escaped character */
+	}
+	return false;
+}
+
+wfs_err api_req_parse(const char *op, const char *body, size_t len, struct api_req **out, char *msg,
+		      size_t msglen)
+{
+	struct pctx c = {msg, msglen};
+	struct api_req *r;
+	yajl_val root;
+	size_t i;
+
+	*out = NULL;
+	for (i = 0; i < ARRAY_LEN(ops); i++)
+		if (!strcmp(ops[i].name, op))
+			break;
+	if (i == ARRAY_LEN(ops)) {
+		fail(&c, "unknown operation \"%.64s\"", op);
+		return WFS_ENOENT;
+	}
+	if (len > API_BODY_MAX) {
+		fail(&c, "request body over %u bytes", API_BODY_MAX);
+		return WFS_EINVAL;
+	}
+	if (memchr(body, '\0', len) || has_nul_escape(body, len)) {
+		fail(&c, "NUL bytes are not allowed");
+		return WFS_EINVAL;
+	}
+	root = json_parse(body, len, msg, msglen);
+	if (!root)
+		return WFS_EINVAL;
+	r = xcalloc(1, sizeof(*r));
+	r->op = ops[i].op;
+	if (!parse_body(&c, r, root)) {
+		api_req_free(r);
+		yajl_tree_free(root);
+		return WFS_EINVAL;
+	}
+	yajl_tree_free(root);
+	*out = r;
+	return WFS_OK;
+}
+
+void api_req_free(struct api_req *r)
+{
+	if (!r)
+		return;
+	free(r->path);
+	free(r->dir);
+	free(r->name);
+	free(r->path2);
+	free(r->dir2);
+	free(r->name2);
+	free(r->start);
+	free(r->prefix);
+	filer_entry_free(r->entry);
+	filer_entry_free(r->chunks);
+	free(r->if_etag);
+	free(r->xname);
+	free(r->xvalue);
+	free(r->collection);
+	free(r->replication);
+	free(r->ttl);
+	free(r);
+}

@@ -1,0 +1,103 @@
+/*
+ * The request parser of the filer's JSON entry API (docs/api-filer-json.md):
+ * turns one operation name and its JSON body into a validated struct
+ * api_req. Strict: unknown fields, wrong types, out-of-range numbers,
+ * non-canonical paths, "." / ".." components and NUL bytes are refused with
+ * a message, so a handler only ever sees well-formed input. Pure (no I/O, no
+ * globals): the fuzz target drives it directly.
+ */
+#ifndef WEEDFS_FILER_FILER_API_PARSE_H
+#define WEEDFS_FILER_FILER_API_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+#include "filer/entry.h"
+
+/* Largest request body the API reads. */
+#define API_BODY_MAX (8u << 20)
+/* Largest page of a list request (a larger limit is refused, not clamped). */
+#define API_LIST_MAX 10000
+/* Largest inline content a create may carry (decoded bytes). */
+#define API_CONTENT_MAX (64u << 10)
+/* Chunks one create or update may carry. */
+#define API_CHUNKS_MAX 65536
+/* File ids one assign may ask for. */
+#define API_ASSIGN_MAX 100
+
+enum api_op {
+	API_LOOKUP,
+	API_LIST,
+	API_CREATE,
+	API_UPDATE,
+	API_DELETE,
+	API_RENAME,
+	API_SET_XATTR,
+	API_REMOVE_XATTR,
+	API_ASSIGN,
+	API_LOOKUP_VOLUME,
+};
+
+/* Fields of update's "set" that were present. */
+#define API_SET_MODE   0x001u
+#define API_SET_UID    0x002u
+#define API_SET_GID    0x004u
+#define API_SET_SIZE   0x008u
+#define API_SET_MTIME  0x010u
+#define API_SET_CTIME  0x020u
+#define API_SET_CHUNKS 0x040u
+#define API_SET_APPEND 0x080u
+
+enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
+
+/* One parsed request. Every pointer is owned (api_req_free). */
+struct api_req {
+	enum api_op op;
+	/* lookup, update, delete, setXattr, removeXattr: path; list: dir; rename: from */
+	char *path, *dir, *name; /* path and its split */
+	/* rename: to */
+	char *path2, *dir2, *name2;
+	/* list */
+	char *start, *prefix;
+	bool inclusive;
+	size_t limit;
+	/* create: the new entry (dir/name set, attributes, content, chunks) */
+	struct filer_entry *entry;
+	bool exclusive;
+	/* update */
+	unsigned set;
+	struct filer_attr attr;     /* only the numeric fields named by set */
+	struct filer_entry *chunks; /* chunks (API_SET_CHUNKS) or appendChunks, in ->chunks */
+	char *if_etag;              /* update, create (replace only if it matches) */
+	/* delete, rename */
+	bool recursive, no_replace, exchange;
+	/* xattrs */
+	char *xname;
+	uint8_t *xvalue;
+	size_t xvalue_len;
+	enum api_xattr_flag xflag;
+	/* assign, lookupVolume */
+	uint32_t count;
+	char *collection, *replication, *ttl;
+	uint32_t volume_id;
+};
+
+/*
+ * Parses the body of operation op (e.g. "lookup"); len bytes, need not be
+ * NUL-terminated. On WFS_OK *out is owned by the caller. WFS_ENOENT for an
+ * unknown op, WFS_EINVAL for a bad body; either way msg holds a reason.
+ * Any thread.
+ */
+wfs_err api_req_parse(const char *op, const char *body, size_t len, struct api_req **out, char *msg,
+		      size_t msglen);
+/* Frees r. NULL does nothing. */
+void api_req_free(struct api_req *r);
+
+/*
+ * Decodes standard base64 (padding required when the length is not a
+ * multiple of 4) into a new buffer of at most max bytes. False on bad input.
+ */
+bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen);
+
+#endif

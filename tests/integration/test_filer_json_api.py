@@ -1,0 +1,437 @@
+"""The filer's JSON entry API (POST /.api/v1/<op>, docs/api-filer-json.md): each
+operation, the POSIX rename rules, atomic conditions under races, error codes and
+bad input."""
+
+import base64
+import threading
+
+import pytest
+import requests
+
+from filer_fixtures import mini_filer  # noqa: F401 - pytest fixture
+
+S_IFREG, S_IFDIR, S_IFLNK = 0o100000, 0o040000, 0o120000
+
+
+def call(f, op, body, raw=None):
+    url = f.u("/.api/v1/" + op)
+    if raw is not None:
+        return requests.post(url, data=raw, timeout=60)
+    return requests.post(url, json=body, timeout=60)
+
+
+def ok(f, op, body, status=(200, 201)):
+    r = call(f, op, body)
+    assert r.status_code in status, "%s %s: %s %s" % (op, body, r.status_code, r.text)
+    return r.json()
+
+
+def err(f, op, body, status, code):
+    r = call(f, op, body)
+    assert r.status_code == status, "%s %s: %s %s" % (op, body, r.status_code, r.text)
+    j = r.json()
+    assert j["code"] == code and j["error"], j
+    return j
+
+
+def mkdir(f, path, mode=0o755):
+    return ok(f, "create", {"entry": {"path": path, "mode": S_IFDIR | mode}})
+
+
+def mkfile(f, path, data=b"", **kw):
+    e = {"path": path, "mode": S_IFREG | 0o644, "content": base64.b64encode(data).decode()}
+    e.update(kw)
+    return ok(f, "create", {"entry": e})
+
+
+def exists(f, path):
+    r = call(f, "lookup", {"path": path})
+    assert r.status_code in (200, 404), r.text
+    return r.status_code == 200
+
+
+# ---- lookup, list, create ----------------------------------------------------
+
+
+def test_create_lookup_round_trip_exact_64bit(mini_filer):
+    f = mini_filer
+    mkdir(f, "/j1")
+    big = 9007199254740993  # 2^53 + 1: not representable as a double
+    e = mkfile(f, "/j1/a", b"hello", uid=4000000000, gid=7, mtimeNs=big,
+               ctimeNs=big, crtimeNs=1)
+    assert e["fullPath"] == "/j1/a" and e["size"] == 5 and len(e["etag"]) == 16
+    r = call(f, "lookup", {"path": "/j1/a"})
+    assert r.status_code == 200
+    assert '"mtimeNs":9007199254740993' in r.text
+    got = r.json()
+    assert got["uid"] == 4000000000 and got["gid"] == 7 and got["mode"] == S_IFREG | 0o644
+    assert got["etag"] == e["etag"]
+    assert base64.b64decode(got["content"]) == b"hello"
+    # the same file through the plain HTTP API
+    assert f.get("/j1/a").content == b"hello"
+    root = ok(f, "lookup", {"path": "/"})
+    assert root["isDirectory"] is True
+
+
+def test_symlink_and_device(mini_filer):
+    f = mini_filer
+    mkdir(f, "/j2")
+    e = ok(f, "create", {"entry": {"path": "/j2/l", "mode": S_IFLNK | 0o777,
+                                   "symlinkTarget": "../x"}})
+    assert e["symlinkTarget"] == "../x" and e["mode"] == S_IFLNK | 0o777
+    e = ok(f, "create", {"entry": {"path": "/j2/dev", "mode": 0o020644, "rdev": 259}})
+    assert e["rdev"] == 259
+    err(f, "create", {"entry": {"path": "/j2/l2", "mode": S_IFLNK | 0o777}}, 400, "EINVAL")
+
+
+def test_create_missing_parent_and_exclusive(mini_filer):
+    f = mini_filer
+    err(f, "create", {"entry": {"path": "/nope/x", "mode": S_IFREG | 0o644}}, 404, "ENOENT")
+    mkdir(f, "/j3")
+    mkfile(f, "/j3/f", b"1")
+    err(f, "create", {"entry": {"path": "/j3/f", "mode": S_IFREG | 0o644}, "exclusive": True},
+        409, "EEXIST")
+    # non-exclusive create replaces a file
+    e = mkfile(f, "/j3/f", b"22")
+    assert e["size"] == 2
+    # a file is not a parent
+    err(f, "create", {"entry": {"path": "/j3/f/x", "mode": S_IFREG | 0o644}}, 409, "ENOTDIR")
+    # a directory is never replaced
+    mkdir(f, "/j3/d")
+    err(f, "create", {"entry": {"path": "/j3/d", "mode": S_IFREG | 0o644}}, 409, "EEXIST")
+
+
+def test_exclusive_create_race_16(mini_filer):
+    f = mini_filer
+    mkdir(f, "/race")
+    for round_ in range(3):
+        path = "/race/f%d" % round_
+        codes = []
+        barrier = threading.Barrier(16)
+
+        def worker(i):
+            barrier.wait()
+            r = call(f, "create", {"entry": {"path": path, "mode": S_IFREG | 0o644,
+                                             "uid": i}, "exclusive": True})
+            codes.append((r.status_code, r.json().get("code"), i))
+
+        ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        wins = [c for c in codes if c[0] == 201]
+        assert len(wins) == 1, codes
+        assert all(c[0] == 409 and c[1] == "EEXIST" for c in codes if c[0] != 201)
+        assert ok(f, "lookup", {"path": path})["uid"] == wins[0][2]
+
+
+def test_list_paging_prefix(mini_filer):
+    f = mini_filer
+    mkdir(f, "/ls")
+    names = ["a%02d" % i for i in range(25)] + ["b1", "b2"]
+    for n in names:
+        mkfile(f, "/ls/" + n)
+    seen, start, pages = [], "", 0
+    while True:
+        j = ok(f, "list", {"dir": "/ls", "startName": start, "limit": 10})
+        seen += [e["name"] for e in j["entries"]]
+        pages += 1
+        if not j["more"]:
+            break
+        start = j["lastName"]
+    assert seen == sorted(names) and pages == 3
+    j = ok(f, "list", {"dir": "/ls", "prefix": "b"})
+    assert [e["name"] for e in j["entries"]] == ["b1", "b2"] and j["more"] is False
+    j = ok(f, "list", {"dir": "/ls", "startName": "b1", "inclusive": True, "limit": 1})
+    assert [e["name"] for e in j["entries"]] == ["b1"] and j["more"] is True
+    assert all(len(e["etag"]) == 16 for e in j["entries"])
+    err(f, "list", {"dir": "/ls/a00"}, 409, "ENOTDIR")
+    err(f, "list", {"dir": "/nolist"}, 404, "ENOENT")
+    err(f, "list", {"dir": "/ls", "limit": 1000000}, 400, "EINVAL")
+    err(f, "list", {"dir": "/ls", "limit": 0}, 400, "EINVAL")
+
+
+# ---- update ------------------------------------------------------------------
+
+
+def test_update_attrs_and_cas(mini_filer):
+    f = mini_filer
+    mkdir(f, "/up")
+    e = mkfile(f, "/up/f", b"0123456789")
+    e2 = ok(f, "update", {"path": "/up/f", "set": {"mode": 0o600, "uid": 5, "gid": 6,
+                                                    "mtimeNs": 123}, "ifEtag": e["etag"]})
+    assert e2["mode"] == S_IFREG | 0o600 and e2["uid"] == 5 and e2["mtimeNs"] == 123
+    assert e2["etag"] != e["etag"]
+    err(f, "update", {"path": "/up/f", "set": {"uid": 9}, "ifEtag": e["etag"]}, 412, "EPRECOND")
+    assert ok(f, "lookup", {"path": "/up/f"})["uid"] == 5
+    e3 = ok(f, "update", {"path": "/up/f", "set": {"size": 4}})
+    assert e3["size"] == 4 and f.get("/up/f").content == b"0123"
+    err(f, "update", {"path": "/up/missing", "set": {"uid": 1}}, 404, "ENOENT")
+    err(f, "update", {"path": "/up", "set": {"size": 1}}, 409, "EISDIR")
+
+
+def test_cas_race(mini_filer):
+    f = mini_filer
+    mkdir(f, "/cas")
+    e = mkfile(f, "/cas/c")
+    results = []
+    barrier = threading.Barrier(16)
+
+    def worker(i):
+        barrier.wait()
+        r = call(f, "update", {"path": "/cas/c", "set": {"uid": 100 + i}, "ifEtag": e["etag"]})
+        results.append((r.status_code, i))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    wins = [i for s, i in results if s == 200]
+    assert len(wins) == 1, results
+    assert all(s == 412 for s, _ in results if s != 200)
+    assert ok(f, "lookup", {"path": "/cas/c"})["uid"] == 100 + wins[0]
+
+
+def test_chunks_append_truncate_frees(mini_filer):
+    f = mini_filer
+    mkdir(f, "/ch")
+    a = ok(f, "assign", {"count": 2})["fids"]
+    assert len(a) == 2
+    blobs = []
+    for i, x in enumerate(a):
+        data = bytes([65 + i]) * 1000
+        r = requests.post("http://%s/%s" % (x["url"], x["fid"]), files={"file": ("b", data)},
+                          timeout=30)
+        assert r.status_code in (200, 201), r.text
+        blobs.append((x, data))
+    ok(f, "create", {"entry": {"path": "/ch/f", "mode": S_IFREG | 0o644, "chunks": [
+        {"fileId": a[0]["fid"], "offset": 0, "size": 1000, "mtimeNs": 1}]}})
+    e = ok(f, "update", {"path": "/ch/f", "set": {"appendChunks": [
+        {"fileId": a[1]["fid"], "offset": 1000, "size": 1000, "mtimeNs": 2}]}})
+    assert e["size"] == 2000 and len(e["chunks"]) == 2
+    assert f.get("/ch/f").content == blobs[0][1] + blobs[1][1]
+    e = ok(f, "update", {"path": "/ch/f", "set": {"size": 1000}})
+    assert e["size"] == 1000 and len(e["chunks"]) == 1
+    assert f.get("/ch/f").content == blobs[0][1]
+    vid = int(a[1]["fid"].split(",")[0])
+    loc = ok(f, "lookupVolume", {"volumeId": vid})
+    assert loc["locations"] and loc["locations"][0]["url"]
+    # the truncated-away chunk is deleted from its volume by the garbage queue
+    url = "http://%s/%s" % (a[1]["url"], a[1]["fid"])
+
+    def gone():
+        return requests.get(url, timeout=10).status_code == 404
+    from conftest import wait_until
+    wait_until(gone, timeout=20, what="freed chunk deleted")
+    err(f, "lookupVolume", {"volumeId": 99999}, 404, "ENOENT")
+
+
+# ---- delete ------------------------------------------------------------------
+
+
+def test_delete(mini_filer):
+    f = mini_filer
+    mkdir(f, "/del")
+    mkdir(f, "/del/d")
+    mkdir(f, "/del/d/e")
+    mkfile(f, "/del/d/e/f", b"x")
+    err(f, "delete", {"path": "/del/d"}, 409, "ENOTEMPTY")
+    assert exists(f, "/del/d/e/f")
+    ok(f, "delete", {"path": "/del/d", "recursive": True})
+    assert not exists(f, "/del/d") and not exists(f, "/del/d/e/f")
+    err(f, "delete", {"path": "/del/d"}, 404, "ENOENT")
+    err(f, "delete", {"path": "/"}, 400, "EINVAL")
+
+
+# ---- rename ------------------------------------------------------------------
+
+
+@pytest.fixture
+def rn(mini_filer):
+    f = mini_filer
+    base = "/rn%d" % id(object())
+    mkdir(f, base)
+    return f, base
+
+
+def test_rename_file_over_file(rn):
+    f, b = rn
+    mkfile(f, b + "/a", b"A")
+    mkfile(f, b + "/b", b"B")
+    ok(f, "rename", {"from": b + "/a", "to": b + "/b"})
+    assert not exists(f, b + "/a") and f.get(b + "/b").content == b"A"
+
+
+def test_rename_dir_over_empty_dir_and_subtree(rn):
+    f, b = rn
+    mkdir(f, b + "/d")
+    mkdir(f, b + "/d/sub")
+    mkfile(f, b + "/d/sub/x", b"X")
+    mkdir(f, b + "/e")
+    ok(f, "rename", {"from": b + "/d", "to": b + "/e"})
+    assert not exists(f, b + "/d") and not exists(f, b + "/d/sub/x")
+    assert f.get(b + "/e/sub/x").content == b"X"
+
+
+def test_rename_rules(rn):
+    f, b = rn
+    mkdir(f, b + "/d")
+    mkdir(f, b + "/full")
+    mkfile(f, b + "/full/x")
+    mkfile(f, b + "/file")
+    err(f, "rename", {"from": b + "/d", "to": b + "/full"}, 409, "ENOTEMPTY")
+    err(f, "rename", {"from": b + "/file", "to": b + "/d"}, 409, "EISDIR")
+    err(f, "rename", {"from": b + "/d", "to": b + "/file"}, 409, "ENOTDIR")
+    err(f, "rename", {"from": b + "/full", "to": b + "/full/x/y"}, 409, "ENOTDIR")
+    mkdir(f, b + "/full/in")
+    err(f, "rename", {"from": b + "/full", "to": b + "/full/in/z"}, 400, "EINVAL")
+    err(f, "rename", {"from": b + "/nothing", "to": b + "/z"}, 404, "ENOENT")
+    err(f, "rename", {"from": b + "/file", "to": b + "/nodir/z"}, 404, "ENOENT")
+    mkfile(f, b + "/other")
+    err(f, "rename", {"from": b + "/file", "to": b + "/other", "noReplace": True},
+        409, "EEXIST")
+    ok(f, "rename", {"from": b + "/file", "to": b + "/new", "noReplace": True})
+    assert exists(f, b + "/new") and not exists(f, b + "/file")
+    ok(f, "rename", {"from": b + "/new", "to": b + "/new"})
+    assert exists(f, b + "/new")
+    # nothing changed by the refused ones
+    assert exists(f, b + "/d") and exists(f, b + "/full/x")
+
+
+def test_rename_exchange(rn):
+    f, b = rn
+    mkfile(f, b + "/a", b"A")
+    mkdir(f, b + "/d")
+    mkfile(f, b + "/d/in", b"IN")
+    err(f, "rename", {"from": b + "/a", "to": b + "/zz", "exchange": True}, 404, "ENOENT")
+    ok(f, "rename", {"from": b + "/a", "to": b + "/d", "exchange": True})
+    assert f.get(b + "/d").content == b"A"
+    assert f.get(b + "/a/in").content == b"IN"
+    assert ok(f, "lookup", {"path": b + "/a"})["isDirectory"] is True
+    mkfile(f, b + "/p", b"P")
+    mkfile(f, b + "/q", b"Q")
+    ok(f, "rename", {"from": b + "/p", "to": b + "/q", "exchange": True})
+    assert f.get(b + "/p").content == b"Q" and f.get(b + "/q").content == b"P"
+    err(f, "rename", {"from": b + "/p", "to": b + "/q", "exchange": True, "noReplace": True},
+        400, "EINVAL")
+
+
+def test_rename_exchange_two_dirs(rn):
+    f, b = rn
+    for d in ("x", "y"):
+        mkdir(f, "%s/%s" % (b, d))
+        mkdir(f, "%s/%s/sub" % (b, d))
+        mkfile(f, "%s/%s/sub/%s.txt" % (b, d, d), d.encode())
+    ok(f, "rename", {"from": b + "/x", "to": b + "/y", "exchange": True})
+    assert f.get(b + "/x/sub/y.txt").content == b"y"
+    assert f.get(b + "/y/sub/x.txt").content == b"x"
+    assert not exists(f, b + "/x/sub/x.txt") and not exists(f, b + "/y/sub/y.txt")
+    mkdir(f, b + "/x/sub/deep")
+    err(f, "rename", {"from": b + "/x/sub/deep", "to": b + "/x", "exchange": True},
+        400, "EINVAL")
+    err(f, "rename", {"from": b + "/x", "to": b + "/x/sub/deep", "exchange": True},
+        400, "EINVAL")
+
+
+def test_create_replace_keeps_shared_chunks(mini_filer):
+    f = mini_filer
+    mkdir(f, "/keep")
+    a = ok(f, "assign", {})["fids"][0]
+    data = b"K" * 500
+    r = requests.post("http://%s/%s" % (a["url"], a["fid"]), files={"file": ("b", data)},
+                      timeout=30)
+    assert r.status_code in (200, 201)
+    ch = [{"fileId": a["fid"], "offset": 0, "size": 500, "mtimeNs": 1}]
+    ok(f, "create", {"entry": {"path": "/keep/f", "mode": S_IFREG | 0o644, "chunks": ch}})
+    ok(f, "create", {"entry": {"path": "/keep/f", "mode": S_IFREG | 0o600, "chunks": ch}})
+    ok(f, "update", {"path": "/keep/f", "set": {"chunks": ch}})
+    import time
+    time.sleep(2)
+    assert f.get("/keep/f").content == data
+
+
+def test_rename_events_logged(rn):
+    f, b = rn
+    mkfile(f, b + "/ev", b"E")
+    r = requests.get(f.u("/.meta/subscribe"), params={"pathPrefix": b, "sinceNs": "0"},
+                     stream=True, timeout=10)
+    ok(f, "rename", {"from": b + "/ev", "to": b + "/ev2"})
+    found = False
+    for line in r.iter_lines():
+        if b"ev2" in line and b'"oldEntry":{' in line:
+            found = True
+            break
+    r.close()
+    assert found
+
+
+# ---- xattrs ------------------------------------------------------------------
+
+
+def test_xattrs(mini_filer):
+    f = mini_filer
+    mkdir(f, "/xa")
+    mkfile(f, "/xa/f")
+    v = base64.b64encode(b"\x00\x01bin").decode()
+    e = ok(f, "setXattr", {"path": "/xa/f", "name": "user.k", "value": v, "flags": "create"})
+    assert "user.k" in str(e.get("xattrs"))
+    err(f, "setXattr", {"path": "/xa/f", "name": "user.k", "value": v, "flags": "create"},
+        409, "EEXIST")
+    err(f, "setXattr", {"path": "/xa/f", "name": "user.n", "value": v, "flags": "replace"},
+        404, "ENODATA")
+    ok(f, "setXattr", {"path": "/xa/f", "name": "user.k", "value": "", "flags": "replace"})
+    ok(f, "removeXattr", {"path": "/xa/f", "name": "user.k"})
+    err(f, "removeXattr", {"path": "/xa/f", "name": "user.k"}, 404, "ENODATA")
+    err(f, "setXattr", {"path": "/xa/nope", "name": "user.k", "value": v}, 404, "ENOENT")
+
+
+# ---- bad input ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op,body", [
+    ("lookup", "{"),
+    ("lookup", "[]"),
+    ("lookup", ""),
+    ("lookup", '{"path": 5}'),
+    ("lookup", '{"path": "/a", "bogus": 1}'),
+    ("lookup", '{"path": "/a/../b"}'),
+    ("lookup", '{"path": "/a/./b"}'),
+    ("lookup", '{"path": "a"}'),
+    ("lookup", '{"path": "/a\\u0000b"}'),
+    ("lookup", '{"path": "/' + "x" * 300 + '"}'),
+    ("lookup", '{"path": "/a", "path": "/b"}'),
+    ("list", '{"dir": "/", "limit": 99999999999999999999999}'),
+    ("list", '{"dir": "/", "limit": -1}'),
+    ("list", '{"dir": "/", "limit": 1.5}'),
+    ("list", '{"dir": "/", "inclusive": "yes"}'),
+    ("create", '{"entry": {"path": "/x", "mode": 33188, "content": "!!"}}'),
+    ("create", '{"entry": {"path": "/x"}}'),
+    ("create", '{"entry": {"path": "/x", "mode": 420}}'),
+    ("create", '{"entry": {"path": "/x", "mode": 33188, "color": 1}}'),
+    ("create", '{"entry": {"path": "/x", "mode": 33188, "chunks": [{"offset": 0}]}}'),
+    ("update", '{"path": "/x"}'),
+    ("update", '{"path": "/x", "set": {"size": "1"}}'),
+    ("update", '{"path": "/x", "set": {"nlink": 3}}'),
+    ("rename", '{"from": "/a"}'),
+    ("rename", '{"from": "/", "to": "/b"}'),
+    ("setXattr", '{"path": "/a", "name": "k"}'),
+    ("setXattr", '{"path": "/a", "name": "k", "value": "", "flags": "both"}'),
+    ("assign", '{"count": 0}'),
+    ("lookupVolume", '{}'),
+])
+def test_bad_input_400(mini_filer, op, body):
+    r = call(mini_filer, op, None, raw=body.encode())
+    assert r.status_code == 400, (op, body, r.status_code, r.text)
+    assert r.json()["code"] == "EINVAL" and r.json()["error"]
+
+
+def test_unknown_op_method_and_query(mini_filer):
+    f = mini_filer
+    r = call(f, "frobnicate", {})
+    assert r.status_code == 404 and r.json()["code"] == "ENOSYS"
+    assert requests.get(f.u("/.api/v1/lookup"), timeout=10).status_code == 405
+    r = requests.post(f.u("/.api/v1/lookup"), params={"x": "1"}, json={"path": "/"},
+                      timeout=10)
+    assert r.status_code == 400
+    r = requests.post(f.u("/.api/v1/lookup"), data=b"\x00{}", timeout=10)
+    assert r.status_code == 400
+    # the server is fine afterwards
+    assert ok(f, "lookup", {"path": "/"})["isDirectory"]
