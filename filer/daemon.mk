@@ -11,7 +11,9 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_events.c \
 	filer/filer_ttl.c \
 	filer/filer_api.c \
-	filer/filer_api_parse.c filer/filer_api_parse.h
+	filer/filer_tus.c \
+	filer/filer_api_parse.c filer/filer_api_parse.h \
+	filer/filer_hardlink.c filer/filer_hardlink.h
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
 check_PROGRAMS += tests/unit/test_filer_daemon

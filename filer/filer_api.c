@@ -26,6 +26,7 @@
 #include <xxhash.h>
 #include "filer/entry_json.h"
 #include "filer/filer_api_parse.h"
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "log.h"
 #include "util.h"
@@ -181,6 +182,30 @@ static void garbage_entry(struct garbage *g, const struct filer_entry *e)
 		garbage_add(g, &e->chunks[i]);
 }
 
+/*
+ * Accounts for removing the name e (a hard link drops nlink; the last one
+ * frees the shared chunks into g). Unlinked entries: nothing.
+ */
+static wfs_err drop_name(struct filer *f, struct filer_tx *tx, const struct filer_entry *e,
+			 struct garbage *g)
+{
+	struct filer_chunk *c = NULL;
+	size_t n = 0;
+	wfs_err err = filer_hardlink_drop(f->store, tx, e, &c, &n);
+	for (size_t i = 0; i < n; i++)
+		garbage_add(g, &c[i]);
+	filer_chunks_free(c, n);
+	return err;
+}
+
+/* Same file: both names of one hard link. */
+static bool same_link(const struct filer_entry *a, const struct filer_entry *b)
+{
+	return filer_hardlink_is_linked(a) && filer_hardlink_is_linked(b) &&
+	       a->attr.hard_link_id_len == b->attr.hard_link_id_len &&
+	       !memcmp(a->attr.hard_link_id, b->attr.hard_link_id, a->attr.hard_link_id_len);
+}
+
 /* Deletes everything under dir (recording events and chunks); not dir itself. */
 static wfs_err delete_below(struct filer *f, struct filer_tx *tx, const char *dir,
 			    struct filer_evs *evs, struct garbage *g)
@@ -198,6 +223,8 @@ static wfs_err delete_below(struct filer *f, struct filer_tx *tx, const char *di
 				char *sub = filer_entry_full_path(c);
 				err = delete_below(f, tx, sub, evs, g);
 				free(sub);
+			} else {
+				err = drop_name(f, tx, c, g);
 			}
 			garbage_entry(g, c);
 			filer_evs_add(evs, c, NULL);
@@ -293,6 +320,8 @@ static void op_lookup(struct fjob *j, struct api_req *r)
 {
 	struct filer_entry *e = NULL;
 	wfs_err err = filer_find(j->f, NULL, r->dir, r->name, &e);
+	if (!err)
+		err = filer_hardlink_resolve(j->f->store, NULL, &e);
 	if (err)
 		api_store_error(j, err, r->path);
 	else
@@ -327,6 +356,8 @@ static void op_list(struct fjob *j, struct api_req *r)
 		buf_reset(&j->body);
 		buf_append(&j->body, "{\"entries\":[", 12);
 		for (size_t i = 0; i < shown; i++) {
+			/* a name of a hard link shows the shared file; a bad record its stub */
+			(void)filer_hardlink_resolve(j->f->store, NULL, &p.v[i]);
 			if (i)
 				buf_append(&j->body, ",", 1);
 			entry_out(p.v[i], &j->body);
@@ -380,6 +411,18 @@ static void op_create(struct fjob *j, struct api_req *r)
 		goto out;
 	}
 	if (old) {
+		struct filer_chunk *lc = NULL;
+		size_t ln = 0;
+		/* a replaced hard link loses one name; its last frees the shared chunks */
+		err = filer_hardlink_drop(f->store, tx, old, &lc, &ln);
+		if (err) {
+			api_store_error(j, err, "unlinking the old entry");
+			goto out;
+		}
+		for (size_t i = 0; i < ln; i++)
+			filer_entry_add_chunk(old, lc[i].fid, lc[i].offset, lc[i].size,
+					      lc[i].mtime_ns, lc[i].etag, lc[i].is_manifest);
+		filer_chunks_free(lc, ln);
 		e->attr.crtime_ns = old->attr.crtime_ns;
 		/* free only what the new entry does not reference again */
 		for (size_t i = 0; i < old->n_chunks; i++) {
@@ -448,6 +491,8 @@ static void op_update(struct fjob *j, struct api_req *r)
 		goto out;
 	}
 	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
+	if (!err)
+		err = filer_hardlink_resolve(f->store, tx, &old);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
@@ -513,7 +558,8 @@ static void op_update(struct fjob *j, struct api_req *r)
 		api_error(j, 400, "EINVAL", "%s: the entry would exceed a size limit", r->path);
 		goto out;
 	}
-	err = filer_store_update(f->store, tx, e);
+	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
+					  : filer_store_update(f->store, tx, e);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
@@ -571,6 +617,8 @@ static void op_delete(struct fjob *j, struct api_req *r)
 		}
 		if (!empty)
 			err = delete_below(f, tx, r->path, &evs, &g);
+	} else {
+		err = drop_name(f, tx, e, &g);
 	}
 	if (!err)
 		err = filer_store_delete(f->store, tx, r->dir, r->name);
@@ -630,8 +678,8 @@ static void op_rename(struct fjob *j, struct api_req *r)
 		api_error(j, 400, "EINVAL", "cannot move %s into itself", r->path);
 		goto out;
 	}
-	if (!strcmp(r->path, r->path2)) {
-		respond_ok(j); /* POSIX: renaming onto itself does nothing */
+	if (!strcmp(r->path, r->path2) || (dst && same_link(src, dst) && !r->exchange)) {
+		respond_ok(j); /* POSIX: renaming onto itself (or its own hard link) does nothing */
 		goto out;
 	}
 	if (r->exchange) {
@@ -719,7 +767,9 @@ static void op_rename(struct fjob *j, struct api_req *r)
 		}
 		garbage_entry(&g, dst);
 		filer_evs_add(&evs, dst, NULL);
-		err = filer_store_delete(f->store, tx, r->dir2, r->name2);
+		err = dd ? WFS_OK : drop_name(f, tx, dst, &g);
+		if (!err)
+			err = filer_store_delete(f->store, tx, r->dir2, r->name2);
 		if (err) {
 			api_store_error(j, err, "replacing the target");
 			goto out;
@@ -753,6 +803,66 @@ out:
 	filer_entry_free(b);
 }
 
+/* link: newPath becomes another name of target's file (filer_hardlink.h). */
+static void op_link(struct fjob *j, struct api_req *r)
+{
+	struct filer *f = j->f;
+	struct filer_entry *t = NULL, *d = NULL, *before = NULL, *after = NULL, *made = NULL;
+	struct filer_tx *tx = NULL;
+	struct filer_evs evs = {0};
+	struct garbage g = {0};
+	wfs_err err;
+
+	/* two paths and a shared record: the tree lock, like rename */
+	filer_lock_tree(f);
+	err = filer_store_begin(f->store, &tx);
+	if (err) {
+		api_store_error(j, err, "begin");
+		goto out;
+	}
+	err = filer_find(f, tx, r->dir, r->name, &t);
+	if (err) {
+		api_store_error(j, err, r->path);
+		goto out;
+	}
+	if (filer_entry_is_dir(t)) {
+		api_error(j, 409, "EPERM", "%s is a directory; directories cannot be linked",
+			  r->path);
+		goto out;
+	}
+	if (!parent_ok(j, tx, r->dir2))
+		goto out;
+	err = filer_store_find(f->store, tx, r->dir2, r->name2, &d);
+	if (err != WFS_ENOENT) {
+		if (err)
+			api_store_error(j, err, r->path2);
+		else
+			api_error(j, 409, "EEXIST", "%s already exists", r->path2);
+		goto out;
+	}
+	err = filer_hardlink_make(f->store, tx, t, r->dir2, r->name2, &before, &after, &made);
+	if (!err) {
+		filer_evs_add(&evs, before, after);
+		filer_evs_add(&evs, NULL, made);
+		err = finish_tx(j, &tx, &evs, &g);
+	}
+	if (err) {
+		api_store_error(j, err, "link");
+		goto out;
+	}
+	respond_entry(j, made);
+	j->status = 201;
+out:
+	filer_store_rollback(tx);
+	filer_unlock_tree(f);
+	filer_evs_clear(&evs);
+	filer_entry_free(t);
+	filer_entry_free(d);
+	filer_entry_free(before);
+	filer_entry_free(after);
+	filer_entry_free(made);
+}
+
 static void op_xattr(struct fjob *j, struct api_req *r)
 {
 	struct filer *f = j->f;
@@ -769,6 +879,8 @@ static void op_xattr(struct fjob *j, struct api_req *r)
 		goto out;
 	}
 	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
+	if (!err)
+		err = filer_hardlink_resolve(f->store, tx, &old);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
@@ -794,7 +906,8 @@ static void op_xattr(struct fjob *j, struct api_req *r)
 		goto out;
 	}
 	e->attr.ctime_ns = (int64_t)time_now_ns();
-	err = filer_store_update(f->store, tx, e);
+	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
+					  : filer_store_update(f->store, tx, e);
 	if (!err) {
 		filer_evs_add(&evs, old, e);
 		err = finish_tx(j, &tx, &evs, &g);
@@ -928,6 +1041,9 @@ static void api_run(struct fjob *j)
 		break;
 	case API_LOOKUP_VOLUME:
 		op_lookup_volume(j, r);
+		break;
+	case API_LINK:
+		op_link(j, r);
 		break;
 	}
 	api_req_free(r);

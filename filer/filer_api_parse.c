@@ -233,6 +233,7 @@ static const char *const k_set[] = {"mode",    "uid",    "gid",          "size",
 				    "ctimeNs", "chunks", "appendChunks", NULL};
 static const char *const k_delete[] = {"path", "recursive", NULL};
 static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
+static const char *const k_link[] = {"target", "newPath", NULL};
 static const char *const k_setx[] = {"path", "name", "value", "flags", NULL};
 static const char *const k_rmx[] = {"path", "name", NULL};
 static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
@@ -442,6 +443,14 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		if (!*r->name || !*r->name2)
 			return fail(c, "the root directory cannot be renamed or replaced");
 		return true;
+	case API_LINK:
+		if (!check_keys(c, root, "the request", k_link) ||
+		    !get_path(c, root, "target", &r->path, &r->dir, &r->name) ||
+		    !get_path(c, root, "newPath", &r->path2, &r->dir2, &r->name2))
+			return false;
+		if (!*r->name2)
+			return fail(c, "the root directory cannot be a link");
+		return true;
 	case API_SET_XATTR:
 	case API_REMOVE_XATTR:
 		ok = check_keys(c, root, "the request", r->op == API_SET_XATTR ? k_setx : k_rmx) &&
@@ -506,6 +515,7 @@ static const struct {
 	{"delete", API_DELETE},      {"rename", API_RENAME},
 	{"setXattr", API_SET_XATTR}, {"removeXattr", API_REMOVE_XATTR},
 	{"assign", API_ASSIGN},      {"lookupVolume", API_LOOKUP_VOLUME},
+	{"link", API_LINK},
 };
 
 /* True if the JSON text holds an escaped NUL (\u0000) inside a string. */

@@ -37,6 +37,7 @@ enum api_op {
 	API_REMOVE_XATTR,
 	API_ASSIGN,
 	API_LOOKUP_VOLUME,
+	API_LINK,
 };
 
 /* Fields of update's "set" that were present. */
@@ -56,7 +57,7 @@ struct api_req {
 	enum api_op op;
 	/* lookup, update, delete, setXattr, removeXattr: path; list: dir; rename: from */
 	char *path, *dir, *name; /* path and its split */
-	/* rename: to */
+	/* rename: to; link: newPath (path is the target) */
 	char *path2, *dir2, *name2;
 	/* list */
 	char *start, *prefix;

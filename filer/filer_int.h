@@ -248,6 +248,10 @@ void filer_handle_subscribe(struct filer *f, http_req *req);
  */
 bool filer_api_route(struct filer *f, http_req *req);
 
+/* ---- filer_tus.c: resumable uploads (TUS 1.0.0) under /.tus ---- */
+/* Serves req if its path is /.tus or under /.tus/ (then true); false otherwise. Loop thread. */
+bool filer_tus_route(struct filer *f, http_req *req);
+
 /* ---- filer_ttl.c: TTL expiry ---- */
 struct filer_ttl;
 /* True if e is a file whose TTL has run out (mtime + ttl_sec <= now). Any thread. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "filer/chunk_io.h"
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "log.h"
 #include "util.h"
@@ -43,6 +44,19 @@ static void garbage_take(struct garbage *g, struct filer_entry *e)
 	free(e->chunks);
 	e->chunks = NULL;
 	e->n_chunks = e->cap_chunks = 0;
+}
+
+/*
+ * Accounts for removing the name e: a hard link drops nlink, and the last
+ * name moves the shared chunks into g (filer_hardlink.h). Unlinked: nothing.
+ */
+static wfs_err drop_name(struct filer *f, struct filer_tx *tx, const struct filer_entry *e,
+			 struct garbage *g)
+{
+	struct filer_entry tmp = {0};
+	wfs_err err = filer_hardlink_drop(f->store, tx, e, &tmp.chunks, &tmp.n_chunks);
+	garbage_take(g, &tmp);
+	return err;
 }
 
 struct page {
@@ -128,7 +142,7 @@ static wfs_err delete_child(void *ctx, struct filer_tx *tx, struct filer_entry *
 	} else {
 		filer_evs_add(&d->evs, child, NULL);
 		garbage_take(&d->g, child);
-		return WFS_OK;
+		return drop_name(d->f, tx, child, &d->g);
 	}
 	filer_evs_add(&d->evs, child, NULL);
 	return err;
@@ -207,7 +221,9 @@ static void delete_run(struct fjob *j)
 	}
 	filer_evs_add(&d.evs, e, NULL);
 	garbage_take(&d.g, e);
-	err = filer_store_delete(f->store, tx, j->dir, j->name);
+	err = filer_entry_is_dir(e) ? WFS_OK : drop_name(f, tx, e, &d.g);
+	if (!err)
+		err = filer_store_delete(f->store, tx, j->dir, j->name);
 	if (!err && !skip_chunks)
 		err = filer_gc_enqueue(f, tx, d.g.c, d.g.n);
 	if (!err) {
@@ -383,7 +399,9 @@ static void move_run(struct fjob *j)
 		}
 		filer_evs_add(&evs, dst, NULL);
 		garbage_take(&g, dst);
-		err = filer_store_delete(f->store, tx, tdir, tname);
+		err = drop_name(f, tx, dst, &g);
+		if (!err)
+			err = filer_store_delete(f->store, tx, tdir, tname);
 		if (err) {
 			fjob_store_error(j, err, "replacing the target");
 			goto out;
@@ -485,6 +503,8 @@ static void copy_run(struct fjob *j)
 	if (!source_path(j, "cp.from", &from, &sdir, &sname))
 		goto out;
 	err = filer_store_find(f->store, NULL, sdir, sname, &src);
+	if (!err)
+		err = filer_hardlink_resolve(f->store, NULL, &src); /* copy the shared file */
 	if (err == WFS_ENOENT) {
 		fjob_error(j, 404, "%s: not found", from);
 		goto out;
@@ -498,6 +518,10 @@ static void copy_run(struct fjob *j)
 		goto out;
 	}
 	copy = filer_entry_dup(src);
+	free(copy->attr.hard_link_id); /* a copy is a file of its own */
+	copy->attr.hard_link_id = NULL;
+	copy->attr.hard_link_id_len = 0;
+	copy->attr.nlink = 1;
 	filer_chunks_free(copy->chunks, copy->n_chunks);
 	copy->chunks = NULL;
 	copy->n_chunks = copy->cap_chunks = 0;
@@ -541,6 +565,13 @@ static void copy_run(struct fjob *j)
 		copy->attr.mtime_ns = copy->attr.ctime_ns = copy->attr.crtime_ns = now;
 		err = dst ? filer_store_update(f->store, tx, copy)
 			  : filer_store_insert(f->store, tx, copy);
+	}
+	if (!err && dst) {
+		struct garbage lg = {0};
+		err = drop_name(f, tx, dst, &lg); /* a replaced hard link loses a name */
+		if (!err && lg.n)
+			err = filer_gc_enqueue(f, tx, lg.c, lg.n);
+		filer_chunks_free(lg.c, lg.n);
 	}
 	if (!err && dst)
 		err = filer_gc_enqueue(f, tx, dst->chunks, dst->n_chunks);

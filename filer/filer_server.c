@@ -130,6 +130,8 @@ static void handler(http_req *req, void *ctx)
 		filer_handle_subscribe(f, req);
 		return;
 	}
+	if (filer_tus_route(f, req))
+		return;
 	if (filer_api_route(f, req))
 		return;
 	if (m == HTTP_OPTIONS) {

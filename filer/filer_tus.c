@@ -1,0 +1,906 @@
+/*
+ * Resumable uploads: the TUS 1.0.0 protocol (core, creation, termination) at
+ * /.tus. See docs/api-filer.md, "Resumable uploads (TUS)".
+ *
+ * DESIGN
+ * - POST /.tus/<target> makes a session; HEAD, PATCH and DELETE address it at
+ *   /.tus/.uploads/<id>. A session lives in the store's key-value space under
+ *   "tus/<id>": target path, length, offset, metadata and the chunks uploaded
+ *   so far, so it survives a filer restart (and is shared by filers on one
+ *   PostgreSQL database).
+ * - A PATCH first checks its Upload-Offset against the session (409 before
+ *   reading a byte), then streams the body into a chunk writer (chunk_io.h)
+ *   exactly like a normal upload: pieces collect on the loop, an I/O job hands
+ *   them to the writer, the body pauses while a job is out. Its chunks carry
+ *   absolute file offsets (the writer starts at the session offset).
+ * - The commit re-reads the session inside one store transaction, under
+ *   tus_lock, and appends only if the offset is still the one the PATCH began
+ *   at (two racing PATCHes: the loser gets 409 and its chunks are freed). When
+ *   the offset reaches the length, the same transaction makes the entry at the
+ *   target (parents, replaced entry's chunks to the garbage queue, metadata
+ *   events) and deletes the session, so the file appears atomically.
+ * - A PATCH that fails mid-body keeps nothing of it (its chunks are deleted);
+ *   the client resumes from the offset HEAD reports.
+ * - Lock order: tus_lock, then the target's path lock (filer_int.h order).
+ */
+#include "config.h"
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include "filer/chunk_io.h"
+#include "filer/filer_int.h"
+#include "log.h"
+#include "util.h"
+
+#define TUS_PREFIX       "/.tus"
+#define TUS_UPLOADS      "/.tus/.uploads/"
+#define TUS_VERSION      "1.0.0"
+#define TUS_ID_BYTES     16
+#define TUS_ID_LEN       (TUS_ID_BYTES * 2)
+#define TUS_META_MAX     4096
+#define TUS_CHUNKS_MAX   100000 /* Tus-Max-Size is -maxMB times this */
+#define TUS_SESSION_CAP  10000  /* stored chunks before a PATCH is refused */
+#define TUS_PIECE        (1u << 20)
+#define TUS_MANIFEST_MAX 1000 /* beyond this many chunks, the entry lists manifests */
+
+/* Serialises session read-modify-writes of this process (see DESIGN). */
+static pthread_mutex_t tus_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct tus_session {
+	char *target;
+	uint64_t length, offset;
+	char *meta; /* the Upload-Metadata header as sent, "" if none */
+	struct filer_chunk *chunks;
+	size_t n;
+};
+
+static void session_clear(struct tus_session *s)
+{
+	free(s->target);
+	free(s->meta);
+	filer_chunks_free(s->chunks, s->n);
+	memset(s, 0, sizeof(*s));
+}
+
+/* "TUS1" length offset tlen target mlen meta chunk-list (big-endian). */
+static void session_encode(const struct tus_session *s, buf *out)
+{
+	uint8_t h[28];
+	size_t tl = strlen(s->target), ml = strlen(s->meta);
+	memcpy(h, "TUS1", 4);
+	put_be64(h + 4, s->length);
+	put_be64(h + 12, s->offset);
+	put_be32(h + 20, (uint32_t)tl);
+	buf_append(out, h, 24);
+	buf_append(out, s->target, tl);
+	put_be32(h, (uint32_t)ml);
+	buf_append(out, h, 4);
+	buf_append(out, s->meta, ml);
+	filer_chunk_list_encode(out, s->chunks, s->n);
+}
+
+static wfs_err session_decode(const uint8_t *p, size_t len, struct tus_session *s)
+{
+	uint32_t tl, ml;
+	size_t used;
+	memset(s, 0, sizeof(*s));
+	if (len < 24 || memcmp(p, "TUS1", 4))
+		return WFS_ECORRUPT;
+	s->length = get_be64(p + 4);
+	s->offset = get_be64(p + 12);
+	tl = get_be32(p + 20);
+	p += 24;
+	len -= 24;
+	if (tl == 0 || tl > FILER_PATH_MAX || len < (size_t)tl + 4 || s->offset > s->length)
+		return WFS_ECORRUPT;
+	s->target = xmalloc(tl + 1);
+	memcpy(s->target, p, tl);
+	s->target[tl] = '\0';
+	p += tl;
+	len -= tl;
+	ml = get_be32(p);
+	p += 4;
+	len -= 4;
+	if (ml > TUS_META_MAX || len < ml)
+		goto bad;
+	s->meta = xmalloc(ml + 1);
+	memcpy(s->meta, p, ml);
+	s->meta[ml] = '\0';
+	p += ml;
+	len -= ml;
+	if (filer_chunk_list_decode(p, len, &used, &s->chunks, &s->n) || used != len)
+		goto bad;
+	return WFS_OK;
+bad:
+	session_clear(s);
+	return WFS_ECORRUPT;
+}
+
+static void session_key(const char *id, char *key, size_t *klen)
+{
+	*klen = (size_t)snprintf(key, 64, "tus/%s", id);
+}
+
+/* Loads session id; WFS_ENOENT if there is none. */
+static wfs_err session_load(struct filer *f, struct filer_tx *tx, const char *id,
+			    struct tus_session *s)
+{
+	char key[64];
+	size_t klen, vlen = 0;
+	void *val = NULL;
+	wfs_err err;
+	session_key(id, key, &klen);
+	err = filer_store_kv_get(f->store, tx, key, klen, &val, &vlen);
+	if (!err)
+		err = session_decode(val, vlen, s);
+	free(val);
+	return err;
+}
+
+static wfs_err session_save(struct filer *f, struct filer_tx *tx, const char *id,
+			    const struct tus_session *s)
+{
+	char key[64];
+	size_t klen;
+	buf b = {0};
+	wfs_err err;
+	session_key(id, key, &klen);
+	session_encode(s, &b);
+	err = b.len > FILER_KV_VALUE_MAX
+		      ? WFS_ETOOBIG
+		      : filer_store_kv_put(f->store, tx, key, klen, b.data, b.len);
+	buf_free(&b);
+	return err;
+}
+
+static wfs_err session_delete(struct filer *f, struct filer_tx *tx, const char *id)
+{
+	char key[64];
+	size_t klen;
+	session_key(id, key, &klen);
+	return filer_store_kv_delete(f->store, tx, key, klen);
+}
+
+/* ---- request state ---- */
+
+struct tus_req {
+	struct filer_live live; /* first: drop() casts back */
+	struct fjob *j;
+	char id[TUS_ID_LEN + 1];
+	struct tus_session s; /* POST: the new session */
+	/* PATCH */
+	uint64_t start, length;
+	chunk_writer *cw;
+	struct chunk_writer_opts cwo;
+	buf fill, wbuf;
+	bool inflight, paused, body_done;
+	int status; /* a failure to answer, 0 while all is well */
+	char errmsg[200];
+	wfs_err job_err;
+};
+
+static void tus_req_free(struct tus_req *t)
+{
+	filer_live_remove(t->j->f, &t->live);
+	chunk_writer_free(t->cw);
+	buf_free(&t->fill);
+	buf_free(&t->wbuf);
+	session_clear(&t->s);
+	free(t);
+}
+
+static void tus_drop(struct filer_live *l)
+{
+	struct tus_req *t = (struct tus_req *)l;
+	struct fjob *j = t->j;
+	tus_req_free(t);
+	fjob_free(j);
+}
+
+static struct tus_req *tus_req_new(struct filer *f, http_req *req)
+{
+	struct tus_req *t = xcalloc(1, sizeof(*t));
+	t->j = fjob_new(f, req, "/", false);
+	t->j->ext = t;
+	t->live.drop = tus_drop;
+	filer_live_add(f, &t->live);
+	return t;
+}
+
+/* Sends the job's response and frees t. Loop thread. */
+static void tus_respond(http_req *req, void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	(void)req;
+	tus_req_free(t);
+	fjob_respond(j);
+}
+
+static void tus_offset_header(struct fjob *j, uint64_t off)
+{
+	char v[24];
+	snprintf(v, sizeof(v), "%" PRIu64, off);
+	fjob_resp_header(j, "Upload-Offset", v);
+}
+
+/* Runs fn on a pool; answers 503 when the filer is stopping. Loop thread. */
+static void tus_submit(struct tus_req *t, bool io, pool_fn fn)
+{
+	if (!filer_submit(t->j->f, io, fn, t)) {
+		fjob_error(t->j, 503, "filer is stopping");
+		tus_respond(t->j->req, t);
+	}
+}
+
+static uint64_t tus_max_size(const struct filer *f) { return f->chunk_size * TUS_CHUNKS_MAX; }
+
+/* ---- completing: the entry at the target ---- */
+
+/*
+ * Inside tx (tus_lock held): makes the file s describes at its target,
+ * deletes session id and commits tx (released either way). Sets the job's
+ * error on failure. Worker thread.
+ */
+static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_session *s)
+{
+	struct fjob *j = t->j;
+	struct filer *f = j->f;
+	struct filer_entry *old = NULL, *e = NULL;
+	struct filer_chunk *packed = NULL, *list = s->chunks;
+	size_t npacked = 0, nlist = s->n;
+	struct filer_evs evs = {0};
+	char *dir = NULL, *name = NULL;
+	int64_t now = (int64_t)time_now_ns();
+	bool locked = false;
+	wfs_err err;
+
+	err = filer_path_split(s->target, &dir, &name);
+	if (err) {
+		fjob_error(j, 400, "invalid target path");
+		goto out;
+	}
+	if (s->n > TUS_MANIFEST_MAX) {
+		struct chunk_writer_opts o = {.chunk_size = f->chunk_size,
+					      .collection = *f->collection ? f->collection : NULL,
+					      .replication =
+						      *f->replication ? f->replication : NULL};
+		err = chunk_manifestize(f->bc, &o, s->chunks, s->n, TUS_MANIFEST_MAX, &packed,
+					&npacked);
+		if (err) {
+			fjob_error(j, 503, "could not store the chunk manifest: %s",
+				   wfs_strerror(err));
+			goto out;
+		}
+		list = packed;
+		nlist = npacked;
+	}
+	filer_lock_path(f, s->target);
+	locked = true;
+	err = filer_mkdir_p(f, tx, &evs, dir);
+	if (err == WFS_EPERM) {
+		fjob_error(j, 409, "a parent of %s is a file", s->target);
+		goto out;
+	}
+	if (err) {
+		fjob_store_error(j, err, "creating parent directories");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, dir, name, &old);
+	if (err && err != WFS_ENOENT) {
+		fjob_store_error(j, err, "lookup");
+		goto out;
+	}
+	if (old && filer_entry_is_dir(old)) {
+		err = WFS_EPERM;
+		fjob_error(j, 409, "%s is a directory", s->target);
+		goto out;
+	}
+	e = filer_entry_new(dir, name);
+	e->attr.mode = S_IFREG | 0660;
+	e->attr.crtime_ns = old ? old->attr.crtime_ns : now;
+	e->attr.mtime_ns = e->attr.ctime_ns = now;
+	e->attr.nlink = 1;
+	e->attr.size = s->length;
+	if (*f->collection)
+		e->attr.collection = xstrdup(f->collection);
+	if (*f->replication)
+		e->attr.replication = xstrdup(f->replication);
+	for (size_t i = 0; i < nlist; i++)
+		filer_entry_add_chunk(e, list[i].fid, list[i].offset, list[i].size,
+				      list[i].mtime_ns, list[i].etag, list[i].is_manifest);
+	err = filer_entry_check(e);
+	if (err) {
+		fjob_error(j, 400, "entry out of bounds (too many chunks)");
+		goto out;
+	}
+	err = old ? filer_store_update(f->store, tx, e) : filer_store_insert(f->store, tx, e);
+	if (!err && old)
+		err = filer_gc_enqueue(f, tx, old->chunks, old->n_chunks);
+	if (!err) {
+		err = session_delete(f, tx, t->id);
+		if (err == WFS_ENOENT) /* an empty upload never stored a session */
+			err = WFS_OK;
+	}
+	if (err) {
+		fjob_store_error(j, err, "saving the entry");
+		goto out;
+	}
+	filer_evs_add(&evs, old, e);
+	err = filer_commit(f, tx, &evs);
+	tx = NULL;
+	if (err) {
+		fjob_store_error(j, err, "commit");
+		goto out;
+	}
+	if (old && old->n_chunks)
+		filer_gc_kick(f);
+	log_debug("tus upload %s complete: %s (%" PRIu64 " bytes)", t->id, s->target, s->length);
+out:
+	filer_store_rollback(tx);
+	if (locked)
+		filer_unlock_path(f, s->target);
+	if (err && npacked) {
+		/* only the manifest blobs go: their members still belong to the session */
+		const char **fids = xcalloc(npacked, sizeof(*fids));
+		for (size_t i = 0; i < npacked; i++)
+			fids[i] = packed[i].fid;
+		if (filer_store_gc_enqueue(f->store, NULL, fids, npacked, 0))
+			log_warn("could not queue %zu unused manifest chunks", npacked);
+		filer_gc_kick(f);
+		free(fids);
+	}
+	filer_chunks_free(packed, npacked);
+	filer_evs_clear(&evs);
+	filer_entry_free(old);
+	filer_entry_free(e);
+	free(dir);
+	free(name);
+	return err;
+}
+
+/* ---- POST: creation ---- */
+
+static bool id_new(char *id)
+{
+	uint8_t r[TUS_ID_BYTES];
+	static const char hex[] = "0123456789abcdef";
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return false;
+	for (size_t i = 0; i < sizeof(r); i++) {
+		id[2 * i] = hex[r[i] >> 4];
+		id[2 * i + 1] = hex[r[i] & 15];
+	}
+	id[TUS_ID_LEN] = '\0';
+	return true;
+}
+
+static void create_run(void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	struct filer *f = j->f;
+	struct filer_tx *tx = NULL;
+	char loc[sizeof(TUS_UPLOADS) + TUS_ID_LEN];
+	wfs_err err;
+
+	if (!id_new(t->id)) {
+		fjob_error(j, 503, "no randomness for an upload id");
+		goto out;
+	}
+	pthread_mutex_lock(&tus_lock);
+	err = filer_store_begin(f->store, &tx);
+	if (!err && t->s.length == 0) {
+		/* nothing to wait for: the empty file exists at once */
+		err = finalize(t, tx, &t->s);
+		tx = NULL;
+		pthread_mutex_unlock(&tus_lock);
+		if (err)
+			goto out;
+	} else {
+		if (!err)
+			err = session_save(f, tx, t->id, &t->s);
+		if (!err) {
+			err = filer_store_commit(tx);
+			tx = NULL;
+		}
+		filer_store_rollback(tx);
+		tx = NULL;
+		pthread_mutex_unlock(&tus_lock);
+		if (err) {
+			fjob_store_error(j, err, "saving the upload session");
+			goto out;
+		}
+	}
+	snprintf(loc, sizeof(loc), "%s%s", TUS_UPLOADS, t->id);
+	fjob_resp_header(j, "Location", loc);
+	tus_offset_header(j, 0);
+	j->status = 201;
+out:
+	http_req_defer(j->req, tus_respond, t);
+}
+
+/* "key base64,key2 base64,key3": keys printable without space or comma. */
+static bool metadata_valid(const char *m)
+{
+	const char *p = m;
+	if (strlen(m) > TUS_META_MAX)
+		return false;
+	if (!*p)
+		return true;
+	for (;;) {
+		const char *k;
+		while (*p == ' ')
+			p++;
+		k = p;
+		while (*p > ' ' && *p < 127 && *p != ',')
+			p++;
+		if (p == k)
+			return false;
+		if (*p == ' ') {
+			p++;
+			while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			       (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' || *p == '=')
+				p++;
+		}
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return true;
+		if (*p != ',')
+			return false;
+		p++;
+	}
+}
+
+static void handle_create(struct filer *f, http_req *req, const char *raw)
+{
+	const char *ls = http_req_header(req, "Upload-Length");
+	const char *md = http_req_header(req, "Upload-Metadata");
+	char *path = NULL;
+	uint64_t len;
+	bool trailing;
+	struct tus_req *t;
+
+	if (http_req_header(req, "Upload-Defer-Length")) {
+		http_resp_error(req, 400, "Upload-Defer-Length is not supported");
+		return;
+	}
+	if (!ls || !parse_u64(ls, &len)) {
+		http_resp_error(req, 400, "missing or malformed Upload-Length");
+		return;
+	}
+	if (len > tus_max_size(f)) {
+		http_resp_error(req, 413, "Upload-Length over Tus-Max-Size %" PRIu64,
+				tus_max_size(f));
+		return;
+	}
+	if (md && !metadata_valid(md)) {
+		http_resp_error(req, 400, "malformed Upload-Metadata");
+		return;
+	}
+	if (http_req_content_length(req) > 0) {
+		http_resp_error(req, 400, "creation-with-upload is not supported: PATCH the data");
+		return;
+	}
+	if (filer_path_normalize(*raw ? raw : "/", &path, &trailing) || trailing ||
+	    !strcmp(path, "/")) {
+		free(path);
+		http_resp_error(req, 400, "POST %s<path of a file to create>", TUS_PREFIX);
+		return;
+	}
+	t = tus_req_new(f, req);
+	t->s.target = path;
+	t->s.length = len;
+	t->s.meta = xstrdup(md ? md : "");
+	tus_submit(t, false, create_run);
+}
+
+/* ---- HEAD and DELETE ---- */
+
+static void head_run(void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	struct tus_session s;
+	char v[24];
+	wfs_err err = session_load(j->f, NULL, t->id, &s);
+
+	fjob_resp_header(j, "Cache-Control", "no-store");
+	if (err == WFS_ENOENT) {
+		j->status = 404;
+	} else if (err) {
+		fjob_store_error(j, err, "loading the upload session");
+	} else {
+		tus_offset_header(j, s.offset);
+		snprintf(v, sizeof(v), "%" PRIu64, s.length);
+		fjob_resp_header(j, "Upload-Length", v);
+		if (*s.meta)
+			fjob_resp_header(j, "Upload-Metadata", s.meta);
+		j->status = 200;
+		session_clear(&s);
+	}
+	http_req_defer(j->req, tus_respond, t);
+}
+
+static void delete_run(void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	struct filer *f = j->f;
+	struct filer_tx *tx = NULL;
+	struct tus_session s = {0};
+	wfs_err err;
+
+	pthread_mutex_lock(&tus_lock);
+	err = filer_store_begin(f->store, &tx);
+	if (!err)
+		err = session_load(f, tx, t->id, &s);
+	if (!err)
+		err = filer_gc_enqueue(f, tx, s.chunks, s.n);
+	if (!err)
+		err = session_delete(f, tx, t->id);
+	if (!err) {
+		err = filer_store_commit(tx);
+		tx = NULL;
+	}
+	filer_store_rollback(tx);
+	pthread_mutex_unlock(&tus_lock);
+	if (err == WFS_ENOENT)
+		fjob_error(j, 404, "no such upload");
+	else if (err)
+		fjob_store_error(j, err, "terminating the upload");
+	else
+		j->status = 204;
+	if (!err && s.n)
+		filer_gc_kick(f);
+	session_clear(&s);
+	http_req_defer(j->req, tus_respond, t);
+}
+
+/* ---- PATCH ---- */
+
+static void patch_fail(struct tus_req *t, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void patch_fail(struct tus_req *t, int status, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->status)
+		return;
+	t->status = status;
+	va_start(ap, fmt);
+	vsnprintf(t->errmsg, sizeof(t->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+static void patch_pump(struct tus_req *t);
+
+static void patch_job_done(http_req *req, void *arg)
+{
+	struct tus_req *t = arg;
+	(void)req;
+	t->inflight = false;
+	if (t->job_err)
+		patch_fail(t, 503, "could not store the data: %s", wfs_strerror(t->job_err));
+	patch_pump(t);
+}
+
+static void patch_job_write(void *arg)
+{
+	struct tus_req *t = arg;
+	t->job_err = chunk_writer_write(t->cw, t->wbuf.data, t->wbuf.len);
+	buf_reset(&t->wbuf);
+	http_req_defer(t->j->req, patch_job_done, t);
+}
+
+static void patch_job_abort(void *arg)
+{
+	struct tus_req *t = arg;
+	chunk_writer_free(t->cw); /* deletes what was uploaded */
+	t->cw = NULL;
+	fjob_error(t->j, t->status, "%s", t->errmsg);
+	http_req_defer(t->j->req, tus_respond, t);
+}
+
+/* Records the PATCH's chunks in the session (and completes it). I/O pool. */
+static void patch_job_commit(void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	struct filer *f = j->f;
+	struct filer_chunk *chunks = NULL;
+	struct filer_tx *tx = NULL;
+	struct tus_session s = {0};
+	size_t n = 0;
+	uint64_t size;
+	wfs_err err;
+
+	err = t->wbuf.len ? chunk_writer_write(t->cw, t->wbuf.data, t->wbuf.len) : WFS_OK;
+	buf_reset(&t->wbuf);
+	size = chunk_writer_size(t->cw);
+	if (!err)
+		err = chunk_writer_finish(t->cw, &chunks, &n);
+	if (err) {
+		fjob_error(j, 503, "could not store the data: %s", wfs_strerror(err));
+		goto out;
+	}
+	pthread_mutex_lock(&tus_lock);
+	err = filer_store_begin(f->store, &tx);
+	if (!err)
+		err = session_load(f, tx, t->id, &s);
+	if (err == WFS_ENOENT) {
+		fjob_error(j, 404, "the upload was terminated or completed meanwhile");
+	} else if (err) {
+		fjob_store_error(j, err, "loading the upload session");
+	} else if (s.offset != t->start) {
+		err = WFS_EEXIST;
+		tus_offset_header(j, s.offset);
+		fjob_error(j, 409, "a concurrent PATCH moved the offset to %" PRIu64, s.offset);
+	} else {
+		s.chunks = xrealloc(s.chunks, (s.n + n + 1) * sizeof(*s.chunks));
+		for (size_t i = 0; i < n; i++)
+			filer_chunk_copy(&s.chunks[s.n + i], &chunks[i]);
+		s.n += n;
+		s.offset += size;
+		if (s.offset == s.length) {
+			err = finalize(t, tx, &s);
+			tx = NULL;
+		} else {
+			err = session_save(f, tx, t->id, &s);
+			if (!err) {
+				err = filer_store_commit(tx);
+				tx = NULL;
+			}
+			if (err)
+				fjob_store_error(j, err, "saving the upload session");
+		}
+		if (!err) {
+			tus_offset_header(j, s.offset);
+			j->status = 204;
+		}
+	}
+	filer_store_rollback(tx);
+	pthread_mutex_unlock(&tus_lock);
+	if (!err) {
+		/* the session (or the entry) references them now */
+		filer_chunks_free(chunks, n);
+		chunks = NULL;
+		n = 0;
+	}
+out:
+	filer_free_chunks(f, chunks, n);
+	session_clear(&s);
+	http_req_defer(j->req, tus_respond, t);
+}
+
+/* Hands fill to a job. Loop thread; nothing in flight. */
+static void patch_submit(struct tus_req *t, pool_fn fn)
+{
+	buf tmp = t->wbuf;
+	t->wbuf = t->fill;
+	t->fill = tmp;
+	buf_reset(&t->fill);
+	t->inflight = true;
+	if (!filer_submit(t->j->f, true, fn, t)) {
+		t->inflight = false;
+		patch_fail(t, 503, "filer is stopping");
+	}
+}
+
+/* Moves the PATCH on after any change; may free t. Loop thread. */
+static void patch_pump(struct tus_req *t)
+{
+	if (t->inflight)
+		return;
+	if (t->status) {
+		t->inflight = true;
+		if (!filer_submit(t->j->f, true, patch_job_abort, t)) {
+			fjob_error(t->j, t->status, "%s", t->errmsg);
+			tus_respond(t->j->req, t);
+		}
+		return;
+	}
+	if (t->body_done) {
+		patch_submit(t, patch_job_commit);
+		if (!t->inflight)
+			patch_pump(t);
+		return;
+	}
+	if (t->fill.len >= TUS_PIECE) {
+		patch_submit(t, patch_job_write);
+		if (!t->inflight) {
+			patch_pump(t);
+			return;
+		}
+	}
+	if (t->paused && t->fill.len < TUS_PIECE) {
+		t->paused = false;
+		http_req_resume_body(t->j->req);
+	}
+}
+
+static bool patch_on_data(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct tus_req *t = arg;
+	(void)req;
+	if (t->status)
+		return true; /* failing: drain quietly until the job is back */
+	buf_append(&t->fill, data, len);
+	if (t->fill.len >= TUS_PIECE && !t->inflight)
+		patch_submit(t, patch_job_write);
+	if (t->status) {
+		patch_pump(t); /* may free t */
+		return false;
+	}
+	if (t->fill.len >= TUS_PIECE) {
+		t->paused = true;
+		return false;
+	}
+	return true;
+}
+
+static void patch_on_end(http_req *req, wfs_err err, void *arg)
+{
+	struct tus_req *t = arg;
+	(void)req;
+	t->body_done = true;
+	if (err == WFS_ETOOBIG)
+		patch_fail(t, 413, "the body goes past Upload-Length %" PRIu64, t->length);
+	else if (err)
+		patch_fail(t, 400, "body interrupted: %s", wfs_strerror(err));
+	patch_pump(t);
+}
+
+/* After the offset check: streams the body or answers. Loop thread. */
+static void patch_checked(http_req *req, void *arg)
+{
+	struct tus_req *t = arg;
+	struct filer *f = t->j->f;
+	int64_t cl = http_req_content_length(req);
+	wfs_err err;
+
+	if (t->j->status != 100) {
+		tus_respond(req, t);
+		return;
+	}
+	if (cl >= 0 && (uint64_t)cl > t->length - t->start) {
+		fjob_error(t->j, 413, "the body goes past Upload-Length %" PRIu64, t->length);
+		tus_respond(req, t);
+		return;
+	}
+	t->cwo.chunk_size = f->chunk_size;
+	t->cwo.offset = t->start;
+	t->cwo.collection = *f->collection ? f->collection : NULL;
+	t->cwo.replication = *f->replication ? f->replication : NULL;
+	t->cw = chunk_writer_new(f->bc, &t->cwo, &err);
+	if (!t->cw) {
+		fjob_error(t->j, 500, "chunk writer: %s", wfs_strerror(err));
+		tus_respond(req, t);
+		return;
+	}
+	http_req_stream_body(req, t->length - t->start, patch_on_data, patch_on_end, t);
+}
+
+static void patch_check_run(void *arg)
+{
+	struct tus_req *t = arg;
+	struct fjob *j = t->j;
+	struct tus_session s;
+	wfs_err err = session_load(j->f, NULL, t->id, &s);
+
+	if (err == WFS_ENOENT) {
+		fjob_error(j, 404, "no such upload");
+	} else if (err) {
+		fjob_store_error(j, err, "loading the upload session");
+	} else {
+		if (s.offset != t->start) {
+			tus_offset_header(j, s.offset);
+			fjob_error(j, 409,
+				   "Upload-Offset %" PRIu64 " is not the upload's offset %" PRIu64,
+				   t->start, s.offset);
+		} else if (s.n >= TUS_SESSION_CAP) {
+			fjob_error(j, 400, "too many pieces in this upload");
+		} else {
+			t->length = s.length;
+			j->status = 100; /* go on: stream the body */
+		}
+		session_clear(&s);
+	}
+	http_req_defer(j->req, patch_checked, t);
+}
+
+static void handle_patch(struct filer *f, http_req *req, const char *id)
+{
+	const char *ct = http_req_header(req, "Content-Type");
+	const char *os = http_req_header(req, "Upload-Offset");
+	uint64_t off;
+	struct tus_req *t;
+
+	if (!os || !parse_u64(os, &off)) {
+		http_resp_error(req, 400, "missing or malformed Upload-Offset");
+		return;
+	}
+	if (!ct || strcasecmp(ct, "application/offset+octet-stream")) {
+		http_resp_error(req, 415,
+				"PATCH takes Content-Type application/offset+octet-stream");
+		return;
+	}
+	t = tus_req_new(f, req);
+	memcpy(t->id, id, TUS_ID_LEN + 1);
+	t->start = off;
+	tus_submit(t, false, patch_check_run);
+}
+
+/* ---- routing ---- */
+
+static bool id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n != TUS_ID_LEN)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	return true;
+}
+
+bool filer_tus_route(struct filer *f, http_req *req)
+{
+	const char *raw = http_req_path(req), *v, *id = NULL;
+	enum http_method m = http_req_method(req);
+	char max[24];
+	struct tus_req *t;
+
+	if (strncmp(raw, TUS_PREFIX, 5) || (raw[5] && raw[5] != '/'))
+		return false;
+	http_resp_header(req, "Tus-Resumable", TUS_VERSION);
+	if (m == HTTP_OPTIONS) {
+		snprintf(max, sizeof(max), "%" PRIu64, tus_max_size(f));
+		http_resp_header(req, "Tus-Version", TUS_VERSION);
+		http_resp_header(req, "Tus-Extension", "creation,termination");
+		http_resp_header(req, "Tus-Max-Size", max);
+		http_resp_header(req, "Access-Control-Allow-Methods",
+				 "POST, HEAD, PATCH, DELETE, OPTIONS");
+		http_resp_header(req, "Access-Control-Allow-Headers", "*");
+		http_resp_header(req, "Access-Control-Expose-Headers",
+				 "Location, Upload-Offset, Upload-Length, Upload-Metadata, "
+				 "Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size");
+		http_resp_send(req, 204, NULL, 0);
+		return true;
+	}
+	v = http_req_header(req, "Tus-Resumable");
+	if (!v || strcmp(v, TUS_VERSION)) {
+		http_resp_header(req, "Tus-Version", TUS_VERSION);
+		http_resp_error(req, 412, "Tus-Resumable: %s required", TUS_VERSION);
+		return true;
+	}
+	if (m == HTTP_POST) {
+		handle_create(f, req, raw + 5);
+		return true;
+	}
+	if (!strncmp(raw, TUS_UPLOADS, strlen(TUS_UPLOADS)))
+		id = raw + strlen(TUS_UPLOADS);
+	if (m != HTTP_HEAD && m != HTTP_PATCH && m != HTTP_DELETE) {
+		http_resp_header(req, "Allow", "POST, HEAD, PATCH, DELETE, OPTIONS");
+		http_resp_error(req, 405, "method %s not allowed here", http_req_method_str(req));
+		return true;
+	}
+	if (!id || !id_valid(id)) {
+		http_resp_error(req, 404, "no such upload");
+		return true;
+	}
+	if (m == HTTP_PATCH) {
+		handle_patch(f, req, id);
+		return true;
+	}
+	t = tus_req_new(f, req);
+	memcpy(t->id, id, TUS_ID_LEN + 1);
+	tus_submit(t, false, m == HTTP_HEAD ? head_run : delete_run);
+	return true;
+}
