@@ -53,6 +53,7 @@ enum {
 	PS_DELETE_CHILDREN,
 	PS_KV_PUT,
 	PS_KV_GET,
+	PS_KV_GET_LOCK,
 	PS_KV_DELETE,
 	PS_EV_APPEND,
 	PS_CLOCK_GET,
@@ -85,6 +86,7 @@ static const char *const ps_sql[PS_COUNT] = {
 	[PS_KV_PUT] = "INSERT INTO filer_kv(k,v) VALUES($1::bytea,$2::bytea) ON CONFLICT (k) DO "
 		      "UPDATE SET v=EXCLUDED.v",
 	[PS_KV_GET] = "SELECT v FROM filer_kv WHERE k=$1::bytea",
+	[PS_KV_GET_LOCK] = "SELECT v FROM filer_kv WHERE k=$1::bytea FOR UPDATE",
 	[PS_KV_DELETE] = "DELETE FROM filer_kv WHERE k=$1::bytea",
 	/*
 	 * The clock row's lock, taken by the UPDATE, is held until the
@@ -492,7 +494,10 @@ static wfs_err pg_kv_get(struct filer_store *fs, struct filer_tx *tx, const void
 	PGresult *res;
 	wfs_err err;
 	p_add(&p, key, klen);
-	err = exec(fs, tx, PS_KV_GET, &p, &res);
+	/* Inside a transaction the read locks the row, as find does, so a
+	 * read-modify-write of a kv record (hard links, TUS sessions) is atomic
+	 * across filers sharing the database. */
+	err = exec(fs, tx, tx ? PS_KV_GET_LOCK : PS_KV_GET, &p, &res);
 	if (err)
 		return err;
 	if (PQntuples(res) == 0) {
