@@ -130,15 +130,85 @@ static bool wants_html(const struct fjob *j)
 	return a && strstr(a, "text/html") && !strstr(a, "application/json");
 }
 
+/* Drops what c collected, keeping its filters and capacity. */
+static void collect_reset(struct collect *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		filer_entry_free(c->v[i]);
+	c->n = 0;
+	c->seen = 0;
+	free(c->last_seen);
+	c->last_seen = NULL;
+}
+
+/* Reads store pages of j->path after last into c until c is full or the directory ends. */
+static wfs_err collect_pages(struct fjob *j, struct collect *c, const char *last,
+			     const char *prefix)
+{
+	char *start = last && *last ? xstrdup(last) : NULL;
+	wfs_err err;
+
+	collect_reset(c);
+	for (;;) {
+		size_t page = MIN((size_t)STORE_PAGE, c->want - c->n), before = c->seen;
+		if (!c->pattern && !c->exclude)
+			page = MIN((size_t)FILER_LIST_LIMIT_MAX, c->want - c->n);
+		err = filer_store_list(j->f->store, NULL, j->path, start, false, page, prefix,
+				       collect_one, c, NULL);
+		if (err || c->n >= c->want || c->seen - before < page)
+			break;
+		free(start);
+		start = xstrdup(c->last_seen);
+	}
+	free(start);
+	return err;
+}
+
+enum dir_state { DIR_SAME, DIR_GONE, DIR_CHANGED };
+
+/*
+ * Whether the directory the request looked up (dir_e) is still the one at
+ * j->path. The lookup and the store's pages are separate reads, so a rename
+ * of the directory between them would otherwise answer an empty or partial
+ * listing of a path that no longer exists; checking after the pages makes a
+ * concurrent rename show as "before" (the same directory, all its entries:
+ * a rename moves every child in one transaction) or as 404, never half.
+ * (A directory moved away and back between the reads is not detected; a
+ * read-only snapshot transaction in the store would close that too.)
+ */
+static enum dir_state dir_state_now(struct fjob *j, const struct filer_entry *dir_e, wfs_err *err)
+{
+	struct filer_entry *now = NULL;
+	enum dir_state st;
+
+	*err = WFS_OK;
+	if (!strcmp(j->path, "/"))
+		return DIR_SAME; /* the root never moves (and may be synthesized) */
+	*err = filer_find(j->f, NULL, j->dir, j->name, &now);
+	if (*err == WFS_ENOENT) {
+		*err = WFS_OK;
+		return DIR_GONE;
+	}
+	if (*err)
+		return DIR_SAME;
+	if (!filer_entry_is_dir(now))
+		st = DIR_GONE;
+	else if (dir_e && now->attr.crtime_ns != dir_e->attr.crtime_ns)
+		st = DIR_CHANGED;
+	else
+		st = DIR_SAME;
+	filer_entry_free(now);
+	return st;
+}
+
 void filer_list_run(struct fjob *j, const struct filer_entry *dir_e)
 {
 	struct collect c = {0};
 	const char *s, *last;
-	char *prefix = NULL, *start = NULL;
+	char *prefix = NULL;
 	uint64_t limit = FILER_LIST_DEFAULT;
 	bool more = false;
 	wfs_err err = WFS_OK;
-	(void)dir_e;
 
 	if ((s = fjob_query(j, "limit")) && *s) {
 		if (!parse_u64(s, &limit) || limit < 1 || limit > FILER_LIST_LIMIT_MAX) {
@@ -167,17 +237,18 @@ void filer_list_run(struct fjob *j, const struct filer_entry *dir_e)
 		prefix = pattern_prefix(c.pattern);
 	c.want = (size_t)limit + 1;
 	c.v = xcalloc(c.want, sizeof(*c.v));
-	start = last && *last ? xstrdup(last) : NULL;
-	for (;;) {
-		size_t page = MIN((size_t)STORE_PAGE, c.want - c.n), before = c.seen;
-		if (!c.pattern && !c.exclude)
-			page = MIN((size_t)FILER_LIST_LIMIT_MAX, c.want - c.n);
-		err = filer_store_list(j->f->store, NULL, j->path, start, false, page, prefix,
-				       collect_one, &c, NULL);
-		if (err || c.n >= c.want || c.seen - before < page)
+	for (int attempt = 0;; attempt++) {
+		enum dir_state st;
+		err = collect_pages(j, &c, last, prefix);
+		if (err)
 			break;
-		free(start);
-		start = xstrdup(c.last_seen);
+		st = dir_state_now(j, dir_e, &err);
+		if (err || st == DIR_SAME)
+			break;
+		if (st == DIR_GONE || attempt == 2) {
+			fjob_error(j, 404, "%s: not found", j->path);
+			goto out;
+		}
 	}
 	if (err) {
 		fjob_store_error(j, err, "listing");
@@ -218,5 +289,4 @@ out:
 	free(c.v);
 	free(c.last_seen);
 	free(prefix);
-	free(start);
 }

@@ -4,13 +4,15 @@
  *
  * DESIGN: a metadata job finds the entry, answers conditional requests and
  * plans the read (manifests resolved, the Range cut into chunk views). Inline
- * content is answered from the job. Chunked content streams: the loop sends
- * the head, then an I/O job fetches one piece (at most READ_PIECE bytes of one
- * chunk, or zeros for a hole) and defers it to the loop, which writes it and
- * submits the next fetch at once unless the connection's output is above its
- * high-water mark, in which case the drain callback submits it. One fetch is
- * in flight per response, so a reader costs about two pieces of memory
- * however large the file, and a slow reader stalls only its own response.
+ * content is answered from the job. Chunked content streams: an I/O job
+ * fetches one piece (at most READ_PIECE bytes of one chunk, or zeros for a
+ * hole) and defers it to the loop, which writes it and submits the next fetch
+ * at once unless the connection's output is above its high-water mark, in
+ * which case the drain callback submits it. The head goes out with the first
+ * piece, so a first fetch that fails (a volume server down) still answers a
+ * JSON 5xx rather than a 200 whose body breaks off. One fetch is in flight
+ * per response, so a reader costs about two pieces of memory however large
+ * the file, and a slow reader stalls only its own response.
  */
 #include "config.h"
 #include <inttypes.h>
@@ -20,6 +22,7 @@
 #include <strings.h>
 #include <xxhash.h>
 #include "filer/chunks.h"
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"
@@ -40,6 +43,7 @@ struct rstream {
 	int64_t length;    /* Content-Length */
 	buf piece;
 	wfs_err err;
+	bool started; /* the head was sent (after the first piece arrived) */
 };
 
 static void rstream_free(struct rstream *s)
@@ -114,10 +118,43 @@ static void on_drain(http_req *req, void *arg)
 	rstream_next(arg);
 }
 
+/* Sends the status line and headers: once, when the first piece is in hand. Loop thread. */
+static void stream_head(struct rstream *s)
+{
+	struct fjob *j = s->j;
+	for (size_t i = 0; i < j->nrh; i++)
+		http_resp_header(j->req, j->rh[i].name, j->rh[i].value);
+	http_resp_start(j->req, j->status, s->length);
+	s->started = true;
+}
+
+/*
+ * The first piece failed, so nothing was sent yet: answer a JSON error a client
+ * can act on (503 while a volume server is unreachable) instead of a 200 whose
+ * body breaks off. Loop thread.
+ */
+static void stream_fail_early(struct rstream *s)
+{
+	struct fjob *j = s->j;
+	int status = 500;
+	if (s->err == WFS_EUNAVAIL || s->err == WFS_ETIMEDOUT)
+		status = 503;
+	log_warn("read of %s failed at offset %" PRIu64 ": %s", j->path, s->pos,
+		 wfs_strerror(s->err));
+	http_resp_error(j->req, status, "%s: reading the content: %s", j->path,
+			wfs_strerror(s->err));
+	rstream_free(s);
+	fjob_free(j);
+}
+
 static void piece_done(http_req *req, void *arg)
 {
 	struct rstream *s = arg;
 	bool more;
+	if (s->err && !s->started && !http_req_closed(req)) {
+		stream_fail_early(s);
+		return;
+	}
 	if (s->err) {
 		log_warn("read of %s failed at offset %" PRIu64 ": %s", s->j->path, s->pos,
 			 wfs_strerror(s->err));
@@ -128,6 +165,8 @@ static void piece_done(http_req *req, void *arg)
 		rstream_finish(s, false);
 		return;
 	}
+	if (!s->started)
+		stream_head(s);
 	more = http_resp_write(req, s->piece.data, s->piece.len);
 	s->pos += s->piece.len;
 	buf_reset(&s->piece);
@@ -169,13 +208,12 @@ static void fetch_run(void *arg)
 	http_req_defer(s->j->req, piece_done, s);
 }
 
+/* The head waits for the first piece, so that a failing first fetch can still answer 5xx. */
 static void stream_start(struct fjob *j)
 {
 	struct rstream *s = j->ext;
-	for (size_t i = 0; i < j->nrh; i++)
-		http_resp_header(j->req, j->rh[i].name, j->rh[i].value);
-	http_resp_start(j->req, j->status, s->length);
 	if (j->method == HTTP_HEAD || s->pos >= s->end) {
+		stream_head(s);
 		rstream_finish(s, true);
 		return;
 	}
@@ -248,6 +286,8 @@ static void get_run(struct fjob *j)
 	if (!fjob_query_bool(j, "metadata", false, &meta))
 		return;
 	err = filer_find(j->f, NULL, j->dir, j->name, &e);
+	if (!err)
+		err = filer_hardlink_resolve(j->f->store, NULL, &e); /* a link reads the shared file */
 	if (!err && filer_ttl_expired(e)) {
 		filer_entry_free(e); /* the sweep deletes it; until then it is gone for readers */
 		e = NULL;
