@@ -139,3 +139,30 @@ def test_link_errors(mini_filer):
     assert r.status_code in (200, 201, 204), r.text
     assert f.get("/he/copy").content == b"x"
     assert nlink(f, "/he/copy") == 1 and nlink(f, "/he/f") == 2
+
+
+def test_put_over_a_link_leaves_the_group(mini_filer):
+    """A plain HTTP PUT replaces the name (like create-and-rename): the other
+    name keeps the shared content and drops to nlink 1; the shared chunk is
+    freed only when that last name goes too. Append to a linked name is
+    refused rather than written to the stub."""
+    f = mini_filer
+    ok(f, "create", {"entry": {"path": "/hp", "mode": S_IFDIR | 0o755}})
+    d1 = b"shared bytes " * 200
+    fid1, url1 = upload(f, d1)
+    ok(f, "create", {"entry": {"path": "/hp/a", "mode": S_IFREG | 0o644,
+                               "chunks": [chunk(fid1, len(d1))]}})
+    ok(f, "link", {"target": "/hp/a", "newPath": "/hp/b"})
+    r = f.put("/hp/b", b"x", params={"op": "append"})
+    assert r.status_code == 409, r.text
+    assert f.get("/hp/a").content == d1
+    r = f.put("/hp/b", b"a new, unlinked file")
+    assert r.status_code == 201, r.text
+    assert f.get("/hp/b").content == b"a new, unlinked file"
+    assert f.get("/hp/a").content == d1
+    assert nlink(f, "/hp/a") == 1 and nlink(f, "/hp/b") == 1
+    time.sleep(1.5)
+    assert requests.get(url1, timeout=10).status_code == 200, "chunk freed while /hp/a uses it"
+    assert f.delete("/hp/a").status_code in (200, 204)
+    wait_until(lambda: requests.get(url1, timeout=10).status_code == 404, timeout=30,
+               what="the shared chunk to be freed with the last name")
