@@ -28,11 +28,11 @@
 #include "log.h"
 #include "util.h"
 
-#define LOC_BUCKETS 256
-#define SAVE_TRIES 4      /* uploads (and failed assignments) per blob */
-#define ASSIGN_TRIES 16   /* assignments per blob, counting those to servers known down */
-#define DOWN_SLOTS 16
-#define DOWN_NS (5 * 1000000000ull)
+#define LOC_BUCKETS  256
+#define SAVE_TRIES   4  /* uploads (and failed assignments) per blob */
+#define ASSIGN_TRIES 16 /* assignments per blob, counting those to servers known down */
+#define DOWN_SLOTS   16
+#define DOWN_NS      (5 * 1000000000ull)
 
 /* A volume server that did not answer: uploads avoid it and reads try it last for a while,
  * since the master only notices after several missed heartbeats. */
@@ -100,11 +100,11 @@ void blob_client_get_stats(blob_client *bc, struct blob_client_stats *out)
 	pthread_mutex_unlock(&bc->mu);
 }
 
-#define STAT_INC(bc, field)                                                                        \
-	do {                                                                                       \
-		pthread_mutex_lock(&(bc)->mu);                                                     \
-		(bc)->stats.field++;                                                               \
-		pthread_mutex_unlock(&(bc)->mu);                                                   \
+#define STAT_INC(bc, field)                      \
+	do {                                     \
+		pthread_mutex_lock(&(bc)->mu);   \
+		(bc)->stats.field++;             \
+		pthread_mutex_unlock(&(bc)->mu); \
 	} while (0)
 
 /* Remembers url as unreachable for DOWN_NS (replacing the oldest entry when full). */
@@ -539,7 +539,7 @@ wfs_err blob_client_read(blob_client *bc, const char *fid, uint64_t off, uint64_
 	struct fid f;
 	wfs_err err = WFS_OK, last = WFS_EUNAVAIL;
 	bool any_answer = false, failed_once = false;
-	char (*tried)[BLOB_URL_MAX] = NULL; /* servers that failed, not asked again */
+	char(*tried)[BLOB_URL_MAX] = NULL; /* servers that failed, not asked again */
 	size_t ntried = 0;
 
 	if (fid_parse(fid, &f, NULL))

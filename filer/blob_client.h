@@ -37,13 +37,13 @@ struct blob_assign_params {
 	const char *data_node;
 };
 
-#define BLOB_URL_MAX 256
-#define BLOB_FID_MAX 64
+#define BLOB_URL_MAX  256
+#define BLOB_FID_MAX  64
 #define BLOB_ETAG_MAX 128
 
 struct blob_assignment {
 	char fid[BLOB_FID_MAX];
-	char url[BLOB_URL_MAX];        /* host:port of the volume server to upload to */
+	char url[BLOB_URL_MAX]; /* host:port of the volume server to upload to */
 	char public_url[BLOB_URL_MAX];
 };
 
@@ -55,13 +55,13 @@ struct blob_location {
 
 /* Counters, for tests and status pages. */
 struct blob_client_stats {
-	uint64_t assigns;          /* /dir/assign requests answered */
-	uint64_t lookups;          /* /dir/lookup requests sent to the master */
-	uint64_t cache_hits;       /* lookups answered from the location cache */
-	uint64_t invalidations;    /* cache entries dropped after a failure */
-	uint64_t upload_retries;   /* uploads repeated on a new assignment */
-	uint64_t read_failovers;   /* reads that moved on to another replica */
-	uint64_t down_skips;       /* assignments skipped: their server failed moments ago */
+	uint64_t assigns;        /* /dir/assign requests answered */
+	uint64_t lookups;        /* /dir/lookup requests sent to the master */
+	uint64_t cache_hits;     /* lookups answered from the location cache */
+	uint64_t invalidations;  /* cache entries dropped after a failure */
+	uint64_t upload_retries; /* uploads repeated on a new assignment */
+	uint64_t read_failovers; /* reads that moved on to another replica */
+	uint64_t down_skips;     /* assignments skipped: their server failed moments ago */
 };
 
 /*
@@ -99,8 +99,8 @@ wfs_err blob_client_lookup(blob_client *bc, uint32_t vid, bool fresh, struct blo
 void blob_client_invalidate(blob_client *bc, uint32_t vid);
 
 struct blob_upload_params {
-	const char *ttl;  /* NULL or the assignment's ttl */
-	bool fsync;       /* ask the volume server to fsync before answering */
+	const char *ttl; /* NULL or the assignment's ttl */
+	bool fsync;      /* ask the volume server to fsync before answering */
 };
 
 /*

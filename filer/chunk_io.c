@@ -24,8 +24,8 @@
 #include "log.h"
 #include "util.h"
 
-#define FIRST_BUF (64u << 10)
-#define MANIFEST_BLOB_MAX (64u << 20)
+#define FIRST_BUF              (64u << 10)
+#define MANIFEST_BLOB_MAX      (64u << 20)
 #define MANIFEST_BATCH_DEFAULT 1000
 
 enum cw_state { CW_OPEN, CW_FINISHED, CW_ABORTED };
@@ -39,21 +39,21 @@ struct chunk_writer {
 	struct blob_assign_params ap; /* strings owned */
 	struct blob_upload_params up; /* ttl borrowed from ap */
 	enum cw_state state;
-	bool submitted;               /* a chunk was handed to an upload */
+	bool submitted; /* a chunk was handed to an upload */
 	bool is_inline;
-	uint8_t *cur;                 /* the buffer being filled */
+	uint8_t *cur; /* the buffer being filled */
 	size_t cur_len, cur_cap;
-	uint64_t pos;                 /* bytes written */
+	uint64_t pos; /* bytes written */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int in_flight;                /* protected by mu */
-	wfs_err err;                  /* first upload error, protected by mu */
-	struct filer_chunk *done;     /* uploaded chunks, protected by mu */
-	size_t n_done, cap_done;      /* protected by mu */
-	uint8_t **spare;              /* recycled full-size buffers, protected by mu */
-	size_t n_spare;               /* protected by mu */
-	size_t mem, mem_peak;         /* bytes of buffers allocated, protected by mu */
+	int in_flight;            /* protected by mu */
+	wfs_err err;              /* first upload error, protected by mu */
+	struct filer_chunk *done; /* uploaded chunks, protected by mu */
+	size_t n_done, cap_done;  /* protected by mu */
+	uint8_t **spare;          /* recycled full-size buffers, protected by mu */
+	size_t n_spare;           /* protected by mu */
+	size_t mem, mem_peak;     /* bytes of buffers allocated, protected by mu */
 };
 
 struct upload_job {
@@ -365,19 +365,19 @@ void chunk_writer_free(chunk_writer *cw)
 
 struct read_piece {
 	uint64_t len;
-	const char *fid;      /* NULL for a hole */
+	const char *fid; /* NULL for a hole */
 	uint64_t chunk_off;
-	bool whole;           /* the piece is its whole chunk: read without Range */
+	bool whole; /* the piece is its whole chunk: read without Range */
 	buf data;
 	wfs_err err;
-	bool ready;           /* protected by read_op.mu */
+	bool ready; /* protected by read_op.mu */
 };
 
 struct read_op {
 	blob_client *bc;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int running;          /* fetch jobs not yet finished, protected by mu */
+	int running; /* fetch jobs not yet finished, protected by mu */
 };
 
 struct fetch_job {
@@ -416,8 +416,8 @@ struct piece_iter {
 	const struct filer_chunk *c;
 	const struct chunk_view *v;
 	size_t nv, vi;
-	uint64_t at, end;   /* next file offset to produce; end of the read */
-	uint64_t in_view;   /* bytes of view vi already produced */
+	uint64_t at, end; /* next file offset to produce; end of the read */
+	uint64_t in_view; /* bytes of view vi already produced */
 	size_t piece_size;
 };
 
@@ -571,9 +571,8 @@ out:
 	return err;
 }
 
-wfs_err chunk_read(blob_client *bc, const struct filer_chunk *chunks, size_t n,
-		   uint64_t file_size, uint64_t offset, uint64_t len, chunk_sink_fn sink,
-		   void *arg)
+wfs_err chunk_read(blob_client *bc, const struct filer_chunk *chunks, size_t n, uint64_t file_size,
+		   uint64_t offset, uint64_t len, chunk_sink_fn sink, void *arg)
 {
 	return chunk_read_ex(bc, chunks, n, file_size, offset, len, sink, arg, NULL);
 }
@@ -584,7 +583,7 @@ struct manifest_save {
 	blob_client *bc;
 	struct blob_assign_params ap;
 	struct blob_upload_params up;
-	char **fids;          /* manifests saved so far, to delete on failure */
+	char **fids; /* manifests saved so far, to delete on failure */
 	size_t n, cap;
 };
 

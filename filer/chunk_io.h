@@ -17,23 +17,23 @@
 #include "filer/blob_client.h"
 #include "filer/entry.h"
 
-#define CHUNK_SIZE_DEFAULT (4u << 20)
-#define CHUNK_SIZE_MAX (1024u << 20)
+#define CHUNK_SIZE_DEFAULT      (4u << 20)
+#define CHUNK_SIZE_MAX          (1024u << 20)
 #define CHUNK_IN_FLIGHT_DEFAULT 4
-#define CHUNK_IN_FLIGHT_MAX 64
+#define CHUNK_IN_FLIGHT_MAX     64
 
 struct chunk_writer_opts {
-	uint64_t chunk_size;     /* bytes per chunk (the filer's -maxMB); 0 = CHUNK_SIZE_DEFAULT */
-	uint64_t offset;         /* file offset of the first byte written (op=append, overwrites) */
-	size_t inline_max;       /* a stream of at most this many bytes is kept inline instead of
-				    uploaded (saveInside); 0 = never. Capped at chunk_size. */
-	const char *collection;  /* assignment parameters, NULL = master's default (all copied) */
+	uint64_t chunk_size;    /* bytes per chunk (the filer's -maxMB); 0 = CHUNK_SIZE_DEFAULT */
+	uint64_t offset;        /* file offset of the first byte written (op=append, overwrites) */
+	size_t inline_max;      /* a stream of at most this many bytes is kept inline instead of
+				   uploaded (saveInside); 0 = never. Capped at chunk_size. */
+	const char *collection; /* assignment parameters, NULL = master's default (all copied) */
 	const char *replication;
 	const char *ttl;
 	const char *data_center;
 	const char *rack;
-	bool fsync;              /* ask volume servers to fsync each chunk */
-	int max_in_flight;       /* parallel uploads; 0 = CHUNK_IN_FLIGHT_DEFAULT */
+	bool fsync;        /* ask volume servers to fsync each chunk */
+	int max_in_flight; /* parallel uploads; 0 = CHUNK_IN_FLIGHT_DEFAULT */
 };
 
 typedef struct chunk_writer chunk_writer;
@@ -98,8 +98,8 @@ void chunk_writer_free(chunk_writer *cw);
 typedef wfs_err (*chunk_sink_fn)(void *arg, const void *data, size_t len);
 
 struct chunk_read_opts {
-	size_t piece_size;  /* bytes per ranged GET; 0 = 4 MiB, at most CHUNK_SIZE_MAX */
-	int read_ahead;     /* pieces fetched in parallel; 0 = 4, at most CHUNK_IN_FLIGHT_MAX */
+	size_t piece_size; /* bytes per ranged GET; 0 = 4 MiB, at most CHUNK_SIZE_MAX */
+	int read_ahead;    /* pieces fetched in parallel; 0 = 4, at most CHUNK_IN_FLIGHT_MAX */
 };
 
 /*
@@ -111,9 +111,8 @@ struct chunk_read_opts {
  * location forgotten); WFS_EUNAVAIL when no replica of a chunk answers,
  * WFS_ENOENT when a chunk's blob is gone, or the sink's error.
  */
-wfs_err chunk_read(blob_client *bc, const struct filer_chunk *chunks, size_t n,
-		   uint64_t file_size, uint64_t offset, uint64_t len, chunk_sink_fn sink,
-		   void *arg);
+wfs_err chunk_read(blob_client *bc, const struct filer_chunk *chunks, size_t n, uint64_t file_size,
+		   uint64_t offset, uint64_t len, chunk_sink_fn sink, void *arg);
 /* chunk_read with explicit tuning; o may be NULL. */
 wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t n,
 		      uint64_t file_size, uint64_t offset, uint64_t len, chunk_sink_fn sink,

@@ -180,8 +180,7 @@ static void mask_emit(void *ctx, size_t chunk, uint64_t start, uint64_t stop)
 	mask[chunk] = true;
 }
 
-wfs_err chunks_visible_mask(const struct filer_chunk *c, size_t n, uint64_t file_size,
-			    bool *mask)
+wfs_err chunks_visible_mask(const struct filer_chunk *c, size_t n, uint64_t file_size, bool *mask)
 {
 	for (size_t i = 0; i < n; i++)
 		mask[i] = false;
@@ -268,8 +267,7 @@ void chunks_manifest_encode(const struct filer_chunk *c, size_t n, buf *out)
 	filer_chunk_list_encode(out, c, n);
 }
 
-wfs_err chunks_manifest_decode(const uint8_t *p, size_t len, struct filer_chunk **out,
-			       size_t *n)
+wfs_err chunks_manifest_decode(const uint8_t *p, size_t len, struct filer_chunk **out, size_t *n)
 {
 	size_t used;
 	wfs_err err;
@@ -342,8 +340,8 @@ wfs_err chunks_resolve_manifests(const struct filer_chunk *c, size_t n, chunks_f
 	return WFS_OK;
 }
 
-wfs_err chunks_manifestize(const struct filer_chunk *c, size_t n, size_t batch,
-			   chunks_save_fn save, void *ctx, struct filer_chunk **out, size_t *nout)
+wfs_err chunks_manifestize(const struct filer_chunk *c, size_t n, size_t batch, chunks_save_fn save,
+			   void *ctx, struct filer_chunk **out, size_t *nout)
 {
 	struct list l = {NULL, 0, 0};
 	wfs_err err = WFS_OK;

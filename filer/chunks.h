@@ -28,7 +28,7 @@
 
 /* One visible piece of a read: len bytes of chunk `chunk` at chunk_offset land at file_offset. */
 struct chunk_view {
-	size_t chunk;          /* index into the list given */
+	size_t chunk; /* index into the list given */
 	uint64_t file_offset;
 	uint64_t chunk_offset; /* offset inside the chunk's data */
 	uint64_t len;
@@ -47,8 +47,7 @@ wfs_err chunks_read_plan(const struct filer_chunk *c, size_t n, uint64_t off, ui
  * mask[i] (n entries, caller's array) is set to whether chunk i supplies any
  * byte of [0, file_size). WFS_EINVAL if the list holds a manifest chunk.
  */
-wfs_err chunks_visible_mask(const struct filer_chunk *c, size_t n, uint64_t file_size,
-			    bool *mask);
+wfs_err chunks_visible_mask(const struct filer_chunk *c, size_t n, uint64_t file_size, bool *mask);
 
 /*
  * Removes from the list (c, *n) every chunk that supplies no byte of
@@ -78,8 +77,7 @@ void chunks_unreferenced(const struct filer_chunk *old, size_t n_old,
 /* Appends the manifest blob listing c[0..n) to out (format: docs/filer-entry-format.md). */
 void chunks_manifest_encode(const struct filer_chunk *c, size_t n, buf *out);
 /* Parses a manifest blob; on WFS_OK the caller owns *out. WFS_ECORRUPT if malformed. */
-wfs_err chunks_manifest_decode(const uint8_t *p, size_t len, struct filer_chunk **out,
-			       size_t *n);
+wfs_err chunks_manifest_decode(const uint8_t *p, size_t len, struct filer_chunk **out, size_t *n);
 
 /* Fetches the blob of file id fid into out (appending). Called synchronously. */
 typedef wfs_err (*chunks_fetch_fn)(void *ctx, const char *fid, buf *out);
@@ -103,7 +101,7 @@ wfs_err chunks_resolve_manifests(const struct filer_chunk *c, size_t n, chunks_f
  * the highest end, mtime = the newest). *out is a new list; c is unchanged.
  * If nothing reaches batch chunks, *out is a copy.
  */
-wfs_err chunks_manifestize(const struct filer_chunk *c, size_t n, size_t batch,
-			   chunks_save_fn save, void *ctx, struct filer_chunk **out, size_t *nout);
+wfs_err chunks_manifestize(const struct filer_chunk *c, size_t n, size_t batch, chunks_save_fn save,
+			   void *ctx, struct filer_chunk **out, size_t *nout);
 
 #endif

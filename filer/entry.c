@@ -15,9 +15,9 @@
 #include "util.h"
 
 #define ENTRY_FLAG_HAS_CONTENT 0x01
-#define ENTRY_FLAGS_KNOWN ENTRY_FLAG_HAS_CONTENT
-#define CHUNK_FLAG_MANIFEST 0x01
-#define CHUNK_FLAGS_KNOWN CHUNK_FLAG_MANIFEST
+#define ENTRY_FLAGS_KNOWN      ENTRY_FLAG_HAS_CONTENT
+#define CHUNK_FLAG_MANIFEST    0x01
+#define CHUNK_FLAGS_KNOWN      CHUNK_FLAG_MANIFEST
 /* Smallest encodings, used to bound counts by the bytes remaining. */
 #define CHUNK_MIN_BYTES (2 + 1 + 8 + 8 + 8 + 2 + 1)
 #define XATTR_MIN_BYTES (2 + 1 + 4)
@@ -73,10 +73,7 @@ void filer_entry_free(struct filer_entry *e)
 	free(e);
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
+static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
 static void *memdup(const void *p, size_t n)
 {
@@ -193,8 +190,7 @@ static size_t xattr_find(const struct filer_entry *e, const char *name, bool *fo
 	return lo;
 }
 
-void filer_entry_xattr_set(struct filer_entry *e, const char *name, const void *value,
-			   size_t len)
+void filer_entry_xattr_set(struct filer_entry *e, const char *name, const void *value, size_t len)
 {
 	bool found;
 	size_t i = xattr_find(e, name, &found);
@@ -272,10 +268,7 @@ struct filer_chunk *filer_entry_add_chunk(struct filer_entry *e, const char *fid
 
 /* ---- validation ---------------------------------------------------------------------------- */
 
-static bool str_ok(const char *s, size_t max)
-{
-	return !s || strlen(s) <= max;
-}
+static bool str_ok(const char *s, size_t max) { return !s || strlen(s) <= max; }
 
 static bool chunk_ok(const struct filer_chunk *c)
 {
@@ -288,8 +281,10 @@ wfs_err filer_entry_check(const struct filer_entry *e)
 {
 	const struct filer_attr *a = &e->attr;
 	if (!str_ok(a->mime, FILER_SHORT_MAX) || !str_ok(a->collection, FILER_SHORT_MAX) ||
-	    !str_ok(a->replication, FILER_SHORT_MAX) || !str_ok(a->symlink_target, FILER_PATH_MAX) ||
-	    a->hard_link_id_len > FILER_HARDLINK_ID_MAX || (a->hard_link_id_len && !a->hard_link_id))
+	    !str_ok(a->replication, FILER_SHORT_MAX) ||
+	    !str_ok(a->symlink_target, FILER_PATH_MAX) ||
+	    a->hard_link_id_len > FILER_HARDLINK_ID_MAX ||
+	    (a->hard_link_id_len && !a->hard_link_id))
 		return WFS_EINVAL;
 	if (e->n_xattrs > FILER_XATTRS_MAX)
 		return WFS_EINVAL;
@@ -302,8 +297,8 @@ wfs_err filer_entry_check(const struct filer_entry *e)
 		if (i > 0 && strcmp(e->xattrs[i - 1].name, x->name) >= 0)
 			return WFS_EINVAL;
 	}
-	if (e->has_content && (e->content_len > FILER_CONTENT_MAX ||
-			       (e->content_len && !e->content)))
+	if (e->has_content &&
+	    (e->content_len > FILER_CONTENT_MAX || (e->content_len && !e->content)))
 		return WFS_EINVAL;
 	if (e->n_chunks > FILER_CHUNKS_MAX)
 		return WFS_EINVAL;
@@ -315,10 +310,7 @@ wfs_err filer_entry_check(const struct filer_entry *e)
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
-static void put8(buf *b, uint8_t v)
-{
-	buf_append(b, &v, 1);
-}
+static void put8(buf *b, uint8_t v) { buf_append(b, &v, 1); }
 
 static void put16(buf *b, uint16_t v)
 {
@@ -531,10 +523,7 @@ wfs_err filer_chunk_list_decode(const uint8_t *p, size_t len, size_t *used,
 	return WFS_OK;
 }
 
-int filer_entry_encoded_version(const uint8_t *data, size_t len)
-{
-	return len ? data[0] : -1;
-}
+int filer_entry_encoded_version(const uint8_t *data, size_t len) { return len ? data[0] : -1; }
 
 wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, const char *name,
 			   struct filer_entry **out)

@@ -20,56 +20,56 @@
 #define FILER_ENTRY_VERSION 1
 
 /* Bounds enforced by both the encoder's callers (filer_entry_check) and the decoder. */
-#define FILER_NAME_MAX 255                   /* bytes of one path component */
-#define FILER_PATH_MAX 4096                  /* bytes of a full path, symlink target */
-#define FILER_SHORT_MAX 255                  /* mime, collection, replication, xattr name */
-#define FILER_HARDLINK_ID_MAX 64             /* bytes of a hard-link id */
-#define FILER_FID_MAX 64                     /* bytes of a chunk's file id */
-#define FILER_ETAG_MAX 128                   /* bytes of a chunk's etag */
-#define FILER_XATTR_VALUE_MAX (1u << 20)     /* one extended attribute value */
-#define FILER_XATTRS_MAX 4096                /* extended attributes per entry */
-#define FILER_CONTENT_MAX (4u << 20)         /* inline content */
-#define FILER_CHUNKS_MAX (1u << 20)          /* chunks in one list (entry or manifest) */
-#define FILER_ENCODED_MAX (128u << 20)       /* whole encoded entry */
+#define FILER_NAME_MAX        255          /* bytes of one path component */
+#define FILER_PATH_MAX        4096         /* bytes of a full path, symlink target */
+#define FILER_SHORT_MAX       255          /* mime, collection, replication, xattr name */
+#define FILER_HARDLINK_ID_MAX 64           /* bytes of a hard-link id */
+#define FILER_FID_MAX         64           /* bytes of a chunk's file id */
+#define FILER_ETAG_MAX        128          /* bytes of a chunk's etag */
+#define FILER_XATTR_VALUE_MAX (1u << 20)   /* one extended attribute value */
+#define FILER_XATTRS_MAX      4096         /* extended attributes per entry */
+#define FILER_CONTENT_MAX     (4u << 20)   /* inline content */
+#define FILER_CHUNKS_MAX      (1u << 20)   /* chunks in one list (entry or manifest) */
+#define FILER_ENCODED_MAX     (128u << 20) /* whole encoded entry */
 
 struct filer_chunk {
-	char *fid;          /* owned; the volume file id, e.g. "3,01637037d6" */
-	uint64_t offset;    /* logical offset of the chunk's first byte in the file */
-	uint64_t size;      /* bytes of file data the chunk covers */
-	int64_t mtime_ns;   /* when written: newer chunks hide older ones where they overlap */
-	char *etag;         /* owned, may be NULL */
-	bool is_manifest;   /* the blob is a manifest listing more chunks (chunks.h) */
+	char *fid;        /* owned; the volume file id, e.g. "3,01637037d6" */
+	uint64_t offset;  /* logical offset of the chunk's first byte in the file */
+	uint64_t size;    /* bytes of file data the chunk covers */
+	int64_t mtime_ns; /* when written: newer chunks hide older ones where they overlap */
+	char *etag;       /* owned, may be NULL */
+	bool is_manifest; /* the blob is a manifest listing more chunks (chunks.h) */
 };
 
 struct filer_xattr {
-	char *name;         /* owned, 1..FILER_SHORT_MAX bytes */
-	uint8_t *value;     /* owned, may be NULL when value_len is 0 */
+	char *name;     /* owned, 1..FILER_SHORT_MAX bytes */
+	uint8_t *value; /* owned, may be NULL when value_len is 0 */
 	size_t value_len;
 };
 
 struct filer_attr {
-	uint32_t mode;      /* permission bits and the S_IFMT file type */
+	uint32_t mode; /* permission bits and the S_IFMT file type */
 	uint32_t uid, gid;
-	uint64_t size;      /* logical file size */
+	uint64_t size; /* logical file size */
 	int64_t mtime_ns, ctime_ns, crtime_ns;
 	uint32_t nlink;
 	uint64_t rdev;
-	uint32_t ttl_sec;   /* 0 = never expires */
-	char *mime;         /* owned, may be NULL */
-	char *collection;   /* owned, may be NULL */
-	char *replication;  /* owned, may be NULL */
-	char *symlink_target; /* owned, may be NULL */
+	uint32_t ttl_sec;      /* 0 = never expires */
+	char *mime;            /* owned, may be NULL */
+	char *collection;      /* owned, may be NULL */
+	char *replication;     /* owned, may be NULL */
+	char *symlink_target;  /* owned, may be NULL */
 	uint8_t *hard_link_id; /* owned; NULL and 0 when the entry is not a hard link */
 	size_t hard_link_id_len;
 };
 
 struct filer_entry {
-	char *dir;          /* owned; "/" or "/a/b" without a trailing slash */
-	char *name;         /* owned; "" only for the root itself */
+	char *dir;  /* owned; "/" or "/a/b" without a trailing slash */
+	char *name; /* owned; "" only for the root itself */
 	struct filer_attr attr;
 	struct filer_xattr *xattrs; /* owned, sorted by name, names unique */
 	size_t n_xattrs;
-	uint8_t *content;   /* owned inline content, meaningful when has_content */
+	uint8_t *content; /* owned inline content, meaningful when has_content */
 	size_t content_len;
 	bool has_content;
 	struct filer_chunk *chunks; /* owned, in write order */
@@ -97,8 +97,7 @@ char *filer_entry_full_path(const struct filer_entry *e);
 wfs_err filer_path_split(const char *path, char **dir, char **name);
 
 /* Sets name to a copy of value (replacing any old value). */
-void filer_entry_xattr_set(struct filer_entry *e, const char *name, const void *value,
-			   size_t len);
+void filer_entry_xattr_set(struct filer_entry *e, const char *name, const void *value, size_t len);
 /* The attribute named name or NULL; borrowed from e. */
 const struct filer_xattr *filer_entry_xattr_get(const struct filer_entry *e, const char *name);
 /* Removes name; WFS_ENOENT if absent. */

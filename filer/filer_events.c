@@ -29,9 +29,9 @@
 #include "util.h"
 
 /* The thread stops pulling while this many bytes wait for the loop. */
-#define SUB_BUF_HIGH (1u << 20)
+#define SUB_BUF_HIGH          (1u << 20)
 #define SUB_HEARTBEAT_DEFAULT 10
-#define SUB_HEARTBEAT_MAX 3600
+#define SUB_HEARTBEAT_MAX     3600
 /* Concurrent streams per filer; more get 503 (each holds a thread). */
 #define SUB_MAX 1024
 
@@ -118,10 +118,7 @@ static void sub_free(struct sub *s)
 }
 
 /* The live list's drop: the server went away with this stream's last pump pending. */
-static void sub_drop(struct filer_live *l)
-{
-	sub_free((struct sub *)l);
-}
+static void sub_drop(struct filer_live *l) { sub_free((struct sub *)l); }
 
 /* Moves pending lines to the response; ends it once the thread has finished. Loop thread. */
 static void sub_flush(struct sub *s)
@@ -313,13 +310,15 @@ void filer_handle_subscribe(struct filer *f, http_req *req)
 	}
 	if (prefix && *prefix) {
 		if (filer_path_normalize(prefix, &norm, &trailing)) {
-			http_resp_error(req, 400,
-					"pathPrefix must be an absolute path without \".\" or \"..\"");
+			http_resp_error(
+				req, 400,
+				"pathPrefix must be an absolute path without \".\" or \"..\"");
 			return;
 		}
 	}
 	if (since_s && (!parse_i64(since_s, &since) || since < 0)) {
-		http_resp_error(req, 400, "sinceNs must be a time in ns since the epoch (0 = oldest)");
+		http_resp_error(req, 400,
+				"sinceNs must be a time in ns since the epoch (0 = oldest)");
 		goto out;
 	}
 	if (hb_s && (!parse_u32(hb_s, &hb) || hb < 1 || hb > SUB_HEARTBEAT_MAX)) {

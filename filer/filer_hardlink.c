@@ -7,9 +7,9 @@
 #include "filer/filer_hardlink.h"
 #include "util.h"
 
-#define KEY_PREFIX "hardlink:"
+#define KEY_PREFIX     "hardlink:"
 #define KEY_PREFIX_LEN (sizeof(KEY_PREFIX) - 1)
-#define ID_LEN 16
+#define ID_LEN         16
 
 bool filer_hardlink_is_linked(const struct filer_entry *e)
 {
@@ -88,9 +88,8 @@ wfs_err filer_hardlink_save(struct filer_store *s, struct filer_tx *tx,
 	return err;
 }
 
-wfs_err filer_hardlink_drop(struct filer_store *s, struct filer_tx *tx,
-			    const struct filer_entry *e, struct filer_chunk **freed,
-			    size_t *nfreed)
+wfs_err filer_hardlink_drop(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e,
+			    struct filer_chunk **freed, size_t *nfreed)
 {
 	struct filer_entry *rec = NULL;
 	uint8_t key[KEY_PREFIX_LEN + FILER_HARDLINK_ID_MAX];

@@ -47,9 +47,8 @@ wfs_err filer_hardlink_save(struct filer_store *s, struct filer_tx *tx,
  * (caller owns; queue them for deletion in the same tx). *freed is NULL and
  * *nfreed 0 otherwise.
  */
-wfs_err filer_hardlink_drop(struct filer_store *s, struct filer_tx *tx,
-			    const struct filer_entry *e, struct filer_chunk **freed,
-			    size_t *nfreed);
+wfs_err filer_hardlink_drop(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e,
+			    struct filer_chunk **freed, size_t *nfreed);
 
 /*
  * Makes dir/name (must not exist; the caller checked) a new name of target

@@ -66,9 +66,9 @@ struct filer {
 	char *ip;
 	int port;
 	char self[300];
-	uint64_t chunk_size; /* -maxMB in bytes */
-	char *collection;    /* default, may be "" */
-	char *replication;   /* default, may be "" */
+	uint64_t chunk_size;         /* -maxMB in bytes */
+	char *collection;            /* default, may be "" */
+	char *replication;           /* default, may be "" */
 	struct filer_events *events; /* filer_events.c: the event stream subscribers */
 	struct filer_ttl *ttl;       /* filer_ttl.c: the expiry sweeper */
 };

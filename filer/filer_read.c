@@ -287,7 +287,8 @@ static void get_run(struct fjob *j)
 		return;
 	err = filer_find(j->f, NULL, j->dir, j->name, &e);
 	if (!err)
-		err = filer_hardlink_resolve(j->f->store, NULL, &e); /* a link reads the shared file */
+		err = filer_hardlink_resolve(j->f->store, NULL,
+					     &e); /* a link reads the shared file */
 	if (!err && filer_ttl_expired(e)) {
 		filer_entry_free(e); /* the sweep deletes it; until then it is gone for readers */
 		e = NULL;

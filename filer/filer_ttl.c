@@ -42,7 +42,7 @@
 #include "util.h"
 
 #define TTL_SWEEP_DEFAULT_S 60
-#define TTL_PAGE 1000
+#define TTL_PAGE            1000
 
 struct filer_ttl {
 	struct filer *f;
@@ -228,9 +228,9 @@ struct filer_ttl *filer_ttl_start(struct filer *f)
 	struct filer_ttl *t = xcalloc(1, sizeof(*t));
 	t->f = f;
 	t->interval_s = env_int("WEEDFS_FILER_TTL_SWEEP_SECONDS", TTL_SWEEP_DEFAULT_S, 1, 86400);
-	clock_offset_ns = (int64_t)env_int("WEEDFS_TEST_TTL_CLOCK_OFFSET_SECONDS", 0, 0,
-					   10 * 365 * 86400) *
-			  1000000000;
+	clock_offset_ns =
+		(int64_t)env_int("WEEDFS_TEST_TTL_CLOCK_OFFSET_SECONDS", 0, 0, 10 * 365 * 86400) *
+		1000000000;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
 	if (pthread_create(&t->th, NULL, ttl_main, t))

@@ -18,8 +18,8 @@ struct gc_queue {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop;                  /* protected by mu */
-	bool kicked;                /* protected by mu */
+	bool stop;                   /* protected by mu */
+	bool kicked;                 /* protected by mu */
 	struct gc_queue_stats stats; /* protected by mu */
 };
 
@@ -107,7 +107,8 @@ static void *worker_main(void *arg)
 	while (!stopping(q)) {
 		struct filer_gc_item *it = NULL;
 		size_t n = 0;
-		wfs_err err = filer_store_gc_take(q->store, q->opts.batch, q->opts.lease_ns, &it, &n);
+		wfs_err err =
+			filer_store_gc_take(q->store, q->opts.batch, q->opts.lease_ns, &it, &n);
 		if (err) {
 			log_warn("gc: could not take from the queue: %s", wfs_strerror(err));
 			count(q, 0, 0, 1);

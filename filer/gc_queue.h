@@ -30,11 +30,11 @@ struct gc_queue;
 typedef void (*gc_delete_fn)(void *ctx, const char *const *fids, size_t n, wfs_err *results);
 
 struct gc_queue_opts {
-	size_t batch;            /* ids per take (1..FILER_GC_BATCH_MAX) */
-	int64_t lease_ns;        /* how long a taken batch is ours */
-	int idle_ms;             /* sleep when nothing is due (a kick wakes it earlier) */
-	int64_t backoff_min_ns;  /* first retry delay after a failed delete */
-	int64_t backoff_max_ns;  /* longest retry delay */
+	size_t batch;           /* ids per take (1..FILER_GC_BATCH_MAX) */
+	int64_t lease_ns;       /* how long a taken batch is ours */
+	int idle_ms;            /* sleep when nothing is due (a kick wakes it earlier) */
+	int64_t backoff_min_ns; /* first retry delay after a failed delete */
+	int64_t backoff_max_ns; /* longest retry delay */
 };
 
 /* Defaults: batch 256, lease 5 min, idle 1 s, back-off 1 s .. 10 min. */
@@ -58,10 +58,10 @@ void gc_queue_stop(struct gc_queue *q);
 void gc_queue_kick(struct gc_queue *q);
 
 struct gc_queue_stats {
-	uint64_t deleted;   /* ids deleted and marked done */
-	uint64_t failed;    /* failed delete attempts (each deferred) */
-	uint64_t batches;   /* non-empty batches taken */
-	uint64_t errors;    /* store errors (take/done/defer) */
+	uint64_t deleted; /* ids deleted and marked done */
+	uint64_t failed;  /* failed delete attempts (each deferred) */
+	uint64_t batches; /* non-empty batches taken */
+	uint64_t errors;  /* store errors (take/done/defer) */
 };
 
 /* A snapshot of the counters. Any thread. */

@@ -18,10 +18,10 @@ struct metalog {
 	struct filer_store *store;
 	struct metalog_opts opts;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;     /* broadcast when seq changes or on shutdown */
-	uint64_t seq;          /* bumped on every notification; protected by mu */
-	bool stopping;         /* protected by mu */
-	bool poller_stop;      /* protected by mu */
+	pthread_cond_t cv;      /* broadcast when seq changes or on shutdown */
+	uint64_t seq;           /* bumped on every notification; protected by mu */
+	bool stopping;          /* protected by mu */
+	bool poller_stop;       /* protected by mu */
 	pthread_cond_t poll_cv; /* wakes the poller early to stop */
 	pthread_t poller;
 	bool has_poller;
@@ -146,10 +146,7 @@ wfs_err metalog_commit(struct metalog *m, struct filer_tx *tx)
 	return err;
 }
 
-void metalog_notify(struct metalog *m)
-{
-	bump(m);
-}
+void metalog_notify(struct metalog *m) { bump(m); }
 
 struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns)
 {
@@ -168,10 +165,7 @@ void metalog_cursor_free(struct metalog_cursor *c)
 	free(c);
 }
 
-int64_t metalog_cursor_position(const struct metalog_cursor *c)
-{
-	return c->pos;
-}
+int64_t metalog_cursor_position(const struct metalog_cursor *c) { return c->pos; }
 
 struct deliver {
 	filer_event_fn fn;
@@ -205,8 +199,8 @@ wfs_err metalog_wait(struct metalog_cursor *c, int timeout_ms, filer_event_fn fn
 		if (err)
 			break;
 		/* read after sampling seq: a notification from here on makes us read again */
-		err = filer_store_read_events(m->store, c->pos, c->prefix, m->opts.batch, deliver_one,
-					      &d, &next);
+		err = filer_store_read_events(m->store, c->pos, c->prefix, m->opts.batch,
+					      deliver_one, &d, &next);
 		c->pos = next;
 		if (err || d.n)
 			break;

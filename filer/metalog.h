@@ -27,8 +27,8 @@ struct metalog;
 struct metalog_cursor;
 
 struct metalog_opts {
-	int poll_ms;        /* how often to look for other filers' events; 0 = never */
-	size_t batch;       /* events read per store call (1..FILER_EVENTS_LIMIT_MAX) */
+	int poll_ms;  /* how often to look for other filers' events; 0 = never */
+	size_t batch; /* events read per store call (1..FILER_EVENTS_LIMIT_MAX) */
 };
 
 /* Defaults: poll every 200 ms, batches of 1000. */

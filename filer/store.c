@@ -21,15 +21,9 @@ uint64_t filer_store_dir_hash(const char *dir)
 	return XXH64(dir, strlen(dir), 0);
 }
 
-void filer_store_set_hash_for_testing(uint64_t (*fn)(const char *dir))
-{
-	hash_hook = fn;
-}
+void filer_store_set_hash_for_testing(uint64_t (*fn)(const char *dir)) { hash_hook = fn; }
 
-static bool has_prefix(const char *s, const char *p)
-{
-	return !strncmp(s, p, strlen(p));
-}
+static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
 wfs_err filer_store_open(const char *dsn, struct filer_store **out)
 {
@@ -50,10 +44,7 @@ void filer_store_close(struct filer_store *s)
 		s->ops->close(s);
 }
 
-const char *filer_store_name(const struct filer_store *s)
-{
-	return s->ops->name;
-}
+const char *filer_store_name(const struct filer_store *s) { return s->ops->name; }
 
 wfs_err filer_store_begin(struct filer_store *s, struct filer_tx **tx)
 {
@@ -61,10 +52,7 @@ wfs_err filer_store_begin(struct filer_store *s, struct filer_tx **tx)
 	return s->ops->begin(s, tx);
 }
 
-wfs_err filer_store_commit(struct filer_tx *tx)
-{
-	return tx->store->ops->commit(tx);
-}
+wfs_err filer_store_commit(struct filer_tx *tx) { return tx->store->ops->commit(tx); }
 
 void filer_store_rollback(struct filer_tx *tx)
 {
@@ -97,10 +85,7 @@ static bool name_ok(const char *dir, const char *name)
 	return n <= FILER_NAME_MAX && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..");
 }
 
-static bool tx_matches(struct filer_store *s, struct filer_tx *tx)
-{
-	return !tx || tx->store == s;
-}
+static bool tx_matches(struct filer_store *s, struct filer_tx *tx) { return !tx || tx->store == s; }
 
 static wfs_err put_entry(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e,
 			 bool insert)
@@ -200,7 +185,8 @@ char *filer_store_prefix_end(const char *prefix)
 		pos += l;
 	}
 	if (valid) {
-		/* drop trailing U+10FFFF, then increment the last code point (skipping surrogates) */
+		/* drop trailing U+10FFFF, then increment the last code point (skipping surrogates)
+		 */
 		while (nchars && cps[nchars - 1] == 0x10ffff)
 			nchars--;
 		if (nchars) {
@@ -262,16 +248,16 @@ static bool kv_args_ok(struct filer_store *s, struct filer_tx *tx, const void *k
 	return tx_matches(s, tx) && key && klen >= 1 && klen <= FILER_KV_KEY_MAX;
 }
 
-wfs_err filer_store_kv_put(struct filer_store *s, struct filer_tx *tx, const void *key,
-			   size_t klen, const void *val, size_t vlen)
+wfs_err filer_store_kv_put(struct filer_store *s, struct filer_tx *tx, const void *key, size_t klen,
+			   const void *val, size_t vlen)
 {
 	if (!kv_args_ok(s, tx, key, klen) || vlen > FILER_KV_VALUE_MAX || (vlen && !val))
 		return WFS_EINVAL;
 	return s->ops->kv_put(s, tx, key, klen, val, vlen);
 }
 
-wfs_err filer_store_kv_get(struct filer_store *s, struct filer_tx *tx, const void *key,
-			   size_t klen, void **val, size_t *vlen)
+wfs_err filer_store_kv_get(struct filer_store *s, struct filer_tx *tx, const void *key, size_t klen,
+			   void **val, size_t *vlen)
 {
 	*val = NULL;
 	*vlen = 0;
@@ -386,9 +372,9 @@ wfs_err filer_store_event_clock(struct filer_store *s, int64_t *ts_ns)
 struct read_ctx {
 	filer_event_fn fn;
 	void *ctx;
-	size_t rows;        /* rows the backend passed */
-	int64_t last;       /* ts of the last row passed to fn */
-	bool stopped;       /* fn asked to stop */
+	size_t rows;  /* rows the backend passed */
+	int64_t last; /* ts of the last row passed to fn */
+	bool stopped; /* fn asked to stop */
 	wfs_err err;
 };
 

@@ -37,7 +37,7 @@ struct filer_tx;
 /* Longest page list_directory returns in one call. */
 #define FILER_LIST_LIMIT_MAX 100000
 /* Bounds of the key-value space. */
-#define FILER_KV_KEY_MAX 1024
+#define FILER_KV_KEY_MAX   1024
 #define FILER_KV_VALUE_MAX (16u << 20)
 
 /*
@@ -96,11 +96,11 @@ wfs_err filer_store_list(struct filer_store *s, struct filer_tx *tx, const char 
 			 filer_list_fn fn, void *ctx, size_t *count);
 
 /* The filer's own state: binary keys (1..FILER_KV_KEY_MAX) to binary values. */
-wfs_err filer_store_kv_put(struct filer_store *s, struct filer_tx *tx, const void *key,
-			   size_t klen, const void *val, size_t vlen);
+wfs_err filer_store_kv_put(struct filer_store *s, struct filer_tx *tx, const void *key, size_t klen,
+			   const void *val, size_t vlen);
 /* *val (caller frees; NULL when *vlen is 0) is the value; WFS_ENOENT if absent. */
-wfs_err filer_store_kv_get(struct filer_store *s, struct filer_tx *tx, const void *key,
-			   size_t klen, void **val, size_t *vlen);
+wfs_err filer_store_kv_get(struct filer_store *s, struct filer_tx *tx, const void *key, size_t klen,
+			   void **val, size_t *vlen);
 /* WFS_ENOENT if absent. */
 wfs_err filer_store_kv_delete(struct filer_store *s, struct filer_tx *tx, const void *key,
 			      size_t klen);
@@ -205,8 +205,8 @@ wfs_err filer_store_trim_events(struct filer_store *s, int64_t before_ns, uint64
 #define FILER_GC_BATCH_MAX 10000
 
 struct filer_gc_item {
-	char *fid;          /* owned */
-	uint32_t attempts;  /* times taken so far, this one included */
+	char *fid;         /* owned */
+	uint32_t attempts; /* times taken so far, this one included */
 };
 
 /* Frees items[0..n) and the array. NULL does nothing. */

@@ -60,8 +60,8 @@ struct filer_store_ops {
 	wfs_err (*event_clock)(struct filer_store *s, int64_t *ts);
 	/* under == NULL: no filter; else paths equal to under or in [lo, hi). */
 	wfs_err (*read_events)(struct filer_store *s, int64_t since, const char *under,
-			       const char *lo, const char *hi, size_t limit,
-			       filer_event_row_fn fn, void *ctx);
+			       const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
+			       void *ctx);
 	/* Deletes up to max events with ts < before; *deleted is how many. */
 	wfs_err (*trim_events)(struct filer_store *s, int64_t before, size_t max,
 			       uint64_t *deleted);

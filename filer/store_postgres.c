@@ -41,8 +41,8 @@
 
 /* Type OIDs of the parameters we send. */
 #define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_TEXT 25
+#define OID_INT8  20
+#define OID_TEXT  25
 
 enum {
 	PS_INSERT,
@@ -70,10 +70,12 @@ enum {
 };
 
 #define KEYP "dirhash=$1::int8 AND name=$2::text COLLATE \"C\" AND directory=$3::text COLLATE \"C\""
-#define EVSEL "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events " \
-	      "WHERE ts>$1::int8 "
-#define LISTP "SELECT name,meta FROM filemeta WHERE dirhash=$1::int8 AND " \
-	      "directory=$2::text COLLATE \"C\" "
+#define EVSEL                                                                        \
+	"SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events " \
+	"WHERE ts>$1::int8 "
+#define LISTP                                                        \
+	"SELECT name,meta FROM filemeta WHERE dirhash=$1::int8 AND " \
+	"directory=$2::text COLLATE \"C\" "
 static const char *const ps_sql[PS_COUNT] = {
 	[PS_INSERT] = "INSERT INTO filemeta(dirhash,name,directory,meta) VALUES($1::int8,$2::text,"
 		      "$3::text,$4::bytea) ON CONFLICT DO NOTHING",
@@ -98,10 +100,11 @@ static const char *const ps_sql[PS_COUNT] = {
 			 "$6::bytea FROM c RETURNING ts",
 	[PS_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
 	[PS_EV_READ] = EVSEL "ORDER BY ts LIMIT $2::int8",
-	[PS_EV_READ_UNDER] = EVSEL "AND (old_path=$2::text COLLATE \"C\" OR (old_path>=$3::text "
-			     "COLLATE \"C\" AND old_path<$4::text COLLATE \"C\") OR "
-			     "new_path=$2::text COLLATE \"C\" OR (new_path>=$3::text COLLATE \"C\" "
-			     "AND new_path<$4::text COLLATE \"C\")) ORDER BY ts LIMIT $5::int8",
+	[PS_EV_READ_UNDER] =
+		EVSEL "AND (old_path=$2::text COLLATE \"C\" OR (old_path>=$3::text "
+		      "COLLATE \"C\" AND old_path<$4::text COLLATE \"C\") OR "
+		      "new_path=$2::text COLLATE \"C\" OR (new_path>=$3::text COLLATE \"C\" "
+		      "AND new_path<$4::text COLLATE \"C\")) ORDER BY ts LIMIT $5::int8",
 	[PS_EV_TRIM] = "DELETE FROM filer_events WHERE ts IN (SELECT ts FROM filer_events WHERE "
 		       "ts<$1::int8 ORDER BY ts LIMIT $2::int8)",
 	[PS_GC_ENQUEUE] = "INSERT INTO filer_gc(fid,due,attempts) SELECT unnest($1::text[]),"
@@ -118,9 +121,9 @@ static const char *const ps_sql[PS_COUNT] = {
 	[PS_LIST + 2] = LISTP "AND name>$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
 	[PS_LIST + 3] = LISTP "AND name<$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
 	[PS_LIST + 4] = LISTP "AND name>=$3::text COLLATE \"C\" AND name<$4::text COLLATE \"C\" "
-			"ORDER BY name LIMIT $5::int8",
+			      "ORDER BY name LIMIT $5::int8",
 	[PS_LIST + 5] = LISTP "AND name>$3::text COLLATE \"C\" AND name<$4::text COLLATE \"C\" "
-			"ORDER BY name LIMIT $5::int8",
+			      "ORDER BY name LIMIT $5::int8",
 };
 
 static const char schema_sql[] =
@@ -167,10 +170,7 @@ struct pg_tx {
 	struct pg_conn *c;
 };
 
-static void quiet_notice(void *arg, const char *msg)
-{
-	log_debug("postgres: %s", msg);
-}
+static void quiet_notice(void *arg, const char *msg) { log_debug("postgres: %s", msg); }
 
 static PGconn *pg_connect(const char *dsn)
 {
@@ -431,9 +431,9 @@ static wfs_err pg_delete_children(struct filer_store *fs, struct filer_tx *tx, c
 	return err;
 }
 
-static wfs_err pg_list(struct filer_store *fs, struct filer_tx *tx, const char *dir,
-		       const char *lo, bool lo_incl, const char *hi, const char *prefix,
-		       size_t limit, filer_list_fn fn, void *ctx, size_t *count)
+static wfs_err pg_list(struct filer_store *fs, struct filer_tx *tx, const char *dir, const char *lo,
+		       bool lo_incl, const char *hi, const char *prefix, size_t limit,
+		       filer_list_fn fn, void *ctx, size_t *count)
 {
 	struct params p = {.n = 0};
 	int variant = (lo ? (lo_incl ? 1 : 2) : 0) + (hi ? 3 : 0), rows;
@@ -747,8 +747,7 @@ static wfs_err pg_read_events(struct filer_store *fs, int64_t since, const char 
 	return err;
 }
 
-static wfs_err pg_trim_events(struct filer_store *fs, int64_t before, size_t max,
-			      uint64_t *deleted)
+static wfs_err pg_trim_events(struct filer_store *fs, int64_t before, size_t max, uint64_t *deleted)
 {
 	struct params p = {.n = 0};
 	PGresult *res;
@@ -765,11 +764,11 @@ static wfs_err pg_trim_events(struct filer_store *fs, int64_t before, size_t max
 static void text_array(buf *b, const char *const *fids, size_t n)
 {
 	uint8_t h[20];
-	put_be32(h, 1);              /* dimensions */
-	put_be32(h + 4, 0);          /* no NULLs */
-	put_be32(h + 8, OID_TEXT);   /* element type */
+	put_be32(h, 1);            /* dimensions */
+	put_be32(h + 4, 0);        /* no NULLs */
+	put_be32(h + 8, OID_TEXT); /* element type */
 	put_be32(h + 12, (uint32_t)n);
-	put_be32(h + 16, 1);         /* lower bound */
+	put_be32(h + 16, 1); /* lower bound */
 	buf_append(b, h, sizeof(h));
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(fids[i]);
@@ -832,8 +831,8 @@ static wfs_err pg_gc_take(struct filer_store *fs, int64_t now, int64_t until, si
 	if (rows > 0) {
 		*items = xcalloc((size_t)rows, sizeof(**items));
 		for (int i = 0; i < rows; i++) {
-			(*items)[i].fid = xstrndup(PQgetvalue(res, i, 0),
-						   (size_t)PQgetlength(res, i, 0));
+			(*items)[i].fid =
+				xstrndup(PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
 			(*items)[i].attempts = (uint32_t)get_i64(res, i, 1);
 		}
 		*n = (size_t)rows;

@@ -63,8 +63,9 @@ static const char *const stmt_sql[ST_LIST] = {
 	[ST_KV_DELETE] = "DELETE FROM filer_kv WHERE k=?1",
 	[ST_CLOCK_BUMP] = "UPDATE filer_clock SET ts=max(?1,ts+1) WHERE id=1 RETURNING ts",
 	[ST_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
-	[ST_EV_INSERT] = "INSERT INTO filer_events(ts,directory,old_path,old_meta,new_path,new_meta) "
-			 "VALUES(?1,?2,?3,?4,?5,?6)",
+	[ST_EV_INSERT] =
+		"INSERT INTO filer_events(ts,directory,old_path,old_meta,new_path,new_meta) "
+		"VALUES(?1,?2,?3,?4,?5,?6)",
 	[ST_EV_READ] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events "
 		       "WHERE ts>?1 ORDER BY ts LIMIT ?5",
 	[ST_EV_READ_UNDER] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM "
@@ -174,8 +175,8 @@ static wfs_err conn_open(struct sq_store *s, struct sq_conn **out)
 		return WFS_EIO;
 	}
 	sqlite3_busy_timeout(c->db, 10000);
-	rc = sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;", NULL,
-			  NULL, NULL);
+	rc = sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;", NULL, NULL,
+			  NULL);
 	err = map_rc(c->db, rc, "pragma");
 	if (err) {
 		conn_free(c);
@@ -346,7 +347,8 @@ static wfs_err sq_find(struct filer_store *fs, struct filer_tx *tx, const char *
 		rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW)
 			err = filer_entry_decode(sqlite3_column_blob(st, 0),
-						 (size_t)sqlite3_column_bytes(st, 0), dir, name, out);
+						 (size_t)sqlite3_column_bytes(st, 0), dir, name,
+						 out);
 		else if (rc == SQLITE_DONE)
 			err = WFS_ENOENT;
 		else
@@ -397,9 +399,9 @@ static wfs_err sq_delete_children(struct filer_store *fs, struct filer_tx *tx, c
 	return err;
 }
 
-static wfs_err sq_list(struct filer_store *fs, struct filer_tx *tx, const char *dir,
-		       const char *lo, bool lo_incl, const char *hi, const char *prefix,
-		       size_t limit, filer_list_fn fn, void *ctx, size_t *count)
+static wfs_err sq_list(struct filer_store *fs, struct filer_tx *tx, const char *dir, const char *lo,
+		       bool lo_incl, const char *hi, const char *prefix, size_t limit,
+		       filer_list_fn fn, void *ctx, size_t *count)
 {
 	struct op op;
 	sqlite3_stmt *st;
@@ -771,8 +773,7 @@ out:
 	return err;
 }
 
-static wfs_err sq_trim_events(struct filer_store *fs, int64_t before, size_t max,
-			      uint64_t *deleted)
+static wfs_err sq_trim_events(struct filer_store *fs, int64_t before, size_t max, uint64_t *deleted)
 {
 	struct op op;
 	sqlite3_stmt *st;

@@ -11,7 +11,10 @@ typedef struct buf {
 	size_t cap;
 } buf;
 
-#define BUF_INIT {NULL, 0, 0}
+#define BUF_INIT           \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 void buf_init(buf *b);
 /* Releases the storage; b is empty and reusable afterwards. */

@@ -29,29 +29,38 @@ const char *wfs_strerror(wfs_err e)
 	return (unsigned)e < WFS_ERR_COUNT ? err_table[e].text : "unknown error";
 }
 
-int wfs_err_http_status(wfs_err e)
-{
-	return (unsigned)e < WFS_ERR_COUNT ? err_table[e].http : 500;
-}
+int wfs_err_http_status(wfs_err e) { return (unsigned)e < WFS_ERR_COUNT ? err_table[e].http : 500; }
 
-int wfs_err_errno(wfs_err e)
-{
-	return (unsigned)e < WFS_ERR_COUNT ? err_table[e].errnum : EIO;
-}
+int wfs_err_errno(wfs_err e) { return (unsigned)e < WFS_ERR_COUNT ? err_table[e].errnum : EIO; }
 
 wfs_err wfs_err_from_errno(int e)
 {
 	switch (e) {
-	case 0: return WFS_OK;
-	case ENOENT: return WFS_ENOENT;
-	case EEXIST: return WFS_EEXIST;
-	case EINVAL: return WFS_EINVAL;
-	case ENOSPC: case EDQUOT: return WFS_ENOSPC;
-	case EROFS: return WFS_EREADONLY;
-	case EACCES: case EPERM: return WFS_EPERM;
-	case EFBIG: return WFS_ETOOBIG;
-	case ETIMEDOUT: return WFS_ETIMEDOUT;
-	case ECONNREFUSED: case EHOSTUNREACH: case ENETUNREACH: return WFS_EUNAVAIL;
-	default: return WFS_EIO;
+	case 0:
+		return WFS_OK;
+	case ENOENT:
+		return WFS_ENOENT;
+	case EEXIST:
+		return WFS_EEXIST;
+	case EINVAL:
+		return WFS_EINVAL;
+	case ENOSPC:
+	case EDQUOT:
+		return WFS_ENOSPC;
+	case EROFS:
+		return WFS_EREADONLY;
+	case EACCES:
+	case EPERM:
+		return WFS_EPERM;
+	case EFBIG:
+		return WFS_ETOOBIG;
+	case ETIMEDOUT:
+		return WFS_ETIMEDOUT;
+	case ECONNREFUSED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		return WFS_EUNAVAIL;
+	default:
+		return WFS_EIO;
 	}
 }

@@ -4,20 +4,20 @@
 
 typedef enum wfs_err {
 	WFS_OK = 0,
-	WFS_EINVAL,      /* malformed input from a caller or a request */
-	WFS_ENOENT,      /* no such needle, volume, file or key */
-	WFS_EEXIST,      /* already exists */
-	WFS_ETOOBIG,     /* a size limit was exceeded */
-	WFS_ENOSPC,      /* no free slot, volume full */
-	WFS_EREADONLY,   /* the target is read-only */
-	WFS_EPRECOND,    /* a precondition (etag, placement) does not hold */
-	WFS_EUNAVAIL,    /* a peer is unreachable or not ready yet */
-	WFS_ETIMEDOUT,   /* a peer did not answer in time */
-	WFS_ECORRUPT,    /* on-disk or on-wire data failed a check */
-	WFS_EIO,         /* a system call on local storage failed */
-	WFS_EPERM,       /* not permitted */
-	WFS_ERANGE,      /* a Range header cannot be satisfied */
-	WFS_EINTERNAL,   /* a bug or an impossible state */
+	WFS_EINVAL,    /* malformed input from a caller or a request */
+	WFS_ENOENT,    /* no such needle, volume, file or key */
+	WFS_EEXIST,    /* already exists */
+	WFS_ETOOBIG,   /* a size limit was exceeded */
+	WFS_ENOSPC,    /* no free slot, volume full */
+	WFS_EREADONLY, /* the target is read-only */
+	WFS_EPRECOND,  /* a precondition (etag, placement) does not hold */
+	WFS_EUNAVAIL,  /* a peer is unreachable or not ready yet */
+	WFS_ETIMEDOUT, /* a peer did not answer in time */
+	WFS_ECORRUPT,  /* on-disk or on-wire data failed a check */
+	WFS_EIO,       /* a system call on local storage failed */
+	WFS_EPERM,     /* not permitted */
+	WFS_ERANGE,    /* a Range header cannot be satisfied */
+	WFS_EINTERNAL, /* a bug or an impossible state */
 	WFS_ERR_COUNT
 } wfs_err;
 

@@ -83,11 +83,17 @@ static int flag_set(const struct flag *f, const char *v)
 static const char *flag_type_name(enum flag_type t)
 {
 	switch (t) {
-	case FLAG_STRING: return "string";
-	case FLAG_INT: case FLAG_I64: return "int";
-	case FLAG_DOUBLE: return "float";
-	case FLAG_BOOL: return "";
-	case FLAG_LIST: return "list";
+	case FLAG_STRING:
+		return "string";
+	case FLAG_INT:
+	case FLAG_I64:
+		return "int";
+	case FLAG_DOUBLE:
+		return "float";
+	case FLAG_BOOL:
+		return "";
+	case FLAG_LIST:
+		return "list";
 	}
 	return "";
 }
@@ -104,14 +110,21 @@ void flags_usage(FILE *out, const char *cmd, const char *summary, const struct f
 			if (*(const char **)f->ptr && **(const char **)f->ptr)
 				fprintf(out, " (default \"%s\")", *(const char **)f->ptr);
 			break;
-		case FLAG_INT: fprintf(out, " (default %d)", *(int *)f->ptr); break;
-		case FLAG_I64: fprintf(out, " (default %lld)", *(long long *)f->ptr); break;
-		case FLAG_DOUBLE: fprintf(out, " (default %g)", *(double *)f->ptr); break;
+		case FLAG_INT:
+			fprintf(out, " (default %d)", *(int *)f->ptr);
+			break;
+		case FLAG_I64:
+			fprintf(out, " (default %lld)", *(long long *)f->ptr);
+			break;
+		case FLAG_DOUBLE:
+			fprintf(out, " (default %g)", *(double *)f->ptr);
+			break;
 		case FLAG_BOOL:
 			if (*(bool *)f->ptr)
 				fprintf(out, " (default true)");
 			break;
-		case FLAG_LIST: break;
+		case FLAG_LIST:
+			break;
 		}
 		fputc('\n', out);
 	}
@@ -156,7 +169,8 @@ int flags_parse(const struct flag *flags, size_t nflags, int argc, char **argv, 
 			return -1;
 		}
 		if (flag_set(f, val)) {
-			fprintf(stderr, "weedfs %s: invalid value \"%s\" for -%s\n", cmd, val, f->name);
+			fprintf(stderr, "weedfs %s: invalid value \"%s\" for -%s\n", cmd, val,
+				f->name);
 			return -1;
 		}
 	}

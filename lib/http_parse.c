@@ -91,14 +91,22 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 static int hp_method(unsigned m)
 {
 	switch (m) {
-	case HTTP_GET: return HP_GET;
-	case HTTP_HEAD: return HP_HEAD;
-	case HTTP_POST: return HP_POST;
-	case HTTP_PUT: return HP_PUT;
-	case HTTP_DELETE: return HP_DELETE;
-	case HTTP_OPTIONS: return HP_OPTIONS;
-	case HTTP_PATCH: return HP_PATCH;
-	default: return HP_OTHER;
+	case HTTP_GET:
+		return HP_GET;
+	case HTTP_HEAD:
+		return HP_HEAD;
+	case HTTP_POST:
+		return HP_POST;
+	case HTTP_PUT:
+		return HP_PUT;
+	case HTTP_DELETE:
+		return HP_DELETE;
+	case HTTP_OPTIONS:
+		return HP_OPTIONS;
+	case HTTP_PATCH:
+		return HP_PATCH;
+	default:
+		return HP_OTHER;
 	}
 }
 
@@ -152,8 +160,8 @@ static int hp_finish_head(http_parse *hp)
 		struct hp_raw *r = &hp->raw[i];
 		for (j = 0; j < n; j++) {
 			struct hp_raw *q = &hp->raw[j];
-			if (q->nlen == r->nlen && !strncasecmp(hp->strs.data + q->noff,
-							       hp->strs.data + r->noff, r->nlen))
+			if (q->nlen == r->nlen &&
+			    !strncasecmp(hp->strs.data + q->noff, hp->strs.data + r->noff, r->nlen))
 				break;
 		}
 		if (j < n) {
@@ -283,7 +291,8 @@ static int on_headers_complete(http_parser *p)
 	int st = hp_finish_head(hp);
 	if (st)
 		return hp_fail(hp, st), -1;
-	/* A head with a body waits here for the handler; a body-less one ends at message_complete. */
+	/* A head with a body waits here for the handler; a body-less one ends at message_complete.
+	 */
 	if (hp->has_body)
 		http_parser_pause(p, 1);
 	else if (p->upgrade)
@@ -379,8 +388,10 @@ void http_parse_next(http_parse *hp)
 static int hp_status_for(enum http_errno e)
 {
 	switch (e) {
-	case HPE_HEADER_OVERFLOW: return 431;
-	default: return 400;
+	case HPE_HEADER_OVERFLOW:
+		return 431;
+	default:
+		return 400;
 	}
 }
 

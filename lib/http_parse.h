@@ -33,7 +33,7 @@ struct hp_kv {
 
 enum hp_event {
 	HP_EV_NEED_MORE, /* every byte consumed; feed more */
-	HP_EV_HEAD,   /* a request head is complete (see msg_done for a body-less request) */
+	HP_EV_HEAD,      /* a request head is complete (see msg_done for a body-less request) */
 	HP_EV_PAUSED,    /* on_body asked to pause; feed again to continue */
 	HP_EV_DONE,      /* the request's body is complete */
 	HP_EV_ERROR      /* malformed or over a limit; see error_status */
@@ -47,38 +47,38 @@ struct hp_raw {
 };
 
 typedef struct http_parse {
-	struct http_parser *p;   /* owned */
+	struct http_parser *p; /* owned */
 	size_t max_header, max_uri;
 	hp_body_fn on_body;
 	void *body_arg;
 
 	/* The current head; strings point into strs, valid until http_parse_next(). */
-	int method;              /* enum hp_method */
-	const char *method_str;  /* static */
-	const char *uri;         /* as sent */
-	const char *path;        /* percent-decoded, without query */
-	const char *query;       /* raw, "" if none */
+	int method;             /* enum hp_method */
+	const char *method_str; /* static */
+	const char *uri;        /* as sent */
+	const char *path;       /* percent-decoded, without query */
+	const char *query;      /* raw, "" if none */
 	struct hp_kv *headers;
 	size_t nheaders;
-	struct hp_kv *params;    /* decoded query parameters */
+	struct hp_kv *params; /* decoded query parameters */
 	size_t nparams;
-	int64_t content_length;  /* -1 if absent or chunked */
+	int64_t content_length; /* -1 if absent or chunked */
 	bool chunked;
 	bool keep_alive;
 	bool expect_continue;
 	bool has_body;
 	int http_major, http_minor;
 
-	bool head_done;          /* head parsed (fields above valid) */
-	bool msg_done;           /* whole request including body parsed */
-	int error_status;        /* 400, 413, 414 or 431 after HP_EV_ERROR */
+	bool head_done;   /* head parsed (fields above valid) */
+	bool msg_done;    /* whole request including body parsed */
+	int error_status; /* 400, 413, 414 or 431 after HP_EV_ERROR */
 
 	/* private */
-	buf strs;                /* every string of the head, NUL-separated */
-	struct hp_raw *raw;      /* header offsets into strs while parsing */
+	buf strs;           /* every string of the head, NUL-separated */
+	struct hp_raw *raw; /* header offsets into strs while parsing */
 	size_t nraw, raw_cap, kv_cap, param_cap;
 	size_t uri_len, head_bytes, raw_bytes;
-	int last_cb;             /* 0 none, 1 field, 2 value */
+	int last_cb; /* 0 none, 1 field, 2 value */
 	bool failed;
 } http_parse;
 

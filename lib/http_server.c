@@ -54,9 +54,9 @@ _Static_assert((int)HTTP_GET == HP_GET && (int)HTTP_HEAD == HP_HEAD && (int)HTTP
 		       (int)HTTP_OTHER == HP_OTHER,
 	       "enum http_method and enum hp_method must agree");
 
-#define OUT_HIGH (1u << 20)
-#define OUT_LOW (256u << 10)
-#define IO_MAX (256 << 10)
+#define OUT_HIGH  (1u << 20)
+#define OUT_LOW   (256u << 10)
+#define IO_MAX    (256 << 10)
 #define BODY_KEEP (1u << 20) /* read_body storage kept per connection up to this */
 
 struct defer_item {
@@ -105,19 +105,19 @@ struct http_req {
 	conn *prev, *next;       /* in l->conns */
 	char peer[INET6_ADDRSTRLEN];
 	http_parse hp;
-	int busy;                /* our frames on the stack holding it */
-	atomic_int defers;       /* queued deferred calls */
+	int busy;          /* our frames on the stack holding it */
+	atomic_int defers; /* queued deferred calls */
 	bool in_process;
-	bool closing;            /* close once the output is flushed */
-	bool eof;                /* the peer closed its side */
+	bool closing; /* close once the output is flushed */
+	bool eof;     /* the peer closed its side */
 
 	/* the current request */
-	bool req_active;         /* dispatched, response not yet finished */
+	bool req_active; /* dispatched, response not yet finished */
 	enum req_state rstate;
 	enum body_mode bmode;
 	bool body_paused;
 	bool continue_sent;
-	wfs_err body_err;        /* the body broke (limit, malformed, connection) */
+	wfs_err body_err; /* the body broke (limit, malformed, connection) */
 	uint64_t body_limit, body_seen;
 	http_body_fn body_done;
 	http_data_fn on_data;
@@ -128,10 +128,10 @@ struct http_req {
 
 	/* the response */
 	bool resp_started, resp_ended, resp_chunked, resp_head_only, resp_close;
-	bool resp_until_close;   /* HTTP/1.0 stream without length: the close delimits it */
-	int64_t resp_remaining;  /* declared Content-Length still owed, or -1 */
+	bool resp_until_close;  /* HTTP/1.0 stream without length: the close delimits it */
+	int64_t resp_remaining; /* declared Content-Length still owed, or -1 */
 	buf resp_hdrs;
-	buf out;                 /* scratch for building a head */
+	buf out; /* scratch for building a head */
 	http_drain_fn drain_fn;
 	void *drain_arg;
 };
@@ -265,45 +265,84 @@ static void loop_push(struct loop *l, struct defer_item *d)
 const char *http_status_text(int status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 303: return "See Other";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 308: return "Permanent Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 406: return "Not Acceptable";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 410: return "Gone";
-	case 411: return "Length Required";
-	case 412: return "Precondition Failed";
-	case 413: return "Request Entity Too Large";
-	case 414: return "Request URI Too Long";
-	case 415: return "Unsupported Media Type";
-	case 416: return "Requested Range Not Satisfiable";
-	case 417: return "Expectation Failed";
-	case 422: return "Unprocessable Entity";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 507: return "Insufficient Storage";
-	default: return "Unknown";
+	case 100:
+		return "Continue";
+	case 101:
+		return "Switching Protocols";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 206:
+		return "Partial Content";
+	case 301:
+		return "Moved Permanently";
+	case 302:
+		return "Found";
+	case 303:
+		return "See Other";
+	case 304:
+		return "Not Modified";
+	case 307:
+		return "Temporary Redirect";
+	case 308:
+		return "Permanent Redirect";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 406:
+		return "Not Acceptable";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Gone";
+	case 411:
+		return "Length Required";
+	case 412:
+		return "Precondition Failed";
+	case 413:
+		return "Request Entity Too Large";
+	case 414:
+		return "Request URI Too Long";
+	case 415:
+		return "Unsupported Media Type";
+	case 416:
+		return "Requested Range Not Satisfiable";
+	case 417:
+		return "Expectation Failed";
+	case 422:
+		return "Unprocessable Entity";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 507:
+		return "Insufficient Storage";
+	default:
+		return "Unknown";
 	}
 }
 
@@ -676,7 +715,8 @@ static enum hp_event conn_feed(conn *c)
 			if (ev != HP_EV_NEED_MORE)
 				break;
 		}
-		/* The socket may have been closed by a callback (bufferevent_free defers its frees). */
+		/* The socket may have been closed by a callback (bufferevent_free defers its
+		 * frees). */
 		if (!c->bev)
 			return ev == HP_EV_NEED_MORE ? HP_EV_PAUSED : ev;
 		evbuffer_drain(in, used);
@@ -689,7 +729,7 @@ static enum hp_event conn_feed(conn *c)
 /* Answers a request whose head could not be parsed, then closes. */
 static void conn_head_error(conn *c, int status)
 {
-	const char *msg = status == 431 ? "request header fields too large"
+	const char *msg = status == 431   ? "request header fields too large"
 			  : status == 414 ? "request uri too long"
 			  : status == 413 ? "request entity too large"
 			  : status == 417 ? "expectation failed"
@@ -796,7 +836,8 @@ static void conn_process(conn *c)
 			if (evbuffer_get_length(in)) {
 				enum hp_event ev = conn_feed(c);
 				if (ev == HP_EV_ERROR)
-					c->body_err = c->hp.error_status == 413 ? WFS_ETOOBIG : WFS_EINVAL;
+					c->body_err = c->hp.error_status == 413 ? WFS_ETOOBIG
+										: WFS_EINVAL;
 			} else if (c->eof) {
 				c->body_err = WFS_EIO;
 			}
@@ -824,8 +865,8 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	conn *c = arg;
 	conn_hold(c);
-	if (c->drain_fn && c->req_active && evbuffer_get_length(bufferevent_get_output(bev)) <=
-							   OUT_LOW) {
+	if (c->drain_fn && c->req_active &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) <= OUT_LOW) {
 		http_drain_fn fn = c->drain_fn;
 		c->drain_fn = NULL;
 		fn(c, c->drain_arg);
@@ -1033,8 +1074,8 @@ http_server *http_server_new(const struct http_server_opts *opts, http_handler_f
 
 	*err = WFS_OK;
 	s->o = *opts;
-	snprintf(s->host, sizeof(s->host), "%s", opts->host && *opts->host ? opts->host
-									: "127.0.0.1");
+	snprintf(s->host, sizeof(s->host), "%s",
+		 opts->host && *opts->host ? opts->host : "127.0.0.1");
 	s->o.host = s->host;
 	if (!s->o.max_header_bytes)
 		s->o.max_header_bytes = 64 * 1024;
@@ -1083,9 +1124,11 @@ http_server *http_server_new(const struct http_server_opts *opts, http_handler_f
 		if (i == 1 && opts->port == 0) {
 			/* The rest bind to the port the first one got. */
 			if (ai->ai_family == AF_INET6)
-				((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)s->port);
+				((struct sockaddr_in6 *)ai->ai_addr)->sin6_port =
+					htons((uint16_t)s->port);
 			else
-				((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)s->port);
+				((struct sockaddr_in *)ai->ai_addr)->sin_port =
+					htons((uint16_t)s->port);
 		}
 		int fd = listen_socket(ai, true, err);
 		if (fd < 0)

@@ -44,8 +44,7 @@ static bool parse_digits(const char **pp, uint64_t *out)
 	return true;
 }
 
-wfs_err http_parse_range(const char *header, uint64_t size, struct http_range *out, int max,
-			 int *n)
+wfs_err http_parse_range(const char *header, uint64_t size, struct http_range *out, int max, int *n)
 {
 	const char *p;
 	int listed = 0, got = 0;
@@ -119,7 +118,7 @@ static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"
 static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 				   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 static const char *const long_wdays[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
-					   "Thursday", "Friday", "Saturday"};
+					  "Thursday", "Friday", "Saturday"};
 
 void http_date_format(time_t t, char *out, size_t outlen)
 {
@@ -214,9 +213,9 @@ bool http_date_parse(const char *s, time_t *out)
 			/* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
 			p++;
 			if (!date_lit(&p, " ") || !date_num(&p, 2, &tm.tm_mday) ||
-			    !date_lit(&p, " ") || !date_month(&p, &tm.tm_mon) || !date_lit(&p, " ") ||
-			    !date_num(&p, 4, &year) || !date_lit(&p, " ") || !date_clock(&p, &tm) ||
-			    !date_lit(&p, " GMT"))
+			    !date_lit(&p, " ") || !date_month(&p, &tm.tm_mon) ||
+			    !date_lit(&p, " ") || !date_num(&p, 4, &year) || !date_lit(&p, " ") ||
+			    !date_clock(&p, &tm) || !date_lit(&p, " GMT"))
 				return false;
 		} else {
 			/* asctime: "Sun Nov  6 08:49:37 1994" */
@@ -421,17 +420,17 @@ void url_encode_query(const char *s, buf *out) { url_encode(s, false, out); }
 /* ---- multipart ---- */
 
 #define MP_MAX_BOUNDARY 70
-#define MP_MAX_HEADERS 8192
+#define MP_MAX_HEADERS  8192
 
 enum mp_state {
-	MP_PREAMBLE,   /* discarding until the first delimiter */
-	MP_AFTER_DELIM,/* just after "--boundary": "--", padding or CRLF */
-	MP_AFTER_DASH, /* saw one '-' of the closing "--" */
-	MP_PAD,        /* transport padding before CRLF */
-	MP_CR,         /* saw CR, expect LF */
-	MP_HEADERS,    /* collecting part headers up to a blank line */
-	MP_BODY,       /* part data until the next delimiter */
-	MP_EPILOGUE,   /* after the close delimiter: ignored */
+	MP_PREAMBLE,    /* discarding until the first delimiter */
+	MP_AFTER_DELIM, /* just after "--boundary": "--", padding or CRLF */
+	MP_AFTER_DASH,  /* saw one '-' of the closing "--" */
+	MP_PAD,         /* transport padding before CRLF */
+	MP_CR,          /* saw CR, expect LF */
+	MP_HEADERS,     /* collecting part headers up to a blank line */
+	MP_BODY,        /* part data until the next delimiter */
+	MP_EPILOGUE,    /* after the close delimiter: ignored */
 	MP_FAILED
 };
 
@@ -441,9 +440,9 @@ struct multipart {
 	enum mp_state state;
 	char delim[4 + MP_MAX_BOUNDARY + 1]; /* "\r\n--" + boundary */
 	size_t dlen;
-	size_t k;          /* delimiter bytes matched so far */
+	size_t k; /* delimiter bytes matched so far */
 	bool in_part;
-	buf hdr;           /* current part's raw headers */
+	buf hdr; /* current part's raw headers */
 	buf name, filename, ctype;
 	bool has_filename, has_ctype;
 };
@@ -763,7 +762,4 @@ fail:
 	return WFS_EINVAL;
 }
 
-wfs_err multipart_finish(multipart *m)
-{
-	return m->state == MP_EPILOGUE ? WFS_OK : WFS_EINVAL;
-}
+wfs_err multipart_finish(multipart *m) { return m->state == MP_EPILOGUE ? WFS_OK : WFS_EINVAL; }

@@ -1,4 +1,5 @@
-/* Pieces of HTTP that servers and clients share: ranges, dates, MIME types, URL coding, multipart. */
+/* Pieces of HTTP that servers and clients share: ranges, dates, MIME types, URL coding, multipart.
+ */
 #ifndef WEEDFS_HTTP_UTIL_H
 #define WEEDFS_HTTP_UTIL_H
 

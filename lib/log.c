@@ -25,7 +25,7 @@ int log_parse_level(const char *s)
 }
 
 __attribute__((format(printf, 4, 0))) static void log_vwrite(int level, const char *file, int line,
-							 const char *fmt, va_list ap)
+							     const char *fmt, va_list ap)
 {
 	char msg[2048];
 	struct timespec ts;

@@ -18,16 +18,16 @@ void log_msg(enum log_level level, const char *file, int line, const char *fmt, 
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __FILE__, __LINE__, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_LEVEL_WARN, __FILE__, __LINE__, __VA_ARGS__)
-#define log_info(...)                                                                              \
-	do {                                                                                       \
-		if (log_get_level() >= LOG_LEVEL_INFO)                                             \
-			log_msg(LOG_LEVEL_INFO, __FILE__, __LINE__, __VA_ARGS__);                  \
+#define log_warn(...)  log_msg(LOG_LEVEL_WARN, __FILE__, __LINE__, __VA_ARGS__)
+#define log_info(...)                                                             \
+	do {                                                                      \
+		if (log_get_level() >= LOG_LEVEL_INFO)                            \
+			log_msg(LOG_LEVEL_INFO, __FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
-#define log_debug(...)                                                                             \
-	do {                                                                                       \
-		if (log_get_level() >= LOG_LEVEL_DEBUG)                                            \
-			log_msg(LOG_LEVEL_DEBUG, __FILE__, __LINE__, __VA_ARGS__);                 \
+#define log_debug(...)                                                             \
+	do {                                                                       \
+		if (log_get_level() >= LOG_LEVEL_DEBUG)                            \
+			log_msg(LOG_LEVEL_DEBUG, __FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
 
 #endif

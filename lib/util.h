@@ -7,8 +7,8 @@
 #include <stdbool.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define MAX(a, b)    ((a) > (b) ? (a) : (b))
 
 /* Allocation failure aborts the process (STYLE.md); callers never check. */
 void *xmalloc(size_t n);
@@ -25,10 +25,17 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t time_now_ns(void);
 uint64_t time_mono_ns(void);
 
-static inline void put_be16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v; }
+static inline void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
 static inline void put_be32(uint8_t *p, uint32_t v)
 {
-	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
 }
 static inline void put_be64(uint8_t *p, uint64_t v)
 {

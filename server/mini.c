@@ -33,8 +33,10 @@ int mini_main(int argc, char **argv)
 		{"filer.port", FLAG_INT, &fport, "filer port"},
 		{"filer.maxMB", FLAG_INT, &max_mb, "filer: chunk size of uploads in MiB"},
 		{"volume.max", FLAG_INT, &volume_max, "maximum volumes, 0 = from free disk space"},
-		{"volumeSizeLimitMB", FLAG_I64, &size_limit_mb, "a volume stops taking writes at this size"},
-		{"defaultReplication", FLAG_STRING, &replication, "replication when none is asked for"},
+		{"volumeSizeLimitMB", FLAG_I64, &size_limit_mb,
+		 "a volume stops taking writes at this size"},
+		{"defaultReplication", FLAG_STRING, &replication,
+		 "replication when none is asked for"},
 		{"pulseSeconds", FLAG_INT, &pulse, "heartbeat interval"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};

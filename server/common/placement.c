@@ -46,8 +46,7 @@ int replica_placement_copies(const struct replica_placement *rp)
 }
 
 static const char ttl_letters[] = {0, 'm', 'h', 'd', 'w', 'M', 'y'};
-static const uint64_t ttl_unit_seconds[] = {0, 60, 3600, 86400, 7 * 86400, 30 * 86400,
-					    365 * 86400};
+static const uint64_t ttl_unit_seconds[] = {0, 60, 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400};
 
 wfs_err ttl_parse(const char *s, struct ttl *out)
 {
@@ -88,7 +87,10 @@ wfs_err ttl_parse(const char *s, struct ttl *out)
 	return WFS_OK;
 }
 
-bool ttl_is_set(const struct ttl *t) { return t->count && t->unit > TTL_NONE && t->unit <= TTL_YEAR; }
+bool ttl_is_set(const struct ttl *t)
+{
+	return t->count && t->unit > TTL_NONE && t->unit <= TTL_YEAR;
+}
 
 void ttl_format(const struct ttl *t, char *out)
 {

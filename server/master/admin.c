@@ -16,8 +16,8 @@
 #include "master/master_int.h"
 #include "util.h"
 
-#define GROW_MAX_COUNT 1000
-#define ADMIN_TIMEOUT_MS 30000
+#define GROW_MAX_COUNT    1000
+#define ADMIN_TIMEOUT_MS  30000
 #define VACUUM_TIMEOUT_MS (30 * 60 * 1000)
 
 struct admin_ctx {
@@ -121,7 +121,8 @@ void master_h_grow(struct master *m, http_req *req)
 		return;
 	}
 	if (!parse_u64(v, &count) || count == 0 || count > GROW_MAX_COUNT) {
-		http_resp_error(req, 400, "invalid count \"%.24s\" (want 1..%d)", v, GROW_MAX_COUNT);
+		http_resp_error(req, 400, "invalid count \"%.24s\" (want 1..%d)", v,
+				GROW_MAX_COUNT);
 		return;
 	}
 	if (!assign_params_parse(m, req, &p, msg, sizeof(msg))) {
@@ -227,7 +228,8 @@ void master_h_vacuum(struct master *m, http_req *req)
 		char *end;
 		t = strtod(v, &end);
 		if (*end || !(t >= 0 && t <= 1)) {
-			http_resp_error(req, 400, "invalid garbageThreshold \"%.24s\" (want 0..1)", v);
+			http_resp_error(req, 400, "invalid garbageThreshold \"%.24s\" (want 0..1)",
+					v);
 			return;
 		}
 	}

@@ -18,9 +18,9 @@
 #include "master/master_int.h"
 #include "util.h"
 
-#define ASSIGN_MAX_COUNT 1000000
-#define GROW_MAX_COUNT 1000
-#define SUBMIT_MAX_BODY (256ull << 20)
+#define ASSIGN_MAX_COUNT  1000000
+#define GROW_MAX_COUNT    1000
+#define SUBMIT_MAX_BODY   (256ull << 20)
 #define UPLOAD_TIMEOUT_MS 120000
 
 /* A parameter from the form body (when given) or else the query string. */
@@ -32,8 +32,8 @@ static const char *param(http_req *req, const struct form *f, const char *name)
 	return http_req_query(req, name);
 }
 
-static bool copy_param(http_req *req, const struct form *f, const char *name, char *out,
-		       size_t n, char *msg, size_t msglen)
+static bool copy_param(http_req *req, const struct form *f, const char *name, char *out, size_t n,
+		       char *msg, size_t msglen)
 {
 	const char *v = param(req, f, name);
 	out[0] = '\0';
@@ -184,8 +184,8 @@ static void assign_ctx_free(struct assign_ctx *c)
 }
 
 /* One pick plus keys; WFS_ENOENT when the layout has no usable volume. */
-static wfs_err assign_try(struct master *m, const struct assign_params *p,
-			  struct assign_result *r, char *msg, size_t msglen)
+static wfs_err assign_try(struct master *m, const struct assign_params *p, struct assign_result *r,
+			  char *msg, size_t msglen)
 {
 	struct topo_layout_key k;
 	struct place_prefs pr;
@@ -394,7 +394,7 @@ static void submit_upload(void *arg)
 		snprintf(c->up_msg, sizeof(c->up_msg), "upload to %s: %s", url, wfs_strerror(err));
 	} else if (res.status < 200 || res.status > 299) {
 		yajl_val v = json_parse(res.body.data ? res.body.data : "", res.body.len, jerr,
-					 sizeof(jerr));
+					sizeof(jerr));
 		const char *e = NULL;
 		c->up_status = res.status;
 		json_get_str(v, "error", &e);
@@ -403,7 +403,7 @@ static void submit_upload(void *arg)
 		yajl_tree_free(v);
 	} else {
 		yajl_val v = json_parse(res.body.data ? res.body.data : "", res.body.len, jerr,
-					 sizeof(jerr));
+					sizeof(jerr));
 		const char *s;
 		c->up_status = 201;
 		if (json_get_str(v, "name", &s))

@@ -80,10 +80,14 @@ void growth_shutdown(growth *g)
 int growth_default_count(const struct replica_placement *rp)
 {
 	switch (replica_placement_copies(rp)) {
-	case 1: return 7;
-	case 2: return 6;
-	case 3: return 3;
-	default: return 1;
+	case 1:
+		return 7;
+	case 2:
+		return 6;
+	case 3:
+		return 3;
+	default:
+		return 1;
 	}
 }
 
@@ -162,7 +166,8 @@ static wfs_err grow_one(struct job *j, char *msg, size_t msglen)
 			admin_post(urls[i], dq, ignored, sizeof(ignored));
 		log_warn("growing volume %" PRIu32 " failed: %s", vid, msg);
 	} else {
-		log_info("grew volume %" PRIu32 " collection \"%s\" replication %s ttl \"%s\" on %zu "
+		log_info("grew volume %" PRIu32
+			 " collection \"%s\" replication %s ttl \"%s\" on %zu "
 			 "server(s), first %s",
 			 vid, j->collection, rps, ttls, nurls, urls[0]);
 	}

@@ -55,7 +55,8 @@ static void rand_fill(void *out, size_t n)
 {
 	if (rand_pos + n > sizeof(rand_buf)) {
 		if (RAND_bytes(rand_buf, sizeof(rand_buf)) != 1) {
-			/* OpenSSL's DRBG failing is not expected; keep cookies unpredictable-ish. */
+			/* OpenSSL's DRBG failing is not expected; keep cookies unpredictable-ish.
+			 */
 			uint64_t s = time_now_ns() ^ (uint64_t)(uintptr_t)&s;
 			for (size_t i = 0; i < sizeof(rand_buf); i++) {
 				s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -118,8 +119,7 @@ static void heartbeat_body(http_req *req, const char *data, size_t len, void *ar
 		http_resp_error(req, wfs_err_http_status(err), "heartbeat: %s", wfs_strerror(err));
 		goto out;
 	}
-	log_debug("heartbeat from %s: %zu volumes, max %d", hm.url, hm.hb.nvols,
-		  hm.hb.max_volumes);
+	log_debug("heartbeat from %s: %zu volumes, max %d", hm.url, hm.hb.nvols, hm.hb.max_volumes);
 	w = jw_new(&out, false);
 	jw_obj_begin(w);
 	jw_kv_u64(w, "volumeSizeLimit", m->volume_size_limit);
@@ -377,8 +377,8 @@ int master_main(int argc, char **argv)
 	};
 
 	rc = daemon_parse_flags("master",
-				"Run the master: volume placement, file ids and cluster status.", flags,
-				ARRAY_LEN(flags), argc, argv, &level);
+				"Run the master: volume placement, file ids and cluster status.",
+				flags, ARRAY_LEN(flags), argc, argv, &level);
 	if (rc >= 0)
 		return rc;
 	daemon_block_stop_signals(&set);

@@ -12,15 +12,15 @@
 
 /* Options; field names follow the command-line flags. */
 struct master_opts {
-	const char *ip;                    /* bind and advertised address */
-	int port;                          /* 0 picks a free port */
-	const char *mdir;                  /* where the sequence file lives */
-	long long volume_size_limit_mb;    /* -volumeSizeLimitMB */
-	const char *default_replication;   /* -defaultReplication */
-	double garbage_threshold;          /* -garbageThreshold */
-	int pulse_seconds;                 /* -pulseSeconds */
-	bool volume_preallocate;           /* -volumePreallocate */
-	int threads;                       /* HTTP loop threads, 0 = cores */
+	const char *ip;                  /* bind and advertised address */
+	int port;                        /* 0 picks a free port */
+	const char *mdir;                /* where the sequence file lives */
+	long long volume_size_limit_mb;  /* -volumeSizeLimitMB */
+	const char *default_replication; /* -defaultReplication */
+	double garbage_threshold;        /* -garbageThreshold */
+	int pulse_seconds;               /* -pulseSeconds */
+	bool volume_preallocate;         /* -volumePreallocate */
+	int threads;                     /* HTTP loop threads, 0 = cores */
 };
 
 struct master;

@@ -93,7 +93,8 @@ bool heartbeat_parse(const char *data, size_t len, const char *peer, struct hear
 		goto fail;
 	}
 	if (!*ip || strchr(ip, '/') ||
-	    snprintf(out->url, sizeof(out->url), "%s:%" PRId64, ip, port) >= (int)sizeof(out->url)) {
+	    snprintf(out->url, sizeof(out->url), "%s:%" PRId64, ip, port) >=
+		    (int)sizeof(out->url)) {
 		snprintf(msg, msglen, "bad heartbeat: invalid ip");
 		goto fail;
 	}

@@ -42,7 +42,7 @@ bool master_collection_valid(const char *s);
 bool fid_path_parse(const char *path, uint32_t *vid);
 
 /* Fields of an application/x-www-form-urlencoded body, decoded and owned. */
-#define FORM_MAX_BODY 65536
+#define FORM_MAX_BODY   65536
 #define FORM_MAX_FIELDS 64
 struct form {
 	size_t n;

@@ -494,9 +494,8 @@ static void fill_loc(struct topo_location *loc, const struct dnode *d)
 }
 
 wfs_err topology_pick_writable(topology *t, const struct topo_layout_key *key,
-			       const struct place_prefs *prefs, uint64_t data_size,
-			       uint64_t now_ns, uint64_t rnd, uint32_t *vid,
-			       struct topo_location *loc)
+			       const struct place_prefs *prefs, uint64_t data_size, uint64_t now_ns,
+			       uint64_t rnd, uint32_t *vid, struct topo_location *loc)
 {
 	wfs_err err = WFS_ENOENT;
 	struct layout *l;
@@ -613,9 +612,9 @@ void topology_plan_done(topology *t, const struct topo_layout_key *key, uint32_t
 	struct volume *v = NULL;
 	pthread_rwlock_wrlock(&t->lock);
 	if (created)
-		v = vol_get(t, vid,
-			    layout_get(t, key->collection ? key->collection : "", &key->rp,
-				       &key->ttl));
+		v = vol_get(
+			t, vid,
+			layout_get(t, key->collection ? key->collection : "", &key->rp, &key->ttl));
 	for (size_t i = 0; i < nurls; i++) {
 		struct dnode *d = node_find(t, urls[i]);
 		struct replica *r;
@@ -904,8 +903,8 @@ void topology_write_vol_status(topology *t, json_w *w, uint64_t now_ns)
 				jw_arr_begin(w);
 				for (size_t m = 0; m < d->nvids; m++) {
 					const struct volume *v = vol_find(t, d->vids[m]);
-					const struct replica *r = v ? vol_replica((struct volume *)v, d)
-								    : NULL;
+					const struct replica *r =
+						v ? vol_replica((struct volume *)v, d) : NULL;
 					if (r)
 						write_volume(w, v, r);
 				}
@@ -928,8 +927,7 @@ struct coll_sum {
 };
 
 /* Adds v: TotalSize counts every live copy, the rest count the volume once. */
-static void coll_add(const topology *t, struct coll_sum *s, const struct volume *v,
-		     uint64_t now_ns)
+static void coll_add(const topology *t, struct coll_sum *s, const struct volume *v, uint64_t now_ns)
 {
 	const struct replica *best = NULL;
 	for (size_t i = 0; i < v->nreps; i++) {
@@ -1003,11 +1001,20 @@ static void html_escape(buf *out, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': buf_append_str(out, "&lt;"); break;
-		case '>': buf_append_str(out, "&gt;"); break;
-		case '&': buf_append_str(out, "&amp;"); break;
-		case '"': buf_append_str(out, "&quot;"); break;
-		default: buf_append_byte(out, *s);
+		case '<':
+			buf_append_str(out, "&lt;");
+			break;
+		case '>':
+			buf_append_str(out, "&gt;");
+			break;
+		case '&':
+			buf_append_str(out, "&amp;");
+			break;
+		case '"':
+			buf_append_str(out, "&quot;");
+			break;
+		default:
+			buf_append_byte(out, *s);
 		}
 	}
 }

@@ -26,7 +26,7 @@
 
 typedef struct topology topology;
 
-#define TOPO_URL_MAX 256
+#define TOPO_URL_MAX  256
 #define TOPO_NAME_MAX 128
 
 /* A volume server's report of one volume (strings borrowed). */
@@ -92,9 +92,8 @@ wfs_err topology_heartbeat(topology *t, const struct topo_heartbeat *hb, uint64_
  * *loc (the copy to write to). WFS_ENOENT if none.
  */
 wfs_err topology_pick_writable(topology *t, const struct topo_layout_key *key,
-			       const struct place_prefs *prefs, uint64_t data_size,
-			       uint64_t now_ns, uint64_t rnd, uint32_t *vid,
-			       struct topo_location *loc);
+			       const struct place_prefs *prefs, uint64_t data_size, uint64_t now_ns,
+			       uint64_t rnd, uint32_t *vid, struct topo_location *loc);
 
 /* Live locations of a volume into locs (up to max); returns the count, 0 if unknown. */
 size_t topology_lookup(topology *t, uint32_t vid, uint64_t now_ns, struct topo_location *locs,
@@ -138,8 +137,7 @@ struct topo_vacuum_item *topology_vacuum_list(topology *t, uint64_t now_ns, size
 void topology_set_vacuuming(topology *t, uint32_t vid, bool on);
 
 /* Live node urls holding volumes of collection; the caller frees each and the array. */
-char **topology_collection_nodes(topology *t, const char *collection, uint64_t now_ns,
-				 size_t *n);
+char **topology_collection_nodes(topology *t, const char *collection, uint64_t now_ns, size_t *n);
 /* True if any volume belongs to collection. */
 bool topology_has_collection(topology *t, const char *collection);
 /* Forgets every volume of collection. */

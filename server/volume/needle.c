@@ -180,8 +180,8 @@ wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needl
 		return WFS_ECORRUPT;
 	memset(n, 0, sizeof(*n));
 	needle_parse_header(p, &n->cookie, &n->key, &n->size);
-	if (n->size > NEEDLE_MAX_BODY || len < NEEDLE_HEADER_SIZE + (uint64_t)n->size +
-							 NEEDLE_TRAILER_SIZE)
+	if (n->size > NEEDLE_MAX_BODY ||
+	    len < NEEDLE_HEADER_SIZE + (uint64_t)n->size + NEEDLE_TRAILER_SIZE)
 		return WFS_ECORRUPT;
 	b = p + NEEDLE_HEADER_SIZE;
 	end = b + n->size;

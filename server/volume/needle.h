@@ -23,21 +23,21 @@
 #include <sys/uio.h>
 #include "err.h"
 
-#define NEEDLE_HEADER_SIZE 16
+#define NEEDLE_HEADER_SIZE  16
 #define NEEDLE_TRAILER_SIZE 12 /* crc u32 + append time u64 */
-#define NEEDLE_ALIGN 8
-#define NEEDLE_TOMBSTONE 0xFFFFFFFFu /* .idx size of a deletion */
-#define IDX_ENTRY_SIZE 16
-#define SUPERBLOCK_SIZE 8
-#define NEEDLE_VERSION 3
+#define NEEDLE_ALIGN        8
+#define NEEDLE_TOMBSTONE    0xFFFFFFFFu /* .idx size of a deletion */
+#define IDX_ENTRY_SIZE      16
+#define SUPERBLOCK_SIZE     8
+#define NEEDLE_VERSION      3
 
-#define NEEDLE_FLAG_COMPRESSED 0x01
-#define NEEDLE_FLAG_HAS_NAME 0x02
-#define NEEDLE_FLAG_HAS_MIME 0x04
+#define NEEDLE_FLAG_COMPRESSED        0x01
+#define NEEDLE_FLAG_HAS_NAME          0x02
+#define NEEDLE_FLAG_HAS_MIME          0x04
 #define NEEDLE_FLAG_HAS_LAST_MODIFIED 0x08
-#define NEEDLE_FLAG_HAS_TTL 0x10
-#define NEEDLE_FLAG_HAS_PAIRS 0x20
-#define NEEDLE_FLAG_CHUNK_MANIFEST 0x80
+#define NEEDLE_FLAG_HAS_TTL           0x10
+#define NEEDLE_FLAG_HAS_PAIRS         0x20
+#define NEEDLE_FLAG_CHUNK_MANIFEST    0x80
 
 /* Largest body we accept; offsets and sizes must also fit the u32 .idx fields. */
 #define NEEDLE_MAX_BODY 0x7FFFFFF0u
@@ -53,7 +53,7 @@ struct needle {
 	uint8_t name_len;
 	const char *name; /* not NUL-terminated */
 	uint8_t mime_len;
-	const char *mime; /* not NUL-terminated */
+	const char *mime;       /* not NUL-terminated */
 	uint64_t last_modified; /* seconds; 5 bytes on disk */
 	uint8_t ttl[2];         /* count, unit */
 	uint16_t pairs_len;
@@ -65,8 +65,9 @@ struct needle {
 /* Padding after a needle with this body size (1..8). */
 static inline uint32_t needle_padding(uint32_t size)
 {
-	return NEEDLE_ALIGN - (uint32_t)((NEEDLE_HEADER_SIZE + (uint64_t)size + NEEDLE_TRAILER_SIZE) %
-					 NEEDLE_ALIGN);
+	return NEEDLE_ALIGN -
+	       (uint32_t)((NEEDLE_HEADER_SIZE + (uint64_t)size + NEEDLE_TRAILER_SIZE) %
+			  NEEDLE_ALIGN);
 }
 
 /* Bytes a needle with this body size takes in the .dat, padding included. */

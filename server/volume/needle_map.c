@@ -22,10 +22,7 @@ struct needle_map {
 	uint64_t max_key;
 };
 
-needle_map *needle_map_new(void)
-{
-	return xcalloc(1, sizeof(needle_map));
-}
+needle_map *needle_map_new(void) { return xcalloc(1, sizeof(needle_map)); }
 
 void needle_map_free(needle_map *m)
 {
@@ -213,15 +210,9 @@ bool needle_map_get(const needle_map *m, uint64_t key, struct nm_entry *out)
 	return true;
 }
 
-size_t needle_map_live(const needle_map *m)
-{
-	return m->live;
-}
+size_t needle_map_live(const needle_map *m) { return m->live; }
 
-uint64_t needle_map_max_key(const needle_map *m)
-{
-	return m->max_key;
-}
+uint64_t needle_map_max_key(const needle_map *m) { return m->max_key; }
 
 void needle_map_foreach(const needle_map *m, bool (*fn)(const struct nm_entry *e, void *arg),
 			void *arg)

@@ -36,7 +36,7 @@ struct store {
 };
 
 #define DEFAULT_SIZE_LIMIT (30000ull << 20)
-#define MIN_AUTO_SLOTS 8
+#define MIN_AUTO_SLOTS     8
 
 static void size_dirs(store *s)
 {
@@ -211,10 +211,11 @@ wfs_err store_create_volume(store *s, uint32_t vid, const char *collection,
 		struct volume_info in;
 		volume_get_info(s->vols[i].v, &in);
 		err = strcmp(in.collection, collection) ||
-			      replica_placement_byte(&in.rp) != replica_placement_byte(&c->rp) ||
-			      in.ttl.count != c->ttl.count || in.ttl.unit != c->ttl.unit
-			  ? WFS_EEXIST
-			  : WFS_OK;
+				      replica_placement_byte(&in.rp) !=
+					      replica_placement_byte(&c->rp) ||
+				      in.ttl.count != c->ttl.count || in.ttl.unit != c->ttl.unit
+			      ? WFS_EEXIST
+			      : WFS_OK;
 		goto out;
 	}
 	for (size_t d = 0; d < s->ndirs; d++) {
@@ -312,10 +313,7 @@ void store_set_size_limit(store *s, uint64_t limit)
 	pthread_rwlock_unlock(&s->lock);
 }
 
-uint64_t store_size_limit(store *s)
-{
-	return atomic_load(&s->size_limit);
-}
+uint64_t store_size_limit(store *s) { return atomic_load(&s->size_limit); }
 
 size_t store_disk_status(store *s, struct store_disk_status *out, size_t max)
 {

@@ -40,12 +40,12 @@ struct volume {
 	pthread_mutex_t write_lock;
 	pthread_rwlock_t map_lock;
 
-	int dat_fd, idx_fd;     /* protected by map_lock (swapped by commit) */
-	uint16_t revision;      /* protected by map_lock */
-	uint64_t dat_size;      /* written under write_lock + map_lock */
-	uint64_t idx_size;      /* protected by write_lock */
-	needle_map *map;        /* protected by map_lock */
-	struct vstats st;       /* protected by map_lock */
+	int dat_fd, idx_fd; /* protected by map_lock (swapped by commit) */
+	uint16_t revision;  /* protected by map_lock */
+	uint64_t dat_size;  /* written under write_lock + map_lock */
+	uint64_t idx_size;  /* protected by write_lock */
+	needle_map *map;    /* protected by map_lock */
+	struct vstats st;   /* protected by map_lock */
 
 	/* group commit, see DESIGN in volume.h; lock order: sync_lock, then map_lock */
 	_Atomic uint64_t appended; /* written under write_lock, read anywhere */
@@ -523,10 +523,7 @@ static char *vpath(const char *dir, const char *collection, uint32_t id, const c
 	return xasprintf("%s/%" PRIu32 "%s", dir, id, ext);
 }
 
-static bool file_exists(const char *p)
-{
-	return access(p, F_OK) == 0;
-}
+static bool file_exists(const char *p) { return access(p, F_OK) == 0; }
 
 static void volume_free(volume *v)
 {
@@ -678,10 +675,7 @@ out:
 	return WFS_OK;
 }
 
-void volume_ref(volume *v)
-{
-	atomic_fetch_add(&v->refs, 1);
-}
+void volume_ref(volume *v) { atomic_fetch_add(&v->refs, 1); }
 
 void volume_unref(volume *v)
 {
@@ -689,25 +683,13 @@ void volume_unref(volume *v)
 		volume_free(v);
 }
 
-void volume_destroy(volume *v)
-{
-	atomic_store(&v->destroyed, true);
-}
+void volume_destroy(volume *v) { atomic_store(&v->destroyed, true); }
 
-uint32_t volume_id(const volume *v)
-{
-	return v->id;
-}
+uint32_t volume_id(const volume *v) { return v->id; }
 
-const char *volume_dir(const volume *v)
-{
-	return v->dir;
-}
+const char *volume_dir(const volume *v) { return v->dir; }
 
-const char *volume_collection(const volume *v)
-{
-	return v->collection;
-}
+const char *volume_collection(const volume *v) { return v->collection; }
 
 void volume_get_info(volume *v, struct volume_info *out)
 {
@@ -733,20 +715,11 @@ void volume_get_info(volume *v, struct volume_info *out)
 	out->syncs = atomic_load(&v->syncs);
 }
 
-void volume_set_read_only(volume *v, bool ro)
-{
-	atomic_store(&v->read_only, ro);
-}
+void volume_set_read_only(volume *v, bool ro) { atomic_store(&v->read_only, ro); }
 
-bool volume_read_only(volume *v)
-{
-	return atomic_load(&v->read_only);
-}
+bool volume_read_only(volume *v) { return atomic_load(&v->read_only); }
 
-void volume_set_size_limit(volume *v, uint64_t limit)
-{
-	atomic_store(&v->size_limit, limit);
-}
+void volume_set_size_limit(volume *v, uint64_t limit) { atomic_store(&v->size_limit, limit); }
 
 bool needle_expired(const struct needle *n, uint64_t now_sec)
 {
@@ -758,7 +731,7 @@ bool needle_expired(const struct needle *n, uint64_t now_sec)
 	if (!ttl_is_set(&t))
 		return false;
 	base = (n->flags & NEEDLE_FLAG_HAS_LAST_MODIFIED) ? n->last_modified
-							   : n->append_ns / 1000000000u;
+							  : n->append_ns / 1000000000u;
 	return now_sec >= base + ttl_seconds(&t);
 }
 
@@ -930,8 +903,7 @@ wfs_err volume_write_fd(volume *v, struct needle *n, int fd, uint32_t crc, bool 
 	return write_needle(v, n, crc, fd, unchanged);
 }
 
-wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns,
-		      uint32_t *size)
+wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns, uint32_t *size)
 {
 	struct needle_enc enc = {0};
 	struct nm_entry old;
@@ -1052,8 +1024,8 @@ wfs_err volume_read_ex(volume *v, uint64_t key, uint32_t cookie, bool read_delet
 		err = read_entry(v, &e, storage, n);
 	}
 	pthread_rwlock_unlock(&v->map_lock);
-	if (!err && (n->cookie != cookie || n->size == 0 ||
-		     needle_expired(n, (uint64_t)time(NULL))))
+	if (!err &&
+	    (n->cookie != cookie || n->size == 0 || needle_expired(n, (uint64_t)time(NULL))))
 		err = WFS_ENOENT;
 	if (err && blob && blob->fd >= 0) {
 		close(blob->fd);
@@ -1155,8 +1127,8 @@ wfs_err volume_compact(volume *v)
 
 	/* .cpd before .cpx, see DESIGN */
 	v->cpd_fd = open(v->path_cpd, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	v->cpx_fd = v->cpd_fd < 0 ? -1 : open(v->path_cpx, O_RDWR | O_CREAT | O_TRUNC | O_APPEND,
-					      0644);
+	v->cpx_fd =
+		v->cpd_fd < 0 ? -1 : open(v->path_cpx, O_RDWR | O_CREAT | O_TRUNC | O_APPEND, 0644);
 	if (v->cpd_fd < 0 || v->cpx_fd < 0) {
 		err = wfs_err_from_errno(errno);
 		if (v->cpd_fd >= 0)

@@ -129,8 +129,7 @@ wfs_err volume_write_fd(volume *v, struct needle *n, int fd, uint32_t crc, bool 
  * The deletion record's append time is append_ns (0 = now). *size gets the
  * deleted needle's body size. Any thread.
  */
-wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns,
-		      uint32_t *size);
+wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_ns, uint32_t *size);
 
 /*
  * Makes every write and delete that returned before this call durable

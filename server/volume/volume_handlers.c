@@ -41,9 +41,9 @@
 #include "util.h"
 #include "vs_int.h"
 
-#define LOOKUP_TTL_NS (5ull * 1000000000ull)
+#define LOOKUP_TTL_NS      (5ull * 1000000000ull)
 #define REPLICA_TIMEOUT_MS 30000
-#define READ_INLINE_MAX (1u << 20) /* bigger needles are streamed (vs_download.c) */
+#define READ_INLINE_MAX    (1u << 20) /* bigger needles are streamed (vs_download.c) */
 
 /* Scratch buffer for reads, one per loop thread, freed when the thread exits. */
 static pthread_key_t read_buf_key;
@@ -55,10 +55,7 @@ static void read_buf_free(void *p)
 	free(p);
 }
 
-static void read_buf_init(void)
-{
-	pthread_key_create(&read_buf_key, read_buf_free);
-}
+static void read_buf_init(void) { pthread_key_create(&read_buf_key, read_buf_free); }
 
 static buf *read_buf_get(void)
 {
@@ -252,10 +249,10 @@ struct repl_job {
 	char *headers[4]; /* NULL-terminated */
 	char *body;
 	size_t body_len;
-	int status;      /* the local answer, sent when every replica succeeded */
-	buf reply;       /* its body (JSON), empty for none */
-	char etag[16];   /* ETag header for writes, "" for none */
-	char *error;     /* set when a replica failed */
+	int status;    /* the local answer, sent when every replica succeeded */
+	buf reply;     /* its body (JSON), empty for none */
+	char etag[16]; /* ETag header for writes, "" for none */
+	char *error;   /* set when a replica failed */
 };
 
 static void repl_job_free(struct repl_job *j)
@@ -348,7 +345,7 @@ static char *replica_uri(http_req *req, uint64_t ts)
 }
 
 void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_t ts,
-		      const char *data, size_t len, int status, buf *reply, const char *etag)
+		  const char *data, size_t len, int status, buf *reply, const char *etag)
 {
 	struct repl_job *j = xcalloc(1, sizeof(*j));
 	const char *ct = http_req_header(req, "Content-Type");
@@ -359,8 +356,8 @@ void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_
 	j->req = req;
 	j->vid = vid;
 	j->method = http_req_method(req) == HTTP_DELETE ? "DELETE"
-		    : http_req_method(req) == HTTP_POST  ? "POST"
-							 : "PUT";
+		    : http_req_method(req) == HTTP_POST ? "POST"
+							: "PUT";
 	j->uri = replica_uri(req, ts);
 	if (ct)
 		j->headers[h++] = xasprintf("Content-Type: %s", ct);
@@ -644,7 +641,8 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	volume_unref(v);
 	if (err) {
 		if (err == WFS_ECORRUPT)
-			log_error("volume %" PRIu32 ": needle %" PRIx64 " is corrupt", f->vid, f->key);
+			log_error("volume %" PRIu32 ": needle %" PRIx64 " is corrupt", f->vid,
+				  f->key);
 		http_resp_error(req, wfs_err_http_status(err), "%s", wfs_strerror(err));
 		goto out;
 	}

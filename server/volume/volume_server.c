@@ -67,8 +67,7 @@ void vs_heartbeat_now(struct volume_server *vs)
 
 /* ---- status ---- */
 
-static void write_volume_list(struct volume_server *vs, json_w *w, bool internal,
-			      uint64_t *max_key)
+static void write_volume_list(struct volume_server *vs, json_w *w, bool internal, uint64_t *max_key)
 {
 	volume **list;
 	size_t n = store_list(vs->store, &list);
@@ -152,10 +151,7 @@ static void handle_status(struct volume_server *vs, http_req *req)
 
 /* ---- admin ---- */
 
-static void send_empty(http_req *req)
-{
-	http_resp_send(req, 200, "{}", 2);
-}
+static void send_empty(http_req *req) { http_resp_send(req, 200, "{}", 2); }
 
 /* Parses ?volume=N; answers 400 and returns false when missing or malformed. */
 static bool query_vid(http_req *req, uint32_t *vid)
@@ -213,13 +209,14 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		    ttl_parse(http_req_query(req, "ttl"), &c.ttl) ||
 		    (pre && *pre && !parse_u64(pre, &c.preallocate)) ||
 		    (coll && !volume_collection_valid(coll))) {
-			http_resp_error(req, 400, "invalid replication, ttl, collection or preallocate");
+			http_resp_error(req, 400,
+					"invalid replication, ttl, collection or preallocate");
 			return;
 		}
 		err = store_create_volume(vs->store, vid, coll, &c);
 		if (err) {
-			http_resp_error(req, wfs_err_http_status(err), "assign volume %" PRIu32 ": %s",
-					vid, wfs_strerror(err));
+			http_resp_error(req, wfs_err_http_status(err),
+					"assign volume %" PRIu32 ": %s", vid, wfs_strerror(err));
 			return;
 		}
 		vs_heartbeat_now(vs);
@@ -269,7 +266,8 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		buf_printf(&b, "{\"garbageRatio\":%.6f}", volume_garbage_ratio(v));
 		http_resp_send_json(req, 200, &b);
 		buf_free(&b);
-	} else if (!strcmp(path, "/admin/vacuum/compact") || !strcmp(path, "/admin/vacuum/commit")) {
+	} else if (!strcmp(path, "/admin/vacuum/compact") ||
+		   !strcmp(path, "/admin/vacuum/commit")) {
 		struct vacuum_job *j = xcalloc(1, sizeof(*j));
 		j->vs = vs;
 		j->req = req;
@@ -290,10 +288,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 	volume_unref(v);
 }
 
-static void add_cors(http_req *req)
-{
-	http_resp_header(req, "Access-Control-Allow-Origin", "*");
-}
+static void add_cors(http_req *req) { http_resp_header(req, "Access-Control-Allow-Origin", "*"); }
 
 static void handler(http_req *req, void *ctx)
 {
@@ -461,8 +456,8 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	pthread_mutex_init(&vs->cache_lock, NULL);
 	vs->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
 	vs->mserver = o->mserver && *o->mserver ? xstrdup(o->mserver) : NULL;
-	vs->data_center = xstrdup(o->data_center && *o->data_center ? o->data_center
-								     : "DefaultDataCenter");
+	vs->data_center =
+		xstrdup(o->data_center && *o->data_center ? o->data_center : "DefaultDataCenter");
 	vs->rack = xstrdup(o->rack && *o->rack ? o->rack : "DefaultRack");
 	vs->pulse_seconds = o->pulse_seconds > 0 ? o->pulse_seconds : 5;
 	if (o->file_size_limit_mb <= 0 || o->file_size_limit_mb > 4000) {
@@ -528,10 +523,7 @@ fail:
 	return NULL;
 }
 
-int volume_server_port(const struct volume_server *vs)
-{
-	return vs->port;
-}
+int volume_server_port(const struct volume_server *vs) { return vs->port; }
 
 void volume_server_stop(struct volume_server *vs)
 {
@@ -583,7 +575,8 @@ int volume_main(int argc, char **argv)
 	const struct flag flags[] = {
 		{"ip", FLAG_STRING, &o.ip, "address to bind and advertise"},
 		{"port", FLAG_INT, &o.port, "http listen port"},
-		{"publicUrl", FLAG_STRING, &o.public_url, "address clients are told (default ip:port)"},
+		{"publicUrl", FLAG_STRING, &o.public_url,
+		 "address clients are told (default ip:port)"},
 		{"dir", FLAG_STRING, &o.dir, "directories to store volumes in, comma separated"},
 		{"max", FLAG_STRING, &o.max,
 		 "maximum volumes per directory, comma separated; 0 = from free space"},

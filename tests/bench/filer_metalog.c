@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 		per_thread = n / threads;
 		double plain = measure(threads, false, threads == 1 ? "p1" : "p16");
 		double ev = measure(threads, true, threads == 1 ? "e1" : "e16");
-		printf("threads %2d: insert %8.0f tx/s, insert+event %8.0f tx/s (%.0f%% of plain)\n",
+		printf("threads %2d: insert %8.0f tx/s, insert+event %8.0f tx/s (%.0f%% of "
+		       "plain)\n",
 		       threads, plain, ev, 100 * ev / plain);
 	}
 	filer_store_close(st);

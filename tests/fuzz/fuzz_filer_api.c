@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const ops[] = {"lookup", "list",         "create",   "update",
 				  "delete", "rename",       "setXattr", "removeXattr",
-				  "assign", "lookupVolume", "link",         "bogus"};
+				  "assign", "lookupVolume", "link",     "bogus"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -46,8 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < e.iovcnt; i++) {
 			size_t len = e.iov[i].iov_len;
 			if (off + len > NEEDLE_HEADER_SIZE + n.size)
-				len = NEEDLE_HEADER_SIZE + n.size > off ? NEEDLE_HEADER_SIZE + n.size - off
-									: 0;
+				len = NEEDLE_HEADER_SIZE + n.size > off
+					      ? NEEDLE_HEADER_SIZE + n.size - off
+					      : 0;
 			if (memcmp(copy + off, e.iov[i].iov_base, len))
 				abort();
 			off += e.iov[i].iov_len;

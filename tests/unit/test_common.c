@@ -32,10 +32,20 @@ static void test_fid(void)
 	is_str(out, "4294967295,ffffffffffffffffffffffff", "largest fid formats");
 	ok(fid_parse(out, &f, NULL) == WFS_OK && f.key == UINT64_MAX, "largest fid parses back");
 
-	static const char *bad[] = {"", ",", "3,", ",01637037d6", "3,637037d6", "x,01637037d6",
-				    "3,0163703zd6", "3,01637037d6_", "3,01637037d6_x",
-				    "4294967296,01637037d6", "3,01637037d6.", "3,1ffffffffffffffff637037d6",
-				    "3;01637037d6", "-3,01637037d6"};
+	static const char *bad[] = {"",
+				    ",",
+				    "3,",
+				    ",01637037d6",
+				    "3,637037d6",
+				    "x,01637037d6",
+				    "3,0163703zd6",
+				    "3,01637037d6_",
+				    "3,01637037d6_x",
+				    "4294967296,01637037d6",
+				    "3,01637037d6.",
+				    "3,1ffffffffffffffff637037d6",
+				    "3;01637037d6",
+				    "-3,01637037d6"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		is_int(fid_parse(bad[i], &f, NULL), WFS_EINVAL, bad[i]);
 }

@@ -168,8 +168,9 @@ static void test_master_client(blob_client *bc)
 	blob_client_lookup(shortlived, vid, false, &locs, &n);
 	free(locs);
 	blob_client_get_stats(shortlived, &st);
-	ok(st.lookups == 2 && st.cache_hits == 1, "an expired location is looked up again "
-						    "(%" PRIu64 " lookups, %" PRIu64 " hits)",
+	ok(st.lookups == 2 && st.cache_hits == 1,
+	   "an expired location is looked up again "
+	   "(%" PRIu64 " lookups, %" PRIu64 " hits)",
 	   st.lookups, st.cache_hits);
 	blob_client_free(shortlived);
 
@@ -222,7 +223,8 @@ static void test_sizes(blob_client *bc)
 		ok(layout, "chunks in offset order with sizes, mtimes and etags");
 		for (size_t i = 0; i < n && !layout; i++)
 			diag("chunk %zu: %s off %" PRIu64 " size %" PRIu64 " mtime %" PRId64
-			     " etag %s", i, c[i].fid, c[i].offset, c[i].size, c[i].mtime_ns,
+			     " etag %s",
+			     i, c[i].fid, c[i].offset, c[i].size, c[i].mtime_ns,
 			     c[i].etag ? c[i].etag : "(null)");
 		ok(read_matches(bc, c, n, size, model, 0, size), "whole read of %" PRIu64, size);
 		ok(read_matches(bc, c, n, size, model, 0, UINT64_MAX), "open-ended read");

@@ -14,10 +14,7 @@
 #define FILE_MAX 4096
 
 /* The byte at offset i of chunk id k: a function of both, so misplaced reads show. */
-static uint8_t chunk_byte(unsigned k, uint64_t i)
-{
-	return (uint8_t)(k * 131 + i * 7 + (i >> 8));
-}
+static uint8_t chunk_byte(unsigned k, uint64_t i) { return (uint8_t)(k * 131 + i * 7 + (i >> 8)); }
 
 static unsigned chunk_id(const struct filer_chunk *c)
 {
@@ -174,7 +171,8 @@ static void test_random(void)
 		}
 		ops++;
 		/* read a random window and the whole file */
-		uint64_t off = (uint64_t)rand() % FILE_MAX, len = (uint64_t)rand() % (FILE_MAX - off);
+		uint64_t off = (uint64_t)rand() % FILE_MAX,
+			 len = (uint64_t)rand() % (FILE_MAX - off);
 		uint64_t rlen = m->size > off ? MIN(len, m->size - off) : 0;
 		if (!read_via_plan(e->chunks, e->n_chunks, off, rlen, got))
 			plan_errors++;
@@ -266,8 +264,8 @@ static void test_manifest(void)
 		uint64_t off = i % 100 == 99 ? (uint64_t)(i - 50) * 10 : (uint64_t)i * 10;
 		filer_entry_add_chunk(e, fid, off, 10, i % 7 == 0 ? 5 : (int64_t)i, "e", false);
 	}
-	is_int(chunks_manifestize(e->chunks, e->n_chunks, 1000, blob_save, bs, &man, &nman),
-	       WFS_OK, "manifestize 2500 chunks in batches of 1000");
+	is_int(chunks_manifestize(e->chunks, e->n_chunks, 1000, blob_save, bs, &man, &nman), WFS_OK,
+	       "manifestize 2500 chunks in batches of 1000");
 	is_int(nman, 2 + 500, "two manifests and the 500 left over");
 	ok(man[0].is_manifest && man[1].is_manifest && !man[2].is_manifest, "manifests first");
 	ok(man[0].offset == 0 && man[0].size == 9990 && man[0].mtime_ns == 999,
@@ -280,7 +278,8 @@ static void test_manifest(void)
 	is_int(nres, 2500, "all chunks back");
 	bool same = nres == e->n_chunks;
 	for (size_t i = 0; same && i < nres; i++)
-		same = !strcmp(res[i].fid, e->chunks[i].fid) && res[i].offset == e->chunks[i].offset &&
+		same = !strcmp(res[i].fid, e->chunks[i].fid) &&
+		       res[i].offset == e->chunks[i].offset &&
 		       res[i].mtime_ns == e->chunks[i].mtime_ns && !res[i].is_manifest;
 	ok(same, "resolved list equals the original, in order");
 	uint8_t a[25000], b[25000];

@@ -12,22 +12,19 @@ static void test_path_split(void)
 	static const struct {
 		const char *path, *dir, *name;
 	} good[] = {
-		{"/", "/", ""},
-		{"/a", "/", "a"},
-		{"/a/b", "/a", "b"},
-		{"/a/b/c.txt", "/a/b", "c.txt"},
-		{"/ünï/ß", "/ünï", "ß"},
-		{"/.hidden/..x", "/.hidden", "..x"},
+		{"/", "/", ""},          {"/a", "/", "a"},
+		{"/a/b", "/a", "b"},     {"/a/b/c.txt", "/a/b", "c.txt"},
+		{"/ünï/ß", "/ünï", "ß"}, {"/.hidden/..x", "/.hidden", "..x"},
 	};
-	static const char *const bad[] = {"", "a", "a/b", "//", "/a/", "/a//b", "/./a", "/a/..",
-					  "/a/.", "/.."};
+	static const char *const bad[] = {"",      "a",    "a/b",   "//",   "/a/",
+					  "/a//b", "/./a", "/a/..", "/a/.", "/.."};
 	char *d, *n;
 	for (size_t i = 0; i < ARRAY_LEN(good); i++) {
 		wfs_err err = filer_path_split(good[i].path, &d, &n);
 		is_int(err, WFS_OK, good[i].path);
 		if (!err) {
-			ok(!strcmp(d, good[i].dir) && !strcmp(n, good[i].name), "split %s -> %s + %s",
-			   good[i].path, d, n);
+			ok(!strcmp(d, good[i].dir) && !strcmp(n, good[i].name),
+			   "split %s -> %s + %s", good[i].path, d, n);
 			free(d);
 			free(n);
 		}
@@ -77,10 +74,7 @@ static struct filer_entry *full_entry(void)
 	return e;
 }
 
-static bool str_eq(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && !strcmp(a, b));
-}
+static bool str_eq(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
 static bool entries_equal(const struct filer_entry *a, const struct filer_entry *b)
 {
@@ -152,7 +146,8 @@ static void test_roundtrip(void)
 	buf_free(&b);
 	buf_free(&b2);
 
-	/* the empty entry: 80 bytes, all fixed fields and zero counts (docs/filer-entry-format.md) */
+	/* the empty entry: 80 bytes, all fixed fields and zero counts (docs/filer-entry-format.md)
+	 */
 	e = filer_entry_new("/", "x");
 	filer_entry_encode(e, &b);
 	is_int(b.len, 80, "empty entry encodes to 80 bytes");
@@ -201,7 +196,8 @@ static void test_hostile(void)
 	m[1] = 0x80;
 	is_int(filer_entry_decode(m, b.len, "/", "x", &d), WFS_ECORRUPT, "unknown flag rejected");
 
-	/* every single-byte change: rejected, or decodes to something that re-encodes identically */
+	/* every single-byte change: rejected, or decodes to something that re-encodes identically
+	 */
 	for (size_t i = 0; i < b.len; i++) {
 		for (int v = 0; v < 256; v += 51) {
 			memcpy(m, b.data, b.len);
@@ -279,10 +275,19 @@ static void test_chunk_list_codec(void)
 /* The example in docs/filer-entry-format.md, byte for byte. */
 static void test_golden(void)
 {
-	static const char want[] = "0100" "000081a4" "000003e8" "000003e8" "0000000000000000"
+	static const char want[] = "0100"
+				   "000081a4"
+				   "000003e8"
+				   "000003e8"
+				   "0000000000000000"
 				   "000000000000000000000000000000000000000000000000"
-				   "00000001" "0000000000000000" "00000000" "0000000000000000"
-				   "0000" "00000000" "00000000";
+				   "00000001"
+				   "0000000000000000"
+				   "00000000"
+				   "0000000000000000"
+				   "0000"
+				   "00000000"
+				   "00000000";
 	struct filer_entry *e = filer_entry_new("/", "empty");
 	buf b = BUF_INIT, hex = BUF_INIT;
 	e->attr.mode = S_IFREG | 0644;

@@ -32,8 +32,7 @@ static struct filer_entry *mk(const char *dir, const char *name)
 }
 
 /* insert + event in one transaction, committed through metalog m (which wakes its waiters) */
-static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir,
-		      const char *name)
+static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir, const char *name)
 {
 	struct filer_tx *tx;
 	struct filer_entry *e = mk(dir, name);
@@ -54,7 +53,7 @@ static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir,
 struct waiter {
 	struct metalog_cursor *c;
 	int timeout_ms;
-	uint64_t got_at;     /* monotonic ns when the first event arrived */
+	uint64_t got_at; /* monotonic ns when the first event arrived */
 	size_t n;
 	char name[64];
 	wfs_err err;
@@ -101,7 +100,8 @@ static void test_local_wake(void)
 	pthread_join(th, NULL);
 	is_int(w.err, WFS_OK, "wait returns");
 	ok(w.n == 1 && !strcmp(w.name, "x1"), "the waiter got the event");
-	printf("# local wake-up %.2f ms after commit\n", ((double)w.got_at - (double)t_commit) / 1e6);
+	printf("# local wake-up %.2f ms after commit\n",
+	       ((double)w.got_at - (double)t_commit) / 1e6);
 	ok(w.got_at && w.got_at < t_commit + 50 * MS, "woken within milliseconds of the commit");
 	ok(metalog_cursor_position(w.c) > clock, "position advanced");
 
@@ -236,7 +236,8 @@ static void test_resume(void)
 		k++;
 	}
 	is_int(bad, 0, "no gap, no duplicate, in order across the resume");
-	ok(s.n && metalog_cursor_position(c) >= s.ts[s.n - 1], "position at or past the last event");
+	ok(s.n && metalog_cursor_position(c) >= s.ts[s.n - 1],
+	   "position at or past the last event");
 	for (size_t i = 0; i < s.n; i++)
 		free(s.names[i]);
 	free(s.names);
@@ -285,7 +286,8 @@ static void test_json(void)
 	if (v) {
 		ok(json_get_i64(v, "tsNs", &i64) && i64 == 1234567890123456789LL, "tsNs exact");
 		ok(json_get_str(v, "directory", &s) && !strcmp(s, "/dir"), "directory");
-		ok(json_get(v, "oldEntry") && YAJL_IS_NULL(json_get(v, "oldEntry")), "oldEntry null");
+		ok(json_get(v, "oldEntry") && YAJL_IS_NULL(json_get(v, "oldEntry")),
+		   "oldEntry null");
 		ne = json_get(v, "newEntry");
 		ok(json_get_str(ne, "name", &s) && !strcmp(s, "name\xef\xbf\xbd.txt"),
 		   "invalid byte rendered as U+FFFD");
@@ -333,7 +335,8 @@ static void test_json(void)
 			metalog_event_json(got, &b);
 			v = json_parse(b.data, b.len, err, sizeof(err));
 			ok(v && YAJL_IS_NULL(json_get(v, "oldEntry")) &&
-				   json_get_str(json_get(v, "newEntry"), "name", &s) && !strcmp(s, "j"),
+				   json_get_str(json_get(v, "newEntry"), "name", &s) &&
+				   !strcmp(s, "j"),
 			   "stored event as JSON");
 			yajl_tree_free(v);
 			buf_free(&b);
@@ -350,12 +353,12 @@ struct recorder {
 	pthread_mutex_t mu;
 	char **deleted; /* successful deletes, in order */
 	size_t n, cap;
-	int fail_first;  /* fail each id this many times */
-	char **seen;     /* ids attempted, with attempts counts */
+	int fail_first; /* fail each id this many times */
+	char **seen;    /* ids attempted, with attempts counts */
 	int *tries;
 	size_t nseen;
 	size_t calls;
-	int sleep_ms;    /* per call */
+	int sleep_ms; /* per call */
 	bool started;
 	pthread_cond_t cv;
 };
@@ -529,7 +532,8 @@ static void test_gc_crash(void)
 	/* (a) a worker took 20 ids and died: the lease is all that is left of it */
 	is_int(filer_store_gc_enqueue(st, NULL, (const char *const *)f, 20, 0), WFS_OK,
 	       "enqueue 20");
-	is_int(filer_store_gc_take(st2, 20, 600 * MS, &it, &n), WFS_OK, "a worker on filer 2 takes");
+	is_int(filer_store_gc_take(st2, 20, 600 * MS, &it, &n), WFS_OK,
+	       "a worker on filer 2 takes");
 	is_int(n, 20, "takes all 20, then crashes");
 	filer_gc_items_free(it, n);
 	t0 = time_mono_ns();

@@ -25,10 +25,7 @@
 static struct filer_store *st;
 static char root[64]; /* this run's top-level directory, e.g. "/t1234-5678" */
 
-static char *sub(const char *name)
-{
-	return xasprintf("%s/%s", root, name);
-}
+static char *sub(const char *name) { return xasprintf("%s/%s", root, name); }
 
 static struct filer_entry *mk(const char *dir, const char *name, uint64_t size)
 {
@@ -129,8 +126,8 @@ static char *list_str(const char *dir, const char *start, bool incl, size_t limi
 {
 	struct collect c = {0};
 	buf b = BUF_INIT;
-	wfs_err err = filer_store_list(st, NULL, dir, start, incl, limit, prefix, collect_fn, &c,
-				       NULL);
+	wfs_err err =
+		filer_store_list(st, NULL, dir, start, incl, limit, prefix, collect_fn, &c, NULL);
 	if (err)
 		buf_printf(&b, "error %d", err);
 	for (size_t i = 0; i < c.n; i++)
@@ -171,7 +168,8 @@ static void test_list_big(void)
 	is_int(err, WFS_OK, "10000 inserts in 10 transactions");
 	for (;;) {
 		size_t before = all.n, count = 0;
-		err = filer_store_list(st, NULL, d, start, false, 333, NULL, collect_fn, &all, &count);
+		err = filer_store_list(st, NULL, d, start, false, 333, NULL, collect_fn, &all,
+				       &count);
 		if (err || count == 0)
 			break;
 		pages++;
@@ -215,8 +213,8 @@ static void test_list_big(void)
 	free(s);
 	is_int(filer_store_list(st, NULL, d, NULL, false, 0, NULL, collect_fn, &all, NULL),
 	       WFS_EINVAL, "limit 0 refused");
-	is_int(filer_store_list(st, NULL, d, NULL, false, FILER_LIST_LIMIT_MAX + 1, NULL, collect_fn,
-				&all, NULL),
+	is_int(filer_store_list(st, NULL, d, NULL, false, FILER_LIST_LIMIT_MAX + 1, NULL,
+				collect_fn, &all, NULL),
 	       WFS_EINVAL, "absurd limit refused");
 
 	/* listing cost is per page: time a page at the end vs the start */
@@ -254,8 +252,24 @@ static void test_names(void)
 {
 	char *d = sub("names");
 	static const char *const names[] = {
-		"a%b", "a_b", "axb", "a\\b", "a%", "a", "ab", "é", "日本語.txt", "emoji-😀",
-		"a'b\"c", "_", "%", "\xf4\x8f\xbf\xbf" "x", "\xf4\x8f\xbf\xbf", "z\x7f", "sp ace",
+		"a%b",
+		"a_b",
+		"axb",
+		"a\\b",
+		"a%",
+		"a",
+		"ab",
+		"é",
+		"日本語.txt",
+		"emoji-😀",
+		"a'b\"c",
+		"_",
+		"%",
+		"\xf4\x8f\xbf\xbf"
+		"x",
+		"\xf4\x8f\xbf\xbf",
+		"z\x7f",
+		"sp ace",
 	};
 	size_t bad = 0;
 	char *s;
@@ -286,7 +300,10 @@ static void test_names(void)
 	is_str(s, "é", "two-byte prefix");
 	free(s);
 	s = list_str(d, NULL, false, 100, "\xf4\x8f\xbf\xbf");
-	is_str(s, "\xf4\x8f\xbf\xbf,\xf4\x8f\xbf\xbf" "x", "prefix of the last code point");
+	is_str(s,
+	       "\xf4\x8f\xbf\xbf,\xf4\x8f\xbf\xbf"
+	       "x",
+	       "prefix of the last code point");
 	free(s);
 	s = list_str(d, NULL, false, 100, "z");
 	is_str(s, "z\x7f", "prefix z");
@@ -380,7 +397,8 @@ static void test_kv(void)
 	is_int(filer_store_kv_get(st, NULL, key, (size_t)klen, &v, &vl), WFS_OK, "kv get");
 	ok(vl == 4 && !memcmp(v, "v1\0z", 4), "kv value with NUL");
 	free(v);
-	is_int(filer_store_kv_put(st, NULL, key, (size_t)klen, "", 0), WFS_OK, "kv overwrite empty");
+	is_int(filer_store_kv_put(st, NULL, key, (size_t)klen, "", 0), WFS_OK,
+	       "kv overwrite empty");
 	is_int(filer_store_kv_get(st, NULL, key, (size_t)klen, &v, &vl), WFS_OK, "kv get empty");
 	ok(vl == 0 && v == NULL, "empty value");
 	is_int(filer_store_kv_get(st, NULL, key, (size_t)klen - 4, &v, &vl), WFS_ENOENT,
@@ -414,7 +432,8 @@ static void test_tx(void)
 	filer_store_rollback(tx);
 	is_int(size_of(NULL, d, "new"), -1, "rollback: insert undone");
 	is_int(size_of(NULL, d, "existing"), 1, "rollback: update and delete undone");
-	is_int(filer_store_kv_get(st, NULL, "txkey", 5, &v, &vl), WFS_ENOENT, "rollback: kv undone");
+	is_int(filer_store_kv_get(st, NULL, "txkey", 5, &v, &vl), WFS_ENOENT,
+	       "rollback: kv undone");
 	s = list_str(d, NULL, false, 10, NULL);
 	is_str(s, "existing", "rollback leaves nothing");
 	free(s);
@@ -577,7 +596,7 @@ static int parallel_finds(const char *dir)
 
 /* ---- the metadata event log ---- */
 
-static const char *dsn_g;      /* to open a second handle ("another filer") */
+static const char *dsn_g;       /* to open a second handle ("another filer") */
 static struct filer_store *st2; /* a second handle on the same database */
 
 struct evlist {
@@ -694,7 +713,8 @@ static void test_events(void)
 			   !strcmp(l.ev[0]->dir, d) && l.ev[0]->ts_ns == ts1,
 		   "create: new entry only, directory, ts");
 		ok(l.ev[1]->old_entry && l.ev[1]->new_entry && l.ev[1]->old_entry->attr.size == 1 &&
-			   l.ev[1]->new_entry->attr.size == 2 && l.ev[1]->new_entry->n_chunks == 1 &&
+			   l.ev[1]->new_entry->attr.size == 2 &&
+			   l.ev[1]->new_entry->n_chunks == 1 &&
 			   !strcmp(l.ev[1]->new_entry->chunks[0].fid, "3,0123abcd") &&
 			   filer_entry_xattr_get(l.ev[1]->new_entry, "user.x"),
 		   "update: both sides decoded with chunks and xattrs");
@@ -760,7 +780,8 @@ static void test_events(void)
 		is_int(l.n, 3, "the newer events remain");
 		evlist_free(&l);
 		int64_t t;
-		is_int(insert_with_event(st, d, "after-trim", false, &t), WFS_OK, "append after trim");
+		is_int(insert_with_event(st, d, "after-trim", false, &t), WFS_OK,
+		       "append after trim");
 		ok(t > ts2, "ts still increases after a trim");
 	}
 	filer_entry_free(e);
@@ -948,7 +969,8 @@ static void test_gc(void)
 	filer_store_gc_count(st, &c1);
 	is_int(c1, c0, "rolled-back enqueue leaves nothing");
 	is_int(filer_store_begin(st, &tx), WFS_OK, "begin");
-	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)due, 50, 0), WFS_OK, "enqueue due");
+	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)due, 50, 0), WFS_OK,
+	       "enqueue due");
 	is_int(filer_store_gc_enqueue(st, tx, (const char *const *)later, 50,
 				      (int64_t)time_now_ns() + 1500 * ms),
 	       WFS_OK, "enqueue not before 1.5 s");
@@ -983,7 +1005,8 @@ static void test_gc(void)
 		const char *empty[1] = {""};
 		is_int(filer_store_gc_take(st, 0, ms, &it, &n), WFS_EINVAL, "take 0 refused");
 		is_int(filer_store_gc_take(st, 1, 0, &it, &n), WFS_EINVAL, "lease 0 refused");
-		is_int(filer_store_gc_enqueue(st, NULL, empty, 1, 0), WFS_EINVAL, "empty fid refused");
+		is_int(filer_store_gc_enqueue(st, NULL, empty, 1, 0), WFS_EINVAL,
+		       "empty fid refused");
 	}
 	gc_fids_free(due, 50);
 	gc_fids_free(later, 50);

@@ -115,8 +115,7 @@ static void handler(http_req *req, void *ctx)
 		while (http_req_query_at(req, nq, &name, &value))
 			nq++;
 		buf_printf(&b, "%s path=%s a=%s b=%s n=%zu q=%s", http_req_uri(req), path,
-			   a ? a : "(null)", bb ? bb : "(null)", nq,
-			   http_req_query_string(req));
+			   a ? a : "(null)", bb ? bb : "(null)", nq, http_req_query_string(req));
 		const char *x = http_req_header(req, "X-Multi");
 		if (x)
 			buf_printf(&b, " multi=%s", x);
@@ -290,8 +289,7 @@ static void test_client(void)
 	is_int(http_get(url, 5000, &res), WFS_OK, "error response");
 	is_int(res.status, 404, "404");
 	is_str(res.body.data, "{\"error\":\"a\\\"b\\\\c\"}", "JSON error escaped");
-	ok(http_result_header(&res, "Content-Type", v, sizeof(v)) &&
-		   !strcmp(v, "application/json"),
+	ok(http_result_header(&res, "Content-Type", v, sizeof(v)) && !strcmp(v, "application/json"),
 	   "JSON content type");
 
 	/* Streamed upload with pauses. */
@@ -431,8 +429,9 @@ static void test_raw(void)
 	int errs_before = atomic_load(&stream_errors);
 	for (int i = 0; i < 2; i++) {
 		fd = raw_connect();
-		const char *h = i ? "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
-				  : "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n";
+		const char *h =
+			i ? "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
+			  : "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n";
 		raw_sends(fd, h);
 		raw_sends(fd, "0123456789");
 		usleep(20000);
@@ -473,8 +472,8 @@ static void test_raw(void)
 /* A second server with a 1 s idle timeout and room for one connection. */
 static void test_limits(void)
 {
-	struct http_server_opts o = {.port = 0, .threads = 1, .idle_timeout_sec = 1,
-				     .max_connections = 1};
+	struct http_server_opts o = {
+		.port = 0, .threads = 1, .idle_timeout_sec = 1, .max_connections = 1};
 	buf out = BUF_INIT;
 	wfs_err err;
 	int saved = port;
@@ -494,7 +493,8 @@ static void test_limits(void)
 	uint64_t t0 = time_mono_ns();
 	ok(raw_read(a, 0, &out), "idle connection closed by the server");
 	uint64_t ms = (time_mono_ns() - t0) / 1000000;
-	ok(ms >= 500 && ms < 2900, "after about the idle timeout (%llu ms)", (unsigned long long)ms);
+	ok(ms >= 500 && ms < 2900, "after about the idle timeout (%llu ms)",
+	   (unsigned long long)ms);
 	close(a);
 	struct http_server_opts busy = {.port = port, .threads = 1};
 	ok(http_server_new(&busy, handler, NULL, &err) == NULL, "a busy port is an error");

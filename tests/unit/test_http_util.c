@@ -9,7 +9,8 @@ static void test_ranges(void)
 	struct http_range r[HTTP_MAX_RANGES];
 	int n = -1;
 
-	is_int(http_parse_range("bytes=0-99", 1000, r, HTTP_MAX_RANGES, &n), WFS_OK, "simple range");
+	is_int(http_parse_range("bytes=0-99", 1000, r, HTTP_MAX_RANGES, &n), WFS_OK,
+	       "simple range");
 	ok(n == 1 && r[0].start == 0 && r[0].len == 100, "0-99 is 100 bytes at 0");
 	is_int(http_parse_range("bytes=100-", 1000, r, HTTP_MAX_RANGES, &n), WFS_OK, "open range");
 	ok(n == 1 && r[0].start == 100 && r[0].len == 900, "100- runs to the end");
@@ -31,9 +32,11 @@ static void test_ranges(void)
 	       "empty suffix unsatisfiable");
 	is_int(http_parse_range("bytes=0-", 0, r, HTTP_MAX_RANGES, &n), WFS_ERANGE,
 	       "empty entity unsatisfiable");
-	const char *bad[] = {"bytes=", "bytes=a-b", "bytes=5-1", "items=0-1", "bytes 0-1",
-			     "bytes=0-1x", "bytes=--1", "bytes=1", "bytes=99999999999999999999-",
-			     "", "bytes=0-1;2-3", "bytes=-", NULL};
+	const char *bad[] = {"bytes=",    "bytes=a-b",     "bytes=5-1",
+			     "items=0-1", "bytes 0-1",     "bytes=0-1x",
+			     "bytes=--1", "bytes=1",       "bytes=99999999999999999999-",
+			     "",          "bytes=0-1;2-3", "bytes=-",
+			     NULL};
 	for (int i = 0; bad[i]; i++)
 		is_int(http_parse_range(bad[i], 1000, r, HTTP_MAX_RANGES, &n), WFS_EINVAL, bad[i]);
 	is_int(http_parse_range("bytes=0-0,1-1,2-2", 1000, r, 2, &n), WFS_EINVAL, "over max");
@@ -68,7 +71,8 @@ static void test_mime(void)
 	is_str(http_mime_by_ext("x.json"), "application/json", "json");
 	is_str(http_mime_by_ext("x.wasm"), "application/wasm", "wasm");
 	ok(!strncmp(http_mime_by_ext("i.html"), "text/html", 9), "html");
-	ok(http_mime_by_ext("x.tar.gz") && !strcmp(http_mime_by_ext("x.tar.gz"), "application/gzip"),
+	ok(http_mime_by_ext("x.tar.gz") &&
+		   !strcmp(http_mime_by_ext("x.tar.gz"), "application/gzip"),
 	   "last extension counts");
 	ok(!http_mime_by_ext("noext"), "no extension");
 	ok(!http_mime_by_ext("a.b/noext"), "dot in directory only");
@@ -135,8 +139,7 @@ static void rec_end(void *arg)
 static const struct multipart_cb rec_cb = {rec_part, rec_data, rec_end};
 
 /* Feeds body in pieces cut at a and b; returns the log and final status. */
-static wfs_err mp_run(const char *ctype, const char *body, size_t len, size_t a, size_t b,
-		      buf *log)
+static wfs_err mp_run(const char *ctype, const char *body, size_t len, size_t a, size_t b, buf *log)
 {
 	struct mp_rec r = {BUF_INIT, 0};
 	multipart *m = multipart_new(ctype, &rec_cb, &r);
@@ -174,8 +177,10 @@ static void test_multipart(void)
 			   "\r\n"
 			   "\r\n----xY\r\n"
 			   "----xYz0--\r\nepilogue ----xYz0 junk";
-	const char *want = "P(file|a b.txt|text/plain)hello\r\n--not-a-boundary\r\r\n" "E"
-			   "P(f2|\xe2\x82\xac.bin|-)\r\n----xY" "E";
+	const char *want = "P(file|a b.txt|text/plain)hello\r\n--not-a-boundary\r\r\n"
+			   "E"
+			   "P(f2|\xe2\x82\xac.bin|-)\r\n----xY"
+			   "E";
 	size_t len = strlen(body);
 	buf log = BUF_INIT;
 	int bad = 0;
@@ -202,18 +207,19 @@ static void test_multipart(void)
 	/* Malformed or truncated bodies. */
 	const char *mct = "multipart/form-data; boundary=b";
 	const char *bad_bodies[] = {
-		"",                                   /* nothing */
-		"--b\r\n\r\ndata",                     /* no closing boundary */
-		"--b\r\n\r\ndata\r\n--b",              /* closing boundary incomplete */
-		"--bX\r\n\r\ndata\r\n--b--",           /* junk after the boundary */
+		"",                                       /* nothing */
+		"--b\r\n\r\ndata",                        /* no closing boundary */
+		"--b\r\n\r\ndata\r\n--b",                 /* closing boundary incomplete */
+		"--bX\r\n\r\ndata\r\n--b--",              /* junk after the boundary */
 		"--b\r\nNoColonHeader\r\n\r\nx\r\n--b--", /* bad header line */
-		"--b\r\n\r\nx\r\n--b-x",               /* half a close delimiter */
-		"--b\nContent-Type: x\r\n\r\n\r\n--b--", /* bare LF after boundary */
+		"--b\r\n\r\nx\r\n--b-x",                  /* half a close delimiter */
+		"--b\nContent-Type: x\r\n\r\n\r\n--b--",  /* bare LF after boundary */
 		"junk without any boundary",
 		NULL};
 	for (int i = 0; bad_bodies[i]; i++) {
 		size_t l = strlen(bad_bodies[i]);
-		ok(mp_run(mct, bad_bodies[i], l, l / 2, l, &log) == WFS_EINVAL, "malformed body %d", i);
+		ok(mp_run(mct, bad_bodies[i], l, l / 2, l, &log) == WFS_EINVAL, "malformed body %d",
+		   i);
 	}
 	/* Oversized part headers. */
 	buf big = BUF_INIT;

@@ -53,13 +53,14 @@ static void test_flags(void)
 	double d = 0;
 	struct flag_list l = {0};
 	const struct flag fl[] = {
-		{"s", FLAG_STRING, &s, "a string"}, {"port", FLAG_INT, &port, "a port"},
-		{"big", FLAG_I64, &big, "an int64"}, {"b", FLAG_BOOL, &b, "a bool"},
+		{"s", FLAG_STRING, &s, "a string"},     {"port", FLAG_INT, &port, "a port"},
+		{"big", FLAG_I64, &big, "an int64"},    {"b", FLAG_BOOL, &b, "a bool"},
 		{"b2", FLAG_BOOL, &b2, "another bool"}, {"d", FLAG_DOUBLE, &d, "a double"},
 		{"dir", FLAG_LIST, &l, "dirs"},
 	};
-	char *argv[] = {"-s=x", "-port", "8080", "--big=9007199254740993", "-b", "-b2=false",
-			"-d=0.25", "-dir=/a,/b", "-dir", "/c", "pos"};
+	char *argv[] = {"-s=x", "-port",     "8080",    "--big=9007199254740993",
+			"-b",   "-b2=false", "-d=0.25", "-dir=/a,/b",
+			"-dir", "/c",        "pos"};
 	int npos = -1;
 
 	is_int(flags_parse(fl, ARRAY_LEN(fl), ARRAY_LEN(argv), argv, "t", "test", &npos), 0,
@@ -106,7 +107,8 @@ static void test_json(void)
 	jw_obj_end(w);
 	jw_free(w);
 	is_str(b.data,
-	       "{\"big\":18446744073709551615,\"neg\":-9223372036854775808,\"s\":\"a\\\"b\\n\xc3\xa9\","
+	       "{\"big\":18446744073709551615,\"neg\":-9223372036854775808,\"s\":"
+	       "\"a\\\"b\\n\xc3\xa9\","
 	       "\"t\":true,\"arr\":[9007199254740993]}",
 	       "writer output");
 

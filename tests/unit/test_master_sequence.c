@@ -9,7 +9,7 @@
 #include "tap.h"
 #include "util.h"
 
-#define THREADS 8
+#define THREADS    8
 #define PER_THREAD 20000
 
 static sequence *shared;

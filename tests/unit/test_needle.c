@@ -176,8 +176,8 @@ static void test_split(void)
 	ok(needle_decode_meta(whole, whole + NEEDLE_HEAD_SIZE + 16, len - NEEDLE_HEAD_SIZE - 16,
 			      &m) == WFS_OK,
 	   "decode fields without the data");
-	ok(m.data == NULL && m.data_size == 16 && m.key == 42 && m.cookie == 7 &&
-		   m.name_len == 7 && !memcmp(m.name, "big.bin", 7) && m.mime_len == 9 &&
+	ok(m.data == NULL && m.data_size == 16 && m.key == 42 && m.cookie == 7 && m.name_len == 7 &&
+		   !memcmp(m.name, "big.bin", 7) && m.mime_len == 9 &&
 		   m.last_modified == 1700000000 && m.pairs_len == 2 && m.crc == d.crc &&
 		   m.append_ns == 99 && m.size == d.size,
 	   "fields match the full decode");

@@ -192,7 +192,8 @@ static void test_recovery(void)
 	ds = fsize("2.dat");
 	is = fsize("2.idx");
 	fd = open(path("2.dat"), O_WRONLY | O_APPEND);
-	ok(write(fd, "\0\0\0\1\0\0\0\0\0\0\0\x0b\0\0\0\x30garbage", 23) == 23, "append torn needle");
+	ok(write(fd, "\0\0\0\1\0\0\0\0\0\0\0\x0b\0\0\0\x30garbage", 23) == 23,
+	   "append torn needle");
 	close(fd);
 	is_int(count_good(2, 10), 10, "torn tail: all needles readable");
 	is_int(fsize("2.dat"), ds, "torn tail truncated");

@@ -41,7 +41,8 @@ static int sh(const char *cmd)
 
 static void data_for(uint64_t key, char *out, size_t n)
 {
-	snprintf(out, n, "payload of needle %llu padded to be a bit longer", (unsigned long long)key);
+	snprintf(out, n, "payload of needle %llu padded to be a bit longer",
+		 (unsigned long long)key);
 }
 
 static wfs_err put(uint64_t key)
@@ -173,8 +174,8 @@ int main(void)
 	volume_get_info(vol, &in);
 	is_int(in.compact_revision, 2, "revision 2 (the crashed compaction never counted)");
 	ok(volume_commit(vol) == WFS_EINVAL, "commit without compact refused");
-	ok(volume_compact(vol) == WFS_OK && volume_cleanup(vol) == WFS_OK &&
-		   fsize("1.cpd") < 0 && fsize("1.cpx") < 0,
+	ok(volume_compact(vol) == WFS_OK && volume_cleanup(vol) == WFS_OK && fsize("1.cpd") < 0 &&
+		   fsize("1.cpx") < 0,
 	   "cleanup removes compaction files");
 	volume_unref(vol);
 
