@@ -1,5 +1,6 @@
 /* Hard links: the shared record and the per-name stubs (see filer_hardlink.h). */
 #include "config.h"
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -166,4 +167,22 @@ out:
 	filer_entry_free(rec);
 	filer_entry_free(st);
 	return err;
+}
+
+wfs_err filer_hardlink_release(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e)
+{
+	struct filer_chunk *freed = NULL;
+	size_t nfreed = 0;
+	wfs_err err;
+
+	if (!filer_hardlink_is_linked(e))
+		return WFS_OK;
+	err = filer_hardlink_drop(s, tx, e, &freed, &nfreed);
+	if (err)
+		return err;
+	assert(e->n_chunks == 0); /* a stub keeps no chunks of its own */
+	free(e->chunks);
+	e->chunks = freed;
+	e->n_chunks = e->cap_chunks = nfreed;
+	return WFS_OK;
 }

@@ -51,6 +51,14 @@ wfs_err filer_hardlink_drop(struct filer_store *s, struct filer_tx *tx, const st
 			    struct filer_chunk **freed, size_t *nfreed);
 
 /*
+ * For removing or replacing the name e (owned, as stored): drops it from its
+ * link group like filer_hardlink_drop, and hands any shared chunks the last
+ * name frees to e. Afterwards e->chunks is what removing e frees, linked or
+ * not. Unlinked: nothing changes.
+ */
+wfs_err filer_hardlink_release(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e);
+
+/*
  * Makes dir/name (must not exist; the caller checked) a new name of target
  * (borrowed, as stored, a non-directory). An unlinked target becomes linked
  * (its record is made from it, its stub replaces it). On WFS_OK *before and

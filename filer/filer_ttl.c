@@ -109,17 +109,9 @@ static wfs_err expire_one(struct filer *f, const char *dir, const char *name, ui
 	if (err || !filer_ttl_expired(e))
 		goto out;
 	err = filer_store_delete(f->store, tx, dir, name);
-	if (!err && filer_hardlink_is_linked(e)) {
-		/* The stub holds no chunks; the last name frees the shared ones. */
-		struct filer_chunk *shared = NULL;
-		size_t nshared = 0;
-		err = filer_hardlink_drop(f->store, tx, e, &shared, &nshared);
-		if (!err && nshared) {
-			err = filer_gc_enqueue(f, tx, shared, nshared);
-			gc = true;
-		}
-		filer_chunks_free(shared, nshared);
-	} else if (!err && e->n_chunks) {
+	if (!err)
+		err = filer_hardlink_release(f->store, tx, e);
+	if (!err && e->n_chunks) {
 		err = filer_gc_enqueue(f, tx, e->chunks, e->n_chunks);
 		gc = true;
 	}

@@ -20,7 +20,6 @@
  *   chunks of a failed commit are queued at once (filer_free_chunks).
  */
 #include "config.h"
-#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -266,29 +265,6 @@ static wfs_err inline_to_chunk(struct upload *u, struct filer_entry *e)
 }
 
 /*
- * Replacing the name old (owned): a hard-linked name leaves its group, and the
- * last name hands over the shared chunks (filer_hardlink.h). Either way
- * old->chunks is then what the replacement must free.
- */
-static wfs_err release_replaced(struct filer *f, struct filer_tx *tx, struct filer_entry *old)
-{
-	struct filer_chunk *freed = NULL;
-	size_t nfreed = 0;
-	wfs_err err;
-
-	if (!filer_hardlink_is_linked(old))
-		return WFS_OK;
-	err = filer_hardlink_drop(f->store, tx, old, &freed, &nfreed);
-	if (err)
-		return err;
-	assert(old->n_chunks == 0); /* a stub keeps no chunks of its own */
-	free(old->chunks);
-	old->chunks = freed;
-	old->n_chunks = old->cap_chunks = nfreed;
-	return WFS_OK;
-}
-
-/*
  * Stores the entry for the finished upload (chunks: the new list, ownership
  * taken; or inline data). Sets the job's response. I/O pool.
  */
@@ -356,7 +332,7 @@ static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		goto out;
 	}
 	if (!u->append && old) {
-		err = release_replaced(f, tx, old);
+		err = filer_hardlink_release(f->store, tx, old);
 		if (err) {
 			fjob_store_error(j, err, "dropping a hard link");
 			goto out;
@@ -421,7 +397,7 @@ static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 			goto out;
 		}
 		if (!err)
-			err = release_replaced(f, tx, old);
+			err = filer_hardlink_release(f->store, tx, old);
 		if (!err) {
 			garbage = old->chunks;
 			ngarbage = old->n_chunks;
