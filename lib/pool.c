@@ -16,6 +16,7 @@ struct pool {
 	pthread_cond_t cond;
 	struct job *head, *tail; /* protected by lock */
 	bool stopping;           /* protected by lock */
+	int idle;                /* workers waiting for a job; protected by lock */
 	int nthreads;
 	pthread_t *threads;
 };
@@ -26,8 +27,11 @@ static void *pool_worker(void *arg)
 	for (;;) {
 		struct job *j;
 		pthread_mutex_lock(&p->lock);
-		while (!p->head && !p->stopping)
+		while (!p->head && !p->stopping) {
+			p->idle++;
 			pthread_cond_wait(&p->cond, &p->lock);
+			p->idle--;
+		}
 		j = p->head;
 		if (!j) {
 			pthread_mutex_unlock(&p->lock);
@@ -65,8 +69,12 @@ void pool_submit(pool *p, pool_fn fn, void *arg)
 	else
 		p->head = j;
 	p->tail = j;
-	pthread_cond_signal(&p->cond);
+	/* Signal after unlocking so the woken worker does not block on the lock we hold;
+	   no signal when every worker is busy (one will find the job before sleeping). */
+	bool wake = p->idle > 0;
 	pthread_mutex_unlock(&p->lock);
+	if (wake)
+		pthread_cond_signal(&p->cond);
 }
 
 void pool_free(pool *p)
