@@ -256,6 +256,13 @@ static wfs_err move_below(struct filer *f, struct filer_tx *tx, const char *from
 			char *name = xstrdup(c->name);
 			filer_entry_set_path(c, to, name);
 			err = filer_store_insert(f->store, tx, c);
+			if (!err && filer_hardlink_is_linked(c)) {
+				char *a = filer_path_join(from, name),
+				     *b = filer_path_join(to, name);
+				err = filer_hardlink_moved(f->store, tx, c, a, b);
+				free(a);
+				free(b);
+			}
 			if (!err && filer_entry_is_dir(c)) {
 				char *a = filer_path_join(from, name),
 				     *b = filer_path_join(to, name);
@@ -701,6 +708,10 @@ static void op_rename(struct fjob *j, struct api_req *r)
 		err = filer_store_update(f->store, tx, a);
 		if (!err)
 			err = filer_store_update(f->store, tx, b);
+		if (!err)
+			err = filer_hardlink_moved(f->store, tx, a, r->path, r->path2);
+		if (!err)
+			err = filer_hardlink_moved(f->store, tx, b, r->path2, r->path);
 		if (!err && (filer_entry_is_dir(src) || filer_entry_is_dir(dst))) {
 			/*
 			 * Swap the subtrees through a parking directory key below
@@ -779,6 +790,8 @@ static void op_rename(struct fjob *j, struct api_req *r)
 	filer_entry_set_path(a, r->dir2, r->name2);
 	a->attr.ctime_ns = now;
 	err = filer_store_insert(f->store, tx, a);
+	if (!err)
+		err = filer_hardlink_moved(f->store, tx, a, r->path, r->path2);
 	if (!err && filer_entry_is_dir(src))
 		err = move_below(f, tx, r->path, r->path2);
 	if (!err)

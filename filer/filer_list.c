@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"
@@ -164,6 +165,22 @@ static wfs_err collect_pages(struct fjob *j, struct collect *c, const char *last
 	return err;
 }
 
+/*
+ * Merges the shared record into every hard-linked name, so a listing shows
+ * the same nlink, size, mode, times and chunks as lookups of each name. A
+ * record that cannot be read leaves the name's stub (logged): the listing
+ * still answers.
+ */
+static void resolve_links(struct fjob *j, struct filer_entry **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		wfs_err err = filer_hardlink_resolve(j->f->store, NULL, &v[i]);
+		if (err)
+			log_warn("listing %s: hard link %s: %s", j->path, v[i]->name,
+				 wfs_strerror(err));
+	}
+}
+
 enum dir_state { DIR_SAME, DIR_GONE, DIR_CHANGED };
 
 /*
@@ -258,6 +275,7 @@ void filer_list_run(struct fjob *j, const struct filer_entry *dir_e)
 		more = true;
 		filer_entry_free(c.v[--c.n]);
 	}
+	resolve_links(j, c.v, c.n);
 	if (wants_html(j)) {
 		render_html(j, c.v, c.n, more, (size_t)limit);
 	} else {

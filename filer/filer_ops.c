@@ -271,6 +271,13 @@ static wfs_err move_child(void *ctx, struct filer_tx *tx, struct filer_entry *ch
 	char *nd = xasprintf("%s%s", m->to, old_dir + strlen(m->from));
 	filer_entry_set_path(child, nd, child->name);
 	err = filer_store_insert(m->f->store, tx, child);
+	if (!err && filer_hardlink_is_linked(child)) {
+		char *op = filer_path_join(old_dir, child->name);
+		char *np = filer_path_join(nd, child->name);
+		err = filer_hardlink_moved(m->f->store, tx, child, op, np);
+		free(op);
+		free(np);
+	}
 	if (!err && filer_entry_is_dir(child)) {
 		char *op = filer_path_join(old_dir, child->name);
 		char *np = filer_path_join(nd, child->name);
@@ -420,6 +427,8 @@ static void move_run(struct fjob *j)
 	filer_entry_set_path(moved, tdir, tname);
 	moved->attr.ctime_ns = (int64_t)time_now_ns();
 	err = filer_store_insert(f->store, tx, moved);
+	if (!err)
+		err = filer_hardlink_moved(f->store, tx, moved, from, to);
 	if (!err && filer_entry_is_dir(src)) {
 		struct mv_ctx m = {f, from, to};
 		err = move_tree(&m, tx, from, to);

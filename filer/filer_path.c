@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "filer/chunk_io.h"
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
@@ -423,9 +424,25 @@ void filer_evs_clear(struct filer_evs *evs)
 	evs->n = evs->cap = 0;
 }
 
+static void fanout_add(void *ctx, const struct filer_entry *old_e, const struct filer_entry *new_e)
+{
+	filer_evs_add(ctx, old_e, new_e);
+}
+
 wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs)
 {
 	wfs_err err = WFS_OK;
+	if (evs->n) {
+		/* the other names of hard-linked files this tx changed (filer_hardlink.h) */
+		size_t n = evs->n;
+		struct filer_hardlink_change *ch = xmalloc(n * sizeof(*ch));
+		for (size_t i = 0; i < n; i++) {
+			ch[i].old_e = evs->v[i].old_e;
+			ch[i].new_e = evs->v[i].new_e;
+		}
+		err = filer_hardlink_fanout(f->store, tx, ch, n, fanout_add, evs);
+		free(ch);
+	}
 	for (size_t i = 0; !err && i < evs->n; i++)
 		err = metalog_append(f->metalog, tx, evs->v[i].old_e, evs->v[i].new_e, NULL);
 	if (err)

@@ -55,9 +55,9 @@ void metalog_shutdown(struct metalog *m);
 
 /*
  * Appends the event old_entry -> new_entry (borrowed, either may be NULL, not
- * both) inside tx, the transaction that makes the change. Call it after the
- * entry changes, last in the transaction (store.h explains why). *ts_ns may
- * be NULL. The thread holding tx.
+ * both) inside tx, the transaction that makes the change; the store writes it
+ * at the commit (store.h). *ts_ns may be NULL; with tx it is set by a
+ * successful commit (filer_store_append_event). The thread holding tx.
  */
 wfs_err metalog_append(struct metalog *m, struct filer_tx *tx, const struct filer_entry *old_entry,
 		       const struct filer_entry *new_entry, int64_t *ts_ns);

@@ -52,12 +52,93 @@ wfs_err filer_store_begin(struct filer_store *s, struct filer_tx **tx)
 	return s->ops->begin(s, tx);
 }
 
-wfs_err filer_store_commit(struct filer_tx *tx) { return tx->store->ops->commit(tx); }
+/* Takes tx's pending events out of it (the backend frees tx at commit or rollback). */
+static struct filer_pending_event *pending_take(struct filer_tx *tx, size_t *n)
+{
+	struct filer_pending_event *p = tx->pending;
+	*n = tx->npending;
+	tx->pending = NULL;
+	tx->npending = tx->cappending = 0;
+	return p;
+}
+
+static void pending_free(struct filer_pending_event *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(p[i].dir);
+		free(p[i].old_path);
+		free(p[i].new_path);
+		buf_free(&p[i].old_blob);
+		buf_free(&p[i].new_blob);
+	}
+	free(p);
+}
+
+/*
+ * Writes the events appended in tx and commits it, with the backend's
+ * commit_events when it has one (the clock is then taken as late as
+ * possible), else by appending each and committing.
+ */
+static wfs_err commit_with_events(struct filer_tx *tx, struct filer_pending_event *p, size_t n)
+{
+	const struct filer_store_ops *ops = tx->store->ops;
+	int64_t now = (int64_t)time_now_ns();
+	int64_t *ts = xcalloc(n, sizeof(*ts));
+	wfs_err err = WFS_OK;
+
+	if (ops->commit_events) {
+		struct filer_event_row *rows = xcalloc(n, sizeof(*rows));
+		for (size_t i = 0; i < n; i++) {
+			rows[i].dir = p[i].dir;
+			rows[i].old_path = p[i].old_path;
+			rows[i].new_path = p[i].new_path;
+			rows[i].old_blob =
+				p[i].old_path ? (const uint8_t *)p[i].old_blob.data : NULL;
+			rows[i].old_len = p[i].old_blob.len;
+			rows[i].new_blob =
+				p[i].new_path ? (const uint8_t *)p[i].new_blob.data : NULL;
+			rows[i].new_len = p[i].new_blob.len;
+		}
+		err = ops->commit_events(tx, now, rows, n, ts);
+		free(rows);
+	} else {
+		struct filer_store *s = tx->store;
+		for (size_t i = 0; !err && i < n; i++)
+			err = ops->append_event(s, tx, now, p[i].dir, p[i].old_path,
+						p[i].old_path ? p[i].old_blob.data : NULL,
+						p[i].old_blob.len, p[i].new_path,
+						p[i].new_path ? p[i].new_blob.data : NULL,
+						p[i].new_blob.len, &ts[i]);
+		if (err)
+			ops->rollback(tx);
+		else
+			err = ops->commit(tx);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		if (p[i].ts_out)
+			*p[i].ts_out = ts[i];
+	free(ts);
+	return err;
+}
+
+wfs_err filer_store_commit(struct filer_tx *tx)
+{
+	size_t n;
+	struct filer_pending_event *p = pending_take(tx, &n);
+	wfs_err err = n ? commit_with_events(tx, p, n) : tx->store->ops->commit(tx);
+	pending_free(p, n);
+	return err;
+}
 
 void filer_store_rollback(struct filer_tx *tx)
 {
-	if (tx)
-		tx->store->ops->rollback(tx);
+	struct filer_pending_event *p;
+	size_t n = 0;
+	if (!tx)
+		return;
+	p = pending_take(tx, &n);
+	pending_free(p, n);
+	tx->store->ops->rollback(tx);
 }
 
 /* A stored directory: "/" or "/a/b" (no trailing slash, no empty/./.. components). */
@@ -322,10 +403,8 @@ wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
 				 const struct filer_entry *old_entry,
 				 const struct filer_entry *new_entry, int64_t *ts_ns)
 {
-	buf ob = BUF_INIT, nb = BUF_INIT;
-	char *op = NULL, *np = NULL;
+	struct filer_pending_event *p;
 	struct own_tx o;
-	int64_t ts = 0;
 	wfs_err err;
 
 	if (ts_ns)
@@ -333,34 +412,37 @@ wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
 	if (!tx_matches(s, tx) || (!old_entry && !new_entry) || !entry_ok(old_entry) ||
 	    !entry_ok(new_entry))
 		return WFS_EINVAL;
-	if (old_entry) {
-		err = filer_entry_encode(old_entry, &ob);
-		if (err)
-			goto out;
-		op = filer_entry_full_path(old_entry);
-	}
-	if (new_entry) {
-		err = filer_entry_encode(new_entry, &nb);
-		if (err)
-			goto out;
-		np = filer_entry_full_path(new_entry);
-	}
 	err = own_begin(s, tx, &o);
 	if (err)
-		goto out;
-	err = s->ops->append_event(s, o.tx, (int64_t)time_now_ns(),
-				   old_entry ? old_entry->dir : new_entry->dir, op,
-				   old_entry ? (const void *)ob.data : NULL, ob.len, np,
-				   new_entry ? (const void *)nb.data : NULL, nb.len, &ts);
-	err = own_end(&o, err);
-	if (!err && ts_ns)
-		*ts_ns = ts;
-out:
-	buf_free(&ob);
-	buf_free(&nb);
-	free(op);
-	free(np);
-	return err;
+		return err;
+	tx = o.tx;
+	if (tx->npending == tx->cappending) {
+		tx->cappending = tx->cappending ? tx->cappending * 2 : 4;
+		tx->pending = xrealloc(tx->pending, tx->cappending * sizeof(*tx->pending));
+	}
+	p = &tx->pending[tx->npending];
+	memset(p, 0, sizeof(*p));
+	p->dir = xstrdup(old_entry ? old_entry->dir : new_entry->dir);
+	p->ts_out = ts_ns;
+	tx->npending++;
+	if (old_entry) {
+		err = filer_entry_encode(old_entry, &p->old_blob);
+		p->old_path = filer_entry_full_path(old_entry);
+	}
+	if (!err && new_entry) {
+		err = filer_entry_encode(new_entry, &p->new_blob);
+		p->new_path = filer_entry_full_path(new_entry);
+	}
+	if (err) {
+		/* not queued after all (the caller's transaction stays usable) */
+		struct filer_pending_event *last = &tx->pending[--tx->npending];
+		free(last->dir);
+		free(last->old_path);
+		free(last->new_path);
+		buf_free(&last->old_blob);
+		buf_free(&last->new_blob);
+	}
+	return own_end(&o, err);
 }
 
 wfs_err filer_store_event_clock(struct filer_store *s, int64_t *ts_ns)

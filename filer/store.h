@@ -130,9 +130,11 @@ char *filer_store_prefix_end(const char *prefix);
  * PostgreSQL database: it is max(now, last + 1), taken from a one-row clock
  * whose row lock is held until the appending transaction ends. Events are
  * therefore visible in ts order, so ts alone is a gap-free resume token.
- * Because the clock lock is held to the end of the transaction, append the
- * events LAST in a transaction, after the entry changes (this keeps the
- * serialised tail short and cannot deadlock against entry row locks).
+ * The events of a transaction are kept in memory and written by its commit,
+ * as late as possible: the clock is taken right before COMMIT (PostgreSQL
+ * sends the appends and the COMMIT in one pipeline), so the serialised part
+ * is only the server's work for the appends and the commit, and taking the
+ * clock after every entry change cannot deadlock against entry row locks.
  */
 struct filer_event {
 	int64_t ts_ns;                 /* unique, strictly increasing per store */
@@ -148,11 +150,14 @@ struct filer_event {
 void filer_event_free(struct filer_event *ev);
 
 /*
- * Appends the event old_entry -> new_entry (both borrowed; either may be NULL,
- * not both) inside tx (NULL: in a transaction of its own). A rename is one
- * event with both. *ts_ns (may be NULL) receives the event's time. The event
- * is visible to readers once tx commits; a rollback removes it. Any thread
- * (the one holding tx).
+ * Appends the event old_entry -> new_entry (both borrowed, encoded now;
+ * either may be NULL, not both) inside tx (NULL: in a transaction of its
+ * own). A rename is one event with both. The event is written when tx
+ * commits (its time is taken then) and is visible to readers from that
+ * commit on; a rollback drops it. *ts_ns (may be NULL) receives the event's
+ * time: with tx, when filer_store_commit succeeds (so the pointer must stay
+ * valid until then; it holds 0 before and after a failed commit), without
+ * tx, on return. Any thread (the one holding tx).
  */
 wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
 				 const struct filer_entry *old_entry,

@@ -6,6 +6,7 @@
 #ifndef WEEDFS_FILER_STORE_IMPL_H
 #define WEEDFS_FILER_STORE_IMPL_H
 
+#include "buf.h"
 #include "filer/store.h"
 
 /* One stored event as a backend reads it (all borrowed for the call). */
@@ -57,6 +58,16 @@ struct filer_store_ops {
 				const char *dir, const char *old_path, const void *old_blob,
 				size_t old_len, const char *new_path, const void *new_blob,
 				size_t new_len, int64_t *ts);
+	/*
+	 * Optional: appends rows[0..n) (n >= 1; their ts is unused) and commits
+	 * tx, releasing it either way; ts[i] receives row i's time. It lets a
+	 * backend take the event clock as late as possible (PostgreSQL sends
+	 * the appends and the COMMIT in one pipeline, so the clock's row lock is
+	 * held only while the server runs them). Without it store.c calls
+	 * append_event per row and then commit.
+	 */
+	wfs_err (*commit_events)(struct filer_tx *tx, int64_t now_ns,
+				 const struct filer_event_row *rows, size_t n, int64_t *ts);
 	wfs_err (*event_clock)(struct filer_store *s, int64_t *ts);
 	/* under == NULL: no filter; else paths equal to under or in [lo, hi). */
 	wfs_err (*read_events)(struct filer_store *s, int64_t since, const char *under,
@@ -81,8 +92,18 @@ struct filer_store {
 	const struct filer_store_ops *ops;
 };
 
+/* An event appended in a transaction, written when it commits (store.c). */
+struct filer_pending_event {
+	char *dir, *old_path, *new_path; /* owned; paths NULL when the side is absent */
+	buf old_blob, new_blob;
+	int64_t *ts_out; /* the caller's, or NULL */
+};
+
+/* Backends allocate their transaction zeroed, with this first. */
 struct filer_tx {
 	struct filer_store *store;
+	struct filer_pending_event *pending; /* owned by store.c */
+	size_t npending, cappending;
 };
 
 extern const struct filer_store_ops filer_store_sqlite_ops;

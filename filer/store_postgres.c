@@ -24,7 +24,10 @@
  * ts + 1)) in the same statement that inserts the event; the row lock it
  * takes is held to the end of the transaction, so appends from every filer
  * serialise there and commit in ts order (a reader never sees ts N+1 before
- * N). Garbage queue: a take is one UPDATE over a SELECT ... FOR UPDATE SKIP
+ * N). store.c hands a transaction's events over at commit
+ * (pg_commit_events), which pipelines the appends with the COMMIT so the
+ * lock is held only for the server's work, not for client round trips.
+ * Garbage queue: a take is one UPDATE over a SELECT ... FOR UPDATE SKIP
  * LOCKED, so concurrent takers lease disjoint ids; id lists travel as one
  * binary text[] parameter.
  */
@@ -264,6 +267,25 @@ static wfs_err map_result(struct pg_conn *c, PGresult *res, const char *what)
 	return WFS_EIO;
 }
 
+/* Prepares statement ps on c (as "s<ps>") unless it is already. */
+static wfs_err prepare(struct pg_conn *c, int ps)
+{
+	char name[8];
+	PGresult *r;
+	wfs_err err = WFS_OK;
+
+	if (c->prepared & (1u << ps))
+		return WFS_OK;
+	snprintf(name, sizeof(name), "s%d", ps);
+	r = PQprepare(c->pg, name, ps_sql[ps], 0, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		err = map_result(c, r, "prepare");
+	else
+		c->prepared |= 1u << ps;
+	PQclear(r);
+	return err;
+}
+
 /*
  * Runs statement ps with n binary parameters on c. *res (caller clears) is the
  * result on WFS_OK.
@@ -279,16 +301,9 @@ static wfs_err run(struct pg_conn *c, int ps, int n, const char *const *vals, co
 
 	*res = NULL;
 	snprintf(name, sizeof(name), "s%d", ps);
-	if (!(c->prepared & (1u << ps))) {
-		r = PQprepare(c->pg, name, ps_sql[ps], 0, NULL);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-			err = map_result(c, r, "prepare");
-			PQclear(r);
-			return err;
-		}
-		PQclear(r);
-		c->prepared |= 1u << ps;
-	}
+	err = prepare(c, ps);
+	if (err)
+		return err;
 	r = PQexecPrepared(c->pg, name, n, vals, lens, formats, 1);
 	st = PQresultStatus(r);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
@@ -682,6 +697,118 @@ static wfs_err pg_append_event(struct filer_store *fs, struct filer_tx *tx, int6
 	return err;
 }
 
+/*
+ * Events sent per pipeline round. Each answers one small row, so a round's
+ * answers fit the socket buffers and neither side blocks writing while the
+ * other is still writing.
+ */
+#define PG_PIPE_BATCH 64
+
+/* Queues the append of row r in the pipeline. */
+static bool pipe_send_append(struct pg_conn *c, int64_t now, const struct filer_event_row *r)
+{
+	static const int formats[6] = {1, 1, 1, 1, 1, 1};
+	struct params p = {.n = 0};
+	char name[8];
+	p_i64(&p, 0, now);
+	p_add(&p, r->dir, strlen(r->dir));
+	p_opt(&p, r->old_path, r->old_path ? strlen(r->old_path) : 0);
+	p_opt(&p, r->old_blob, r->old_len);
+	p_opt(&p, r->new_path, r->new_path ? strlen(r->new_path) : 0);
+	p_opt(&p, r->new_blob, r->new_len);
+	snprintf(name, sizeof(name), "s%d", PS_EV_APPEND);
+	return PQsendQueryPrepared(c->pg, name, p.n, p.v, p.l, formats, 1) == 1;
+}
+
+/*
+ * Reads one round's answers: n appends (times into ts), then the COMMIT when
+ * commit, then the sync. Each query's results end with a NULL; the sync's
+ * result does not.
+ */
+static wfs_err pipe_read(struct pg_conn *c, size_t n, int64_t *ts, bool commit)
+{
+	wfs_err err = WFS_OK;
+	PGresult *r;
+
+	for (size_t q = 0; q < n + (commit ? 1 : 0); q++) {
+		ExecStatusType st;
+		r = PQgetResult(c->pg);
+		if (!r)
+			return err ? err : map_result(c, NULL, "pipeline");
+		st = PQresultStatus(r);
+		if (err || st == PGRES_PIPELINE_ABORTED) {
+			if (!err)
+				err = WFS_EIO;
+		} else if (q == n) {
+			if (st != PGRES_COMMAND_OK)
+				err = map_result(c, r, "COMMIT");
+			else if (strcmp(PQcmdStatus(r), "COMMIT"))
+				err = WFS_EPRECOND; /* an aborted transaction answers ROLLBACK */
+		} else if (st != PGRES_TUPLES_OK) {
+			err = map_result(c, r, "append event");
+		} else if (PQntuples(r) != 1) {
+			err = WFS_ECORRUPT; /* the clock row is missing */
+		} else {
+			ts[q] = get_i64(r, 0, 0);
+		}
+		PQclear(r);
+		while ((r = PQgetResult(c->pg)))
+			PQclear(r);
+	}
+	r = PQgetResult(c->pg);
+	if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+		if (!err)
+			err = map_result(c, r, "pipeline sync");
+	}
+	PQclear(r);
+	return err;
+}
+
+/*
+ * The appends and the COMMIT go out in one pipeline, so the clock's row lock
+ * (taken by the first append) is held only while the server runs them and
+ * the commit, not across client round trips. A transaction with more than
+ * PG_PIPE_BATCH events sends them in rounds; the last carries the COMMIT.
+ */
+static wfs_err pg_commit_events(struct filer_tx *ftx, int64_t now_ns,
+				const struct filer_event_row *rows, size_t n, int64_t *ts)
+{
+	struct pg_tx *tx = (struct pg_tx *)ftx;
+	struct pg_conn *c = tx->c;
+	wfs_err err = prepare(c, PS_EV_APPEND);
+	bool piped = false;
+
+	if (!err && !PQenterPipelineMode(c->pg))
+		err = map_result(c, NULL, "pipeline mode");
+	piped = !err;
+	for (size_t at = 0; !err && at < n;) {
+		size_t k = MIN((size_t)PG_PIPE_BATCH, n - at);
+		bool last = at + k == n;
+		bool sent = true;
+		for (size_t i = 0; sent && i < k; i++)
+			sent = pipe_send_append(c, now_ns, &rows[at + i]);
+		if (sent && last)
+			sent = PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 1) ==
+			       1;
+		if (sent)
+			sent = PQpipelineSync(c->pg) == 1;
+		if (!sent) {
+			err = map_result(c, NULL, "pipeline send");
+			break;
+		}
+		err = pipe_read(c, k, ts + at, last);
+		at += k;
+	}
+	if (piped && !PQexitPipelineMode(c->pg) && !err)
+		err = map_result(c, NULL, "pipeline end");
+	if (err && PQstatus(c->pg) == CONNECTION_OK && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
+	    PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		simple(c, "ROLLBACK", NULL);
+	conn_put((struct pg_store *)tx->base.store, c);
+	free(tx);
+	return err;
+}
+
 static wfs_err pg_event_clock(struct filer_store *fs, int64_t *ts)
 {
 	struct params p = {.n = 0};
@@ -870,6 +997,7 @@ const struct filer_store_ops filer_store_postgres_ops = {
 	.kv_get = pg_kv_get,
 	.kv_delete = pg_kv_delete,
 	.append_event = pg_append_event,
+	.commit_events = pg_commit_events,
 	.event_clock = pg_event_clock,
 	.read_events = pg_read_events,
 	.trim_events = pg_trim_events,

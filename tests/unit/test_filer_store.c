@@ -806,9 +806,54 @@ static void *ev_thread(void *arg)
 	struct evthread *t = arg;
 	for (int i = 0; i < EV_PER_THREAD; i++) {
 		char name[16];
+		int64_t ts;
 		snprintf(name, sizeof(name), "n%04d", i);
 		if (insert_with_event(t->s, t->dir, name, false, &t->ts[i]))
 			t->failures++;
+		/* a rolled-back transaction in between: its event must never be seen */
+		snprintf(name, sizeof(name), "r%04d", i);
+		if (i % 5 == 0 && insert_with_event(t->s, t->dir, name, true, &ts))
+			t->failures++;
+	}
+	return NULL;
+}
+
+/*
+ * A subscriber following the log while the writers run: reads from the
+ * resume token, as the metalog does, until it has want events or the writers
+ * are done and a read finds nothing more.
+ */
+struct evsub {
+	struct filer_store *s;
+	const char *prefix;
+	int64_t since;
+	size_t want;
+	volatile int writers_done; /* set by the main thread after the joins */
+	struct evlist l;
+	int backwards, errors;
+};
+
+static void *ev_subscriber(void *arg)
+{
+	struct evsub *sb = arg;
+	uint64_t deadline = time_mono_ns() + 120000000000ull;
+	while (sb->l.n < sb->want && time_mono_ns() < deadline) {
+		size_t before = sb->l.n;
+		int done = __atomic_load_n(&sb->writers_done, __ATOMIC_ACQUIRE);
+		int64_t next = 0;
+		if (filer_store_read_events(sb->s, sb->since, sb->prefix, 50, ev_collect, &sb->l,
+					    &next)) {
+			sb->errors++;
+			continue;
+		}
+		if (next < sb->since)
+			sb->backwards++;
+		sb->since = next;
+		if (sb->l.n == before) {
+			if (done)
+				break;
+			usleep(500);
+		}
 	}
 	return NULL;
 }
@@ -825,12 +870,19 @@ static void test_events_threads(void)
 	pthread_t th[NTHREADS];
 	struct evthread t[NTHREADS];
 	struct evlist l = {0};
+	struct evsub sb = {0};
+	pthread_t sub_th;
 	int64_t since, *all = xmalloc(sizeof(int64_t) * NTHREADS * EV_PER_THREAD);
 	int failures = 0, bad = 0, dups = 0;
 	size_t pages = 0;
 	uint64_t t0;
 
 	filer_store_event_clock(st, &since);
+	sb.s = st2;
+	sb.prefix = base;
+	sb.since = since;
+	sb.want = (size_t)NTHREADS * EV_PER_THREAD;
+	pthread_create(&sub_th, NULL, ev_subscriber, &sb);
 	t0 = time_mono_ns();
 	for (int i = 0; i < NTHREADS; i++) {
 		t[i].s = i % 2 ? st2 : st; /* half through the other handle: two "filers" */
@@ -856,6 +908,19 @@ static void test_events_threads(void)
 		if (all[i] == all[i - 1])
 			dups++;
 	is_int(dups, 0, "no two events share a ts, across threads and handles");
+
+	__atomic_store_n(&sb.writers_done, 1, __ATOMIC_RELEASE);
+	pthread_join(sub_th, NULL);
+	is_int(sb.errors, 0, "concurrent subscriber: no read failed");
+	is_int(sb.backwards, 0, "concurrent subscriber: the resume token never went back");
+	is_int((int)sb.l.n, NTHREADS * EV_PER_THREAD,
+	       "concurrent subscriber: every committed event, none rolled back");
+	bad = 0;
+	for (size_t i = 0; i < sb.l.n && i < (size_t)NTHREADS * EV_PER_THREAD; i++)
+		if (sb.l.ev[i]->ts_ns != all[i] || ev_name(sb.l.ev[i])[0] != 'n')
+			bad++;
+	is_int(bad, 0, "concurrent subscriber: exactly once each, in clock order");
+	evlist_free(&sb.l);
 
 	is_int(read_all(st, since, base, 333, &l, &pages), WFS_OK, "paged read (333)");
 	is_int(l.n, NTHREADS * EV_PER_THREAD, "every event read");
