@@ -4,7 +4,8 @@
  * net/http does (Seaweed-k1 becomes Seaweed-K1); DELETE ?tagging=K1,K2
  * removes "Seaweed-K1" and "Seaweed-K2" (matched case-sensitively), and a
  * bare DELETE ?tagging removes every tag. One store transaction under the
- * path's lock, with its metadata event.
+ * path's lock, with its metadata event. Tags on a hard-linked name are the
+ * shared file's (filer_hardlink.h), seen through every name.
  */
 #include "config.h"
 #include <ctype.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "log.h"
 #include "util.h"
@@ -92,6 +94,8 @@ static void tag_run(struct fjob *j)
 	err = filer_store_begin(f->store, &tx);
 	if (!err)
 		err = filer_store_find(f->store, tx, j->dir, j->name, &old);
+	if (!err) /* tags of a hard-linked name belong to the shared file */
+		err = filer_hardlink_resolve(f->store, tx, &old);
 	if (err == WFS_ENOENT) {
 		fjob_error(j, 404, "%s: not found", j->path);
 		goto out;
@@ -109,7 +113,8 @@ static void tag_run(struct fjob *j)
 		goto out;
 	}
 	e->attr.ctime_ns = (int64_t)time_now_ns();
-	err = filer_store_update(f->store, tx, e);
+	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
+					  : filer_store_update(f->store, tx, e);
 	if (!err) {
 		filer_evs_add(&evs, old, e);
 		err = filer_commit(f, tx, &evs);

@@ -132,3 +132,18 @@ def test_events_for_every_name(mini_filer):
     assert sorted(k[0] for k in fan(s.events(2))) == ["delete", "delete"]
     assert s.quiet(0.3) == []
     s.close()
+
+
+def test_tagging_a_linked_name_tags_the_file(mini_filer):
+    f = mini_filer
+    assert f.put("/ht/a.txt", b"tagged").status_code == 201
+    ok(f, "link", {"target": "/ht/a.txt", "newPath": "/ht/b.txt"})
+    r = f.put("/ht/b.txt", b"", params={"tagging": ""}, headers={"Seaweed-k": "v"})
+    assert r.status_code == 202, r.text
+    for p in ("/ht/a.txt", "/ht/b.txt"):
+        m = f.meta(p)
+        assert m["Extended"] == {"Seaweed-K": "v"}, (p, m)
+        assert m["Nlink"] == 2
+        assert f.get(p).content == b"tagged"
+    assert f.delete("/ht/a.txt", params={"tagging": ""}).status_code == 202
+    assert "Extended" not in f.meta("/ht/b.txt")
