@@ -21,6 +21,7 @@ struct filer_opts {
 	const char *collection;          /* -collection: default collection, "" = none */
 	const char *default_replication; /* -defaultReplication, "" = the master's */
 	int threads;                     /* -threads: HTTP loop threads, 0 = cores */
+	int tus_expire_seconds;          /* -tus.expireSeconds: idle TUS uploads expire */
 };
 
 struct filer;

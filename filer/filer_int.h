@@ -71,6 +71,7 @@ struct filer {
 	char *replication;           /* default, may be "" */
 	struct filer_events *events; /* filer_events.c: the event stream subscribers */
 	struct filer_ttl *ttl;       /* filer_ttl.c: the expiry sweeper */
+	int64_t tus_expire_s;        /* -tus.expireSeconds: idle TUS sessions expire */
 };
 
 struct filer_evs;
@@ -251,6 +252,11 @@ bool filer_api_route(struct filer *f, http_req *req);
 /* ---- filer_tus.c: resumable uploads (TUS 1.0.0) under /.tus ---- */
 /* Serves req if its path is /.tus or under /.tus/ (then true); false otherwise. Loop thread. */
 bool filer_tus_route(struct filer *f, http_req *req);
+/*
+ * Removes the TUS sessions idle for more than -tus.expireSeconds (their chunks
+ * go to the garbage queue); returns how many. Blocking: the sweeper thread.
+ */
+size_t filer_tus_sweep(struct filer *f);
 
 /* ---- filer_ttl.c: TTL expiry ---- */
 struct filer_ttl;

@@ -67,6 +67,7 @@ void filer_opts_default(struct filer_opts *o)
 	o->collection = "";
 	o->default_replication = "";
 	o->threads = 0;
+	o->tus_expire_seconds = 86400;
 }
 
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
@@ -261,6 +262,12 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	}
 	f->chunk_size = (uint64_t)o->max_mb << 20;
+	if (o->tus_expire_seconds < 1) {
+		log_error("-tus.expireSeconds must be at least 1");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	f->tus_expire_s = o->tus_expire_seconds;
 	if (!o->master || !*o->master) {
 		log_error("-master is required");
 		*err = WFS_EINVAL;
@@ -364,6 +371,8 @@ int filer_main(int argc, char **argv)
 		{"defaultReplication", FLAG_STRING, &o.default_replication,
 		 "replication of new chunks when none is asked for (\"\" = master's default)"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"tus.expireSeconds", FLAG_INT, &o.tus_expire_seconds,
+		 "remove resumable (TUS) uploads idle this long, with their chunks"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

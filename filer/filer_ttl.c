@@ -211,6 +211,7 @@ static void *ttl_main(void *arg)
 		if (stop)
 			break;
 		sweep(t);
+		filer_tus_sweep(t->f);
 	}
 	return NULL;
 }

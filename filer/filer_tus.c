@@ -1,40 +1,49 @@
 /*
- * Resumable uploads: the TUS 1.0.0 protocol (core, creation, termination) at
- * /.tus. See docs/api-filer.md, "Resumable uploads (TUS)".
+ * Resumable uploads: the TUS 1.0.0 protocol (core, creation, termination,
+ * expiration) at /.tus. See docs/api-filer.md, "Resumable uploads (TUS)".
  *
  * DESIGN
  * - POST /.tus/<target> makes a session; HEAD, PATCH and DELETE address it at
  *   /.tus/.uploads/<id>. A session lives in the store's key-value space under
- *   "tus/<id>": target path, length, offset, metadata and the chunks uploaded
- *   so far, so it survives a filer restart (and is shared by filers on one
- *   PostgreSQL database).
+ *   "tus/<id>" (tus_codec.h): target path, length, offset, metadata, when it
+ *   was last touched and the chunks uploaded so far, so it survives a filer
+ *   restart (and is shared by filers on one PostgreSQL database). Its id is
+ *   also listed in one of 256 index records "tus/i/<first two hex digits>",
+ *   so the sweep can find every session (the key-value space has no scan).
  * - A PATCH first checks its Upload-Offset against the session (409 before
- *   reading a byte), then streams the body into a chunk writer (chunk_io.h)
- *   exactly like a normal upload: pieces collect on the loop, an I/O job hands
- *   them to the writer, the body pauses while a job is out. Its chunks carry
- *   absolute file offsets (the writer starts at the session offset).
+ *   reading a byte), then streams the body into chunks (body_chunks.h) that
+ *   carry absolute file offsets (the writer starts at the session offset).
+ *   Chunks uploaded while the body streams sit in the garbage queue under a
+ *   lease, so a filer killed mid-PATCH leaks none of them.
  * - The commit re-reads the session inside one store transaction, under
  *   tus_lock, and appends only if the offset is still the one the PATCH began
- *   at (two racing PATCHes: the loser gets 409 and its chunks are freed). When
- *   the offset reaches the length, the same transaction makes the entry at the
+ *   at (two racing PATCHes: the loser gets 409 and its chunks are freed); the
+ *   same transaction claims the PATCH's chunks off the garbage queue. When
+ *   the offset reaches the length, that transaction makes the entry at the
  *   target (parents, replaced entry's chunks to the garbage queue, metadata
  *   events) and deletes the session, so the file appears atomically.
  * - A PATCH that fails mid-body keeps nothing of it (its chunks are deleted);
  *   the client resumes from the offset HEAD reports.
+ * - Expiry: a session not touched (created or PATCHed) for -tus.expireSeconds
+ *   is gone: HEAD and PATCH answer 404 (and remove it), and the filer's
+ *   periodic sweep (filer_ttl.c) removes the others, its chunks going to the
+ *   garbage queue in the removing transaction.
  * - Lock order: tus_lock, then the target's path lock (filer_int.h order).
  */
 #include "config.h"
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
+#include "filer/body_chunks.h"
 #include "filer/chunk_io.h"
 #include "filer/filer_int.h"
+#include "filer/tus_codec.h"
 #include "log.h"
 #include "util.h"
 
@@ -43,84 +52,13 @@
 #define TUS_VERSION      "1.0.0"
 #define TUS_ID_BYTES     16
 #define TUS_ID_LEN       (TUS_ID_BYTES * 2)
-#define TUS_META_MAX     4096
 #define TUS_CHUNKS_MAX   100000 /* Tus-Max-Size is -maxMB times this */
 #define TUS_SESSION_CAP  10000  /* stored chunks before a PATCH is refused */
-#define TUS_PIECE        (1u << 20)
-#define TUS_MANIFEST_MAX 1000 /* beyond this many chunks, the entry lists manifests */
+#define TUS_MANIFEST_MAX 1000   /* beyond this many chunks, the entry lists manifests */
+#define TUS_INDEX_MAX    100000 /* sessions one index record lists (3.2 MB) */
 
 /* Serialises session read-modify-writes of this process (see DESIGN). */
 static pthread_mutex_t tus_lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct tus_session {
-	char *target;
-	uint64_t length, offset;
-	char *meta; /* the Upload-Metadata header as sent, "" if none */
-	struct filer_chunk *chunks;
-	size_t n;
-};
-
-static void session_clear(struct tus_session *s)
-{
-	free(s->target);
-	free(s->meta);
-	filer_chunks_free(s->chunks, s->n);
-	memset(s, 0, sizeof(*s));
-}
-
-/* "TUS1" length offset tlen target mlen meta chunk-list (big-endian). */
-static void session_encode(const struct tus_session *s, buf *out)
-{
-	uint8_t h[28];
-	size_t tl = strlen(s->target), ml = strlen(s->meta);
-	memcpy(h, "TUS1", 4);
-	put_be64(h + 4, s->length);
-	put_be64(h + 12, s->offset);
-	put_be32(h + 20, (uint32_t)tl);
-	buf_append(out, h, 24);
-	buf_append(out, s->target, tl);
-	put_be32(h, (uint32_t)ml);
-	buf_append(out, h, 4);
-	buf_append(out, s->meta, ml);
-	filer_chunk_list_encode(out, s->chunks, s->n);
-}
-
-static wfs_err session_decode(const uint8_t *p, size_t len, struct tus_session *s)
-{
-	uint32_t tl, ml;
-	size_t used;
-	memset(s, 0, sizeof(*s));
-	if (len < 24 || memcmp(p, "TUS1", 4))
-		return WFS_ECORRUPT;
-	s->length = get_be64(p + 4);
-	s->offset = get_be64(p + 12);
-	tl = get_be32(p + 20);
-	p += 24;
-	len -= 24;
-	if (tl == 0 || tl > FILER_PATH_MAX || len < (size_t)tl + 4 || s->offset > s->length)
-		return WFS_ECORRUPT;
-	s->target = xmalloc(tl + 1);
-	memcpy(s->target, p, tl);
-	s->target[tl] = '\0';
-	p += tl;
-	len -= tl;
-	ml = get_be32(p);
-	p += 4;
-	len -= 4;
-	if (ml > TUS_META_MAX || len < ml)
-		goto bad;
-	s->meta = xmalloc(ml + 1);
-	memcpy(s->meta, p, ml);
-	s->meta[ml] = '\0';
-	p += ml;
-	len -= ml;
-	if (filer_chunk_list_decode(p, len, &used, &s->chunks, &s->n) || used != len)
-		goto bad;
-	return WFS_OK;
-bad:
-	session_clear(s);
-	return WFS_ECORRUPT;
-}
 
 static void session_key(const char *id, char *key, size_t *klen)
 {
@@ -135,10 +73,11 @@ static wfs_err session_load(struct filer *f, struct filer_tx *tx, const char *id
 	size_t klen, vlen = 0;
 	void *val = NULL;
 	wfs_err err;
+	memset(s, 0, sizeof(*s));
 	session_key(id, key, &klen);
 	err = filer_store_kv_get(f->store, tx, key, klen, &val, &vlen);
 	if (!err)
-		err = session_decode(val, vlen, s);
+		err = tus_session_decode(val, vlen, s);
 	free(val);
 	return err;
 }
@@ -151,7 +90,7 @@ static wfs_err session_save(struct filer *f, struct filer_tx *tx, const char *id
 	buf b = {0};
 	wfs_err err;
 	session_key(id, key, &klen);
-	session_encode(s, &b);
+	tus_session_encode(s, &b);
 	err = b.len > FILER_KV_VALUE_MAX
 		      ? WFS_ETOOBIG
 		      : filer_store_kv_put(f->store, tx, key, klen, b.data, b.len);
@@ -167,6 +106,175 @@ static wfs_err session_delete(struct filer *f, struct filer_tx *tx, const char *
 	return filer_store_kv_delete(f->store, tx, key, klen);
 }
 
+/* ---- the session index: "tus/i/<xx>" lists the ids starting with xx ---- */
+
+static size_t index_key(const char *id, char *key)
+{
+	return (size_t)snprintf(key, 16, "tus/i/%.2s", id);
+}
+
+/* The ids of index record key (a multiple of TUS_ID_LEN bytes); *ids caller frees. */
+static wfs_err index_get(struct filer *f, struct filer_tx *tx, const char *key, size_t klen,
+			 char **ids, size_t *len)
+{
+	void *val = NULL;
+	wfs_err err = filer_store_kv_get(f->store, tx, key, klen, &val, len);
+	if (err == WFS_ENOENT) {
+		*len = 0;
+		err = WFS_OK;
+	}
+	if (!err && *len % TUS_ID_LEN) {
+		log_warn("tus: index record %.*s is corrupt (%zu bytes): rebuilt", (int)klen, key,
+			 *len);
+		*len -= *len % TUS_ID_LEN;
+	}
+	*ids = val;
+	return err;
+}
+
+/* Adds (add) or removes id in its index record, inside tx. */
+static wfs_err index_update(struct filer *f, struct filer_tx *tx, const char *id, bool add)
+{
+	char key[16], *ids = NULL;
+	size_t klen = index_key(id, key), len = 0, i;
+	wfs_err err = index_get(f, tx, key, klen, &ids, &len);
+	if (err)
+		return err;
+	for (i = 0; i < len; i += TUS_ID_LEN)
+		if (!memcmp(ids + i, id, TUS_ID_LEN))
+			break;
+	if (add && i == len) {
+		if (len / TUS_ID_LEN >= TUS_INDEX_MAX) {
+			free(ids);
+			return WFS_ETOOBIG;
+		}
+		ids = xrealloc(ids, len + TUS_ID_LEN);
+		memcpy(ids + len, id, TUS_ID_LEN);
+		err = filer_store_kv_put(f->store, tx, key, klen, ids, len + TUS_ID_LEN);
+	} else if (!add && i < len) {
+		memmove(ids + i, ids + i + TUS_ID_LEN, len - i - TUS_ID_LEN);
+		len -= TUS_ID_LEN;
+		err = len ? filer_store_kv_put(f->store, tx, key, klen, ids, len)
+			  : filer_store_kv_delete(f->store, tx, key, klen);
+	}
+	free(ids);
+	return err;
+}
+
+/* ---- expiry ---- */
+
+static int64_t session_expires_ns(const struct filer *f, const struct tus_session *s)
+{
+	/* a "TUS1" record (touched 0) predates expiry: it counts as expired */
+	return s->touched_ns + f->tus_expire_s * 1000000000;
+}
+
+static bool session_expired(const struct filer *f, const struct tus_session *s)
+{
+	return session_expires_ns(f, s) <= (int64_t)time_now_ns();
+}
+
+/*
+ * Removes session id (when only_expired, only if it expired), its chunks to
+ * the garbage queue, in one transaction under tus_lock; *removed tells whether
+ * it went. WFS_ENOENT if there is none (a stale index entry is dropped).
+ * Worker or sweeper thread.
+ */
+static wfs_err session_remove(struct filer *f, const char *id, bool only_expired, bool *removed)
+{
+	struct filer_tx *tx = NULL;
+	struct tus_session s = {0};
+	wfs_err err, e2;
+
+	*removed = false;
+	pthread_mutex_lock(&tus_lock);
+	err = filer_store_begin(f->store, &tx);
+	if (!err)
+		err = session_load(f, tx, id, &s);
+	if (err == WFS_ENOENT) {
+		e2 = index_update(f, tx, id, false);
+		if (!e2) {
+			e2 = filer_store_commit(tx);
+			tx = NULL;
+		}
+		if (e2)
+			err = e2;
+	} else if (!err && (!only_expired || session_expired(f, &s))) {
+		err = filer_gc_enqueue(f, tx, s.chunks, s.n);
+		if (!err)
+			err = session_delete(f, tx, id);
+		if (!err)
+			err = index_update(f, tx, id, false);
+		if (!err) {
+			err = filer_store_commit(tx);
+			tx = NULL;
+		}
+		*removed = !err;
+	}
+	filer_store_rollback(tx);
+	pthread_mutex_unlock(&tus_lock);
+	if (*removed) {
+		if (only_expired)
+			log_info("tus: upload %s to %s expired (%" PRIu64 " of %" PRIu64
+				 " bytes, %zu chunks)",
+				 id, s.target, s.offset, s.length, s.n);
+		if (s.n)
+			filer_gc_kick(f);
+	}
+	tus_session_clear(&s);
+	return err;
+}
+
+size_t filer_tus_sweep(struct filer *f)
+{
+	size_t removed = 0;
+	for (unsigned b = 0; b < 256; b++) {
+		char key[16], *ids = NULL, id[TUS_ID_LEN + 1];
+		size_t klen, len = 0;
+		wfs_err err;
+		snprintf(id, sizeof(id), "%02x", b);
+		klen = index_key(id, key);
+		err = index_get(f, NULL, key, klen, &ids, &len);
+		for (size_t i = 0; !err && i < len; i += TUS_ID_LEN) {
+			struct tus_session s;
+			bool gone;
+			memcpy(id, ids + i, TUS_ID_LEN);
+			id[TUS_ID_LEN] = '\0';
+			err = session_load(f, NULL, id, &s);
+			if (err == WFS_ENOENT || (!err && session_expired(f, &s))) {
+				err = session_remove(f, id, true, &gone);
+				removed += gone;
+			}
+			if (err == WFS_ENOENT)
+				err = WFS_OK;
+			if (err == WFS_ECORRUPT) {
+				log_warn("tus: session %s is corrupt; left alone", id);
+				err = WFS_OK;
+			}
+			tus_session_clear(&s);
+		}
+		free(ids);
+		if (err) {
+			log_warn("tus sweep stopped early: %s", wfs_strerror(err));
+			break;
+		}
+	}
+	return removed;
+}
+
+/* An RFC 7231 IMF-fixdate. */
+static void http_date(int64_t ns, char out[40])
+{
+	static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+	static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(out, 40, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7], tm.tm_mday,
+		 months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
 /* ---- request state ---- */
 
 struct tus_req {
@@ -176,22 +284,14 @@ struct tus_req {
 	struct tus_session s; /* POST: the new session */
 	/* PATCH */
 	uint64_t start, length;
-	chunk_writer *cw;
-	struct chunk_writer_opts cwo;
-	buf fill, wbuf;
-	bool inflight, paused, body_done;
-	int status; /* a failure to answer, 0 while all is well */
-	char errmsg[200];
-	wfs_err job_err;
+	struct body_chunks *bc;
 };
 
 static void tus_req_free(struct tus_req *t)
 {
 	filer_live_remove(t->j->f, &t->live);
-	chunk_writer_free(t->cw);
-	buf_free(&t->fill);
-	buf_free(&t->wbuf);
-	session_clear(&t->s);
+	body_chunks_free(t->bc);
+	tus_session_clear(&t->s);
 	free(t);
 }
 
@@ -228,6 +328,13 @@ static void tus_offset_header(struct fjob *j, uint64_t off)
 	char v[24];
 	snprintf(v, sizeof(v), "%" PRIu64, off);
 	fjob_resp_header(j, "Upload-Offset", v);
+}
+
+static void tus_expires_header(struct fjob *j, const struct tus_session *s)
+{
+	char v[40];
+	http_date(session_expires_ns(j->f, s), v);
+	fjob_resp_header(j, "Upload-Expires", v);
 }
 
 /* Runs fn on a pool; answers 503 when the filer is stopping. Loop thread. */
@@ -327,6 +434,8 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 		err = session_delete(f, tx, t->id);
 		if (err == WFS_ENOENT) /* an empty upload never stored a session */
 			err = WFS_OK;
+		else if (!err)
+			err = index_update(f, tx, t->id, false);
 	}
 	if (err) {
 		fjob_store_error(j, err, "saving the entry");
@@ -404,12 +513,17 @@ static void create_run(void *arg)
 		if (err)
 			goto out;
 	} else {
+		t->s.touched_ns = (int64_t)time_now_ns();
 		if (!err)
 			err = session_save(f, tx, t->id, &t->s);
+		if (!err)
+			err = index_update(f, tx, t->id, true);
 		if (!err) {
 			err = filer_store_commit(tx);
 			tx = NULL;
 		}
+		if (!err)
+			tus_expires_header(j, &t->s);
 		filer_store_rollback(tx);
 		tx = NULL;
 		pthread_mutex_unlock(&tus_lock);
@@ -424,39 +538,6 @@ static void create_run(void *arg)
 	j->status = 201;
 out:
 	http_req_defer(j->req, tus_respond, t);
-}
-
-/* "key base64,key2 base64,key3": keys printable without space or comma. */
-static bool metadata_valid(const char *m)
-{
-	const char *p = m;
-	if (strlen(m) > TUS_META_MAX)
-		return false;
-	if (!*p)
-		return true;
-	for (;;) {
-		const char *k;
-		while (*p == ' ')
-			p++;
-		k = p;
-		while (*p > ' ' && *p < 127 && *p != ',')
-			p++;
-		if (p == k)
-			return false;
-		if (*p == ' ') {
-			p++;
-			while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-			       (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' || *p == '=')
-				p++;
-		}
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return true;
-		if (*p != ',')
-			return false;
-		p++;
-	}
 }
 
 static void handle_create(struct filer *f, http_req *req, const char *raw)
@@ -481,7 +562,7 @@ static void handle_create(struct filer *f, http_req *req, const char *raw)
 				tus_max_size(f));
 		return;
 	}
-	if (md && !metadata_valid(md)) {
+	if (md && !tus_metadata_valid(md)) {
 		http_resp_error(req, 400, "malformed Upload-Metadata");
 		return;
 	}
@@ -511,8 +592,15 @@ static void head_run(void *arg)
 	struct tus_session s;
 	char v[24];
 	wfs_err err = session_load(j->f, NULL, t->id, &s);
+	bool gone;
 
 	fjob_resp_header(j, "Cache-Control", "no-store");
+	if (!err && session_expired(j->f, &s)) {
+		tus_session_clear(&s);
+		err = session_remove(j->f, t->id, true, &gone);
+		if (!err)
+			err = WFS_ENOENT;
+	}
 	if (err == WFS_ENOENT) {
 		j->status = 404;
 	} else if (err) {
@@ -523,8 +611,9 @@ static void head_run(void *arg)
 		fjob_resp_header(j, "Upload-Length", v);
 		if (*s.meta)
 			fjob_resp_header(j, "Upload-Metadata", s.meta);
+		tus_expires_header(j, &s);
 		j->status = 200;
-		session_clear(&s);
+		tus_session_clear(&s);
 	}
 	http_req_defer(j->req, tus_respond, t);
 }
@@ -533,109 +622,36 @@ static void delete_run(void *arg)
 {
 	struct tus_req *t = arg;
 	struct fjob *j = t->j;
-	struct filer *f = j->f;
-	struct filer_tx *tx = NULL;
-	struct tus_session s = {0};
-	wfs_err err;
+	bool gone;
+	wfs_err err = session_remove(j->f, t->id, false, &gone);
 
-	pthread_mutex_lock(&tus_lock);
-	err = filer_store_begin(f->store, &tx);
-	if (!err)
-		err = session_load(f, tx, t->id, &s);
-	if (!err)
-		err = filer_gc_enqueue(f, tx, s.chunks, s.n);
-	if (!err)
-		err = session_delete(f, tx, t->id);
-	if (!err) {
-		err = filer_store_commit(tx);
-		tx = NULL;
-	}
-	filer_store_rollback(tx);
-	pthread_mutex_unlock(&tus_lock);
 	if (err == WFS_ENOENT)
 		fjob_error(j, 404, "no such upload");
 	else if (err)
 		fjob_store_error(j, err, "terminating the upload");
 	else
 		j->status = 204;
-	if (!err && s.n)
-		filer_gc_kick(f);
-	session_clear(&s);
 	http_req_defer(j->req, tus_respond, t);
 }
 
 /* ---- PATCH ---- */
 
-static void patch_fail(struct tus_req *t, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void patch_fail(struct tus_req *t, int status, const char *fmt, ...)
-{
-	va_list ap;
-	if (t->status)
-		return;
-	t->status = status;
-	va_start(ap, fmt);
-	vsnprintf(t->errmsg, sizeof(t->errmsg), fmt, ap);
-	va_end(ap);
-}
-
-static void patch_pump(struct tus_req *t);
-
-static void patch_job_done(http_req *req, void *arg)
-{
-	struct tus_req *t = arg;
-	(void)req;
-	t->inflight = false;
-	if (t->job_err)
-		patch_fail(t, 503, "could not store the data: %s", wfs_strerror(t->job_err));
-	patch_pump(t);
-}
-
-static void patch_job_write(void *arg)
-{
-	struct tus_req *t = arg;
-	t->job_err = chunk_writer_write(t->cw, t->wbuf.data, t->wbuf.len);
-	buf_reset(&t->wbuf);
-	http_req_defer(t->j->req, patch_job_done, t);
-}
-
-static void patch_job_abort(void *arg)
-{
-	struct tus_req *t = arg;
-	chunk_writer_free(t->cw); /* deletes what was uploaded */
-	t->cw = NULL;
-	fjob_error(t->j, t->status, "%s", t->errmsg);
-	http_req_defer(t->j->req, tus_respond, t);
-}
-
 /* Records the PATCH's chunks in the session (and completes it). I/O pool. */
-static void patch_job_commit(void *arg)
+static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64_t size)
 {
 	struct tus_req *t = arg;
 	struct fjob *j = t->j;
 	struct filer *f = j->f;
-	struct filer_chunk *chunks = NULL;
 	struct filer_tx *tx = NULL;
 	struct tus_session s = {0};
-	size_t n = 0;
-	uint64_t size;
 	wfs_err err;
 
-	err = t->wbuf.len ? chunk_writer_write(t->cw, t->wbuf.data, t->wbuf.len) : WFS_OK;
-	buf_reset(&t->wbuf);
-	size = chunk_writer_size(t->cw);
-	if (!err)
-		err = chunk_writer_finish(t->cw, &chunks, &n);
-	if (err) {
-		fjob_error(j, 503, "could not store the data: %s", wfs_strerror(err));
-		goto out;
-	}
 	pthread_mutex_lock(&tus_lock);
 	err = filer_store_begin(f->store, &tx);
 	if (!err)
 		err = session_load(f, tx, t->id, &s);
 	if (err == WFS_ENOENT) {
-		fjob_error(j, 404, "the upload was terminated or completed meanwhile");
+		fjob_error(j, 404, "the upload was terminated, completed or expired meanwhile");
 	} else if (err) {
 		fjob_store_error(j, err, "loading the upload session");
 	} else if (s.offset != t->start) {
@@ -648,7 +664,11 @@ static void patch_job_commit(void *arg)
 			filer_chunk_copy(&s.chunks[s.n + i], &chunks[i]);
 		s.n += n;
 		s.offset += size;
-		if (s.offset == s.length) {
+		s.touched_ns = (int64_t)time_now_ns();
+		err = body_chunks_claim(t->bc, tx);
+		if (err) {
+			fjob_store_error(j, err, "claiming the uploaded chunks");
+		} else if (s.offset == s.length) {
 			err = finalize(t, tx, &s);
 			tx = NULL;
 		} else {
@@ -659,6 +679,8 @@ static void patch_job_commit(void *arg)
 			}
 			if (err)
 				fjob_store_error(j, err, "saving the upload session");
+			else
+				tus_expires_header(j, &s);
 		}
 		if (!err) {
 			tus_offset_header(j, s.offset);
@@ -673,89 +695,34 @@ static void patch_job_commit(void *arg)
 		chunks = NULL;
 		n = 0;
 	}
-out:
 	filer_free_chunks(f, chunks, n);
-	session_clear(&s);
-	http_req_defer(j->req, tus_respond, t);
+	tus_session_clear(&s);
+	return !err;
 }
 
-/* Hands fill to a job. Loop thread; nothing in flight. */
-static void patch_submit(struct tus_req *t, pool_fn fn)
-{
-	buf tmp = t->wbuf;
-	t->wbuf = t->fill;
-	t->fill = tmp;
-	buf_reset(&t->fill);
-	t->inflight = true;
-	if (!filer_submit(t->j->f, true, fn, t)) {
-		t->inflight = false;
-		patch_fail(t, 503, "filer is stopping");
-	}
-}
-
-/* Moves the PATCH on after any change; may free t. Loop thread. */
-static void patch_pump(struct tus_req *t)
-{
-	if (t->inflight)
-		return;
-	if (t->status) {
-		t->inflight = true;
-		if (!filer_submit(t->j->f, true, patch_job_abort, t)) {
-			fjob_error(t->j, t->status, "%s", t->errmsg);
-			tus_respond(t->j->req, t);
-		}
-		return;
-	}
-	if (t->body_done) {
-		patch_submit(t, patch_job_commit);
-		if (!t->inflight)
-			patch_pump(t);
-		return;
-	}
-	if (t->fill.len >= TUS_PIECE) {
-		patch_submit(t, patch_job_write);
-		if (!t->inflight) {
-			patch_pump(t);
-			return;
-		}
-	}
-	if (t->paused && t->fill.len < TUS_PIECE) {
-		t->paused = false;
-		http_req_resume_body(t->j->req);
-	}
-}
-
-static bool patch_on_data(http_req *req, const char *data, size_t len, void *arg)
+static void patch_respond(void *arg)
 {
 	struct tus_req *t = arg;
-	(void)req;
-	if (t->status)
-		return true; /* failing: drain quietly until the job is back */
-	buf_append(&t->fill, data, len);
-	if (t->fill.len >= TUS_PIECE && !t->inflight)
-		patch_submit(t, patch_job_write);
-	if (t->status) {
-		patch_pump(t); /* may free t */
-		return false;
-	}
-	if (t->fill.len >= TUS_PIECE) {
-		t->paused = true;
-		return false;
-	}
-	return true;
+	tus_respond(t->j->req, t);
 }
 
-static void patch_on_end(http_req *req, wfs_err err, void *arg)
+static void patch_end(void *arg, wfs_err err)
 {
 	struct tus_req *t = arg;
-	(void)req;
-	t->body_done = true;
 	if (err == WFS_ETOOBIG)
-		patch_fail(t, 413, "the body goes past Upload-Length %" PRIu64, t->length);
+		body_chunks_fail(t->bc, 413, "the body goes past Upload-Length %" PRIu64,
+				 t->length);
 	else if (err)
-		patch_fail(t, 400, "body interrupted: %s", wfs_strerror(err));
-	patch_pump(t);
+		body_chunks_fail(t->bc, 400, "body interrupted: %s", wfs_strerror(err));
 }
+
+static const struct body_chunks_ops patch_ops = {
+	.what = "the data",
+	.journal = true,
+	.end = patch_end,
+	.commit = patch_commit,
+	.respond = patch_respond,
+};
 
 /* After the offset check: streams the body or answers. Loop thread. */
 static void patch_checked(http_req *req, void *arg)
@@ -763,6 +730,7 @@ static void patch_checked(http_req *req, void *arg)
 	struct tus_req *t = arg;
 	struct filer *f = t->j->f;
 	int64_t cl = http_req_content_length(req);
+	struct chunk_writer_opts cwo = {0};
 	wfs_err err;
 
 	if (t->j->status != 100) {
@@ -774,17 +742,17 @@ static void patch_checked(http_req *req, void *arg)
 		tus_respond(req, t);
 		return;
 	}
-	t->cwo.chunk_size = f->chunk_size;
-	t->cwo.offset = t->start;
-	t->cwo.collection = *f->collection ? f->collection : NULL;
-	t->cwo.replication = *f->replication ? f->replication : NULL;
-	t->cw = chunk_writer_new(f->bc, &t->cwo, &err);
-	if (!t->cw) {
+	cwo.chunk_size = f->chunk_size;
+	cwo.offset = t->start;
+	cwo.collection = *f->collection ? f->collection : NULL;
+	cwo.replication = *f->replication ? f->replication : NULL;
+	t->bc = body_chunks_new(t->j, &cwo, &patch_ops, t, &err);
+	if (!t->bc) {
 		fjob_error(t->j, 500, "chunk writer: %s", wfs_strerror(err));
 		tus_respond(req, t);
 		return;
 	}
-	http_req_stream_body(req, t->length - t->start, patch_on_data, patch_on_end, t);
+	body_chunks_start(t->bc, t->length - t->start);
 }
 
 static void patch_check_run(void *arg)
@@ -793,7 +761,14 @@ static void patch_check_run(void *arg)
 	struct fjob *j = t->j;
 	struct tus_session s;
 	wfs_err err = session_load(j->f, NULL, t->id, &s);
+	bool gone;
 
+	if (!err && session_expired(j->f, &s)) {
+		tus_session_clear(&s);
+		err = session_remove(j->f, t->id, true, &gone);
+		if (!err)
+			err = WFS_ENOENT;
+	}
 	if (err == WFS_ENOENT) {
 		fjob_error(j, 404, "no such upload");
 	} else if (err) {
@@ -810,7 +785,7 @@ static void patch_check_run(void *arg)
 			t->length = s.length;
 			j->status = 100; /* go on: stream the body */
 		}
-		session_clear(&s);
+		tus_session_clear(&s);
 	}
 	http_req_defer(j->req, patch_checked, t);
 }
@@ -863,14 +838,15 @@ bool filer_tus_route(struct filer *f, http_req *req)
 	if (m == HTTP_OPTIONS) {
 		snprintf(max, sizeof(max), "%" PRIu64, tus_max_size(f));
 		http_resp_header(req, "Tus-Version", TUS_VERSION);
-		http_resp_header(req, "Tus-Extension", "creation,termination");
+		http_resp_header(req, "Tus-Extension", "creation,termination,expiration");
 		http_resp_header(req, "Tus-Max-Size", max);
 		http_resp_header(req, "Access-Control-Allow-Methods",
 				 "POST, HEAD, PATCH, DELETE, OPTIONS");
 		http_resp_header(req, "Access-Control-Allow-Headers", "*");
 		http_resp_header(req, "Access-Control-Expose-Headers",
 				 "Location, Upload-Offset, Upload-Length, Upload-Metadata, "
-				 "Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size");
+				 "Upload-Expires, Tus-Resumable, Tus-Version, Tus-Extension, "
+				 "Tus-Max-Size");
 		http_resp_send(req, 204, NULL, 0);
 		return true;
 	}

@@ -4,29 +4,25 @@
  * "/" without a form).
  *
  * DESIGN
- * - The body streams (http_req_stream_body). Bytes collect in `fill`; once it
- *   holds WRITE_PIECE bytes an I/O job hands them to the chunk writer
- *   (chunk_io.h), which cuts -maxMB chunks and uploads several in parallel,
- *   blocking the job while its uploads are full. Meanwhile the loop fills the
- *   next piece; if that fills too before the job is back, the body is paused
- *   and resumed when it returns. An upload thus holds two pieces plus the
- *   writer's bounded buffers, whatever its size.
- * - At most one job per upload is in flight and the response is sent only
- *   when none is, so a job never outlives its request.
- * - The commit job finishes the writer (small bodies stay inline in the
- *   entry), then, under the path's lock and in one store transaction, makes
- *   the parents, reads the old entry, inserts or replaces it and queues the
- *   replaced entry's chunks in the garbage queue (filer_gc_enqueue). The
+ * - The body streams into -maxMB chunks through body_chunks.h (bounded
+ *   memory, back-pressure); a multipart form's file part is picked out on the
+ *   way. Uploads do not record their chunks in the garbage queue while the
+ *   body streams (see body_chunks.c: the cost), so a filer killed mid-PUT
+ *   leaves that PUT's chunks on the volume servers.
+ * - The commit (small bodies stay inline in the entry) runs under the path's
+ *   lock and in one store transaction: makes the parents, reads the old
+ *   entry, inserts or replaces it, queues the replaced entry's chunks in the
+ *   garbage queue (filer_gc_enqueue) and claims the new ones off it. The
  *   chunks of a failed commit are queued at once (filer_free_chunks).
  */
 #include "config.h"
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include "filer/body_chunks.h"
 #include "filer/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -34,22 +30,16 @@
 #include "log.h"
 #include "util.h"
 
-#define WRITE_PIECE         (1u << 20)
 #define MAX_CHUNKS_PER_FILE 100000 /* bounds a single upload: maxMB * this */
 #define MANIFEST_BATCH      1000   /* beyond this many chunks, lists go to manifests */
 
 struct upload {
 	struct filer_live live; /* first: drop() casts back */
 	struct fjob *j;
-	chunk_writer *cw;
+	struct body_chunks *bc;
 	struct chunk_writer_opts cwo;
 	char *ttl_s, *dc, *rack, *collection, *replication;
 	multipart *mp;
-	buf fill, wbuf;
-	bool inflight, paused, body_done;
-	int status; /* a failure to answer, 0 while all is well */
-	char errmsg[300];
-	wfs_err job_err;
 	/* multipart */
 	bool in_file_part, seen_file_part;
 	char *part_filename, *part_ctype;
@@ -64,10 +54,8 @@ struct upload {
 static void upload_free(struct upload *u)
 {
 	filer_live_remove(u->j->f, &u->live);
-	chunk_writer_free(u->cw);
+	body_chunks_free(u->bc);
 	multipart_free(u->mp);
-	buf_free(&u->fill);
-	buf_free(&u->wbuf);
 	free(u->part_filename);
 	free(u->part_ctype);
 	free(u->mime);
@@ -77,19 +65,6 @@ static void upload_free(struct upload *u)
 	free(u->collection);
 	free(u->replication);
 	free(u);
-}
-
-static void fail(struct upload *u, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fail(struct upload *u, int status, const char *fmt, ...)
-{
-	va_list ap;
-	if (u->status)
-		return;
-	u->status = status;
-	va_start(ap, fmt);
-	vsnprintf(u->errmsg, sizeof(u->errmsg), fmt, ap);
-	va_end(ap);
 }
 
 /* The server stopped mid-upload: abort the writer (deleting its chunks), free all. */
@@ -266,9 +241,9 @@ static wfs_err inline_to_chunk(struct upload *u, struct filer_entry *e)
 
 /*
  * Stores the entry for the finished upload (chunks: the new list, ownership
- * taken; or inline data). Sets the job's response. I/O pool.
+ * taken; or inline data). Sets the job's response; true once committed. I/O pool.
  */
-static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
+static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 			 const uint8_t *idata, size_t ilen, bool is_inline, uint64_t size)
 {
 	struct fjob *j = u->j;
@@ -281,7 +256,7 @@ static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 	const char *dir = j->dir, *name = j->name;
 	char *dirbuf = NULL, *full = NULL;
 	int64_t now = (int64_t)time_now_ns();
-	bool locked = false;
+	bool locked = false, committed = false;
 	wfs_err err;
 
 	if (j->trailing_slash) {
@@ -406,6 +381,8 @@ static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 	}
 	if (!err)
 		err = filer_gc_enqueue(f, tx, garbage, ngarbage);
+	if (!err)
+		err = body_chunks_claim(u->bc, tx);
 	if (err) {
 		fjob_store_error(j, err, "saving the entry");
 		goto out;
@@ -418,6 +395,7 @@ static void commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		goto out;
 	}
 	/* the new chunks now belong to the entry */
+	committed = true;
 	filer_chunks_free(chunks, n);
 	chunks = NULL;
 	n = 0;
@@ -444,63 +422,22 @@ out:
 	filer_entry_free(e);
 	free(dirbuf);
 	free(full);
+	return committed;
 }
 
-/* ---- body streaming ---- */
+/* ---- body streaming (body_chunks.h) ---- */
 
-static void pump(struct upload *u);
-
-static void job_done(http_req *req, void *arg)
+/* I/O pool: the whole body is in chunks (or inline); stores the entry. */
+static bool upload_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64_t size)
 {
 	struct upload *u = arg;
-	(void)req;
-	u->inflight = false;
-	if (u->job_err)
-		fail(u, u->job_err == WFS_EINVAL ? 400 : 503, "could not store the upload: %s",
-		     wfs_strerror(u->job_err));
-	pump(u);
-}
-
-static void job_write(void *arg)
-{
-	struct upload *u = arg;
-	u->job_err = chunk_writer_write(u->cw, u->wbuf.data, u->wbuf.len);
-	buf_reset(&u->wbuf);
-	http_req_defer(u->j->req, job_done, u);
-}
-
-/* Answers on the loop: the commit's or the failure's response; frees u. */
-static void final_done(http_req *req, void *arg)
-{
-	struct upload *u = arg;
-	struct fjob *j = u->j;
-	(void)req;
-	upload_free(u);
-	fjob_respond(j);
-}
-
-static void job_commit(void *arg)
-{
-	struct upload *u = arg;
-	struct filer_chunk *chunks = NULL, *packed = NULL;
-	size_t n = 0, npacked = 0;
+	struct filer_chunk *packed = NULL;
+	size_t npacked = 0;
 	const uint8_t *idata = NULL;
 	size_t ilen = 0;
-	bool is_inline;
-	uint64_t size;
+	bool is_inline = body_chunks_inline(u->bc, &idata, &ilen);
 	wfs_err err;
 
-	err = u->wbuf.len ? chunk_writer_write(u->cw, u->wbuf.data, u->wbuf.len) : WFS_OK;
-	buf_reset(&u->wbuf);
-	size = chunk_writer_size(u->cw);
-	if (!err)
-		err = chunk_writer_finish(u->cw, &chunks, &n);
-	if (err) {
-		fjob_error(u->j, err == WFS_EINVAL ? 400 : 503, "could not store the upload: %s",
-			   wfs_strerror(err));
-		goto out;
-	}
-	is_inline = chunk_writer_inline(u->cw, &idata, &ilen);
 	if (n > MANIFEST_BATCH) {
 		err = chunk_manifestize(u->j->f->bc, &u->cwo, chunks, n, MANIFEST_BATCH, &packed,
 					&npacked);
@@ -508,82 +445,22 @@ static void job_commit(void *arg)
 			fjob_error(u->j, 503, "could not store the chunk manifest: %s",
 				   wfs_strerror(err));
 			filer_free_chunks(u->j->f, chunks, n);
-			goto out;
+			return false;
 		}
 		filer_chunks_free(chunks, n);
 		chunks = packed;
 		n = npacked;
 	}
-	commit_entry(u, chunks, n, idata, ilen, is_inline, size);
-out:
-	http_req_defer(u->j->req, final_done, u);
+	return commit_entry(u, chunks, n, idata, ilen, is_inline, size);
 }
 
-static void job_abort(void *arg)
+/* Answers on the loop: the commit's or the failure's response; frees u. */
+static void upload_respond(void *arg)
 {
 	struct upload *u = arg;
-	chunk_writer_free(u->cw); /* deletes what was uploaded */
-	u->cw = NULL;
-	fjob_error(u->j, u->status, "%s", u->errmsg);
-	http_req_defer(u->j->req, final_done, u);
-}
-
-/* Hands fill to a job. Loop thread; nothing in flight. */
-static void submit(struct upload *u, pool_fn fn)
-{
-	buf t = u->wbuf;
-	u->wbuf = u->fill;
-	u->fill = t;
-	buf_reset(&u->fill);
-	u->inflight = true;
-	if (!filer_submit(u->j->f, true, fn, u)) {
-		u->inflight = false;
-		fail(u, 503, "filer is stopping");
-	}
-}
-
-/*
- * Moves the upload on after any change: a failure aborts the writer then
- * answers, a complete body commits, a full piece is written, a paused body
- * resumes. May free u: nothing touches u after it.
- */
-static void pump(struct upload *u)
-{
-	if (u->inflight)
-		return;
-	if (u->status) {
-		u->inflight = true;
-		if (!filer_submit(u->j->f, true, job_abort, u)) {
-			struct fjob *j = u->j;
-			http_resp_error(j->req, u->status, "%s", u->errmsg);
-			upload_free(u);
-			fjob_free(j);
-		}
-		return;
-	}
-	if (u->body_done) {
-		submit(u, job_commit);
-		if (u->inflight)
-			return;
-		pump(u);
-		return;
-	}
-	if (u->fill.len >= WRITE_PIECE) {
-		submit(u, job_write);
-		if (!u->inflight) {
-			pump(u);
-			return;
-		}
-	}
-	if (u->paused && u->fill.len < WRITE_PIECE) {
-		u->paused = false;
-		http_req_resume_body(u->j->req);
-	}
-}
-
-static void append_data(struct upload *u, const char *data, size_t len)
-{
-	buf_append(&u->fill, data, len);
+	struct fjob *j = u->j;
+	upload_free(u);
+	fjob_respond(j);
 }
 
 static bool mp_on_part(const struct multipart_part *part, void *arg)
@@ -604,7 +481,7 @@ static bool mp_on_data(const char *data, size_t len, void *arg)
 {
 	struct upload *u = arg;
 	if (u->in_file_part)
-		append_data(u, data, len);
+		body_chunks_append(u->bc, data, len);
 	return true;
 }
 
@@ -616,44 +493,33 @@ static void mp_on_part_end(void *arg)
 
 static const struct multipart_cb mp_cb = {mp_on_part, mp_on_data, mp_on_part_end};
 
-static bool on_data(http_req *req, const char *data, size_t len, void *arg)
+static void upload_feed(void *arg, const char *data, size_t len)
 {
 	struct upload *u = arg;
-	(void)req;
-	if (u->status)
-		return true; /* failing: drain quietly until the job is back */
-	if (u->mp) {
-		if (multipart_feed(u->mp, data, len))
-			fail(u, 400, "malformed multipart body");
-	} else {
-		append_data(u, data, len);
-	}
-	if (u->status) {
-		pump(u); /* may free u */
-		return false;
-	}
-	if (u->fill.len >= WRITE_PIECE && !u->inflight)
-		submit(u, job_write);
-	if (u->fill.len >= WRITE_PIECE) {
-		u->paused = true;
-		return false;
-	}
-	return true;
+	if (!u->mp)
+		body_chunks_append(u->bc, data, len);
+	else if (multipart_feed(u->mp, data, len))
+		body_chunks_fail(u->bc, 400, "malformed multipart body");
 }
 
-static void on_end(http_req *req, wfs_err err, void *arg)
+static void upload_end(void *arg, wfs_err err)
 {
 	struct upload *u = arg;
-	(void)req;
-	u->body_done = true;
 	if (err == WFS_ETOOBIG)
-		fail(u, 413, "body over the %" PRIu64 " byte limit", u->limit);
+		body_chunks_fail(u->bc, 413, "body over the %" PRIu64 " byte limit", u->limit);
 	else if (err)
-		fail(u, 400, "upload interrupted: %s", wfs_strerror(err));
+		body_chunks_fail(u->bc, 400, "upload interrupted: %s", wfs_strerror(err));
 	else if (u->mp && (multipart_finish(u->mp) || !u->seen_file_part))
-		fail(u, 400, "malformed multipart body or no file part");
-	pump(u);
+		body_chunks_fail(u->bc, 400, "malformed multipart body or no file part");
 }
+
+static const struct body_chunks_ops upload_ops = {
+	.what = "the upload",
+	.feed = upload_feed,
+	.end = upload_end,
+	.commit = upload_commit,
+	.respond = upload_respond,
+};
 
 /* ---- mkdir ---- */
 
@@ -768,8 +634,8 @@ void filer_handle_write(struct fjob *j)
 	}
 	if (!is_mp)
 		u->mime = useful_mime(ct);
-	u->cw = chunk_writer_new(j->f->bc, &u->cwo, &err);
-	if (!u->cw) {
+	u->bc = body_chunks_new(j, &u->cwo, &upload_ops, u, &err);
+	if (!u->bc) {
 		http_resp_error(req, 400, "invalid upload parameters: %s", wfs_strerror(err));
 		upload_free(u);
 		fjob_free(j);
@@ -786,5 +652,5 @@ void filer_handle_write(struct fjob *j)
 	}
 	u->live.drop = upload_drop;
 	filer_live_add(j->f, &u->live);
-	http_req_stream_body(req, u->limit + (is_mp ? (64u << 10) : 0), on_data, on_end, u);
+	body_chunks_start(u->bc, u->limit + (is_mp ? (64u << 10) : 0));
 }

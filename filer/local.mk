@@ -16,6 +16,10 @@ tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/t
 tests_unit_test_filer_entry_LDADD = $(FILER_TEST_LDADD)
 tests_unit_test_filer_chunks_SOURCES = tests/unit/test_filer_chunks.c tests/unit/tap.h
 tests_unit_test_filer_chunks_LDADD = $(FILER_TEST_LDADD)
+check_PROGRAMS += tests/unit/test_filer_tus_codec
+TESTS += tests/unit/test_filer_tus_codec
+tests_unit_test_filer_tus_codec_SOURCES = tests/unit/test_filer_tus_codec.c tests/unit/tap.h
+tests_unit_test_filer_tus_codec_LDADD = $(FILER_TEST_LDADD)
 # The store conformance suite: SQLite by default, PostgreSQL when WEEDFS_TEST_PG_DSN is set
 # (tests/integration/test_filer_store_pg.py starts a real server and runs it).
 tests_unit_test_filer_store_SOURCES = tests/unit/test_filer_store.c tests/unit/tap.h
@@ -31,6 +35,10 @@ noinst_PROGRAMS += tests/fuzz/fuzz_filer_entry
 tests_fuzz_fuzz_filer_entry_SOURCES = tests/fuzz/fuzz_filer_entry.c
 tests_fuzz_fuzz_filer_entry_LDADD = filer/libfiler.a $(FUZZ_LDADD)
 tests_fuzz_fuzz_filer_entry_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+noinst_PROGRAMS += tests/fuzz/fuzz_filer_tus
+tests_fuzz_fuzz_filer_tus_SOURCES = tests/fuzz/fuzz_filer_tus.c
+tests_fuzz_fuzz_filer_tus_LDADD = filer/libfiler.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_filer_tus_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
 
 # Fragments of the parts written separately (each owns its own).
