@@ -11,7 +11,9 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_events.c \
 	filer/filer_ttl.c \
 	filer/filer_api.c \
-	filer/filer_tus.c filer/tus_codec.c filer/tus_codec.h filer/body_chunks.c filer/body_chunks.h \
+	filer/filer_tus.c \
+	filer/tus_codec.c filer/tus_codec.h \
+	filer/body_chunks.c filer/body_chunks.h \
 	filer/filer_api_parse.c filer/filer_api_parse.h \
 	filer/filer_hardlink.c filer/filer_hardlink.h
 
