@@ -193,9 +193,9 @@ void filer_gc_kick(struct filer *f);
  */
 void filer_free_chunks(struct filer *f, struct filer_chunk *c, size_t n);
 /*
- * Metadata events of one transaction, collected while it runs and appended
- * last, right before the commit (the store's event clock is locked from the
- * append to the end of the transaction: store.h).
+ * Metadata events of one transaction, collected while it runs and handed to
+ * the store last; the store writes them at commit, holding its event clock
+ * only across the commit itself (store.h).
  */
 struct filer_ev {
 	struct filer_entry *old_e, *new_e; /* owned copies; one may be NULL */
