@@ -13,7 +13,10 @@
  * them become zero pieces, and a window of read_ahead pieces is fetched in
  * parallel on the worker pool while the caller's thread hands finished pieces
  * to the sink strictly in order. A piece that covers a whole chunk is read
- * without a Range header so the volume server verifies its CRC.
+ * without a Range header so the volume server verifies its CRC. The planning
+ * (chunk_pieces) and the fetch of one piece (chunk_piece_fetch) are exported
+ * so the filer's HTTP download (filer_read.c), which cannot block its loop on
+ * a sink, drives the same window from loop callbacks.
  */
 #include "config.h"
 #include <pthread.h>
@@ -363,70 +366,41 @@ void chunk_writer_free(chunk_writer *cw)
 
 /* ---- reader ---- */
 
-struct read_piece {
-	uint64_t len;
-	const char *fid; /* NULL for a hole */
-	uint64_t chunk_off;
-	bool whole; /* the piece is its whole chunk: read without Range */
-	buf data;
-	wfs_err err;
-	bool ready; /* protected by read_op.mu */
-};
-
-struct read_op {
-	blob_client *bc;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int running; /* fetch jobs not yet finished, protected by mu */
-};
-
-struct fetch_job {
-	struct read_op *op;
-	struct read_piece *p;
-};
-
-static void fetch_run(void *arg)
-{
-	struct fetch_job *j = arg;
-	struct read_piece *p = j->p;
-	struct read_op *op = j->op;
-	wfs_err err;
-
-	if (p->whole) {
-		err = blob_client_read(op->bc, p->fid, 0, 0, p->len, &p->data);
-		/* a blob longer than its chunk (a truncated chunk): fall back to a range */
-		if (err == WFS_ETOOBIG)
-			err = blob_client_read(op->bc, p->fid, p->chunk_off, p->len, 0, &p->data);
-		else if (!err && p->data.len != p->len)
-			err = WFS_ECORRUPT;
-	} else {
-		err = blob_client_read(op->bc, p->fid, p->chunk_off, p->len, 0, &p->data);
-	}
-	pthread_mutex_lock(&op->mu);
-	p->err = err;
-	p->ready = true;
-	op->running--;
-	pthread_cond_broadcast(&op->cv);
-	pthread_mutex_unlock(&op->mu);
-	free(j);
-}
-
-/* Iterates the plan as pieces: views cut to piece_size, zero pieces for holes. */
-struct piece_iter {
+struct chunk_pieces {
 	const struct filer_chunk *c;
-	const struct chunk_view *v;
+	struct chunk_view *v;
 	size_t nv, vi;
 	uint64_t at, end; /* next file offset to produce; end of the read */
 	uint64_t in_view; /* bytes of view vi already produced */
 	size_t piece_size;
 };
 
-static bool piece_next(struct piece_iter *it, struct read_piece *p)
+wfs_err chunk_pieces_new(const struct filer_chunk *chunks, size_t n, uint64_t offset, uint64_t len,
+			 size_t piece_size, chunk_pieces **out)
+{
+	chunk_pieces *it = xcalloc(1, sizeof(*it));
+	wfs_err err = chunks_read_plan(chunks, n, offset, len, &it->v, &it->nv);
+	if (err) {
+		free(it);
+		*out = NULL;
+		return err;
+	}
+	it->c = chunks;
+	it->at = offset;
+	it->end = offset + len;
+	it->piece_size = piece_size ? MIN(piece_size, CHUNK_SIZE_MAX) : CHUNK_READ_PIECE_DEFAULT;
+	*out = it;
+	return WFS_OK;
+}
+
+/* Views cut to piece_size, zero pieces for the holes between them. */
+bool chunk_pieces_next(chunk_pieces *it, struct chunk_piece *p)
 {
 	const struct chunk_view *v;
 	memset(p, 0, sizeof(*p));
 	if (it->at >= it->end)
 		return false;
+	p->file_offset = it->at;
 	v = it->vi < it->nv ? &it->v[it->vi] : NULL;
 	if (!v || it->at < v->file_offset) {
 		uint64_t stop = v ? v->file_offset : it->end;
@@ -445,6 +419,78 @@ static bool piece_next(struct piece_iter *it, struct read_piece *p)
 		it->in_view = 0;
 	}
 	return true;
+}
+
+void chunk_pieces_free(chunk_pieces *it)
+{
+	if (!it)
+		return;
+	free(it->v);
+	free(it);
+}
+
+wfs_err chunk_piece_fetch(blob_client *bc, const struct chunk_piece *p, buf *out)
+{
+	size_t mark = out->len;
+	wfs_err err;
+
+	if (!p->fid) {
+		buf_reserve(out, p->len);
+		memset(out->data + out->len, 0, p->len);
+		out->len += p->len;
+		out->data[out->len] = '\0';
+		return WFS_OK;
+	}
+	if (p->whole) {
+		err = blob_client_read(bc, p->fid, 0, 0, p->len, out);
+		/* a blob longer than its chunk (a truncated chunk): fall back to a range */
+		if (err == WFS_ETOOBIG) {
+			out->len = mark;
+			err = blob_client_read(bc, p->fid, p->chunk_off, p->len, 0, out);
+		} else if (!err && out->len - mark != p->len) {
+			err = WFS_ECORRUPT;
+		}
+	} else {
+		err = blob_client_read(bc, p->fid, p->chunk_off, p->len, 0, out);
+	}
+	if (err)
+		out->len = mark;
+	return err;
+}
+
+struct read_slot {
+	struct chunk_piece p;
+	buf data;
+	wfs_err err;
+	bool ready; /* protected by read_op.mu */
+};
+
+struct read_op {
+	blob_client *bc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int running; /* fetch jobs not yet finished, protected by mu */
+};
+
+struct fetch_job {
+	struct read_op *op;
+	struct read_slot *slot;
+};
+
+static void fetch_run(void *arg)
+{
+	struct fetch_job *j = arg;
+	struct read_slot *sl = j->slot;
+	struct read_op *op = j->op;
+	wfs_err err = chunk_piece_fetch(op->bc, &sl->p, &sl->data);
+
+	pthread_mutex_lock(&op->mu);
+	sl->err = err;
+	sl->ready = true;
+	op->running--;
+	pthread_cond_broadcast(&op->cv);
+	pthread_mutex_unlock(&op->mu);
+	free(j);
 }
 
 static wfs_err sink_zeros(chunk_sink_fn sink, void *arg, uint64_t len)
@@ -478,10 +524,8 @@ wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t 
 	struct filer_chunk *resolved = NULL;
 	size_t nresolved = 0, window, head = 0, tail = 0;
 	const struct filer_chunk *c = chunks;
-	struct chunk_view *views = NULL;
-	size_t nviews = 0;
-	struct read_piece *ring = NULL;
-	struct piece_iter it;
+	struct read_slot *ring = NULL;
+	chunk_pieces *it = NULL;
 	struct read_op op;
 	bool more = true, has_manifest = false;
 	wfs_err err = WFS_OK;
@@ -500,18 +544,12 @@ wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t 
 		c = resolved;
 		n = nresolved;
 	}
-	err = chunks_read_plan(c, n, offset, len, &views, &nviews);
+	err = chunk_pieces_new(c, n, offset, len, o ? o->piece_size : 0, &it);
 	if (err)
 		goto out;
 
-	memset(&it, 0, sizeof(it));
-	it.c = c;
-	it.v = views;
-	it.nv = nviews;
-	it.at = offset;
-	it.end = offset + len;
-	it.piece_size = o && o->piece_size ? MIN(o->piece_size, CHUNK_SIZE_MAX) : (4u << 20);
-	window = o && o->read_ahead > 0 ? (size_t)MIN(o->read_ahead, CHUNK_IN_FLIGHT_MAX) : 4;
+	window = o && o->read_ahead > 0 ? (size_t)MIN(o->read_ahead, CHUNK_IN_FLIGHT_MAX)
+					: CHUNK_READ_AHEAD_DEFAULT;
 	ring = xcalloc(window, sizeof(*ring));
 	op.bc = bc;
 	op.running = 0;
@@ -520,20 +558,20 @@ wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t 
 
 	/* head: next piece for the sink; tail: next free slot (counters, ring index % window) */
 	for (;;) {
-		struct read_piece *p;
+		struct read_slot *sl;
 		while (more && !err && tail - head < window) {
-			p = &ring[tail % window];
-			more = piece_next(&it, p);
+			sl = &ring[tail % window];
+			more = chunk_pieces_next(it, &sl->p);
 			if (!more)
 				break;
 			tail++;
-			if (!p->fid) {
-				p->ready = true;
+			sl->err = WFS_OK;
+			sl->ready = !sl->p.fid;
+			if (sl->ready)
 				continue;
-			}
 			struct fetch_job *j = xmalloc(sizeof(*j));
 			j->op = &op;
-			j->p = p;
+			j->slot = sl;
 			pthread_mutex_lock(&op.mu);
 			op.running++;
 			pthread_mutex_unlock(&op.mu);
@@ -541,18 +579,18 @@ wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t 
 		}
 		if (head == tail || err)
 			break;
-		p = &ring[head % window];
+		sl = &ring[head % window];
 		pthread_mutex_lock(&op.mu);
-		while (!p->ready)
+		while (!sl->ready)
 			pthread_cond_wait(&op.cv, &op.mu);
 		pthread_mutex_unlock(&op.mu);
-		if (p->err)
-			err = p->err;
-		else if (!p->fid)
-			err = sink_zeros(sink, arg, p->len);
+		if (sl->err)
+			err = sl->err;
+		else if (!sl->p.fid)
+			err = sink_zeros(sink, arg, sl->p.len);
 		else
-			err = sink(arg, p->data.data, p->data.len);
-		buf_free(&p->data);
+			err = sink(arg, sl->data.data, sl->data.len);
+		buf_reset(&sl->data); /* kept: the next piece in this slot reuses it */
 		head++;
 	}
 	/* jobs point into ring and op: let them finish */
@@ -566,7 +604,7 @@ wfs_err chunk_read_ex(blob_client *bc, const struct filer_chunk *chunks, size_t 
 	pthread_mutex_destroy(&op.mu);
 out:
 	free(ring);
-	free(views);
+	chunk_pieces_free(it);
 	filer_chunks_free(resolved, nresolved);
 	return err;
 }

@@ -94,12 +94,49 @@ wfs_err chunk_writer_abort(chunk_writer *cw);
 /* Frees the writer; if neither finish nor abort succeeded it aborts first. NULL does nothing. */
 void chunk_writer_free(chunk_writer *cw);
 
+#define CHUNK_READ_PIECE_DEFAULT (4u << 20)
+#define CHUNK_READ_AHEAD_DEFAULT 4
+
+/*
+ * One piece of a planned read: len bytes landing at file_offset, taken from
+ * blob fid at chunk_off, or zeros (a hole) when fid is NULL.
+ */
+struct chunk_piece {
+	uint64_t file_offset, len;
+	const char *fid; /* borrowed from the chunk list given to chunk_pieces_new */
+	uint64_t chunk_off;
+	bool whole; /* the piece is its whole chunk: read without Range (the volume checks CRC) */
+};
+
+typedef struct chunk_pieces chunk_pieces;
+
+/*
+ * Plans bytes [offset, offset+len) of a file described by chunks (borrowed,
+ * must be resolved: no manifest chunks, and must outlive the plan) as pieces of
+ * at most piece_size bytes (0 = CHUNK_READ_PIECE_DEFAULT), in file order, holes
+ * included. WFS_EINVAL on a manifest chunk. Any thread; one thread at a time.
+ */
+wfs_err chunk_pieces_new(const struct filer_chunk *chunks, size_t n, uint64_t offset, uint64_t len,
+			 size_t piece_size, chunk_pieces **out);
+/* The next piece into *p; false once the range is covered. */
+bool chunk_pieces_next(chunk_pieces *it, struct chunk_piece *p);
+/* NULL does nothing. */
+void chunk_pieces_free(chunk_pieces *it);
+
+/*
+ * Appends piece p's bytes to out (zeros for a hole), with replica failover
+ * (blob_client_read). WFS_ECORRUPT when a blob is shorter than its chunk says.
+ * Blocking: a worker thread (for a filer, its I/O pool).
+ */
+wfs_err chunk_piece_fetch(blob_client *bc, const struct chunk_piece *p, buf *out);
+
 /* Receives the bytes of a read in file order; a non-OK return stops the read. */
 typedef wfs_err (*chunk_sink_fn)(void *arg, const void *data, size_t len);
 
 struct chunk_read_opts {
-	size_t piece_size; /* bytes per ranged GET; 0 = 4 MiB, at most CHUNK_SIZE_MAX */
-	int read_ahead;    /* pieces fetched in parallel; 0 = 4, at most CHUNK_IN_FLIGHT_MAX */
+	size_t piece_size; /* bytes per GET; 0 = CHUNK_READ_PIECE_DEFAULT, at most CHUNK_SIZE_MAX */
+	int read_ahead;    /* pieces fetched in parallel; 0 = CHUNK_READ_AHEAD_DEFAULT, at most
+			      CHUNK_IN_FLIGHT_MAX */
 };
 
 /*

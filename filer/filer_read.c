@@ -3,24 +3,37 @@
  * filer_list.c).
  *
  * DESIGN: a metadata job finds the entry, answers conditional requests and
- * plans the read (manifests resolved, the Range cut into chunk views). Inline
- * content is answered from the job. Chunked content streams: an I/O job
- * fetches one piece (at most READ_PIECE bytes of one chunk, or zeros for a
- * hole) and defers it to the loop, which writes it and submits the next fetch
- * at once unless the connection's output is above its high-water mark, in
- * which case the drain callback submits it. The head goes out with the first
- * piece, so a first fetch that fails (a volume server down) still answers a
- * JSON 5xx rather than a 200 whose body breaks off. One fetch is in flight
- * per response, so a reader costs about two pieces of memory however large
- * the file, and a slow reader stalls only its own response.
+ * plans the read (manifests resolved, the Range cut into pieces by
+ * chunk_io.h's chunk_pieces). Inline content is answered from the job.
+ * Chunked content streams through a window of up to READ_SLOTS pieces and
+ * READ_AHEAD * READ_PIECE bytes (so a file of small chunks keeps as many
+ * bytes in flight). Each piece (at most READ_PIECE bytes of one chunk) is
+ * fetched by an I/O worker (chunk_piece_fetch: replica failover, whole-chunk
+ * CRC reads), which defers its completion to the loop; the loop writes
+ * finished pieces strictly in file order and refills the window. Holes need
+ * no worker: their zeros are written from a static block. Every rstream field
+ * is touched on the loop thread only, except a slot's data and err, which
+ * belong to the worker while it fetches (the defer hands them back).
+ *
+ * Back-pressure: while the connection's output is above its high-water mark no
+ * piece is written and no fetch is started until the drain callback, so a
+ * download holds at most its window plus the output buffer however large the
+ * file and however slow the reader, and a worker never waits for a client.
+ * The head goes out with the first piece, so a first fetch that fails (a
+ * volume server down) still answers a JSON 5xx rather than a 200 whose body
+ * breaks off; a later failure aborts the connection (the body is short). The
+ * response ends only after every fetch in flight has come back, since each
+ * fetch defers through the request.
  */
 #include "config.h"
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <xxhash.h>
+#include "filer/chunk_io.h"
 #include "filer/chunks.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -28,22 +41,54 @@
 #include "log.h"
 #include "util.h"
 
-#define READ_PIECE   (1u << 20)
-#define MANIFEST_MAX (64u << 20)  /* largest manifest blob fetched whole */
+#define READ_PIECE   CHUNK_READ_PIECE_DEFAULT /* bytes per fetch, at most */
+#define READ_AHEAD   CHUNK_READ_AHEAD_DEFAULT /* READ_AHEAD * READ_PIECE bytes in the window */
+#define READ_SLOTS   16                       /* fetches in flight (small chunks: small pieces) */
+#define MANIFEST_MAX (64u << 20)              /* largest manifest blob fetched whole */
 #define PROXY_MAX    (256u << 20) /* largest chunk ?proxyChunkId relays (the -maxMB bound) */
+
+/* Tuning for benchmarks: WEEDFS_READ_AHEAD (1..16 pieces) and WEEDFS_READ_PIECE_KB (64..65536). */
+static size_t read_ahead = READ_AHEAD, read_piece = READ_PIECE;
+static pthread_once_t tune_once = PTHREAD_ONCE_INIT;
+
+static void tune_load(void)
+{
+	const char *a = getenv("WEEDFS_READ_AHEAD"), *p = getenv("WEEDFS_READ_PIECE_KB");
+	uint32_t v;
+	if (a && parse_u32(a, &v) && v >= 1 && v <= READ_SLOTS)
+		read_ahead = v;
+	if (p && parse_u32(p, &v) && v >= 64 && v <= 65536)
+		read_piece = (size_t)v << 10;
+}
+
+struct rslot {
+	struct rstream *s;
+	struct chunk_piece p;
+	buf data;    /* the worker's while fetching */
+	wfs_err err; /* the worker's while fetching */
+	bool ready;
+};
 
 struct rstream {
 	struct filer_live live; /* first: drop() casts back */
 	struct fjob *j;
 	struct filer_chunk *chunks; /* resolved (no manifests) */
 	size_t n;
-	struct chunk_view *v;
-	size_t nv, vi;
+	chunk_pieces *plan;
+	struct rslot *slots;
+	size_t window;
+	uint64_t head, tail;  /* pieces: next to write, next to plan (slot = index % window) */
+	uint64_t wbytes, cap; /* bytes of the pieces in the window, and their bound */
+	bool planned_all;
+	int running;       /* fetches on workers */
 	uint64_t pos, end; /* next file offset to send, end of the range */
 	int64_t length;    /* Content-Length */
-	buf piece;
-	wfs_err err;
-	bool started; /* the head was sent (after the first piece arrived) */
+	wfs_err err;       /* the first failure; ends the response */
+	uint64_t err_pos;  /* where it happened */
+	bool started;      /* the head was sent (after the first piece arrived) */
+	bool draining;     /* waiting for the drain callback */
+	bool stopping;     /* no more pieces: end once running is 0 */
+	bool ok;           /* with stopping: the whole range was sent */
 };
 
 static void rstream_free(struct rstream *s)
@@ -52,8 +97,10 @@ static void rstream_free(struct rstream *s)
 		return;
 	filer_live_remove(s->j->f, &s->live);
 	filer_chunks_free(s->chunks, s->n);
-	free(s->v);
-	buf_free(&s->piece);
+	chunk_pieces_free(s->plan);
+	for (size_t i = 0; s->slots && i < s->window; i++)
+		buf_free(&s->slots[i].data);
+	free(s->slots);
 	free(s);
 }
 
@@ -84,38 +131,13 @@ static void entry_etag(const struct filer_entry *e, char *out, size_t outlen)
 
 /* ---- streaming ---- */
 
-/* The server stopped mid-download: free the stream and its job. */
+/* The server stopped mid-download (pools joined, loops gone): free the stream and its job. */
 static void rstream_drop(struct filer_live *l)
 {
 	struct rstream *s = (struct rstream *)l;
 	struct fjob *j = s->j;
 	rstream_free(s);
 	fjob_free(j);
-}
-
-static void fetch_run(void *arg);
-
-static void rstream_finish(struct rstream *s, bool ok)
-{
-	struct fjob *j = s->j;
-	if (ok)
-		http_resp_end(j->req);
-	else
-		http_resp_abort(j->req);
-	rstream_free(s);
-	fjob_free(j);
-}
-
-static void rstream_next(struct rstream *s)
-{
-	if (!filer_submit(s->j->f, true, fetch_run, s))
-		rstream_finish(s, false);
-}
-
-static void on_drain(http_req *req, void *arg)
-{
-	(void)req;
-	rstream_next(arg);
 }
 
 /* Sends the status line and headers: once, when the first piece is in hand. Loop thread. */
@@ -129,83 +151,177 @@ static void stream_head(struct rstream *s)
 }
 
 /*
- * The first piece failed, so nothing was sent yet: answer a JSON error a client
- * can act on (503 while a volume server is unreachable) instead of a 200 whose
- * body breaks off. Loop thread.
+ * Ends the response once no fetch is out. The first piece failed, so nothing
+ * was sent yet: answer a JSON error a client can act on (503 while a volume
+ * server is unreachable) instead of a 200 whose body breaks off. Later
+ * failures abort the connection. Loop thread.
  */
-static void stream_fail_early(struct rstream *s)
+static void stream_end(struct rstream *s)
 {
 	struct fjob *j = s->j;
-	int status = 500;
-	if (s->err == WFS_EUNAVAIL || s->err == WFS_ETIMEDOUT)
-		status = 503;
-	log_warn("read of %s failed at offset %" PRIu64 ": %s", j->path, s->pos,
-		 wfs_strerror(s->err));
-	http_resp_error(j->req, status, "%s: reading the content: %s", j->path,
-			wfs_strerror(s->err));
+	http_req *req = j->req;
+	if (s->err)
+		log_warn("read of %s failed at offset %" PRIu64 ": %s", j->path, s->err_pos,
+			 wfs_strerror(s->err));
+	if (s->err && !s->started && !http_req_closed(req)) {
+		int status = 500;
+		if (s->err == WFS_EUNAVAIL || s->err == WFS_ETIMEDOUT)
+			status = 503;
+		http_resp_error(req, status, "%s: reading the content: %s", j->path,
+				wfs_strerror(s->err));
+	} else if (s->ok) {
+		http_resp_end(req);
+	} else {
+		http_resp_abort(req);
+	}
 	rstream_free(s);
 	fjob_free(j);
 }
 
-static void piece_done(http_req *req, void *arg)
+static void stream_stop(struct rstream *s, bool ok)
 {
-	struct rstream *s = arg;
-	bool more;
-	if (s->err && !s->started && !http_req_closed(req)) {
-		stream_fail_early(s);
-		return;
-	}
-	if (s->err) {
-		log_warn("read of %s failed at offset %" PRIu64 ": %s", s->j->path, s->pos,
-			 wfs_strerror(s->err));
-		rstream_finish(s, false);
-		return;
-	}
-	if (http_req_closed(req)) {
-		rstream_finish(s, false);
-		return;
-	}
-	if (!s->started)
-		stream_head(s);
-	more = http_resp_write(req, s->piece.data, s->piece.len);
-	s->pos += s->piece.len;
-	buf_reset(&s->piece);
-	if (s->pos >= s->end) {
-		rstream_finish(s, true);
-		return;
-	}
-	if (more)
-		rstream_next(s);
-	else
-		http_resp_on_drain(req, on_drain, s);
+	s->stopping = true;
+	s->ok = ok;
+	if (!s->running)
+		stream_end(s);
 }
 
-/* Fills s->piece with the next bytes from s->pos. I/O pool. */
+static void fail(struct rstream *s, wfs_err err, uint64_t at)
+{
+	if (!s->err) {
+		s->err = err;
+		s->err_pos = at;
+	}
+	stream_stop(s, false);
+}
+
+static void piece_done(http_req *req, void *arg);
+
+/* Fetches one piece. I/O pool. */
 static void fetch_run(void *arg)
 {
-	struct rstream *s = arg;
-	uint64_t want = MIN((uint64_t)READ_PIECE, s->end - s->pos);
+	struct rslot *sl = arg;
+	sl->err = chunk_piece_fetch(sl->s->j->f->bc, &sl->p, &sl->data);
+	http_req_defer(sl->s->j->req, piece_done, sl);
+}
 
-	while (s->vi < s->nv && s->v[s->vi].file_offset + s->v[s->vi].len <= s->pos)
-		s->vi++;
-	if (s->vi < s->nv && s->v[s->vi].file_offset <= s->pos) {
-		const struct chunk_view *cv = &s->v[s->vi];
-		uint64_t in = s->pos - cv->file_offset;
-		uint64_t n = MIN(want, cv->len - in);
-		s->err = blob_client_read(s->j->f->bc, s->chunks[cv->chunk].fid,
-					  cv->chunk_offset + in, n, 0, &s->piece);
-		if (!s->err && s->piece.len != n)
-			s->err = WFS_ECORRUPT;
-	} else {
-		/* a hole: zeros up to the next view or the end */
-		uint64_t n = want;
-		if (s->vi < s->nv)
-			n = MIN(n, s->v[s->vi].file_offset - s->pos);
-		buf_reserve(&s->piece, n);
-		memset(s->piece.data, 0, n);
-		s->piece.len = n;
+/* Writes a hole's zeros (copied into the output by http_resp_write). */
+static bool write_zeros(http_req *req, uint64_t len)
+{
+	static const uint8_t zeros[64 << 10];
+	bool more = true;
+	while (len) {
+		size_t n = (size_t)MIN(len, sizeof(zeros));
+		more = http_resp_write(req, zeros, n);
+		len -= n;
 	}
-	http_req_defer(s->j->req, piece_done, s);
+	return more;
+}
+
+static void pump(struct rstream *s);
+
+static void on_drain(http_req *req, void *arg)
+{
+	struct rstream *s = arg;
+	(void)req;
+	s->draining = false;
+	pump(s);
+}
+
+/* Starts fetches until the window is full or the range is planned. Loop thread. */
+static bool fill(struct rstream *s)
+{
+	while (!s->planned_all && s->tail - s->head < s->window && s->wbytes < s->cap) {
+		struct rslot *sl = &s->slots[s->tail % s->window];
+		if (!chunk_pieces_next(s->plan, &sl->p)) {
+			s->planned_all = true;
+			break;
+		}
+		s->tail++;
+		s->wbytes += sl->p.len;
+		sl->err = WFS_OK;
+		sl->ready = !sl->p.fid;
+		if (sl->ready)
+			continue;
+		s->running++;
+		if (!filer_submit(s->j->f, true, fetch_run, sl)) {
+			s->running--;
+			fail(s, WFS_EUNAVAIL, sl->p.file_offset); /* the filer is stopping */
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Writes the finished pieces at the head of the window in order, then refills
+ * it; stops at the output's high-water mark until the drain callback. Loop
+ * thread.
+ */
+static void pump(struct rstream *s)
+{
+	http_req *req = s->j->req;
+	for (;;) {
+		struct rslot *sl;
+		bool more;
+		if (http_req_closed(req)) {
+			stream_stop(s, false);
+			return;
+		}
+		while (s->head < s->tail && s->slots[s->head % s->window].ready) {
+			sl = &s->slots[s->head % s->window];
+			if (sl->err) {
+				fail(s, sl->err, sl->p.file_offset);
+				return;
+			}
+			if (!s->started)
+				stream_head(s);
+			if (sl->p.fid && sl->data.len) {
+				size_t n;
+				char *d = buf_steal(&sl->data, &n);
+				more = http_resp_write_take(req, d, n);
+			} else if (sl->p.fid)
+				more = true;
+			else
+				more = write_zeros(req, sl->p.len);
+			/* a fetch takes its body's storage: nothing to keep for reuse */
+			buf_free(&sl->data);
+			s->pos += sl->p.len;
+			s->wbytes -= sl->p.len;
+			s->head++;
+			if (s->pos >= s->end) {
+				stream_stop(s, true);
+				return;
+			}
+			if (!more) {
+				s->draining = true;
+				http_resp_on_drain(req, on_drain, s);
+				return;
+			}
+		}
+		if (!fill(s))
+			return;
+		/* holes are ready at once: go round while one is at the head */
+		if (s->head == s->tail || !s->slots[s->head % s->window].ready)
+			return;
+	}
+}
+
+/* A fetch came back. Loop thread. */
+static void piece_done(http_req *req, void *arg)
+{
+	struct rslot *sl = arg;
+	struct rstream *s = sl->s;
+	(void)req;
+	s->running--;
+	sl->ready = true;
+	if (s->stopping) {
+		if (!s->running)
+			stream_end(s);
+		return;
+	}
+	if (!s->draining)
+		pump(s);
 }
 
 /* The head waits for the first piece, so that a failing first fetch can still answer 5xx. */
@@ -214,20 +330,47 @@ static void stream_start(struct fjob *j)
 	struct rstream *s = j->ext;
 	if (j->method == HTTP_HEAD || s->pos >= s->end) {
 		stream_head(s);
-		rstream_finish(s, true);
+		stream_stop(s, true);
 		return;
 	}
-	rstream_next(s);
+	pump(s);
 }
 
 /* ---- the metadata job ---- */
 
-static void answer_metadata(struct fjob *j, const struct filer_entry *e)
+/*
+ * ?metadata=true: the entry as JSON; with resolveManifest=true its manifest
+ * chunks are replaced by the data chunks they list (nested manifests too), as
+ * a read sees them. Worker thread (fetches manifest blobs).
+ */
+static void answer_metadata(struct fjob *j, struct filer_entry *e)
 {
 	const char *p = fjob_query(j, "pretty");
-	json_w *w = jw_new(&j->body, p && strcmp(p, "false") && strcmp(p, "n"));
+	struct filer_chunk *resolved = NULL, *saved_c = e->chunks;
+	size_t nresolved = 0, saved_n = e->n_chunks;
+	bool resolve, has_manifest = false;
+	json_w *w;
+
+	if (!fjob_query_bool(j, "resolveManifest", false, &resolve))
+		return;
+	for (size_t i = 0; i < e->n_chunks; i++)
+		has_manifest |= e->chunks[i].is_manifest;
+	if (resolve && has_manifest) {
+		wfs_err err = chunks_resolve_manifests(e->chunks, e->n_chunks, fetch_blob, j->f,
+						       &resolved, &nresolved);
+		if (err) {
+			fjob_store_error(j, err, "resolving the chunk manifests");
+			return;
+		}
+		e->chunks = resolved; /* lent to the JSON writer, given back below */
+		e->n_chunks = nresolved;
+	}
+	w = jw_new(&j->body, p && strcmp(p, "false") && strcmp(p, "n"));
 	filer_entry_json(w, e);
 	jw_free(w);
+	e->chunks = saved_c;
+	e->n_chunks = saved_n;
+	filer_chunks_free(resolved, nresolved);
 	j->ctype = "application/json";
 	j->status = 200;
 }
@@ -354,16 +497,23 @@ static void get_run(struct fjob *j)
 	}
 	{
 		struct rstream *s = xcalloc(1, sizeof(*s));
+		pthread_once(&tune_once, tune_load);
 		s->j = j;
 		err = chunks_resolve_manifests(e->chunks, e->n_chunks, fetch_blob, j->f, &s->chunks,
 					       &s->n);
 		if (!err)
-			err = chunks_read_plan(s->chunks, s->n, r.start, r.len, &s->v, &s->nv);
+			err = chunk_pieces_new(s->chunks, s->n, r.start, r.len, read_piece,
+					       &s->plan);
 		if (err) {
 			rstream_free(s);
 			fjob_store_error(j, err, "reading the chunk list");
 			goto out;
 		}
+		s->window = READ_SLOTS;
+		s->cap = (uint64_t)read_ahead * read_piece;
+		s->slots = xcalloc(s->window, sizeof(*s->slots));
+		for (size_t i = 0; i < s->window; i++)
+			s->slots[i].s = s;
 		s->pos = r.start;
 		s->end = r.start + r.len;
 		s->length = (int64_t)r.len;

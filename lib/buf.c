@@ -33,6 +33,16 @@ void buf_reserve(buf *b, size_t n)
 	b->data[b->len] = '\0'; /* a fresh buffer is an empty string too */
 }
 
+void buf_reserve_exact(buf *b, size_t n)
+{
+	size_t need = b->len + n + 1;
+	if (need <= b->cap)
+		return;
+	b->data = xrealloc(b->data, need);
+	b->cap = need;
+	b->data[b->len] = '\0';
+}
+
 void buf_append(buf *b, const void *data, size_t n)
 {
 	buf_reserve(b, n);

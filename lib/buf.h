@@ -23,6 +23,8 @@ void buf_free(buf *b);
 void buf_reset(buf *b);
 /* Ensures room for n more bytes. */
 void buf_reserve(buf *b, size_t n);
+/* Like buf_reserve, but allocates exactly what n needs (for a body of known size). */
+void buf_reserve_exact(buf *b, size_t n);
 void buf_append(buf *b, const void *data, size_t n);
 void buf_append_str(buf *b, const char *s);
 void buf_append_byte(buf *b, char c);

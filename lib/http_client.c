@@ -67,6 +67,12 @@ static size_t client_header(char *data, size_t size, size_t n, void *arg)
 	}
 	if (len <= 2 || !memchr(data, ':', len))
 		return len;
+	if (len > 15 && !strncasecmp(data, "Content-Length:", 15)) {
+		unsigned long long cl = strtoull(data + 15, NULL, 10);
+		/* the body lands in one allocation instead of a chain of doublings */
+		if (cl > res->body.len && cl <= (256ull << 20))
+			buf_reserve_exact(&res->body, (size_t)cl - res->body.len);
+	}
 	buf_append(&res->headers, data, len);
 	if (len < 2 || data[len - 2] != '\r') {
 		/* Normalise bare-LF lines to CRLF. */
@@ -114,6 +120,7 @@ wfs_err http_request(const char *method, const char *url, const char *const *hea
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L << 10);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, res);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, client_header);

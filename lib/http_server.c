@@ -516,6 +516,27 @@ bool http_resp_write(http_req *c, const void *data, size_t len)
 	return evbuffer_get_length(out) < OUT_HIGH;
 }
 
+static void take_cleanup(const void *data, size_t len, void *arg)
+{
+	(void)len, (void)arg;
+	free((void *)data);
+}
+
+bool http_resp_write_take(http_req *c, void *data, size_t len)
+{
+	struct evbuffer *out = conn_out(c);
+	if (!c->resp_started || c->resp_ended || c->resp_head_only || !out || len == 0 ||
+	    c->resp_remaining < 0 || (uint64_t)len > (uint64_t)c->resp_remaining) {
+		bool more = http_resp_write(c, data, len);
+		free(data);
+		return more;
+	}
+	c->resp_remaining -= (int64_t)len;
+	evbuffer_add_reference(out, data, len, take_cleanup, NULL);
+	conn_kick(c);
+	return evbuffer_get_length(out) < OUT_HIGH;
+}
+
 static void drain_trampoline(http_req *c, void *arg)
 {
 	http_drain_fn fn = c->drain_fn;

@@ -131,6 +131,11 @@ void http_resp_start(http_req *req, int status, int64_t content_length);
 /* Queues data (copied). Returns false if the output buffer is above its high-water mark:
  * the caller should stop and wait for the drain callback. */
 bool http_resp_write(http_req *req, const void *data, size_t len);
+/*
+ * Like http_resp_write, but takes data (malloc'ed; ownership moves): it is queued
+ * without a copy and freed once sent or dropped (on the loop thread).
+ */
+bool http_resp_write_take(http_req *req, void *data, size_t len);
 /* Called once when queued output falls below the low-water mark. */
 typedef void (*http_drain_fn)(http_req *req, void *arg);
 void http_resp_on_drain(http_req *req, http_drain_fn fn, void *arg);

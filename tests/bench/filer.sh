@@ -9,13 +9,16 @@
 #   - listing of a LIST_N-entry directory page by page (1,000 per page): the time of a page
 #     at the start, the middle and the end (median of 5 each), and of the whole pass
 #   - 1 GiB upload and download through the filer (curl), against dd to and from the
-#     same disk (write with fdatasync, read with O_DIRECT) in the same run
+#     same disk (write with fdatasync, read with O_DIRECT and through the page cache) in
+#     the same run; the download is repeated DOWNLOADS times (each figure printed)
 # Rates count 2xx answers only (a phase that runs out of files shows non-2xx).
 # Prints a summary and appends it to a results file. A benchmark, not a pass/fail test.
 #
 # Usage: tests/bench/filer.sh [path/to/weedfs]
 # Environment: C=16 DURATION=5 SIZE_MB=1024 MAXMB=4 LIST_N=100000 STORES="sqlite postgres"
 #              BENCH_DIR=/tmp RESULTS=tests/bench/results/filer-<date>.txt KEEP=1 (keep temp)
+#              PHASES="meta transfer" (transfer alone: only the 1 GiB upload and download)
+#              DOWNLOADS=1
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +29,8 @@ SIZE_MB=${SIZE_MB:-1024}
 MAXMB=${MAXMB:-4}
 LIST_N=${LIST_N:-100000}
 STORES=${STORES:-sqlite postgres}
+PHASES=${PHASES:-meta transfer}
+DOWNLOADS=${DOWNLOADS:-1}
 BENCH_DIR=${BENCH_DIR:-${TMPDIR:-/tmp}}
 RESULTS=${RESULTS:-$here/results/filer-$(date +%Y-%m-%d).txt}
 
@@ -37,7 +42,10 @@ if [[ -z $weedfs ]]; then
 fi
 [[ -x ${weedfs:-} ]] || { echo "weedfs binary not found (pass it as \$1)" >&2; exit 2; }
 weedfs=$(cd "$(dirname "$weedfs")" && pwd)/$(basename "$weedfs")
-command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 2; }
+has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
+if has_phase meta; then
+	command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 2; }
+fi
 
 tmp=$(mktemp -d "$BENCH_DIR/weedfs-filer-bench.XXXXXX")
 chmod 755 "$tmp"
@@ -225,6 +233,7 @@ run_store() {
 	curl -sf -X POST "$F/bench/" >/dev/null
 
 	local creates stats renames deletes cb sb rb db half ln lpages lwhole lfirst lmid llast
+	if has_phase meta; then
 	wrk -t"$threads" -c"$C" -d"${DURATION}s" -s "$tmp/create.lua" "$F" >"$d/create.txt"
 	read -r creates cb < <(ok_rate "$d/create.txt")
 	# stat files that exist: at most 1,000 per thread, at most half what each thread made
@@ -248,21 +257,6 @@ run_store() {
 		>"$d/fill.txt"
 	listed=$(list_pages "$F/list/")
 	read -r ln lpages lwhole lfirst lmid llast <<<"$listed"
-
-	# 1 GiB through the filer
-	local t0 t1 t2 up down same
-	t0=$(date +%s.%N)
-	curl -sf -T "$tmp/src.bin" "$F/big/src.bin" >/dev/null
-	t1=$(date +%s.%N)
-	curl -sf "$F/big/src.bin" -o "$tmp/back.bin"
-	t2=$(date +%s.%N)
-	cmp -s "$tmp/src.bin" "$tmp/back.bin" && same=yes || same=NO
-	up=$(echo "$SIZE_MB / ($t1 - $t0)" | bc -l)
-	down=$(echo "$SIZE_MB / ($t2 - $t1)" | bc -l)
-	rm -f "$tmp/back.bin"
-	local rss
-	rss=$(awk '/VmHWM/ {print $2, $3}' "/proc/$fpid/status")
-
 	cat >>"$tmp/summary.txt" <<EOF2
 -- $label: master + volume + filer, c=$C, ${DURATION}s per phase (renames, deletes ${half}s), -maxMB=$MAXMB
 creates/s (PUT 100 B, inline):   $creates  (non-2xx: $cb)
@@ -270,8 +264,38 @@ stats/s (GET ?metadata=true):    $stats  (non-2xx: $sb)
 renames/s (POST ?mv.from=):      $renames  (non-2xx: $rb)
 deletes/s (DELETE):              $deletes  (non-2xx: $db)
 list ${ln} entries, ${lpages} pages of 1,000: whole pass ${lwhole}s; one page at start ${lfirst} ms, middle ${lmid} ms, end ${llast} ms
+EOF2
+	fi
+	if ! has_phase transfer; then
+		for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+		pids=()
+		rm -rf "$d/v"
+		return
+	fi
+
+	# 1 GiB through the filer
+	local t0 t1 t2 up down same downs=""
+	t0=$(date +%s.%N)
+	curl -sf -T "$tmp/src.bin" "$F/big/src.bin" >/dev/null
+	t1=$(date +%s.%N)
+	up=$(echo "$SIZE_MB / ($t1 - $t0)" | bc -l)
+	same=yes
+	for _ in $(seq "$DOWNLOADS"); do
+		t1=$(date +%s.%N)
+		curl -sf "$F/big/src.bin" -o "$tmp/back.bin"
+		t2=$(date +%s.%N)
+		cmp -s "$tmp/src.bin" "$tmp/back.bin" || same=NO
+		down=$(echo "$SIZE_MB / ($t2 - $t1)" | bc -l)
+		downs="$downs $(printf %.0f "$down")"
+		rm -f "$tmp/back.bin"
+	done
+	local rss
+	rss=$(awk '/VmHWM/ {print $2, $3}' "/proc/$fpid/status")
+
+	has_phase meta || echo "-- $label: master + volume + filer, -maxMB=$MAXMB" >>"$tmp/summary.txt"
+	cat >>"$tmp/summary.txt" <<EOF2
 upload   ${SIZE_MB} MiB via filer:      $(printf %.0f "$up") MiB/s
-download ${SIZE_MB} MiB via filer:      $(printf %.0f "$down") MiB/s   (round trip identical: $same; filer peak RSS $rss)
+download ${SIZE_MB} MiB via filer:     $downs MiB/s   (round trip identical: $same; filer peak RSS $rss)
 EOF2
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
 	pids=()
@@ -294,12 +318,14 @@ done
 # the same disk, raw, in the same run
 ddw=$(dd if="$tmp/src.bin" of="$tmp/dd.bin" bs=4M conv=fdatasync 2>&1 | awk '/copied/ {print $(NF-1), $NF}')
 ddr=$(dd if="$tmp/dd.bin" of=/dev/null bs=4M iflag=direct 2>&1 | awk '/copied/ {print $(NF-1), $NF}')
+dd if="$tmp/dd.bin" of=/dev/null bs=4M 2>/dev/null # into the page cache
+ddc=$(dd if="$tmp/dd.bin" of=/dev/null bs=4M 2>&1 | awk '/copied/ {print $(NF-1), $NF}')
 rm -f "$tmp/dd.bin"
 
 summary=$(cat <<EOF2
 == weedfs filer benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the end)
 $(cat "$tmp/summary.txt")
--- the same disk: dd write ${SIZE_MB} MiB with fdatasync: $ddw; dd read with O_DIRECT: $ddr
+-- the same disk: dd write ${SIZE_MB} MiB with fdatasync: $ddw; dd read with O_DIRECT: $ddr; dd read from the page cache: $ddc
 EOF2
 )
 echo "$summary"
