@@ -10,25 +10,20 @@
  *   holds two pieces plus the writer's bounded buffers, whatever its size.
  * - At most one job is in flight and respond is called only when none is,
  *   so a job never outlives its request.
- * - Crash safety: after a write job that cut a chunk, the chunks uploaded so
- *   far that are not yet recorded go into the persistent garbage queue, due
- *   only when a lease (1 h) runs out; the lease is renewed while the body
- *   lasts. The owner's commit takes them off the queue in the transaction
- *   that references them (body_chunks_claim); a failed commit or an aborted
- *   body makes them due at once. Recording waits for the writer's running
- *   uploads, which would serialise a fast body's uploads, so while the body
- *   is ahead of the job (the next piece already waits) it records at most
- *   once a second; a body that stalls or trickles records after every cut.
- *   A filer killed mid-body thus leaks at most the chunks still uploading,
- *   those cut in the last second of a fast body, or the tail cut by the
- *   commit job itself; the queue deletes the others when the lease runs out
- *   after the restart.
- * - The garbage queue is only touched when a chunk was cut while the body
- *   streamed: a body that fits one chunk costs no extra transaction.
- * - Recording is the owner's choice (ops->journal): TUS PATCH records; PUT
- *   does not yet, because waiting for the running uploads at each record
- *   cost about half the throughput of large PUTs (a record that takes only
- *   the finished uploads, without waiting, needs chunk_io.h support).
+ * - Crash safety: the moment a chunk's blob is stored, the upload worker
+ *   records its file id in the persistent garbage queue, due only when a
+ *   lease (1 h) runs out (chunk_writer_opts.on_uploaded); write jobs renew
+ *   the lease while the body lasts. The owner's commit takes the ids off the
+ *   queue in the transaction that references them (body_chunks_claim); a
+ *   failed commit or an aborted body makes them due at once. A filer killed
+ *   mid-body thus leaks only a blob stored in the instant before its record;
+ *   the queue deletes the rest when the lease runs out after the restart.
+ *   Recording costs one small store transaction per chunk, on the upload
+ *   worker, so it never holds the body back.
+ * - A body that fits one chunk costs no extra transaction: the tail chunk is
+ *   cut by the commit job, which is not recorded (the commit follows at once).
+ * - Recording is the owner's choice (ops->journal); PUT and TUS PATCH both
+ *   record.
  *
  * Testing hook: WEEDFS_FILER_UPLOAD_LEASE_SECONDS (read once) sets the lease.
  */
@@ -45,7 +40,6 @@
 
 #define PIECE           (1u << 20)
 #define LEASE_DEFAULT_S 3600
-#define JOURNAL_GAP_NS  1000000000LL
 
 struct body_chunks {
 	struct fjob *j;
@@ -59,12 +53,12 @@ struct body_chunks {
 	int status;  /* a failure to answer, 0 while all is well */
 	char errmsg[300];
 	wfs_err job_err;
-	/* the journal: chunks recorded in the garbage queue (I/O jobs only) */
-	char **fids;
-	size_t nfids, capfids;
-	uint64_t journaled_cuts; /* chunk_size units written when last recorded */
-	int64_t journaled_ns;    /* when */
-	int64_t lease_until_ns;  /* the earliest lease among the recorded */
+	/* the journal: chunks recorded in the garbage queue */
+	pthread_mutex_t jmu;    /* upload workers append while write jobs renew */
+	char **fids;            /* protected by jmu */
+	size_t nfids, capfids;  /* protected by jmu */
+	int64_t lease_until_ns; /* the earliest lease among the recorded, protected by jmu */
+	bool tail;              /* the commit job cuts the last chunk: not recorded */
 	bool claimed;
 };
 
@@ -98,12 +92,6 @@ static wfs_err in_batches(struct body_chunks *b, size_t from,
 	return err;
 }
 
-static wfs_err do_enqueue(struct body_chunks *b, struct filer_tx *tx, const char *const *fids,
-			  size_t n, int64_t due)
-{
-	return filer_store_gc_enqueue(b->j->f->store, tx, fids, n, due);
-}
-
 static wfs_err do_defer(struct body_chunks *b, struct filer_tx *tx, const char *const *fids,
 			size_t n, int64_t due)
 {
@@ -124,38 +112,50 @@ static wfs_err do_done(struct body_chunks *b, struct filer_tx *tx, const char *c
 	return s->ops->gc_done(s, tx, fids, n);
 }
 
-/* Records the chunks uploaded so far, renewing the lease when half of it is gone. */
-static void journal(struct body_chunks *b)
+/* Upload worker: records one stored chunk under a lease (chunk_writer_opts.on_uploaded). */
+static void journal_add(void *arg, const char *fid)
 {
-	struct filer_chunk *c = NULL;
-	size_t n = 0, old = b->nfids;
-	int64_t now = (int64_t)time_now_ns();
-	wfs_err err = WFS_OK;
+	struct body_chunks *b = arg;
+	int64_t due;
+	wfs_err err;
 
 	pthread_once(&lease_once, lease_init);
-	chunk_writer_uploaded(b->cw, &c, &n);
-	/* the writer appends to its list as uploads finish: ours is a prefix */
-	for (size_t i = old; i < n; i++) {
+	pthread_mutex_lock(&b->jmu);
+	if (b->tail) {
+		pthread_mutex_unlock(&b->jmu);
+		return;
+	}
+	due = (int64_t)time_now_ns() + lease_ns;
+	err = filer_store_gc_enqueue(b->j->f->store, NULL, &fid, 1, due);
+	if (err) {
+		log_warn("could not record uploaded chunk %s in the garbage queue: %s", fid,
+			 wfs_strerror(err));
+	} else {
 		if (b->nfids == b->capfids) {
 			b->capfids = b->capfids ? 2 * b->capfids : 16;
 			b->fids = xrealloc(b->fids, b->capfids * sizeof(*b->fids));
 		}
-		b->fids[b->nfids++] = xstrdup(c[i].fid);
+		if (!b->nfids)
+			b->lease_until_ns = due;
+		b->fids[b->nfids++] = xstrdup(fid);
 	}
-	filer_chunks_free(c, n);
-	if (old && now >= b->lease_until_ns - lease_ns / 2) {
-		err = in_batches(b, 0, do_defer, NULL, now + lease_ns);
-		if (!err)
+	pthread_mutex_unlock(&b->jmu);
+}
+
+/* Write job: renews the lease of the recorded chunks once half of it is gone. */
+static void journal_renew(struct body_chunks *b)
+{
+	int64_t now = (int64_t)time_now_ns();
+	pthread_mutex_lock(&b->jmu);
+	if (b->nfids && now >= b->lease_until_ns - lease_ns / 2) {
+		wfs_err err = in_batches(b, 0, do_defer, NULL, now + lease_ns);
+		if (err)
+			log_warn("could not renew the lease of %zu uploaded chunks: %s", b->nfids,
+				 wfs_strerror(err));
+		else
 			b->lease_until_ns = now + lease_ns;
 	}
-	if (!err && b->nfids > old) {
-		err = in_batches(b, old, do_enqueue, NULL, now + lease_ns);
-		if (!err && !old)
-			b->lease_until_ns = now + lease_ns;
-	}
-	if (err)
-		log_warn("could not record %zu uploaded chunks in the garbage queue: %s",
-			 b->nfids - old, wfs_strerror(err));
+	pthread_mutex_unlock(&b->jmu);
 }
 
 /* Makes the recorded chunks due now: nothing references them (a failure). */
@@ -215,22 +215,10 @@ static void job_done(http_req *req, void *arg)
 static void job_write(void *arg)
 {
 	struct body_chunks *b = arg;
-	uint64_t cuts;
 	b->job_err = chunk_writer_write(b->cw, b->wbuf.data, b->wbuf.len);
 	buf_reset(&b->wbuf);
-	cuts = chunk_writer_size(b->cw) / b->chunk_size;
-	/*
-	 * Recording waits for the running uploads, so a fast body (the next
-	 * piece already waits, and another job follows at once) records at most
-	 * every JOURNAL_GAP; a body that is not ahead records at once.
-	 */
-	if (b->ops->journal && !b->job_err && cuts > b->journaled_cuts &&
-	    (!__atomic_load_n(&b->paused, __ATOMIC_ACQUIRE) ||
-	     (int64_t)time_now_ns() - b->journaled_ns >= JOURNAL_GAP_NS)) {
-		journal(b);
-		b->journaled_cuts = cuts;
-		b->journaled_ns = (int64_t)time_now_ns();
-	}
+	if (b->ops->journal && !b->job_err)
+		journal_renew(b);
 	http_req_defer(b->j->req, job_done, b);
 }
 
@@ -242,6 +230,10 @@ static void job_commit(void *arg)
 	uint64_t size;
 	wfs_err err;
 
+	/* what is cut from here on is referenced by the commit that follows at once */
+	pthread_mutex_lock(&b->jmu);
+	b->tail = true;
+	pthread_mutex_unlock(&b->jmu);
 	err = b->wbuf.len ? chunk_writer_write(b->cw, b->wbuf.data, b->wbuf.len) : WFS_OK;
 	buf_reset(&b->wbuf);
 	size = chunk_writer_size(b->cw);
@@ -363,11 +355,17 @@ struct body_chunks *body_chunks_new(struct fjob *j, const struct chunk_writer_op
 				    const struct body_chunks_ops *ops, void *owner, wfs_err *err)
 {
 	struct body_chunks *b = xcalloc(1, sizeof(*b));
-	b->cw = chunk_writer_new(j->f->bc, o, err);
+	struct chunk_writer_opts wo = *o;
+	if (ops->journal) {
+		wo.on_uploaded = journal_add;
+		wo.on_uploaded_arg = b;
+	}
+	b->cw = chunk_writer_new(j->f->bc, &wo, err);
 	if (!b->cw) {
 		free(b);
 		return NULL;
 	}
+	pthread_mutex_init(&b->jmu, NULL);
 	b->j = j;
 	b->ops = ops;
 	b->owner = owner;
@@ -389,7 +387,8 @@ void body_chunks_free(struct body_chunks *b)
 {
 	if (!b)
 		return;
-	chunk_writer_free(b->cw);
+	chunk_writer_free(b->cw); /* no upload runs after this: the journal is ours */
+	pthread_mutex_destroy(&b->jmu);
 	buf_free(&b->fill);
 	buf_free(&b->wbuf);
 	for (size_t i = 0; i < b->nfids; i++)

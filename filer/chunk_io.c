@@ -39,6 +39,8 @@ struct chunk_writer {
 	uint64_t base;
 	size_t inline_max;
 	int max_in_flight;
+	void (*on_uploaded)(void *arg, const char *fid);
+	void *on_uploaded_arg;
 	struct blob_assign_params ap; /* strings owned */
 	struct blob_upload_params up; /* ttl borrowed from ap */
 	enum cw_state state;
@@ -90,6 +92,8 @@ chunk_writer *chunk_writer_new(blob_client *bc, const struct chunk_writer_opts *
 	cw->base = o->offset;
 	cw->inline_max = MIN(o->inline_max, cs);
 	cw->max_in_flight = mif;
+	cw->on_uploaded = o->on_uploaded;
+	cw->on_uploaded_arg = o->on_uploaded_arg;
 	cw->ap.collection = dup_opt(o->collection);
 	cw->ap.replication = dup_opt(o->replication);
 	cw->ap.ttl = dup_opt(o->ttl);
@@ -171,6 +175,8 @@ static void upload_run(void *arg)
 	if (!skip)
 		err = blob_client_save(cw->bc, &cw->ap, &cw->up, j->data, j->len, &fid, etag);
 
+	if (!skip && !err && cw->on_uploaded)
+		cw->on_uploaded(cw->on_uploaded_arg, fid);
 	pthread_mutex_lock(&cw->mu);
 	if (!skip && !err)
 		done_push(cw, fid, j->offset, j->len, j->mtime_ns, etag);

@@ -34,6 +34,10 @@ struct chunk_writer_opts {
 	const char *rack;
 	bool fsync;        /* ask volume servers to fsync each chunk */
 	int max_in_flight; /* parallel uploads; 0 = CHUNK_IN_FLIGHT_DEFAULT */
+	/* optional: called on the upload worker as soon as a chunk's blob is stored,
+	   before the writer lists it (the filer records it in its garbage queue) */
+	void (*on_uploaded)(void *arg, const char *fid);
+	void *on_uploaded_arg;
 };
 
 typedef struct chunk_writer chunk_writer;
@@ -72,9 +76,7 @@ bool chunk_writer_inline(const chunk_writer *cw, const uint8_t **data, size_t *l
 
 /*
  * Waits for the running uploads and copies the chunks uploaded so far (not the
- * buffered tail) into *chunks (caller frees with filer_chunks_free). The filer
- * records them in its garbage queue before committing, so a crash mid-upload
- * leaks nothing.
+ * buffered tail) into *chunks (caller frees with filer_chunks_free).
  */
 void chunk_writer_uploaded(chunk_writer *cw, struct filer_chunk **chunks, size_t *n);
 

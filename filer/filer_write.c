@@ -6,9 +6,9 @@
  * DESIGN
  * - The body streams into -maxMB chunks through body_chunks.h (bounded
  *   memory, back-pressure); a multipart form's file part is picked out on the
- *   way. Uploads do not record their chunks in the garbage queue while the
- *   body streams (see body_chunks.c: the cost), so a filer killed mid-PUT
- *   leaves that PUT's chunks on the volume servers.
+ *   way. Chunks uploaded while the body streams are recorded in the garbage
+ *   queue under a lease (body_chunks.c), so a filer killed mid-PUT leaks
+ *   (almost) nothing.
  * - The commit (small bodies stay inline in the entry) runs under the path's
  *   lock and in one store transaction: makes the parents, reads the old
  *   entry, inserts or replaces it, queues the replaced entry's chunks in the
@@ -515,6 +515,7 @@ static void upload_end(void *arg, wfs_err err)
 
 static const struct body_chunks_ops upload_ops = {
 	.what = "the upload",
+	.journal = true,
 	.feed = upload_feed,
 	.end = upload_end,
 	.commit = upload_commit,

@@ -368,9 +368,29 @@ static int vol_get_status(const char *fid)
 	return status;
 }
 
+struct seen {
+	pthread_mutex_t mu;
+	char *fids[8];
+	size_t n;
+};
+
+static void on_uploaded(void *arg, const char *fid)
+{
+	struct seen *s = arg;
+	pthread_mutex_lock(&s->mu);
+	if (s->n < 8)
+		s->fids[s->n] = xstrdup(fid);
+	s->n++;
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void test_abort(blob_client *bc)
 {
-	struct chunk_writer_opts o = {.chunk_size = 64 * KiB, .max_in_flight = 2};
+	struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct chunk_writer_opts o = {.chunk_size = 64 * KiB,
+				      .max_in_flight = 2,
+				      .on_uploaded = on_uploaded,
+				      .on_uploaded_arg = &seen};
 	size_t len = 3 * 64 * KiB + 500, n = 0;
 	uint8_t *data = xmalloc(len);
 	struct filer_chunk *up = NULL;
@@ -383,6 +403,15 @@ static void test_abort(blob_client *bc)
 	is_int(chunk_writer_write(cw, data, len), WFS_OK, "write 3.x chunks");
 	chunk_writer_uploaded(cw, &up, &n);
 	is_int(n, 3, "three full chunks uploaded, the tail still buffered");
+	is_int(seen.n, 3, "on_uploaded called once per stored chunk");
+	for (size_t i = 0; i < n && i < seen.n; i++) {
+		bool found = false;
+		for (size_t k = 0; k < seen.n; k++)
+			found |= !strcmp(seen.fids[k], up[i].fid);
+		ok(found, "on_uploaded named chunk %zu", i);
+	}
+	for (size_t i = 0; i < seen.n && i < 8; i++)
+		free(seen.fids[i]);
 	for (size_t i = 0; i < n; i++)
 		before &= vol_get_status(up[i].fid) == 200;
 	ok(before, "uploaded chunks readable on the volume server");
