@@ -46,6 +46,8 @@ void filer_store_close(struct filer_store *s)
 
 const char *filer_store_name(const struct filer_store *s) { return s->ops->name; }
 
+bool filer_store_local_reads(const struct filer_store *s) { return s->ops->local_reads; }
+
 wfs_err filer_store_begin(struct filer_store *s, struct filer_tx **tx)
 {
 	*tx = NULL;

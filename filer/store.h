@@ -50,6 +50,12 @@ wfs_err filer_store_open(const char *dsn, struct filer_store **out);
 void filer_store_close(struct filer_store *s);
 /* The backend name ("sqlite" or "postgres"). */
 const char *filer_store_name(const struct filer_store *s);
+/*
+ * Whether a find or kv_get without a transaction is a local read that never
+ * waits on the network or on writers (SQLite in WAL mode), cheap enough for
+ * an event loop thread.
+ */
+bool filer_store_local_reads(const struct filer_store *s);
 
 /*
  * Begins a transaction; *tx is owned by the calling thread until

@@ -22,6 +22,9 @@ typedef bool (*filer_event_row_fn)(void *ctx, const struct filer_event_row *r);
 
 struct filer_store_ops {
 	const char *name;
+	/* point reads without a transaction are local and never wait on the network or
+	   on writers, so an event loop thread may make them (filer_store_local_reads) */
+	bool local_reads;
 	/* Opens the store; dsn is what follows the backend's scheme selection in store.c. */
 	wfs_err (*open)(const char *dsn, struct filer_store **out);
 	void (*close)(struct filer_store *s);

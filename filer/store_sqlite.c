@@ -890,6 +890,7 @@ static wfs_err sq_gc_count(struct filer_store *fs, uint64_t *n)
 
 const struct filer_store_ops filer_store_sqlite_ops = {
 	.name = "sqlite",
+	.local_reads = true, /* WAL: readers never wait for the writer */
 	.open = sq_open,
 	.close = sq_close,
 	.begin = sq_begin,
