@@ -15,9 +15,12 @@
 #include "util.h"
 
 #define ENTRY_FLAG_HAS_CONTENT 0x01
-#define ENTRY_FLAGS_KNOWN      ENTRY_FLAG_HAS_CONTENT
-#define CHUNK_FLAG_MANIFEST    0x01
-#define CHUNK_FLAGS_KNOWN      CHUNK_FLAG_MANIFEST
+/* Added after the first release: an i64 atime follows the chunk list, so blobs written
+ * before it (bit clear, nothing after the chunks) still decode unchanged. */
+#define ENTRY_FLAG_HAS_ATIME 0x02
+#define ENTRY_FLAGS_KNOWN    (ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME)
+#define CHUNK_FLAG_MANIFEST  0x01
+#define CHUNK_FLAGS_KNOWN    CHUNK_FLAG_MANIFEST
 /* Smallest encodings, used to bound counts by the bytes remaining. */
 #define CHUNK_MIN_BYTES (2 + 1 + 8 + 8 + 8 + 2 + 1)
 #define XATTR_MIN_BYTES (2 + 1 + 4)
@@ -361,7 +364,8 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 	if (err)
 		return err;
 	put8(out, FILER_ENTRY_VERSION);
-	put8(out, e->has_content ? ENTRY_FLAG_HAS_CONTENT : 0);
+	put8(out, (uint8_t)((e->has_content ? ENTRY_FLAG_HAS_CONTENT : 0) |
+			    (a->atime_ns != 0 ? ENTRY_FLAG_HAS_ATIME : 0)));
 	put32(out, a->mode);
 	put32(out, a->uid);
 	put32(out, a->gid);
@@ -392,6 +396,8 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 			buf_append(out, e->content, e->content_len);
 	}
 	filer_chunk_list_encode(out, e->chunks, e->n_chunks);
+	if (a->atime_ns != 0)
+		put64(out, (uint64_t)a->atime_ns);
 	return WFS_OK;
 }
 
@@ -597,6 +603,12 @@ wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, con
 	}
 	chunk_list_read(&r, &e->chunks, &e->n_chunks);
 	e->cap_chunks = e->n_chunks;
+	if (flags & ENTRY_FLAG_HAS_ATIME) {
+		a->atime_ns = (int64_t)get64(&r);
+		/* the encoder never sets the bit for 0: that spelling is not canonical */
+		if (!r.bad && a->atime_ns == 0)
+			goto bad;
+	}
 	if (r.bad || r.left != 0)
 		goto bad;
 	*out = e;

@@ -52,6 +52,7 @@ struct filer_attr {
 	uint32_t uid, gid;
 	uint64_t size; /* logical file size */
 	int64_t mtime_ns, ctime_ns, crtime_ns;
+	int64_t atime_ns; /* last access; 0 = never stored, readers take mtime_ns */
 	uint32_t nlink;
 	uint64_t rdev;
 	uint32_t ttl_sec;      /* 0 = never expires */

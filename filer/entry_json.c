@@ -99,6 +99,8 @@ void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
 	jw_kv_i64(w, "mtimeNs", a->mtime_ns);
 	jw_kv_i64(w, "ctimeNs", a->ctime_ns);
 	jw_kv_i64(w, "crtimeNs", a->crtime_ns);
+	/* never stored (older entries): the mtime, so a client always sees a time */
+	jw_kv_i64(w, "atimeNs", a->atime_ns ? a->atime_ns : a->mtime_ns);
 	jw_kv_u64(w, "nlink", a->nlink);
 	jw_kv_u64(w, "rdev", a->rdev);
 	jw_kv_u64(w, "ttlSec", a->ttl_sec);

@@ -524,6 +524,11 @@ static void op_update(struct fjob *j, struct api_req *r)
 		e->attr.uid = r->attr.uid;
 	if (r->set & API_SET_GID)
 		e->attr.gid = r->attr.gid;
+	/* an entry without a stored atime reads its mtime as atime: keep that value */
+	if ((r->set & API_SET_MTIME) && !e->attr.atime_ns)
+		e->attr.atime_ns = e->attr.mtime_ns;
+	if (r->set & API_SET_ATIME)
+		e->attr.atime_ns = r->attr.atime_ns;
 	if (r->set & API_SET_MTIME)
 		e->attr.mtime_ns = r->attr.mtime_ns;
 	e->attr.ctime_ns = (r->set & API_SET_CTIME) ? r->attr.ctime_ns : (int64_t)time_now_ns();

@@ -225,12 +225,12 @@ static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct fil
 static const char *const k_lookup[] = {"path", NULL};
 static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "prefix", NULL};
 static const char *const k_create[] = {"entry", "exclusive", NULL};
-static const char *const k_entry[] = {"path",    "mode",     "uid",           "gid",  "mtimeNs",
-				      "ctimeNs", "crtimeNs", "symlinkTarget", "rdev", "content",
-				      "chunks",  "mime",     "ttlSec",        NULL};
+static const char *const k_entry[] = {"path",    "mode",    "uid",           "gid",    "mtimeNs",
+				      "atimeNs", "ctimeNs", "crtimeNs",      "rdev",   "content",
+				      "chunks",  "mime",    "symlinkTarget", "ttlSec", NULL};
 static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
-static const char *const k_set[] = {"mode",    "uid",    "gid",          "size", "mtimeNs",
-				    "ctimeNs", "chunks", "appendChunks", NULL};
+static const char *const k_set[] = {"mode",    "uid",     "gid",    "size",         "mtimeNs",
+				    "atimeNs", "ctimeNs", "chunks", "appendChunks", NULL};
 static const char *const k_delete[] = {"path", "recursive", NULL};
 static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
 static const char *const k_link[] = {"target", "newPath", NULL};
@@ -242,8 +242,8 @@ static const char *const k_lookupv[] = {"volumeId", NULL};
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 {
 	uint64_t mode = 0, uid = 0, gid = 0, rdev = 0, ttl = 0;
-	int64_t mt = 0, ct = 0, crt = 0;
-	bool has_mt, has_ct, has_crt, has_mode;
+	int64_t mt = 0, at = 0, ct = 0, crt = 0;
+	bool has_mt, has_at, has_ct, has_crt, has_mode;
 	char *content = NULL;
 	struct filer_entry *e;
 	bool ok;
@@ -259,7 +259,8 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	     get_u64(c, ev, "gid", UINT32_MAX, &gid, NULL) &&
 	     get_u64(c, ev, "rdev", UINT64_MAX, &rdev, NULL) &&
 	     get_u64(c, ev, "ttlSec", UINT32_MAX, &ttl, NULL) &&
-	     get_i64(c, ev, "mtimeNs", &mt, &has_mt) && get_i64(c, ev, "ctimeNs", &ct, &has_ct) &&
+	     get_i64(c, ev, "mtimeNs", &mt, &has_mt) && get_i64(c, ev, "atimeNs", &at, &has_at) &&
+	     get_i64(c, ev, "ctimeNs", &ct, &has_ct) &&
 	     get_i64(c, ev, "crtimeNs", &crt, &has_crt) &&
 	     get_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
 	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
@@ -320,6 +321,8 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	{
 		int64_t now = (int64_t)time_now_ns();
 		e->attr.mtime_ns = has_mt ? mt : now;
+		/* 0 is also the stored "not set", which reads as the mtime anyway */
+		e->attr.atime_ns = has_at ? at : e->attr.mtime_ns;
 		e->attr.ctime_ns = has_ct ? ct : now;
 		e->attr.crtime_ns = has_crt ? crt : now;
 	}
@@ -371,6 +374,12 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 	if (p) {
 		r->set |= API_SET_MTIME;
 		r->attr.mtime_ns = t;
+	}
+	if (!get_i64(c, s, "atimeNs", &t, &p))
+		return false;
+	if (p) {
+		r->set |= API_SET_ATIME;
+		r->attr.atime_ns = t;
 	}
 	if (!get_i64(c, s, "ctimeNs", &t, &p))
 		return false;

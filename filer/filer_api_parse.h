@@ -49,6 +49,7 @@ enum api_op {
 #define API_SET_CTIME  0x020u
 #define API_SET_CHUNKS 0x040u
 #define API_SET_APPEND 0x080u
+#define API_SET_ATIME  0x100u
 
 enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
 

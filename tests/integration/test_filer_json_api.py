@@ -169,6 +169,53 @@ def test_update_attrs_and_cas(mini_filer):
     err(f, "update", {"path": "/up", "set": {"size": 1}}, 409, "EISDIR")
 
 
+def test_atime_separate_from_mtime(mini_filer):
+    f = mini_filer
+    mkdir(f, "/at")
+    big = 9007199254740993  # exact beyond 2^53
+    e = mkfile(f, "/at/f", b"x", mtimeNs=1000, atimeNs=big)
+    assert e["atimeNs"] == big and e["mtimeNs"] == 1000
+    # atime alone (utimensat with UTIME_OMIT on mtime): mtime stays
+    e2 = ok(f, "update", {"path": "/at/f", "set": {"atimeNs": 2000}})
+    assert e2["atimeNs"] == 2000 and e2["mtimeNs"] == 1000
+    assert e2["etag"] != e["etag"]  # atime is stored: it is part of the version
+    # mtime alone: atime stays
+    e3 = ok(f, "update", {"path": "/at/f", "set": {"mtimeNs": 3000}})
+    assert e3["atimeNs"] == 2000 and e3["mtimeNs"] == 3000
+    # ctime still defaults to now on every update, or takes the given value
+    e4 = ok(f, "update", {"path": "/at/f", "set": {"atimeNs": 4000, "ctimeNs": 77}})
+    assert e4["atimeNs"] == 4000 and e4["ctimeNs"] == 77 and e4["mtimeNs"] == 3000
+    e5 = ok(f, "update", {"path": "/at/f", "set": {"atimeNs": 5000}})
+    assert e5["ctimeNs"] > 10**18
+    # lookup and list show the stored value
+    assert ok(f, "lookup", {"path": "/at/f"})["atimeNs"] == 5000
+    # create without atimeNs: the mtime
+    mkfile(f, "/at/g", b"y", mtimeNs=6000)
+    ls = {x["name"]: x for x in ok(f, "list", {"dir": "/at"})["entries"]}
+    assert ls["f"]["atimeNs"] == 5000 and ls["f"]["mtimeNs"] == 3000
+    assert ls["g"]["atimeNs"] == 6000 == ls["g"]["mtimeNs"]
+    # before the epoch, like the other times
+    assert mkfile(f, "/at/h", atimeNs=-5)["atimeNs"] == -5
+
+
+def test_atime_of_entry_without_one(mini_filer):
+    f = mini_filer
+    mkdir(f, "/at2")
+    # the SeaweedFS-compatible PUT stores no atime, like entries written before atime existed
+    assert f.put("/at2/old", b"old").status_code in (200, 201)
+    e = ok(f, "lookup", {"path": "/at2/old"})
+    assert e["atimeNs"] == e["mtimeNs"] > 0
+    ls = ok(f, "list", {"dir": "/at2"})["entries"]
+    assert ls[0]["atimeNs"] == ls[0]["mtimeNs"] == e["mtimeNs"]
+    # changing only the mtime keeps the atime it showed
+    e2 = ok(f, "update", {"path": "/at2/old", "set": {"mtimeNs": 1}})
+    assert e2["mtimeNs"] == 1 and e2["atimeNs"] == e["mtimeNs"]
+    assert f.get("/at2/old").content == b"old"
+    # the SeaweedFS-compatible metadata is as before
+    m = f.meta("/at2/old")
+    assert "atimeNs" not in m
+
+
 def test_cas_race(mini_filer):
     f = mini_filer
     mkdir(f, "/cas")
@@ -410,6 +457,11 @@ def test_xattrs(mini_filer):
     ("update", '{"path": "/x"}'),
     ("update", '{"path": "/x", "set": {"size": "1"}}'),
     ("update", '{"path": "/x", "set": {"nlink": 3}}'),
+    ("update", '{"path": "/x", "set": {"atimeNs": "1"}}'),
+    ("update", '{"path": "/x", "set": {"atimeNs": 1.5}}'),
+    ("update", '{"path": "/x", "set": {"atimeNs": 9223372036854775808}}'),
+    ("create", '{"entry": {"path": "/x", "mode": 33188, "atimeNs": -9223372036854775809}}'),
+    ("create", '{"entry": {"path": "/x", "mode": 33188, "atimeNs": null}}'),
     ("rename", '{"from": "/a"}'),
     ("rename", '{"from": "/", "to": "/b"}'),
     ("setXattr", '{"path": "/a", "name": "k"}'),

@@ -82,8 +82,8 @@ static bool entries_equal(const struct filer_entry *a, const struct filer_entry 
 	if (strcmp(a->dir, b->dir) || strcmp(a->name, b->name) || x->mode != y->mode ||
 	    x->uid != y->uid || x->gid != y->gid || x->size != y->size ||
 	    x->mtime_ns != y->mtime_ns || x->ctime_ns != y->ctime_ns ||
-	    x->crtime_ns != y->crtime_ns || x->nlink != y->nlink || x->rdev != y->rdev ||
-	    x->ttl_sec != y->ttl_sec || !str_eq(x->mime, y->mime) ||
+	    x->crtime_ns != y->crtime_ns || x->atime_ns != y->atime_ns || x->nlink != y->nlink ||
+	    x->rdev != y->rdev || x->ttl_sec != y->ttl_sec || !str_eq(x->mime, y->mime) ||
 	    !str_eq(x->collection, y->collection) || !str_eq(x->replication, y->replication) ||
 	    !str_eq(x->symlink_target, y->symlink_target) ||
 	    x->hard_link_id_len != y->hard_link_id_len ||
@@ -272,6 +272,133 @@ static void test_chunk_list_codec(void)
 	buf_free(&b);
 }
 
+/* hex of an encoding */
+static char *hex_of(const buf *b)
+{
+	buf hex = BUF_INIT;
+	for (size_t i = 0; i < b->len; i++)
+		buf_printf(&hex, "%02x", (uint8_t)b->data[i]);
+	return hex.data ? hex.data : xstrdup("");
+}
+
+/* The access time: flags bit 1 and an i64 after the chunk list, only when set. */
+static void test_atime(void)
+{
+	struct filer_entry *e = full_entry(), *d = NULL, *c;
+	buf without = BUF_INIT, with = BUF_INIT, r = BUF_INIT;
+	size_t bad_trunc = 0, mut_ok = 0, mut_bad = 0;
+	uint8_t *m;
+
+	is_int(filer_entry_encode(e, &without), WFS_OK, "encode without atime");
+	ok((without.data[1] & 0x02) == 0, "no atime: flag bit 1 clear");
+	e->attr.atime_ns = 1750000000987654321ll;
+	is_int(filer_entry_encode(e, &with), WFS_OK, "encode with atime");
+	ok(with.data[1] == 0x03, "atime and content: flags 0x03 (got 0x%02x)",
+	   (uint8_t)with.data[1]);
+	is_int(with.len, without.len + 8, "atime adds 8 bytes");
+	ok(!memcmp(with.data + 2, without.data + 2, without.len - 2),
+	   "everything else is unchanged, atime is last");
+	ok(get_be64((uint8_t *)with.data + with.len - 8) == 1750000000987654321ull,
+	   "the last 8 bytes are the atime, big-endian");
+	is_int(filer_entry_decode((uint8_t *)with.data, with.len, "/dir/sub", "file.bin", &d),
+	       WFS_OK, "decode with atime");
+	ok(d && d->attr.atime_ns == 1750000000987654321ll, "atime decoded");
+	ok(d && entries_equal(e, d), "the whole entry round-trips");
+	if (d) {
+		is_int(filer_entry_encode(d, &r), WFS_OK, "re-encode");
+		ok(r.len == with.len && !memcmp(r.data, with.data, r.len), "canonical with atime");
+	}
+	filer_entry_free(d);
+	c = filer_entry_dup(e);
+	ok(c->attr.atime_ns == e->attr.atime_ns, "dup keeps atime");
+	filer_entry_free(c);
+
+	/* before the epoch is a stored time like any other */
+	e->attr.atime_ns = -1;
+	buf_reset(&r);
+	filer_entry_encode(e, &r);
+	is_int(filer_entry_decode((uint8_t *)r.data, r.len, "/", "x", &d), WFS_OK,
+	       "decode negative atime");
+	ok(d && d->attr.atime_ns == -1, "negative atime round-trips");
+	filer_entry_free(d);
+
+	/* an entry written before atime existed decodes with atime 0 */
+	e->attr.atime_ns = 0;
+	is_int(filer_entry_decode((uint8_t *)without.data, without.len, e->dir, e->name, &d),
+	       WFS_OK, "old-format blob decodes");
+	ok(d && d->attr.atime_ns == 0, "old blob: atime 0");
+	ok(d && entries_equal(e, d), "old blob: every other field as before");
+	filer_entry_free(d);
+
+	/* canonical rejections */
+	m = xmalloc(with.len + 8);
+	memcpy(m, without.data, without.len);
+	m[1] |= 0x02;
+	is_int(filer_entry_decode(m, without.len, "/", "x", &d), WFS_ECORRUPT,
+	       "atime bit without the atime");
+	memset(m + without.len, 0, 8);
+	is_int(filer_entry_decode(m, without.len + 8, "/", "x", &d), WFS_ECORRUPT,
+	       "atime bit with atime 0 (not canonical)");
+	memcpy(m, with.data, with.len);
+	m[1] &= (uint8_t)~0x02;
+	is_int(filer_entry_decode(m, with.len, "/", "x", &d), WFS_ECORRUPT,
+	       "an atime without its bit is trailing bytes");
+	memcpy(m, with.data, with.len);
+	m[with.len] = 0;
+	is_int(filer_entry_decode(m, with.len + 1, "/", "x", &d), WFS_ECORRUPT,
+	       "a byte after the atime");
+	m[1] |= 0x04;
+	is_int(filer_entry_decode(m, with.len, "/", "x", &d), WFS_ECORRUPT,
+	       "bit 2 is still unknown");
+	for (size_t n = 0; n < with.len; n++) {
+		d = NULL;
+		if (filer_entry_decode((uint8_t *)with.data, n, "/", "x", &d) != WFS_ECORRUPT || d)
+			bad_trunc++;
+		filer_entry_free(d);
+	}
+	is_int(bad_trunc, 0, "every truncation of an entry with atime is rejected");
+	for (size_t i = 0; i < with.len; i++) {
+		for (int v = 0; v < 256; v += 51) {
+			memcpy(m, with.data, with.len);
+			m[i] ^= (uint8_t)(v | 1);
+			d = NULL;
+			if (filer_entry_decode(m, with.len, "/", "x", &d) == WFS_OK) {
+				mut_ok++;
+				buf_reset(&r);
+				if (filer_entry_encode(d, &r) || r.len != with.len ||
+				    memcmp(r.data, m, with.len))
+					mut_bad++;
+			}
+			filer_entry_free(d);
+		}
+	}
+	ok(mut_ok > 0, "some mutations decode (%zu)", mut_ok);
+	is_int(mut_bad, 0, "every decodable mutation re-encodes to the same bytes");
+	free(m);
+
+	/* the documented example with atime 1 ns: flags 0x02, then 8 bytes after the chunks */
+	{
+		struct filer_entry *z = filer_entry_new("/", "z");
+		char *h;
+		z->attr.mode = S_IFREG | 0644;
+		z->attr.uid = z->attr.gid = 1000;
+		z->attr.nlink = 1;
+		z->attr.atime_ns = 1;
+		buf_reset(&r);
+		filer_entry_encode(z, &r);
+		h = hex_of(&r);
+		is_int(r.len, 88, "empty entry with atime is 88 bytes");
+		ok(!strncmp(h, "0102000081a4", 12), "version 1, flags 0x02");
+		is_str(h + 2 * 80, "0000000000000001", "atime last");
+		free(h);
+		filer_entry_free(z);
+	}
+	filer_entry_free(e);
+	buf_free(&without);
+	buf_free(&with);
+	buf_free(&r);
+}
+
 /* The example in docs/filer-entry-format.md, byte for byte. */
 static void test_golden(void)
 {
@@ -309,5 +436,6 @@ int main(void)
 	test_roundtrip();
 	test_hostile();
 	test_chunk_list_codec();
+	test_atime();
 	return done_testing();
 }
