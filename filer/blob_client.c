@@ -50,7 +50,8 @@ struct loc_entry {
 };
 
 struct blob_client {
-	char *master;
+	char *master;   /* the master's, or in filer mode the filer's, host:port */
+	bool via_filer; /* assign and lookupVolume through the filer's JSON API */
 	long timeout_ms;
 	uint64_t ttl_ns;
 	pool *workers;
@@ -68,6 +69,13 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16);
 	pthread_mutex_init(&bc->mu, NULL);
+	return bc;
+}
+
+blob_client *blob_client_new_filer(const char *filer, const struct blob_client_opts *opts)
+{
+	blob_client *bc = blob_client_new(filer, opts);
+	bc->via_filer = true;
 	return bc;
 }
 
@@ -166,6 +174,79 @@ static const char *error_message(const struct http_result *r, yajl_val *tree)
 	return r->body.data ? r->body.data : "";
 }
 
+/*
+ * Filer mode: POST /.api/v1/<op> with body, the reply in r. Maps the transport and the
+ * filer's answer: WFS_OK (2xx), WFS_ENOENT (404), WFS_EINVAL (other 4xx), else WFS_EUNAVAIL.
+ */
+static wfs_err filer_post(blob_client *bc, const char *op, const buf *body, struct http_result *r)
+{
+	static const char *const hdr[] = {"Content-Type: application/json", NULL};
+	char *url = xasprintf("http://%s/.api/v1/%s", bc->master, op);
+	wfs_err err = http_request("POST", url, hdr, body->data, body->len, bc->timeout_ms, r);
+	yajl_val v = NULL;
+	free(url);
+	if (err) {
+		log_warn("%s on filer %s: %s", op, bc->master, wfs_strerror(err));
+		return err == WFS_ETIMEDOUT ? err : WFS_EUNAVAIL;
+	}
+	if (r->status >= 200 && r->status < 300)
+		return WFS_OK;
+	if (r->status != 404)
+		log_warn("%s on filer %s: %d %s", op, bc->master, r->status, error_message(r, &v));
+	if (v)
+		yajl_tree_free(v);
+	if (r->status == 404)
+		return WFS_ENOENT;
+	return r->status >= 400 && r->status < 500 ? WFS_EINVAL : WFS_EUNAVAIL;
+}
+
+/* blob_client_assign through the filer: {"count": 1, ...} -> {"fids": [{fid, url, publicUrl}]}. */
+static wfs_err filer_assign(blob_client *bc, const struct blob_assign_params *p,
+			    struct blob_assignment *out)
+{
+	buf body = BUF_INIT;
+	struct http_result r;
+	yajl_val v = NULL, arr;
+	json_w *w = jw_new(&body, false);
+	wfs_err err;
+
+	jw_obj_begin(w);
+	jw_kv_u64(w, "count", 1);
+	if (p && p->collection && *p->collection)
+		jw_kv_str(w, "collection", p->collection);
+	if (p && p->replication && *p->replication)
+		jw_kv_str(w, "replication", p->replication);
+	if (p && p->ttl && *p->ttl)
+		jw_kv_str(w, "ttl", p->ttl);
+	jw_obj_end(w);
+	jw_free(w);
+	http_result_init(&r);
+	err = filer_post(bc, "assign", &body, &r);
+	if (err == WFS_ENOENT)
+		err = WFS_EUNAVAIL;
+	if (err)
+		goto out;
+	v = json_parse(r.body.data, r.body.len, NULL, 0);
+	arr = v ? json_get(v, "fids") : NULL;
+	if (!arr || !YAJL_IS_ARRAY(arr) || arr->u.array.len < 1 ||
+	    !json_copy_str(arr->u.array.values[0], "fid", out->fid, sizeof(out->fid)) ||
+	    !json_copy_str(arr->u.array.values[0], "url", out->url, sizeof(out->url))) {
+		log_warn("assign on filer %s: malformed reply", bc->master);
+		err = WFS_EUNAVAIL;
+		goto out;
+	}
+	if (!json_copy_str(arr->u.array.values[0], "publicUrl", out->public_url,
+			   sizeof(out->public_url)))
+		memcpy(out->public_url, out->url, sizeof(out->url));
+	STAT_INC(bc, assigns);
+out:
+	if (v)
+		yajl_tree_free(v);
+	http_result_free(&r);
+	buf_free(&body);
+	return err;
+}
+
 wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 			   struct blob_assignment *out)
 {
@@ -174,6 +255,8 @@ wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 	yajl_val v = NULL;
 	wfs_err err;
 
+	if (bc->via_filer)
+		return filer_assign(bc, p, out);
 	buf_printf(&url, "http://%s/dir/assign?count=1", bc->master);
 	if (p) {
 		query_param(&url, "collection", p->collection);
@@ -298,8 +381,17 @@ wfs_err blob_client_lookup(blob_client *bc, uint32_t vid, bool fresh, struct blo
 	bc->stats.lookups++;
 	pthread_mutex_unlock(&bc->mu);
 
-	snprintf(url, sizeof(url), "http://%s/dir/lookup?volumeId=%" PRIu32, bc->master, vid);
 	http_result_init(&r);
+	if (bc->via_filer) {
+		buf body = BUF_INIT;
+		buf_printf(&body, "{\"volumeId\":%" PRIu32 "}", vid);
+		err = filer_post(bc, "lookupVolume", &body, &r);
+		buf_free(&body);
+		if (!err)
+			err = parse_lookup(&r, &l, &nl);
+		goto looked_up;
+	}
+	snprintf(url, sizeof(url), "http://%s/dir/lookup?volumeId=%" PRIu32, bc->master, vid);
 	err = http_get(url, bc->timeout_ms, &r);
 	if (err) {
 		log_warn("lookup of volume %" PRIu32 " on master %s: %s", vid, bc->master,
@@ -312,6 +404,7 @@ wfs_err blob_client_lookup(blob_client *bc, uint32_t vid, bool fresh, struct blo
 	} else {
 		err = parse_lookup(&r, &l, &nl);
 	}
+looked_up:
 	http_result_free(&r);
 	if (err) {
 		blob_client_invalidate(bc, vid);

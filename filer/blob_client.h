@@ -69,6 +69,13 @@ struct blob_client_stats {
  * Starts the worker threads. Caller frees with blob_client_free.
  */
 blob_client *blob_client_new(const char *master, const struct blob_client_opts *opts);
+/*
+ * Filer mode: like blob_client_new, but assignments and volume lookups go through the
+ * filer at "host:port" (POST /.api/v1/assign and /.api/v1/lookupVolume,
+ * docs/api-filer-json.md) instead of the master, for clients (the mount) that know only
+ * the filer. Uploads and reads still go straight to the volume servers.
+ */
+blob_client *blob_client_new_filer(const char *filer, const struct blob_client_opts *opts);
 /* Joins the workers and frees. No call may be in progress. NULL does nothing. */
 void blob_client_free(blob_client *bc);
 /* The client's worker pool (borrowed): chunk_io.c submits transfers to it. Never block a

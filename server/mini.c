@@ -2,11 +2,21 @@
  * weedfs mini: one node, one data directory, no external service. Starts the
  * master (metadata under DIR/master), a volume server (volumes under
  * DIR/volume) and a filer (SQLite store in DIR/filer) inside this process,
- * then waits for SIGINT or SIGTERM.
+ * then waits for SIGINT or SIGTERM. With -mount.dir it also mounts the filer
+ * there: a weedfs-mount child process (the binary next to this one), stopped
+ * with SIGTERM (it commits dirty data and unmounts) before the servers stop.
  */
 #include "config.h"
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include "daemon.h"
 #include "filer/filer.h"
 #include "log.h"
@@ -14,6 +24,78 @@
 #include "mini.h"
 #include "util.h"
 #include "volume/volume_server.h"
+
+extern char **environ;
+
+/* Starts weedfs-mount (next to /proc/self/exe) on dir against the filer. 0 on failure. */
+static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char *level)
+{
+	char exe[PATH_MAX], *slash, *bin = NULL, *filer = NULL, *lv = NULL;
+	char *argv[6];
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	ssize_t n;
+	pid_t pid = 0;
+	int rc;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return 0;
+	*slash = '\0';
+	bin = xasprintf("%s/weedfs-mount", exe);
+	filer = xasprintf("-filer=%s:%d", ip, fport);
+	lv = xasprintf("-v=%s", level);
+	argv[0] = bin;
+	argv[1] = filer;
+	argv[2] = lv;
+	argv[3] = (char *)dir;
+	argv[4] = NULL;
+	/* mini blocks SIGTERM/SIGINT for its own waiting; the child must get them */
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(&pid, bin, NULL, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	if (rc) {
+		log_error("could not start %s: %s", bin, strerror(rc));
+		pid = 0;
+	} else {
+		log_info("mounting the filer on %s (weedfs-mount pid %d)", dir, (int)pid);
+	}
+	free(bin);
+	free(filer);
+	free(lv);
+	return pid;
+}
+
+/* SIGTERM, then waits up to 60 s (dirty data is being committed), then SIGKILL. */
+static void mount_stop(pid_t pid)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	int status;
+
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 60 * 50; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			return;
+		nanosleep(&ts, NULL);
+	}
+	log_warn("weedfs-mount (pid %d) did not stop in 60 s: killed", (int)pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
 
 static const char mini_summary[] =
 	"Runs a master, a volume server and a filer in one process: a one-node cluster\n"
@@ -23,6 +105,8 @@ static const char mini_summary[] =
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
+	const char *mount_dir = NULL;
+	pid_t mount_pid = 0;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
@@ -38,6 +122,8 @@ int mini_main(int argc, char **argv)
 		{"defaultReplication", FLAG_STRING, &replication,
 		 "replication when none is asked for"},
 		{"pulseSeconds", FLAG_INT, &pulse, "heartbeat interval"},
+		{"mount.dir", FLAG_STRING, &mount_dir,
+		 "also mount the filer at this directory (weedfs-mount)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -112,10 +198,17 @@ int mini_main(int argc, char **argv)
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
 		 "filer http://%s:%d, data in %s",
 		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl), dir);
+	if (mount_dir && *mount_dir) {
+		mount_pid = mount_spawn(mount_dir, ip, filer_port(fl), level);
+		if (!mount_pid)
+			goto out;
+	}
 
 	daemon_wait_for_stop(&stop);
 	rc = 0;
 out:
+	/* the mount first: it commits its dirty data through the filer */
+	mount_stop(mount_pid);
 	/* The filer first (it uses both), then the volume server, so its last heartbeat
 	 * still finds the master. */
 	filer_stop(fl);

@@ -1,0 +1,1287 @@
+/*
+ * DESIGN
+ * - A file's bytes = the base (what the filer last described: inline content
+ *   or a resolved chunk list, plus its size) overlaid by "pending" chunks
+ *   (uploaded by this mount but not yet committed) overlaid by dirty ranges
+ *   in memory. Chunk overlap is the filer's newest-wins rule, so every chunk
+ *   this mount uploads gets an mtime above anything it has seen.
+ * - Dirty ranges live in chunk-size slots (file offset / chunk_size): a range
+ *   never crosses a slot boundary, so one range is at most one chunk and a
+ *   range covering its whole slot is a full chunk, uploaded in the background
+ *   (it then becomes a pending chunk and its memory is released). Ranges of a
+ *   slot are sorted, non-overlapping and non-adjacent (writes merge).
+ * - A slot with an upload running is frozen: writes and truncates touching it
+ *   wait, so an upload reads a stable buffer without copying it.
+ * - Every change of a range gives it a new generation. A flush uploads each
+ *   range (reusing an upload of the same generation) and remembers the
+ *   generations; committed(ok) drops only the ranges still at them, so writes
+ *   that arrived during the flush stay dirty.
+ * - Size changes: a truncate cuts the ranges, pending chunks and the base's
+ *   view at once. A commit with appendChunks + size cannot express a shrink
+ *   followed by growth (the filer would show the old bytes again), nor add
+ *   chunks to an entry with inline content: those commits replace the whole
+ *   list instead (file_data_flush_replaces).
+ * - The dirty budget is mount-wide. A writer over it starts uploads (its own
+ *   file's ranges first, partial ones too, else other files') and waits on a
+ *   condvar; an upload failure of its own file ends the wait with EIO.
+ * - Reads plan the base + pending list once per change (chunks_read_plan over
+ *   the whole file), then copy pieces from the chunk cache, from a whole-blob
+ *   fetch (small chunks, sequential readers; put in the cache; concurrent
+ *   fetches of one blob are merged) or from a ranged GET (random reads of big
+ *   chunks). Sequential readers prefetch the next chunks on the pool.
+ * - Network I/O never runs under a file's lock, except manifest resolution
+ *   (rare: only lists of over a thousand chunks have manifests).
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "filer/blob_client.h"
+#include "filer/chunk_io.h"
+#include "filer/chunks.h"
+#include "log.h"
+#include "mount/chunk_cache.h"
+#include "mount/file_data.h"
+#include "util.h"
+
+#define SMALL_CHUNK       (1u << 20) /* chunks up to this are always fetched whole */
+#define READ_AHEAD_CHUNKS 2
+#define READ_AHEAD_JOBS   8
+#define BUDGET_WAIT_NS    (120 * 1000000000ull) /* no progress this long: EIO */
+
+struct mount_data {
+	uint64_t chunk_size, dirty_max;
+	char *collection, *replication, *ttl;
+	blob_client *bc;
+	chunk_cache *cache;
+
+	pthread_mutex_t list_mu; /* order: list_mu, then a file's mu, then bmu */
+	struct file_data *files; /* protected by list_mu */
+
+	pthread_mutex_t bmu;
+	pthread_cond_t bcond;
+	uint64_t dirty;             /* protected by bmu */
+	struct mount_data_stats st; /* protected by bmu */
+
+	pthread_mutex_t ifmu;
+	pthread_cond_t ifcond;
+	struct inflight *inflight; /* whole-blob fetches running; protected by ifmu */
+	int ra_jobs;               /* protected by ifmu */
+};
+
+struct inflight {
+	char *fid;
+	struct inflight *next;
+};
+
+struct drange {
+	uint64_t off, len, cap;
+	uint8_t *data;
+	uint64_t gen;          /* new at every change; unique within the file */
+	uint64_t up_gen;       /* the generation `up` holds; 0 = none */
+	struct filer_chunk up; /* its uploaded chunk (fid NULL when none) */
+};
+
+struct slot {
+	uint64_t index; /* file offset / chunk_size */
+	struct drange *r;
+	size_t n, cap;
+	uint64_t bytes; /* sum of the ranges' lengths */
+	int busy;       /* uploads running: the slot is frozen */
+};
+
+struct flushed {
+	uint64_t slot, gen;
+};
+
+struct chunk_list {
+	struct filer_chunk *c;
+	size_t n, cap;
+};
+
+struct file_data {
+	mount_data *md;
+	struct file_data *prev, *next; /* protected by md->list_mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+
+	/* everything below is protected by mu */
+	struct chunk_list base;
+	bool base_resolved;
+	uint8_t *inl; /* inline content of the base */
+	size_t inl_len;
+	bool has_inl;
+	bool filer_inline; /* the filer's entry holds inline content */
+	uint64_t base_size;
+	int64_t max_mtime; /* the newest chunk mtime seen or given */
+	struct chunk_list pend;
+
+	struct slot **slots; /* sorted by index */
+	size_t nslots, capslots;
+	uint64_t dirty_bytes;
+	uint64_t gen_next;
+
+	uint64_t size;
+	bool size_dirty;
+	uint64_t trunc_min; /* smallest size since the last commit; UINT64_MAX = none */
+	uint64_t trunc_seq;
+
+	int jobs;   /* uploads running */
+	int bg_err; /* a background upload failed since the last writer looked */
+
+	uint64_t version; /* changes whenever base or pending change */
+	uint64_t views_version;
+	bool views_ok;
+	struct filer_chunk *comb; /* base + pending, borrowing their strings */
+	size_t ncomb;
+	struct chunk_view *views;
+	size_t nviews;
+
+	bool flushing;
+	struct flushed *fl;
+	size_t nfl;
+	size_t fl_npend;
+	uint64_t fl_size, fl_trunc_seq;
+	bool fl_replace;
+	struct chunk_list fl_new; /* chunks of the flushed ranges */
+
+	uint64_t last_end; /* end of the last read: sequential detection */
+	int seq_reads;
+	uint64_t ra_until; /* read-ahead scheduled up to this offset */
+};
+
+/* ---- small helpers ---- */
+
+static void list_push(struct chunk_list *l, const struct filer_chunk *c)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 8;
+		l->c = xrealloc(l->c, l->cap * sizeof(*l->c));
+	}
+	filer_chunk_copy(&l->c[l->n++], c);
+}
+
+static void list_clear(struct chunk_list *l)
+{
+	filer_chunks_free(l->c, l->n);
+	memset(l, 0, sizeof(*l));
+}
+
+static void budget_release(mount_data *md, uint64_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&md->bmu);
+	md->dirty -= MIN(n, md->dirty);
+	pthread_cond_broadcast(&md->bcond);
+	pthread_mutex_unlock(&md->bmu);
+}
+
+static void stat_add(mount_data *md, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&md->bmu);
+	*field += n;
+	pthread_mutex_unlock(&md->bmu);
+}
+
+/* An mtime newer than every chunk of the file seen so far. */
+static int64_t next_mtime(file_data *fd)
+{
+	int64_t now = (int64_t)time_now_ns();
+	fd->max_mtime = now > fd->max_mtime ? now : fd->max_mtime + 1;
+	return fd->max_mtime;
+}
+
+static void note_mtimes(file_data *fd, const struct filer_chunk *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c[i].mtime_ns > fd->max_mtime)
+			fd->max_mtime = c[i].mtime_ns;
+}
+
+static void changed(file_data *fd)
+{
+	fd->version++;
+	fd->views_ok = false;
+}
+
+/* ---- mount_data ---- */
+
+mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
+{
+	mount_data *md = xcalloc(1, sizeof(*md));
+	struct blob_client_opts bo = {.timeout_ms = 30000, .threads = 16};
+
+	md->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
+	md->dirty_max = o->dirty_max ? o->dirty_max : 256ull << 20;
+	if (md->chunk_size > CHUNK_SIZE_MAX || !o->filer) {
+		*err = WFS_EINVAL;
+		free(md);
+		return NULL;
+	}
+	md->cache = chunk_cache_open(o->cache_dir,
+				     o->mem_cache_bytes ? o->mem_cache_bytes : 128ull << 20,
+				     o->cache_disk_bytes ? o->cache_disk_bytes : 1ull << 30, err);
+	if (!md->cache) {
+		free(md);
+		return NULL;
+	}
+	md->collection = o->collection && *o->collection ? xstrdup(o->collection) : NULL;
+	md->replication = o->replication && *o->replication ? xstrdup(o->replication) : NULL;
+	md->ttl = o->ttl && *o->ttl ? xstrdup(o->ttl) : NULL;
+	md->bc = blob_client_new_filer(o->filer, &bo);
+	pthread_mutex_init(&md->list_mu, NULL);
+	pthread_mutex_init(&md->bmu, NULL);
+	pthread_cond_init(&md->bcond, NULL);
+	pthread_mutex_init(&md->ifmu, NULL);
+	pthread_cond_init(&md->ifcond, NULL);
+	*err = WFS_OK;
+	return md;
+}
+
+void mount_data_free(mount_data *md)
+{
+	if (!md)
+		return;
+	blob_client_free(md->bc); /* runs the queued read-aheads, which use the cache */
+	chunk_cache_close(md->cache);
+	pthread_mutex_destroy(&md->list_mu);
+	pthread_mutex_destroy(&md->bmu);
+	pthread_cond_destroy(&md->bcond);
+	pthread_mutex_destroy(&md->ifmu);
+	pthread_cond_destroy(&md->ifcond);
+	free(md->collection);
+	free(md->replication);
+	free(md->ttl);
+	free(md);
+}
+
+void mount_data_get_stats(mount_data *md, struct mount_data_stats *out)
+{
+	pthread_mutex_lock(&md->bmu);
+	*out = md->st;
+	out->dirty = md->dirty;
+	pthread_mutex_unlock(&md->bmu);
+}
+
+/* Stores len bytes as a new blob: *fid (caller frees) and etag. 0 or EIO. */
+static int upload(mount_data *md, const void *data, size_t len, char **fid, char *etag)
+{
+	struct blob_assign_params ap = {
+		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
+	struct blob_upload_params up = {.ttl = md->ttl};
+	wfs_err err = blob_client_save(md->bc, &ap, &up, data, len, fid, etag);
+	if (err) {
+		log_warn("mount: upload of %zu bytes failed: %s", len, wfs_strerror(err));
+		return EIO;
+	}
+	stat_add(md, &md->st.uploads, 1);
+	return 0;
+}
+
+/* ---- reading blobs ---- */
+
+/* Fetches blob fid whole into the cache, merged with a fetch of it already running. */
+static wfs_err fetch_whole(mount_data *md, const char *fid)
+{
+	struct inflight *f, **pf;
+	buf b = BUF_INIT;
+	wfs_err err;
+
+	pthread_mutex_lock(&md->ifmu);
+	for (;;) {
+		for (f = md->inflight; f && strcmp(f->fid, fid); f = f->next)
+			;
+		if (!f)
+			break;
+		pthread_cond_wait(&md->ifcond, &md->ifmu);
+		pthread_mutex_unlock(&md->ifmu);
+		return WFS_OK; /* the caller looks in the cache again */
+	}
+	f = xcalloc(1, sizeof(*f));
+	f->fid = xstrdup(fid);
+	f->next = md->inflight;
+	md->inflight = f;
+	pthread_mutex_unlock(&md->ifmu);
+
+	err = blob_client_read(md->bc, fid, 0, 0, CHUNK_SIZE_MAX, &b);
+	if (!err) {
+		chunk_cache_put(md->cache, fid, b.data, b.len);
+		stat_add(md, &md->st.fetched_bytes, b.len);
+	}
+	buf_free(&b);
+
+	pthread_mutex_lock(&md->ifmu);
+	for (pf = &md->inflight; *pf != f; pf = &(*pf)->next)
+		;
+	*pf = f->next;
+	pthread_cond_broadcast(&md->ifcond);
+	pthread_mutex_unlock(&md->ifmu);
+	free(f->fid);
+	free(f);
+	return err;
+}
+
+/* Copies [off, off+len) of blob fid into dst: cache, whole fetch (if `whole`), or a range. */
+static int read_blob(mount_data *md, const char *fid, uint64_t off, size_t len, bool whole,
+		     uint8_t *dst)
+{
+	wfs_err err = WFS_OK;
+	buf b = BUF_INIT;
+
+	for (int i = 0; whole && i < 3; i++) {
+		if (chunk_cache_read(md->cache, fid, off, len, dst))
+			return 0;
+		err = fetch_whole(md, fid);
+		if (err)
+			break;
+	}
+	if (chunk_cache_read(md->cache, fid, off, len, dst))
+		return 0;
+	/* random access to a big chunk (or the cache cannot hold it): just the range */
+	err = blob_client_read(md->bc, fid, off, len, 0, &b);
+	if (!err && b.len != len)
+		err = WFS_ECORRUPT;
+	if (!err) {
+		memcpy(dst, b.data, len);
+		stat_add(md, &md->st.fetched_bytes, len);
+	}
+	buf_free(&b);
+	if (err) {
+		log_warn("mount: read of %s [%" PRIu64 ", +%zu): %s", fid, off, len,
+			 wfs_strerror(err));
+		return EIO;
+	}
+	return 0;
+}
+
+struct ra_job {
+	mount_data *md;
+	char *fid;
+};
+
+static void ra_run(void *arg)
+{
+	struct ra_job *j = arg;
+	uint8_t probe;
+	if (!chunk_cache_read(j->md->cache, j->fid, 0, 1, &probe) && !fetch_whole(j->md, j->fid))
+		stat_add(j->md, &j->md->st.prefetches, 1);
+	pthread_mutex_lock(&j->md->ifmu);
+	j->md->ra_jobs--;
+	pthread_mutex_unlock(&j->md->ifmu);
+	free(j->fid);
+	free(j);
+}
+
+/* Queues a prefetch of fid (taken) unless too many run. */
+static void ra_submit(mount_data *md, char *fid)
+{
+	struct ra_job *j;
+	pthread_mutex_lock(&md->ifmu);
+	if (md->ra_jobs >= READ_AHEAD_JOBS) {
+		pthread_mutex_unlock(&md->ifmu);
+		free(fid);
+		return;
+	}
+	md->ra_jobs++;
+	pthread_mutex_unlock(&md->ifmu);
+	j = xcalloc(1, sizeof(*j));
+	j->md = md;
+	j->fid = fid;
+	pool_submit(blob_client_pool(md->bc), ra_run, j);
+}
+
+/* ---- file_data: base ---- */
+
+static void base_set(file_data *fd, const struct filer_entry *e)
+{
+	list_clear(&fd->base);
+	for (size_t i = 0; i < e->n_chunks; i++)
+		list_push(&fd->base, &e->chunks[i]);
+	note_mtimes(fd, e->chunks, e->n_chunks);
+	fd->base_resolved = false;
+	free(fd->inl);
+	fd->inl = NULL;
+	fd->inl_len = 0;
+	fd->has_inl = e->has_content;
+	fd->filer_inline = e->has_content;
+	if (e->has_content && e->content_len) {
+		fd->inl_len = MIN(e->content_len, (size_t)MIN(e->attr.size, SIZE_MAX));
+		fd->inl = xmalloc(fd->inl_len ? fd->inl_len : 1);
+		memcpy(fd->inl, e->content, fd->inl_len);
+	}
+	fd->base_size = e->attr.size;
+	changed(fd);
+}
+
+/* Resolves manifests and cuts chunks past the base size. Called with mu held (network!). */
+static int base_resolve(file_data *fd)
+{
+	struct filer_chunk *garbage = NULL;
+	size_t ng = 0;
+	bool manifests = false;
+	if (fd->base_resolved)
+		return 0;
+	for (size_t i = 0; i < fd->base.n; i++)
+		manifests |= fd->base.c[i].is_manifest;
+	if (manifests) {
+		struct filer_chunk *out = NULL;
+		size_t n = 0;
+		wfs_err err = chunk_resolve_manifests(fd->md->bc, fd->base.c, fd->base.n, &out, &n);
+		if (err) {
+			log_warn("mount: resolving manifests: %s", wfs_strerror(err));
+			return EIO;
+		}
+		list_clear(&fd->base);
+		fd->base.c = out;
+		fd->base.n = fd->base.cap = n;
+		note_mtimes(fd, out, n);
+	}
+	/* a list reaching past the size would show stale bytes after an extension */
+	if (chunks_truncate(fd->base.c, &fd->base.n, fd->base_size, &garbage, &ng))
+		return EIO;
+	filer_chunks_free(garbage, ng);
+	fd->base_resolved = true;
+	changed(fd);
+	return 0;
+}
+
+/* ---- file_data: dirty slots ---- */
+
+/* Index of the first slot with index >= idx. */
+static size_t slot_lower(file_data *fd, uint64_t idx)
+{
+	size_t lo = 0, hi = fd->nslots;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (fd->slots[mid]->index < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct slot *slot_find(file_data *fd, uint64_t idx)
+{
+	size_t i = slot_lower(fd, idx);
+	return i < fd->nslots && fd->slots[i]->index == idx ? fd->slots[i] : NULL;
+}
+
+static struct slot *slot_get(file_data *fd, uint64_t idx)
+{
+	size_t i = slot_lower(fd, idx);
+	struct slot *s;
+	if (i < fd->nslots && fd->slots[i]->index == idx)
+		return fd->slots[i];
+	if (fd->nslots == fd->capslots) {
+		fd->capslots = fd->capslots ? fd->capslots * 2 : 16;
+		fd->slots = xrealloc(fd->slots, fd->capslots * sizeof(*fd->slots));
+	}
+	memmove(&fd->slots[i + 1], &fd->slots[i], (fd->nslots - i) * sizeof(*fd->slots));
+	s = xcalloc(1, sizeof(*s));
+	s->index = idx;
+	fd->slots[i] = s;
+	fd->nslots++;
+	return s;
+}
+
+static void range_free(struct drange *r)
+{
+	free(r->data);
+	filer_chunks_clear(&r->up, 1);
+}
+
+static void slot_drop_if_empty(file_data *fd, struct slot *s)
+{
+	size_t i;
+	if (s->n || s->busy)
+		return;
+	i = slot_lower(fd, s->index);
+	memmove(&fd->slots[i], &fd->slots[i + 1], (fd->nslots - i - 1) * sizeof(*fd->slots));
+	fd->nslots--;
+	free(s->r);
+	free(s);
+}
+
+static void slot_remove_range(file_data *fd, struct slot *s, size_t k)
+{
+	s->bytes -= s->r[k].len;
+	fd->dirty_bytes -= s->r[k].len;
+	range_free(&s->r[k]);
+	memmove(&s->r[k], &s->r[k + 1], (s->n - k - 1) * sizeof(*s->r));
+	s->n--;
+}
+
+/* Writes src over [off, off+len) inside slot s (merging); returns the bytes newly dirty. */
+static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const uint8_t *src,
+			   uint64_t len)
+{
+	uint64_t end = off + len, before = s->bytes, nstart, nend;
+	size_t i = 0, j;
+	struct drange *r;
+
+	while (i < s->n && s->r[i].off + s->r[i].len < off)
+		i++;
+	j = i;
+	while (j < s->n && s->r[j].off <= end)
+		j++;
+	/* ranges i..j-1 overlap or touch [off, end) */
+	if (i == j) {
+		struct drange nr = {.off = off, .len = len, .cap = len, .data = xmalloc(len)};
+		memcpy(nr.data, src, len);
+		nr.gen = ++fd->gen_next;
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 4;
+			s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
+		}
+		memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
+		s->r[i] = nr;
+		s->n++;
+		s->bytes += len;
+		fd->dirty_bytes += len;
+		return len;
+	}
+	nstart = MIN(off, s->r[i].off);
+	nend = MAX(end, s->r[j - 1].off + s->r[j - 1].len);
+	r = &s->r[i];
+	if (nstart == r->off) {
+		/* grow the first range in place (appends are the common case) */
+		if (r->cap < nend - nstart) {
+			uint64_t cap = MAX(nend - nstart, MIN(r->cap * 2, fd->md->chunk_size));
+			r->data = xrealloc(r->data, cap);
+			r->cap = cap;
+		}
+	} else {
+		uint8_t *d = xmalloc(nend - nstart);
+		memcpy(d + (r->off - nstart), r->data, r->len);
+		free(r->data);
+		r->data = d;
+		r->cap = nend - nstart;
+	}
+	for (size_t k = i + 1; k < j; k++)
+		memcpy(r->data + (s->r[k].off - nstart), s->r[k].data, s->r[k].len);
+	memcpy(r->data + (off - nstart), src, len);
+	s->bytes -= r->len;
+	fd->dirty_bytes -= r->len;
+	for (size_t k = i + 1; k < j; k++) {
+		s->bytes -= s->r[k].len;
+		fd->dirty_bytes -= s->r[k].len;
+		range_free(&s->r[k]);
+	}
+	memmove(&s->r[i + 1], &s->r[j], (s->n - j) * sizeof(*s->r));
+	s->n -= j - i - 1;
+	r->off = nstart;
+	r->len = nend - nstart;
+	r->gen = ++fd->gen_next;
+	s->bytes += r->len;
+	fd->dirty_bytes += r->len;
+	return s->bytes > before ? s->bytes - before : 0;
+}
+
+/* ---- uploads ---- */
+
+struct flush_wait {
+	int remaining; /* protected by the file's mu */
+	int err;
+};
+
+struct up_job {
+	file_data *fd;
+	uint64_t slot, gen, off;
+	const uint8_t *data; /* the range's buffer: stable while the slot is busy */
+	size_t len;
+	int64_t mtime;
+	struct flush_wait *fw; /* NULL: a background upload */
+};
+
+static void up_run(void *arg)
+{
+	struct up_job *j = arg;
+	file_data *fd = j->fd;
+	mount_data *md = fd->md; /* fd may be freed once jobs drops below */
+	char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
+	int e = upload(fd->md, j->data, j->len, &fid, etag);
+	uint64_t released = 0;
+	struct slot *s;
+
+	if (!e) /* read-after-write is served from memory */
+		chunk_cache_put(fd->md->cache, fid, j->data, j->len);
+
+	pthread_mutex_lock(&fd->mu);
+	s = slot_find(fd, j->slot);
+	if (s) {
+		size_t k = 0;
+		while (k < s->n && s->r[k].gen != j->gen)
+			k++;
+		if (!e && k < s->n) {
+			struct drange *r = &s->r[k];
+			filer_chunks_clear(&r->up, 1);
+			r->up = (struct filer_chunk){.fid = fid,
+						     .offset = j->off,
+						     .size = j->len,
+						     .mtime_ns = j->mtime,
+						     .etag = *etag ? xstrdup(etag) : NULL};
+			fid = NULL;
+			r->up_gen = j->gen;
+			if (!j->fw) {
+				/* background: the chunk now stands for the bytes */
+				list_push(&fd->pend, &r->up);
+				released = r->len;
+				slot_remove_range(fd, s, k);
+				changed(fd);
+			}
+		}
+		s->busy--;
+		slot_drop_if_empty(fd, s);
+	}
+	if (e) {
+		if (j->fw)
+			j->fw->err = e;
+		else
+			fd->bg_err = e;
+	}
+	if (j->fw)
+		j->fw->remaining--;
+	fd->jobs--;
+	pthread_cond_broadcast(&fd->cond);
+	pthread_mutex_unlock(&fd->mu);
+	if (released) {
+		budget_release(md, released);
+		stat_add(md, &md->st.bg_uploads, 1);
+	}
+	free(fid);
+	free(j);
+}
+
+/* Queues the upload of range k of slot s. mu held. */
+static void up_start(file_data *fd, struct slot *s, size_t k, struct flush_wait *fw)
+{
+	struct up_job *j = xcalloc(1, sizeof(*j));
+	struct drange *r = &s->r[k];
+	j->fd = fd;
+	j->slot = s->index;
+	j->gen = r->gen;
+	j->off = r->off;
+	j->data = r->data;
+	j->len = r->len;
+	j->mtime = next_mtime(fd);
+	j->fw = fw;
+	s->busy++;
+	fd->jobs++;
+	pool_submit(blob_client_pool(fd->md->bc), up_run, j);
+}
+
+/* Starts background uploads of the idle slots' ranges (only full ones unless `all`). mu held. */
+static size_t bg_start(file_data *fd, bool all)
+{
+	size_t started = 0;
+	if (fd->flushing)
+		return 0;
+	for (size_t i = 0; i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		if (s->busy)
+			continue;
+		for (size_t k = 0; k < s->n; k++) {
+			if (!all && s->r[k].len != fd->md->chunk_size)
+				continue;
+			up_start(fd, s, k, NULL);
+			started++;
+		}
+	}
+	return started;
+}
+
+/*
+ * Waits until want more dirty bytes fit the mount's budget, starting uploads to make room.
+ * Called without fd->mu. 0 or EIO (an upload of this file failed, or no progress at all).
+ */
+static int budget_reserve(file_data *fd, uint64_t want)
+{
+	mount_data *md = fd->md;
+	uint64_t last_dirty = UINT64_MAX, since = time_mono_ns();
+	int e = 0;
+
+	pthread_mutex_lock(&md->bmu);
+	while (md->dirty > 0 && md->dirty + want > md->dirty_max) {
+		struct timespec ts;
+		uint64_t now = time_mono_ns();
+		if (md->dirty != last_dirty) {
+			last_dirty = md->dirty;
+			since = now;
+		} else if (now - since > BUDGET_WAIT_NS) {
+			e = EIO;
+			break;
+		}
+		pthread_mutex_unlock(&md->bmu);
+
+		pthread_mutex_lock(&fd->mu);
+		if (fd->bg_err) {
+			e = fd->bg_err;
+			fd->bg_err = 0;
+			pthread_mutex_unlock(&fd->mu);
+			return e;
+		}
+		bool mine = fd->dirty_bytes > 0;
+		bg_start(fd, true);
+		pthread_mutex_unlock(&fd->mu);
+		if (!mine) {
+			/* other files hold the budget: make them upload too */
+			pthread_mutex_lock(&md->list_mu);
+			for (file_data *o = md->files; o; o = o->next) {
+				pthread_mutex_lock(&o->mu);
+				bg_start(o, true);
+				pthread_mutex_unlock(&o->mu);
+			}
+			pthread_mutex_unlock(&md->list_mu);
+		}
+
+		pthread_mutex_lock(&md->bmu);
+		md->st.budget_waits++;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (md->dirty > 0 && md->dirty + want > md->dirty_max)
+			pthread_cond_timedwait(&md->bcond, &md->bmu, &ts);
+	}
+	if (!e) {
+		md->dirty += want;
+		if (md->dirty > md->st.dirty_peak)
+			md->st.dirty_peak = md->dirty;
+	}
+	pthread_mutex_unlock(&md->bmu);
+	return e;
+}
+
+/* ---- file_data: API ---- */
+
+file_data *file_data_new(mount_data *md, const struct filer_entry *e)
+{
+	file_data *fd = xcalloc(1, sizeof(*fd));
+	fd->md = md;
+	pthread_mutex_init(&fd->mu, NULL);
+	pthread_cond_init(&fd->cond, NULL);
+	base_set(fd, e);
+	fd->size = e->attr.size;
+	fd->trunc_min = UINT64_MAX;
+	pthread_mutex_lock(&md->list_mu);
+	fd->next = md->files;
+	if (md->files)
+		md->files->prev = fd;
+	md->files = fd;
+	pthread_mutex_unlock(&md->list_mu);
+	return fd;
+}
+
+void file_data_free(file_data *fd)
+{
+	mount_data *md;
+	if (!fd)
+		return;
+	md = fd->md;
+	pthread_mutex_lock(&fd->mu);
+	while (fd->jobs)
+		pthread_cond_wait(&fd->cond, &fd->mu);
+	pthread_mutex_unlock(&fd->mu);
+	pthread_mutex_lock(&md->list_mu);
+	if (fd->prev)
+		fd->prev->next = fd->next;
+	else
+		md->files = fd->next;
+	if (fd->next)
+		fd->next->prev = fd->prev;
+	pthread_mutex_unlock(&md->list_mu);
+	budget_release(md, fd->dirty_bytes);
+	for (size_t i = 0; i < fd->nslots; i++) {
+		for (size_t k = 0; k < fd->slots[i]->n; k++)
+			range_free(&fd->slots[i]->r[k]);
+		free(fd->slots[i]->r);
+		free(fd->slots[i]);
+	}
+	free(fd->slots);
+	list_clear(&fd->base);
+	list_clear(&fd->pend);
+	list_clear(&fd->fl_new);
+	free(fd->fl);
+	free(fd->inl);
+	free(fd->comb);
+	free(fd->views);
+	pthread_mutex_destroy(&fd->mu);
+	pthread_cond_destroy(&fd->cond);
+	free(fd);
+}
+
+/* The end of the dirty and pending data. mu held. */
+static uint64_t data_end(file_data *fd)
+{
+	uint64_t end = 0;
+	if (fd->nslots) {
+		struct slot *s = fd->slots[fd->nslots - 1];
+		if (s->n)
+			end = s->r[s->n - 1].off + s->r[s->n - 1].len;
+	}
+	for (size_t i = 0; i < fd->pend.n; i++)
+		end = MAX(end, fd->pend.c[i].offset + fd->pend.c[i].size);
+	return end;
+}
+
+void file_data_reset(file_data *fd, const struct filer_entry *e)
+{
+	pthread_mutex_lock(&fd->mu);
+	base_set(fd, e);
+	if (!fd->size_dirty)
+		fd->size = MAX(e->attr.size, data_end(fd));
+	pthread_mutex_unlock(&fd->mu);
+}
+
+uint64_t file_data_size(file_data *fd)
+{
+	uint64_t s;
+	pthread_mutex_lock(&fd->mu);
+	s = fd->size;
+	pthread_mutex_unlock(&fd->mu);
+	return s;
+}
+
+bool file_data_dirty(file_data *fd)
+{
+	bool d;
+	pthread_mutex_lock(&fd->mu);
+	d = fd->nslots || fd->pend.n || fd->size_dirty;
+	pthread_mutex_unlock(&fd->mu);
+	return d;
+}
+
+/* The plan of base + pending over the whole file. mu held. */
+static int views_build(file_data *fd)
+{
+	if (fd->views_ok && fd->views_version == fd->version)
+		return 0;
+	free(fd->views);
+	fd->views = NULL;
+	fd->nviews = 0;
+	fd->ncomb = fd->base.n + fd->pend.n;
+	fd->comb = xrealloc(fd->comb, (fd->ncomb ? fd->ncomb : 1) * sizeof(*fd->comb));
+	if (fd->base.n)
+		memcpy(fd->comb, fd->base.c, fd->base.n * sizeof(*fd->comb));
+	if (fd->pend.n)
+		memcpy(fd->comb + fd->base.n, fd->pend.c, fd->pend.n * sizeof(*fd->comb));
+	if (chunks_read_plan(fd->comb, fd->ncomb, 0, UINT64_MAX, &fd->views, &fd->nviews))
+		return EIO;
+	fd->views_ok = true;
+	fd->views_version = fd->version;
+	return 0;
+}
+
+/* Index of the first view ending after off. */
+static size_t view_lower(file_data *fd, uint64_t off)
+{
+	size_t lo = 0, hi = fd->nviews;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (fd->views[mid].file_offset + fd->views[mid].len <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether dirty ranges cover all of [off, off+len). mu held. */
+static bool dirty_covers(file_data *fd, uint64_t off, uint64_t len)
+{
+	uint64_t pos = off, end = off + len, cs = fd->md->chunk_size;
+	for (size_t i = slot_lower(fd, off / cs); i < fd->nslots && pos < end; i++) {
+		struct slot *s = fd->slots[i];
+		for (size_t k = 0; k < s->n && pos < end; k++) {
+			if (s->r[k].off + s->r[k].len <= pos)
+				continue;
+			if (s->r[k].off > pos)
+				return false;
+			pos = s->r[k].off + s->r[k].len;
+		}
+	}
+	return pos >= end;
+}
+
+/* Copies the dirty bytes of [off, off+len) over dst. mu held. */
+static void dirty_overlay(file_data *fd, uint64_t off, uint64_t len, uint8_t *dst)
+{
+	uint64_t end = off + len, cs = fd->md->chunk_size;
+	for (size_t i = slot_lower(fd, off / cs); i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		if (s->index * cs >= end)
+			break;
+		for (size_t k = 0; k < s->n; k++) {
+			uint64_t a = MAX(off, s->r[k].off), b = MIN(end, s->r[k].off + s->r[k].len);
+			if (a < b)
+				memcpy(dst + (a - off), s->r[k].data + (a - s->r[k].off), b - a);
+		}
+	}
+}
+
+struct piece {
+	char *fid;
+	uint64_t chunk_off, len, dst_off;
+	bool whole;
+};
+
+int file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got)
+{
+	mount_data *md = fd->md;
+	uint8_t *out = dst;
+	struct piece *pc = NULL;
+	size_t npc = 0, ra_n = 0;
+	char *ra[READ_AHEAD_CHUNKS + 1];
+	uint64_t n, version;
+	bool seq;
+	int e = 0;
+
+	*got = 0;
+	pthread_mutex_lock(&fd->mu);
+	e = base_resolve(fd);
+	if (e || off >= fd->size || !len)
+		goto out_locked;
+	seq = off == fd->last_end;
+	fd->seq_reads = seq ? fd->seq_reads + 1 : 0;
+retry:
+	if (off >= fd->size)
+		goto out_locked; /* cut by a truncate meanwhile */
+	n = MIN((uint64_t)len, fd->size - off);
+	e = views_build(fd);
+	if (e)
+		goto out_locked;
+	memset(out, 0, n);
+	if (fd->has_inl && off < fd->inl_len)
+		memcpy(out, fd->inl + off, MIN(n, fd->inl_len - off));
+	pc = xrealloc(pc, sizeof(*pc) * (fd->nviews ? fd->nviews : 1));
+	npc = 0;
+	for (size_t i = view_lower(fd, off); i < fd->nviews; i++) {
+		const struct chunk_view *v = &fd->views[i];
+		const struct filer_chunk *c = &fd->comb[v->chunk];
+		uint64_t a = MAX(off, v->file_offset), b = MIN(off + n, v->file_offset + v->len);
+		if (v->file_offset >= off + n)
+			break;
+		if (a >= b || dirty_covers(fd, a, b - a))
+			continue;
+		pc[npc++] = (struct piece){
+			.fid = xstrdup(c->fid),
+			.chunk_off = v->chunk_offset + (a - v->file_offset),
+			.len = b - a,
+			.dst_off = a - off,
+			.whole = c->size <= SMALL_CHUNK || seq || fd->seq_reads > 0,
+		};
+	}
+	/* sequential: prefetch the chunks after this read */
+	if (fd->seq_reads >= 1 && ra_n == 0) {
+		uint64_t from = MAX(off + n, fd->ra_until);
+		uint64_t to = off + n + READ_AHEAD_CHUNKS * md->chunk_size;
+		for (size_t i = view_lower(fd, from); i < fd->nviews && ra_n < READ_AHEAD_CHUNKS;
+		     i++) {
+			const struct chunk_view *v = &fd->views[i];
+			if (v->file_offset >= to || v->file_offset >= fd->size)
+				break;
+			ra[ra_n++] = xstrdup(fd->comb[v->chunk].fid);
+			fd->ra_until = v->file_offset + v->len;
+		}
+	}
+	version = fd->version;
+	pthread_mutex_unlock(&fd->mu);
+
+	for (size_t i = 0; i < npc && !e; i++)
+		e = read_blob(md, pc[i].fid, pc[i].chunk_off, pc[i].len, pc[i].whole,
+			      out + pc[i].dst_off);
+	for (size_t i = 0; i < npc; i++)
+		free(pc[i].fid);
+	npc = 0;
+
+	pthread_mutex_lock(&fd->mu);
+	if (!e && fd->version != version)
+		goto retry; /* a commit or upload changed the base under the read */
+	if (!e) {
+		n = MIN(n, fd->size > off ? fd->size - off : 0);
+		dirty_overlay(fd, off, n, out);
+		*got = n;
+		fd->last_end = off + n;
+	}
+out_locked:
+	pthread_mutex_unlock(&fd->mu);
+	for (size_t i = 0; i < ra_n; i++)
+		ra_submit(md, ra[i]);
+	free(pc);
+	return e;
+}
+
+int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
+{
+	mount_data *md = fd->md;
+	uint64_t cs = md->chunk_size, added = 0, pos = off, end;
+	const uint8_t *p = src;
+	int e;
+
+	if (!len)
+		return 0;
+	if (off > INT64_MAX || len > INT64_MAX - off)
+		return EFBIG;
+	end = off + len;
+	e = budget_reserve(fd, len);
+	if (e)
+		return e;
+	pthread_mutex_lock(&fd->mu);
+	while (pos < end) {
+		uint64_t idx = pos / cs, piece = MIN(end, (idx + 1) * cs) - pos;
+		struct slot *s = slot_find(fd, idx);
+		if (s && s->busy) {
+			pthread_cond_wait(&fd->cond, &fd->mu);
+			continue; /* the slot may be gone now */
+		}
+		s = slot_get(fd, idx);
+		added += slot_write(fd, s, pos, p + (pos - off), piece);
+		if (s->n == 1 && s->r[0].len == cs && !fd->flushing)
+			up_start(fd, s, 0, NULL); /* a full chunk: upload it now */
+		pos += piece;
+	}
+	if (end > fd->size)
+		fd->size = end;
+	pthread_mutex_unlock(&fd->mu);
+	budget_release(md, len - MIN(added, len));
+	return 0;
+}
+
+/* Waits until no upload runs and no flush awaits its commit. mu held. */
+static void wait_quiet(file_data *fd)
+{
+	while (fd->jobs || fd->flushing)
+		pthread_cond_wait(&fd->cond, &fd->mu);
+}
+
+int file_data_truncate(file_data *fd, uint64_t size)
+{
+	uint64_t cs = fd->md->chunk_size, released = 0;
+	int e = 0;
+
+	if (size > INT64_MAX)
+		return EFBIG;
+	pthread_mutex_lock(&fd->mu);
+	wait_quiet(fd);
+	if (size < fd->size) {
+		struct filer_chunk *g = NULL;
+		size_t ng = 0;
+		e = base_resolve(fd);
+		if (e)
+			goto out;
+		for (size_t i = fd->nslots; i-- > 0;) {
+			struct slot *s = fd->slots[i];
+			if (s->index * cs + cs <= size)
+				break;
+			for (size_t k = s->n; k-- > 0;) {
+				struct drange *r = &s->r[k];
+				if (r->off >= size) {
+					released += r->len;
+					slot_remove_range(fd, s, k);
+				} else if (r->off + r->len > size) {
+					uint64_t cut = r->off + r->len - size;
+					r->len -= cut;
+					s->bytes -= cut;
+					fd->dirty_bytes -= cut;
+					released += cut;
+					r->gen = ++fd->gen_next;
+				}
+			}
+			slot_drop_if_empty(fd, s);
+		}
+		if (chunks_truncate(fd->pend.c, &fd->pend.n, size, &g, &ng) ||
+		    chunks_truncate(fd->base.c, &fd->base.n, size, &g, &ng))
+			e = EIO;
+		filer_chunks_free(g, ng);
+		if (fd->has_inl && fd->inl_len > size)
+			fd->inl_len = (size_t)size;
+		fd->trunc_min = MIN(fd->trunc_min, size);
+		fd->ra_until = 0;
+	}
+	fd->size = size;
+	fd->size_dirty = true;
+	fd->trunc_seq++;
+	changed(fd);
+out:
+	pthread_mutex_unlock(&fd->mu);
+	budget_release(fd->md, released);
+	return e;
+}
+
+bool file_data_flush_replaces(file_data *fd)
+{
+	bool r;
+	pthread_mutex_lock(&fd->mu);
+	r = fd->flushing && fd->fl_replace;
+	pthread_mutex_unlock(&fd->mu);
+	return r;
+}
+
+int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
+{
+	struct flush_wait fw = {0};
+	struct chunk_list out = {0};
+	bool replace;
+	int e = 0;
+
+	*chunks = NULL;
+	*n = 0;
+	pthread_mutex_lock(&fd->mu);
+	wait_quiet(fd);
+	fd->bg_err = 0;
+	replace = fd->filer_inline && (fd->nslots || fd->pend.n);
+	replace |= fd->trunc_min < fd->base_size && fd->trunc_min < fd->size;
+	if (replace) {
+		e = base_resolve(fd);
+		if (e)
+			goto out;
+	}
+	if (fd->has_inl && replace && fd->inl_len) {
+		/* the inline bytes become the oldest chunk of the new list */
+		size_t l = fd->inl_len;
+		uint8_t *copy = xmalloc(l);
+		char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
+		memcpy(copy, fd->inl, l);
+		fd->jobs++; /* keeps truncates and other flushes out while unlocked */
+		pthread_mutex_unlock(&fd->mu);
+		e = upload(fd->md, copy, l, &fid, etag);
+		free(copy);
+		pthread_mutex_lock(&fd->mu);
+		fd->jobs--;
+		pthread_cond_broadcast(&fd->cond);
+		if (e)
+			goto out;
+		struct filer_chunk c = {.fid = fid,
+					.offset = 0,
+					.size = l,
+					.mtime_ns = 1,
+					.etag = *etag ? etag : NULL};
+		/* oldest: first in the pending list, so later ones win even on equal mtime */
+		struct chunk_list np = {0};
+		list_push(&np, &c);
+		for (size_t i = 0; i < fd->pend.n; i++)
+			list_push(&np, &fd->pend.c[i]);
+		list_clear(&fd->pend);
+		fd->pend = np;
+		free(fid);
+		free(fd->inl);
+		fd->inl = NULL;
+		fd->inl_len = 0;
+		fd->has_inl = false;
+		changed(fd);
+	} else if (fd->has_inl && replace) {
+		fd->has_inl = false;
+	}
+	/* background uploads started while the inline bytes went out would race ours */
+	while (fd->jobs)
+		pthread_cond_wait(&fd->cond, &fd->mu);
+	/* upload every range not uploaded at its current generation */
+	for (size_t i = 0; i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->r[k].up_gen == s->r[k].gen)
+				continue;
+			fw.remaining++;
+			up_start(fd, s, k, &fw);
+		}
+	}
+	while (fw.remaining)
+		pthread_cond_wait(&fd->cond, &fd->mu);
+	if (fw.err) {
+		e = fw.err;
+		goto out;
+	}
+	/* the commit list: [base if replacing] + pending + the ranges' chunks */
+	free(fd->fl);
+	fd->fl = NULL;
+	fd->nfl = 0;
+	list_clear(&fd->fl_new);
+	if (replace)
+		for (size_t i = 0; i < fd->base.n; i++)
+			list_push(&out, &fd->base.c[i]);
+	for (size_t i = 0; i < fd->pend.n; i++)
+		list_push(&out, &fd->pend.c[i]);
+	for (size_t i = 0; i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->r[k].up_gen != s->r[k].gen)
+				continue; /* changed since its upload: stays dirty */
+			fd->fl = xrealloc(fd->fl, (fd->nfl + 1) * sizeof(*fd->fl));
+			fd->fl[fd->nfl++] = (struct flushed){s->index, s->r[k].gen};
+			list_push(&out, &s->r[k].up);
+			list_push(&fd->fl_new, &s->r[k].up);
+		}
+	}
+	fd->fl_npend = fd->pend.n;
+	fd->fl_size = fd->size;
+	fd->fl_trunc_seq = fd->trunc_seq;
+	fd->fl_replace = replace;
+	fd->flushing = true;
+	*chunks = out.c;
+	*n = out.n;
+	out.c = NULL;
+	stat_add(fd->md, &fd->md->st.flushes, 1);
+out:
+	pthread_mutex_unlock(&fd->mu);
+	list_clear(&out);
+	return e;
+}
+
+void file_data_committed(file_data *fd, bool ok)
+{
+	uint64_t released = 0;
+	pthread_mutex_lock(&fd->mu);
+	if (!fd->flushing) {
+		pthread_mutex_unlock(&fd->mu);
+		return;
+	}
+	if (ok) {
+		for (size_t i = 0; i < fd->nfl; i++) {
+			struct slot *s = slot_find(fd, fd->fl[i].slot);
+			if (!s)
+				continue;
+			for (size_t k = 0; k < s->n; k++) {
+				if (s->r[k].gen == fd->fl[i].gen) {
+					released += s->r[k].len;
+					slot_remove_range(fd, s, k);
+					break;
+				}
+			}
+			slot_drop_if_empty(fd, s);
+		}
+		if (fd->fl_replace) {
+			/* the base already holds what the list repeated of it */
+			fd->filer_inline = false;
+		}
+		for (size_t i = 0; i < fd->fl_npend; i++)
+			list_push(&fd->base, &fd->pend.c[i]);
+		for (size_t i = 0; i < fd->fl_new.n; i++)
+			list_push(&fd->base, &fd->fl_new.c[i]);
+		filer_chunks_clear(fd->pend.c, fd->fl_npend);
+		if (fd->pend.n > fd->fl_npend)
+			memmove(fd->pend.c, fd->pend.c + fd->fl_npend,
+				(fd->pend.n - fd->fl_npend) * sizeof(*fd->pend.c));
+		fd->pend.n -= fd->fl_npend;
+		fd->base_size = fd->fl_size;
+		if (fd->trunc_seq == fd->fl_trunc_seq) {
+			fd->trunc_min = UINT64_MAX;
+			fd->size_dirty = false;
+		}
+		changed(fd);
+	}
+	list_clear(&fd->fl_new);
+	free(fd->fl);
+	fd->fl = NULL;
+	fd->nfl = 0;
+	fd->flushing = false;
+	pthread_cond_broadcast(&fd->cond);
+	pthread_mutex_unlock(&fd->mu);
+	budget_release(fd->md, released);
+}

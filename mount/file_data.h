@@ -1,0 +1,106 @@
+/*
+ * The data of a file open on the mount: the clean base the filer last
+ * described (size, inline content, chunk list) plus the dirty bytes written
+ * since, which win over the base. One per INODE, shared by every open handle
+ * of it (created at the first open, freed when the last handle is released
+ * and nothing is dirty).
+ *
+ * Reads: dirty bytes, else the base's chunks through the chunk cache
+ * (memory, then the cache directory), else the volume servers (any replica,
+ * with failover), with sequential read-ahead; holes read as zeros.
+ * Writes: buffered, cut into chunks and uploaded in parallel straight to the
+ * volume servers; the caller commits the new chunks to the filer on flush,
+ * fsync and release. Dirty memory is bounded per mount: a writer waits.
+ *
+ * Functions return 0 or a positive errno. A file_data is thread-safe.
+ */
+#ifndef WEEDFS_MOUNT_FILE_DATA_H
+#define WEEDFS_MOUNT_FILE_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+#include "filer/entry.h"
+
+struct mount_data_opts {
+	const char *filer;         /* "host:port": assign and lookupVolume go through it */
+	uint64_t chunk_size;       /* bytes per uploaded chunk; 0 = 4 MiB */
+	uint64_t dirty_max;        /* dirty bytes held by the whole mount; 0 = 256 MiB */
+	uint64_t mem_cache_bytes;  /* chunk cache in memory; 0 = 128 MiB */
+	const char *cache_dir;     /* persistent chunk cache, NULL = none */
+	uint64_t cache_disk_bytes; /* its capacity; 0 = 1 GiB */
+	const char *collection;    /* assignment parameters, NULL = the filer's defaults */
+	const char *replication;
+	const char *ttl;
+};
+
+/* The data path of one mount. */
+typedef struct mount_data mount_data;
+
+/*
+ * NULL with *err when the options are unusable (e.g. the cache dir). o's strings are
+ * copied. http_client_global_init() must have run. Starts the transfer threads.
+ */
+mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err);
+/* No file_data may remain. NULL does nothing. */
+void mount_data_free(mount_data *md);
+
+typedef struct file_data file_data;
+
+/* e (borrowed) is the filer's entry: size, inline content, chunks (manifests allowed). */
+file_data *file_data_new(mount_data *md, const struct filer_entry *e);
+/* Frees fd; dirty data not committed is lost (the caller flushes first). NULL does nothing. */
+void file_data_free(file_data *fd);
+
+/* Replaces the clean base (another client changed the file); keeps the dirty bytes. */
+void file_data_reset(file_data *fd, const struct filer_entry *e);
+
+/* Reads up to len bytes at off into dst; *got < len only at end of file. */
+int file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got);
+/* Buffers a write; may block while the mount's dirty budget is spent. */
+int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len);
+/* Sets the size (cuts dirty and base data beyond it; a larger size is a hole). Waits for
+   a flush awaiting file_data_committed, so call neither between those two. */
+int file_data_truncate(file_data *fd, uint64_t size);
+/* The size including buffered writes and truncates. */
+uint64_t file_data_size(file_data *fd);
+/* Whether anything (data or a size change) awaits a commit. */
+bool file_data_dirty(file_data *fd);
+
+/*
+ * Uploads every dirty byte. On 0, *chunks / *n (caller frees with
+ * filer_chunks_free; NULL/0 when only the size changed) are the chunks to
+ * commit with update {appendChunks, size: file_data_size(fd)}; the caller then
+ * calls file_data_committed with whether the commit succeeded (the dirty data
+ * is dropped, and the chunks join the base, only then). An upload error is
+ * returned (EIO), never swallowed; the dirty data stays.
+ */
+int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
+void file_data_committed(file_data *fd, bool ok);
+
+/*
+ * Between a successful file_data_flush and file_data_committed: true when the
+ * chunks are the file's WHOLE new list, to commit with update {chunks, size}
+ * (replace) instead of {appendChunks, size}. That is the case when the filer's
+ * entry has inline content (which appendChunks refuses) or when the file was
+ * cut below its committed size and then grew again (a size-only shrink cannot
+ * express that). Thread-safe.
+ */
+bool file_data_flush_replaces(file_data *fd);
+
+/* Counters of a mount's data path (for tests and status). */
+struct mount_data_stats {
+	uint64_t dirty;         /* dirty bytes held now (the budget in use) */
+	uint64_t dirty_peak;    /* the most held at once */
+	uint64_t budget_waits;  /* times a writer waited for the budget */
+	uint64_t uploads;       /* chunks uploaded */
+	uint64_t bg_uploads;    /* of which uploaded before a flush (full chunks, budget) */
+	uint64_t flushes;       /* successful file_data_flush calls */
+	uint64_t fetched_bytes; /* bytes read from volume servers */
+	uint64_t prefetches;    /* chunks fetched by read-ahead */
+};
+/* A snapshot of the counters. Any thread. */
+void mount_data_get_stats(mount_data *md, struct mount_data_stats *out);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * Typed calls of the filer's JSON entry API (filer_meta.h).
+ *
+ * DESIGN: request bodies are written with lib/json.h's writer; answers are
+ * parsed into a yajl tree and decoded into struct filer_entry by
+ * filer_meta_entry_from_json, the inverse of filer/entry_json.c (the filer
+ * has no decoder of its own for that form; its request parser takes the
+ * create form, which differs). Base64 reuses the filer's codec.
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filer/entry_json.h"
+#include "filer/filer_api_parse.h"
+#include "filer_meta.h"
+#include "json.h"
+#include "util.h"
+
+static bool get_u32(yajl_val v, const char *key, uint32_t *out)
+{
+	uint64_t x;
+
+	if (!json_get(v, key))
+		return true;
+	if (!json_get_u64(v, key, &x) || x > UINT32_MAX)
+		return false;
+	*out = (uint32_t)x;
+	return true;
+}
+
+static bool get_u64_opt(yajl_val v, const char *key, uint64_t *out)
+{
+	return !json_get(v, key) || json_get_u64(v, key, out);
+}
+
+static bool get_i64_opt(yajl_val v, const char *key, int64_t *out)
+{
+	return !json_get(v, key) || json_get_i64(v, key, out);
+}
+
+/* Copies an optional string member (empty = NULL). */
+static bool get_strdup(yajl_val v, const char *key, char **out)
+{
+	const char *s;
+
+	if (!json_get(v, key))
+		return true;
+	if (!json_get_str(v, key, &s))
+		return false;
+	free(*out);
+	*out = *s ? xstrdup(s) : NULL;
+	return true;
+}
+
+static bool decode_chunks(yajl_val arr, struct filer_entry *e)
+{
+	if (!arr || YAJL_IS_NULL(arr))
+		return true;
+	if (!YAJL_IS_ARRAY(arr))
+		return false;
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		yajl_val c = arr->u.array.values[i];
+		const char *fid, *etag = NULL;
+		uint64_t off = 0, size = 0;
+		int64_t mt = 0;
+		bool man = false;
+
+		if (!json_get_str(c, "fileId", &fid) || !get_u64_opt(c, "offset", &off) ||
+		    !get_u64_opt(c, "size", &size) || !get_i64_opt(c, "mtimeNs", &mt))
+			return false;
+		if (json_get(c, "eTag") && !json_get_str(c, "eTag", &etag))
+			return false;
+		if (json_get(c, "isManifest") && !json_get_bool(c, "isManifest", &man))
+			return false;
+		filer_entry_add_chunk(e, fid, off, size, mt, etag && *etag ? etag : NULL, man);
+	}
+	return true;
+}
+
+static bool decode_xattrs(yajl_val obj, struct filer_entry *e)
+{
+	if (!obj || YAJL_IS_NULL(obj))
+		return true;
+	if (!YAJL_IS_OBJECT(obj))
+		return false;
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		yajl_val v = obj->u.object.values[i];
+		uint8_t *val = NULL;
+		size_t len = 0;
+
+		if (!YAJL_IS_STRING(v) ||
+		    !api_base64_decode(YAJL_GET_STRING(v), FILER_XATTR_VALUE_MAX, &val, &len))
+			return false;
+		filer_entry_xattr_set(e, obj->u.object.keys[i], val, len);
+		free(val);
+	}
+	return true;
+}
+
+struct filer_entry *filer_meta_entry_from_json(yajl_val v)
+{
+	struct filer_entry *e = NULL;
+	struct filer_attr *a;
+	const char *path, *s;
+	char *dir = NULL, *name = NULL;
+
+	if (!v || !YAJL_IS_OBJECT(v) || !json_get_str(v, "fullPath", &path))
+		return NULL;
+	if (filer_path_split(path, &dir, &name))
+		return NULL;
+	e = filer_entry_new(dir, name);
+	free(dir);
+	free(name);
+	a = &e->attr;
+	if (!get_u32(v, "mode", &a->mode) || !get_u32(v, "uid", &a->uid) ||
+	    !get_u32(v, "gid", &a->gid) || !get_u64_opt(v, "size", &a->size) ||
+	    !get_i64_opt(v, "mtimeNs", &a->mtime_ns) || !get_i64_opt(v, "ctimeNs", &a->ctime_ns) ||
+	    !get_i64_opt(v, "crtimeNs", &a->crtime_ns) || !get_u32(v, "nlink", &a->nlink) ||
+	    !get_u64_opt(v, "rdev", &a->rdev) || !get_u32(v, "ttlSec", &a->ttl_sec) ||
+	    !get_strdup(v, "mime", &a->mime) || !get_strdup(v, "collection", &a->collection) ||
+	    !get_strdup(v, "replication", &a->replication) ||
+	    !get_strdup(v, "symlinkTarget", &a->symlink_target))
+		goto bad;
+	if (json_get(v, "hardLinkId")) {
+		if (!json_get_str(v, "hardLinkId", &s) ||
+		    !api_base64_decode(s, FILER_HARDLINK_ID_MAX, &a->hard_link_id,
+				       &a->hard_link_id_len))
+			goto bad;
+		if (!a->hard_link_id_len) {
+			free(a->hard_link_id);
+			a->hard_link_id = NULL;
+		}
+	}
+	if (json_get(v, "content")) {
+		uint8_t *c = NULL;
+		size_t len = 0;
+		if (!json_get_str(v, "content", &s) ||
+		    !api_base64_decode(s, FILER_CONTENT_MAX, &c, &len))
+			goto bad;
+		filer_entry_set_content(e, c, len);
+		free(c);
+	}
+	if (!decode_xattrs(json_get(v, "xattrs"), e) || !decode_chunks(json_get(v, "chunks"), e))
+		goto bad;
+	return e;
+bad:
+	filer_entry_free(e);
+	return NULL;
+}
+
+/* Calls op with the body in req; on success parses the answer into *tree. */
+static int call(filer_rpc *r, const char *op, buf *req, yajl_val *tree)
+{
+	char msg[128];
+	buf resp;
+	int rc;
+
+	buf_init(&resp);
+	rc = filer_rpc_call(r, op, req->data, req->len, &resp);
+	if (!rc && tree) {
+		*tree = json_parse(resp.data ? resp.data : "", resp.len, msg, sizeof(msg));
+		if (!*tree)
+			rc = EIO;
+	}
+	buf_free(&resp);
+	buf_free(req);
+	return rc;
+}
+
+/* Calls op and decodes an entry answer into *out (if out is not NULL). */
+static int call_entry(filer_rpc *r, const char *op, buf *req, struct filer_entry **out)
+{
+	yajl_val tree = NULL;
+	int rc = call(r, op, req, out ? &tree : NULL);
+
+	if (!rc && out) {
+		*out = filer_meta_entry_from_json(tree);
+		if (!*out)
+			rc = EIO;
+	}
+	yajl_tree_free(tree);
+	return rc;
+}
+
+int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
+{
+	buf b;
+	json_w *w;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_obj_end(w);
+	jw_free(w);
+	return call_entry(r, "lookup", &b, out);
+}
+
+void filer_meta_page_free(struct filer_meta_page *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		filer_entry_free(p->entries[i]);
+	free(p->entries);
+	free(p->last_name);
+	memset(p, 0, sizeof(*p));
+}
+
+int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
+		    struct filer_meta_page *out)
+{
+	yajl_val tree = NULL, arr;
+	const char *last;
+	json_w *w;
+	buf b;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "dir", dir);
+	jw_kv_str(w, "startName", start ? start : "");
+	jw_kv_u64(w, "limit", limit);
+	jw_obj_end(w);
+	jw_free(w);
+	rc = call(r, "list", &b, &tree);
+	if (rc)
+		return rc;
+	arr = json_get(tree, "entries");
+	if (!arr || !YAJL_IS_ARRAY(arr)) {
+		rc = EIO;
+		goto out;
+	}
+	out->entries = xcalloc(arr->u.array.len + 1, sizeof(*out->entries));
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		struct filer_entry *e = filer_meta_entry_from_json(arr->u.array.values[i]);
+		if (!e) {
+			rc = EIO;
+			goto out;
+		}
+		out->entries[out->n++] = e;
+	}
+	if (json_get(tree, "more") && !json_get_bool(tree, "more", &out->more)) {
+		rc = EIO;
+		goto out;
+	}
+	if (json_get_str(tree, "lastName", &last))
+		out->last_name = xstrdup(last);
+	else if (out->n)
+		out->last_name = xstrdup(out->entries[out->n - 1]->name);
+out:
+	yajl_tree_free(tree);
+	if (rc)
+		filer_meta_page_free(out);
+	return rc;
+}
+
+int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+		      struct filer_entry **out)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_key(w, "entry");
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_kv_u64(w, "mode", n->mode);
+	jw_kv_u64(w, "uid", n->uid);
+	jw_kv_u64(w, "gid", n->gid);
+	if (n->rdev)
+		jw_kv_u64(w, "rdev", n->rdev);
+	if (n->symlink_target)
+		jw_kv_str(w, "symlinkTarget", n->symlink_target);
+	if (n->time_ns) {
+		jw_kv_i64(w, "mtimeNs", n->time_ns);
+		jw_kv_i64(w, "ctimeNs", n->time_ns);
+		jw_kv_i64(w, "crtimeNs", n->time_ns);
+	}
+	jw_obj_end(w);
+	jw_kv_bool(w, "exclusive", n->exclusive);
+	jw_obj_end(w);
+	jw_free(w);
+	return call_entry(r, "create", &b, out);
+}
+
+int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
+		      struct filer_entry **out)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_key(w, "set");
+	jw_obj_begin(w);
+	if (s->set & FM_SET_MODE)
+		jw_kv_u64(w, "mode", s->mode & 07777);
+	if (s->set & FM_SET_UID)
+		jw_kv_u64(w, "uid", s->uid);
+	if (s->set & FM_SET_GID)
+		jw_kv_u64(w, "gid", s->gid);
+	if (s->set & FM_SET_SIZE)
+		jw_kv_u64(w, "size", s->size);
+	if (s->set & FM_SET_MTIME)
+		jw_kv_i64(w, "mtimeNs", s->mtime_ns);
+	if (s->set & FM_SET_CTIME)
+		jw_kv_i64(w, "ctimeNs", s->ctime_ns);
+	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append)) {
+		jw_key(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < s->n_append; i++) {
+			const struct filer_chunk *c = &s->append[i];
+			jw_obj_begin(w);
+			jw_kv_str(w, "fileId", c->fid);
+			jw_kv_u64(w, "offset", c->offset);
+			jw_kv_u64(w, "size", c->size);
+			jw_kv_i64(w, "mtimeNs", c->mtime_ns);
+			if (c->etag)
+				jw_kv_str(w, "etag", c->etag);
+			if (c->is_manifest)
+				jw_kv_bool(w, "isManifest", true);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	return call_entry(r, "update", &b, out);
+}
+
+int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_kv_bool(w, "recursive", recursive);
+	jw_obj_end(w);
+	jw_free(w);
+	return call(r, "delete", &b, NULL);
+}
+
+int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
+		      bool exchange)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "from", from);
+	jw_kv_str(w, "to", to);
+	jw_kv_bool(w, "noReplace", no_replace);
+	jw_kv_bool(w, "exchange", exchange);
+	jw_obj_end(w);
+	jw_free(w);
+	return call(r, "rename", &b, NULL);
+}
+
+int filer_meta_link(filer_rpc *r, const char *target, const char *newpath, struct filer_entry **out)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "target", target);
+	jw_kv_str(w, "newPath", newpath);
+	jw_obj_end(w);
+	jw_free(w);
+	return call_entry(r, "link", &b, out);
+}
+
+int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
+			 size_t len, enum filer_meta_xflag flag)
+{
+	json_w *w;
+	buf b, v64;
+
+	buf_init(&b);
+	buf_init(&v64);
+	entry_json_base64(value, len, &v64);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_kv_str(w, "name", name);
+	jw_key(w, "value");
+	jw_strn(w, v64.data ? v64.data : "", v64.len);
+	jw_kv_str(w, "flags",
+		  flag == FM_XATTR_CREATE    ? "create"
+		  : flag == FM_XATTR_REPLACE ? "replace"
+					     : "");
+	jw_obj_end(w);
+	jw_free(w);
+	buf_free(&v64);
+	return call(r, "setXattr", &b, NULL);
+}
+
+int filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "path", path);
+	jw_kv_str(w, "name", name);
+	jw_obj_end(w);
+	jw_free(w);
+	return call(r, "removeXattr", &b, NULL);
+}

@@ -1,0 +1,85 @@
+/*
+ * Typed calls of the filer's JSON entry API (docs/api-filer-json.md) for the
+ * mount: each builds the request body, calls filer_rpc_call and decodes the
+ * answer into struct filer_entry. Every function returns 0 or a positive
+ * errno (filer_rpc.h's mapping) and is thread-safe.
+ */
+#ifndef WEEDFS_MOUNT_FILER_META_H
+#define WEEDFS_MOUNT_FILER_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+#include "filer/entry.h"
+#include "filer_rpc.h"
+
+/*
+ * Decodes an entry object (fullPath, mode, ..., chunks; docs/filer-events.md)
+ * into a new entry. NULL when the object is malformed. Borrows v.
+ */
+struct filer_entry *filer_meta_entry_from_json(yajl_val v);
+
+/* lookup: *out (caller frees) is the entry at path. */
+int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);
+
+/* One page of a directory listing. */
+struct filer_meta_page {
+	struct filer_entry **entries; /* owned */
+	size_t n;
+	bool more;
+	char *last_name; /* owned; the startName of the next page */
+};
+void filer_meta_page_free(struct filer_meta_page *p);
+/* list: entries of dir after start ("" = from the first), at most limit. */
+int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
+		    struct filer_meta_page *out);
+
+/* What a create carries besides the path. */
+struct filer_meta_new {
+	uint32_t mode; /* with the S_IFMT type */
+	uint32_t uid, gid;
+	uint64_t rdev;
+	const char *symlink_target; /* symlinks only */
+	int64_t time_ns;            /* mtime, ctime and crtime; 0 = the filer's now */
+	bool exclusive;
+};
+/* create: *out (caller frees; may be NULL to ignore) is the new entry. */
+int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+		      struct filer_entry **out);
+
+/* The fields an update sets (those whose flag is in set). */
+#define FM_SET_MODE   0x01u
+#define FM_SET_UID    0x02u
+#define FM_SET_GID    0x04u
+#define FM_SET_SIZE   0x08u
+#define FM_SET_MTIME  0x10u
+#define FM_SET_CTIME  0x20u
+#define FM_SET_APPEND 0x40u
+#define FM_SET_CHUNKS 0x80u /* replace the chunk list with append[0..n_append) */
+struct filer_meta_set {
+	unsigned set;
+	uint32_t mode; /* permission bits 07777 */
+	uint32_t uid, gid;
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	const struct filer_chunk *append; /* FM_SET_APPEND / FM_SET_CHUNKS: borrowed */
+	size_t n_append;
+};
+/* update: *out (caller frees; may be NULL) is the entry after. */
+int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
+		      struct filer_entry **out);
+
+int filer_meta_delete(filer_rpc *r, const char *path, bool recursive);
+int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
+		      bool exchange);
+/* link: newpath becomes another name of target; *out (may be NULL) is the new entry. */
+int filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
+		    struct filer_entry **out);
+
+enum filer_meta_xflag { FM_XATTR_ANY, FM_XATTR_CREATE, FM_XATTR_REPLACE };
+int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
+			 size_t len, enum filer_meta_xflag flag);
+int filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name);
+
+#endif

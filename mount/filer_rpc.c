@@ -1,0 +1,198 @@
+/*
+ * DESIGN
+ * - One call is one POST through lib/http_client (a libcurl handle per thread,
+ *   so keep-alive connections are per thread and calls are thread-safe).
+ * - The filer's {"error", "code"} answer becomes an errno; a 503 (EAGAIN:
+ *   its store or master is unreachable) changed nothing, so every op may
+ *   repeat it.
+ * - A transport failure is ambiguous: the request may have reached the filer.
+ *   Ops safe to repeat (lookups, assign, conditional updates, xattrs) simply
+ *   retry. The others (create, delete, rename, link) retry only when the filer
+ *   is refusing connections, which http_client does not tell apart from a
+ *   reset: a TCP connect probe right after the failure decides. A filer that
+ *   accepts connections but dropped ours may have applied the change, so the
+ *   call fails with EIO instead of risking EEXIST / ENOENT on a repeat.
+ * - Back-off 50 ms doubling to 2 s, within retry_seconds in total.
+ */
+#include "config.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "http_client.h"
+#include "json.h"
+#include "log.h"
+#include "mount/filer_rpc.h"
+#include "util.h"
+
+#define BACKOFF_FIRST_MS 50
+#define BACKOFF_MAX_MS   2000
+
+struct filer_rpc {
+	char *addr;
+	long timeout_ms;
+	uint64_t retry_ns;
+};
+
+filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seconds)
+{
+	filer_rpc *r = xcalloc(1, sizeof(*r));
+	r->addr = xstrdup(filer_addr);
+	r->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+	r->retry_ns = (uint64_t)(retry_seconds > 0 ? retry_seconds : 30) * 1000000000ull;
+	return r;
+}
+
+void filer_rpc_free(filer_rpc *r)
+{
+	if (!r)
+		return;
+	free(r->addr);
+	free(r);
+}
+
+const char *filer_rpc_addr(const filer_rpc *r) { return r->addr; }
+
+/* Whether repeating op after it may have been applied gives the same outcome. */
+static bool op_idempotent(const char *op, const char *json, size_t len)
+{
+	static const char *const safe[] = {
+		"lookup", "list", "lookupVolume", "assign", "setXattr", "removeXattr", NULL};
+	for (size_t i = 0; safe[i]; i++)
+		if (!strcmp(op, safe[i]))
+			return true;
+	/* an update is repeatable when it is conditional on the entry's etag */
+	if (!strcmp(op, "update")) {
+		yajl_val v = json_parse(json, len, NULL, 0);
+		bool cond = v && json_get(v, "ifEtag") != NULL;
+		if (v)
+			yajl_tree_free(v);
+		return cond;
+	}
+	return false;
+}
+
+/* The filer's error code as an errno. */
+static int code_errno(const char *code)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} map[] = {
+		{"ENOENT", ENOENT},   {"EEXIST", EEXIST},   {"ENOTEMPTY", ENOTEMPTY},
+		{"ENOTDIR", ENOTDIR}, {"EISDIR", EISDIR},   {"EPERM", EPERM},
+		{"EINVAL", EINVAL},   {"ENODATA", ENODATA}, {"ENOSYS", ENOSYS},
+		{"EPRECOND", ESTALE}, {"EAGAIN", EAGAIN},   {"ENAMETOOLONG", ENAMETOOLONG},
+		{"ENOSPC", ENOSPC},
+	};
+	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(code, map[i].name))
+			return map[i].err;
+	return EIO;
+}
+
+/* The errno of an error answer (status >= 300). */
+static int answer_errno(const struct http_result *res)
+{
+	yajl_val v = res->body.len ? json_parse(res->body.data, res->body.len, NULL, 0) : NULL;
+	const char *code = NULL;
+	int e;
+	if (v)
+		json_get_str(v, "code", &code);
+	e = code ? code_errno(code) : (res->status == 404 ? ENOSYS : EIO);
+	if (v)
+		yajl_tree_free(v);
+	return e;
+}
+
+/* Whether host:port refuses a TCP connection right now (nothing listens there). */
+static bool filer_refuses(const char *addr, long timeout_ms)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	bool refused = false;
+	size_t hl;
+
+	if (!colon || (hl = (size_t)(colon - addr)) >= sizeof(host))
+		return false;
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
+		return false;
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		refused = connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno == ECONNREFUSED;
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	return refused;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
+{
+	static const char *const hdr[] = {"Content-Type: application/json", NULL};
+	struct http_result res;
+	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
+	uint64_t deadline = time_mono_ns() + r->retry_ns;
+	long backoff = BACKOFF_FIRST_MS;
+	bool repeatable = op_idempotent(op, json, len);
+	int e = EIO;
+
+	http_result_init(&res);
+	for (;;) {
+		bool retry = false;
+		wfs_err err =
+			http_request("POST", url, hdr, json ? json : "", len, r->timeout_ms, &res);
+		if (!err && res.status >= 200 && res.status < 300) {
+			buf_append(resp, res.body.data, res.body.len);
+			e = 0;
+			break;
+		}
+		if (!err) {
+			e = answer_errno(&res);
+			/* a 503 changed nothing: repeat it whatever the op */
+			retry = res.status == 503;
+			if (!retry)
+				break;
+		} else {
+			e = EIO;
+			retry = repeatable || filer_refuses(r->addr, MIN(r->timeout_ms, 2000));
+			if (!retry) {
+				log_warn("filer %s: %s failed (%s) after it may have been sent",
+					 r->addr, op, wfs_strerror(err));
+				break;
+			}
+		}
+		if (time_mono_ns() + (uint64_t)backoff * 1000000ull > deadline) {
+			log_warn("filer %s: %s: giving up after retries (%s)", r->addr, op,
+				 err ? wfs_strerror(err) : "503");
+			e = EIO;
+			break;
+		}
+		log_debug("filer %s: %s: retrying in %ld ms", r->addr, op, backoff);
+		sleep_ms(backoff);
+		backoff = MIN(backoff * 2, BACKOFF_MAX_MS);
+	}
+	http_result_free(&res);
+	free(url);
+	return e;
+}

@@ -1,0 +1,1825 @@
+/*
+ * The FUSE low-level operations (fuse_ops.h).
+ *
+ * DESIGN:
+ * - Names: an operation on (parent, name) builds the filer path from the
+ *   inode table and calls the filer's entry API; the answer's entry is cached
+ *   on the node and handed to the kernel with the entry/attr timeouts. The
+ *   mount's own cache (lookup, getattr, getxattr answer from it) is trusted
+ *   for attrTimeout, or as long as the event follower is connected, since it
+ *   drops an entry the moment someone else changes it (meta_follower.c). The
+ *   mount notes its own changes (mount_note_own) so the follower can tell
+ *   them from others'.
+ * - Permissions: the mount runs with the kernel's default_permissions, so the
+ *   kernel checks mode bits, sticky directories, chown/chmod rights and clears
+ *   suid/sgid on write and chown (it sends the cleared mode in a setattr).
+ *   The mount adds what the kernel leaves to the file system: setgid
+ *   directories hand their group (and, to subdirectories, the setgid bit) to
+ *   new entries, and a new file's setgid bit is dropped when its creator is
+ *   not in the group. Parent directories get mtime/ctime on every change of
+ *   their names.
+ * - Data: one file_data per inode (file_data.h), created at the first open
+ *   from a fresh lookup (close-to-open), shared by every handle, committed on
+ *   flush, fsync and release as one update {appendChunks (or the whole list
+ *   when file_data_flush_replaces), size, mtime}. A name of an open file that
+ *   is unlinked (or replaced by a rename) is renamed into a hidden directory
+ *   (MOUNT_TRASH_NAME) instead, so the file and its chunks stay until the
+ *   last release deletes that name; st_nlink does not count it.
+ * - Directories: readdir and readdirplus page through the filer's list; a
+ *   handle keeps the current page, offsets are entry indexes (0 ".", 1 "..").
+ */
+#include "config.h"
+#include "fuse_ops.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include "filer/chunks.h"
+#include "filer_meta.h"
+#include "log.h"
+#include "util.h"
+
+#define LIST_PAGE 1024
+
+/* An open file. */
+struct fh {
+	struct inode *node;     /* a reference (itable_put at release) */
+	int flags;              /* open(2) flags */
+	struct fh *prev, *next; /* m->handles, protected by m->fh_mu */
+};
+
+static struct fh *fh_new(struct mount_ctx *m, struct inode *n, int flags)
+{
+	struct fh *h = xcalloc(1, sizeof(*h));
+
+	h->node = n;
+	h->flags = flags;
+	pthread_mutex_lock(&m->fh_mu);
+	h->next = m->handles;
+	if (h->next)
+		h->next->prev = h;
+	m->handles = h;
+	pthread_mutex_unlock(&m->fh_mu);
+	return h;
+}
+
+static void fh_free(struct mount_ctx *m, struct fh *h)
+{
+	pthread_mutex_lock(&m->fh_mu);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		m->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&m->fh_mu);
+	free(h);
+}
+
+/* An open directory. */
+struct dirh {
+	pthread_mutex_t mu;
+	uint64_t ino;
+	struct filer_meta_page page; /* protected by mu: the current page */
+	uint64_t page_base;          /* index (without . and ..) of page.entries[0] */
+	bool fetched;                /* page holds a real answer */
+};
+
+static uint64_t own_key(const char *path, int64_t ctime_ns)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ull;
+	}
+	h ^= (uint64_t)ctime_ns * 0x9e3779b97f4a7c15ull;
+	return h ? h : 1;
+}
+
+void mount_note_own(struct mount_ctx *m, const char *path, int64_t ctime_ns)
+{
+	uint64_t k = own_key(path, ctime_ns);
+
+	pthread_mutex_lock(&m->own_mu);
+	m->own[k % MOUNT_OWN_SLOTS] = k;
+	pthread_mutex_unlock(&m->own_mu);
+}
+
+bool mount_take_own(struct mount_ctx *m, const char *path, int64_t ctime_ns)
+{
+	uint64_t k = own_key(path, ctime_ns);
+	bool r;
+
+	pthread_mutex_lock(&m->own_mu);
+	r = m->own[k % MOUNT_OWN_SLOTS] == k;
+	if (r)
+		m->own[k % MOUNT_OWN_SLOTS] = 0;
+	pthread_mutex_unlock(&m->own_mu);
+	return r;
+}
+
+static struct mount_ctx *ctx(fuse_req_t req) { return fuse_req_userdata(req); }
+
+static int64_t now_ns(void) { return (int64_t)time_now_ns(); }
+
+static void ns_to_ts(int64_t ns, struct timespec *ts)
+{
+	ts->tv_sec = ns / 1000000000;
+	ts->tv_nsec = ns % 1000000000;
+	if (ts->tv_nsec < 0) {
+		ts->tv_sec--;
+		ts->tv_nsec += 1000000000;
+	}
+}
+
+static int64_t ts_to_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/* The kernel's attributes of the entry e, with open data (size, mtime) winning. */
+static void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
+{
+	const struct filer_attr *a = &e->attr;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink ? a->nlink : ((a->mode & S_IFMT) == S_IFDIR ? 2 : 1);
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = (dev_t)a->rdev;
+	st->st_size = (off_t)a->size;
+	if (S_ISLNK(a->mode) && a->symlink_target)
+		st->st_size = (off_t)strlen(a->symlink_target);
+	else if (S_ISDIR(a->mode))
+		st->st_size = 4096;
+	ns_to_ts(a->mtime_ns, &st->st_mtim);
+	/* the filer has no atime: the mount keeps one per inode, from the mtime it first saw */
+	pthread_mutex_lock(&n->mu);
+	if (!n->atime_set) {
+		n->atime_ns = a->mtime_ns;
+		n->atime_set = true;
+	}
+	ns_to_ts(n->atime_ns, &st->st_atim);
+	pthread_mutex_unlock(&n->mu);
+	ns_to_ts(a->ctime_ns, &st->st_ctim);
+	pthread_mutex_lock(&n->mu);
+	if (n->unlinked && st->st_nlink)
+		st->st_nlink--; /* the hidden name does not count */
+	if (n->fd) {
+		st->st_size = (off_t)file_data_size(n->fd);
+		if (n->data_mtime_ns) {
+			ns_to_ts(n->data_mtime_ns, &st->st_mtim);
+			ns_to_ts(n->data_mtime_ns, &st->st_ctim);
+		}
+	}
+	pthread_mutex_unlock(&n->mu);
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
+}
+
+/*
+ * Whether n's cached entry may be used (n->mu held): within attrTimeout, or
+ * longer while the event follower is connected (it drops the entry as soon
+ * as someone else changes it).
+ */
+static bool cache_fresh(struct mount_ctx *m, struct inode *n)
+{
+	uint64_t now = time_mono_ns();
+
+	if (!n->cached_until || now >= n->cached_until)
+		return false;
+	return atomic_load(&m->following) || now < n->cached_at + m->attr_cache_ns;
+}
+
+/* The node's entry: the cached one while fresh (or any cached one with stale_ok), else a lookup. */
+static int node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok, struct filer_entry **out)
+{
+	struct filer_entry *e = NULL;
+	char *path;
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	if (n->cached && (stale_ok || cache_fresh(m, n)))
+		e = filer_entry_dup(n->cached);
+	pthread_mutex_unlock(&n->mu);
+	if (e) {
+		*out = e;
+		return 0;
+	}
+	path = itable_path(m->it, n->ino);
+	if (!path)
+		return ENOENT;
+	rc = filer_meta_lookup(m->rpc, path, &e);
+	free(path);
+	if (rc)
+		return rc;
+	itable_cache(n, e, m->follow_cache_ns);
+	*out = e;
+	return 0;
+}
+
+static bool name_ok(fuse_req_t req, const char *name)
+{
+	if (strlen(name) > FILER_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return false;
+	}
+	return true;
+}
+
+/* Path of (parent, name); replies the error itself and returns NULL on failure. */
+static char *child_path(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount_ctx *m = ctx(req);
+	char *p;
+
+	if (!name_ok(req, name))
+		return NULL;
+	p = itable_child_path(m->it, parent, name);
+	if (!p) {
+		fuse_reply_err(req, ENOENT);
+		return NULL;
+	}
+	if (strlen(p) > FILER_PATH_MAX) {
+		free(p);
+		fuse_reply_err(req, ENAMETOOLONG);
+		return NULL;
+	}
+	return p;
+}
+
+/* Learns e as name in parent and fills ep (one lookup reference taken). */
+static int learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
+		 const struct filer_entry *e, struct fuse_entry_param *ep)
+{
+	uint64_t ino = itable_learn(m->it, parent, name, e, m->follow_cache_ns);
+	struct inode *n;
+
+	if (!ino)
+		return ENOENT;
+	n = itable_get(m->it, ino);
+	memset(ep, 0, sizeof(*ep));
+	ep->ino = ino;
+	ep->generation = 1;
+	entry_stat(n, e, &ep->attr);
+	ep->attr_timeout = m->attr_timeout;
+	ep->entry_timeout = m->entry_timeout;
+	itable_put(m->it, n);
+	return 0;
+}
+
+static void reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+			const struct filer_entry *e)
+{
+	struct mount_ctx *m = ctx(req);
+	struct fuse_entry_param ep;
+	int rc = learn(m, parent, name, e, &ep);
+
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	if (fuse_reply_entry(req, &ep))
+		itable_forget(m->it, ep.ino, 1);
+}
+
+/* Sets a directory's mtime and ctime to now (a name in it changed). Best effort. */
+static void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
+{
+	struct filer_meta_set s = {.set = FM_SET_MTIME | FM_SET_CTIME};
+	struct filer_entry *e = NULL;
+	struct inode *n;
+	char *path = itable_path(m->it, dir);
+
+	if (!path)
+		return;
+	s.mtime_ns = s.ctime_ns = now_ns();
+	mount_note_own(m, path, s.ctime_ns);
+	if (!filer_meta_update(m->rpc, path, &s, &e)) {
+		n = itable_get(m->it, dir);
+		if (n)
+			itable_cache(n, e, m->follow_cache_ns);
+		itable_put(m->it, n);
+	}
+	filer_entry_free(e);
+	free(path);
+}
+
+/* Sets the ctime of the entry at path (node n, may be NULL) to now. Best effort. */
+static void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
+{
+	struct filer_meta_set s = {.set = FM_SET_CTIME, .ctime_ns = now_ns()};
+	struct filer_entry *e = NULL;
+
+	mount_note_own(m, path, s.ctime_ns);
+	if (!filer_meta_update(m->rpc, path, &s, &e) && n)
+		itable_cache(n, e, m->follow_cache_ns);
+	else if (n)
+		itable_uncache(n);
+	filer_entry_free(e);
+}
+
+/* ---- commits ---- */
+
+/*
+ * Uploads n's dirty data and commits it with the fields of extra (may be
+ * NULL) in one update; *out (may be NULL) gets the entry after.
+ */
+static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+		       struct filer_entry **out)
+{
+	struct filer_meta_set s = {0};
+	struct filer_chunk *chunks = NULL;
+	struct filer_entry *e = NULL;
+	file_data *fd;
+	size_t nc = 0;
+	bool flushed = false;
+	int64_t mtime;
+	char *path = NULL;
+	int rc = 0;
+
+	if (extra)
+		s = *extra;
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	fd = n->fd;
+	mtime = n->data_mtime_ns;
+	pthread_mutex_unlock(&n->mu);
+	if (fd && file_data_dirty(fd)) {
+		rc = file_data_flush(fd, &chunks, &nc);
+		if (rc)
+			goto out;
+		flushed = true;
+		s.set |= FM_SET_SIZE;
+		s.size = file_data_size(fd);
+		if (file_data_flush_replaces(fd)) {
+			s.set |= FM_SET_CHUNKS; /* the whole list, possibly empty */
+			s.append = chunks;
+			s.n_append = nc;
+		} else if (nc) {
+			s.set |= FM_SET_APPEND;
+			s.append = chunks;
+			s.n_append = nc;
+		}
+		if (mtime && !(s.set & FM_SET_MTIME)) {
+			s.set |= FM_SET_MTIME;
+			s.mtime_ns = mtime;
+		}
+	}
+	if (!s.set)
+		goto out;
+	path = itable_path(m->it, n->ino);
+	if (!(s.set & FM_SET_CTIME)) {
+		s.set |= FM_SET_CTIME;
+		s.ctime_ns = now_ns();
+	}
+	if (path)
+		mount_note_own(m, path, s.ctime_ns);
+	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
+	if (flushed)
+		file_data_committed(fd, rc == 0);
+	if (!rc) {
+		itable_cache(n, e, m->follow_cache_ns);
+		pthread_mutex_lock(&n->mu);
+		if (fd == n->fd) {
+			n->base_ctime_ns = e->attr.ctime_ns;
+			if (n->data_mtime_ns == mtime)
+				n->data_mtime_ns = 0;
+		}
+		pthread_mutex_unlock(&n->mu);
+	} else {
+		log_warn("commit of %s failed: %s", path ? path : "(gone)", strerror(rc));
+	}
+out:
+	pthread_mutex_unlock(&n->commit_mu);
+	filer_chunks_free(chunks, nc);
+	free(path);
+	if (out && !rc)
+		*out = e;
+	else
+		filer_entry_free(e);
+	return rc;
+}
+
+/*
+ * After a shrink to size: the filer keeps a chunk that crosses the new end
+ * whole, so a later extension would show its old bytes again instead of
+ * zeros. Shorten such chunks (chunks_truncate) and store the list back.
+ * Best effort; manifests are left alone.
+ */
+static void clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size)
+{
+	struct filer_chunk *c = NULL, *garbage = NULL;
+	struct filer_entry *e = NULL, *after = NULL;
+	size_t nc = 0, ng = 0;
+	bool crossing = false;
+	char *path = itable_path(m->it, n->ino);
+
+	if (!path || filer_meta_lookup(m->rpc, path, &e))
+		goto out;
+	for (size_t i = 0; i < e->n_chunks; i++)
+		if (e->chunks[i].offset < size && e->chunks[i].offset + e->chunks[i].size > size)
+			crossing = true;
+	if (!crossing)
+		goto out;
+	c = xcalloc(e->n_chunks, sizeof(*c));
+	for (size_t i = 0; i < e->n_chunks; i++)
+		filer_chunk_copy(&c[nc++], &e->chunks[i]);
+	if (chunks_truncate(c, &nc, size, &garbage, &ng) == WFS_OK) {
+		struct filer_meta_set s = {.set = FM_SET_CHUNKS | FM_SET_SIZE | FM_SET_CTIME,
+					   .size = size,
+					   .ctime_ns = now_ns(),
+					   .append = c,
+					   .n_append = nc};
+		mount_note_own(m, path, s.ctime_ns);
+		if (!filer_meta_update(m->rpc, path, &s, &after)) {
+			itable_cache(n, after, m->follow_cache_ns);
+			pthread_mutex_lock(&n->mu);
+			if (n->fd && !file_data_dirty(n->fd)) {
+				file_data_reset(n->fd, after);
+				n->base_ctime_ns = after->attr.ctime_ns;
+			}
+			pthread_mutex_unlock(&n->mu);
+		}
+	}
+out:
+	filer_chunks_free(c, nc);
+	filer_chunks_free(garbage, ng);
+	filer_entry_free(e);
+	filer_entry_free(after);
+	free(path);
+}
+
+/* ---- the hidden directory of files unlinked while open ---- */
+
+static uint64_t trash_ino(struct mount_ctx *m)
+{
+	struct filer_meta_new nw = {.mode = S_IFDIR | 0700, .exclusive = true};
+	struct filer_entry *e = NULL;
+	uint64_t ino;
+	char *path;
+	int rc;
+
+	pthread_mutex_lock(&m->trash_mu);
+	ino = m->trash_ino;
+	if (ino)
+		goto out;
+	path = itable_child_path(m->it, ITABLE_ROOT, MOUNT_TRASH_NAME);
+	rc = filer_meta_create(m->rpc, path, &nw, &e);
+	if (rc == EEXIST)
+		rc = filer_meta_lookup(m->rpc, path, &e);
+	free(path);
+	if (!rc && (e->attr.mode & S_IFMT) == S_IFDIR)
+		ino = m->trash_ino = itable_learn(m->it, ITABLE_ROOT, MOUNT_TRASH_NAME, e, 0);
+	filer_entry_free(e);
+out:
+	pthread_mutex_unlock(&m->trash_mu);
+	return ino;
+}
+
+static bool is_trash(fuse_ino_t parent, const char *name)
+{
+	return parent == ITABLE_ROOT && !strcmp(name, MOUNT_TRASH_NAME);
+}
+
+/*
+ * Moves the open file n, known as (parent, name) at path, into the hidden
+ * directory. Returns 0, or an errno when it could not (the caller then
+ * deletes as usual).
+ */
+static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t parent, const char *name,
+			  const char *path)
+{
+	uint64_t tino = trash_ino(m);
+	char hidden[64], *to;
+	int rc;
+
+	if (!tino)
+		return EIO;
+	snprintf(hidden, sizeof(hidden), "%016llx-%llu", (unsigned long long)m->mount_id,
+		 (unsigned long long)n->ino);
+	to = itable_child_path(m->it, tino, hidden);
+	if (!to)
+		return EIO;
+	mount_note_own(m, path, MOUNT_OWN_GONE);
+	rc = filer_meta_rename(m->rpc, path, to, false, false);
+	free(to);
+	if (rc)
+		return rc;
+	itable_rename(m->it, parent, name, tino, hidden, false);
+	pthread_mutex_lock(&n->mu);
+	n->unlinked = true;
+	free(n->hidden_name);
+	n->hidden_name = xstrdup(hidden);
+	pthread_mutex_unlock(&n->mu);
+	itable_uncache(n);
+	return 0;
+}
+
+/*
+ * Whether n is open, so removing a name of it must hide it instead: also for a
+ * linked file, whose other names this mount may not know (a node without a
+ * name could not commit). entry_stat takes the hidden name out of st_nlink.
+ */
+static bool open_file(struct inode *n)
+{
+	bool r;
+
+	pthread_mutex_lock(&n->mu);
+	r = n->open_count > 0 && !n->is_dir && !n->unlinked;
+	pthread_mutex_unlock(&n->mu);
+	return r;
+}
+
+/* ---- operations ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct mount_ctx *m = userdata;
+
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	conn->time_gran = 1;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
+	}
+	if (m->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/* O_TRUNC comes as a setattr before open; handle-kill-priv stays the kernel's */
+	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount_ctx *m = ctx(req);
+	struct filer_entry *e = NULL;
+	struct inode *n;
+	char *path;
+	int rc;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return;
+	/* a name this mount knows, with an entry still fresh: no round trip */
+	n = itable_get_name(m->it, parent, name);
+	if (n) {
+		pthread_mutex_lock(&n->mu);
+		if (n->cached && cache_fresh(m, n))
+			e = filer_entry_dup(n->cached);
+		pthread_mutex_unlock(&n->mu);
+		if (e && itable_ref(m->it, n->ino)) {
+			struct fuse_entry_param ep = {.ino = n->ino,
+						      .generation = 1,
+						      .attr_timeout = m->attr_timeout,
+						      .entry_timeout = m->entry_timeout};
+			entry_stat(n, e, &ep.attr);
+			if (fuse_reply_entry(req, &ep))
+				itable_forget(m->it, n->ino, 1);
+			itable_put(m->it, n);
+			filer_entry_free(e);
+			free(path);
+			return;
+		}
+		itable_put(m->it, n);
+		filer_entry_free(e);
+		e = NULL;
+	}
+	rc = filer_meta_lookup(m->rpc, path, &e);
+	free(path);
+	if (rc == ENOENT || rc == ENOTDIR) {
+		/* a negative entry the kernel may cache (the follower invalidates it) */
+		struct fuse_entry_param ep = {.entry_timeout = m->entry_timeout};
+		if (rc == ENOTDIR)
+			fuse_reply_err(req, ENOTDIR);
+		else
+			fuse_reply_entry(req, &ep);
+		return;
+	}
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	reply_entry(req, parent, name, e);
+	filer_entry_free(e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	itable_forget(ctx(req)->it, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct mount_ctx *m = ctx(req);
+
+	for (size_t i = 0; i < count; i++)
+		itable_forget(m->it, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct filer_entry *e = NULL;
+	struct stat st;
+	int rc;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = node_entry(m, n, false, &e);
+	if (rc) {
+		fuse_reply_err(req, rc);
+	} else {
+		entry_stat(n, e, &st);
+		fuse_reply_attr(req, &st, m->attr_timeout);
+	}
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct filer_meta_set s = {0};
+	struct filer_entry *e = NULL;
+	file_data *fd = NULL;
+	struct stat st;
+	int rc = 0;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		s.set |= FM_SET_MODE;
+		s.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		s.set |= FM_SET_UID;
+		s.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		s.set |= FM_SET_GID;
+		s.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		s.set |= FM_SET_MTIME;
+		s.mtime_ns = now_ns();
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		s.set |= FM_SET_MTIME;
+		s.mtime_ns = ts_to_ns(&attr->st_mtim);
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		s.set |= FM_SET_CTIME;
+		s.ctime_ns = ts_to_ns(&attr->st_ctim);
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
+		int64_t at =
+			(to_set & FUSE_SET_ATTR_ATIME_NOW) ? now_ns() : ts_to_ns(&attr->st_atim);
+		pthread_mutex_lock(&n->mu);
+		n->atime_ns = at;
+		n->atime_set = true;
+		pthread_mutex_unlock(&n->mu);
+		if (!(s.set & FM_SET_CTIME)) {
+			s.set |= FM_SET_CTIME; /* changing atime changes ctime */
+			s.ctime_ns = now_ns();
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (n->is_dir) {
+			rc = EISDIR;
+			goto out;
+		}
+		if (attr->st_size < 0) {
+			rc = EINVAL;
+			goto out;
+		}
+		pthread_mutex_lock(&n->commit_mu);
+		pthread_mutex_lock(&n->mu);
+		fd = n->fd;
+		if (fd) {
+			rc = file_data_truncate(fd, (uint64_t)attr->st_size);
+			n->data_mtime_ns = now_ns();
+		}
+		pthread_mutex_unlock(&n->mu);
+		pthread_mutex_unlock(&n->commit_mu);
+		if (rc)
+			goto out;
+		if (!fd) {
+			s.set |= FM_SET_SIZE;
+			s.size = (uint64_t)attr->st_size;
+		}
+		if (!(s.set & FM_SET_MTIME)) {
+			s.set |= FM_SET_MTIME;
+			s.mtime_ns = now_ns();
+		}
+	}
+	if (fd) {
+		rc = commit_node(m, n, &s, &e);
+	} else if (s.set) {
+		char *path = itable_path(m->it, ino);
+		if (!(s.set & FM_SET_CTIME)) {
+			s.set |= FM_SET_CTIME;
+			s.ctime_ns = now_ns();
+		}
+		if (path)
+			mount_note_own(m, path, s.ctime_ns);
+		rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
+		free(path);
+		if (!rc)
+			itable_cache(n, e, m->follow_cache_ns);
+	}
+	if (!rc && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size > 0) {
+		clip_after_shrink(m, n, (uint64_t)attr->st_size);
+		filer_entry_free(e);
+		e = NULL;
+	}
+	if (!rc && !e)
+		rc = node_entry(m, n, false, &e);
+out:
+	if (rc) {
+		fuse_reply_err(req, rc);
+	} else {
+		entry_stat(n, e, &st);
+		fuse_reply_attr(req, &st, m->attr_timeout);
+	}
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct filer_entry *e = NULL;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = node_entry(m, n, true, &e);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (!S_ISLNK(e->attr.mode) || !e->attr.symlink_target)
+		fuse_reply_err(req, EINVAL);
+	else
+		fuse_reply_readlink(req, e->attr.symlink_target);
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+/* Whether the caller is in group gid. */
+static bool in_group(fuse_req_t req, gid_t gid)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n;
+
+	if (c->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, 64, groups);
+	for (int i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* Creates a new entry named name in parent and replies with it (or the error). */
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+		      const char *target)
+{
+	struct mount_ctx *m = ctx(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct filer_meta_new nw = {.mode = mode,
+				    .uid = c->uid,
+				    .gid = c->gid,
+				    .rdev = rdev,
+				    .symlink_target = target,
+				    .exclusive = true};
+	struct filer_entry *e = NULL, *pe = NULL;
+	struct inode *pn;
+	char *path;
+	int rc;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return;
+	pn = itable_get(m->it, parent);
+	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID)) {
+		nw.gid = pe->attr.gid;
+		if (S_ISDIR(mode))
+			nw.mode |= S_ISGID;
+	}
+	itable_put(m->it, pn);
+	filer_entry_free(pe);
+	if (!S_ISDIR(mode) && (nw.mode & S_ISGID) && c->uid != 0 && !in_group(req, nw.gid))
+		nw.mode &= ~(mode_t)S_ISGID;
+	nw.time_ns = now_ns();
+	mount_note_own(m, path, nw.time_ns);
+	rc = filer_meta_create(m->rpc, path, &nw, &e);
+	free(path);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	touch_dir(m, parent);
+	reply_entry(req, parent, name, e);
+	filer_entry_free(e);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFIFO:
+	case S_IFSOCK:
+	case S_IFCHR:
+	case S_IFBLK:
+		break;
+	case 0:
+		mode |= S_IFREG;
+		break;
+	default:
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	make_node(req, parent, name, mode,
+		  (mode & S_IFMT) == S_IFCHR || (mode & S_IFMT) == S_IFBLK ? rdev : 0, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	if (strlen(link) >= FILER_PATH_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	make_node(req, parent, name, S_IFLNK | 0777, 0, link);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n;
+	char *path;
+	int rc = -1;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return;
+	n = itable_get_name(m->it, parent, name);
+	if (n && open_file(n))
+		rc = hide_open_file(m, n, parent, name, path);
+	if (rc) {
+		mount_note_own(m, path, MOUNT_OWN_GONE);
+		rc = filer_meta_delete(m->rpc, path, false);
+	}
+	if (!rc) {
+		itable_unlink(m->it, parent, name);
+		if (n)
+			itable_uncache(n);
+		touch_dir(m, parent);
+	}
+	itable_put(m->it, n);
+	free(path);
+	fuse_reply_err(req, rc);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount_ctx *m = ctx(req);
+	struct filer_meta_page pg;
+	char *path;
+	int rc;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return;
+	/* the filer's delete takes files too: make sure it is an (empty) directory */
+	rc = filer_meta_list(m->rpc, path, "", 1, &pg);
+	if (!rc && pg.n)
+		rc = ENOTEMPTY;
+	filer_meta_page_free(&pg);
+	if (!rc) {
+		mount_note_own(m, path, MOUNT_OWN_GONE);
+		rc = filer_meta_delete(m->rpc, path, false);
+	}
+	if (!rc) {
+		itable_unlink(m->it, parent, name);
+		touch_dir(m, parent);
+	}
+	free(path);
+	fuse_reply_err(req, rc);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct mount_ctx *m = ctx(req);
+	bool noreplace = flags & RENAME_NOREPLACE, exchange = flags & RENAME_EXCHANGE;
+	struct inode *a = NULL, *b = NULL;
+	char *from = NULL, *to = NULL;
+	int rc;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (is_trash(parent, name) || is_trash(newparent, newname)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	from = child_path(req, parent, name);
+	if (!from)
+		return;
+	to = child_path(req, newparent, newname);
+	if (!to)
+		goto out_nr;
+	a = itable_get_name(m->it, parent, name);
+	b = itable_get_name(m->it, newparent, newname);
+	/* an open file replaced by the rename keeps its data until closed */
+	if (!exchange && !noreplace && b && b != a && open_file(b)) {
+		if (hide_open_file(m, b, newparent, newname, to) == 0) {
+			itable_put(m->it, b);
+			b = NULL;
+		}
+	}
+	/* the events this rename causes are the mount's own */
+	mount_note_own(m, from, MOUNT_OWN_GONE);
+	mount_note_own(m, to, MOUNT_OWN_MOVED);
+	if (exchange) {
+		mount_note_own(m, to, MOUNT_OWN_GONE);
+		mount_note_own(m, from, MOUNT_OWN_MOVED);
+	} else if (b) {
+		mount_note_own(m, to, MOUNT_OWN_GONE); /* the replaced target */
+	}
+	rc = filer_meta_rename(m->rpc, from, to, noreplace, exchange);
+	if (!rc) {
+		itable_rename(m->it, parent, name, newparent, newname, exchange);
+		/* rename changes the moved entries' ctime (as ext4 does) */
+		touch_ctime(m, a, to);
+		if (exchange)
+			touch_ctime(m, b, from);
+		else if (b)
+			itable_uncache(b);
+		touch_dir(m, parent);
+		if (newparent != parent)
+			touch_dir(m, newparent);
+	}
+	fuse_reply_err(req, rc);
+	goto out;
+out_nr:;
+out:
+	itable_put(m->it, a);
+	itable_put(m->it, b);
+	free(from);
+	free(to);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct mount_ctx *m = ctx(req);
+	struct filer_entry *e = NULL;
+	struct inode *n;
+	char *target, *to;
+	int rc;
+
+	if (is_trash(newparent, newname)) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	to = child_path(req, newparent, newname);
+	if (!to)
+		return;
+	target = itable_path(m->it, ino);
+	rc = target ? filer_meta_link(m->rpc, target, to, &e) : ENOENT;
+	free(target);
+	free(to);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	if (e->attr.hard_link_id_len)
+		itable_set_hardlink(m->it, ino, e->attr.hard_link_id, e->attr.hard_link_id_len);
+	n = itable_get(m->it, ino);
+	if (n)
+		itable_cache(n, e, m->follow_cache_ns);
+	itable_put(m->it, n);
+	touch_dir(m, newparent);
+	reply_entry(req, newparent, newname, e);
+	filer_entry_free(e);
+}
+
+/* Attaches n's file data for a new handle (a fresh lookup first: close-to-open). */
+static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_entry *fresh)
+{
+	struct filer_entry *e = NULL;
+	bool need_lookup;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	need_lookup = !fresh && (!n->fd || !file_data_dirty(n->fd));
+	pthread_mutex_unlock(&n->mu);
+	if (need_lookup) {
+		char *path = itable_path(m->it, n->ino);
+		rc = path ? filer_meta_lookup(m->rpc, path, &e) : ENOENT;
+		free(path);
+		if (rc)
+			goto out;
+		fresh = e;
+		itable_cache(n, e, m->follow_cache_ns);
+	}
+	pthread_mutex_lock(&n->mu);
+	if (!n->fd) {
+		n->fd = file_data_new(m->md, fresh);
+		n->base_ctime_ns = fresh->attr.ctime_ns;
+		n->data_mtime_ns = 0;
+	} else if (fresh && fresh->attr.ctime_ns > n->base_ctime_ns && !file_data_dirty(n->fd)) {
+		file_data_reset(n->fd, fresh);
+		n->base_ctime_ns = fresh->attr.ctime_ns;
+	}
+	n->open_count++;
+	pthread_mutex_unlock(&n->mu);
+	/*
+	 * Close-to-open: the kernel may still hold attributes (the size) from
+	 * before another client's close; the event that would drop them can
+	 * arrive after this open. Drop them now (attributes only: no page lock,
+	 * safe inside a request).
+	 */
+	if (need_lookup && m->se)
+		fuse_lowlevel_notify_inval_inode(m->se, n->ino, -1, 0);
+out:
+	pthread_mutex_unlock(&n->commit_mu);
+	filer_entry_free(e);
+	return rc;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct fh *h;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (n->is_dir) {
+		itable_put(m->it, n);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	rc = attach_data(m, n, NULL);
+	if (rc) {
+		itable_put(m->it, n);
+		fuse_reply_err(req, rc);
+		return;
+	}
+	h = fh_new(m, n, fi->flags);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi)) {
+		/* the kernel will not release it */
+		pthread_mutex_lock(&n->mu);
+		n->open_count--;
+		pthread_mutex_unlock(&n->mu);
+		itable_put(m->it, n);
+		fh_free(m, h);
+	}
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct mount_ctx *m = ctx(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct filer_meta_new nw = {
+		.mode = S_IFREG | (mode & 07777), .uid = c->uid, .gid = c->gid, .exclusive = true};
+	struct filer_entry *e = NULL, *pe = NULL;
+	struct fuse_entry_param ep;
+	struct inode *n = NULL, *pn;
+	struct fh *h;
+	char *path;
+	int rc;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, EEXIST);
+		return;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return;
+	pn = itable_get(m->it, parent);
+	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID))
+		nw.gid = pe->attr.gid;
+	itable_put(m->it, pn);
+	filer_entry_free(pe);
+	if ((nw.mode & S_ISGID) && c->uid != 0 && !in_group(req, nw.gid))
+		nw.mode &= ~(mode_t)S_ISGID;
+	nw.time_ns = now_ns();
+	mount_note_own(m, path, nw.time_ns);
+	rc = filer_meta_create(m->rpc, path, &nw, &e);
+	if (rc == EEXIST && !(fi->flags & O_EXCL)) {
+		/* lost a race with another creator: open what is there */
+		rc = filer_meta_lookup(m->rpc, path, &e);
+		if (!rc && S_ISDIR(e->attr.mode))
+			rc = EISDIR;
+		if (!rc && (fi->flags & O_TRUNC) && e->attr.size) {
+			struct filer_meta_set s = {.set = FM_SET_SIZE | FM_SET_MTIME,
+						   .mtime_ns = now_ns()};
+			filer_entry_free(e);
+			e = NULL;
+			rc = filer_meta_update(m->rpc, path, &s, &e);
+		}
+	} else if (!rc) {
+		touch_dir(m, parent);
+	}
+	free(path);
+	if (rc)
+		goto fail;
+	rc = learn(m, parent, name, e, &ep);
+	if (rc)
+		goto fail;
+	n = itable_get(m->it, ep.ino);
+	rc = attach_data(m, n, e);
+	if (rc) {
+		itable_forget(m->it, ep.ino, 1);
+		goto fail;
+	}
+	h = fh_new(m, n, fi->flags);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 0;
+	if (fuse_reply_create(req, &ep, fi)) {
+		pthread_mutex_lock(&n->mu);
+		n->open_count--;
+		pthread_mutex_unlock(&n->mu);
+		itable_forget(m->it, ep.ino, 1);
+		itable_put(m->it, n);
+		fh_free(m, h);
+	}
+	filer_entry_free(e);
+	return;
+fail:
+	itable_put(m->it, n);
+	filer_entry_free(e);
+	fuse_reply_err(req, rc);
+}
+
+static struct fh *get_fh(struct fuse_file_info *fi) { return (struct fh *)(uintptr_t)fi->fh; }
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fh *h = get_fh(fi);
+	size_t got = 0;
+	char *b;
+	int rc;
+
+	(void)ino;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	b = xmalloc(size ? size : 1);
+	rc = file_data_read(h->node->fd, (uint64_t)off, size, b, &got);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, b, got);
+	free(b);
+}
+
+/*
+ * The kernel clears suid, and sgid with group-execute, on a write by an
+ * unprivileged process (a setattr before the write). Local file systems also
+ * drop a set-group-ID bit without group-execute when the writer is not in
+ * the file's group; FUSE leaves that to the file system.
+ */
+static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
+{
+	struct mount_ctx *m = ctx(req);
+	struct filer_meta_set s = {.set = FM_SET_MODE | FM_SET_CTIME};
+	struct filer_entry *e = NULL;
+	uint32_t mode = 0, gid = 0;
+	char *path;
+
+	pthread_mutex_lock(&n->mu);
+	if (n->cached) {
+		mode = n->cached->attr.mode;
+		gid = n->cached->attr.gid;
+	}
+	pthread_mutex_unlock(&n->mu);
+	if ((mode & (S_ISGID | S_IXGRP)) != S_ISGID || fuse_req_ctx(req)->uid == 0 ||
+	    in_group(req, gid))
+		return;
+	path = itable_path(m->it, n->ino);
+	if (!path)
+		return;
+	s.mode = mode & 07777 & ~(uint32_t)S_ISGID;
+	s.ctime_ns = now_ns();
+	mount_note_own(m, path, s.ctime_ns);
+	if (!filer_meta_update(m->rpc, path, &s, &e))
+		itable_cache(n, e, m->follow_cache_ns);
+	filer_entry_free(e);
+	free(path);
+	if (m->se)
+		fuse_lowlevel_notify_inval_inode(m->se, n->ino, -1, 0);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fh *h = get_fh(fi);
+	struct inode *n = h->node;
+	uint64_t at = (uint64_t)off;
+	int rc;
+
+	(void)ino;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* O_APPEND: the end as this mount knows it now, not the kernel's cached size */
+	if ((h->flags & O_APPEND) && !ctx(req)->writeback_cache)
+		at = file_data_size(n->fd);
+	rc = file_data_write(n->fd, at, data, size);
+	if (rc) {
+		fuse_reply_err(req, rc);
+		return;
+	}
+	pthread_mutex_lock(&n->mu);
+	n->data_mtime_ns = now_ns();
+	pthread_mutex_unlock(&n->mu);
+	drop_sgid_on_write(req, n);
+	fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	fuse_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount_ctx *m = ctx(req);
+	struct fh *h = get_fh(fi);
+	struct inode *n = h->node;
+	char *hidden = NULL;
+	int rc;
+
+	(void)ino;
+	rc = commit_node(m, n, NULL, NULL);
+	if (rc)
+		log_error("ino %llu: data not committed at close: %s", (unsigned long long)n->ino,
+			  strerror(rc));
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	if (--n->open_count == 0) {
+		if (n->fd && !file_data_dirty(n->fd)) {
+			file_data_free(n->fd);
+			n->fd = NULL;
+			n->data_mtime_ns = 0;
+		}
+		if (n->unlinked) {
+			hidden = n->hidden_name;
+			n->hidden_name = NULL;
+		}
+		n->unlinked = false;
+	}
+	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_unlock(&n->commit_mu);
+	if (hidden) {
+		/* forget the hidden name first: an open through another name of a
+		 * linked file (the kernel sends release after close returned) must
+		 * not look up the name being deleted */
+		uint64_t tino = trash_ino(m);
+		char *path = tino ? itable_child_path(m->it, tino, hidden) : NULL;
+		if (path) {
+			itable_unlink(m->it, tino, hidden);
+			filer_meta_delete(m->rpc, path, false);
+		}
+		free(path);
+		free(hidden);
+	}
+	itable_put(m->it, n);
+	fh_free(m, h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct fh *h = get_fh(fi);
+	int rc = 0;
+
+	(void)ino;
+	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* no space to reserve in a cluster: only the size moves (KEEP_SIZE: nothing) */
+	if (!(mode & FALLOC_FL_KEEP_SIZE) &&
+	    (uint64_t)off + (uint64_t)len > file_data_size(h->node->fd)) {
+		rc = file_data_truncate(h->node->fd, (uint64_t)off + (uint64_t)len);
+		if (!rc) {
+			pthread_mutex_lock(&h->node->mu);
+			h->node->data_mtime_ns = now_ns();
+			pthread_mutex_unlock(&h->node->mu);
+			rc = commit_node(ctx(req), h->node, NULL, NULL);
+		}
+	}
+	fuse_reply_err(req, rc);
+}
+
+/* ---- directories ---- */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *d = xcalloc(1, sizeof(*d));
+
+	pthread_mutex_init(&d->mu, NULL);
+	d->ino = ino;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi)) {
+		pthread_mutex_destroy(&d->mu);
+		free(d);
+	}
+}
+
+/* Makes d->page hold index i (without . and ..). Returns errno, or -1 past the end. */
+static int dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, uint64_t i)
+{
+	int rc;
+
+	if (d->fetched && i < d->page_base) {
+		filer_meta_page_free(&d->page);
+		d->fetched = false;
+	}
+	while (!d->fetched || i >= d->page_base + d->page.n) {
+		struct filer_meta_page next;
+		const char *start = "";
+		if (d->fetched) {
+			if (!d->page.more || !d->page.last_name)
+				return -1;
+			start = d->page.last_name;
+		}
+		rc = filer_meta_list(m->rpc, path, start, LIST_PAGE, &next);
+		if (rc)
+			return rc;
+		if (d->fetched)
+			d->page_base += d->page.n;
+		else
+			d->page_base = 0;
+		filer_meta_page_free(&d->page);
+		d->page = next;
+		d->fetched = true;
+		if (!d->page.n)
+			return -1;
+	}
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct mount_ctx *m = ctx(req);
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	char *out = xmalloc(size), *path = NULL;
+	size_t pos = 0;
+	uint64_t idx = off < 0 ? 0 : (uint64_t)off;
+	int rc = 0;
+
+	pthread_mutex_lock(&d->mu);
+	path = itable_path(m->it, ino);
+	if (!path) {
+		rc = ENOENT;
+		goto out;
+	}
+	for (;; idx++) {
+		struct fuse_entry_param ep;
+		struct stat st;
+		const char *name;
+		size_t need;
+
+		memset(&ep, 0, sizeof(ep));
+		memset(&st, 0, sizeof(st));
+		if (idx < 2) {
+			name = idx == 0 ? "." : "..";
+			st.st_ino = idx == 0 ? ino : itable_parent(m->it, ino);
+			st.st_mode = S_IFDIR;
+			ep.attr = st;
+			need = plus ? fuse_add_direntry_plus(req, NULL, 0, name, &ep, 0)
+				    : fuse_add_direntry(req, NULL, 0, name, &st, 0);
+			if (pos + need > size)
+				break;
+			pos += plus ? fuse_add_direntry_plus(req, out + pos, size - pos, name, &ep,
+							     (off_t)idx + 1)
+				    : fuse_add_direntry(req, out + pos, size - pos, name, &st,
+							(off_t)idx + 1);
+			continue;
+		}
+		rc = dir_seek(m, d, path, idx - 2);
+		if (rc < 0) {
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		const struct filer_entry *e = d->page.entries[idx - 2 - d->page_base];
+		name = e->name;
+		if (is_trash(ino, name))
+			continue;
+		st.st_mode = e->attr.mode;
+		if (plus) {
+			/* measure first: an entry that does not fit must not take a reference */
+			ep.attr = st;
+			ep.ino = 1;
+			need = fuse_add_direntry_plus(req, NULL, 0, name, &ep, 0);
+			if (pos + need > size)
+				break;
+			rc = learn(m, ino, name, e, &ep);
+			if (rc) {
+				rc = 0;
+				continue;
+			}
+			pos += fuse_add_direntry_plus(req, out + pos, size - pos, name, &ep,
+						      (off_t)idx + 1);
+		} else {
+			struct inode *n = itable_get_name(m->it, ino, name);
+			st.st_ino = n ? n->ino : ((uint64_t)1 << 62) + idx;
+			itable_put(m->it, n);
+			need = fuse_add_direntry(req, NULL, 0, name, &st, 0);
+			if (pos + need > size)
+				break;
+			pos += fuse_add_direntry(req, out + pos, size - pos, name, &st,
+						 (off_t)idx + 1);
+		}
+	}
+out:
+	pthread_mutex_unlock(&d->mu);
+	free(path);
+	/* entries already added were learned: send them even after a later error */
+	if (rc && pos == 0)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, out, pos);
+	free(out);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	filer_meta_page_free(&d->page);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	/* every namespace change is durable in the filer when its call returns */
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs s;
+
+	(void)ino;
+	/*
+	 * The filer's entry API has no capacity call yet: report a fixed 1 PiB
+	 * with all of it free (docs/mount.md), so tools that check free space
+	 * before writing go ahead.
+	 */
+	memset(&s, 0, sizeof(s));
+	s.f_bsize = 1 << 20;
+	s.f_frsize = 1 << 20;
+	s.f_blocks = 1ull << 30;
+	s.f_bfree = s.f_bavail = 1ull << 30;
+	s.f_files = 1ull << 40;
+	s.f_ffree = s.f_favail = 1ull << 40;
+	s.f_namemax = FILER_NAME_MAX;
+	fuse_reply_statfs(req, &s);
+}
+
+/* ---- extended attributes ---- */
+
+/* The namespaces a local file system stores (system.* ones are the kernel's). */
+static bool xattr_namespace_ok(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n;
+	char *path;
+	int rc;
+
+	if (strlen(name) > FILER_SHORT_MAX) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	if (!xattr_namespace_ok(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if ((flags & XATTR_CREATE) && (flags & XATTR_REPLACE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	path = itable_path(m->it, ino);
+	rc = path ? filer_meta_set_xattr(m->rpc, path, name, value, size,
+					 (flags & XATTR_CREATE)    ? FM_XATTR_CREATE
+					 : (flags & XATTR_REPLACE) ? FM_XATTR_REPLACE
+								   : FM_XATTR_ANY)
+		  : ENOENT;
+	free(path);
+	n = itable_get(m->it, ino);
+	if (n)
+		itable_uncache(n);
+	itable_put(m->it, n);
+	fuse_reply_err(req, rc);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	const struct filer_xattr *x;
+	struct filer_entry *e = NULL;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!xattr_namespace_ok(name)) {
+		itable_put(m->it, n);
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	rc = node_entry(m, n, false, &e);
+	if (rc) {
+		fuse_reply_err(req, rc);
+	} else if (!(x = filer_entry_xattr_get(e, name))) {
+		fuse_reply_err(req, ENODATA);
+	} else if (!size) {
+		fuse_reply_xattr(req, x->value_len);
+	} else if (x->value_len > size) {
+		fuse_reply_err(req, ERANGE);
+	} else {
+		fuse_reply_buf(req, (const char *)x->value, x->value_len);
+	}
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct filer_entry *e = NULL;
+	buf b;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	buf_init(&b);
+	rc = node_entry(m, n, false, &e);
+	if (!rc) {
+		/* trusted.* is listed for privileged callers only (as the kernel's own xattr
+		 * handlers do) */
+		bool privileged = fuse_req_ctx(req)->uid == 0;
+		for (size_t i = 0; i < e->n_xattrs; i++) {
+			const char *xn = e->xattrs[i].name;
+			if (!privileged && !strncmp(xn, "trusted.", 8))
+				continue;
+			buf_append(&b, xn, strlen(xn) + 1);
+		}
+	}
+	if (rc)
+		fuse_reply_err(req, rc);
+	else if (!size)
+		fuse_reply_xattr(req, b.len);
+	else if (b.len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, b.data, b.len);
+	buf_free(&b);
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct mount_ctx *m = ctx(req);
+	struct inode *n;
+	char *path = itable_path(m->it, ino);
+	int rc = path ? filer_meta_remove_xattr(m->rpc, path, name) : ENOENT;
+
+	free(path);
+	n = itable_get(m->it, ino);
+	if (n)
+		itable_uncache(n);
+	itable_put(m->it, n);
+	fuse_reply_err(req, rc);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct mount_ctx *m = ctx(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct inode *n = itable_get(m->it, ino);
+	struct filer_entry *e = NULL;
+	int rc;
+
+	/* only reached without default_permissions: the mode bits, as the kernel would */
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = node_entry(m, n, false, &e);
+	if (!rc && mask != F_OK && c->uid != 0) {
+		unsigned bits = e->attr.mode;
+		unsigned have = c->uid == e->attr.uid        ? (bits >> 6) & 7
+				: in_group(req, e->attr.gid) ? (bits >> 3) & 7
+							     : bits & 7;
+		if ((unsigned)mask & ~have)
+			rc = EACCES;
+	}
+	fuse_reply_err(req, rc);
+	filer_entry_free(e);
+	itable_put(m->it, n);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.access = op_access,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};
+
+const struct fuse_lowlevel_ops *fuse_ops_table(void) { return &ops; }
+
+struct flush_all {
+	struct inode **v;
+	size_t n, cap;
+};
+
+static void collect_open(struct inode *n, void *arg)
+{
+	struct flush_all *f = arg;
+
+	if (!n->fd)
+		return;
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 16;
+		f->v = xrealloc(f->v, f->cap * sizeof(*f->v));
+	}
+	f->v[f->n++] = n;
+}
+
+int fuse_ops_flush_all(struct mount_ctx *m)
+{
+	struct flush_all f = {0};
+	int failed = 0;
+
+	/* the loop has stopped: no operation runs and no node goes away */
+	itable_foreach(m->it, collect_open, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		int rc = commit_node(m, f.v[i], NULL, NULL);
+		if (rc) {
+			log_error("ino %llu: dirty data lost at unmount: %s",
+				  (unsigned long long)f.v[i]->ino, strerror(rc));
+			failed++;
+		}
+	}
+	free(f.v);
+	return failed;
+}
+
+void fuse_ops_drop_all(struct mount_ctx *m)
+{
+	struct flush_all f = {0};
+
+	while (m->handles) {
+		struct fh *h = m->handles;
+		itable_put(m->it, h->node);
+		fh_free(m, h);
+	}
+
+	itable_foreach(m->it, collect_open, &f);
+	for (size_t i = 0; i < f.n; i++) {
+		file_data_free(f.v[i]->fd);
+		f.v[i]->fd = NULL;
+	}
+	free(f.v);
+}

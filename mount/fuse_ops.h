@@ -1,0 +1,74 @@
+/*
+ * The FUSE low-level operations of weedfs-mount: every operation turns into
+ * filer entry calls (filer_meta.h) and the data path (file_data.h). See the
+ * DESIGN comment in fuse_ops.c and docs/mount.md for the semantics.
+ */
+#ifndef WEEDFS_MOUNT_FUSE_OPS_H
+#define WEEDFS_MOUNT_FUSE_OPS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "file_data.h"
+#include "filer_rpc.h"
+#include "inode_table.h"
+
+struct fh;
+
+/* Hidden directory under the mount's root holding files unlinked while open. */
+#define MOUNT_TRASH_NAME ".weedfs-unlinked"
+
+/* One mount: shared by every FUSE worker thread and the event follower. */
+struct mount_ctx {
+	filer_rpc *rpc;          /* borrowed */
+	mount_data *md;          /* borrowed */
+	itable *it;              /* borrowed */
+	struct fuse_session *se; /* set before the loop starts */
+	const char *root;        /* -filer.path, canonical */
+	double entry_timeout, attr_timeout;
+	uint64_t attr_cache_ns;   /* how long the mount caches an entry without events */
+	uint64_t follow_cache_ns; /* ... and while the event follower is connected */
+	atomic_bool following;    /* the event follower's stream is up */
+	bool writeback_cache;
+	uint64_t mount_id; /* random: names this mount's hidden files */
+	pthread_mutex_t trash_mu;
+	uint64_t trash_ino; /* protected by trash_mu; 0 until first used */
+	pthread_mutex_t own_mu;
+	uint64_t *own; /* protected by own_mu: MOUNT_OWN_SLOTS keys of recent own changes */
+	pthread_mutex_t fh_mu;
+	struct fh *handles; /* protected by fh_mu: open files (freed at unmount) */
+};
+
+#define MOUNT_OWN_SLOTS 8192
+/* ctime_ns for a change that removed the name (no new entry). */
+#define MOUNT_OWN_GONE (-1)
+/* ctime_ns for a name a rename moved an entry to (its ctime is the filer's). */
+#define MOUNT_OWN_MOVED (-2)
+
+/*
+ * Remembers that this mount changed path to an entry with ctime_ns (or
+ * removed it: MOUNT_OWN_GONE), so the event follower can tell its own changes
+ * from others' (lossy: a forgotten one only costs an invalidation). Any thread.
+ */
+void mount_note_own(struct mount_ctx *m, const char *path, int64_t ctime_ns);
+/* Whether the event for path with ctime_ns is one this mount noted (consumed). Any thread. */
+bool mount_take_own(struct mount_ctx *m, const char *path, int64_t ctime_ns);
+
+/* The operation table (static). */
+const struct fuse_lowlevel_ops *fuse_ops_table(void);
+
+/*
+ * Commits the dirty data of every open file (at shutdown, after the loop has
+ * stopped). Returns how many files failed. Main thread.
+ */
+int fuse_ops_flush_all(struct mount_ctx *m);
+/*
+ * Frees the handles the kernel never released and the file data of every node
+ * (after fuse_ops_flush_all). Main thread.
+ */
+void fuse_ops_drop_all(struct mount_ctx *m);
+
+#endif

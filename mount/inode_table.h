@@ -1,0 +1,112 @@
+/*
+ * The mount's inode table: FUSE inode numbers for filer entries.
+ *
+ * DESIGN: an inode number is handed out once and never reused while the
+ * mount lives (a 64-bit counter; the root is 1 and stands for -filer.path).
+ * A node is known by one or more names (parent ino, name); the names of a
+ * hard-linked file (the entry's hardLinkId) share one node. A node holds the
+ * kernel's lookup count and goes away when forget brings it to zero. The
+ * node's full path is rebuilt from its first name's parent chain, so a rename
+ * of a directory moves everything below it at once.
+ *
+ * Nodes are reference counted for the callers (itable_get / itable_put) so a
+ * node a FUSE operation works on stays valid while the kernel forgets it.
+ * All functions are thread-safe (one table mutex; per-node data has its own
+ * mutex, node->mu).
+ */
+#ifndef WEEDFS_MOUNT_INODE_TABLE_H
+#define WEEDFS_MOUNT_INODE_TABLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "filer/entry.h"
+
+#define ITABLE_ROOT 1
+
+struct file_data;
+
+/* One inode. Fields below mu are protected by mu; the others by the table. */
+struct inode {
+	uint64_t ino; /* immutable */
+	bool is_dir;  /* immutable */
+	pthread_mutex_t mu;
+	/* protected by mu: */
+	struct filer_entry *cached; /* last entry seen (no chunks), or NULL */
+	uint64_t cached_until;      /* time_mono_ns after which cached is stale */
+	uint64_t cached_at;         /* time_mono_ns it was cached */
+	struct file_data *fd;       /* open data, shared by the handles */
+	int open_count;             /* open handles */
+	int64_t base_ctime_ns;      /* ctime of the entry fd's base came from */
+	int64_t data_mtime_ns;      /* set by a write, committed as the mtime; 0 = none */
+	int64_t atime_ns;           /* kept by the mount only (the filer has none) */
+	bool atime_set;             /* atime_ns is meaningful */
+	bool unlinked;              /* a name was removed while open: hidden_name holds it */
+	char *hidden_name;          /* its name in the hidden directory, or NULL */
+	pthread_mutex_t commit_mu;  /* serialises commits of fd */
+	/* table-private */
+	struct itable_priv *priv;
+};
+
+typedef struct itable itable;
+
+/* A table whose root (ino 1) is the filer path root_path (copied). */
+itable *itable_new(const char *root_path);
+/* Frees every node (their file data must be gone). NULL does nothing. */
+void itable_free(itable *t);
+
+/*
+ * Records that the kernel learned name in parent as the entry e (borrowed):
+ * finds or creates the node (by name, else by e's hard-link id), adds one
+ * lookup reference, refreshes its cached entry for cache_ns, and returns its
+ * ino. 0 if parent is unknown.
+ */
+uint64_t itable_learn(itable *t, uint64_t parent, const char *name, const struct filer_entry *e,
+		      uint64_t cache_ns);
+/* Adds one lookup reference to ino (a lookup answered from the cache). False if unknown. */
+bool itable_ref(itable *t, uint64_t ino);
+/* Drops n lookup references of ino (the kernel's forget). */
+void itable_forget(itable *t, uint64_t ino, uint64_t n);
+
+/* The node of ino with a caller reference, or NULL. Release with itable_put. */
+struct inode *itable_get(itable *t, uint64_t ino);
+void itable_put(itable *t, struct inode *n);
+/* The node known by name in parent (a reference; itable_put), or NULL. */
+struct inode *itable_get_name(itable *t, uint64_t parent, const char *name);
+
+/* Newly allocated full filer path of ino, or NULL when ino is unknown. */
+char *itable_path(itable *t, uint64_t ino);
+/* Newly allocated full path of name in parent ("/" joins), NULL if parent is unknown. */
+char *itable_child_path(itable *t, uint64_t parent, const char *name);
+/*
+ * Finds the ino a full filer path resolves to through known names, 0 if any
+ * component is unknown (the kernel has nothing cached for it then).
+ */
+uint64_t itable_resolve(itable *t, const char *path);
+
+/* Removes the name (parent, name) (unlink, rmdir). The node stays until forgotten. */
+void itable_unlink(itable *t, uint64_t parent, const char *name);
+/*
+ * Moves the name (p1, n1) to (p2, n2) (a name that was at (p2, n2) is dropped);
+ * with exchange the two names swap nodes.
+ */
+void itable_rename(itable *t, uint64_t p1, const char *n1, uint64_t p2, const char *n2,
+		   bool exchange);
+
+/* Replaces n's cached entry by a copy of e (borrowed; chunks are not kept) for cache_ns. */
+void itable_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_ns);
+/* Marks n's cached entry stale (it stays as a hint). */
+void itable_uncache(struct inode *n);
+/* Gives ino the hard-link id (copied) so every name with that id maps to it. */
+void itable_set_hardlink(itable *t, uint64_t ino, const uint8_t *id, size_t len);
+/* The parent ino of ino's first name (ITABLE_ROOT for the root or when unknown). */
+uint64_t itable_parent(itable *t, uint64_t ino);
+
+/* Calls fn(node, arg) for every node (under the table lock: fn must not call the table). */
+void itable_foreach(itable *t, void (*fn)(struct inode *n, void *arg), void *arg);
+
+/* Number of live nodes (for tests and statistics). */
+size_t itable_count(itable *t);
+
+#endif

@@ -1,0 +1,105 @@
+"""Coherence between clients: two weedfs-mounts of one mini, and the filer's HTTP
+API. The observing mount runs with 60 s kernel entry/attr timeouts, so only its
+event follower (GET /.meta/subscribe) can make a change visible in time: every
+change must show within one second."""
+
+import os
+import time
+
+import pytest
+
+from filer_fixtures import start_mini_with_filer
+from mount_fixtures import start_mount
+
+DEADLINE = 1.0
+
+
+@pytest.fixture(scope="module")
+def two_mounts(module_cluster):
+    _, filer = start_mini_with_filer(module_cluster)
+    a = start_mount(module_cluster, filer.url, name="mounta")
+    b = start_mount(module_cluster, filer.url, name="mountb",
+                    extra=["-entryTimeout=60", "-attrTimeout=60"])
+    yield filer, a, b
+    b.unmount()
+    a.unmount()
+
+
+def read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def within(pred, what, deadline=DEADLINE):
+    """Polls pred until true; returns the seconds it took, fails past the deadline."""
+    t0 = time.monotonic()
+    while True:
+        if pred():
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > deadline:
+            raise AssertionError("%s not visible within %.1f s" % (what, deadline))
+        time.sleep(0.01)
+
+
+def test_write_close_visible_in_other_mount(two_mounts):
+    _, a, b = two_mounts
+    os.mkdir(a.p("w"))
+    within(lambda: os.path.isdir(b.p("w")), "new directory")
+    # b caches a negative entry and then the old content
+    assert not os.path.exists(b.p("w", "f"))
+    with open(a.p("w", "f"), "wb") as f:
+        f.write(b"version 1")
+    within(lambda: read_or_none(b.p("w", "f")) == b"version 1", "new file")
+    assert read_or_none(b.p("w", "f")) == b"version 1"
+    with open(a.p("w", "f"), "wb") as f:
+        f.write(b"version two, longer")
+    within(lambda: read_or_none(b.p("w", "f")) == b"version two, longer", "overwrite")
+    assert os.stat(b.p("w", "f")).st_size == len(b"version two, longer")
+
+
+def test_metadata_changes_visible(two_mounts):
+    _, a, b = two_mounts
+    os.mkdir(a.p("m"))
+    with open(a.p("m", "f"), "wb") as f:
+        f.write(b"x")
+    within(lambda: os.path.exists(b.p("m", "f")), "file")
+    assert os.stat(b.p("m", "f")).st_mode & 0o777 == 0o644
+    os.chmod(a.p("m", "f"), 0o600)
+    within(lambda: os.stat(b.p("m", "f")).st_mode & 0o777 == 0o600, "chmod")
+    os.setxattr(a.p("m", "f"), "user.t", b"1")
+    within(lambda: b"user.t" in [x.encode() for x in os.listxattr(b.p("m", "f"))], "xattr")
+    os.rename(a.p("m", "f"), a.p("m", "g"))
+    within(lambda: not os.path.exists(b.p("m", "f")) and os.path.exists(b.p("m", "g")),
+           "rename")
+    os.unlink(a.p("m", "g"))
+    within(lambda: not os.path.exists(b.p("m", "g")), "unlink")
+    within(lambda: os.listdir(b.p("m")) == [], "empty listing")
+
+
+def test_filer_http_change_visible(two_mounts):
+    filer, _, b = two_mounts
+    r = filer.put("/http/f.txt", b"from http 1")
+    assert r.status_code in (200, 201), r.text
+    within(lambda: read_or_none(b.p("http", "f.txt")) == b"from http 1", "HTTP create")
+    r = filer.put("/http/f.txt", b"from http, second")
+    assert r.status_code in (200, 201), r.text
+    within(lambda: read_or_none(b.p("http", "f.txt")) == b"from http, second", "HTTP overwrite")
+    assert filer.delete("/http/f.txt").status_code in (200, 202, 204)
+    within(lambda: not os.path.exists(b.p("http", "f.txt")), "HTTP delete")
+
+
+def test_open_file_sees_other_writer_after_reopen(two_mounts):
+    _, a, b = two_mounts
+    with open(a.p("o"), "wb") as f:
+        f.write(b"first")
+    within(lambda: read_or_none(b.p("o")) == b"first", "file")
+    held = open(b.p("o"), "rb")  # b keeps the file open (its data stays attached)
+    assert held.read() == b"first"
+    with open(a.p("o"), "wb") as f:
+        f.write(b"second!")
+    # close-to-open: a new open in b sees the new data
+    within(lambda: read_or_none(b.p("o")) == b"second!", "rewrite while open elsewhere")
+    held.close()

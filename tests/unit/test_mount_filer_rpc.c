@@ -1,0 +1,267 @@
+/*
+ * mount/filer_rpc against a real filer (WEEDFS_TEST_FILER=host:port, set by
+ * tests/integration/test_mount_data.py; the filer part is skipped without it),
+ * and its retry rules against a scripted local server (503s, dropped
+ * connections, a closed port), which always run.
+ */
+#include "config.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "http_client.h"
+#include "log.h"
+#include "mount/filer_rpc.h"
+#include "tap.h"
+#include "util.h"
+
+static int call(filer_rpc *r, const char *op, const char *json, buf *out)
+{
+	buf_reset(out);
+	return filer_rpc_call(r, op, json, strlen(json), out);
+}
+
+static bool has(const buf *b, const char *s)
+{
+	return b->data && b->len && memmem(b->data, b->len, s, strlen(s)) != NULL;
+}
+
+static void test_real_filer(const char *addr)
+{
+	filer_rpc *r = filer_rpc_new(addr, 5000, 5);
+	buf out = BUF_INIT;
+	char base[64], path[160], body[512];
+	int e;
+
+	snprintf(base, sizeof(base), "/rpc%u", (unsigned)(time_now_ns() % 1000000000u));
+	is_str(filer_rpc_addr(r), addr, "addr kept");
+	e = call(r, "lookup", "{\"path\":\"/\"}", &out);
+	is_int(e, 0, "lookup / succeeds");
+	ok(has(&out, "\"fullPath\""), "lookup answer is an entry");
+	snprintf(body, sizeof(body), "{\"path\":\"%s/none\"}", base);
+	is_int(call(r, "lookup", body, &out), ENOENT, "lookup of a missing path is ENOENT");
+
+	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s\",\"mode\":%u}}", base, 040755u);
+	is_int(call(r, "create", body, &out), 0, "mkdir");
+	snprintf(body, sizeof(body),
+		 "{\"entry\":{\"path\":\"%s/f\",\"mode\":%u},\"exclusive\":true}", base, 0100644u);
+	is_int(call(r, "create", body, &out), 0, "create a file");
+	is_int(call(r, "create", body, &out), EEXIST, "exclusive create again is EEXIST");
+	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s/f/x\",\"mode\":%u}}", base,
+		 0100644u);
+	is_int(call(r, "create", body, &out), ENOTDIR, "create under a file is ENOTDIR");
+	snprintf(body, sizeof(body), "{\"path\":\"%s\"}", base);
+	is_int(call(r, "delete", body, &out), ENOTEMPTY, "delete of a non-empty dir is ENOTEMPTY");
+	snprintf(body, sizeof(body),
+		 "{\"path\":\"%s/f\",\"set\":{\"size\":5},"
+		 "\"ifEtag\":\"0000000000000000\"}",
+		 base);
+	is_int(call(r, "update", body, &out), ESTALE, "update with a stale etag is ESTALE");
+	snprintf(body, sizeof(body), "{\"path\":\"%s/f\",\"set\":{\"size\":5}}", base);
+	is_int(call(r, "update", body, &out), 0, "update size");
+	ok(has(&out, "\"size\":5"), "update answers the new entry");
+	snprintf(body, sizeof(body), "{\"path\":\"%s/f\",\"name\":\"user.none\"}", base);
+	is_int(call(r, "removeXattr", body, &out), ENODATA, "missing xattr is ENODATA");
+	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s/d\",\"mode\":%u}}", base, 040755u);
+	is_int(call(r, "create", body, &out), 0, "mkdir sub");
+	snprintf(body, sizeof(body), "{\"from\":\"%s/f\",\"to\":\"%s/d\"}", base, base);
+	is_int(call(r, "rename", body, &out), EISDIR, "file over a directory is EISDIR");
+	snprintf(body, sizeof(body), "{\"from\":\"%s/d\",\"to\":\"%s/f\"}", base, base);
+	is_int(call(r, "rename", body, &out), ENOTDIR, "directory over a file is ENOTDIR");
+	snprintf(body, sizeof(body), "{\"target\":\"%s/d\",\"newPath\":\"%s/l\"}", base, base);
+	is_int(call(r, "link", body, &out), EPERM, "link to a directory is EPERM");
+	is_int(call(r, "noSuchOp", "{}", &out), ENOSYS, "unknown op is ENOSYS");
+	is_int(call(r, "lookup", "{\"path\":\"a/b\"}", &out), EINVAL, "relative path is EINVAL");
+	is_int(call(r, "lookup", "{\"path\":", &out), EINVAL, "bad JSON is EINVAL");
+	is_int(call(r, "assign", "{\"count\":1}", &out), 0, "assign");
+	ok(has(&out, "\"fid\""), "assign gives a fid");
+	snprintf(path, sizeof(path), "{\"path\":\"%s\",\"recursive\":true}", base);
+	is_int(call(r, "delete", path, &out), 0, "recursive delete");
+	snprintf(body, sizeof(body), "{\"path\":\"%s\"}", base);
+	is_int(call(r, "lookup", body, &out), ENOENT, "gone after delete");
+	buf_free(&out);
+	filer_rpc_free(r);
+}
+
+/* A scripted HTTP server: answers request i with script[i] (last one repeats). */
+struct fake {
+	int lfd, port;
+	const char *const *script; /* "503", "200", "drop" */
+	size_t nscript;
+	int requests; /* protected by mu */
+	pthread_mutex_t mu;
+	pthread_t th;
+	bool stop;
+};
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	for (;;) {
+		char req[8192];
+		size_t got = 0;
+		int c = accept(f->lfd, NULL, NULL);
+		if (c < 0 || f->stop) {
+			if (c >= 0)
+				close(c);
+			return NULL;
+		}
+		/* one request per connection: read the head and the body */
+		for (;;) {
+			ssize_t k = read(c, req + got, sizeof(req) - 1 - got);
+			char *he, *cl;
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+			req[got] = '\0';
+			he = strstr(req, "\r\n\r\n");
+			cl = strcasestr(req, "content-length:");
+			if (he &&
+			    (!cl || got >= (size_t)(he + 4 - req) + strtoul(cl + 15, NULL, 10)))
+				break;
+		}
+		if (!got) { /* a connect probe, not a request */
+			close(c);
+			continue;
+		}
+		pthread_mutex_lock(&f->mu);
+		const char *what = f->script[MIN((size_t)f->requests, f->nscript - 1)];
+		f->requests++;
+		pthread_mutex_unlock(&f->mu);
+		if (!strcmp(what, "503")) {
+			const char *b = "{\"error\":\"store down\",\"code\":\"EAGAIN\"}";
+			dprintf(c,
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n"
+				"Connection: close\r\n\r\n%s",
+				strlen(b), b);
+		} else if (!strcmp(what, "200")) {
+			dprintf(c,
+				"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\n"
+				"{\"ok\":1}");
+		} else {
+			/* drop: reset without an answer */
+			struct linger lg = {1, 0};
+			setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		}
+		close(c);
+	}
+}
+
+static void fake_start(struct fake *f, const char *const *script, size_t n)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	memset(f, 0, sizeof(*f));
+	f->script = script;
+	f->nscript = n;
+	pthread_mutex_init(&f->mu, NULL);
+	f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	bind(f->lfd, (struct sockaddr *)&a, sizeof(a));
+	listen(f->lfd, 16);
+	getsockname(f->lfd, (struct sockaddr *)&a, &al);
+	f->port = ntohs(a.sin_port);
+	pthread_create(&f->th, NULL, fake_main, f);
+}
+
+static void fake_stop(struct fake *f)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				.sin_port = htons((uint16_t)f->port)};
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	f->stop = true;
+	connect(c, (struct sockaddr *)&a, sizeof(a)); /* wakes accept */
+	close(c);
+	pthread_join(f->th, NULL);
+	close(f->lfd);
+	pthread_mutex_destroy(&f->mu);
+}
+
+static int fake_requests(struct fake *f)
+{
+	int n;
+	pthread_mutex_lock(&f->mu);
+	n = f->requests;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+static void test_retries(void)
+{
+	static const char *const s503[] = {"503", "503", "200"};
+	static const char *const sdrop[] = {"drop", "drop", "200"};
+	static const char *const sdown[] = {"503"};
+	struct fake f;
+	char addr[64];
+	buf out = BUF_INIT;
+	filer_rpc *r;
+	uint64_t t0;
+
+	fake_start(&f, s503, 3);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
+	r = filer_rpc_new(addr, 2000, 5);
+	is_int(call(r, "create", "{}", &out), 0, "create retried through two 503s");
+	is_int(fake_requests(&f), 3, "three requests for two 503s");
+	ok(has(&out, "{\"ok\":1}"), "the answer after the retries is returned");
+	filer_rpc_free(r);
+	fake_stop(&f);
+
+	fake_start(&f, sdrop, 3);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
+	r = filer_rpc_new(addr, 2000, 5);
+	is_int(call(r, "create", "{}", &out), EIO, "create on a dropped connection is EIO");
+	is_int(fake_requests(&f), 1, "create is not repeated once it may have been sent");
+	is_int(call(r, "lookup", "{}", &out), 0, "lookup retried after a dropped connection");
+	is_int(fake_requests(&f), 3, "lookup retried once");
+	is_int(call(r, "update", "{\"path\":\"/a\",\"ifEtag\":\"x\"}", &out), 0,
+	       "conditional update is repeatable");
+	filer_rpc_free(r);
+	fake_stop(&f);
+
+	fake_start(&f, sdown, 1);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
+	r = filer_rpc_new(addr, 2000, 1);
+	t0 = time_mono_ns();
+	is_int(call(r, "lookup", "{}", &out), EIO, "503 past the budget is EIO");
+	ok(time_mono_ns() - t0 < 3000000000ull, "the budget bounds the retries");
+	ok(fake_requests(&f) >= 3 && fake_requests(&f) <= 8, "back-off: %d requests in 1 s",
+	   fake_requests(&f));
+	filer_rpc_free(r);
+	fake_stop(&f);
+
+	/* nothing listens: connection refused is retried for every op, then EIO */
+	{
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t al = sizeof(a);
+		bind(s, (struct sockaddr *)&a, sizeof(a));
+		getsockname(s, (struct sockaddr *)&a, &al);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
+		close(s); /* the port is now closed */
+	}
+	r = filer_rpc_new(addr, 2000, 1);
+	t0 = time_mono_ns();
+	is_int(call(r, "rename", "{}", &out), EIO, "refused filer: EIO after the budget");
+	ok(time_mono_ns() - t0 >= 700000000ull, "refused create waited for the budget");
+	ok(time_mono_ns() - t0 < 4000000000ull, "and no longer");
+	filer_rpc_free(r);
+	buf_free(&out);
+}
+
+int main(void)
+{
+	const char *filer = getenv("WEEDFS_TEST_FILER");
+	log_set_level(LOG_LEVEL_ERROR);
+	http_client_global_init();
+	test_retries();
+	if (filer && *filer)
+		test_real_filer(filer);
+	else
+		printf("# WEEDFS_TEST_FILER unset: real-filer part skipped\n");
+	return done_testing();
+}
