@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # From a fresh checkout to a running single-node weedfs cluster:
 # installs what is missing (Debian 12), builds into build/default, and runs
-# `weedfs mini` in the foreground (Ctrl-C stops it; the data stays).
+# `weedfs mini` in the foreground with the cluster mounted by weedfs-mount at
+# MOUNT_DIR (Ctrl-C unmounts and stops it; the data stays).
 #
 #   ./contrib/quickstart.sh [DATA_DIR]      (default: build/data)
 #
-# Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080), FILER_PORT (8888).
+# Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080), FILER_PORT (8888),
+# MOUNT_DIR (build/mnt; empty = do not mount).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +18,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 MASTER_PORT=${MASTER_PORT:-9333}
 VOLUME_PORT=${VOLUME_PORT:-8080}
 FILER_PORT=${FILER_PORT:-8888}
+MOUNT_DIR=${MOUNT_DIR-$ROOT/build/mnt}
 
 "$ROOT/contrib/install-deps.sh"
 if [ ! -x "$ROOT/configure" ] || [ "$ROOT/configure.ac" -nt "$ROOT/configure" ]; then
@@ -25,16 +28,25 @@ if [ ! -f "$BUILD/Makefile" ]; then
 	mkdir -p "$BUILD"
 	(cd "$BUILD" && "$ROOT/configure" -q)
 fi
-make -C "$BUILD" -j"$JOBS" weedfs
+make -C "$BUILD" -j"$JOBS" weedfs weedfs-mount
 mkdir -p "$DATA"
+mount_args=()
+if [ -n "$MOUNT_DIR" ]; then
+	mkdir -p "$MOUNT_DIR"
+	mount_args=(-mount.dir="$MOUNT_DIR")
+fi
 
 M=127.0.0.1:$MASTER_PORT
 cat <<MSG
 
 weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT,
-filer on 127.0.0.1:$FILER_PORT, data in $DATA
+filer on 127.0.0.1:$FILER_PORT, data in $DATA${MOUNT_DIR:+,
+mounted at $MOUNT_DIR (an ordinary directory: cp, ls, git, sqlite3 all work there)}
 Try it from another terminal:
-
+${MOUNT_DIR:+
+  cp -r /usr/share/doc/bash "$MOUNT_DIR/"; ls -l "$MOUNT_DIR/bash"      # through the mount
+  curl "http://127.0.0.1:$FILER_PORT/bash/" -H 'Accept: application/json'  # same files
+}
   curl -T /etc/hostname "http://127.0.0.1:$FILER_PORT/docs/hostname"    # a file by path
   curl "http://127.0.0.1:$FILER_PORT/docs/hostname"                     # read it back
   curl -H 'Accept: application/json' "http://127.0.0.1:$FILER_PORT/docs/"   # list
@@ -50,4 +62,4 @@ Manual: man -l man/weedfs.1   More: docs/README.md   Stop: Ctrl-C
 
 MSG
 exec "$BUILD/weedfs" mini -dir="$DATA" -ip=127.0.0.1 -master.port="$MASTER_PORT" \
-	-volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT"
+	-volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT" "${mount_args[@]}"

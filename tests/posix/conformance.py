@@ -26,6 +26,7 @@ import os
 import pickle
 import stat
 import sys
+import tempfile
 import time
 import traceback
 
@@ -190,6 +191,17 @@ def u_open(path, flags, mode=0o644):
 
 
 # ---------------------------------------------------------------- the suite
+def _dirs_count_subdirs(root):
+    """Whether directories on root count their subdirectories in st_nlink."""
+    probe = tempfile.mkdtemp(prefix=".nlink-probe-", dir=root)
+    try:
+        os.mkdir(os.path.join(probe, "sub"))
+        return os.stat(probe).st_nlink != 1
+    finally:
+        os.rmdir(os.path.join(probe, "sub"))
+        os.rmdir(probe)
+
+
 class Suite:
     def __init__(self, root, verbose=False, only=None):
         self.root = root
@@ -201,6 +213,18 @@ class Suite:
         self.group = ""
         self.n = 0
         self.is_root = os.geteuid() == 0
+        self.dirs_counted = _dirs_count_subdirs(root)
+
+    def dir_nlink(self, name, got, want):
+        """A directory's link count. POSIX leaves it to the file system: ext4 and tmpfs
+        count 2 + subdirectories, btrfs (and weedfs-mount) report 1 for every directory,
+        which also tells find(1) not to use its leaf optimisation. Which one the target
+        uses is decided once (a fresh directory with one subdirectory); then it must hold
+        everywhere."""
+        if self.dirs_counted:
+            self.eq(name, got, want)
+        else:
+            self.eq(name + " (directories not counted: always 1)", got, 1)
 
     # -- recording
     def check(self, name, cond, detail=""):
@@ -638,8 +662,8 @@ class Suite:
         st = os.stat(sub)
         self.check("mkdir makes a directory", stat.S_ISDIR(st.st_mode))
         self.eq("mkdir mode & ~umask", stat.S_IMODE(st.st_mode), 0o755)
-        self.eq("new directory nlink 2", st.st_nlink, 2)
-        self.eq("parent nlink +1", os.stat(d).st_nlink, nl + 1)
+        self.dir_nlink("new directory nlink 2", st.st_nlink, 2)
+        self.dir_nlink("parent nlink +1", os.stat(d).st_nlink, nl + 1)
         self.eq("new directory is empty", os.listdir(sub), [])
         self.eq("'..' of new dir is the parent", os.stat(os.path.join(sub, "..")).st_ino,
                 os.stat(d).st_ino)
@@ -661,7 +685,7 @@ class Suite:
         self.call("mkdir with a name of 255 bytes", 0, os.mkdir, os.path.join(d, "n" * 255))
         nested = os.path.join(sub, "a")
         os.mkdir(nested)
-        self.eq("nested directory nlink of parent", os.stat(sub).st_nlink, 3)
+        self.dir_nlink("nested directory nlink of parent", os.stat(sub).st_nlink, 3)
         if not self.is_root:
             return
         ro = os.path.join(d, "ro")
@@ -846,8 +870,8 @@ class Suite:
         m = os.path.join(d2, "moved")
         self.eq("rename dir: '..' points to the new parent", os.stat(os.path.join(m, "..")).st_ino,
                 os.stat(d2).st_ino)
-        self.eq("rename dir: old parent nlink -1", os.stat(d).st_nlink, nl - 1)
-        self.eq("rename dir: new parent nlink +1", os.stat(d2).st_nlink, 3)
+        self.dir_nlink("rename dir: old parent nlink -1", os.stat(d).st_nlink, nl - 1)
+        self.dir_nlink("rename dir: new parent nlink +1", os.stat(d2).st_nlink, 3)
         self.check("rename dir: contents follow", os.path.exists(os.path.join(m, "in")))
         empty = os.path.join(d, "empty")
         os.mkdir(empty)
@@ -969,7 +993,7 @@ class Suite:
         nl = os.stat(d).st_nlink
         self.call("rmdir empty dir", 0, os.rmdir, sub)
         self.check("rmdir removed it", not os.path.exists(sub))
-        self.eq("rmdir: parent nlink -1", os.stat(d).st_nlink, nl - 1)
+        self.dir_nlink("rmdir: parent nlink -1", os.stat(d).st_nlink, nl - 1)
         os.mkdir(sub)
         touch(os.path.join(sub, "f"))
         self.call("rmdir non-empty dir", E.ENOTEMPTY, os.rmdir, sub)
