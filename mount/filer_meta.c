@@ -115,7 +115,8 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 	a = &e->attr;
 	if (!get_u32(v, "mode", &a->mode) || !get_u32(v, "uid", &a->uid) ||
 	    !get_u32(v, "gid", &a->gid) || !get_u64_opt(v, "size", &a->size) ||
-	    !get_i64_opt(v, "mtimeNs", &a->mtime_ns) || !get_i64_opt(v, "ctimeNs", &a->ctime_ns) ||
+	    !get_i64_opt(v, "mtimeNs", &a->mtime_ns) || !get_i64_opt(v, "atimeNs", &a->atime_ns) ||
+	    !get_i64_opt(v, "ctimeNs", &a->ctime_ns) ||
 	    !get_i64_opt(v, "crtimeNs", &a->crtime_ns) || !get_u32(v, "nlink", &a->nlink) ||
 	    !get_u64_opt(v, "rdev", &a->rdev) || !get_u32(v, "ttlSec", &a->ttl_sec) ||
 	    !get_strdup(v, "mime", &a->mime) || !get_strdup(v, "collection", &a->collection) ||
@@ -279,6 +280,7 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 		jw_kv_str(w, "symlinkTarget", n->symlink_target);
 	if (n->time_ns) {
 		jw_kv_i64(w, "mtimeNs", n->time_ns);
+		jw_kv_i64(w, "atimeNs", n->time_ns);
 		jw_kv_i64(w, "ctimeNs", n->time_ns);
 		jw_kv_i64(w, "crtimeNs", n->time_ns);
 	}
@@ -311,6 +313,8 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 		jw_kv_u64(w, "size", s->size);
 	if (s->set & FM_SET_MTIME)
 		jw_kv_i64(w, "mtimeNs", s->mtime_ns);
+	if (s->set & FM_SET_ATIME)
+		jw_kv_i64(w, "atimeNs", s->atime_ns);
 	if (s->set & FM_SET_CTIME)
 		jw_kv_i64(w, "ctimeNs", s->ctime_ns);
 	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append)) {

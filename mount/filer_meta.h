@@ -41,7 +41,7 @@ struct filer_meta_new {
 	uint32_t uid, gid;
 	uint64_t rdev;
 	const char *symlink_target; /* symlinks only */
-	int64_t time_ns;            /* mtime, ctime and crtime; 0 = the filer's now */
+	int64_t time_ns;            /* mtime, atime, ctime and crtime; 0 = the filer's now */
 	bool exclusive;
 };
 /* create: *out (caller frees; may be NULL to ignore) is the new entry. */
@@ -56,13 +56,14 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 #define FM_SET_MTIME  0x10u
 #define FM_SET_CTIME  0x20u
 #define FM_SET_APPEND 0x40u
-#define FM_SET_CHUNKS 0x80u /* replace the chunk list with append[0..n_append) */
+#define FM_SET_CHUNKS 0x80u  /* replace the chunk list with append[0..n_append) */
+#define FM_SET_ATIME  0x100u /* independent of the mtime (the other is kept) */
 struct filer_meta_set {
 	unsigned set;
 	uint32_t mode; /* permission bits 07777 */
 	uint32_t uid, gid;
 	uint64_t size;
-	int64_t mtime_ns, ctime_ns;
+	int64_t mtime_ns, atime_ns, ctime_ns;
 	const struct filer_chunk *append; /* FM_SET_APPEND / FM_SET_CHUNKS: borrowed */
 	size_t n_append;
 };

@@ -41,7 +41,9 @@
 #include <sys/xattr.h>
 #include "filer/chunks.h"
 #include "filer_meta.h"
+#include "json.h"
 #include "log.h"
+#include "utf8.h"
 #include "util.h"
 
 #define LIST_PAGE 1024
@@ -143,15 +145,21 @@ static int64_t ts_to_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-/* The kernel's attributes of the entry e, with open data (size, mtime) winning. */
+/*
+ * The kernel's attributes of the entry e, with open data (size, mtime) and a
+ * read's atime not yet stored winning.
+ */
 static void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
 {
 	const struct filer_attr *a = &e->attr;
+	uint64_t alloc;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
 	st->st_mode = a->mode;
-	st->st_nlink = a->nlink ? a->nlink : ((a->mode & S_IFMT) == S_IFDIR ? 2 : 1);
+	/* directories: 1, the filer does not count subdirectories (btrfs does the
+	 * same; find(1) then skips its leaf optimisation) */
+	st->st_nlink = S_ISDIR(a->mode) ? 1 : (a->nlink ? a->nlink : 1);
 	st->st_uid = a->uid;
 	st->st_gid = a->gid;
 	st->st_rdev = (dev_t)a->rdev;
@@ -161,28 +169,33 @@ static void entry_stat(struct inode *n, const struct filer_entry *e, struct stat
 	else if (S_ISDIR(a->mode))
 		st->st_size = 4096;
 	ns_to_ts(a->mtime_ns, &st->st_mtim);
-	/* the filer has no atime: the mount keeps one per inode, from the mtime it first saw */
-	pthread_mutex_lock(&n->mu);
-	if (!n->atime_set) {
-		n->atime_ns = a->mtime_ns;
-		n->atime_set = true;
-	}
-	ns_to_ts(n->atime_ns, &st->st_atim);
-	pthread_mutex_unlock(&n->mu);
+	ns_to_ts(a->atime_ns ? a->atime_ns : a->mtime_ns, &st->st_atim);
 	ns_to_ts(a->ctime_ns, &st->st_ctim);
 	pthread_mutex_lock(&n->mu);
+	if (n->atime_pending_ns)
+		ns_to_ts(n->atime_pending_ns, &st->st_atim);
 	if (n->unlinked && st->st_nlink)
 		st->st_nlink--; /* the hidden name does not count */
+	if (n->removed)
+		st->st_nlink = 0;
+	alloc = S_ISREG(a->mode) ? n->alloc_bytes : 0;
 	if (n->fd) {
 		st->st_size = (off_t)file_data_size(n->fd);
+		/* dirty bytes may fill holes: never report fewer blocks than data (tar and
+		 * cp take st_blocks 0 as "all holes") until the commit tells */
+		if (file_data_dirty(n->fd))
+			alloc = (uint64_t)st->st_size;
 		if (n->data_mtime_ns) {
 			ns_to_ts(n->data_mtime_ns, &st->st_mtim);
 			ns_to_ts(n->data_mtime_ns, &st->st_ctim);
 		}
 	}
 	pthread_mutex_unlock(&n->mu);
+	if (alloc > (uint64_t)st->st_size)
+		alloc = (uint64_t)st->st_size;
 	st->st_blksize = 1 << 20;
-	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
+	/* what the chunks cover, not the size: a sparse file shows its holes */
+	st->st_blocks = (blkcnt_t)((alloc + 511) / 512);
 }
 
 /*
@@ -228,9 +241,20 @@ static int node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok, struc
 
 static bool name_ok(fuse_req_t req, const char *name)
 {
-	if (strlen(name) > FILER_NAME_MAX) {
+	size_t len = strlen(name);
+
+	if (len > FILER_NAME_MAX) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return false;
+	}
+	/* the filer's API is JSON: a name that is not UTF-8 cannot be sent */
+	for (size_t i = 0; i < len;) {
+		size_t k = utf8_decode((const unsigned char *)name + i, len - i, NULL);
+		if (!k) {
+			fuse_reply_err(req, EINVAL);
+			return false;
+		}
+		i += k;
 	}
 	return true;
 }
@@ -341,8 +365,8 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	struct filer_entry *e = NULL;
 	file_data *fd;
 	size_t nc = 0;
-	bool flushed = false;
-	int64_t mtime;
+	bool flushed = false, atime_only = false;
+	int64_t mtime, atime, ctime_before = 0;
 	char *path = NULL;
 	int rc = 0;
 
@@ -352,6 +376,9 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	pthread_mutex_lock(&n->mu);
 	fd = n->fd;
 	mtime = n->data_mtime_ns;
+	atime = n->atime_pending_ns;
+	if (n->cached)
+		ctime_before = n->cached->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
 	if (fd && file_data_dirty(fd)) {
 		rc = file_data_flush(fd, &chunks, &nc);
@@ -374,12 +401,19 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 			s.mtime_ns = mtime;
 		}
 	}
+	/* a read's atime (relatime) goes with the next commit */
+	if (atime && !(s.set & FM_SET_ATIME)) {
+		atime_only = !s.set;
+		s.set |= FM_SET_ATIME;
+		s.atime_ns = atime;
+	}
 	if (!s.set)
 		goto out;
 	path = itable_path(m->it, n->ino);
 	if (!(s.set & FM_SET_CTIME)) {
 		s.set |= FM_SET_CTIME;
-		s.ctime_ns = now_ns();
+		/* reading changes no ctime: keep the one the entry has */
+		s.ctime_ns = atime_only && ctime_before ? ctime_before : now_ns();
 	}
 	if (path)
 		mount_note_own(m, path, s.ctime_ns);
@@ -395,8 +429,18 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 				n->data_mtime_ns = 0;
 		}
 		pthread_mutex_unlock(&n->mu);
+	} else if (atime_only) {
+		/* only an access time (the file may be gone): never fails a close */
+		log_debug("atime of %s not stored: %s", path ? path : "(gone)", strerror(rc));
+		rc = 0;
 	} else {
 		log_warn("commit of %s failed: %s", path ? path : "(gone)", strerror(rc));
+	}
+	if (atime && (s.set & FM_SET_ATIME) && (atime_only || !rc)) {
+		pthread_mutex_lock(&n->mu);
+		if (n->atime_pending_ns == atime)
+			n->atime_pending_ns = 0;
+		pthread_mutex_unlock(&n->mu);
 	}
 out:
 	pthread_mutex_unlock(&n->commit_mu);
@@ -641,6 +685,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct inode *n = itable_get(m->it, ino);
 	struct filer_entry *e = NULL;
 	struct stat st;
+	bool removed;
 	int rc;
 
 	(void)fi;
@@ -648,7 +693,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	rc = node_entry(m, n, false, &e);
+	pthread_mutex_lock(&n->mu);
+	removed = n->removed;
+	pthread_mutex_unlock(&n->mu);
+	/* a removed node (still open) has no path: its last entry, with nlink 0 */
+	rc = node_entry(m, n, removed, &e);
 	if (rc) {
 		fuse_reply_err(req, rc);
 	} else {
@@ -699,11 +748,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		s.ctime_ns = ts_to_ns(&attr->st_ctim);
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
-		int64_t at =
+		/* stored apart from the mtime: UTIME_OMIT of the other keeps it */
+		s.set |= FM_SET_ATIME;
+		s.atime_ns =
 			(to_set & FUSE_SET_ATTR_ATIME_NOW) ? now_ns() : ts_to_ns(&attr->st_atim);
 		pthread_mutex_lock(&n->mu);
-		n->atime_ns = at;
-		n->atime_set = true;
+		n->atime_pending_ns = 0; /* an explicit atime wins over a read's */
 		pthread_mutex_unlock(&n->mu);
 		if (!(s.set & FM_SET_CTIME)) {
 			s.set |= FM_SET_CTIME; /* changing atime changes ctime */
@@ -891,6 +941,27 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	make_node(req, parent, name, S_IFLNK | 0777, 0, link);
 }
 
+/*
+ * After unlink or rmdir: a node (may be NULL) left without any name (not
+ * hidden for an open file) reports nlink 0 to fstat on a handle still open,
+ * from the entry it last had.
+ */
+static void mark_removed(struct mount_ctx *m, struct inode *n)
+{
+	char *path;
+
+	if (!n)
+		return;
+	path = itable_path(m->it, n->ino);
+	if (!path) {
+		pthread_mutex_lock(&n->mu);
+		if (!n->unlinked)
+			n->removed = true;
+		pthread_mutex_unlock(&n->mu);
+	}
+	free(path);
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
@@ -916,6 +987,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		itable_unlink(m->it, parent, name);
 		if (n)
 			itable_uncache(n);
+		mark_removed(m, n);
 		touch_dir(m, parent);
 	}
 	itable_put(m->it, n);
@@ -947,7 +1019,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = filer_meta_delete(m->rpc, path, false);
 	}
 	if (!rc) {
+		struct inode *n = itable_get_name(m->it, parent, name);
 		itable_unlink(m->it, parent, name);
+		mark_removed(m, n);
+		itable_put(m->it, n);
 		touch_dir(m, parent);
 	}
 	free(path);
@@ -1209,6 +1284,34 @@ fail:
 	fuse_reply_err(req, rc);
 }
 
+#define RELATIME_MAX_AGE_NS (24 * 3600 * 1000000000ll)
+
+/*
+ * relatime after a read of n: a new atime when the current one is not after
+ * the mtime or ctime, or is a day old. Kept on the node (stat shows it at
+ * once) and stored with the next commit (flush, close), so a read costs no
+ * round trip. Nothing with -o noatime.
+ */
+static void note_access(struct mount_ctx *m, struct inode *n)
+{
+	int64_t now = now_ns(), at, mt, ct;
+
+	if (m->noatime)
+		return;
+	pthread_mutex_lock(&n->mu);
+	if (n->cached) {
+		const struct filer_attr *a = &n->cached->attr;
+		at = n->atime_pending_ns ? n->atime_pending_ns
+		     : a->atime_ns       ? a->atime_ns
+					 : a->mtime_ns;
+		mt = n->data_mtime_ns ? n->data_mtime_ns : a->mtime_ns;
+		ct = n->data_mtime_ns > a->ctime_ns ? n->data_mtime_ns : a->ctime_ns;
+		if (at <= mt || at <= ct || now - at > RELATIME_MAX_AGE_NS)
+			n->atime_pending_ns = now;
+	}
+	pthread_mutex_unlock(&n->mu);
+}
+
 static struct fh *get_fh(struct fuse_file_info *fi) { return (struct fh *)(uintptr_t)fi->fh; }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1226,6 +1329,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	b = xmalloc(size ? size : 1);
 	rc = file_data_read(h->node->fd, (uint64_t)off, size, b, &got);
+	if (!rc)
+		note_access(ctx(req), h->node);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else
@@ -1554,24 +1659,59 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * The filer's statfs op: *total, *free bytes and *files in use. Returns errno
+ * (ENOSYS from a filer without it).
+ */
+static int filer_statfs(struct mount_ctx *m, uint64_t *total, uint64_t *free_b, uint64_t *files)
+{
+	yajl_val tree;
+	char msg[128];
+	buf resp;
+	int rc;
+
+	buf_init(&resp);
+	rc = filer_rpc_call(m->rpc, "statfs", "{}", 2, &resp);
+	if (rc)
+		goto out;
+	tree = json_parse(resp.data ? resp.data : "", resp.len, msg, sizeof(msg));
+	if (!tree || !json_get_u64(tree, "totalBytes", total) ||
+	    !json_get_u64(tree, "freeBytes", free_b) || !json_get_u64(tree, "files", files))
+		rc = EIO;
+	if (!rc && *free_b > *total)
+		*free_b = *total;
+	yajl_tree_free(tree);
+out:
+	buf_free(&resp);
+	return rc;
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	uint64_t total, free_b, files;
 	struct statvfs s;
+	const uint64_t bs = 1 << 20;
 
 	(void)ino;
-	/*
-	 * The filer's entry API has no capacity call yet: report a fixed 1 PiB
-	 * with all of it free (docs/mount.md), so tools that check free space
-	 * before writing go ahead.
-	 */
 	memset(&s, 0, sizeof(s));
-	s.f_bsize = 1 << 20;
-	s.f_frsize = 1 << 20;
-	s.f_blocks = 1ull << 30;
-	s.f_bfree = s.f_bavail = 1ull << 30;
-	s.f_files = 1ull << 40;
-	s.f_ffree = s.f_favail = 1ull << 40;
+	s.f_bsize = bs;
+	s.f_frsize = bs;
 	s.f_namemax = FILER_NAME_MAX;
+	s.f_files = 1ull << 40;
+	if (!filer_statfs(ctx(req), &total, &free_b, &files)) {
+		/* the cluster's volumes (docs/mount.md) */
+		s.f_blocks = total / bs;
+		s.f_bfree = s.f_bavail = free_b / bs;
+		s.f_ffree = s.f_favail = files < s.f_files ? s.f_files - files : 0;
+	} else {
+		/*
+		 * A filer without the statfs op: report a fixed 1 PiB with all of
+		 * it free, so tools that check free space before writing go ahead.
+		 */
+		s.f_blocks = 1ull << 30;
+		s.f_bfree = s.f_bavail = 1ull << 30;
+		s.f_ffree = s.f_favail = 1ull << 40;
+	}
 	fuse_reply_statfs(req, &s);
 }
 

@@ -33,6 +33,7 @@ struct mount_ctx {
 	uint64_t follow_cache_ns; /* ... and while the event follower is connected */
 	atomic_bool following;    /* the event follower's stream is up */
 	bool writeback_cache;
+	bool noatime;      /* -o noatime: reads leave the atime alone */
 	uint64_t mount_id; /* random: names this mount's hidden files */
 	pthread_mutex_t trash_mu;
 	uint64_t trash_ino; /* protected by trash_mu; 0 until first used */

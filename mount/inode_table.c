@@ -274,9 +274,53 @@ static void node_maybe_free(itable *t, struct inode *n)
 }
 
 /* Replaces n's cached entry with a copy of e without its chunks (they can be large). */
+struct extent {
+	uint64_t lo, hi;
+};
+
+static int extent_cmp(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+uint64_t itable_alloc_bytes(const struct filer_entry *e)
+{
+	uint64_t size = e->attr.size, total = 0, end = 0;
+	struct extent *v;
+	size_t n = 0;
+
+	if (!S_ISREG(e->attr.mode))
+		return 0;
+	if (e->content_len)
+		return e->content_len < size ? e->content_len : size;
+	if (!e->n_chunks)
+		return 0;
+	v = xcalloc(e->n_chunks, sizeof(*v));
+	for (size_t i = 0; i < e->n_chunks; i++) {
+		uint64_t lo = e->chunks[i].offset, hi = lo + e->chunks[i].size;
+		if (hi > size)
+			hi = size;
+		if (lo < hi)
+			v[n++] = (struct extent){lo, hi};
+	}
+	qsort(v, n, sizeof(*v), extent_cmp);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = v[i].lo > end ? v[i].lo : end;
+		if (v[i].hi > lo)
+			total += v[i].hi - lo;
+		if (v[i].hi > end)
+			end = v[i].hi;
+	}
+	free(v);
+	return total;
+}
+
 static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_ns)
 {
 	struct filer_entry *c = filer_entry_dup(e);
+	uint64_t alloc = itable_alloc_bytes(e);
 
 	filer_chunks_free(c->chunks, c->n_chunks);
 	c->chunks = NULL;
@@ -284,6 +328,7 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 	pthread_mutex_lock(&n->mu);
 	filer_entry_free(n->cached);
 	n->cached = c;
+	n->alloc_bytes = alloc;
 	n->cached_at = time_mono_ns();
 	n->cached_until = cache_ns ? n->cached_at + cache_ns : 0;
 	pthread_mutex_unlock(&n->mu);

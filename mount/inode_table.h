@@ -40,8 +40,9 @@ struct inode {
 	int open_count;             /* open handles */
 	int64_t base_ctime_ns;      /* ctime of the entry fd's base came from */
 	int64_t data_mtime_ns;      /* set by a write, committed as the mtime; 0 = none */
-	int64_t atime_ns;           /* kept by the mount only (the filer has none) */
-	bool atime_set;             /* atime_ns is meaningful */
+	int64_t atime_pending_ns;   /* a read's atime (relatime) not yet stored; 0 = none */
+	uint64_t alloc_bytes;       /* bytes cached's chunks and content cover within its size */
+	bool removed;               /* its last name was removed (unlink, rmdir): nlink 0 */
 	bool unlinked;              /* a name was removed while open: hidden_name holds it */
 	char *hidden_name;          /* its name in the hidden directory, or NULL */
 	pthread_mutex_t commit_mu;  /* serialises commits of fd */
@@ -94,8 +95,17 @@ void itable_unlink(itable *t, uint64_t parent, const char *name);
 void itable_rename(itable *t, uint64_t p1, const char *n1, uint64_t p2, const char *n2,
 		   bool exchange);
 
-/* Replaces n's cached entry by a copy of e (borrowed; chunks are not kept) for cache_ns. */
+/*
+ * Replaces n's cached entry by a copy of e (borrowed; chunks are not kept) for
+ * cache_ns; n->alloc_bytes becomes what e's chunks cover (itable_alloc_bytes).
+ */
 void itable_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_ns);
+/*
+ * The bytes of e's file that chunks or inline content cover within its size
+ * (overlapping chunks counted once): the allocation st_blocks reports, small
+ * for a sparse file. Any thread.
+ */
+uint64_t itable_alloc_bytes(const struct filer_entry *e);
 /* Marks n's cached entry stale (it stays as a hint). */
 void itable_uncache(struct inode *n);
 /* Gives ino the hard-link id (copied) so every name with that id maps to it. */

@@ -37,7 +37,7 @@ struct opts {
 	const char *filer, *filer_path, *cache_dir, *collection, *replication, *ttl, *level;
 	long long cache_mb, mem_mb, chunk_mb, dirty_mb;
 	double entry_timeout, attr_timeout;
-	bool writeback, foreground, allow_other, read_only;
+	bool writeback, foreground, allow_other, read_only, noatime;
 	int retry_seconds, timeout_seconds, threads;
 	struct flag_list o;
 };
@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 		{"foreground", FLAG_BOOL, &o.foreground, "stay in the foreground"},
 		{"allowOthers", FLAG_BOOL, &o.allow_other, "let other users in (-o allow_other)"},
 		{"readOnly", FLAG_BOOL, &o.read_only, "mount read-only (-o ro)"},
+		{"noatime", FLAG_BOOL, &o.noatime, "reads do not update the atime (-o noatime)"},
 		{"o", FLAG_LIST, &o.o, "FUSE mount options (allow_other, ro, ...)"},
 		{"v", FLAG_STRING, &o.level, "log level: error, warn, info or debug"},
 	};
@@ -245,14 +246,22 @@ int main(int argc, char **argv)
 		buf_append_str(&opt, ",allow_other");
 	if (o.read_only)
 		buf_append_str(&opt, ",ro");
+	if (o.noatime) {
+		buf_append_str(&opt, ",noatime");
+		m.noatime = true;
+	}
 	for (int i = 0; i < o.o.n; i++) {
 		/* mount(8) passes these; the kernel and libfuse would refuse some */
 		if (!strcmp(o.o.v[i], "rw") || !strcmp(o.o.v[i], "dev") ||
 		    !strcmp(o.o.v[i], "suid") || !strcmp(o.o.v[i], "exec") ||
 		    !strcmp(o.o.v[i], "auto") || !strcmp(o.o.v[i], "noauto") ||
 		    !strcmp(o.o.v[i], "_netdev") || !strcmp(o.o.v[i], "user") ||
-		    !strcmp(o.o.v[i], "nouser") || !strcmp(o.o.v[i], "defaults"))
+		    !strcmp(o.o.v[i], "nouser") || !strcmp(o.o.v[i], "defaults") ||
+		    !strcmp(o.o.v[i], "relatime"))
 			continue;
+		/* also the kernel's mount flag (MS_NOATIME), so mount(8) shows it */
+		if (!strcmp(o.o.v[i], "noatime"))
+			m.noatime = true;
 		buf_printf(&opt, ",%s", o.o.v[i]);
 	}
 	buf_append_byte(&opt, '\0');

@@ -8,10 +8,11 @@ import errno
 import hashlib
 import os
 import stat
+import time
 
 import pytest
 
-from mount_fixtures import mounted  # noqa: F401 - the fixture
+from mount_fixtures import mounted, start_mount  # noqa: F401 - the fixture
 
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
@@ -447,7 +448,6 @@ def test_read_only_subtree_and_background(cluster):
     """-filer.path mounts a subtree; -o ro refuses changes with EROFS; -foreground=false
     detaches (the started process exits once mounted) and still serves."""
     import subprocess
-    import time
 
     from mount_fixtures import fusermount_u, is_mounted, mini_and_mount, mount_binary
 
@@ -486,3 +486,163 @@ def test_read_only_subtree_and_background(cluster):
         if is_mounted(mnt):
             fusermount_u(mnt, lazy=True)
     assert not is_mounted(mnt)
+
+
+def filer_entry(filer, m, path):
+    """The filer's JSON entry of a path on the mount (what every other mount sees)."""
+    r = filer.post("/.api/v1/lookup", json={"path": path[len(str(m.path)):]})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_atime_stored_in_filer(mounted, d):  # noqa: F811
+    filer, m = mounted
+    p = os.path.join(d, "a")
+    with open(p, "wb") as f:
+        f.write(b"x")
+    os.utime(p, ns=(3_000_000_000, 5_000_000_000))
+    e = filer_entry(filer, m, p)
+    assert (e["atimeNs"], e["mtimeNs"]) == (3_000_000_000, 5_000_000_000)
+    # setting only the atime keeps the mtime, in the mount and in the filer
+    ts_cls = ctypes.c_long * 4
+    UTIME_OMIT = (1 << 30) - 2
+    assert libc.utimensat(AT_FDCWD, p.encode(), ts_cls(9, 0, 0, UTIME_OMIT), 0) == 0
+    st = os.stat(p)
+    assert (st.st_atime_ns, st.st_mtime_ns) == (9_000_000_000, 5_000_000_000)
+    e = filer_entry(filer, m, p)
+    assert (e["atimeNs"], e["mtimeNs"]) == (9_000_000_000, 5_000_000_000)
+    # and setting only the mtime keeps the atime
+    assert libc.utimensat(AT_FDCWD, p.encode(), ts_cls(0, UTIME_OMIT, 11, 0), 0) == 0
+    e = filer_entry(filer, m, p)
+    assert (e["atimeNs"], e["mtimeNs"]) == (9_000_000_000, 11_000_000_000)
+    assert (os.stat(p).st_atime_ns, os.stat(p).st_mtime_ns) == (9_000_000_000, 11_000_000_000)
+
+
+def test_atime_relatime_on_read(mounted, d):  # noqa: F811
+    filer, m = mounted
+    p = os.path.join(d, "r")
+    with open(p, "wb") as f:
+        f.write(b"relatime")
+    os.utime(p, ns=(1_000_000_000, 2_000_000_000))  # atime <= mtime: the next read moves it
+    c0 = os.stat(p).st_ctime_ns
+    t0 = time.time_ns()
+    with open(p, "rb") as f:
+        assert f.read() == b"relatime"
+        st = os.stat(p)  # right after the read, through the same mount
+        assert st.st_atime_ns >= t0 - 1_000_000_000 and st.st_mtime_ns == 2_000_000_000
+    st = os.stat(p)
+    a1 = st.st_atime_ns
+    assert a1 >= t0 - 1_000_000_000 and st.st_ctime_ns == c0  # reading changes no ctime
+    # stored for other mounts
+    e = filer_entry(filer, m, p)
+    assert e["atimeNs"] == a1 and e["mtimeNs"] == 2_000_000_000
+    # atime now after mtime and ctime, and fresh: another read leaves it
+    time.sleep(0.05)
+    with open(p, "rb") as f:
+        f.read()
+    assert os.stat(p).st_atime_ns == a1 and filer_entry(filer, m, p)["atimeNs"] == a1
+    # older than a day (though after the mtime): a read moves it again
+    day_old = time.time_ns() - 2 * 86400 * 1_000_000_000
+    os.utime(p, ns=(day_old, 2_000_000_000))
+    with open(p, "rb") as f:
+        f.read()
+    assert os.stat(p).st_atime_ns > a1
+    assert filer_entry(filer, m, p)["atimeNs"] > a1
+
+
+def test_noatime_mount(module_cluster, mounted, d):  # noqa: F811
+    filer, m = mounted
+    p = os.path.join(d, "n")
+    with open(p, "wb") as f:
+        f.write(b"no atime")
+    os.utime(p, ns=(1_000_000_000, 2_000_000_000))
+    m2 = start_mount(module_cluster, filer.url, extra=["-o", "noatime"], name="noatime")
+    try:
+        with open("/proc/self/mountinfo") as f:
+            line = [x for x in f if x.split()[4] == os.path.realpath(str(m2.path))][0]
+        assert "noatime" in line.split()[5]
+        q = m2.p(os.path.relpath(p, str(m.path)))
+        with open(q, "rb") as f:
+            assert f.read() == b"no atime"
+        assert os.stat(q).st_atime_ns == 1_000_000_000
+        assert filer_entry(filer, m, p)["atimeNs"] == 1_000_000_000
+    finally:
+        m2.unmount()
+
+
+def test_sparse_file_blocks(d):
+    p = os.path.join(d, "sparse")
+    with open(p, "wb") as f:
+        f.seek((1 << 30) - 4096)
+        f.write(b"e" * 4096)
+    st = os.stat(p)
+    assert st.st_size == 1 << 30
+    assert 0 < st.st_blocks * 512 <= 1 << 20, st.st_blocks
+    # dense: every byte counted once, overwrites (overlapping chunks) too
+    q = os.path.join(d, "dense")
+    with open(q, "wb") as f:
+        f.write(b"d" * (3 << 20))
+    with open(q, "r+b") as f:
+        f.seek(1 << 20)
+        f.write(b"o" * (1 << 20))
+    assert os.stat(q).st_blocks * 512 == 3 << 20
+    # inline content counts its length
+    r = os.path.join(d, "small")
+    with open(r, "wb") as f:
+        f.write(b"s" * 1000)
+    assert os.stat(r).st_blocks == 2
+    # truncated up: a hole only
+    os.truncate(r, 10 << 20)
+    assert os.stat(r).st_blocks == 2
+
+
+def test_removed_while_open_nlink_zero(d):
+    sub = os.path.join(d, "gone")
+    os.mkdir(sub)
+    fd = os.open(sub, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert os.fstat(fd).st_nlink == 1
+        os.rmdir(sub)
+        st = os.fstat(fd)
+        assert st.st_nlink == 0 and stat.S_ISDIR(st.st_mode)
+    finally:
+        os.close(fd)
+    p = os.path.join(d, "f")
+    fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        os.write(fd, b"data")
+        os.unlink(p)
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)
+
+
+def test_directories_nlink_one(mounted, d):  # noqa: F811
+    _, m = mounted
+    for sub in ("a", "b", os.path.join("a", "c")):
+        os.mkdir(os.path.join(d, sub))
+    for path in (str(m.path), d, os.path.join(d, "a"), os.path.join(d, "a", "c")):
+        assert os.stat(path).st_nlink == 1, path
+        assert os.lstat(path + "/.").st_nlink == 1
+
+
+def test_names_must_be_utf8(d):
+    bad = os.path.join(d, "bad").encode() + b"\xff"
+    expect_errno(errno.EINVAL, os.open, bad, os.O_CREAT | os.O_WRONLY, 0o644)
+    expect_errno(errno.EINVAL, os.mkdir, bad)
+    os.mkdir(os.path.join(d, "ok-\u00e9\u6f22"))
+    assert os.listdir(d) == ["ok-\u00e9\u6f22"]
+
+
+def test_statfs_figures(mounted, d):  # noqa: F811
+    filer, _ = mounted
+    sv = os.statvfs(d)
+    r = filer.post("/.api/v1/statfs", json={})
+    if r.status_code == 200:
+        fs = r.json()
+        assert sv.f_blocks == fs["totalBytes"] // sv.f_frsize
+        assert abs(sv.f_bfree * sv.f_frsize - fs["freeBytes"]) <= 64 << 20
+    else:
+        # a filer without the op: the fixed 1 PiB, all free
+        assert sv.f_blocks * sv.f_frsize == 1 << 50 and sv.f_bfree == sv.f_blocks
+    assert sv.f_namemax == 255
