@@ -99,6 +99,8 @@ void blob_client_free(blob_client *bc)
 
 pool *blob_client_pool(blob_client *bc) { return bc->workers; }
 
+const char *blob_client_master(const blob_client *bc) { return bc->master; }
+
 long blob_client_timeout_ms(const blob_client *bc) { return bc->timeout_ms; }
 
 void blob_client_get_stats(blob_client *bc, struct blob_client_stats *out)

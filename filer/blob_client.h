@@ -81,6 +81,8 @@ void blob_client_free(blob_client *bc);
 /* The client's worker pool (borrowed): chunk_io.c submits transfers to it. Never block a
  * worker on another job of the same pool. */
 pool *blob_client_pool(blob_client *bc);
+/* The master's (or in filer mode the filer's) host:port, borrowed for bc's lifetime. */
+const char *blob_client_master(const blob_client *bc);
 /* The per-request timeout in ms. */
 long blob_client_timeout_ms(const blob_client *bc);
 /* A snapshot of the counters. */

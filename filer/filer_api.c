@@ -24,10 +24,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <xxhash.h>
+#include "filer/chunk_io.h"
+#include "filer/chunks.h"
 #include "filer/entry_json.h"
 #include "filer/filer_api_parse.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "http_client.h"
 #include "log.h"
 #include "util.h"
 
@@ -307,6 +310,32 @@ static bool parent_ok(struct fjob *j, struct filer_tx *tx, const char *dir)
 	return ok;
 }
 
+/*
+ * Records old_e -> new_e (borrowed) with hard-linked names resolved to the shared
+ * file, so subscribers see its size and chunks rather than the stubs. Call after
+ * the rename's store changes, inside tx. A record that cannot be read leaves the
+ * stub in the event (the rename itself stands).
+ */
+static void evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
+			     const struct filer_entry *old_e, const struct filer_entry *new_e)
+{
+	struct filer_entry *e[2] = {NULL, NULL};
+	const struct filer_entry *in[2] = {old_e, new_e};
+	for (int i = 0; i < 2; i++) {
+		wfs_err err;
+		if (!in[i] || !filer_hardlink_is_linked(in[i]))
+			continue;
+		e[i] = filer_entry_dup(in[i]);
+		err = filer_hardlink_resolve(f->store, tx, &e[i]);
+		if (err)
+			log_warn("rename event of %s/%s: hard-link record: %s", in[i]->dir,
+				 in[i]->name, wfs_strerror(err));
+	}
+	filer_evs_add(evs, e[0] ? e[0] : old_e, e[1] ? e[1] : new_e);
+	filer_entry_free(e[0]);
+	filer_entry_free(e[1]);
+}
+
 /* Commits tx with evs and, after, wakes the garbage worker if g queued chunks. */
 static wfs_err finish_tx(struct fjob *j, struct filer_tx **tx, struct filer_evs *evs,
 			 struct garbage *g)
@@ -463,22 +492,59 @@ out:
 	filer_entry_free(old);
 }
 
-/* Drops chunks lying wholly at or past size (into g) and cuts inline content. */
-static void truncate_entry(struct filer_entry *e, uint64_t size, struct garbage *g)
+/*
+ * Cuts e to size bytes (chunks_truncate): chunks at or past size go to g and a
+ * chunk crossing it is shortened, so growing the file later reads zeros there
+ * rather than the old bytes; inline content is cut. Manifest chunks are first
+ * replaced by their members (fetched through f->bc); the manifest blobs alone
+ * are freed (queued as plain chunks so the garbage queue keeps the members).
+ */
+static wfs_err truncate_entry(struct filer *f, struct filer_entry *e, uint64_t size,
+			      struct garbage *g)
 {
-	size_t o = 0;
+	struct filer_chunk *c = NULL, *cut = NULL;
+	size_t n = 0, ncut = 0;
+	bool manifests = false, past = false;
+	wfs_err err = WFS_OK;
+
 	for (size_t i = 0; i < e->n_chunks; i++) {
-		if (e->chunks[i].offset >= size) {
-			garbage_add(g, &e->chunks[i]);
-			filer_chunks_clear(&e->chunks[i], 1);
-			continue;
-		}
-		e->chunks[o++] = e->chunks[i];
+		manifests |= e->chunks[i].is_manifest;
+		past |= e->chunks[i].offset + e->chunks[i].size > size;
 	}
-	e->n_chunks = o;
 	if (e->has_content && e->content_len > size)
 		e->content_len = (size_t)size;
-	e->attr.size = size;
+	if (!past)
+		return WFS_OK;
+	if (manifests) {
+		err = chunk_resolve_manifests(f->bc, e->chunks, e->n_chunks, &c, &n);
+		if (err)
+			return err;
+		for (size_t i = 0; i < e->n_chunks; i++) {
+			if (!e->chunks[i].is_manifest)
+				continue;
+			garbage_add(g, &e->chunks[i]);
+			g->c[g->n - 1].is_manifest = false;
+		}
+	} else {
+		c = xmalloc((e->n_chunks ? e->n_chunks : 1) * sizeof(*c));
+		for (size_t i = 0; i < e->n_chunks; i++)
+			filer_chunk_copy(&c[i], &e->chunks[i]);
+		n = e->n_chunks;
+	}
+	err = chunks_truncate(c, &n, size, &cut, &ncut);
+	if (err)
+		goto out;
+	for (size_t i = 0; i < ncut; i++)
+		garbage_add(g, &cut[i]);
+	filer_chunks_clear(e->chunks, e->n_chunks);
+	e->n_chunks = 0;
+	for (size_t i = 0; i < n; i++)
+		filer_entry_add_chunk(e, c[i].fid, c[i].offset, c[i].size, c[i].mtime_ns, c[i].etag,
+				      false);
+out:
+	filer_chunks_free(c, n);
+	filer_chunks_free(cut, ncut);
+	return err;
 }
 
 static void op_update(struct fjob *j, struct api_req *r)
@@ -561,10 +627,25 @@ static void op_update(struct fjob *j, struct api_req *r)
 		}
 	}
 	if (r->set & API_SET_SIZE) {
-		if (r->attr.size < e->attr.size)
-			truncate_entry(e, r->attr.size, &g);
-		else
-			e->attr.size = r->attr.size;
+		/*
+		 * Growing cuts at the old end first: a chunk an older truncate left
+		 * crossing it must not show through the new range.
+		 */
+		err = truncate_entry(f, e, MIN(r->attr.size, e->attr.size), &g);
+		if (err) {
+			api_store_error(j, err, r->path);
+			goto out;
+		}
+		/* readers size inline files by their content: zero-fill it (bounded) */
+		if (e->has_content && r->attr.size > e->content_len &&
+		    r->attr.size <= FILER_CONTENT_MAX) {
+			uint8_t *z = xcalloc(1, (size_t)r->attr.size);
+			if (e->content_len)
+				memcpy(z, e->content, e->content_len);
+			filer_entry_set_content(e, z, (size_t)r->attr.size);
+			free(z);
+		}
+		e->attr.size = r->attr.size;
 	}
 	if (filer_entry_check(e)) {
 		api_error(j, 400, "EINVAL", "%s: the entry would exceed a size limit", r->path);
@@ -744,8 +825,8 @@ static void op_rename(struct fjob *j, struct api_req *r)
 			free(tmp);
 		}
 		if (!err) {
-			filer_evs_add(&evs, src, a);
-			filer_evs_add(&evs, dst, b);
+			evs_add_resolved(f, tx, &evs, src, a);
+			evs_add_resolved(f, tx, &evs, dst, b);
 			err = finish_tx(j, &tx, &evs, &g);
 		}
 		if (err) {
@@ -802,7 +883,7 @@ static void op_rename(struct fjob *j, struct api_req *r)
 	if (!err)
 		err = filer_store_delete(f->store, tx, r->dir, r->name);
 	if (!err) {
-		filer_evs_add(&evs, src, a);
+		evs_add_resolved(f, tx, &evs, src, a);
 		err = finish_tx(j, &tx, &evs, &g);
 	}
 	if (err) {
@@ -1016,6 +1097,91 @@ static void op_lookup_volume(struct fjob *j, struct api_req *r)
 	j->ctype = "application/json";
 }
 
+/* Sums one server's replica list of /vol/status into the statfs figures. */
+static void statfs_add(yajl_val vols, uint64_t *used, uint64_t *files, uint32_t **seen,
+		       size_t *nseen)
+{
+	if (!YAJL_IS_ARRAY(vols))
+		return;
+	for (size_t i = 0; i < vols->u.array.len; i++) {
+		yajl_val v = vols->u.array.values[i];
+		uint64_t id = 0, size = 0, fc = 0, dc = 0;
+		bool dup = false;
+		if (!json_get_u64(v, "Id", &id) || !json_get_u64(v, "Size", &size))
+			continue;
+		*used += size; /* every copy takes space */
+		for (size_t k = 0; k < *nseen && !dup; k++)
+			dup = (*seen)[k] == id;
+		if (dup)
+			continue; /* a replica holds the same files */
+		if ((*nseen & (*nseen - 1)) == 0)
+			*seen = xrealloc(*seen, (*nseen ? *nseen * 2 : 1) * sizeof(**seen));
+		(*seen)[(*nseen)++] = (uint32_t)id;
+		json_get_u64(v, "FileCount", &fc);
+		json_get_u64(v, "DeleteCount", &dc);
+		*files += fc > dc ? fc - dc : 0;
+	}
+}
+
+/*
+ * statfs: the cluster's capacity from the master's /vol/status. Total is the
+ * volume size limit times the volume slots of the live servers, used the sum
+ * of every volume copy's size, files the live needles of each volume once.
+ */
+static void op_statfs(struct fjob *j)
+{
+	struct http_result res;
+	char *url = xasprintf("http://%s/vol/status", blob_client_master(j->f->bc));
+	char msg[128];
+	yajl_val root = NULL, vols, dcs;
+	uint64_t limit = 0, max = 0, used = 0, files = 0, total;
+	uint32_t *seen = NULL;
+	size_t nseen = 0;
+	json_w *w;
+	wfs_err err;
+
+	http_result_init(&res);
+	err = http_get(url, blob_client_timeout_ms(j->f->bc), &res);
+	if (err || res.status != 200) {
+		api_error(j, 503, "EAGAIN", "the master %s did not answer /vol/status (%s)",
+			  blob_client_master(j->f->bc), err ? wfs_strerror(err) : "bad status");
+		goto out;
+	}
+	root = json_parse(res.body.data, res.body.len, msg, sizeof(msg));
+	vols = root ? json_get(root, "Volumes") : NULL;
+	if (!vols || !json_get_u64(root, "VolumeSizeLimit", &limit) ||
+	    !json_get_u64(vols, "Max", &max)) {
+		api_error(j, 503, "EAGAIN", "malformed /vol/status from the master");
+		goto out;
+	}
+	dcs = json_get(vols, "DataCenters");
+	for (size_t d = 0; YAJL_IS_OBJECT(dcs) && d < dcs->u.object.len; d++) {
+		yajl_val racks = dcs->u.object.values[d];
+		for (size_t r = 0; YAJL_IS_OBJECT(racks) && r < racks->u.object.len; r++) {
+			yajl_val nodes = racks->u.object.values[r];
+			for (size_t n = 0; YAJL_IS_OBJECT(nodes) && n < nodes->u.object.len; n++)
+				statfs_add(nodes->u.object.values[n], &used, &files, &seen, &nseen);
+		}
+	}
+	total = max && limit > UINT64_MAX / max ? UINT64_MAX : limit * max;
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_u64(w, "totalBytes", total);
+	jw_kv_u64(w, "usedBytes", used);
+	jw_kv_u64(w, "freeBytes", total > used ? total - used : 0);
+	jw_kv_u64(w, "files", files);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = 200;
+	j->ctype = "application/json";
+out:
+	yajl_tree_free(root);
+	http_result_free(&res);
+	free(seen);
+	free(url);
+}
+
 static void api_run(struct fjob *j)
 {
 	struct api_job *a = j->ext;
@@ -1062,6 +1228,9 @@ static void api_run(struct fjob *j)
 		break;
 	case API_LINK:
 		op_link(j, r);
+		break;
+	case API_STATFS:
+		op_statfs(j);
 		break;
 	}
 	api_req_free(r);

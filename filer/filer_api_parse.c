@@ -238,6 +238,7 @@ static const char *const k_setx[] = {"path", "name", "value", "flags", NULL};
 static const char *const k_rmx[] = {"path", "name", NULL};
 static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
 static const char *const k_lookupv[] = {"volumeId", NULL};
+static const char *const k_none[] = {NULL};
 
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 {
@@ -511,6 +512,8 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		r->volume_id = (uint32_t)v;
 		return true;
 	}
+	case API_STATFS:
+		return check_keys(c, root, "the request", k_none);
 	}
 	return fail(c, "unknown operation");
 }
@@ -524,7 +527,7 @@ static const struct {
 	{"delete", API_DELETE},      {"rename", API_RENAME},
 	{"setXattr", API_SET_XATTR}, {"removeXattr", API_REMOVE_XATTR},
 	{"assign", API_ASSIGN},      {"lookupVolume", API_LOOKUP_VOLUME},
-	{"link", API_LINK},
+	{"link", API_LINK},          {"statfs", API_STATFS},
 };
 
 /* True if the JSON text holds an escaped NUL (\u0000) inside a string. */

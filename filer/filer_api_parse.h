@@ -38,6 +38,7 @@ enum api_op {
 	API_ASSIGN,
 	API_LOOKUP_VOLUME,
 	API_LINK,
+	API_STATFS,
 };
 
 /* Fields of update's "set" that were present. */

@@ -882,6 +882,7 @@ void topology_write_vol_status(topology *t, json_w *w, uint64_t now_ns)
 	racks = xcalloc(t->nnodes + 1, sizeof(*racks));
 	jw_obj_begin(w);
 	jw_kv_str(w, "Version", PACKAGE_NAME " " PACKAGE_VERSION);
+	jw_kv_u64(w, "VolumeSizeLimit", t->limit);
 	jw_key(w, "Volumes");
 	jw_obj_begin(w);
 	write_slots(t, w, now_ns, NULL, NULL);

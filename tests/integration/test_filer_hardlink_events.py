@@ -147,3 +147,48 @@ def test_tagging_a_linked_name_tags_the_file(mini_filer):
         assert f.get(p).content == b"tagged"
     assert f.delete("/ht/a.txt", params={"tagging": ""}).status_code == 202
     assert "Extended" not in f.meta("/ht/b.txt")
+
+
+def test_rename_events_carry_the_linked_file(mini_filer):
+    """Renaming a hard-linked name (JSON rename, exchange, mv.from): the event's old and
+    new entries are the shared file (size, chunks, nlink), not the name's stale stub."""
+    f = mini_filer
+    ok(f, "create", {"entry": {"path": "/hr", "mode": S_IFDIR | 0o755}})
+    d1 = b"small " * 100
+    fid1, _ = upload(f, d1)
+    ok(f, "create", {"entry": {"path": "/hr/a", "mode": S_IFREG | 0o644,
+                               "chunks": [chunk(fid1, len(d1))]}})
+    ok(f, "link", {"target": "/hr/a", "newPath": "/hr/b"})
+    # grow the file through /hr/b: /hr/a's stub keeps the old size
+    d2 = b"much bigger now " * 500
+    fid2, _ = upload(f, d2)
+    ok(f, "update", {"path": "/hr/b", "set": {"chunks": [chunk(fid2, len(d2), 2)]}})
+    s = Stream(f, pathPrefix="/hr")
+
+    def check(ev, old, new):
+        assert kind(ev) == ("rename", old, new), ev
+        for side in ("oldEntry", "newEntry"):
+            e = ev[side]
+            assert e["size"] == len(d2), (side, e)
+            assert [c["fileId"] for c in e["chunks"]] == [fid2], (side, e)
+            assert e["nlink"] == 2, (side, e)
+
+    ok(f, "rename", {"from": "/hr/a", "to": "/hr/c"})
+    evs = s.events(1)
+    check(evs[0], "/hr/a", "/hr/c")
+    assert s.quiet(0.3) == []
+    r = f.post("/hr/d", params={"mv.from": "/hr/c"})
+    assert r.status_code == 204, r.text
+    check(s.events(1)[0], "/hr/c", "/hr/d")
+    # exchange with an unlinked file: the linked side is resolved, the other untouched
+    ok(f, "create", {"entry": {"path": "/hr/x", "mode": S_IFREG | 0o644,
+                               "content": "eHl6"}})
+    assert kind(s.events(1)[0]) == ("create", "/hr/x")
+    ok(f, "rename", {"from": "/hr/d", "to": "/hr/x", "exchange": True})
+    evs = {kind(e): e for e in s.events(2)}
+    check(evs[("rename", "/hr/d", "/hr/x")], "/hr/d", "/hr/x")
+    other = evs[("rename", "/hr/x", "/hr/d")]
+    assert other["newEntry"]["size"] == 3 and other["newEntry"].get("nlink", 1) == 1
+    # the renamed name still reads the shared file
+    assert f.get("/hr/x").content == d2 and f.get("/hr/b").content == d2
+    s.close()

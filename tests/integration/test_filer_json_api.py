@@ -271,6 +271,55 @@ def test_chunks_append_truncate_frees(mini_filer):
     err(f, "lookupVolume", {"volumeId": 99999}, 404, "ENOENT")
 
 
+def upload_blob(f, data):
+    a = ok(f, "assign", {"count": 1})["fids"][0]
+    r = requests.post("http://%s/%s" % (a["url"], a["fid"]), files={"file": ("b", data)},
+                      timeout=30)
+    assert r.status_code in (200, 201), r.text
+    return a["fid"]
+
+
+def test_shrink_then_grow_reads_zeros(mini_filer):
+    """A smaller size shortens the chunk crossing the new end: growing again (a larger
+    size, or a chunk appended past the end) reads zeros there, not the old bytes."""
+    f = mini_filer
+    mkdir(f, "/tz")
+    mib = 1 << 20
+    data = bytes((i % 251) + 1 for i in range(mib))  # no zero byte anywhere
+    for name in ("grow", "append"):
+        fid = upload_blob(f, data)
+        ok(f, "create", {"entry": {"path": "/tz/" + name, "mode": S_IFREG | 0o644,
+                                   "chunks": [{"fileId": fid, "offset": 0, "size": mib,
+                                               "mtimeNs": 1}]}})
+        assert f.get("/tz/" + name).content == data
+        e = ok(f, "update", {"path": "/tz/" + name, "set": {"size": 1000}})
+        assert e["size"] == 1000 and len(e["chunks"]) == 1
+        assert e["chunks"][0]["size"] == 1000
+        assert f.get("/tz/" + name).content == data[:1000]
+    e = ok(f, "update", {"path": "/tz/grow", "set": {"size": mib}})
+    assert e["size"] == mib
+    got = f.get("/tz/grow").content
+    assert len(got) == mib and got[:1000] == data[:1000]
+    assert got[1000:] == bytes(mib - 1000)
+    tail = b"T" * 1000
+    fid = upload_blob(f, tail)
+    e = ok(f, "update", {"path": "/tz/append", "set": {"appendChunks": [
+        {"fileId": fid, "offset": mib, "size": 1000, "mtimeNs": 2}]}})
+    assert e["size"] == mib + 1000
+    got = f.get("/tz/append").content
+    assert got == data[:1000] + bytes(mib - 1000) + tail
+    # the shortened chunk stays on its volume (only wholly cut chunks are freed)
+    import time
+    time.sleep(1.5)
+    assert f.get("/tz/grow").content[:1000] == data[:1000]
+    # inline content is cut the same way
+    mkfile(f, "/tz/inline", b"hello world")
+    ok(f, "update", {"path": "/tz/inline", "set": {"size": 3}})
+    e = ok(f, "update", {"path": "/tz/inline", "set": {"size": 10}})
+    assert e["size"] == 10
+    assert f.get("/tz/inline").content == b"hel" + bytes(7)
+
+
 # ---- delete ------------------------------------------------------------------
 
 
@@ -487,3 +536,35 @@ def test_unknown_op_method_and_query(mini_filer):
     assert r.status_code == 400
     # the server is fine afterwards
     assert ok(f, "lookup", {"path": "/"})["isDirectory"]
+
+
+# ---- statfs ------------------------------------------------------------------
+
+
+def test_statfs(cluster):
+    from filer_fixtures import start_filer
+    from conftest import wait_registered_with
+    m = cluster.master(volume_size_limit_mb=64, extra=["-pulseSeconds=1"])
+    v = cluster.volume(m, max_volumes=10, extra=["-pulseSeconds=1"])
+    wait_registered_with(m, v)
+    f = start_filer(cluster, m)
+    before = ok(f, "statfs", {})
+    assert before["totalBytes"] == 64 * (1 << 20) * 10, before
+    assert before["freeBytes"] == before["totalBytes"] - before["usedBytes"]
+    for i in range(20):
+        r = f.put("/sf/f%d" % i, b"x" * 50000)
+        assert r.status_code in (200, 201), r.text
+    import time
+    from conftest import wait_until
+
+    def counted():
+        s = ok(f, "statfs", {})
+        return s["files"] >= 20 and s["usedBytes"] >= before["usedBytes"] + 20 * 50000
+    wait_until(counted, timeout=20, what="statfs sees the new files")  # heartbeats lag
+    s = ok(f, "statfs", {})
+    assert s["freeBytes"] == s["totalBytes"] - s["usedBytes"]
+    err(f, "statfs", {"x": 1}, 400, "EINVAL")
+    # a filer whose master is gone answers 503 EAGAIN
+    m.stop()
+    time.sleep(0.2)
+    err(f, "statfs", {}, 503, "EAGAIN")
