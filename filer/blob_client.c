@@ -28,11 +28,12 @@
 #include "log.h"
 #include "util.h"
 
-#define LOC_BUCKETS  256
-#define SAVE_TRIES   4  /* uploads (and failed assignments) per blob */
-#define ASSIGN_TRIES 16 /* assignments per blob, counting those to servers known down */
-#define DOWN_SLOTS   16
-#define DOWN_NS      (5 * 1000000000ull)
+#define LOC_BUCKETS    256
+#define SAVE_TRIES     4  /* uploads (and failed assignments) per blob */
+#define ASSIGN_TRIES   16 /* assignments per blob, counting those to servers known down */
+#define DOWN_SLOTS     16
+#define DOWN_NS        (5 * 1000000000ull)
+#define DOWN_SKIPS_MAX 8 /* assignments to servers known down skipped per blob */
 
 /* A volume server that did not answer: uploads avoid it and reads try it last for a while,
  * since the master only notices after several missed heartbeats. */
@@ -134,6 +135,16 @@ static void server_mark_down(blob_client *bc, const char *url)
 	}
 	memcpy(bc->down[slot].url, url, strlen(url) + 1);
 	bc->down[slot].until_ns = time_mono_ns() + DOWN_NS;
+	pthread_mutex_unlock(&bc->mu);
+}
+
+/* url answered: it is not down any more. */
+static void server_mark_up(blob_client *bc, const char *url)
+{
+	pthread_mutex_lock(&bc->mu);
+	for (size_t i = 0; i < DOWN_SLOTS; i++)
+		if (!strcmp(bc->down[i].url, url))
+			bc->down[i].until_ns = 0;
 	pthread_mutex_unlock(&bc->mu);
 }
 
@@ -518,7 +529,7 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 			 char **fid, char *etag)
 {
 	wfs_err err = WFS_EUNAVAIL;
-	int tries = 0;
+	int tries = 0, skips = 0;
 	for (int assigns = 0; tries < SAVE_TRIES && assigns < ASSIGN_TRIES; assigns++) {
 		struct blob_assignment a;
 		if (tries) {
@@ -532,8 +543,11 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 			tries++;
 			continue;
 		}
-		if (server_is_down(bc, a.url)) {
-			/* the master has not noticed yet: ask for another id at once */
+		if (skips < DOWN_SKIPS_MAX && server_is_down(bc, a.url)) {
+			/* the master has not noticed yet: ask for another id at once (a few
+			   times only: when it keeps naming that server, it may be the only
+			   one, and back) */
+			skips++;
 			STAT_INC(bc, down_skips);
 			err = WFS_EUNAVAIL;
 			continue;
@@ -543,6 +557,7 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 		tries++;
 		err = blob_client_upload(bc, a.url, a.fid, data, len, up, etag);
 		if (!err) {
+			server_mark_up(bc, a.url);
 			*fid = xstrdup(a.fid);
 			return WFS_OK;
 		}

@@ -1097,6 +1097,28 @@ static void op_lookup_volume(struct fjob *j, struct api_req *r)
 	j->ctype = "application/json";
 }
 
+/*
+ * freeChunks: the caller (a mount) stored these blobs but will never reference them (a
+ * range rewritten after its upload, a truncate, a failed commit, a file deleted before
+ * its flush). Queued due at once in the persistent garbage queue, so a filer restart
+ * loses none. The API trusts its clients, as it does for update {chunks}: nothing checks
+ * that no entry references them, so a client must name only blobs it never committed.
+ */
+static void op_free_chunks(struct fjob *j, struct api_req *r)
+{
+	wfs_err err = filer_store_gc_enqueue(j->f->store, NULL, (const char *const *)r->fids,
+					     r->nfids, 0);
+	if (err) {
+		api_store_error(j, err, "freeChunks");
+		return;
+	}
+	filer_gc_kick(j->f);
+	buf_reset(&j->body);
+	buf_printf(&j->body, "{\"queued\":%zu}", r->nfids);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
 /* Sums one server's replica list of /vol/status into the statfs figures. */
 static void statfs_add(yajl_val vols, uint64_t *used, uint64_t *files, uint32_t **seen,
 		       size_t *nseen)
@@ -1231,6 +1253,9 @@ static void api_run(struct fjob *j)
 		break;
 	case API_STATFS:
 		op_statfs(j);
+		break;
+	case API_FREE_CHUNKS:
+		op_free_chunks(j, r);
 		break;
 	}
 	api_req_free(r);

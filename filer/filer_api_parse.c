@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "common/fid.h"
 #include "filer/filer_api_parse.h"
 #include "json.h"
 #include "util.h"
@@ -239,6 +240,31 @@ static const char *const k_rmx[] = {"path", "name", NULL};
 static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
 static const char *const k_lookupv[] = {"volumeId", NULL};
 static const char *const k_none[] = {NULL};
+static const char *const k_free[] = {"fileIds", NULL};
+
+/* freeChunks: {"fileIds": ["3,01637037d6", ...]}, each a well-formed file id. */
+static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	yajl_val v;
+	if (!check_keys(c, root, "the request", k_free))
+		return false;
+	v = json_get(root, "fileIds");
+	if (!v)
+		return fail(c, "\"fileIds\" is required");
+	if (!YAJL_IS_ARRAY(v) || !v->u.array.len || v->u.array.len > API_FREE_MAX)
+		return fail(c, "\"fileIds\" must be an array of 1..%u file ids", API_FREE_MAX);
+	r->fids = xcalloc(v->u.array.len, sizeof(*r->fids));
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val s = v->u.array.values[i];
+		struct fid f;
+		const char *ext = NULL;
+		if (!YAJL_IS_STRING(s) || strlen(s->u.string) > FILER_FID_MAX ||
+		    fid_parse(s->u.string, &f, &ext) || (ext && *ext))
+			return fail(c, "\"fileIds\"[%zu] is not a file id", i);
+		r->fids[r->nfids++] = xstrdup(s->u.string);
+	}
+	return true;
+}
 
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 {
@@ -514,6 +540,8 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 	}
 	case API_STATFS:
 		return check_keys(c, root, "the request", k_none);
+	case API_FREE_CHUNKS:
+		return parse_free(c, r, root);
 	}
 	return fail(c, "unknown operation");
 }
@@ -522,12 +550,19 @@ static const struct {
 	const char *name;
 	enum api_op op;
 } ops[] = {
-	{"lookup", API_LOOKUP},      {"list", API_LIST},
-	{"create", API_CREATE},      {"update", API_UPDATE},
-	{"delete", API_DELETE},      {"rename", API_RENAME},
-	{"setXattr", API_SET_XATTR}, {"removeXattr", API_REMOVE_XATTR},
-	{"assign", API_ASSIGN},      {"lookupVolume", API_LOOKUP_VOLUME},
-	{"link", API_LINK},          {"statfs", API_STATFS},
+	{"lookup", API_LOOKUP},
+	{"list", API_LIST},
+	{"create", API_CREATE},
+	{"update", API_UPDATE},
+	{"delete", API_DELETE},
+	{"rename", API_RENAME},
+	{"setXattr", API_SET_XATTR},
+	{"removeXattr", API_REMOVE_XATTR},
+	{"assign", API_ASSIGN},
+	{"lookupVolume", API_LOOKUP_VOLUME},
+	{"link", API_LINK},
+	{"statfs", API_STATFS},
+	{"freeChunks", API_FREE_CHUNKS},
 };
 
 /* True if the JSON text holds an escaped NUL (\u0000) inside a string. */
@@ -603,5 +638,8 @@ void api_req_free(struct api_req *r)
 	free(r->collection);
 	free(r->replication);
 	free(r->ttl);
+	for (size_t i = 0; i < r->nfids; i++)
+		free(r->fids[i]);
+	free(r->fids);
 	free(r);
 }

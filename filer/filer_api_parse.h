@@ -25,6 +25,8 @@
 #define API_CHUNKS_MAX 65536
 /* File ids one assign may ask for. */
 #define API_ASSIGN_MAX 100
+/* File ids one freeChunks may carry (the garbage queue's batch limit). */
+#define API_FREE_MAX 10000
 
 enum api_op {
 	API_LOOKUP,
@@ -39,6 +41,7 @@ enum api_op {
 	API_LOOKUP_VOLUME,
 	API_LINK,
 	API_STATFS,
+	API_FREE_CHUNKS,
 };
 
 /* Fields of update's "set" that were present. */
@@ -84,6 +87,9 @@ struct api_req {
 	uint32_t count;
 	char *collection, *replication, *ttl;
 	uint32_t volume_id;
+	/* freeChunks: valid file ids (fid_parse), 1..API_FREE_MAX, no duplicates removed */
+	char **fids;
+	size_t nfids;
 };
 
 /*

@@ -31,10 +31,27 @@
  *   chunks). Sequential readers prefetch the next chunks on the pool.
  * - Network I/O never runs under a file's lock, except manifest resolution
  *   (rare: only lists of over a thousand chunks have manifests).
+ * - Orphans: a chunk this mount uploaded and then dropped without committing
+ *   it (its range rewritten and uploaded again, cut by a truncate, merged
+ *   into another range, the file freed with data the filer refused) is sent
+ *   to the filer's freeChunks op (batched, on the pool), which queues it for
+ *   deletion. A chunk handed out by a flush whose commit failed ambiguously
+ *   (EIO, ESTALE: it may have committed) is remembered in the file's `sent`
+ *   list and never freed by the mount (a leak, not a loss); a committed chunk
+ *   is never in a range or the pending list afterwards, so it is never freed.
+ * - Small uploads skip the assign round trip: the mount keeps a pool of file
+ *   ids pre-assigned through the filer (assign with count, refilled on the
+ *   pool when low, dropped after FID_POOL_TTL_NS or any failure) and PUTs
+ *   straight to the volume server; without a pooled id (or when its upload
+ *   fails) the upload assigns as before (blob_client_save, with retries).
+ * - Memory: large buffers (dirty ranges, chunk copies) are malloc'ed outside
+ *   the heap arenas (M_MMAP_THRESHOLD fixed at 128 KiB), so a freed range
+ *   goes back to the kernel at once instead of staying in a thread's arena.
  */
 #include "config.h"
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +59,27 @@
 #include "filer/blob_client.h"
 #include "filer/chunk_io.h"
 #include "filer/chunks.h"
+#include "json.h"
 #include "log.h"
 #include "mount/chunk_cache.h"
 #include "mount/file_data.h"
+#include "mount/filer_rpc.h"
 #include "util.h"
 
 #define SMALL_CHUNK       (1u << 20) /* chunks up to this are always fetched whole */
 #define READ_AHEAD_CHUNKS 2
 #define READ_AHEAD_JOBS   8
 #define BUDGET_WAIT_NS    (120 * 1000000000ull) /* no progress this long: EIO */
+#define FID_POOL          16                    /* ids asked for per refill */
+#define FID_POOL_LOW      4                     /* refill when fewer are left */
+#define FID_POOL_TTL_NS   (20 * 1000000000ull)  /* older pooled ids are dropped */
+#define GC_BATCH          1000                  /* ids per freeChunks request */
+#define GC_MAX            100000                /* orphans kept for a retry while the filer fails */
+
+struct pre_fid {
+	struct blob_assignment a;
+	uint64_t at; /* time_mono_ns when assigned */
+};
 
 struct mount_data {
 	uint64_t chunk_size, dirty_max;
@@ -70,6 +99,18 @@ struct mount_data {
 	pthread_cond_t ifcond;
 	struct inflight *inflight; /* whole-blob fetches running; protected by ifmu */
 	int ra_jobs;               /* protected by ifmu */
+
+	filer_rpc *rpc; /* assign with count, freeChunks */
+
+	pthread_mutex_t fmu;
+	struct pre_fid fids[FID_POOL]; /* oldest first; protected by fmu */
+	size_t nfids;                  /* protected by fmu */
+	bool refilling;                /* a refill job is queued or running; protected by fmu */
+
+	pthread_mutex_t gmu;
+	char **garbage; /* orphaned fids to free; protected by gmu */
+	size_t ngarbage, capgarbage;
+	bool gc_running; /* a gc_run job is queued or running; protected by gmu */
 };
 
 struct inflight {
@@ -148,6 +189,9 @@ struct file_data {
 	bool fl_replace;
 	struct chunk_list fl_new; /* chunks of the flushed ranges */
 
+	char **sent; /* fids of commits that failed ambiguously: never freed */
+	size_t nsent;
+
 	uint64_t last_end; /* end of the last read: sequential detection */
 	int seq_reads;
 	uint64_t ra_until; /* read-ahead scheduled up to this offset */
@@ -210,6 +254,8 @@ static void changed(file_data *fd)
 
 /* ---- mount_data ---- */
 
+static void gc_drain(mount_data *md);
+
 mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 {
 	mount_data *md = xcalloc(1, sizeof(*md));
@@ -232,7 +278,13 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 	md->collection = o->collection && *o->collection ? xstrdup(o->collection) : NULL;
 	md->replication = o->replication && *o->replication ? xstrdup(o->replication) : NULL;
 	md->ttl = o->ttl && *o->ttl ? xstrdup(o->ttl) : NULL;
+	/* big buffers come from mmap and go back at free (DESIGN); a fixed threshold also
+	   stops glibc from raising it after the first large free */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	md->bc = blob_client_new_filer(o->filer, &bo);
+	md->rpc = filer_rpc_new(o->filer, 10000, 2);
+	pthread_mutex_init(&md->fmu, NULL);
+	pthread_mutex_init(&md->gmu, NULL);
 	pthread_mutex_init(&md->list_mu, NULL);
 	pthread_mutex_init(&md->bmu, NULL);
 	pthread_cond_init(&md->bcond, NULL);
@@ -247,6 +299,13 @@ void mount_data_free(mount_data *md)
 	if (!md)
 		return;
 	blob_client_free(md->bc); /* runs the queued read-aheads, which use the cache */
+	gc_drain(md);             /* a last try for orphans a failure kept */
+	for (size_t i = 0; i < md->ngarbage; i++)
+		free(md->garbage[i]);
+	free(md->garbage);
+	filer_rpc_free(md->rpc);
+	pthread_mutex_destroy(&md->fmu);
+	pthread_mutex_destroy(&md->gmu);
 	chunk_cache_close(md->cache);
 	pthread_mutex_destroy(&md->list_mu);
 	pthread_mutex_destroy(&md->bmu);
@@ -267,13 +326,226 @@ void mount_data_get_stats(mount_data *md, struct mount_data_stats *out)
 	pthread_mutex_unlock(&md->bmu);
 }
 
+/* ---- orphaned chunks: freeChunks ---- */
+
+/* POSTs freeChunks for fids[0..n). 0 or an errno. Any thread but a pool worker waiting. */
+static int gc_send(mount_data *md, char **fids, size_t n)
+{
+	buf req = BUF_INIT, resp = BUF_INIT;
+	json_w *w = jw_new(&req, false);
+	int e;
+
+	jw_obj_begin(w);
+	jw_key(w, "fileIds");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++)
+		jw_str(w, fids[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	e = filer_rpc_call(md->rpc, "freeChunks", (const char *)req.data, req.len, &resp);
+	buf_free(&req);
+	buf_free(&resp);
+	return e;
+}
+
+/* Sends the queued orphans in batches; on a failure keeps them for the next try. */
+static void gc_drain(mount_data *md)
+{
+	for (;;) {
+		char **batch;
+		size_t n;
+		int e;
+
+		pthread_mutex_lock(&md->gmu);
+		n = MIN(md->ngarbage, (size_t)GC_BATCH);
+		if (!n) {
+			pthread_mutex_unlock(&md->gmu);
+			return;
+		}
+		batch = xmalloc(n * sizeof(*batch));
+		md->ngarbage -= n;
+		memcpy(batch, md->garbage + md->ngarbage, n * sizeof(*batch));
+		pthread_mutex_unlock(&md->gmu);
+
+		e = gc_send(md, batch, n);
+		pthread_mutex_lock(&md->gmu);
+		if (e) {
+			log_warn("mount: could not free %zu orphaned chunks (first %s): %s", n,
+				 batch[0], strerror(e));
+			for (size_t i = 0; i < n; i++) {
+				if (md->ngarbage < GC_MAX) { /* else leaked: the filer is gone */
+					if (md->ngarbage == md->capgarbage) {
+						md->capgarbage = md->capgarbage * 2 + 64;
+						md->garbage = xrealloc(
+							md->garbage,
+							md->capgarbage * sizeof(*md->garbage));
+					}
+					md->garbage[md->ngarbage++] = batch[i];
+				} else {
+					free(batch[i]);
+				}
+			}
+		} else {
+			md->st.freed += n;
+			for (size_t i = 0; i < n; i++)
+				free(batch[i]);
+		}
+		pthread_mutex_unlock(&md->gmu);
+		free(batch);
+		if (e)
+			return; /* retried at the next orphan or at mount_data_free */
+	}
+}
+
+static void gc_run(void *arg)
+{
+	mount_data *md = arg;
+	gc_drain(md);
+	pthread_mutex_lock(&md->gmu);
+	md->gc_running = false;
+	pthread_mutex_unlock(&md->gmu);
+}
+
+/* Queues fid (taken) to be freed by the filer. Any lock may be held. */
+static void gc_add(mount_data *md, char *fid)
+{
+	bool start;
+	pthread_mutex_lock(&md->gmu);
+	if (md->ngarbage == md->capgarbage) {
+		md->capgarbage = md->capgarbage * 2 + 64;
+		md->garbage = xrealloc(md->garbage, md->capgarbage * sizeof(*md->garbage));
+	}
+	md->garbage[md->ngarbage++] = fid;
+	start = !md->gc_running;
+	md->gc_running = true;
+	pthread_mutex_unlock(&md->gmu);
+	if (start)
+		pool_submit(blob_client_pool(md->bc), gc_run, md);
+}
+
+/* Frees fid (borrowed; NULL: nothing) unless a commit may have referenced it. fd->mu held. */
+static void chunk_drop(file_data *fd, const char *fid)
+{
+	if (!fid)
+		return;
+	for (size_t i = 0; i < fd->nsent; i++)
+		if (!strcmp(fd->sent[i], fid))
+			return;
+	gc_add(fd->md, xstrdup(fid));
+}
+
+/* ---- pre-assigned file ids ---- */
+
+/* Asks the filer for FID_POOL ids and adds them to the pool. On a pool worker. */
+static void fid_refill(void *arg)
+{
+	mount_data *md = arg;
+	buf req = BUF_INIT, resp = BUF_INIT;
+	yajl_val v = NULL, arr;
+	char msg[128];
+	uint64_t now;
+	int e;
+
+	buf_printf(&req, "{\"count\":%d", FID_POOL);
+	if (md->collection)
+		buf_printf(&req, ",\"collection\":\"%s\"", md->collection);
+	if (md->replication)
+		buf_printf(&req, ",\"replication\":\"%s\"", md->replication);
+	if (md->ttl)
+		buf_printf(&req, ",\"ttl\":\"%s\"", md->ttl);
+	buf_printf(&req, "}");
+	e = filer_rpc_call(md->rpc, "assign", (const char *)req.data, req.len, &resp);
+	now = time_mono_ns();
+	if (!e)
+		v = json_parse((const char *)resp.data, resp.len, msg, sizeof(msg));
+	arr = v ? json_get(v, "fids") : NULL;
+	pthread_mutex_lock(&md->fmu);
+	for (size_t i = 0; arr && YAJL_IS_ARRAY(arr) && i < arr->u.array.len; i++) {
+		const char *fid, *url, *pub = "";
+		yajl_val o = arr->u.array.values[i];
+		if (md->nfids == FID_POOL || !json_get_str(o, "fid", &fid) ||
+		    !json_get_str(o, "url", &url) || strlen(fid) >= BLOB_FID_MAX ||
+		    strlen(url) >= BLOB_URL_MAX)
+			break;
+		json_get_str(o, "publicUrl", &pub);
+		struct pre_fid *p = &md->fids[md->nfids++];
+		memset(p, 0, sizeof(*p));
+		memcpy(p->a.fid, fid, strlen(fid) + 1);
+		memcpy(p->a.url, url, strlen(url) + 1);
+		snprintf(p->a.public_url, sizeof(p->a.public_url), "%s", pub);
+		p->at = now;
+	}
+	md->refilling = false;
+	pthread_mutex_unlock(&md->fmu);
+	if (e)
+		log_debug("mount: pre-assigning file ids: %s", strerror(e));
+	if (v)
+		yajl_tree_free(v);
+	buf_free(&req);
+	buf_free(&resp);
+}
+
+/* Takes a pooled id into *out (false: none); starts a refill when the pool runs low. */
+static bool fid_take(mount_data *md, struct pre_fid *out)
+{
+	uint64_t now = time_mono_ns();
+	size_t stale = 0;
+	bool got = false, refill = false;
+
+	pthread_mutex_lock(&md->fmu);
+	while (stale < md->nfids && now - md->fids[stale].at > FID_POOL_TTL_NS)
+		stale++;
+	if (stale < md->nfids) {
+		*out = md->fids[stale++];
+		got = true;
+	}
+	memmove(md->fids, md->fids + stale, (md->nfids - stale) * sizeof(*md->fids));
+	md->nfids -= stale;
+	if (md->nfids < FID_POOL_LOW && !md->refilling) {
+		md->refilling = true;
+		refill = true;
+	}
+	pthread_mutex_unlock(&md->fmu);
+	if (refill)
+		pool_submit(blob_client_pool(md->bc), fid_refill, md);
+	return got;
+}
+
+static void fid_pool_clear(mount_data *md)
+{
+	pthread_mutex_lock(&md->fmu);
+	md->nfids = 0;
+	pthread_mutex_unlock(&md->fmu);
+}
+
 /* Stores len bytes as a new blob: *fid (caller frees) and etag. 0 or EIO. */
 static int upload(mount_data *md, const void *data, size_t len, char **fid, char *etag)
 {
 	struct blob_assign_params ap = {
 		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
 	struct blob_upload_params up = {.ttl = md->ttl};
-	wfs_err err = blob_client_save(md->bc, &ap, &up, data, len, fid, etag);
+	struct pre_fid p;
+	wfs_err err;
+
+	if (fid_take(md, &p)) {
+		err = blob_client_upload(md->bc, p.a.url, p.a.fid, data, len, &up, etag);
+		if (!err) {
+			*fid = xstrdup(p.a.fid);
+			pthread_mutex_lock(&md->bmu);
+			md->st.uploads++;
+			md->st.preassigned++;
+			pthread_mutex_unlock(&md->bmu);
+			return 0;
+		}
+		/* the server may be full or gone: forget its ids, assign afresh; the id may hold
+		   a partial write, so it is freed too */
+		log_debug("mount: upload to pre-assigned %s failed: %s", p.a.fid,
+			  wfs_strerror(err));
+		fid_pool_clear(md);
+		gc_add(md, xstrdup(p.a.fid));
+	}
+	err = blob_client_save(md->bc, &ap, &up, data, len, fid, etag);
 	if (err) {
 		log_warn("mount: upload of %zu bytes failed: %s", len, wfs_strerror(err));
 		return EIO;
@@ -489,9 +761,11 @@ static struct slot *slot_get(file_data *fd, uint64_t idx)
 	return s;
 }
 
-static void range_free(struct drange *r)
+/* Frees r's memory; its uploaded chunk, never committed, is freed on the filer. mu held. */
+static void range_free(file_data *fd, struct drange *r)
 {
 	free(r->data);
+	chunk_drop(fd, r->up.fid);
 	filer_chunks_clear(&r->up, 1);
 }
 
@@ -511,7 +785,7 @@ static void slot_remove_range(file_data *fd, struct slot *s, size_t k)
 {
 	s->bytes -= s->r[k].len;
 	fd->dirty_bytes -= s->r[k].len;
-	range_free(&s->r[k]);
+	range_free(fd, &s->r[k]);
 	memmove(&s->r[k], &s->r[k + 1], (s->n - k - 1) * sizeof(*s->r));
 	s->n--;
 }
@@ -570,7 +844,7 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 	for (size_t k = i + 1; k < j; k++) {
 		s->bytes -= s->r[k].len;
 		fd->dirty_bytes -= s->r[k].len;
-		range_free(&s->r[k]);
+		range_free(fd, &s->r[k]);
 	}
 	memmove(&s->r[i + 1], &s->r[j], (s->n - j) * sizeof(*s->r));
 	s->n -= j - i - 1;
@@ -619,6 +893,7 @@ static void up_run(void *arg)
 			k++;
 		if (!e && k < s->n) {
 			struct drange *r = &s->r[k];
+			chunk_drop(fd, r->up.fid); /* an older upload of the range */
 			filer_chunks_clear(&r->up, 1);
 			r->up = (struct filer_chunk){.fid = fid,
 						     .offset = j->off,
@@ -630,6 +905,7 @@ static void up_run(void *arg)
 			if (!j->fw) {
 				/* background: the chunk now stands for the bytes */
 				list_push(&fd->pend, &r->up);
+				filer_chunks_clear(&r->up, 1); /* lives on in pend */
 				released = r->len;
 				slot_remove_range(fd, s, k);
 				changed(fd);
@@ -638,6 +914,8 @@ static void up_run(void *arg)
 		s->busy--;
 		slot_drop_if_empty(fd, s);
 	}
+	if (fid) /* its range is gone: nothing will reference it */
+		chunk_drop(fd, fid);
 	if (e) {
 		if (j->fw)
 			j->fw->err = e;
@@ -657,8 +935,10 @@ static void up_run(void *arg)
 	free(j);
 }
 
-/* Queues the upload of range k of slot s. mu held. */
-static void up_start(file_data *fd, struct slot *s, size_t k, struct flush_wait *fw)
+/* Queues the upload of range k of slot s (or, unless submit, returns the job for the caller
+   to run with up_run). mu held. */
+static struct up_job *up_start(file_data *fd, struct slot *s, size_t k, struct flush_wait *fw,
+			       bool submit)
 {
 	struct up_job *j = xcalloc(1, sizeof(*j));
 	struct drange *r = &s->r[k];
@@ -672,7 +952,10 @@ static void up_start(file_data *fd, struct slot *s, size_t k, struct flush_wait 
 	j->fw = fw;
 	s->busy++;
 	fd->jobs++;
+	if (!submit)
+		return j;
 	pool_submit(blob_client_pool(fd->md->bc), up_run, j);
+	return NULL;
 }
 
 /* Starts background uploads of the idle slots' ranges (only full ones unless `all`). mu held. */
@@ -688,7 +971,7 @@ static size_t bg_start(file_data *fd, bool all)
 		for (size_t k = 0; k < s->n; k++) {
 			if (!all && s->r[k].len != fd->md->chunk_size)
 				continue;
-			up_start(fd, s, k, NULL);
+			up_start(fd, s, k, NULL, true);
 			started++;
 		}
 	}
@@ -800,11 +1083,16 @@ void file_data_free(file_data *fd)
 	budget_release(md, fd->dirty_bytes);
 	for (size_t i = 0; i < fd->nslots; i++) {
 		for (size_t k = 0; k < fd->slots[i]->n; k++)
-			range_free(&fd->slots[i]->r[k]);
+			range_free(fd, &fd->slots[i]->r[k]);
 		free(fd->slots[i]->r);
 		free(fd->slots[i]);
 	}
 	free(fd->slots);
+	for (size_t i = 0; i < fd->pend.n; i++)
+		chunk_drop(fd, fd->pend.c[i].fid);
+	for (size_t i = 0; i < fd->nsent; i++)
+		free(fd->sent[i]);
+	free(fd->sent);
 	list_clear(&fd->base);
 	list_clear(&fd->pend);
 	list_clear(&fd->fl_new);
@@ -1044,7 +1332,7 @@ int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 		s = slot_get(fd, idx);
 		added += slot_write(fd, s, pos, p + (pos - off), piece);
 		if (s->n == 1 && s->r[0].len == cs && !fd->flushing)
-			up_start(fd, s, 0, NULL); /* a full chunk: upload it now */
+			up_start(fd, s, 0, NULL, true); /* a full chunk: upload it now */
 		pos += piece;
 	}
 	if (end > fd->size)
@@ -1096,10 +1384,16 @@ int file_data_truncate(file_data *fd, uint64_t size)
 			}
 			slot_drop_if_empty(fd, s);
 		}
-		if (chunks_truncate(fd->pend.c, &fd->pend.n, size, &g, &ng) ||
-		    chunks_truncate(fd->base.c, &fd->base.n, size, &g, &ng))
+		if (chunks_truncate(fd->pend.c, &fd->pend.n, size, &g, &ng))
 			e = EIO;
+		for (size_t i = 0; i < ng; i++) /* pending chunks cut whole: never committed */
+			chunk_drop(fd, g[i].fid);
 		filer_chunks_free(g, ng);
+		g = NULL;
+		ng = 0;
+		if (!e && chunks_truncate(fd->base.c, &fd->base.n, size, &g, &ng))
+			e = EIO;
+		filer_chunks_free(g, ng); /* the filer frees these at the commit */
 		if (fd->has_inl && fd->inl_len > size)
 			fd->inl_len = (size_t)size;
 		fd->trunc_min = MIN(fd->trunc_min, size);
@@ -1182,14 +1476,28 @@ int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
 	/* background uploads started while the inline bytes went out would race ours */
 	while (fd->jobs)
 		pthread_cond_wait(&fd->cond, &fd->mu);
-	/* upload every range not uploaded at its current generation */
-	for (size_t i = 0; i < fd->nslots; i++) {
-		struct slot *s = fd->slots[i];
-		for (size_t k = 0; k < s->n; k++) {
-			if (s->r[k].up_gen == s->r[k].gen)
-				continue;
-			fw.remaining++;
-			up_start(fd, s, k, &fw);
+	/* upload every range not uploaded at its current generation; the last one in this
+	   thread (an fsync of one small write then costs no thread hand-off) */
+	{
+		struct slot *ls = NULL;
+		size_t lk = 0;
+		for (size_t i = 0; i < fd->nslots; i++) {
+			struct slot *s = fd->slots[i];
+			for (size_t k = 0; k < s->n; k++) {
+				if (s->r[k].up_gen == s->r[k].gen)
+					continue;
+				if (ls)
+					up_start(fd, ls, lk, &fw, true);
+				fw.remaining++;
+				ls = s;
+				lk = k;
+			}
+		}
+		if (ls) {
+			struct up_job *j = up_start(fd, ls, lk, &fw, false);
+			pthread_mutex_unlock(&fd->mu);
+			up_run(j);
+			pthread_mutex_lock(&fd->mu);
 		}
 	}
 	while (fw.remaining)
@@ -1234,13 +1542,53 @@ out:
 	return e;
 }
 
-void file_data_committed(file_data *fd, bool ok)
+void file_data_committed(file_data *fd, bool ok) { file_data_commit_result(fd, ok ? 0 : EIO); }
+
+/* Whether a failed commit's error says the filer changed nothing (see the header). */
+static bool commit_refused(int rc)
+{
+	switch (rc) {
+	case ENOENT:
+	case EEXIST:
+	case ENOTDIR:
+	case EISDIR:
+	case EPERM:
+	case EACCES:
+	case EINVAL:
+	case ENOSYS:
+	case EFBIG:
+	case ENOSPC:
+	case EROFS:
+		return true;
+	default:
+		return false; /* EIO, ESTALE, timeouts: it may have committed */
+	}
+}
+
+/* Remembers fid (borrowed) as possibly committed. mu held. */
+static void sent_add(file_data *fd, const char *fid)
+{
+	for (size_t i = 0; i < fd->nsent; i++)
+		if (!strcmp(fd->sent[i], fid))
+			return;
+	fd->sent = xrealloc(fd->sent, (fd->nsent + 1) * sizeof(*fd->sent));
+	fd->sent[fd->nsent++] = xstrdup(fid);
+}
+
+void file_data_commit_result(file_data *fd, int rc)
 {
 	uint64_t released = 0;
+	bool ok = rc == 0;
 	pthread_mutex_lock(&fd->mu);
 	if (!fd->flushing) {
 		pthread_mutex_unlock(&fd->mu);
 		return;
+	}
+	if (!ok && !commit_refused(rc)) {
+		for (size_t i = 0; i < fd->fl_npend; i++)
+			sent_add(fd, fd->pend.c[i].fid);
+		for (size_t i = 0; i < fd->fl_new.n; i++)
+			sent_add(fd, fd->fl_new.c[i].fid);
 	}
 	if (ok) {
 		for (size_t i = 0; i < fd->nfl; i++) {
@@ -1250,11 +1598,26 @@ void file_data_committed(file_data *fd, bool ok)
 			for (size_t k = 0; k < s->n; k++) {
 				if (s->r[k].gen == fd->fl[i].gen) {
 					released += s->r[k].len;
+					filer_chunks_clear(&s->r[k].up, 1); /* in the base now */
 					slot_remove_range(fd, s, k);
 					break;
 				}
 			}
 			slot_drop_if_empty(fd, s);
+		}
+		/* a range written again during the commit still holds its committed chunk: it
+		   is referenced now, so it must never be freed as an orphan */
+		for (size_t i = 0; i < fd->nslots; i++) {
+			struct slot *s = fd->slots[i];
+			for (size_t k = 0; k < s->n; k++) {
+				struct drange *r = &s->r[k];
+				for (size_t c = 0; r->up.fid && c < fd->fl_new.n; c++) {
+					if (!strcmp(r->up.fid, fd->fl_new.c[c].fid)) {
+						filer_chunks_clear(&r->up, 1);
+						r->up_gen = 0;
+					}
+				}
+			}
 		}
 		if (fd->fl_replace) {
 			/* the base already holds what the list repeated of it */

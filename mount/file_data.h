@@ -78,6 +78,14 @@ bool file_data_dirty(file_data *fd);
  */
 int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
 void file_data_committed(file_data *fd, bool ok);
+/*
+ * Like file_data_committed(fd, rc == 0), with the commit's errno: an error that says
+ * the filer changed nothing (ENOENT, EINVAL, EPERM, EEXIST, ENOTDIR, EISDIR, ENOSPC...)
+ * lets the mount free the flushed chunks once it drops them (they can never be
+ * referenced), while EIO / ESTALE (the update may have committed before a retry)
+ * keep them forever. file_data_committed(fd, false) counts as EIO.
+ */
+void file_data_commit_result(file_data *fd, int rc);
 
 /*
  * Between a successful file_data_flush and file_data_committed: true when the
@@ -99,6 +107,8 @@ struct mount_data_stats {
 	uint64_t flushes;       /* successful file_data_flush calls */
 	uint64_t fetched_bytes; /* bytes read from volume servers */
 	uint64_t prefetches;    /* chunks fetched by read-ahead */
+	uint64_t preassigned;   /* uploads to a pre-assigned file id (no assign round trip) */
+	uint64_t freed;         /* orphaned chunks handed to the filer's freeChunks */
 };
 /* A snapshot of the counters. Any thread. */
 void mount_data_get_stats(mount_data *md, struct mount_data_stats *out);

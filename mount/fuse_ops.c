@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include "filer/chunks.h"
 #include "filer_meta.h"
 #include "json.h"
@@ -145,6 +146,49 @@ static int64_t ts_to_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* A signature of the first n of chunks (file ids, ranges, times); never 0. */
+static uint64_t chunks_sig(const struct filer_chunk *c, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h = fnv(h, c[i].fid, strlen(c[i].fid) + 1);
+		h = fnv(h, &c[i].offset, sizeof(c[i].offset));
+		h = fnv(h, &c[i].size, sizeof(c[i].size));
+		h = fnv(h, &c[i].mtime_ns, sizeof(c[i].mtime_ns));
+		h = fnv(h, &c[i].is_manifest, sizeof(c[i].is_manifest));
+	}
+	return h ? h : 1;
+}
+
+/*
+ * A signature of the bytes of e's file: size, mtime, chunk list and inline
+ * content. Two entries with the same one hold the same data, so the kernel's
+ * pages of the one may serve the other (keep_cache). Never 0.
+ */
+static uint64_t data_sig(const struct filer_entry *e)
+{
+	uint64_t h = chunks_sig(e->chunks, e->n_chunks);
+
+	h = fnv(h, &e->attr.size, sizeof(e->attr.size));
+	h = fnv(h, &e->attr.mtime_ns, sizeof(e->attr.mtime_ns));
+	h = fnv(h, &e->has_content, sizeof(e->has_content));
+	if (e->has_content && e->content_len)
+		h = fnv(h, e->content, e->content_len);
+	return h ? h : 1;
+}
+
 /*
  * The kernel's attributes of the entry e, with open data (size, mtime) and a
  * read's atime not yet stored winning.
@@ -174,6 +218,11 @@ static void entry_stat(struct inode *n, const struct filer_entry *e, struct stat
 	pthread_mutex_lock(&n->mu);
 	if (n->atime_pending_ns)
 		ns_to_ts(n->atime_pending_ns, &st->st_atim);
+	/* a directory's times from a name change not stored yet (touch_dir) */
+	if (n->touch_pending_ns && n->touch_pending_ns > a->mtime_ns)
+		ns_to_ts(n->touch_pending_ns, &st->st_mtim);
+	if (n->touch_pending_ns && n->touch_pending_ns > a->ctime_ns)
+		ns_to_ts(n->touch_pending_ns, &st->st_ctim);
 	if (n->unlinked && st->st_nlink)
 		st->st_nlink--; /* the hidden name does not count */
 	if (n->removed)
@@ -315,8 +364,157 @@ static void reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		itable_forget(m->it, ep.ino, 1);
 }
 
-/* Sets a directory's mtime and ctime to now (a name in it changed). Best effort. */
+static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir);
+
+/* A burst of name changes in a directory costs one store of its times. */
+#define TOUCH_DELAY_NS (50 * 1000000ll)
+
+/*
+ * Sets a directory's mtime and ctime to now (a name in it changed): at once
+ * in the mount's cached entry (what stat shows here), in the filer within
+ * TOUCH_DELAY_NS by the touch thread, so a create costs no extra round trip.
+ * Without a cached entry (or before the thread runs) it stores them at once.
+ * Best effort.
+ */
 static void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
+{
+	struct inode *n;
+	bool queued = false, first = false;
+	int64_t now = now_ns();
+
+	if (!m->touch_started) {
+		touch_dir_now(m, dir);
+		return;
+	}
+	n = itable_get(m->it, dir);
+	if (!n)
+		return;
+	pthread_mutex_lock(&n->mu);
+	if (n->cached) {
+		n->cached->attr.mtime_ns = now;
+		if (n->cached->attr.ctime_ns < now)
+			n->cached->attr.ctime_ns = now;
+		first = !n->touch_pending_ns;
+		n->touch_pending_ns = now;
+		queued = true;
+	}
+	pthread_mutex_unlock(&n->mu);
+	if (!queued) {
+		itable_put(m->it, n);
+		touch_dir_now(m, dir);
+		return;
+	}
+	if (!first) {
+		itable_put(m->it, n); /* already queued */
+		return;
+	}
+	pthread_mutex_lock(&m->touch_mu);
+	if (m->n_touch == m->cap_touch) {
+		m->cap_touch = m->cap_touch ? m->cap_touch * 2 : 64;
+		m->touch = xrealloc(m->touch, m->cap_touch * sizeof(*m->touch));
+	}
+	m->touch[m->n_touch++] = n; /* the list keeps the reference */
+	pthread_cond_signal(&m->touch_cv);
+	pthread_mutex_unlock(&m->touch_mu);
+}
+
+/* Stores n's pending directory times (touch thread). */
+static void touch_send(struct mount_ctx *m, struct inode *n)
+{
+	struct filer_meta_set s = {.set = FM_SET_MTIME | FM_SET_CTIME};
+	char *path = NULL;
+
+	/* commit_mu: a setattr of the mtime (tar restoring it) is not overtaken */
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	s.mtime_ns = s.ctime_ns = n->touch_pending_ns;
+	n->touch_pending_ns = 0;
+	if (n->cached && n->cached->attr.ctime_ns > s.ctime_ns)
+		s.ctime_ns = n->cached->attr.ctime_ns;
+	pthread_mutex_unlock(&n->mu);
+	if (s.mtime_ns)
+		path = itable_path(m->it, n->ino);
+	if (path) {
+		mount_note_own(m, path, s.ctime_ns);
+		filer_meta_update(m->rpc, path, &s, NULL); /* ENOENT: removed since */
+	}
+	pthread_mutex_unlock(&n->commit_mu);
+	free(path);
+}
+
+static void *touch_main(void *arg)
+{
+	struct mount_ctx *m = arg;
+
+	pthread_mutex_lock(&m->touch_mu);
+	for (;;) {
+		struct inode **v;
+		size_t nv;
+		while (!m->n_touch && !m->touch_stop)
+			pthread_cond_wait(&m->touch_cv, &m->touch_mu);
+		if (!m->n_touch)
+			break; /* stopping, nothing left */
+		if (!m->touch_stop) {
+			/* let the burst of changes gather */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += TOUCH_DELAY_NS;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			while (!m->touch_stop &&
+			       pthread_cond_timedwait(&m->touch_cv, &m->touch_mu, &until) == 0)
+				;
+		}
+		v = m->touch;
+		nv = m->n_touch;
+		m->touch = NULL;
+		m->n_touch = m->cap_touch = 0;
+		pthread_mutex_unlock(&m->touch_mu);
+		for (size_t i = 0; i < nv; i++) {
+			touch_send(m, v[i]);
+			itable_put(m->it, v[i]);
+		}
+		free(v);
+		pthread_mutex_lock(&m->touch_mu);
+	}
+	pthread_mutex_unlock(&m->touch_mu);
+	return NULL;
+}
+
+void fuse_ops_start(struct mount_ctx *m)
+{
+	pthread_mutex_init(&m->touch_mu, NULL);
+	pthread_cond_init(&m->touch_cv, NULL);
+	m->touch_stop = false;
+	if (pthread_create(&m->touch_thread, NULL, touch_main, m)) {
+		log_warn("no directory-time thread: name changes store them at once");
+		pthread_cond_destroy(&m->touch_cv);
+		pthread_mutex_destroy(&m->touch_mu);
+		return;
+	}
+	m->touch_started = true;
+}
+
+void fuse_ops_stop(struct mount_ctx *m)
+{
+	if (!m->touch_started)
+		return;
+	pthread_mutex_lock(&m->touch_mu);
+	m->touch_stop = true;
+	pthread_cond_signal(&m->touch_cv);
+	pthread_mutex_unlock(&m->touch_mu);
+	pthread_join(m->touch_thread, NULL);
+	m->touch_started = false;
+	free(m->touch);
+	m->touch = NULL;
+	pthread_cond_destroy(&m->touch_cv);
+	pthread_mutex_destroy(&m->touch_mu);
+}
+
+/* Stores a directory's mtime and ctime of now in the filer. Best effort. */
+static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir)
 {
 	struct filer_meta_set s = {.set = FM_SET_MTIME | FM_SET_CTIME};
 	struct filer_entry *e = NULL;
@@ -352,6 +550,33 @@ static void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
 }
 
 /* ---- commits ---- */
+
+/*
+ * After a commit s of n whose answer is e (n->mu held): whether the kernel's
+ * pages, which held the data of n's last signature plus this mount's writes,
+ * still are e's data. True when e's chunk list is exactly the list sent (a
+ * replace) or the known list followed by the chunks appended; anything else
+ * (another client changed the file in between, the filer merged or cut
+ * chunks) is unknown and the next open drops the pages.
+ */
+static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
+			       const struct filer_entry *e)
+{
+	size_t base;
+
+	if (!n->kc_sig)
+		return false;
+	if (s->set & FM_SET_CHUNKS)
+		return e->n_chunks == s->n_append &&
+		       chunks_sig(e->chunks, e->n_chunks) == chunks_sig(s->append, s->n_append);
+	if (!(s->set & (FM_SET_APPEND | FM_SET_SIZE)))
+		return n->kc_chunks_sig == chunks_sig(e->chunks, e->n_chunks); /* attributes only */
+	if (e->n_chunks < s->n_append)
+		return false;
+	base = e->n_chunks - s->n_append;
+	return chunks_sig(e->chunks, base) == n->kc_chunks_sig &&
+	       chunks_sig(e->chunks + base, s->n_append) == chunks_sig(s->append, s->n_append);
+}
 
 /*
  * Uploads n's dirty data and commits it with the fields of extra (may be
@@ -419,7 +644,7 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 		mount_note_own(m, path, s.ctime_ns);
 	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
 	if (flushed)
-		file_data_committed(fd, rc == 0);
+		file_data_commit_result(fd, rc); /* frees dropped chunks unless ambiguous */
 	if (!rc) {
 		itable_cache(n, e, m->follow_cache_ns);
 		pthread_mutex_lock(&n->mu);
@@ -428,6 +653,9 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 			if (n->data_mtime_ns == mtime)
 				n->data_mtime_ns = 0;
 		}
+		n->kc_sig = commit_keeps_pages(n, &s, e) ? data_sig(e) : 0;
+		if (n->kc_sig)
+			n->kc_chunks_sig = chunks_sig(e->chunks, e->n_chunks);
 		pthread_mutex_unlock(&n->mu);
 	} else if (atime_only) {
 		/* only an access time (the file may be gone): never fails a close */
@@ -606,6 +834,28 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 }
 
+/*
+ * Whether name in parent cannot exist: parent is a directory this mount made
+ * and knows every name of (itable_known_absent), its entry is fresh, and the
+ * event follower is connected (another client's new name there drops that).
+ */
+static bool known_absent(struct mount_ctx *m, fuse_ino_t parent, const char *name)
+{
+	struct inode *pn;
+	bool fresh = false;
+
+	if (!atomic_load(&m->following))
+		return false;
+	pn = itable_get(m->it, parent);
+	if (!pn)
+		return false;
+	pthread_mutex_lock(&pn->mu);
+	fresh = pn->cached && cache_fresh(m, pn);
+	pthread_mutex_unlock(&pn->mu);
+	itable_put(m->it, pn);
+	return fresh && itable_known_absent(m->it, parent, name);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
@@ -644,8 +894,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		itable_put(m->it, n);
 		filer_entry_free(e);
 		e = NULL;
+		rc = filer_meta_lookup(m->rpc, path, &e);
+	} else if (known_absent(m, parent, name)) {
+		rc = ENOENT; /* e.g. the lookup before every create: no round trip */
+	} else {
+		rc = filer_meta_lookup(m->rpc, path, &e);
 	}
-	rc = filer_meta_lookup(m->rpc, path, &e);
 	free(path);
 	if (rc == ENOENT || rc == ENOTDIR) {
 		/* a negative entry the kernel may cache (the follower invalidates it) */
@@ -789,6 +1043,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			s.mtime_ns = now_ns();
 		}
 	}
+	if (!fd && (s.set & FM_SET_MTIME)) {
+		/* an explicit mtime must outlive data still buffered (tar sets it before
+		   close): commit both now, or the commit at close would stamp the write time */
+		pthread_mutex_lock(&n->mu);
+		fd = n->fd;
+		pthread_mutex_unlock(&n->mu);
+	}
 	if (fd) {
 		rc = commit_node(m, n, &s, &e);
 	} else if (s.set) {
@@ -797,9 +1058,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 			s.set |= FM_SET_CTIME;
 			s.ctime_ns = now_ns();
 		}
+		/* an explicit mtime wins over a pending directory touch (touch_send) */
+		pthread_mutex_lock(&n->commit_mu);
+		if (s.set & FM_SET_MTIME) {
+			pthread_mutex_lock(&n->mu);
+			n->touch_pending_ns = 0;
+			pthread_mutex_unlock(&n->mu);
+		}
 		if (path)
 			mount_note_own(m, path, s.ctime_ns);
 		rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
+		pthread_mutex_unlock(&n->commit_mu);
 		free(path);
 		if (!rc)
 			itable_cache(n, e, m->follow_cache_ns);
@@ -903,6 +1172,22 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	touch_dir(m, parent);
+	if (S_ISDIR(mode) && atomic_load(&m->following)) {
+		/* new and empty: every name it gets from now on passes through the
+		 * table or comes as an event (which clears this) */
+		struct fuse_entry_param ep;
+		struct inode *n;
+		if (!learn(m, parent, name, e, &ep)) {
+			n = itable_get(m->it, ep.ino);
+			if (n)
+				atomic_store(&n->dir_complete, true);
+			itable_put(m->it, n);
+			if (fuse_reply_entry(req, &ep))
+				itable_forget(m->it, ep.ino, 1);
+			filer_entry_free(e);
+			return;
+		}
+	}
 	reply_entry(req, parent, name, e);
 	filer_entry_free(e);
 }
@@ -1127,8 +1412,16 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	filer_entry_free(e);
 }
 
-/* Attaches n's file data for a new handle (a fresh lookup first: close-to-open). */
-static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_entry *fresh)
+static void note_access(struct mount_ctx *m, struct inode *n);
+
+/*
+ * Attaches n's file data for a new handle (a fresh lookup first: close-to-open).
+ * *keep: whether the kernel may keep its pages of the file, because they hold
+ * the data of the entry just looked up (its data signature is the one the
+ * pages were read under, or the open file's own view while it has dirty data).
+ */
+static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_entry *fresh,
+		       bool *keep)
 {
 	struct filer_entry *e = NULL;
 	bool need_lookup;
@@ -1156,6 +1449,15 @@ static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_
 		file_data_reset(n->fd, fresh);
 		n->base_ctime_ns = fresh->attr.ctime_ns;
 	}
+	if (fresh) {
+		uint64_t sig = data_sig(fresh);
+		*keep = n->kc_sig == sig;
+		n->kc_sig = sig;
+		n->kc_chunks_sig = chunks_sig(fresh->chunks, fresh->n_chunks);
+	} else {
+		/* open and dirty: the pages follow this mount's own writes */
+		*keep = n->kc_sig != 0;
+	}
 	n->open_count++;
 	pthread_mutex_unlock(&n->mu);
 	/*
@@ -1176,6 +1478,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
+	bool keep = false;
 	struct fh *h;
 	int rc;
 
@@ -1188,15 +1491,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	rc = attach_data(m, n, NULL);
+	rc = attach_data(m, n, NULL, &keep);
 	if (rc) {
 		itable_put(m->it, n);
 		fuse_reply_err(req, rc);
 		return;
 	}
+	/* reads the kernel's pages serve never reach the mount: the open counts as the
+	 * access (relatime) */
+	if (keep && (fi->flags & O_ACCMODE) != O_WRONLY)
+		note_access(m, n);
 	h = fh_new(m, n, fi->flags);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = 0;
+	fi->keep_cache = keep;
 	if (fuse_reply_open(req, fi)) {
 		/* the kernel will not release it */
 		pthread_mutex_lock(&n->mu);
@@ -1217,6 +1524,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct filer_entry *e = NULL, *pe = NULL;
 	struct fuse_entry_param ep;
 	struct inode *n = NULL, *pn;
+	bool keep = false;
 	struct fh *h;
 	char *path;
 	int rc;
@@ -1260,14 +1568,14 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (rc)
 		goto fail;
 	n = itable_get(m->it, ep.ino);
-	rc = attach_data(m, n, e);
+	rc = attach_data(m, n, e, &keep);
 	if (rc) {
 		itable_forget(m->it, ep.ino, 1);
 		goto fail;
 	}
 	h = fh_new(m, n, fi->flags);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = 0;
+	fi->keep_cache = keep;
 	if (fuse_reply_create(req, &ep, fi)) {
 		pthread_mutex_lock(&n->mu);
 		n->open_count--;

@@ -41,6 +41,14 @@ struct mount_ctx {
 	uint64_t *own; /* protected by own_mu: MOUNT_OWN_SLOTS keys of recent own changes */
 	pthread_mutex_t fh_mu;
 	struct fh *handles; /* protected by fh_mu: open files (freed at unmount) */
+	/* directories whose mtime/ctime a name change moved, sent in the background */
+	bool touch_started; /* set before the loop starts, cleared after it stopped */
+	pthread_t touch_thread;
+	pthread_mutex_t touch_mu;
+	pthread_cond_t touch_cv;
+	struct inode **touch; /* protected by touch_mu: a reference each */
+	size_t n_touch, cap_touch;
+	bool touch_stop; /* protected by touch_mu */
 };
 
 #define MOUNT_OWN_SLOTS 8192
@@ -60,6 +68,15 @@ bool mount_take_own(struct mount_ctx *m, const char *path, int64_t ctime_ns);
 
 /* The operation table (static). */
 const struct fuse_lowlevel_ops *fuse_ops_table(void);
+
+/*
+ * Starts the thread that stores directories' new mtime/ctime after name
+ * changes (until then, each change stores them itself). Main thread, before
+ * the loop.
+ */
+void fuse_ops_start(struct mount_ctx *m);
+/* Stores the pending directory times and stops that thread. Main thread, after the loop. */
+void fuse_ops_stop(struct mount_ctx *m);
 
 /*
  * Commits the dirty data of every open file (at shutdown, after the loop has

@@ -266,8 +266,13 @@ static void node_maybe_free(itable *t, struct inode *n)
 {
 	if (n == t->root || n->priv->nlookup || n->priv->refs || n->fd)
 		return;
-	while (n->priv->names)
+	while (n->priv->names) {
+		/* the parent no longer knows every name it has */
+		struct inode *p = ino_find(t, n->priv->names->parent);
+		if (p)
+			atomic_store(&p->dir_complete, false);
 		link_drop(t, n->priv->names);
+	}
 	hl_remove(t, n);
 	ino_remove(t, n);
 	node_destroy(n);
@@ -326,6 +331,14 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 	c->chunks = NULL;
 	c->n_chunks = c->cap_chunks = 0;
 	pthread_mutex_lock(&n->mu);
+	/* a stale entry may have missed a change of the directory's names */
+	if (!n->cached_until || time_mono_ns() >= n->cached_until)
+		atomic_store(&n->dir_complete, false);
+	/* a directory time the mount has not stored yet (fuse_ops.c touch_dir) wins */
+	if (n->touch_pending_ns && n->touch_pending_ns > c->attr.mtime_ns)
+		c->attr.mtime_ns = n->touch_pending_ns;
+	if (n->touch_pending_ns && n->touch_pending_ns > c->attr.ctime_ns)
+		c->attr.ctime_ns = n->touch_pending_ns;
 	filer_entry_free(n->cached);
 	n->cached = c;
 	n->alloc_bytes = alloc;
@@ -643,7 +656,21 @@ void itable_uncache(struct inode *n)
 {
 	pthread_mutex_lock(&n->mu);
 	n->cached_until = 0;
+	atomic_store(&n->dir_complete, false);
 	pthread_mutex_unlock(&n->mu);
+}
+
+bool itable_known_absent(itable *t, uint64_t parent, const char *name)
+{
+	struct inode *p;
+	bool r = false;
+
+	pthread_mutex_lock(&t->mu);
+	p = ino_find(t, parent);
+	if (p && atomic_load(&p->dir_complete))
+		r = !name_find(t, parent, name);
+	pthread_mutex_unlock(&t->mu);
+	return r;
 }
 
 void itable_set_hardlink(itable *t, uint64_t ino, const uint8_t *id, size_t len)

@@ -18,6 +18,7 @@
 #define WEEDFS_MOUNT_INODE_TABLE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,23 @@ struct inode {
 	bool unlinked;              /* a name was removed while open: hidden_name holds it */
 	char *hidden_name;          /* its name in the hidden directory, or NULL */
 	pthread_mutex_t commit_mu;  /* serialises commits of fd */
+	/*
+	 * protected by mu: the data signature (fuse_ops.c data_sig) of the entry
+	 * whose bytes the kernel's page cache holds for this inode through this
+	 * mount, and the signature of its chunk list alone; 0 = unknown (the next
+	 * open drops the kernel's pages)
+	 */
+	uint64_t kc_sig, kc_chunks_sig;
+	/*
+	 * A directory this mount created whose every name the table knows: a name
+	 * not in the table does not exist (no lookup round trip) while the event
+	 * follower is connected and the cached entry stays fresh. Cleared by
+	 * itable_uncache, by a cache refresh after the entry went stale, and when
+	 * the table forgets one of its names.
+	 */
+	atomic_bool dir_complete;
+	/* protected by mu: a directory's new mtime/ctime not yet sent (0 = none) */
+	int64_t touch_pending_ns;
 	/* table-private */
 	struct itable_priv *priv;
 };
@@ -106,8 +124,14 @@ void itable_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_n
  * for a sparse file. Any thread.
  */
 uint64_t itable_alloc_bytes(const struct filer_entry *e);
-/* Marks n's cached entry stale (it stays as a hint). */
+/* Marks n's cached entry stale (it stays as a hint); clears dir_complete. */
 void itable_uncache(struct inode *n);
+/*
+ * Whether name in parent is known not to exist: parent is dir_complete and
+ * the table has no such name. The caller checks that the parent's entry is
+ * fresh and the event follower is connected.
+ */
+bool itable_known_absent(itable *t, uint64_t parent, const char *name);
 /* Gives ino the hard-link id (copied) so every name with that id maps to it. */
 void itable_set_hardlink(itable *t, uint64_t ino, const uint8_t *id, size_t len);
 /* The parent ino of ino's first name (ITABLE_ROOT for the root or when unknown). */

@@ -43,3 +43,19 @@ tests_fuzz_fuzz_chunk_cache_SOURCES = tests/fuzz/fuzz_chunk_cache.c
 tests_fuzz_fuzz_chunk_cache_LDADD = $(MOUNT_LDADD) $(FUZZ_LDADD)
 tests_fuzz_fuzz_chunk_cache_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# mount(8) helper for `mount -t fuse.weedfs` and /etc/fstab (docs/mount.md). mount(8) looks
+# for helpers in /sbin only: `make install mounthelperdir=/sbin` with a /usr/local prefix.
+mounthelperdir = $(sbindir)
+EXTRA_DIST += mount/mount.weedfs
+install-exec-hook: install-mount-helper
+uninstall-hook: uninstall-mount-helper
+install-mount-helper:
+	$(MKDIR_P) $(DESTDIR)$(mounthelperdir)
+	sed 's|^bindir=.*|bindir=$(bindir) # set by make install|' $(srcdir)/mount/mount.weedfs \
+		>$(DESTDIR)$(mounthelperdir)/mount.fuse.weedfs
+	chmod 755 $(DESTDIR)$(mounthelperdir)/mount.fuse.weedfs
+	ln -sf mount.fuse.weedfs $(DESTDIR)$(mounthelperdir)/mount.weedfs
+uninstall-mount-helper:
+	rm -f $(DESTDIR)$(mounthelperdir)/mount.fuse.weedfs $(DESTDIR)$(mounthelperdir)/mount.weedfs
+.PHONY: install-mount-helper uninstall-mount-helper

@@ -296,6 +296,7 @@ int main(int argc, char **argv)
 		m.md = md;
 	}
 	mf = meta_follower_start(&m, o.filer);
+	fuse_ops_start(&m);
 
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, o.threads > 0 ? (unsigned)o.threads : 16);
@@ -306,6 +307,7 @@ int main(int argc, char **argv)
 	/* the loop has stopped (signal or fusermount3 -u): commit what is dirty */
 	meta_follower_stop(mf);
 	mf = NULL;
+	fuse_ops_stop(&m);
 	status = fuse_ops_flush_all(&m) ? 1 : (rc < 0 ? 1 : 0);
 	log_info("unmounting %s", mountpoint);
 out_unmount:

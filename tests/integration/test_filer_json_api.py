@@ -568,3 +568,31 @@ def test_statfs(cluster):
     m.stop()
     time.sleep(0.2)
     err(f, "statfs", {}, 503, "EAGAIN")
+
+
+# ---- freeChunks ----------------------------------------------------------------
+
+
+def test_free_chunks_deletes_blobs(mini_filer):
+    """Blobs a client stored but never committed are queued and deleted; a bad
+    request queues nothing."""
+    from conftest import wait_until
+    f = mini_filer
+    fids = [upload_blob(f, b"orphan %d" % i) for i in range(3)]
+    kept = upload_blob(f, b"kept")
+    a = ok(f, "assign", {"count": 1})["fids"][0]
+    url = lambda fid: "http://%s/%s" % (a["url"], fid)  # noqa: E731 - one mini volume
+    for fid in fids + [kept]:
+        assert requests.get(url(fid), timeout=10).status_code == 200
+    err(f, "freeChunks", {"fileIds": fids[:1] + ["not-a-fid"]}, 400, "EINVAL")
+    err(f, "freeChunks", {"fileIds": []}, 400, "EINVAL")
+    err(f, "freeChunks", {}, 400, "EINVAL")
+    err(f, "freeChunks", {"fileIds": fids, "x": 1}, 400, "EINVAL")
+    err(f, "freeChunks", {"fileIds": [fids[0] + ".jpg"]}, 400, "EINVAL")
+    assert requests.get(url(fids[0]), timeout=10).status_code == 200
+    assert ok(f, "freeChunks", {"fileIds": fids}) == {"queued": 3}
+    wait_until(lambda: all(requests.get(url(x), timeout=10).status_code == 404 for x in fids),
+               timeout=20, what="freed blobs deleted")
+    assert requests.get(url(kept), timeout=10).status_code == 200
+    # freeing again (already gone) is harmless
+    assert ok(f, "freeChunks", {"fileIds": fids[:1]}) == {"queued": 1}

@@ -646,3 +646,58 @@ def test_statfs_figures(mounted, d):  # noqa: F811
         # a filer without the op: the fixed 1 PiB, all free
         assert sv.f_blocks * sv.f_frsize == 1 << 50 and sv.f_bfree == sv.f_blocks
     assert sv.f_namemax == 255
+
+
+def resident_pages(path):
+    """How many of the file's pages the kernel's page cache holds (mmap + mincore)."""
+    size = os.path.getsize(path)
+    pg = os.sysconf("SC_PAGE_SIZE")
+    npages = (size + pg - 1) // pg
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        assert addr not in (None, ctypes.c_void_p(-1).value)
+        try:
+            vec = (ctypes.c_ubyte * npages)()
+            assert libc.mincore(addr, size, vec) == 0
+            return sum(v & 1 for v in vec)
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def test_page_cache_kept_while_unchanged(mounted, d):  # noqa: F811
+    """An open keeps the kernel's pages of a file whose data did not change since
+    they were read (keep_cache), and drops them after another client's change."""
+    filer, m = mounted
+    p = os.path.join(d, "pc")
+    data = os.urandom(1 << 20)
+    with open(p, "wb") as f:
+        f.write(data)
+    with open(p, "rb") as f:
+        assert f.read() == data
+    # the pages survive the next open (mincore opens the file itself)
+    assert resident_pages(p) >= 200
+    with open(p, "rb") as f:
+        assert f.read() == data
+    assert resident_pages(p) >= 200
+    # another client replaces the data: the next open must not show the old pages
+    rel = os.path.relpath(p, m.p())
+    new = os.urandom(1 << 20)
+    assert filer.put("/" + rel, new).status_code < 300
+    deadline = time.monotonic() + 10
+    while True:
+        with open(p, "rb") as f:
+            got = f.read()
+        if got == new:
+            break
+        assert time.monotonic() < deadline, "old data after another client's change"
+        time.sleep(0.05)
+    with open(p, "rb") as f:
+        assert f.read() == new

@@ -76,3 +76,76 @@ def test_file_data_against_a_cluster(cluster):
                  "failure: and readable"):
         assert any(name in p for p in passed), "%s missing:\n%s" % (name, out)
     vol.proc.wait(timeout=10)
+
+
+def _vm(pid, key):
+    with open("/proc/%d/status" % pid) as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no %s for %d" % (key, pid))
+
+
+def test_mount_frees_orphaned_chunks(cluster):
+    """A chunk the mount uploaded in the background and a truncate then cut away is
+    never committed: the mount hands it to the filer's freeChunks and the volume
+    server deletes it (its delete count rises by exactly the cut chunks)."""
+    from conftest import file_count, wait_until
+    from mount_fixtures import start_mount
+    from test_filer_tus import delete_count
+    master = cluster.master()
+    vol = cluster.volume(master)
+    f = start_filer(cluster, master)
+    m = start_mount(cluster, f.url, extra=["-chunkSizeMB=1"])
+    try:
+        files0, deleted0 = file_count(vol), delete_count(vol)
+        p = os.path.join(str(m.path), "orphan.bin")
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, os.urandom(3 << 20))  # three full 1 MiB chunks: background uploads
+        wait_until(lambda: file_count(vol) >= files0 + 1, timeout=30, what="a chunk uploaded")
+        os.ftruncate(fd, 0)  # waits for the uploads, then cuts every pending chunk
+        os.pwrite(fd, b"tail", 0)
+        os.close(fd)
+        with open(p, "rb") as fh:
+            assert fh.read() == b"tail"
+        wait_until(lambda: delete_count(vol) >= deleted0 + 3, timeout=30,
+                   what="orphaned chunks deleted")
+        # exactly those three: nothing committed was freed
+        assert delete_count(vol) == deleted0 + 3
+    finally:
+        m.unmount()
+
+
+def test_mount_memory_bounded_by_dirty_and_cache(cluster):
+    """4 parallel writers of 256 MiB through one mount: its peak RSS stays under the
+    dirty budget + the memory cache + a margin (buffers freed after an upload go back
+    to the kernel; nothing else holds written data)."""
+    import threading
+    from mount_fixtures import mini_and_mount
+    dirty_mb, cache_mb, margin_mb = 64, 32, 64
+    _, _, m = mini_and_mount(cluster, mount_extra=["-dirtyMB=%d" % dirty_mb,
+                                                   "-memCacheMB=%d" % cache_mb])
+    try:
+        pid = m.daemon.proc.pid
+        block = os.urandom(1 << 20)
+        errors = []
+
+        def writer(i):
+            try:
+                with open(os.path.join(str(m.path), "big%d" % i), "wb") as fh:
+                    for _ in range(256):
+                        fh.write(block)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        ts = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not errors, errors
+        for i in range(4):
+            assert os.path.getsize(os.path.join(str(m.path), "big%d" % i)) == 256 << 20
+        hwm = _vm(pid, "VmHWM")
+        assert hwm < (dirty_mb + cache_mb + margin_mb) << 20, "peak RSS %d MiB" % (hwm >> 20)
+    finally:
+        m.unmount()
