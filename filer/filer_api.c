@@ -310,32 +310,6 @@ static bool parent_ok(struct fjob *j, struct filer_tx *tx, const char *dir)
 	return ok;
 }
 
-/*
- * Records old_e -> new_e (borrowed) with hard-linked names resolved to the shared
- * file, so subscribers see its size and chunks rather than the stubs. Call after
- * the rename's store changes, inside tx. A record that cannot be read leaves the
- * stub in the event (the rename itself stands).
- */
-static void evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
-			     const struct filer_entry *old_e, const struct filer_entry *new_e)
-{
-	struct filer_entry *e[2] = {NULL, NULL};
-	const struct filer_entry *in[2] = {old_e, new_e};
-	for (int i = 0; i < 2; i++) {
-		wfs_err err;
-		if (!in[i] || !filer_hardlink_is_linked(in[i]))
-			continue;
-		e[i] = filer_entry_dup(in[i]);
-		err = filer_hardlink_resolve(f->store, tx, &e[i]);
-		if (err)
-			log_warn("rename event of %s/%s: hard-link record: %s", in[i]->dir,
-				 in[i]->name, wfs_strerror(err));
-	}
-	filer_evs_add(evs, e[0] ? e[0] : old_e, e[1] ? e[1] : new_e);
-	filer_entry_free(e[0]);
-	filer_entry_free(e[1]);
-}
-
 /* Commits tx with evs and, after, wakes the garbage worker if g queued chunks. */
 static wfs_err finish_tx(struct fjob *j, struct filer_tx **tx, struct filer_evs *evs,
 			 struct garbage *g)
@@ -825,8 +799,8 @@ static void op_rename(struct fjob *j, struct api_req *r)
 			free(tmp);
 		}
 		if (!err) {
-			evs_add_resolved(f, tx, &evs, src, a);
-			evs_add_resolved(f, tx, &evs, dst, b);
+			filer_evs_add_resolved(f, tx, &evs, src, a);
+			filer_evs_add_resolved(f, tx, &evs, dst, b);
 			err = finish_tx(j, &tx, &evs, &g);
 		}
 		if (err) {
@@ -883,7 +857,7 @@ static void op_rename(struct fjob *j, struct api_req *r)
 	if (!err)
 		err = filer_store_delete(f->store, tx, r->dir, r->name);
 	if (!err) {
-		evs_add_resolved(f, tx, &evs, src, a);
+		filer_evs_add_resolved(f, tx, &evs, src, a);
 		err = finish_tx(j, &tx, &evs, &g);
 	}
 	if (err) {

@@ -207,6 +207,13 @@ struct filer_evs {
 /* Records the event old_e -> new_e (both borrowed and copied; one may be NULL). */
 void filer_evs_add(struct filer_evs *evs, const struct filer_entry *old_e,
 		   const struct filer_entry *new_e);
+/*
+ * filer_evs_add with hard-linked names resolved to the shared file, so subscribers
+ * see its size and chunks rather than the stubs (renames and moves). Inside tx, after
+ * the store changes. A record that cannot be read leaves the stub (logged).
+ */
+void filer_evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
+			    const struct filer_entry *old_e, const struct filer_entry *new_e);
 /* Frees the recorded events; the list is empty and reusable afterwards. */
 void filer_evs_clear(struct filer_evs *evs);
 /*

@@ -300,32 +300,6 @@ static wfs_err move_tree(struct mv_ctx *m, struct filer_tx *tx, const char *old_
 	return err;
 }
 
-/*
- * Records old_e -> new_e (borrowed) with hard-linked names resolved to the shared
- * file, so subscribers see its size and chunks rather than the stubs. Call after
- * the rename's store changes, inside tx. A record that cannot be read leaves the
- * stub in the event (the rename itself stands).
- */
-static void evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
-			     const struct filer_entry *old_e, const struct filer_entry *new_e)
-{
-	struct filer_entry *e[2] = {NULL, NULL};
-	const struct filer_entry *in[2] = {old_e, new_e};
-	for (int i = 0; i < 2; i++) {
-		wfs_err err;
-		if (!in[i] || !filer_hardlink_is_linked(in[i]))
-			continue;
-		e[i] = filer_entry_dup(in[i]);
-		err = filer_hardlink_resolve(f->store, tx, &e[i]);
-		if (err)
-			log_warn("rename event of %s/%s: hard-link record: %s", in[i]->dir,
-				 in[i]->name, wfs_strerror(err));
-	}
-	filer_evs_add(evs, e[0] ? e[0] : old_e, e[1] ? e[1] : new_e);
-	filer_entry_free(e[0]);
-	filer_entry_free(e[1]);
-}
-
 /* Parses the source of mv.from or cp.from; 400 set on failure. */
 static bool source_path(struct fjob *j, const char *param, char **out, char **dir, char **name)
 {
@@ -465,7 +439,7 @@ static void move_run(struct fjob *j)
 		err = filer_gc_enqueue(f, tx, g.c, g.n);
 	if (!err) {
 		/* one rename event for the whole tree (store.h: old and new entry) */
-		evs_add_resolved(f, tx, &evs, src, moved);
+		filer_evs_add_resolved(f, tx, &evs, src, moved);
 		err = filer_commit(f, tx, &evs);
 		tx = NULL;
 	}

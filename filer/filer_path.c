@@ -429,6 +429,26 @@ static void fanout_add(void *ctx, const struct filer_entry *old_e, const struct 
 	filer_evs_add(ctx, old_e, new_e);
 }
 
+void filer_evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
+			    const struct filer_entry *old_e, const struct filer_entry *new_e)
+{
+	struct filer_entry *e[2] = {NULL, NULL};
+	const struct filer_entry *in[2] = {old_e, new_e};
+	for (int i = 0; i < 2; i++) {
+		wfs_err err;
+		if (!in[i] || !filer_hardlink_is_linked(in[i]))
+			continue;
+		e[i] = filer_entry_dup(in[i]);
+		err = filer_hardlink_resolve(f->store, tx, &e[i]);
+		if (err)
+			log_warn("rename event of %s/%s: hard-link record: %s", in[i]->dir,
+				 in[i]->name, wfs_strerror(err));
+	}
+	filer_evs_add(evs, e[0] ? e[0] : old_e, e[1] ? e[1] : new_e);
+	filer_entry_free(e[0]);
+	filer_entry_free(e[1]);
+}
+
 wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs)
 {
 	wfs_err err = WFS_OK;
