@@ -1130,6 +1130,44 @@ static bool in_group(fuse_req_t req, gid_t gid)
 }
 
 /* Creates a new entry named name in parent and replies with it (or the error). */
+/*
+ * The common start of every create: refuses the hidden trash name, builds the
+ * new child's path (NULL after replying an error) and applies the set-group-ID
+ * rules of the parent directory to nw (group inherited, a subdirectory keeps the
+ * bit, a file's bit dropped when its creator is not in the group). The caller
+ * frees the path.
+ */
+static char *new_child(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       struct filer_meta_new *nw)
+{
+	struct mount_ctx *m = ctx(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct filer_entry *pe = NULL;
+	struct inode *pn;
+	char *path;
+
+	if (is_trash(parent, name)) {
+		fuse_reply_err(req, EEXIST);
+		return NULL;
+	}
+	path = child_path(req, parent, name);
+	if (!path)
+		return NULL;
+	pn = itable_get(m->it, parent);
+	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID)) {
+		nw->gid = pe->attr.gid;
+		if (S_ISDIR(nw->mode))
+			nw->mode |= S_ISGID;
+	}
+	itable_put(m->it, pn);
+	filer_entry_free(pe);
+	if (!S_ISDIR(nw->mode) && (nw->mode & S_ISGID) && c->uid != 0 && !in_group(req, nw->gid))
+		nw->mode &= ~(mode_t)S_ISGID;
+	nw->time_ns = now_ns();
+	mount_note_own(m, path, nw->time_ns);
+	return path;
+}
+
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
 		      const char *target)
 {
@@ -1141,30 +1179,12 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 				    .rdev = rdev,
 				    .symlink_target = target,
 				    .exclusive = true};
-	struct filer_entry *e = NULL, *pe = NULL;
-	struct inode *pn;
-	char *path;
+	struct filer_entry *e = NULL;
+	char *path = new_child(req, parent, name, &nw);
 	int rc;
 
-	if (is_trash(parent, name)) {
-		fuse_reply_err(req, EEXIST);
-		return;
-	}
-	path = child_path(req, parent, name);
 	if (!path)
 		return;
-	pn = itable_get(m->it, parent);
-	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID)) {
-		nw.gid = pe->attr.gid;
-		if (S_ISDIR(mode))
-			nw.mode |= S_ISGID;
-	}
-	itable_put(m->it, pn);
-	filer_entry_free(pe);
-	if (!S_ISDIR(mode) && (nw.mode & S_ISGID) && c->uid != 0 && !in_group(req, nw.gid))
-		nw.mode &= ~(mode_t)S_ISGID;
-	nw.time_ns = now_ns();
-	mount_note_own(m, path, nw.time_ns);
 	rc = filer_meta_create(m->rpc, path, &nw, &e);
 	free(path);
 	if (rc) {
@@ -1521,30 +1541,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct filer_meta_new nw = {
 		.mode = S_IFREG | (mode & 07777), .uid = c->uid, .gid = c->gid, .exclusive = true};
-	struct filer_entry *e = NULL, *pe = NULL;
+	struct filer_entry *e = NULL;
 	struct fuse_entry_param ep;
-	struct inode *n = NULL, *pn;
+	struct inode *n = NULL;
 	bool keep = false;
 	struct fh *h;
-	char *path;
+	char *path = new_child(req, parent, name, &nw);
 	int rc;
 
-	if (is_trash(parent, name)) {
-		fuse_reply_err(req, EEXIST);
-		return;
-	}
-	path = child_path(req, parent, name);
 	if (!path)
 		return;
-	pn = itable_get(m->it, parent);
-	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID))
-		nw.gid = pe->attr.gid;
-	itable_put(m->it, pn);
-	filer_entry_free(pe);
-	if ((nw.mode & S_ISGID) && c->uid != 0 && !in_group(req, nw.gid))
-		nw.mode &= ~(mode_t)S_ISGID;
-	nw.time_ns = now_ns();
-	mount_note_own(m, path, nw.time_ns);
 	rc = filer_meta_create(m->rpc, path, &nw, &e);
 	if (rc == EEXIST && !(fi->flags & O_EXCL)) {
 		/* lost a race with another creator: open what is there */
