@@ -32,6 +32,8 @@ make -C "$BUILD" -j"$JOBS" weedfs weedfs-mount
 mkdir -p "$DATA"
 mount_args=()
 if [ -n "$MOUNT_DIR" ]; then
+	# a mount left by a run that was killed answers "Transport endpoint is not connected"
+	if grep -qs " $MOUNT_DIR fuse" /proc/mounts; then fusermount3 -uz "$MOUNT_DIR" || true; fi
 	mkdir -p "$MOUNT_DIR"
 	mount_args=(-mount.dir="$MOUNT_DIR")
 fi
