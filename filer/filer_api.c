@@ -48,22 +48,10 @@ static void api_error(struct fjob *j, int status, const char *code, const char *
 	__attribute__((format(printf, 4, 5)));
 static void api_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
-	json_w *w;
-
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fjob_verror(j, status, code, fmt, ap);
 	va_end(ap);
-	buf_reset(&j->body);
-	w = jw_new(&j->body, false);
-	jw_obj_begin(w);
-	jw_kv_str(w, "error", msg);
-	jw_kv_str(w, "code", code);
-	jw_obj_end(w);
-	jw_free(w);
-	j->status = status;
-	j->ctype = "application/json";
 }
 
 static void api_store_error(struct fjob *j, wfs_err err, const char *what)

@@ -19,6 +19,7 @@
 #define WEEDFS_FILER_FILER_INT_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "buf.h"
@@ -128,6 +129,8 @@ const char *fjob_query(const struct fjob *j, const char *name);
 const char *fjob_header(const struct fjob *j, const char *name);
 /* A boolean parameter: def when absent; false and a 400 set on j when malformed. */
 bool fjob_query_bool(struct fjob *j, const char *name, bool def, bool *out);
+/* Sets a {"error": msg, "code": code} response (no "code" when code is NULL). */
+void fjob_verror(struct fjob *j, int status, const char *code, const char *fmt, va_list ap);
 /* Sets a {"error": msg} response. */
 void fjob_error(struct fjob *j, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -135,23 +135,30 @@ bool fjob_query_bool(struct fjob *j, const char *name, bool def, bool *out)
 	return true;
 }
 
-void fjob_error(struct fjob *j, int status, const char *fmt, ...)
+void fjob_verror(struct fjob *j, int status, const char *code, const char *fmt, va_list ap)
 {
 	char msg[512];
-	va_list ap;
 	json_w *w;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	buf_reset(&j->body);
 	w = jw_new(&j->body, false);
 	jw_obj_begin(w);
 	jw_kv_str(w, "error", msg);
+	if (code)
+		jw_kv_str(w, "code", code);
 	jw_obj_end(w);
 	jw_free(w);
 	j->status = status;
 	j->ctype = "application/json";
+}
+
+void fjob_error(struct fjob *j, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fjob_verror(j, status, NULL, fmt, ap);
+	va_end(ap);
 }
 
 void fjob_store_error(struct fjob *j, wfs_err err, const char *what)
