@@ -540,9 +540,10 @@ static void op_update(struct fjob *j, struct api_req *r)
 			goto out;
 		}
 	}
-	if ((r->set & (API_SET_SIZE | API_SET_CHUNKS | API_SET_APPEND)) &&
+	if ((r->set & (API_SET_SIZE | API_SET_CHUNKS | API_SET_APPEND | API_SET_CONTENT)) &&
 	    !S_ISREG(old->attr.mode)) {
-		api_error(j, 409, "EISDIR", "%s: size and chunks apply to regular files", r->path);
+		api_error(j, 409, "EISDIR", "%s: size, chunks and content apply to regular files",
+			  r->path);
 		goto out;
 	}
 	e = filer_entry_dup(old);
@@ -560,6 +561,15 @@ static void op_update(struct fjob *j, struct api_req *r)
 	if (r->set & API_SET_MTIME)
 		e->attr.mtime_ns = r->attr.mtime_ns;
 	e->attr.ctime_ns = (r->set & API_SET_CTIME) ? r->attr.ctime_ns : (int64_t)time_now_ns();
+	if (r->set & API_SET_CONTENT) {
+		/* small files are committed inline: every chunk goes */
+		for (size_t i = 0; i < e->n_chunks; i++)
+			garbage_add(&g, &e->chunks[i]);
+		filer_chunks_clear(e->chunks, e->n_chunks);
+		e->n_chunks = 0;
+		filer_entry_set_content(e, r->content, r->content_len);
+		e->attr.size = r->content_len;
+	}
 	if (r->set & API_SET_CHUNKS) {
 		/* replaced: free what the new list no longer names */
 		for (size_t i = 0; i < e->n_chunks; i++) {

@@ -230,8 +230,9 @@ static const char *const k_entry[] = {"path",    "mode",    "uid",           "gi
 				      "atimeNs", "ctimeNs", "crtimeNs",      "rdev",   "content",
 				      "chunks",  "mime",    "symlinkTarget", "ttlSec", NULL};
 static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
-static const char *const k_set[] = {"mode",    "uid",     "gid",    "size",         "mtimeNs",
-				    "atimeNs", "ctimeNs", "chunks", "appendChunks", NULL};
+static const char *const k_set[] = {"mode",         "uid",     "gid",     "size",
+				    "mtimeNs",      "atimeNs", "ctimeNs", "chunks",
+				    "appendChunks", "content", NULL};
 static const char *const k_delete[] = {"path", "recursive", NULL};
 static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
 static const char *const k_link[] = {"target", "newPath", NULL};
@@ -423,6 +424,21 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 		if (!get_chunks(c, s, pc ? "chunks" : "appendChunks", r->chunks))
 			return false;
 		r->set |= pc ? API_SET_CHUNKS : API_SET_APPEND;
+	}
+	if (json_get(s, "content")) {
+		char *text = NULL;
+		bool ok;
+		if (r->set & (API_SET_CHUNKS | API_SET_APPEND | API_SET_SIZE))
+			return fail(c, "\"content\" excludes \"chunks\", \"appendChunks\" and "
+				       "\"size\" (it sets them)");
+		if (!get_str(c, s, "content", API_CONTENT_MAX * 4 / 3 + 4, &text))
+			return false;
+		ok = api_base64_decode(text, API_CONTENT_MAX, &r->content, &r->content_len);
+		free(text);
+		if (!ok)
+			return fail(c, "\"content\" must be base64 of at most %u bytes",
+				    API_CONTENT_MAX);
+		r->set |= API_SET_CONTENT;
 	}
 	return true;
 }
@@ -625,6 +641,7 @@ void api_req_free(struct api_req *r)
 	free(r->path);
 	free(r->dir);
 	free(r->name);
+	free(r->content);
 	free(r->path2);
 	free(r->dir2);
 	free(r->name2);

@@ -45,15 +45,16 @@ enum api_op {
 };
 
 /* Fields of update's "set" that were present. */
-#define API_SET_MODE   0x001u
-#define API_SET_UID    0x002u
-#define API_SET_GID    0x004u
-#define API_SET_SIZE   0x008u
-#define API_SET_MTIME  0x010u
-#define API_SET_CTIME  0x020u
-#define API_SET_CHUNKS 0x040u
-#define API_SET_APPEND 0x080u
-#define API_SET_ATIME  0x100u
+#define API_SET_MODE    0x001u
+#define API_SET_UID     0x002u
+#define API_SET_GID     0x004u
+#define API_SET_SIZE    0x008u
+#define API_SET_MTIME   0x010u
+#define API_SET_CTIME   0x020u
+#define API_SET_CHUNKS  0x040u
+#define API_SET_APPEND  0x080u
+#define API_SET_ATIME   0x100u
+#define API_SET_CONTENT 0x200u /* content: the data replaced by inline bytes */
 
 enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
 
@@ -75,7 +76,9 @@ struct api_req {
 	unsigned set;
 	struct filer_attr attr;     /* only the numeric fields named by set */
 	struct filer_entry *chunks; /* chunks (API_SET_CHUNKS) or appendChunks, in ->chunks */
-	char *if_etag;              /* update, create (replace only if it matches) */
+	uint8_t *content;           /* API_SET_CONTENT: the new bytes */
+	size_t content_len;
+	char *if_etag; /* update, create (replace only if it matches) */
 	/* delete, rename */
 	bool recursive, no_replace, exchange;
 	/* xattrs */

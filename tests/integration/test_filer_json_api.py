@@ -279,6 +279,44 @@ def upload_blob(f, data):
     return a["fid"]
 
 
+def test_update_content_replaces_chunks(mini_filer):
+    """set.content makes the file's data inline bytes: its chunks are freed, the size is
+    the content's; it excludes chunks/appendChunks/size and applies to regular files."""
+    f = mini_filer
+    mkdir(f, "/uc")
+    a = ok(f, "assign", {"count": 1})["fids"][0]
+    r = requests.post("http://%s/%s" % (a["url"], a["fid"]), files={"file": ("b", b"x" * 5000)},
+                      timeout=30)
+    assert r.status_code in (200, 201), r.text
+    ok(f, "create", {"entry": {"path": "/uc/f", "mode": S_IFREG | 0o644, "chunks": [
+        {"fileId": a["fid"], "offset": 0, "size": 5000, "mtimeNs": 1}]}})
+    e = ok(f, "update", {"path": "/uc/f",
+                         "set": {"content": base64.b64encode(b"small now").decode(),
+                                 "mtimeNs": 77}})
+    assert e["size"] == 9 and e["chunks"] == [] and e["contentLength"] == 9
+    assert e["mtimeNs"] == 77
+    assert f.get("/uc/f").content == b"small now"
+    # empty content: an empty file
+    e = ok(f, "update", {"path": "/uc/f", "set": {"content": ""}})
+    assert e["size"] == 0 and f.get("/uc/f").content == b""
+    url = "http://%s/%s" % (a["url"], a["fid"])
+    from conftest import wait_until
+    wait_until(lambda: requests.get(url, timeout=10).status_code == 404, timeout=20,
+               what="the replaced chunk deleted")
+    # bad input changes nothing
+    ok(f, "update", {"path": "/uc/f", "set": {"content": base64.b64encode(b"keep").decode()}})
+    b64 = base64.b64encode(b"z").decode()
+    err(f, "update", {"path": "/uc/f", "set": {"content": b64, "size": 1}}, 400, "EINVAL")
+    err(f, "update", {"path": "/uc/f", "set": {"content": b64, "appendChunks": []}}, 400,
+        "EINVAL")
+    err(f, "update", {"path": "/uc/f", "set": {"content": "!!notbase64"}}, 400, "EINVAL")
+    err(f, "update", {"path": "/uc/f", "set": {"content": 5}}, 400, "EINVAL")
+    too_big = base64.b64encode(b"q" * (64 * 1024 + 1)).decode()
+    err(f, "update", {"path": "/uc/f", "set": {"content": too_big}}, 400, "EINVAL")
+    err(f, "update", {"path": "/uc", "set": {"content": b64}}, 409, "EISDIR")
+    assert f.get("/uc/f").content == b"keep"
+
+
 def test_shrink_then_grow_reads_zeros(mini_filer):
     """A smaller size shortens the chunk crossing the new end: growing again (a larger
     size, or a chunk appended past the end) reads zeros there, not the old bytes."""
