@@ -75,6 +75,7 @@
 #define FID_POOL_TTL_NS   (20 * 1000000000ull)  /* older pooled ids are dropped */
 #define GC_BATCH          1000                  /* ids per freeChunks request */
 #define GC_MAX            100000                /* orphans kept for a retry while the filer fails */
+#define INLINE_LIMIT      (64u << 10)           /* the filer's limit of update {content} */
 
 struct pre_fid {
 	struct blob_assignment a;
@@ -82,7 +83,7 @@ struct pre_fid {
 };
 
 struct mount_data {
-	uint64_t chunk_size, dirty_max;
+	uint64_t chunk_size, dirty_max, inline_max;
 	char *collection, *replication, *ttl;
 	blob_client *bc;
 	chunk_cache *cache;
@@ -188,6 +189,8 @@ struct file_data {
 	uint64_t fl_size, fl_trunc_seq;
 	bool fl_replace;
 	struct chunk_list fl_new; /* chunks of the flushed ranges */
+	bool fl_inline;           /* the flush commits fl_content (file_data_flush_inline) */
+	uint8_t *fl_content;
 
 	char **sent; /* fids of commits that failed ambiguously: never freed */
 	size_t nsent;
@@ -263,6 +266,7 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 
 	md->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
 	md->dirty_max = o->dirty_max ? o->dirty_max : 256ull << 20;
+	md->inline_max = MIN(o->inline_max, (uint64_t)INLINE_LIMIT);
 	if (md->chunk_size > CHUNK_SIZE_MAX || !o->filer) {
 		*err = WFS_EINVAL;
 		free(md);
@@ -1097,6 +1101,7 @@ void file_data_free(file_data *fd)
 	list_clear(&fd->pend);
 	list_clear(&fd->fl_new);
 	free(fd->fl);
+	free(fd->fl_content);
 	free(fd->inl);
 	free(fd->comb);
 	free(fd->views);
@@ -1542,6 +1547,58 @@ out:
 	return e;
 }
 
+bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len)
+{
+	uint64_t keep;
+	uint8_t *c;
+	bool ok = false;
+
+	*content = NULL;
+	*len = 0;
+	pthread_mutex_lock(&fd->mu);
+	wait_quiet(fd);
+	if (fd->size > fd->md->inline_max || fd->pend.n || (!fd->nslots && !fd->size_dirty))
+		goto out;
+	/* the bytes below keep come from the base: known only when it has no chunks */
+	keep = MIN(MIN(fd->base_size, fd->trunc_min), fd->size);
+	if (keep && fd->base.n)
+		goto out;
+	c = xcalloc(1, fd->size ? fd->size : 1);
+	if (keep && fd->has_inl)
+		memcpy(c, fd->inl, MIN(keep, fd->inl_len));
+	free(fd->fl);
+	fd->fl = NULL;
+	fd->nfl = 0;
+	for (size_t i = 0; i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		for (size_t k = 0; k < s->n; k++) {
+			const struct drange *r = &s->r[k];
+			if (r->off < fd->size)
+				memcpy(c + r->off, r->data, MIN(r->len, fd->size - r->off));
+			fd->fl = xrealloc(fd->fl, (fd->nfl + 1) * sizeof(*fd->fl));
+			fd->fl[fd->nfl++] = (struct flushed){s->index, r->gen};
+		}
+	}
+	list_clear(&fd->fl_new);
+	fd->fl_npend = 0;
+	fd->fl_size = fd->size;
+	fd->fl_trunc_seq = fd->trunc_seq;
+	fd->fl_replace = false;
+	fd->fl_inline = true;
+	fd->fl_content = c;
+	fd->flushing = true;
+	*len = fd->size;
+	if (*len) {
+		*content = xmalloc(*len);
+		memcpy(*content, c, *len);
+	}
+	stat_add(fd->md, &fd->md->st.flushes, 1);
+	ok = true;
+out:
+	pthread_mutex_unlock(&fd->mu);
+	return ok;
+}
+
 void file_data_committed(file_data *fd, bool ok) { file_data_commit_result(fd, ok ? 0 : EIO); }
 
 /* Whether a failed commit's error says the filer changed nothing (see the header). */
@@ -1623,6 +1680,16 @@ void file_data_commit_result(file_data *fd, int rc)
 			/* the base already holds what the list repeated of it */
 			fd->filer_inline = false;
 		}
+		if (fd->fl_inline) {
+			/* the filer freed the old chunks; the bytes are the new base */
+			list_clear(&fd->base);
+			free(fd->inl);
+			fd->inl = fd->fl_content;
+			fd->inl_len = fd->fl_size;
+			fd->fl_content = NULL;
+			fd->has_inl = fd->filer_inline = true;
+			fd->base_resolved = true;
+		}
 		for (size_t i = 0; i < fd->fl_npend; i++)
 			list_push(&fd->base, &fd->pend.c[i]);
 		for (size_t i = 0; i < fd->fl_new.n; i++)
@@ -1643,6 +1710,9 @@ void file_data_commit_result(file_data *fd, int rc)
 	free(fd->fl);
 	fd->fl = NULL;
 	fd->nfl = 0;
+	free(fd->fl_content);
+	fd->fl_content = NULL;
+	fd->fl_inline = false;
 	fd->flushing = false;
 	pthread_cond_broadcast(&fd->cond);
 	pthread_mutex_unlock(&fd->mu);

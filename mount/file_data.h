@@ -33,6 +33,8 @@ struct mount_data_opts {
 	const char *collection;    /* assignment parameters, NULL = the filer's defaults */
 	const char *replication;
 	const char *ttl;
+	uint64_t inline_max; /* files up to this size commit inline (file_data_flush_inline);
+				0 = never */
 };
 
 /* The data path of one mount. */
@@ -78,6 +80,15 @@ bool file_data_dirty(file_data *fd);
  */
 int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
 void file_data_committed(file_data *fd, bool ok);
+/*
+ * Like file_data_flush, for a file whose whole data fits the mount's inline_max
+ * and is known here (no bytes only in chunks: a new, rewritten or inline file):
+ * true with *content (caller frees; NULL when *len is 0) = every byte of the
+ * file, to commit with update {content} (no upload); finish with
+ * file_data_commit_result as after file_data_flush. False: not such a file (or
+ * nothing dirty); use file_data_flush.
+ */
+bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len);
 /*
  * Like file_data_committed(fd, rc == 0), with the commit's errno: an error that says
  * the filer changed nothing (ENOENT, EINVAL, EPERM, EEXIST, ENOTDIR, EISDIR, ENOSPC...)

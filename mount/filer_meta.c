@@ -317,6 +317,14 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 		jw_kv_i64(w, "atimeNs", s->atime_ns);
 	if (s->set & FM_SET_CTIME)
 		jw_kv_i64(w, "ctimeNs", s->ctime_ns);
+	if (s->set & FM_SET_CONTENT) {
+		buf v64;
+		buf_init(&v64);
+		entry_json_base64(s->content, s->content_len, &v64);
+		jw_key(w, "content");
+		jw_strn(w, v64.data ? v64.data : "", v64.len);
+		buf_free(&v64);
+	}
 	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append)) {
 		jw_key(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks");
 		jw_arr_begin(w);

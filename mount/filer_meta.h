@@ -49,15 +49,16 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 		      struct filer_entry **out);
 
 /* The fields an update sets (those whose flag is in set). */
-#define FM_SET_MODE   0x01u
-#define FM_SET_UID    0x02u
-#define FM_SET_GID    0x04u
-#define FM_SET_SIZE   0x08u
-#define FM_SET_MTIME  0x10u
-#define FM_SET_CTIME  0x20u
-#define FM_SET_APPEND 0x40u
-#define FM_SET_CHUNKS 0x80u  /* replace the chunk list with append[0..n_append) */
-#define FM_SET_ATIME  0x100u /* independent of the mtime (the other is kept) */
+#define FM_SET_MODE    0x01u
+#define FM_SET_UID     0x02u
+#define FM_SET_GID     0x04u
+#define FM_SET_SIZE    0x08u
+#define FM_SET_MTIME   0x10u
+#define FM_SET_CTIME   0x20u
+#define FM_SET_APPEND  0x40u
+#define FM_SET_CHUNKS  0x80u  /* replace the chunk list with append[0..n_append) */
+#define FM_SET_ATIME   0x100u /* independent of the mtime (the other is kept) */
+#define FM_SET_CONTENT 0x200u /* the data becomes content[0..content_len) (inline) */
 struct filer_meta_set {
 	unsigned set;
 	uint32_t mode; /* permission bits 07777 */
@@ -66,6 +67,8 @@ struct filer_meta_set {
 	int64_t mtime_ns, atime_ns, ctime_ns;
 	const struct filer_chunk *append; /* FM_SET_APPEND / FM_SET_CHUNKS: borrowed */
 	size_t n_append;
+	const uint8_t *content; /* FM_SET_CONTENT (excludes size and chunks): borrowed */
+	size_t content_len;
 };
 /* update: *out (caller frees; may be NULL) is the entry after. */
 int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,

@@ -566,6 +566,9 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
 
 	if (!n->kc_sig)
 		return false;
+	if (s->set & FM_SET_CONTENT)
+		return !e->n_chunks && e->has_content && e->content_len == s->content_len &&
+		       (!s->content_len || !memcmp(e->content, s->content, s->content_len));
 	if (s->set & FM_SET_CHUNKS)
 		return e->n_chunks == s->n_append &&
 		       chunks_sig(e->chunks, e->n_chunks) == chunks_sig(s->append, s->n_append);
@@ -588,6 +591,7 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	struct filer_meta_set s = {0};
 	struct filer_chunk *chunks = NULL;
 	struct filer_entry *e = NULL;
+	uint8_t *content = NULL;
 	file_data *fd;
 	size_t nc = 0;
 	bool flushed = false, atime_only = false;
@@ -605,7 +609,16 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	if (n->cached)
 		ctime_before = n->cached->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
-	if (fd && file_data_dirty(fd)) {
+	if (fd && file_data_dirty(fd) && file_data_flush_inline(fd, &content, &s.content_len)) {
+		/* a small file: its bytes go in the entry, one request, no upload */
+		flushed = true;
+		s.set |= FM_SET_CONTENT;
+		s.content = content;
+		if (mtime && !(s.set & FM_SET_MTIME)) {
+			s.set |= FM_SET_MTIME;
+			s.mtime_ns = mtime;
+		}
+	} else if (fd && file_data_dirty(fd)) {
 		rc = file_data_flush(fd, &chunks, &nc);
 		if (rc)
 			goto out;
@@ -673,6 +686,7 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 out:
 	pthread_mutex_unlock(&n->commit_mu);
 	filer_chunks_free(chunks, nc);
+	free(content);
 	free(path);
 	if (out && !rc)
 		*out = e;

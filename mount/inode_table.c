@@ -327,9 +327,13 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 	struct filer_entry *c = filer_entry_dup(e);
 	uint64_t alloc = itable_alloc_bytes(e);
 
+	/* data is never read from here (opens look the entry up): no chunks, no content */
 	filer_chunks_free(c->chunks, c->n_chunks);
 	c->chunks = NULL;
 	c->n_chunks = c->cap_chunks = 0;
+	free(c->content);
+	c->content = NULL;
+	c->content_len = 0;
 	pthread_mutex_lock(&n->mu);
 	/* a stale entry may have missed a change of the directory's names */
 	if (!n->cached_until || time_mono_ns() >= n->cached_until)

@@ -35,7 +35,7 @@ static const char summary[] =
 
 struct opts {
 	const char *filer, *filer_path, *cache_dir, *collection, *replication, *ttl, *level;
-	long long cache_mb, mem_mb, chunk_mb, dirty_mb;
+	long long cache_mb, mem_mb, chunk_mb, dirty_mb, inline_kb;
 	double entry_timeout, attr_timeout;
 	bool writeback, foreground, allow_other, read_only, noatime;
 	int retry_seconds, timeout_seconds, threads;
@@ -95,6 +95,7 @@ int main(int argc, char **argv)
 		.mem_mb = 128,
 		.chunk_mb = 4,
 		.dirty_mb = 256,
+		.inline_kb = 4,
 		.entry_timeout = 1,
 		.attr_timeout = 1,
 		.foreground = true,
@@ -109,6 +110,8 @@ int main(int argc, char **argv)
 		{"memCacheMB", FLAG_I64, &o.mem_mb, "chunk cache in memory, MiB"},
 		{"chunkSizeMB", FLAG_I64, &o.chunk_mb, "size of uploaded chunks, MiB"},
 		{"dirtyMB", FLAG_I64, &o.dirty_mb, "unwritten data the mount holds; writers wait"},
+		{"inlineKB", FLAG_I64, &o.inline_kb,
+		 "files up to this size are kept in their filer entry, not in chunks (0..64)"},
 		{"entryTimeout", FLAG_DOUBLE, &o.entry_timeout, "kernel name cache, seconds"},
 		{"attrTimeout", FLAG_DOUBLE, &o.attr_timeout, "kernel attribute cache, seconds"},
 		{"writebackCache", FLAG_BOOL, &o.writeback, "kernel writeback cache"},
@@ -180,7 +183,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.entry_timeout < 0 || o.attr_timeout < 0 || o.chunk_mb < 1 || o.dirty_mb < 1 ||
-	    o.mem_mb < 0 || o.cache_mb < 0 || o.retry_seconds < 0 || o.timeout_seconds < 1) {
+	    o.mem_mb < 0 || o.cache_mb < 0 || o.retry_seconds < 0 || o.timeout_seconds < 1 ||
+	    o.inline_kb < 0 || o.inline_kb > 64) {
 		fprintf(stderr, "weedfs-mount: a size or time flag is out of range\n");
 		free(root);
 		return 2;
@@ -193,6 +197,7 @@ int main(int argc, char **argv)
 	mdo.filer = o.filer;
 	mdo.chunk_size = (uint64_t)o.chunk_mb << 20;
 	mdo.dirty_max = (uint64_t)o.dirty_mb << 20;
+	mdo.inline_max = (uint64_t)o.inline_kb << 10;
 	mdo.mem_cache_bytes = (uint64_t)o.mem_mb << 20;
 	mdo.cache_dir = o.cache_dir && *o.cache_dir ? o.cache_dir : NULL;
 	mdo.cache_disk_bytes = (uint64_t)o.cache_mb << 20;

@@ -158,3 +158,89 @@ def test_mount_memory_bounded_by_dirty_and_cache(cluster, monkeypatch):
         assert hwm < (dirty_mb + cache_mb + margin_mb) << 20, "peak RSS %d MiB" % (hwm >> 20)
     finally:
         m.unmount()
+
+
+def _entry(f, path):
+    import requests
+    r = requests.post(f.u("/.api/v1/lookup"), json={"path": path}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_mount_commits_small_files_inline(cluster):
+    """Files up to -inlineKB (4 KiB by default) are committed as inline content of their
+    entry (update {content}: no blob); bigger ones, and every file of a mount with
+    -inlineKB=0, get chunks. A file shrunk below the limit goes inline and its chunks are
+    freed; an inline file that grows gets chunks; bytes stay right through all of it."""
+    import subprocess
+    from conftest import file_count, wait_until
+    from mount_fixtures import mount_binary, start_mount
+    from test_filer_tus import delete_count
+    master = cluster.master()
+    vol = cluster.volume(master)
+    f = start_filer(cluster, master)
+    m = start_mount(cluster, f.url, extra=["-chunkSizeMB=1"])
+    m0 = start_mount(cluster, f.url, extra=["-inlineKB=0"], name="noinline")
+    try:
+        d = str(m.path)
+        files0 = file_count(vol)
+        small = os.urandom(1000)
+        Path(d, "small").write_bytes(small)
+        Path(d, "edge").write_bytes(b"e" * 4096)
+        e = _entry(f, "/small")
+        assert e["chunks"] == [] and e["contentLength"] == 1000 and e["size"] == 1000
+        assert _entry(f, "/edge")["contentLength"] == 4096
+        assert file_count(vol) == files0, "no blob for inline files"
+        assert f.get("/small").content == small
+        assert Path(str(m0.path), "small").read_bytes() == small
+        # one byte over: a chunk
+        Path(d, "over").write_bytes(b"o" * 4097)
+        e = _entry(f, "/over")
+        assert len(e["chunks"]) == 1 and "contentLength" not in e
+
+        # an overwrite inside an inline file keeps it inline, bytes merged
+        with open(os.path.join(d, "small"), "r+b") as fh:
+            fh.seek(100)
+            fh.write(b"XYZ")
+        want = small[:100] + b"XYZ" + small[103:]
+        assert _entry(f, "/small")["contentLength"] == 1000
+        assert f.get("/small").content == want
+        # a hole: zeros below the write
+        fd = os.open(os.path.join(d, "sparse"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.pwrite(fd, b"end", 3000)
+        os.close(fd)
+        assert f.get("/sparse").content == b"\0" * 3000 + b"end"
+        assert _entry(f, "/sparse")["contentLength"] == 3003
+
+        # a chunked file rewritten small goes inline; its chunks are deleted
+        big = os.urandom(3 << 20)
+        Path(d, "big").write_bytes(big)
+        nbig = len(_entry(f, "/big")["chunks"])
+        assert nbig >= 3
+        deleted0 = delete_count(vol)
+        Path(d, "big").write_bytes(b"tiny")
+        e = _entry(f, "/big")
+        assert e["chunks"] == [] and e["size"] == 4
+        assert Path(str(m0.path), "big").read_bytes() == b"tiny"
+        wait_until(lambda: delete_count(vol) >= deleted0 + nbig, timeout=30,
+                   what="the rewritten file's chunks deleted")
+
+        # an inline file that grows gets chunks, its bytes kept in front
+        with open(os.path.join(d, "small"), "ab") as fh:
+            fh.write(b"g" * 5000)
+        e = _entry(f, "/small")
+        assert e["chunks"] and "contentLength" not in e and e["size"] == 6000
+        assert f.get("/small").content == want + b"g" * 5000
+        assert Path(str(m0.path), "small").read_bytes() == want + b"g" * 5000
+
+        # -inlineKB=0: always chunks
+        Path(str(m0.path), "plain").write_bytes(b"p" * 10)
+        e = _entry(f, "/plain")
+        assert len(e["chunks"]) == 1 and "contentLength" not in e
+        assert Path(d, "plain").read_bytes() == b"p" * 10
+    finally:
+        m0.unmount()
+        m.unmount()
+    bad = subprocess.run([mount_binary(), "-filer=" + f.url.split("//")[-1], "-inlineKB=65",
+                          str(m.path)], capture_output=True, timeout=30)
+    assert bad.returncode == 2 and b"out of range" in bad.stderr
