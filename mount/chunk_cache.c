@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "log.h"
+#include "mount/buf_pool.h"
 #include "mount/chunk_cache.h"
 #include "util.h"
 
@@ -92,7 +93,8 @@ struct mentry {
 	uint64_t key;
 	int refs; /* atomic: 1 while in the table, +1 per reader copying */
 	char *fid;
-	void *alloc; /* owns data */
+	void *alloc;    /* owns data */
+	buf_pool *pool; /* alloc goes back there, not to free(); NULL = free() */
 	const uint8_t *data;
 	size_t len;
 };
@@ -260,20 +262,29 @@ static void dtab_remove(chunk_cache *c, struct dentry *d)
 
 /* ---- memory level ---- */
 
+static void release(buf_pool *pool, void *alloc)
+{
+	if (pool)
+		buf_pool_put(pool, alloc);
+	else
+		free(alloc);
+}
+
 static void mentry_unref(struct mentry *e)
 {
 	if (__atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(e->alloc);
+		release(e->pool, e->alloc);
 		free(e->fid);
 		free(e);
 	}
 }
 
 /*
- * Inserts a blob whose bytes are data[0, len) inside alloc (taken). Counts a disk hit when
- * disk_hit. Evicts least recently used blobs; frees them outside the lock.
+ * Inserts a blob whose bytes are data[0, len) inside alloc (taken; released to pool, or
+ * freed when pool is NULL). Counts a disk hit when disk_hit. Evicts least recently used
+ * blobs; frees them outside the lock.
  */
-static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *alloc,
+static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *alloc, buf_pool *pool,
 		       const uint8_t *data, size_t len, bool disk_hit)
 {
 	struct mentry *e = NULL, *victims = NULL;
@@ -283,6 +294,7 @@ static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *allo
 		e->refs = 1;
 		e->fid = xstrdup(fid);
 		e->alloc = alloc;
+		e->pool = pool;
 		e->data = data;
 		e->len = len;
 		list_init(&e->lru);
@@ -313,7 +325,7 @@ static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *allo
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (!e)
-		free(alloc);
+		release(pool, alloc);
 	while (victims) {
 		struct mentry *next = victims->hnext;
 		mentry_unref(victims);
@@ -799,7 +811,7 @@ bool chunk_cache_read(chunk_cache *c, const char *fid, uint64_t off, size_t len,
 	}
 	if (len)
 		memcpy(dst, data + off, len);
-	mem_insert(c, key, fid, alloc, data, blen, true);
+	mem_insert(c, key, fid, alloc, NULL, data, blen, true);
 	return true;
 }
 
@@ -816,11 +828,24 @@ void chunk_cache_put(chunk_cache *c, const char *fid, const void *data, size_t l
 		if (!have) {
 			void *copy = xmalloc(len ? len : 1);
 			memcpy(copy, data, len);
-			mem_insert(c, key, fid, copy, copy, len, false);
+			mem_insert(c, key, fid, copy, NULL, copy, len, false);
 		}
 	}
 	if (c->dir)
 		disk_put(c, key, fid, data, len);
+}
+
+void chunk_cache_put_pooled(chunk_cache *c, const char *fid, void *data, size_t len, buf_pool *pool)
+{
+	size_t flen = strlen(fid);
+	if (flen == 0 || flen > CHUNK_CACHE_FID_MAX) {
+		buf_pool_put(pool, data);
+		return;
+	}
+	uint64_t key = chunk_cache_fid_key(fid, flen);
+	if (c->dir)
+		disk_put(c, key, fid, data, len);
+	mem_insert(c, key, fid, data, pool, data, len, false);
 }
 
 void chunk_cache_get_stats(chunk_cache *c, struct chunk_cache_stats *out)

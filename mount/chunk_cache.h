@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
+#include "mount/buf_pool.h"
 
 typedef struct chunk_cache chunk_cache;
 
@@ -34,6 +35,10 @@ bool chunk_cache_read(chunk_cache *c, const char *fid, uint64_t off, size_t len,
 
 /* Stores a whole blob (copied). Over capacity, least recently used blobs go. */
 void chunk_cache_put(chunk_cache *c, const char *fid, const void *data, size_t len);
+/* Like chunk_cache_put, taking data, a buffer of pool: it goes back there when evicted
+   (or at once when not kept). No copy. */
+void chunk_cache_put_pooled(chunk_cache *c, const char *fid, void *data, size_t len,
+			    buf_pool *pool);
 
 struct chunk_cache_stats {
 	uint64_t mem_hits, disk_hits, misses, corrupt; /* corrupt: failed verification */

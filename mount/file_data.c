@@ -61,6 +61,7 @@
 #include "filer/chunks.h"
 #include "json.h"
 #include "log.h"
+#include "mount/buf_pool.h"
 #include "mount/chunk_cache.h"
 #include "mount/file_data.h"
 #include "mount/filer_rpc.h"
@@ -76,6 +77,8 @@
 #define GC_BATCH          1000                  /* ids per freeChunks request */
 #define GC_MAX            100000                /* orphans kept for a retry while the filer fails */
 #define INLINE_LIMIT      (64u << 10)           /* the filer's limit of update {content} */
+#define BIG_RANGE         (128u << 10) /* range buffers over this come from the buffer pool */
+#define POOL_KEEP         8            /* idle chunk-size buffers the pool holds at most */
 
 struct pre_fid {
 	struct blob_assignment a;
@@ -87,6 +90,7 @@ struct mount_data {
 	char *collection, *replication, *ttl;
 	blob_client *bc;
 	chunk_cache *cache;
+	buf_pool *pool; /* chunk-size buffers: big ranges, chunks handed to the cache */
 
 	pthread_mutex_t list_mu; /* order: list_mu, then a file's mu, then bmu */
 	struct file_data *files; /* protected by list_mu */
@@ -285,6 +289,7 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 	/* big buffers come from mmap and go back at free (DESIGN); a fixed threshold also
 	   stops glibc from raising it after the first large free */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	md->pool = buf_pool_new(md->chunk_size, POOL_KEEP);
 	md->bc = blob_client_new_filer(o->filer, &bo);
 	md->rpc = filer_rpc_new(o->filer, 10000, 2);
 	pthread_mutex_init(&md->fmu, NULL);
@@ -310,7 +315,8 @@ void mount_data_free(mount_data *md)
 	filer_rpc_free(md->rpc);
 	pthread_mutex_destroy(&md->fmu);
 	pthread_mutex_destroy(&md->gmu);
-	chunk_cache_close(md->cache);
+	chunk_cache_close(md->cache); /* gives its pooled buffers back first */
+	buf_pool_free(md->pool);
 	pthread_mutex_destroy(&md->list_mu);
 	pthread_mutex_destroy(&md->bmu);
 	pthread_cond_destroy(&md->bcond);
@@ -765,10 +771,34 @@ static struct slot *slot_get(file_data *fd, uint64_t idx)
 	return s;
 }
 
+/* A range buffer for need bytes; *cap gets its size. Big ones are pooled chunk buffers. */
+static uint8_t *rbuf_alloc(mount_data *md, uint64_t need, uint64_t *cap)
+{
+	if (need > BIG_RANGE) {
+		*cap = buf_pool_size(md->pool);
+		return buf_pool_get(md->pool);
+	}
+	*cap = need;
+	return xmalloc(need ? need : 1);
+}
+
+static bool rbuf_pooled(mount_data *md, uint64_t cap)
+{
+	return cap > BIG_RANGE && cap == buf_pool_size(md->pool);
+}
+
+static void rbuf_free(mount_data *md, uint8_t *p, uint64_t cap)
+{
+	if (rbuf_pooled(md, cap))
+		buf_pool_put(md->pool, p);
+	else
+		free(p);
+}
+
 /* Frees r's memory; its uploaded chunk, never committed, is freed on the filer. mu held. */
 static void range_free(file_data *fd, struct drange *r)
 {
-	free(r->data);
+	rbuf_free(fd->md, r->data, r->cap);
 	chunk_drop(fd, r->up.fid);
 	filer_chunks_clear(&r->up, 1);
 }
@@ -809,7 +839,8 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 		j++;
 	/* ranges i..j-1 overlap or touch [off, end) */
 	if (i == j) {
-		struct drange nr = {.off = off, .len = len, .cap = len, .data = xmalloc(len)};
+		struct drange nr = {.off = off, .len = len};
+		nr.data = rbuf_alloc(fd->md, len, &nr.cap);
 		memcpy(nr.data, src, len);
 		nr.gen = ++fd->gen_next;
 		if (s->n == s->cap) {
@@ -828,17 +859,25 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 	r = &s->r[i];
 	if (nstart == r->off) {
 		/* grow the first range in place (appends are the common case) */
-		if (r->cap < nend - nstart) {
-			uint64_t cap = MAX(nend - nstart, MIN(r->cap * 2, fd->md->chunk_size));
+		if (r->cap < nend - nstart && nend - nstart > BIG_RANGE) {
+			uint64_t cap;
+			uint8_t *d = rbuf_alloc(fd->md, nend - nstart, &cap);
+			memcpy(d, r->data, r->len);
+			rbuf_free(fd->md, r->data, r->cap);
+			r->data = d;
+			r->cap = cap;
+		} else if (r->cap < nend - nstart) {
+			uint64_t cap = MAX(nend - nstart, MIN(r->cap * 2, (uint64_t)BIG_RANGE));
 			r->data = xrealloc(r->data, cap);
 			r->cap = cap;
 		}
 	} else {
-		uint8_t *d = xmalloc(nend - nstart);
+		uint64_t cap;
+		uint8_t *d = rbuf_alloc(fd->md, nend - nstart, &cap);
 		memcpy(d + (r->off - nstart), r->data, r->len);
-		free(r->data);
+		rbuf_free(fd->md, r->data, r->cap);
 		r->data = d;
-		r->cap = nend - nstart;
+		r->cap = cap;
 	}
 	for (size_t k = i + 1; k < j; k++)
 		memcpy(r->data + (s->r[k].off - nstart), s->r[k].data, s->r[k].len);
@@ -872,6 +911,7 @@ struct up_job {
 	uint64_t slot, gen, off;
 	const uint8_t *data; /* the range's buffer: stable while the slot is busy */
 	size_t len;
+	bool pooled; /* data is a pool buffer (a background upload hands it to the cache) */
 	int64_t mtime;
 	struct flush_wait *fw; /* NULL: a background upload */
 };
@@ -884,9 +924,12 @@ static void up_run(void *arg)
 	char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
 	int e = upload(fd->md, j->data, j->len, &fid, etag);
 	uint64_t released = 0;
+	bool give = !j->fw && j->pooled; /* the range goes: its buffer moves to the cache */
+	uint8_t *given = NULL;
+	char *given_fid = NULL;
 	struct slot *s;
 
-	if (!e) /* read-after-write is served from memory */
+	if (!e && !give) /* read-after-write is served from memory */
 		chunk_cache_put(fd->md->cache, fid, j->data, j->len);
 
 	pthread_mutex_lock(&fd->mu);
@@ -909,6 +952,11 @@ static void up_run(void *arg)
 			if (!j->fw) {
 				/* background: the chunk now stands for the bytes */
 				list_push(&fd->pend, &r->up);
+				if (give) {
+					given = r->data;
+					given_fid = xstrdup(r->up.fid);
+					r->data = NULL;
+				}
 				filer_chunks_clear(&r->up, 1); /* lives on in pend */
 				released = r->len;
 				slot_remove_range(fd, s, k);
@@ -935,6 +983,9 @@ static void up_run(void *arg)
 		budget_release(md, released);
 		stat_add(md, &md->st.bg_uploads, 1);
 	}
+	if (given)
+		chunk_cache_put_pooled(md->cache, given_fid, given, j->len, md->pool);
+	free(given_fid);
 	free(fid);
 	free(j);
 }
@@ -952,6 +1003,7 @@ static struct up_job *up_start(file_data *fd, struct slot *s, size_t k, struct f
 	j->off = r->off;
 	j->data = r->data;
 	j->len = r->len;
+	j->pooled = rbuf_pooled(fd->md, r->cap);
 	j->mtime = next_mtime(fd);
 	j->fw = fw;
 	s->busy++;

@@ -8,7 +8,8 @@ mount_libmount_a_SOURCES = \
 	mount/meta_follower.c mount/meta_follower.h \
 	mount/filer_rpc.c mount/filer_rpc.h \
 	mount/file_data.c mount/file_data.h \
-	mount/chunk_cache.c mount/chunk_cache.h
+	mount/chunk_cache.c mount/chunk_cache.h \
+	mount/buf_pool.c mount/buf_pool.h
 mount_libmount_a_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
 MOUNT_LDADD = mount/libmount.a filer/libfiler.a server/libcommon.a lib/libweedfs.a \
 	$(FUSE3_LIBS) $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) -lpthread

@@ -497,6 +497,85 @@ static void test_threads(void)
 	free(dir);
 }
 
+/* Pooled puts: no copy, and every buffer comes back to its pool when evicted or refused. */
+static void test_pooled(void)
+{
+	wfs_err err;
+	const size_t sz = 4096;
+	chunk_cache *c = chunk_cache_open(NULL, 3 * sz, 0, &err);
+	buf_pool *p = buf_pool_new(sz, 8);
+	uint8_t *b[5];
+	char fid[64];
+
+	for (unsigned i = 0; i < 5; i++)
+		b[i] = buf_pool_get(p); /* all first: an evicted one would come out again */
+	for (unsigned i = 0; i < 5; i++) {
+		for (size_t k = 0; k < sz; k++)
+			b[i][k] = pat(100 + i, k);
+		fid_of(100 + i, fid, sizeof(fid));
+		chunk_cache_put_pooled(c, fid, b[i], sz, p);
+	}
+	/* 3 fit: the two oldest went back to the pool (newest first out of it) */
+	uint8_t *r1 = buf_pool_get(p), *r2 = buf_pool_get(p);
+	ok((r1 == b[1] && r2 == b[0]) || (r1 == b[0] && r2 == b[1]),
+	   "pooled: evicted buffers return to the pool");
+	uint8_t *dst = xmalloc(sz);
+	fid_of(104, fid, sizeof(fid));
+	ok(chunk_cache_read(c, fid, 0, sz, dst) && dst[7] == pat(104, 7) &&
+		   dst[sz - 1] == pat(104, sz - 1),
+	   "pooled: the newest blob reads back");
+	/* a duplicate is refused: its buffer returns at once */
+	uint8_t *dup = buf_pool_get(p);
+	chunk_cache_put_pooled(c, fid, dup, sz, p);
+	ok(buf_pool_get(p) == dup, "pooled: a duplicate's buffer returns at once");
+	/* too big for the memory level: returned too */
+	buf_pool *big = buf_pool_new(4 * sz, 1);
+	uint8_t *huge = buf_pool_get(big);
+	fid_of(200, fid, sizeof(fid));
+	chunk_cache_put_pooled(c, fid, huge, 4 * sz, big);
+	ok(buf_pool_get(big) == huge, "pooled: a blob over capacity returns at once");
+	buf_pool_put(big, huge);
+	buf_pool_free(big);
+	buf_pool_put(p, dup);
+	buf_pool_put(p, r1);
+	buf_pool_put(p, r2);
+	chunk_cache_close(c); /* gives the cached buffers back */
+	size_t n = 0;
+	void *got[8];
+	while (n < 8 && (got[n] = buf_pool_get(p)) != NULL &&
+	       (got[n] == b[0] || got[n] == b[1] || got[n] == b[2] || got[n] == b[3] ||
+		got[n] == b[4] || got[n] == dup))
+		n++;
+	is_int((int)n, 6, "pooled: closing the cache returns every buffer (5 + the duplicate)");
+	if (n < 8)
+		free(got[n]);
+	for (size_t i = 0; i < n; i++)
+		free(got[i]);
+	buf_pool_free(p);
+	free(dst);
+}
+
+/* The pool keeps at most `keep` idle buffers and reuses them last in, first out. */
+static void test_buf_pool(void)
+{
+	buf_pool *p = buf_pool_new(1000, 2);
+	void *a = buf_pool_get(p), *b = buf_pool_get(p), *c = buf_pool_get(p);
+	is_int((int)buf_pool_size(p), 1000, "buf_pool: size");
+	ok(a && b && c && a != b && b != c, "buf_pool: distinct buffers");
+	buf_pool_put(p, a);
+	buf_pool_put(p, b);
+	buf_pool_put(p, c); /* over keep: freed */
+	ok(buf_pool_get(p) == b, "buf_pool: last in, first out");
+	ok(buf_pool_get(p) == a, "buf_pool: then the older one");
+	void *d = buf_pool_get(p);
+	ok(d != NULL, "buf_pool: a new buffer when empty");
+	buf_pool_put(p, NULL);
+	free(a);
+	free(b);
+	free(d);
+	buf_pool_free(p);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -514,6 +593,8 @@ int main(void)
 	corrupt_case("length", huge_length);
 	test_tiny_file_at_open();
 	test_threads();
+	test_pooled();
+	test_buf_pool();
 	char *cmd = xasprintf("rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", root);
