@@ -584,6 +584,25 @@ static void op_update(struct fjob *j, struct api_req *r)
 		filer_entry_clear_content(e);
 		e->attr.size = 0;
 	}
+	if (r->set & API_SET_DROP) {
+		/* chunks the appended ones cover whole (the mount re-uploads a growing tail) */
+		size_t kept = 0;
+		for (size_t i = 0; i < e->n_chunks; i++) {
+			bool drop = false;
+			for (size_t k = 0; k < r->nfids && !drop; k++)
+				drop = !strcmp(e->chunks[i].fid, r->fids[k]);
+			/* never free what the same request appends */
+			for (size_t k = 0; k < r->chunks->n_chunks && drop; k++)
+				drop = strcmp(e->chunks[i].fid, r->chunks->chunks[k].fid) != 0;
+			if (drop) {
+				garbage_add(&g, &e->chunks[i]);
+				filer_chunks_clear(&e->chunks[i], 1);
+			} else {
+				e->chunks[kept++] = e->chunks[i];
+			}
+		}
+		e->n_chunks = kept;
+	}
 	if (r->set & (API_SET_CHUNKS | API_SET_APPEND)) {
 		if (e->has_content && r->chunks->n_chunks) {
 			api_error(j, 400, "EINVAL", "%s has inline content; replace its chunks",

@@ -230,9 +230,9 @@ static const char *const k_entry[] = {"path",    "mode",    "uid",           "gi
 				      "atimeNs", "ctimeNs", "crtimeNs",      "rdev",   "content",
 				      "chunks",  "mime",    "symlinkTarget", "ttlSec", NULL};
 static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
-static const char *const k_set[] = {"mode",         "uid",     "gid",     "size",
-				    "mtimeNs",      "atimeNs", "ctimeNs", "chunks",
-				    "appendChunks", "content", NULL};
+static const char *const k_set[] = {"mode",         "uid",     "gid",        "size",
+				    "mtimeNs",      "atimeNs", "ctimeNs",    "chunks",
+				    "appendChunks", "content", "dropChunks", NULL};
 static const char *const k_delete[] = {"path", "recursive", NULL};
 static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
 static const char *const k_link[] = {"target", "newPath", NULL};
@@ -243,17 +243,14 @@ static const char *const k_lookupv[] = {"volumeId", NULL};
 static const char *const k_none[] = {NULL};
 static const char *const k_free[] = {"fileIds", NULL};
 
-/* freeChunks: {"fileIds": ["3,01637037d6", ...]}, each a well-formed file id. */
-static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
+/* obj.key: an array of 1..API_FREE_MAX well-formed file ids, into r->fids. */
+static bool get_fids(struct pctx *c, yajl_val obj, const char *key, struct api_req *r)
 {
-	yajl_val v;
-	if (!check_keys(c, root, "the request", k_free))
-		return false;
-	v = json_get(root, "fileIds");
+	yajl_val v = json_get(obj, key);
 	if (!v)
-		return fail(c, "\"fileIds\" is required");
+		return fail(c, "\"%s\" is required", key);
 	if (!YAJL_IS_ARRAY(v) || !v->u.array.len || v->u.array.len > API_FREE_MAX)
-		return fail(c, "\"fileIds\" must be an array of 1..%u file ids", API_FREE_MAX);
+		return fail(c, "\"%s\" must be an array of 1..%u file ids", key, API_FREE_MAX);
 	r->fids = xcalloc(v->u.array.len, sizeof(*r->fids));
 	for (size_t i = 0; i < v->u.array.len; i++) {
 		yajl_val s = v->u.array.values[i];
@@ -261,10 +258,16 @@ static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
 		const char *ext = NULL;
 		if (!YAJL_IS_STRING(s) || strlen(s->u.string) > FILER_FID_MAX ||
 		    fid_parse(s->u.string, &f, &ext) || (ext && *ext))
-			return fail(c, "\"fileIds\"[%zu] is not a file id", i);
+			return fail(c, "\"%s\"[%zu] is not a file id", key, i);
 		r->fids[r->nfids++] = xstrdup(s->u.string);
 	}
 	return true;
+}
+
+/* freeChunks: {"fileIds": ["3,01637037d6", ...]}, each a well-formed file id. */
+static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	return check_keys(c, root, "the request", k_free) && get_fids(c, root, "fileIds", r);
 }
 
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
@@ -424,6 +427,13 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 		if (!get_chunks(c, s, pc ? "chunks" : "appendChunks", r->chunks))
 			return false;
 		r->set |= pc ? API_SET_CHUNKS : API_SET_APPEND;
+	}
+	if (json_get(s, "dropChunks")) {
+		if (!pa)
+			return fail(c, "\"dropChunks\" goes with \"appendChunks\"");
+		if (!get_fids(c, s, "dropChunks", r))
+			return false;
+		r->set |= API_SET_DROP;
 	}
 	if (json_get(s, "content")) {
 		char *text = NULL;

@@ -55,6 +55,7 @@ enum api_op {
 #define API_SET_APPEND  0x080u
 #define API_SET_ATIME   0x100u
 #define API_SET_CONTENT 0x200u /* content: the data replaced by inline bytes */
+#define API_SET_DROP    0x400u /* dropChunks (in fids): chunks the appended ones supersede */
 
 enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
 
@@ -90,7 +91,8 @@ struct api_req {
 	uint32_t count;
 	char *collection, *replication, *ttl;
 	uint32_t volume_id;
-	/* freeChunks: valid file ids (fid_parse), 1..API_FREE_MAX, no duplicates removed */
+	/* freeChunks, update's dropChunks: valid file ids (fid_parse), 1..API_FREE_MAX,
+	   no duplicates removed */
 	char **fids;
 	size_t nfids;
 };

@@ -317,6 +317,47 @@ def test_update_content_replaces_chunks(mini_filer):
     assert f.get("/uc/f").content == b"keep"
 
 
+def test_update_drop_chunks(mini_filer):
+    """appendChunks + dropChunks: the dropped chunks leave the list in the same update and
+    are freed; unknown ids are ignored; an id also appended is kept; bad input is 400."""
+    f = mini_filer
+    mkdir(f, "/dc")
+    a = upload_blob(f, b"a" * 1000)
+    b = upload_blob(f, b"b" * 1000)
+    c = upload_blob(f, b"B" * 1000 + b"c" * 1000)
+    ok(f, "create", {"entry": {"path": "/dc/f", "mode": S_IFREG | 0o644, "chunks": [
+        {"fileId": a, "offset": 0, "size": 1000, "mtimeNs": 1},
+        {"fileId": b, "offset": 1000, "size": 1000, "mtimeNs": 2}]}})
+    vid, key = a.split(",")
+    unknown = "%s,%s" % (vid, "0" * (len(key) - 1) + "9")
+    e = ok(f, "update", {"path": "/dc/f", "set": {
+        "appendChunks": [{"fileId": c, "offset": 1000, "size": 2000, "mtimeNs": 3}],
+        "dropChunks": [b, unknown]}})
+    assert [x["fileId"] for x in e["chunks"]] == [a, c] and e["size"] == 3000
+    assert f.get("/dc/f").content == b"a" * 1000 + b"B" * 1000 + b"c" * 1000
+    loc = ok(f, "lookupVolume", {"volumeId": int(b.split(",")[0])})["locations"][0]["url"]
+    from conftest import wait_until
+    wait_until(lambda: requests.get("http://%s/%s" % (loc, b), timeout=10).status_code == 404,
+               timeout=20, what="the dropped chunk deleted")
+    # an id the request also appends is not freed
+    d = upload_blob(f, b"d" * 10)
+    e = ok(f, "update", {"path": "/dc/f", "set": {
+        "appendChunks": [{"fileId": d, "offset": 3000, "size": 10, "mtimeNs": 4}],
+        "dropChunks": [d]}})
+    assert d in [x["fileId"] for x in e["chunks"]]
+    assert f.get("/dc/f").content.endswith(b"d" * 10)
+    # bad input changes nothing
+    before = ok(f, "lookup", {"path": "/dc/f"})
+    err(f, "update", {"path": "/dc/f", "set": {"dropChunks": [a]}}, 400, "EINVAL")
+    err(f, "update", {"path": "/dc/f", "set": {"appendChunks": [], "dropChunks": ["zz"]}},
+        400, "EINVAL")
+    err(f, "update", {"path": "/dc/f", "set": {"appendChunks": [], "dropChunks": []}},
+        400, "EINVAL")
+    err(f, "update", {"path": "/dc/f", "set": {"chunks": [], "dropChunks": [a]}}, 400,
+        "EINVAL")
+    assert ok(f, "lookup", {"path": "/dc/f"})["chunks"] == before["chunks"]
+
+
 def test_shrink_then_grow_reads_zeros(mini_filer):
     """A smaller size shortens the chunk crossing the new end: growing again (a larger
     size, or a chunk appended past the end) reads zeros there, not the old bytes."""
