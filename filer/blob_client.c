@@ -5,7 +5,10 @@
  *   10 minutes) because the master is never in the read path. A replica that
  *   fails (unreachable, 5xx, redirect) drops its volume from the cache so the
  *   next attempt asks the master again: a moved or dead server is forgotten at
- *   the first failure, not at expiry.
+ *   the first failure, not at expiry. An answer still naming a server that just
+ *   failed (the master notices only after missed heartbeats) is kept briefly.
+ * - In filer mode the filer answers lookupVolume from the master, not from its
+ *   own cache, so a client that lost a replica learns the current locations.
  * - Every transfer has a bounded timeout (connect and total), so a dead or
  *   stalled server turns into WFS_EUNAVAIL / WFS_ETIMEDOUT, never a hang.
  * - Uploads go to a fresh assignment on retry: a failing volume server is not
@@ -379,6 +382,7 @@ wfs_err blob_client_lookup(blob_client *bc, uint32_t vid, bool fresh, struct blo
 	struct blob_location *l = NULL;
 	size_t nl = 0;
 	wfs_err err;
+	bool degraded = false;
 	uint64_t now = time_mono_ns();
 
 	pthread_mutex_lock(&bc->mu);
@@ -427,6 +431,10 @@ looked_up:
 	*locs = xmalloc(nl * sizeof(**locs));
 	memcpy(*locs, l, nl * sizeof(**locs));
 	*n = nl;
+	/* the master still lists a server that just failed (it notices only after missed
+	   heartbeats): ask again soon instead of keeping it for the whole ttl */
+	for (size_t i = 0; i < nl && !degraded; i++)
+		degraded = server_is_down(bc, l[i].url);
 	pthread_mutex_lock(&bc->mu);
 	pe = loc_slot(bc, vid);
 	if (!*pe) {
@@ -436,7 +444,7 @@ looked_up:
 	free((*pe)->locs);
 	(*pe)->locs = l;
 	(*pe)->n = nl;
-	(*pe)->expires_ns = time_mono_ns() + bc->ttl_ns;
+	(*pe)->expires_ns = time_mono_ns() + (degraded ? MIN(bc->ttl_ns, DOWN_NS) : bc->ttl_ns);
 	pthread_mutex_unlock(&bc->mu);
 	return WFS_OK;
 }

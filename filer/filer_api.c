@@ -1059,7 +1059,9 @@ static void op_lookup_volume(struct fjob *j, struct api_req *r)
 	struct blob_location *locs = NULL;
 	size_t n = 0;
 	json_w *w;
-	wfs_err err = blob_client_lookup(j->f->bc, r->volume_id, false, &locs, &n);
+	/* always the master's current view: a client asks after its own cached copy failed,
+	   and the filer's cache may predate a server's death or return */
+	wfs_err err = blob_client_lookup(j->f->bc, r->volume_id, true, &locs, &n);
 	if (err == WFS_ENOENT) {
 		api_error(j, 404, "ENOENT", "volume %" PRIu32 " not found", r->volume_id);
 		return;
