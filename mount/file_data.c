@@ -79,6 +79,7 @@
 #define INLINE_LIMIT      (64u << 10)           /* the filer's limit of update {content} */
 #define BIG_RANGE         (128u << 10) /* range buffers over this come from the buffer pool */
 #define POOL_KEEP         8            /* idle chunk-size buffers the pool holds at most */
+#define TAIL_MAX          (64u << 10)  /* committed tails up to this are kept to merge */
 
 struct pre_fid {
 	struct blob_assignment a;
@@ -129,6 +130,13 @@ struct drange {
 	uint64_t gen;          /* new at every change; unique within the file */
 	uint64_t up_gen;       /* the generation `up` holds; 0 = none */
 	struct filer_chunk up; /* its uploaded chunk (fid NULL when none) */
+	char *supersedes;      /* a committed chunk this range covers whole (a revived tail) */
+};
+
+/* File ids (owned). */
+struct fid_list {
+	char **v;
+	size_t n;
 };
 
 struct slot {
@@ -195,6 +203,16 @@ struct file_data {
 	struct chunk_list fl_new; /* chunks of the flushed ranges */
 	bool fl_inline;           /* the flush commits fl_content (file_data_flush_inline) */
 	uint8_t *fl_content;
+	struct fid_list fl_drop; /* committed chunks the flushed data supersedes */
+	size_t fl_npend_drop;    /* of which the first ones come from pend_drop */
+
+	/* the last commit's chunk at the end of the file while small: its bytes are kept
+	   so that an append revives them as a dirty range whose chunk replaces it
+	   (fsync after each append would otherwise add one chunk per fsync) */
+	uint8_t *tail_data; /* NULL = none */
+	uint64_t tail_off, tail_len, tail_cap;
+	char *tail_fid;
+	struct fid_list pend_drop; /* chunks that pending chunks supersede */
 
 	char **sent; /* fids of commits that failed ambiguously: never freed */
 	size_t nsent;
@@ -219,6 +237,45 @@ static void list_clear(struct chunk_list *l)
 {
 	filer_chunks_free(l->c, l->n);
 	memset(l, 0, sizeof(*l));
+}
+
+static void fids_push(struct fid_list *l, const char *fid)
+{
+	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = xstrdup(fid);
+}
+
+/* Frees the first n ids of l and moves the rest to the front. */
+static void fids_shift(struct fid_list *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l->v[i]);
+	memmove(l->v, l->v + n, (l->n - n) * sizeof(*l->v));
+	l->n -= n;
+}
+
+static void fids_clear(struct fid_list *l)
+{
+	fids_shift(l, l->n);
+	free(l->v);
+	l->v = NULL;
+}
+
+static bool fids_has(const struct fid_list *l, const char *fid)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], fid))
+			return true;
+	return false;
+}
+
+static void budget_force(mount_data *md, uint64_t n)
+{
+	pthread_mutex_lock(&md->bmu);
+	md->dirty += n;
+	if (md->dirty > md->st.dirty_peak)
+		md->st.dirty_peak = md->dirty;
+	pthread_mutex_unlock(&md->bmu);
 }
 
 static void budget_release(mount_data *md, uint64_t n)
@@ -678,8 +735,11 @@ static void ra_submit(mount_data *md, char *fid)
 
 /* ---- file_data: base ---- */
 
+static void tail_drop(file_data *fd);
+
 static void base_set(file_data *fd, const struct filer_entry *e)
 {
+	tail_drop(fd); /* its chunk may be gone from the new base */
 	list_clear(&fd->base);
 	for (size_t i = 0; i < e->n_chunks; i++)
 		list_push(&fd->base, &e->chunks[i]);
@@ -798,6 +858,7 @@ static void rbuf_free(mount_data *md, uint8_t *p, uint64_t cap)
 /* Frees r's memory; its uploaded chunk, never committed, is freed on the filer. mu held. */
 static void range_free(file_data *fd, struct drange *r)
 {
+	free(r->supersedes);
 	rbuf_free(fd->md, r->data, r->cap);
 	chunk_drop(fd, r->up.fid);
 	filer_chunks_clear(&r->up, 1);
@@ -822,6 +883,73 @@ static void slot_remove_range(file_data *fd, struct slot *s, size_t k)
 	range_free(fd, &s->r[k]);
 	memmove(&s->r[k], &s->r[k + 1], (s->n - k - 1) * sizeof(*s->r));
 	s->n--;
+}
+
+/* ---- file_data: the kept tail (see tail_data) ---- */
+
+static void tail_drop(file_data *fd)
+{
+	rbuf_free(fd->md, fd->tail_data, fd->tail_cap);
+	free(fd->tail_fid);
+	fd->tail_data = NULL;
+	fd->tail_fid = NULL;
+}
+
+/* Keeps committed range r (its chunk in the base now) as the tail: takes its buffer. */
+static void tail_save(file_data *fd, struct drange *r, const char *fid)
+{
+	tail_drop(fd);
+	fd->tail_data = r->data;
+	fd->tail_cap = r->cap;
+	fd->tail_off = r->off;
+	fd->tail_len = r->len;
+	fd->tail_fid = xstrdup(fid);
+	r->data = NULL;
+	r->cap = 0;
+}
+
+/*
+ * Before a write of [off, off+len) into slot s: an append right after the tail revives
+ * it as a dirty range that supersedes its chunk (the write then merges with it); any
+ * other write over the tail's bytes drops it. Returns the bytes made dirty. mu held.
+ */
+static uint64_t tail_before_write(file_data *fd, struct slot *s, uint64_t off, uint64_t len)
+{
+	uint64_t tend = fd->tail_off + fd->tail_len, cs = fd->md->chunk_size;
+	struct drange nr = {0};
+	size_t i = 0;
+
+	if (!fd->tail_data || off > tend || off + len < fd->tail_off)
+		return 0;
+	if (off != tend || s->index != fd->tail_off / cs || fd->size != tend) {
+		tail_drop(fd);
+		return 0;
+	}
+	while (i < s->n && s->r[i].off < fd->tail_off)
+		i++;
+	if ((i < s->n && s->r[i].off <= tend) ||
+	    (i > 0 && s->r[i - 1].off + s->r[i - 1].len >= fd->tail_off)) {
+		tail_drop(fd); /* dirty bytes touch it: not a plain append */
+		return 0;
+	}
+	nr.off = fd->tail_off;
+	nr.len = fd->tail_len;
+	nr.cap = fd->tail_cap;
+	nr.data = fd->tail_data;
+	nr.gen = ++fd->gen_next;
+	nr.supersedes = fd->tail_fid;
+	fd->tail_data = NULL;
+	fd->tail_fid = NULL;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 4;
+		s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
+	}
+	memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
+	s->r[i] = nr;
+	s->n++;
+	s->bytes += nr.len;
+	fd->dirty_bytes += nr.len;
+	return nr.len;
 }
 
 /* Writes src over [off, off+len) inside slot s (merging); returns the bytes newly dirty. */
@@ -887,6 +1015,10 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 	for (size_t k = i + 1; k < j; k++) {
 		s->bytes -= s->r[k].len;
 		fd->dirty_bytes -= s->r[k].len;
+		if (!r->supersedes) {
+			r->supersedes = s->r[k].supersedes;
+			s->r[k].supersedes = NULL;
+		}
 		range_free(fd, &s->r[k]);
 	}
 	memmove(&s->r[i + 1], &s->r[j], (s->n - j) * sizeof(*s->r));
@@ -952,6 +1084,8 @@ static void up_run(void *arg)
 			if (!j->fw) {
 				/* background: the chunk now stands for the bytes */
 				list_push(&fd->pend, &r->up);
+				if (r->supersedes)
+					fids_push(&fd->pend_drop, r->supersedes);
 				if (give) {
 					given = r->data;
 					given_fid = xstrdup(r->up.fid);
@@ -1154,6 +1288,9 @@ void file_data_free(file_data *fd)
 	list_clear(&fd->fl_new);
 	free(fd->fl);
 	free(fd->fl_content);
+	fids_clear(&fd->fl_drop);
+	fids_clear(&fd->pend_drop);
+	tail_drop(fd);
 	free(fd->inl);
 	free(fd->comb);
 	free(fd->views);
@@ -1366,7 +1503,7 @@ out_locked:
 int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 {
 	mount_data *md = fd->md;
-	uint64_t cs = md->chunk_size, added = 0, pos = off, end;
+	uint64_t cs = md->chunk_size, added = 0, revived = 0, pos = off, end;
 	const uint8_t *p = src;
 	int e;
 
@@ -1387,6 +1524,7 @@ int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 			continue; /* the slot may be gone now */
 		}
 		s = slot_get(fd, idx);
+		revived += tail_before_write(fd, s, pos, piece);
 		added += slot_write(fd, s, pos, p + (pos - off), piece);
 		if (s->n == 1 && s->r[0].len == cs && !fd->flushing)
 			up_start(fd, s, 0, NULL, true); /* a full chunk: upload it now */
@@ -1396,6 +1534,8 @@ int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 		fd->size = end;
 	pthread_mutex_unlock(&fd->mu);
 	budget_release(md, len - MIN(added, len));
+	if (revived) /* a revived tail (at most TAIL_MAX) is charged without waiting */
+		budget_force(md, revived);
 	return 0;
 }
 
@@ -1415,6 +1555,7 @@ int file_data_truncate(file_data *fd, uint64_t size)
 		return EFBIG;
 	pthread_mutex_lock(&fd->mu);
 	wait_quiet(fd);
+	tail_drop(fd);
 	if (size < fd->size) {
 		struct filer_chunk *g = NULL;
 		size_t ng = 0;
@@ -1568,9 +1709,19 @@ int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
 	fd->fl = NULL;
 	fd->nfl = 0;
 	list_clear(&fd->fl_new);
-	if (replace)
+	fids_clear(&fd->fl_drop);
+	for (size_t i = 0; i < fd->pend_drop.n; i++)
+		fids_push(&fd->fl_drop, fd->pend_drop.v[i]);
+	fd->fl_npend_drop = fd->pend_drop.n;
+	for (size_t i = 0; i < fd->nslots; i++)
+		for (size_t k = 0; k < fd->slots[i]->n; k++)
+			if (fd->slots[i]->r[k].supersedes &&
+			    fd->slots[i]->r[k].up_gen == fd->slots[i]->r[k].gen)
+				fids_push(&fd->fl_drop, fd->slots[i]->r[k].supersedes);
+	if (replace) /* the whole list: what is superseded is simply left out */
 		for (size_t i = 0; i < fd->base.n; i++)
-			list_push(&out, &fd->base.c[i]);
+			if (!fids_has(&fd->fl_drop, fd->base.c[i].fid))
+				list_push(&out, &fd->base.c[i]);
 	for (size_t i = 0; i < fd->pend.n; i++)
 		list_push(&out, &fd->pend.c[i]);
 	for (size_t i = 0; i < fd->nslots; i++) {
@@ -1597,6 +1748,18 @@ out:
 	pthread_mutex_unlock(&fd->mu);
 	list_clear(&out);
 	return e;
+}
+
+size_t file_data_flush_drops(file_data *fd, char ***fids)
+{
+	size_t n;
+	pthread_mutex_lock(&fd->mu);
+	n = fd->flushing ? fd->fl_drop.n : 0;
+	*fids = n ? xcalloc(n, sizeof(**fids)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		(*fids)[i] = xstrdup(fd->fl_drop.v[i]);
+	pthread_mutex_unlock(&fd->mu);
+	return n;
 }
 
 bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len)
@@ -1700,17 +1863,35 @@ void file_data_commit_result(file_data *fd, int rc)
 			sent_add(fd, fd->fl_new.c[i].fid);
 	}
 	if (ok) {
+		/* the superseded chunks left the filer's list */
+		size_t kept = 0;
+		for (size_t i = 0; i < fd->base.n; i++) {
+			if (fids_has(&fd->fl_drop, fd->base.c[i].fid))
+				filer_chunks_clear(&fd->base.c[i], 1);
+			else
+				fd->base.c[kept++] = fd->base.c[i];
+		}
+		fd->base.n = kept;
+		if (fd->tail_fid && fids_has(&fd->fl_drop, fd->tail_fid))
+			tail_drop(fd);
+		fids_shift(&fd->pend_drop, fd->fl_npend_drop);
 		for (size_t i = 0; i < fd->nfl; i++) {
 			struct slot *s = slot_find(fd, fd->fl[i].slot);
 			if (!s)
 				continue;
 			for (size_t k = 0; k < s->n; k++) {
-				if (s->r[k].gen == fd->fl[i].gen) {
-					released += s->r[k].len;
-					filer_chunks_clear(&s->r[k].up, 1); /* in the base now */
-					slot_remove_range(fd, s, k);
-					break;
-				}
+				struct drange *r = &s->r[k];
+				if (r->gen != fd->fl[i].gen)
+					continue;
+				released += r->len;
+				/* a small last chunk: kept to merge with the next append */
+				if (!fd->fl_inline && r->up.fid && r->len < TAIL_MAX &&
+				    r->off + r->len == fd->fl_size && fd->size == fd->fl_size &&
+				    s->n == 1)
+					tail_save(fd, r, r->up.fid);
+				filer_chunks_clear(&r->up, 1); /* in the base now */
+				slot_remove_range(fd, s, k);
+				break;
 			}
 			slot_drop_if_empty(fd, s);
 		}
@@ -1734,6 +1915,7 @@ void file_data_commit_result(file_data *fd, int rc)
 		}
 		if (fd->fl_inline) {
 			/* the filer freed the old chunks; the bytes are the new base */
+			tail_drop(fd);
 			list_clear(&fd->base);
 			free(fd->inl);
 			fd->inl = fd->fl_content;
@@ -1765,6 +1947,8 @@ void file_data_commit_result(file_data *fd, int rc)
 	free(fd->fl_content);
 	fd->fl_content = NULL;
 	fd->fl_inline = false;
+	fids_clear(&fd->fl_drop);
+	fd->fl_npend_drop = 0;
 	fd->flushing = false;
 	pthread_cond_broadcast(&fd->cond);
 	pthread_mutex_unlock(&fd->mu);

@@ -107,6 +107,13 @@ void file_data_commit_result(file_data *fd, int rc);
  * express that). Thread-safe.
  */
 bool file_data_flush_replaces(file_data *fd);
+/*
+ * Between a successful file_data_flush and file_data_committed: the committed chunks
+ * the flushed data covers whole (a small tail re-uploaded with what was appended to
+ * it). An append commit sends them as update {dropChunks}; a replace already leaves
+ * them out of its list. Returns their number; *fids (caller frees each and the array).
+ */
+size_t file_data_flush_drops(file_data *fd, char ***fids);
 
 /* Counters of a mount's data path (for tests and status). */
 struct mount_data_stats {

@@ -343,6 +343,13 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 		}
 		jw_arr_end(w);
 	}
+	if ((s->set & FM_SET_APPEND) && s->n_append && s->n_drop) {
+		jw_key(w, "dropChunks");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < s->n_drop; i++)
+			jw_str(w, s->drop[i]);
+		jw_arr_end(w);
+	}
 	jw_obj_end(w);
 	jw_obj_end(w);
 	jw_free(w);

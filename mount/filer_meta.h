@@ -67,6 +67,8 @@ struct filer_meta_set {
 	int64_t mtime_ns, atime_ns, ctime_ns;
 	const struct filer_chunk *append; /* FM_SET_APPEND / FM_SET_CHUNKS: borrowed */
 	size_t n_append;
+	char *const *drop; /* with FM_SET_APPEND: chunks the appended ones supersede */
+	size_t n_drop;
 	const uint8_t *content; /* FM_SET_CONTENT (excludes size and chunks): borrowed */
 	size_t content_len;
 };

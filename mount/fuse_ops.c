@@ -592,6 +592,7 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	struct filer_chunk *chunks = NULL;
 	struct filer_entry *e = NULL;
 	uint8_t *content = NULL;
+	char **drops = NULL;
 	file_data *fd;
 	size_t nc = 0;
 	bool flushed = false, atime_only = false;
@@ -633,6 +634,8 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 			s.set |= FM_SET_APPEND;
 			s.append = chunks;
 			s.n_append = nc;
+			s.n_drop = file_data_flush_drops(fd, &drops);
+			s.drop = drops;
 		}
 		if (mtime && !(s.set & FM_SET_MTIME)) {
 			s.set |= FM_SET_MTIME;
@@ -686,6 +689,9 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 out:
 	pthread_mutex_unlock(&n->commit_mu);
 	filer_chunks_free(chunks, nc);
+	for (size_t i = 0; i < s.n_drop; i++)
+		free(drops[i]);
+	free(drops);
 	free(content);
 	free(path);
 	if (out && !rc)
