@@ -244,3 +244,58 @@ def test_mount_commits_small_files_inline(cluster):
     bad = subprocess.run([mount_binary(), "-filer=" + f.url.split("//")[-1], "-inlineKB=65",
                           str(m.path)], capture_output=True, timeout=30)
     assert bad.returncode == 2 and b"out of range" in bad.stderr
+
+
+def test_mount_append_fsync_keeps_the_chunk_list_short(cluster):
+    """fsync after each small append re-uploads the growing last chunk (kept in memory
+    while under 64 KiB) and the commit drops the one it replaces (update dropChunks):
+    the entry gets about one chunk per 64 KiB, not one per fsync, the replaced chunks are
+    deleted, and every byte stays right, also when writes land inside the kept tail, a
+    truncate cuts it, or the file is read from a second mount."""
+    from conftest import wait_until
+    from mount_fixtures import start_mount
+    from test_filer_tus import delete_count
+    master = cluster.master()
+    vol = cluster.volume(master)
+    f = start_filer(cluster, master)
+    m = start_mount(cluster, f.url)
+    m2 = start_mount(cluster, f.url, name="reader")
+    try:
+        p = os.path.join(str(m.path), "log")
+        want = bytearray()
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+        deleted0 = delete_count(vol)
+        for i in range(200):
+            b = bytes([i % 251]) * 4096
+            os.write(fd, b)
+            want += b
+            os.fsync(fd)
+        n = len(_entry(f, "/log")["chunks"])
+        assert n <= 200 * 4096 // (64 << 10) + 2, "%d chunks for 200 fsyncs" % n
+        assert Path(str(m2.path), "log").read_bytes() == bytes(want)
+        # replaced tails are freed (the first commit is inline: no chunk to replace)
+        wait_until(lambda: delete_count(vol) >= deleted0 + 150, timeout=30,
+                   what="superseded tail chunks deleted")
+        # a write inside the kept tail, then appends: the tail is not revived stale
+        end = len(want)
+        os.pwrite(fd, b"MID", end - 100)
+        want[end - 100:end - 97] = b"MID"
+        os.fsync(fd)
+        os.write(fd, b"after")
+        want += b"after"
+        os.fsync(fd)
+        assert f.get("/log").content == bytes(want)
+        # a truncate into the tail, then an append
+        os.ftruncate(fd, end - 1000)
+        del want[end - 1000:]
+        os.fsync(fd)
+        os.lseek(fd, 0, os.SEEK_END)
+        os.write(fd, b"Z" * 5000)
+        want += b"Z" * 5000
+        os.close(fd)
+        assert f.get("/log").content == bytes(want)
+        with open(os.path.join(str(m2.path), "log"), "rb") as fh:
+            assert fh.read() == bytes(want)
+    finally:
+        m2.unmount()
+        m.unmount()
