@@ -15,13 +15,19 @@ filer_libfiler_a_SOURCES += \
 	filer/tus_codec.c filer/tus_codec.h \
 	filer/body_chunks.c filer/body_chunks.h \
 	filer/filer_api_parse.c filer/filer_api_parse.h \
-	filer/filer_hardlink.c filer/filer_hardlink.h
+	filer/filer_hardlink.c filer/filer_hardlink.h \
+	filer/filer_lock.c filer/filer_lock.h
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
 check_PROGRAMS += tests/unit/test_filer_daemon
 TESTS += tests/unit/test_filer_daemon
 tests_unit_test_filer_daemon_SOURCES = tests/unit/test_filer_daemon.c tests/unit/tap.h
 tests_unit_test_filer_daemon_LDADD = $(FILER_TEST_LDADD) -lpthread
+# The lock table behind the "lock" ops (filer_lock.h).
+check_PROGRAMS += tests/unit/test_filer_lock
+TESTS += tests/unit/test_filer_lock
+tests_unit_test_filer_lock_SOURCES = tests/unit/test_filer_lock.c tests/unit/tap.h
+tests_unit_test_filer_lock_LDADD = $(FILER_TEST_LDADD) -lpthread
 
 if ENABLE_FUZZ
 # The JSON entry API's request parser.

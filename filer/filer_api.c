@@ -30,6 +30,7 @@
 #include "filer/filer_api_parse.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "filer/filer_lock.h"
 #include "http_client.h"
 #include "log.h"
 #include "util.h"
@@ -1202,8 +1203,11 @@ static void api_run(struct fjob *j)
 	struct api_job *a = j->ext;
 	char msg[256] = "";
 	struct api_req *r = NULL;
-	wfs_err err = api_req_parse(a->op, a->body, a->len, &r, msg, sizeof(msg));
+	wfs_err err;
 
+	if (filer_lock_api(j, a->op, a->body, a->len))
+		return; /* lock, getLock, lockSession: filer_lock.c */
+	err = api_req_parse(a->op, a->body, a->len, &r, msg, sizeof(msg));
 	if (err == WFS_ENOENT) {
 		api_error(j, 404, "ENOSYS", "%s", msg);
 		return;

@@ -62,7 +62,10 @@ const char *filer_rpc_addr(const filer_rpc *r) { return r->addr; }
 static bool op_idempotent(const char *op, const char *json, size_t len)
 {
 	static const char *const safe[] = {
-		"lookup", "list", "lookupVolume", "assign", "setXattr", "removeXattr", NULL};
+		"lookup", "list", "lookupVolume", "assign", "setXattr", "removeXattr",
+		"lockSession", "getLock",
+		/* an owner's lock or unlock, repeated, leaves what one would */
+		"lock", NULL};
 	for (size_t i = 0; safe[i]; i++)
 		if (!strcmp(op, safe[i]))
 			return true;

@@ -42,6 +42,7 @@
 #include <time.h>
 #include "filer/chunks.h"
 #include "filer_meta.h"
+#include "fuse_locks.h"
 #include "json.h"
 #include "log.h"
 #include "utf8.h"
@@ -1739,7 +1740,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	fuse_locks_flush(ctx(req), ino, fi->lock_owner); /* close drops the owner's locks */
 	fuse_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
@@ -1758,7 +1759,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	char *hidden = NULL;
 	int rc;
 
-	(void)ino;
+	if (fi->flock_release)
+		fuse_locks_release(m, ino, fi->lock_owner);
 	rc = commit_node(m, n, NULL, NULL);
 	if (rc)
 		log_error("ino %llu: data not committed at close: %s", (unsigned long long)n->ino,
@@ -2239,6 +2241,9 @@ static const struct fuse_lowlevel_ops ops = {
 	.access = op_access,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.getlk = fuse_locks_getlk,
+	.setlk = fuse_locks_setlk,
+	.flock = fuse_locks_flock,
 };
 
 const struct fuse_lowlevel_ops *fuse_ops_table(void) { return &ops; }

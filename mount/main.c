@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "filer_meta.h"
 #include "flags.h"
+#include "fuse_locks.h"
 #include "fuse_ops.h"
 #include "http_client.h"
 #include "log.h"
@@ -313,6 +314,7 @@ int main(int argc, char **argv)
 	meta_follower_stop(mf);
 	mf = NULL;
 	fuse_ops_stop(&m);
+	fuse_locks_stop(&m); /* gives this mount's locks back at once */
 	status = fuse_ops_flush_all(&m) ? 1 : (rc < 0 ? 1 : 0);
 	log_info("unmounting %s", mountpoint);
 out_unmount:

@@ -1,0 +1,711 @@
+/*
+ * The filer's lock table and its JSON API ops (filer_lock.h).
+ *
+ * DESIGN: one mutex over the table (lock calls are rare and short next to
+ * the store work around them). Files hash by key into fixed buckets, each
+ * with an unsorted array of ranges; sessions are a small array (one per
+ * mount). Leases are checked lazily: every call first drops the sessions
+ * whose lease ran out (only when the earliest expiry has passed), so no
+ * thread is needed and an expired lock is never seen.
+ */
+#include "config.h"
+#include "filer/filer_lock.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "filer/filer_int.h"
+#include "json.h"
+#include "util.h"
+
+#define LOCK_BUCKETS 4096
+/* A key: "path:" + a path, or "hardlink:" + 2 hex digits per id byte. */
+#define LOCK_KEY_MAX (FILER_PATH_MAX + 16)
+
+struct lk_file {
+	char *key;
+	struct filer_lock *v;
+	size_t n, cap;
+	struct lk_file *next; /* hash chain */
+};
+
+struct lk_session {
+	uint64_t id;
+	uint64_t lease_ns;
+	uint64_t expires_ns; /* monotonic */
+};
+
+struct filer_locks {
+	pthread_mutex_t mu;
+	struct lk_file *files[LOCK_BUCKETS]; /* protected by mu */
+	size_t nlocks;                       /* protected by mu */
+	struct lk_session *sessions;         /* protected by mu */
+	size_t nsessions, capsessions;       /* protected by mu */
+	uint64_t next_expiry_ns;             /* protected by mu: earliest expires_ns */
+};
+
+struct filer_locks *filer_locks_new(void)
+{
+	struct filer_locks *t = xcalloc(1, sizeof(*t));
+
+	pthread_mutex_init(&t->mu, NULL);
+	t->next_expiry_ns = UINT64_MAX;
+	return t;
+}
+
+static void file_free(struct lk_file *f)
+{
+	free(f->key);
+	free(f->v);
+	free(f);
+}
+
+void filer_locks_free(struct filer_locks *t)
+{
+	if (!t)
+		return;
+	for (size_t b = 0; b < LOCK_BUCKETS; b++) {
+		while (t->files[b]) {
+			struct lk_file *f = t->files[b];
+			t->files[b] = f->next;
+			file_free(f);
+		}
+	}
+	free(t->sessions);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+static size_t key_bucket(const char *key)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h % LOCK_BUCKETS);
+}
+
+/* The file of key, made when create; NULL when absent. Under mu. */
+static struct lk_file *file_get(struct filer_locks *t, const char *key, bool create)
+{
+	size_t b = key_bucket(key);
+	struct lk_file *f;
+
+	for (f = t->files[b]; f; f = f->next)
+		if (!strcmp(f->key, key))
+			return f;
+	if (!create)
+		return NULL;
+	f = xcalloc(1, sizeof(*f));
+	f->key = xstrdup(key);
+	f->next = t->files[b];
+	t->files[b] = f;
+	return f;
+}
+
+/* Unlinks and frees f if it holds no lock. Under mu. */
+static void file_gc(struct filer_locks *t, struct lk_file *f)
+{
+	struct lk_file **pp;
+
+	if (f->n)
+		return;
+	for (pp = &t->files[key_bucket(f->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			file_free(f);
+			return;
+		}
+	}
+}
+
+static struct lk_session *session_find(struct filer_locks *t, uint64_t id)
+{
+	for (size_t i = 0; i < t->nsessions; i++)
+		if (t->sessions[i].id == id)
+			return &t->sessions[i];
+	return NULL;
+}
+
+/* Removes every lock for which drop(lock, arg) holds. Under mu. */
+static void locks_drop_if(struct filer_locks *t, bool (*drop)(const struct filer_lock *, void *),
+			  void *arg)
+{
+	for (size_t b = 0; b < LOCK_BUCKETS; b++) {
+		struct lk_file *f = t->files[b];
+		while (f) {
+			struct lk_file *next = f->next;
+			size_t k = 0;
+			for (size_t i = 0; i < f->n; i++) {
+				if (drop(&f->v[i], arg))
+					t->nlocks--;
+				else
+					f->v[k++] = f->v[i];
+			}
+			f->n = k;
+			file_gc(t, f);
+			f = next;
+		}
+	}
+}
+
+struct id_set {
+	uint64_t *v;
+	size_t n;
+};
+
+static bool lock_in_sessions(const struct filer_lock *l, void *arg)
+{
+	const struct id_set *s = arg;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == l->session)
+			return true;
+	return false;
+}
+
+/* Drops the sessions whose lease ran out at now_ns, with their locks. Under mu. */
+static void expire(struct filer_locks *t, uint64_t now_ns)
+{
+	struct id_set gone = {0};
+	uint64_t next = UINT64_MAX;
+	size_t k = 0;
+
+	if (now_ns < t->next_expiry_ns)
+		return;
+	gone.v = xmalloc(t->nsessions * sizeof(*gone.v) + 1);
+	for (size_t i = 0; i < t->nsessions; i++) {
+		struct lk_session *s = &t->sessions[i];
+		if (s->expires_ns <= now_ns) {
+			gone.v[gone.n++] = s->id;
+			continue;
+		}
+		if (s->expires_ns < next)
+			next = s->expires_ns;
+		t->sessions[k++] = *s;
+	}
+	t->nsessions = k;
+	t->next_expiry_ns = next;
+	if (gone.n)
+		locks_drop_if(t, lock_in_sessions, &gone);
+	free(gone.v);
+}
+
+/* Renews (creating with lease_ns, 0 = keep or default) id. Under mu. */
+static int renew(struct filer_locks *t, uint64_t id, uint64_t lease_ns, uint64_t now_ns,
+		 bool *created)
+{
+	struct lk_session *s = session_find(t, id);
+
+	*created = !s;
+	if (!s) {
+		if (t->nsessions >= FILER_SESSIONS_MAX)
+			return ENOLCK;
+		if (t->nsessions == t->capsessions) {
+			t->capsessions = t->capsessions ? t->capsessions * 2 : 8;
+			t->sessions = xrealloc(t->sessions, t->capsessions * sizeof(*t->sessions));
+		}
+		s = &t->sessions[t->nsessions++];
+		s->id = id;
+		s->lease_ns = (uint64_t)FILER_LOCK_LEASE_S * 1000000000u;
+	}
+	if (lease_ns)
+		s->lease_ns = lease_ns;
+	s->expires_ns = now_ns + s->lease_ns;
+	if (s->expires_ns < t->next_expiry_ns)
+		t->next_expiry_ns = s->expires_ns;
+	return 0;
+}
+
+static bool same_owner(const struct filer_lock *a, const struct filer_lock *b)
+{
+	return a->session == b->session && a->owner == b->owner;
+}
+
+static bool overlap(const struct filer_lock *a, const struct filer_lock *b)
+{
+	return a->start <= b->end && b->start <= a->end;
+}
+
+/* The lock of another owner of f that req would conflict with (lowest start). */
+static const struct filer_lock *find_conflict(const struct lk_file *f, const struct filer_lock *req)
+{
+	const struct filer_lock *best = NULL;
+
+	if (!f || req->type == FILER_LOCK_UNLOCK)
+		return NULL;
+	for (size_t i = 0; i < f->n; i++) {
+		const struct filer_lock *l = &f->v[i];
+		if (l->flock != req->flock || same_owner(l, req) || !overlap(l, req))
+			continue;
+		if (l->type != FILER_LOCK_WRITE && req->type != FILER_LOCK_WRITE)
+			continue;
+		if (!best || l->start < best->start)
+			best = l;
+	}
+	return best;
+}
+
+static size_t session_held(const struct lk_file *f, uint64_t session)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; f && i < f->n; i++)
+		n += f->v[i].session == session;
+	return n;
+}
+
+static void push(struct filer_lock **v, size_t *n, size_t *cap, const struct filer_lock *l)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 4;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = *l;
+}
+
+/*
+ * Applies req to f's locks (no conflict left to check): the owner's locks of
+ * the same kind lose the part req covers; a lock of req's type that touches
+ * it is merged into it. Under mu.
+ */
+static int apply(struct filer_locks *t, struct lk_file *f, const struct filer_lock *req)
+{
+	struct filer_lock *out = NULL, nl = *req;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		const struct filer_lock *l = &f->v[i];
+		bool touches = l->start - 1 <= req->end && l->end >= req->start - 1;
+		struct filer_lock piece;
+		if (!same_owner(l, req) || l->flock != req->flock || !touches) {
+			push(&out, &n, &cap, l);
+			continue;
+		}
+		if (req->type != FILER_LOCK_UNLOCK && l->type == req->type) {
+			nl.start = l->start < nl.start ? l->start : nl.start;
+			nl.end = l->end > nl.end ? l->end : nl.end;
+			continue;
+		}
+		if (l->start < req->start) {
+			piece = *l;
+			piece.end = l->end < req->start - 1 ? l->end : req->start - 1;
+			push(&out, &n, &cap, &piece);
+		}
+		if (l->end > req->end) { /* req->end < EOF here, so +1 cannot overflow */
+			piece = *l;
+			piece.start = l->start > req->end + 1 ? l->start : req->end + 1;
+			push(&out, &n, &cap, &piece);
+		}
+	}
+	if (req->type != FILER_LOCK_UNLOCK)
+		push(&out, &n, &cap, &nl);
+	if (n > f->n && t->nlocks + (n - f->n) > FILER_LOCKS_MAX) {
+		free(out);
+		return ENOLCK;
+	}
+	t->nlocks = t->nlocks - f->n + n;
+	free(f->v);
+	f->v = out;
+	f->n = n;
+	f->cap = cap;
+	return 0;
+}
+
+int filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
+		    uint64_t now_ns, struct filer_lock *conflict, size_t *held)
+{
+	struct lk_file *f;
+	const struct filer_lock *c;
+	bool created;
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	expire(t, now_ns);
+	rc = renew(t, req->session, 0, now_ns, &created);
+	if (rc)
+		goto out;
+	f = file_get(t, key, req->type != FILER_LOCK_UNLOCK);
+	c = find_conflict(f, req);
+	if (c) {
+		*conflict = *c;
+		rc = EAGAIN;
+	} else if (f) {
+		rc = apply(t, f, req);
+	}
+	*held = session_held(f, req->session);
+	if (f)
+		file_gc(t, f);
+out:
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+bool filer_locks_test(struct filer_locks *t, const char *key, const struct filer_lock *req,
+		      uint64_t now_ns, struct filer_lock *conflict)
+{
+	const struct filer_lock *c;
+
+	pthread_mutex_lock(&t->mu);
+	expire(t, now_ns);
+	c = find_conflict(file_get(t, key, false), req);
+	if (c)
+		*conflict = *c;
+	pthread_mutex_unlock(&t->mu);
+	return c != NULL;
+}
+
+int filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns, uint64_t now_ns,
+		      bool *created)
+{
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	expire(t, now_ns);
+	rc = renew(t, session, lease_ns, now_ns, created);
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+void filer_locks_end(struct filer_locks *t, uint64_t session)
+{
+	struct id_set one = {&session, 1};
+	struct lk_session *s;
+
+	pthread_mutex_lock(&t->mu);
+	s = session_find(t, session);
+	if (s)
+		*s = t->sessions[--t->nsessions];
+	locks_drop_if(t, lock_in_sessions, &one);
+	pthread_mutex_unlock(&t->mu);
+}
+
+size_t filer_locks_count(struct filer_locks *t, uint64_t now_ns)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->mu);
+	expire(t, now_ns);
+	n = t->nlocks;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
+/* ---- the JSON API ---- */
+
+static struct filer_locks *g_locks; /* the process's table (one filer per process) */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void g_init(void) { g_locks = filer_locks_new(); }
+
+static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fjob_verror(j, status, code, fmt, ap);
+	va_end(ap);
+}
+
+static const char *type_name(enum filer_lock_type ty)
+{
+	return ty == FILER_LOCK_READ ? "read" : ty == FILER_LOCK_WRITE ? "write" : "unlock";
+}
+
+/* A parsed lock / getLock body. */
+struct lock_args {
+	const char *path, *key;
+	struct filer_lock l;
+	bool has_session, has_owner, has_type;
+};
+
+/* Whether every key of obj is in names (NULL-terminated); the first other one in *bad. */
+static bool only_keys(yajl_val obj, const char *const *names, const char **bad)
+{
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		bool ok = false;
+		for (size_t n = 0; names[n] && !ok; n++)
+			ok = !strcmp(k, names[n]);
+		if (!ok) {
+			*bad = k;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Whether name is present in v but not valid (ok false): then a message in msg. */
+static bool bad_field(yajl_val v, const char *name, bool ok, char *msg, size_t msglen)
+{
+	if (ok || !json_get(v, name))
+		return false;
+	snprintf(msg, msglen, "bad \"%s\"", name);
+	return true;
+}
+
+/* Parses a lock or getLock body into *a (strings borrowed from v); a message in msg. */
+static bool parse_lock(yajl_val v, bool get, struct lock_args *a, char *msg, size_t msglen)
+{
+	static const char *const names[] = {"path",  "key",    "session", "owner", "pid", "type",
+					    "start", "length", "flock",   "wait",  NULL};
+	const char *bad = NULL, *ty = NULL;
+	int64_t start = 0, length = 0;
+	uint64_t pid = 0;
+	bool wait = false;
+
+	memset(a, 0, sizeof(*a));
+	if (!only_keys(v, names, &bad)) {
+		snprintf(msg, msglen, "unknown field \"%s\"", bad);
+		return false;
+	}
+	if (bad_field(v, "path", json_get_str(v, "path", &a->path), msg, msglen) ||
+	    bad_field(v, "key", json_get_str(v, "key", &a->key), msg, msglen) ||
+	    bad_field(v, "session", (a->has_session = json_get_u64(v, "session", &a->l.session)),
+		      msg, msglen) ||
+	    bad_field(v, "owner", (a->has_owner = json_get_u64(v, "owner", &a->l.owner)), msg,
+		      msglen) ||
+	    bad_field(v, "pid", json_get_u64(v, "pid", &pid) && pid <= INT32_MAX, msg, msglen) ||
+	    bad_field(v, "type", (a->has_type = json_get_str(v, "type", &ty)), msg, msglen) ||
+	    bad_field(v, "start", json_get_i64(v, "start", &start) && start >= 0, msg, msglen) ||
+	    bad_field(v, "length", json_get_i64(v, "length", &length) && length >= 0, msg,
+		      msglen) ||
+	    bad_field(v, "flock", json_get_bool(v, "flock", &a->l.flock), msg, msglen) ||
+	    bad_field(v, "wait", json_get_bool(v, "wait", &wait), msg, msglen))
+		return false;
+	if (!a->path == !a->key) {
+		snprintf(msg, msglen, "exactly one of \"path\" and \"key\" is needed");
+		return false;
+	}
+	if (a->key && (strlen(a->key) > LOCK_KEY_MAX ||
+		       (strncmp(a->key, "path:/", 6) && strncmp(a->key, "hardlink:", 9)))) {
+		snprintf(msg, msglen, "\"key\" is not a key this filer gave");
+		return false;
+	}
+	if (!a->has_session || !a->l.session) {
+		snprintf(msg, msglen, "\"session\" (a non-zero integer) is needed");
+		return false;
+	}
+	if (!a->has_owner) {
+		snprintf(msg, msglen, "\"owner\" is needed");
+		return false;
+	}
+	if (!a->has_type) {
+		snprintf(msg, msglen, "\"type\" is needed");
+		return false;
+	}
+	if (!strcmp(ty, "read"))
+		a->l.type = FILER_LOCK_READ;
+	else if (!strcmp(ty, "write"))
+		a->l.type = FILER_LOCK_WRITE;
+	else if (!strcmp(ty, "unlock") && !get)
+		a->l.type = FILER_LOCK_UNLOCK;
+	else {
+		snprintf(msg, msglen, "\"type\" must be \"read\", \"write\"%s",
+			 get ? "" : " or \"unlock\"");
+		return false;
+	}
+	if (wait) {
+		snprintf(msg, msglen, "\"wait\": true is not supported (retry on EAGAIN)");
+		return false;
+	}
+	if (a->l.flock && (start || length)) {
+		snprintf(msg, msglen, "a flock lock covers the whole file (no start or length)");
+		return false;
+	}
+	if (length && length - 1 > FILER_LOCK_EOF - start) {
+		snprintf(msg, msglen, "start + length is past the largest offset");
+		return false;
+	}
+	a->l.start = start;
+	a->l.end = length ? start + (length - 1) : FILER_LOCK_EOF;
+	a->l.pid = (uint32_t)pid;
+	return true;
+}
+
+/*
+ * The lock key of path into *key (allocated): its hard-link id when linked,
+ * else the path. False with an error set on j.
+ */
+static bool path_key(struct fjob *j, const char *path, char **key)
+{
+	char *dir = NULL, *name = NULL;
+	struct filer_entry *e = NULL;
+	wfs_err err = filer_path_split(path, &dir, &name);
+
+	if (err) {
+		lock_error(j, 400, "EINVAL", "\"path\" is not a canonical absolute path");
+		goto out;
+	}
+	err = filer_find(j->f, NULL, dir, name, &e);
+	if (err == WFS_ENOENT) {
+		lock_error(j, 404, "ENOENT", "%s: no such entry", path);
+		goto out;
+	}
+	if (err) {
+		fjob_store_error(j, err, path);
+		goto out;
+	}
+	if (e->attr.hard_link_id_len) {
+		buf b;
+		buf_init(&b);
+		buf_printf(&b, "hardlink:");
+		for (size_t i = 0; i < e->attr.hard_link_id_len; i++)
+			buf_printf(&b, "%02x", e->attr.hard_link_id[i]);
+		*key = xstrndup(b.data, b.len);
+		buf_free(&b);
+	} else {
+		*key = xasprintf("path:%s", path);
+	}
+out:
+	filer_entry_free(e);
+	free(dir);
+	free(name);
+	return *key != NULL;
+}
+
+static void write_lock(json_w *w, const struct filer_lock *l)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "type", type_name(l->type));
+	jw_kv_i64(w, "start", l->start);
+	/* length 0: to the end of the file, as in struct flock */
+	jw_kv_i64(w, "length", l->end == FILER_LOCK_EOF ? 0 : l->end - l->start + 1);
+	jw_kv_u64(w, "pid", l->pid);
+	jw_kv_bool(w, "flock", l->flock);
+	jw_obj_end(w);
+}
+
+static void op_lock(struct fjob *j, yajl_val v, bool get)
+{
+	struct lock_args a;
+	struct filer_lock c;
+	char msg[256], *key = NULL;
+	size_t held = 0;
+	bool busy;
+	int rc = 0;
+	json_w *w;
+
+	if (!parse_lock(v, get, &a, msg, sizeof(msg))) {
+		lock_error(j, 400, "EINVAL", "%s: %s", get ? "getLock" : "lock", msg);
+		return;
+	}
+	if (a.key)
+		key = xstrdup(a.key);
+	else if (!path_key(j, a.path, &key))
+		return;
+	if (get) {
+		busy = filer_locks_test(g_locks, key, &a.l, time_mono_ns(), &c);
+	} else {
+		rc = filer_locks_set(g_locks, key, &a.l, time_mono_ns(), &c, &held);
+		busy = rc == EAGAIN;
+	}
+	if (rc == ENOLCK) {
+		lock_error(j, 503, "ENOLCK", "lock: the lock table is full");
+		goto out;
+	}
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	if (busy && !get) {
+		jw_kv_str(w, "error", "lock: held by another owner");
+		jw_kv_str(w, "code", "EAGAIN");
+	}
+	jw_kv_str(w, "key", key);
+	if (!get)
+		jw_kv_u64(w, "held", held);
+	if (busy || get) {
+		jw_key(w, "conflict");
+		if (busy)
+			write_lock(w, &c);
+		else
+			jw_null(w);
+	}
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = busy && !get ? 409 : 200;
+	j->ctype = "application/json";
+out:
+	free(key);
+}
+
+static void op_session(struct fjob *j, yajl_val v)
+{
+	static const char *const names[] = {"session", "leaseSeconds", "release", NULL};
+	const char *bad = NULL;
+	uint64_t session = 0, lease = FILER_LOCK_LEASE_S;
+	bool release = false, created = false;
+	json_w *w;
+	int rc;
+
+	if (!only_keys(v, names, &bad)) {
+		lock_error(j, 400, "EINVAL", "lockSession: unknown field \"%s\"", bad);
+		return;
+	}
+	if (!json_get_u64(v, "session", &session) || !session) {
+		lock_error(j, 400, "EINVAL",
+			   "lockSession: \"session\" (a non-zero integer) is needed");
+		return;
+	}
+	if (json_get(v, "leaseSeconds") && (!json_get_u64(v, "leaseSeconds", &lease) || !lease ||
+					    lease > FILER_LOCK_LEASE_MAX_S)) {
+		lock_error(j, 400, "EINVAL", "lockSession: \"leaseSeconds\" must be 1..%d",
+			   FILER_LOCK_LEASE_MAX_S);
+		return;
+	}
+	if (json_get(v, "release") && !json_get_bool(v, "release", &release)) {
+		lock_error(j, 400, "EINVAL", "lockSession: bad \"release\"");
+		return;
+	}
+	if (release) {
+		filer_locks_end(g_locks, session);
+	} else {
+		rc = filer_locks_renew(g_locks, session, lease * 1000000000u, time_mono_ns(),
+				       &created);
+		if (rc) {
+			lock_error(j, 503, "ENOLCK", "lockSession: too many sessions");
+			return;
+		}
+	}
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	if (!release) {
+		jw_kv_u64(w, "leaseSeconds", lease);
+		jw_kv_bool(w, "created", created);
+	}
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
+bool filer_lock_api(struct fjob *j, const char *op, const char *body, size_t len)
+{
+	bool lock = !strcmp(op, "lock"), get = !strcmp(op, "getLock");
+	bool session = !strcmp(op, "lockSession");
+	char msg[128] = "";
+	yajl_val v;
+
+	if (!lock && !get && !session)
+		return false;
+	pthread_once(&g_once, g_init);
+	v = json_parse(body, len, msg, sizeof(msg));
+	if (!v || !YAJL_IS_OBJECT(v)) {
+		lock_error(j, 400, "EINVAL", "%s: the body must be a JSON object%s%s", op,
+			   msg[0] ? ": " : "", msg);
+	} else if (session) {
+		op_session(j, v);
+	} else {
+		op_lock(j, v, get);
+	}
+	if (v)
+		yajl_tree_free(v);
+	return true;
+}

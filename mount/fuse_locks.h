@@ -1,0 +1,40 @@
+/*
+ * fcntl and flock locks of weedfs-mount, held by the filer so they exclude
+ * other mounts too (the filer's "lock" ops, docs/api-filer-json.md).
+ *
+ * The mount is one lock session (its random mount id); a thread started at
+ * the first lock renews the session's lease every few seconds, so the filer
+ * drops this mount's locks when it dies. The FUSE lock owner (an fd table
+ * for POSIX locks, an open file description for flock) is the owner inside
+ * the session.
+ */
+#ifndef WEEDFS_MOUNT_FUSE_LOCKS_H
+#define WEEDFS_MOUNT_FUSE_LOCKS_H
+
+#include "fuse_ops.h"
+
+/* The FUSE operations (any FUSE worker thread). F_SETLKW and a flock without
+ * LOCK_NB poll the filer until granted or interrupted (EINTR). */
+void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		      struct flock *lock);
+void fuse_locks_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		      int sleep);
+void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+
+/*
+ * Releases the POSIX locks owner holds on ino (flush: a close drops the
+ * process's locks on the file). Costs nothing when this mount holds no lock
+ * on ino. Does not reply. FUSE worker thread.
+ */
+void fuse_locks_flush(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
+/* Releases owner's flock lock on ino (release with fi->flock_release). FUSE worker thread. */
+void fuse_locks_release(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
+
+/*
+ * Stops the renewal thread and gives up every lock of this mount at the filer
+ * at once (a clean unmount); nothing when no lock was ever taken. Main
+ * thread, after the FUSE loop stopped and before m->rpc is freed.
+ */
+void fuse_locks_stop(struct mount_ctx *m);
+
+#endif
