@@ -217,6 +217,9 @@ struct file_data {
 	char **sent; /* fids of commits that failed ambiguously: never freed */
 	size_t nsent;
 
+	uint64_t ino;        /* file_data_set_ino: the inode, for mount_data_stale_files */
+	uint64_t dirty_seen; /* time_mono_ns a scan first saw it dirty; 0 = clean then */
+
 	uint64_t last_end; /* end of the last read: sequential detection */
 	int seq_reads;
 	uint64_t ra_until; /* read-ahead scheduled up to this offset */
@@ -1331,6 +1334,33 @@ uint64_t file_data_size(file_data *fd)
 	return s;
 }
 
+void file_data_set_ino(file_data *fd, uint64_t ino)
+{
+	pthread_mutex_lock(&fd->mu);
+	fd->ino = ino;
+	pthread_mutex_unlock(&fd->mu);
+}
+
+size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, size_t max)
+{
+	uint64_t now = time_mono_ns();
+	size_t n = 0;
+
+	pthread_mutex_lock(&md->list_mu);
+	for (file_data *fd = md->files; fd; fd = fd->next) {
+		pthread_mutex_lock(&fd->mu);
+		if (!(fd->nslots || fd->pend.n || fd->size_dirty))
+			fd->dirty_seen = 0;
+		else if (!fd->dirty_seen)
+			fd->dirty_seen = now;
+		else if (now - fd->dirty_seen >= age_ns && fd->ino && !fd->flushing && n < max)
+			inos[n++] = fd->ino;
+		pthread_mutex_unlock(&fd->mu);
+	}
+	pthread_mutex_unlock(&md->list_mu);
+	return n;
+}
+
 bool file_data_dirty(file_data *fd)
 {
 	bool d;
@@ -1950,6 +1980,7 @@ void file_data_commit_result(file_data *fd, int rc)
 	fids_clear(&fd->fl_drop);
 	fd->fl_npend_drop = 0;
 	fd->flushing = false;
+	fd->dirty_seen = 0; /* what stays dirty ages from the next scan */
 	pthread_cond_broadcast(&fd->cond);
 	pthread_mutex_unlock(&fd->mu);
 	budget_release(fd->md, released);

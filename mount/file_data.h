@@ -69,6 +69,14 @@ int file_data_truncate(file_data *fd, uint64_t size);
 uint64_t file_data_size(file_data *fd);
 /* Whether anything (data or a size change) awaits a commit. */
 bool file_data_dirty(file_data *fd);
+/* Names fd's inode (for mount_data_stale_files). Any thread. */
+void file_data_set_ino(file_data *fd, uint64_t ino);
+/*
+ * The inodes (at most max, into inos) of files dirty for at least age_ns, as seen by
+ * earlier calls (a scan every second or so: a file's age starts at the first scan
+ * that sees it dirty, and again after each commit). Any thread.
+ */
+size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, size_t max);
 
 /*
  * Uploads every dirty byte. On 0, *chunks / *n (caller frees with

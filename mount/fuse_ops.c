@@ -484,6 +484,44 @@ static void *touch_main(void *arg)
 	return NULL;
 }
 
+static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+		       struct filer_entry **out);
+
+/*
+ * Commits files dirty for longer than commit_age_ns, scanning every second: data written
+ * and not closed or synced (a long-running writer) reaches the filer anyway, and the
+ * chunks it uploaded get referenced before the filer's lease on their ids runs out.
+ */
+static void *commit_main(void *arg)
+{
+	struct mount_ctx *m = arg;
+	uint64_t inos[64];
+
+	pthread_mutex_lock(&m->touch_mu);
+	while (!m->touch_stop) {
+		struct timespec until;
+		size_t n;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec++;
+		pthread_cond_timedwait(&m->commit_cv, &m->touch_mu, &until);
+		if (m->touch_stop)
+			break;
+		pthread_mutex_unlock(&m->touch_mu);
+		n = mount_data_stale_files(m->md, m->commit_age_ns, inos, 64);
+		for (size_t i = 0; i < n; i++) {
+			struct inode *node = itable_get(m->it, inos[i]);
+			int rc = node ? commit_node(m, node, NULL, NULL) : 0;
+			if (rc)
+				log_warn("background commit of inode %llu failed: %s",
+					 (unsigned long long)inos[i], strerror(rc));
+			itable_put(m->it, node);
+		}
+		pthread_mutex_lock(&m->touch_mu);
+	}
+	pthread_mutex_unlock(&m->touch_mu);
+	return NULL;
+}
+
 void fuse_ops_start(struct mount_ctx *m)
 {
 	pthread_mutex_init(&m->touch_mu, NULL);
@@ -496,6 +534,11 @@ void fuse_ops_start(struct mount_ctx *m)
 		return;
 	}
 	m->touch_started = true;
+	pthread_cond_init(&m->commit_cv, NULL);
+	if (m->commit_age_ns && !pthread_create(&m->commit_thread, NULL, commit_main, m))
+		m->commit_started = true;
+	else if (m->commit_age_ns)
+		log_warn("no background commit thread: files commit at close and fsync only");
 }
 
 void fuse_ops_stop(struct mount_ctx *m)
@@ -505,8 +548,13 @@ void fuse_ops_stop(struct mount_ctx *m)
 	pthread_mutex_lock(&m->touch_mu);
 	m->touch_stop = true;
 	pthread_cond_signal(&m->touch_cv);
+	pthread_cond_signal(&m->commit_cv);
 	pthread_mutex_unlock(&m->touch_mu);
 	pthread_join(m->touch_thread, NULL);
+	if (m->commit_started)
+		pthread_join(m->commit_thread, NULL);
+	m->commit_started = false;
+	pthread_cond_destroy(&m->commit_cv);
 	m->touch_started = false;
 	free(m->touch);
 	m->touch = NULL;
@@ -1484,6 +1532,7 @@ static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_
 	pthread_mutex_lock(&n->mu);
 	if (!n->fd) {
 		n->fd = file_data_new(m->md, fresh);
+		file_data_set_ino(n->fd, n->ino);
 		n->base_ctime_ns = fresh->attr.ctime_ns;
 		n->data_mtime_ns = 0;
 	} else if (fresh && fresh->attr.ctime_ns > n->base_ctime_ns && !file_data_dirty(n->fd)) {

@@ -49,6 +49,11 @@ struct mount_ctx {
 	struct inode **touch; /* protected by touch_mu: a reference each */
 	size_t n_touch, cap_touch;
 	bool touch_stop; /* protected by touch_mu */
+	/* files dirty longer than commit_age_ns are committed in the background (0 = never) */
+	uint64_t commit_age_ns;
+	bool commit_started;
+	pthread_t commit_thread;
+	pthread_cond_t commit_cv; /* with touch_mu; signalled at stop */
 };
 
 #define MOUNT_OWN_SLOTS 8192

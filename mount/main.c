@@ -39,7 +39,7 @@ struct opts {
 	long long cache_mb, mem_mb, chunk_mb, dirty_mb, inline_kb;
 	double entry_timeout, attr_timeout;
 	bool writeback, foreground, allow_other, read_only, noatime;
-	int retry_seconds, timeout_seconds, threads;
+	int retry_seconds, timeout_seconds, threads, commit_seconds;
 	struct flag_list o;
 };
 
@@ -102,6 +102,7 @@ int main(int argc, char **argv)
 		.foreground = true,
 		.retry_seconds = 30,
 		.timeout_seconds = 30,
+		.commit_seconds = 30,
 	};
 	const struct flag flags[] = {
 		{"filer", FLAG_STRING, &o.filer, "the filer, HOST:PORT"},
@@ -122,6 +123,8 @@ int main(int argc, char **argv)
 		{"retrySeconds", FLAG_INT, &o.retry_seconds,
 		 "how long a call retries an unreachable filer before EIO"},
 		{"timeoutSeconds", FLAG_INT, &o.timeout_seconds, "timeout of one filer request"},
+		{"commitSeconds", FLAG_INT, &o.commit_seconds,
+		 "files dirty this long are committed without a close or fsync (0 = never)"},
 		{"threads", FLAG_INT, &o.threads, "FUSE worker threads at most (0 = 16)"},
 		{"foreground", FLAG_BOOL, &o.foreground, "stay in the foreground"},
 		{"allowOthers", FLAG_BOOL, &o.allow_other, "let other users in (-o allow_other)"},
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
 	}
 	if (o.entry_timeout < 0 || o.attr_timeout < 0 || o.chunk_mb < 1 || o.dirty_mb < 1 ||
 	    o.mem_mb < 0 || o.cache_mb < 0 || o.retry_seconds < 0 || o.timeout_seconds < 1 ||
-	    o.inline_kb < 0 || o.inline_kb > 64) {
+	    o.inline_kb < 0 || o.inline_kb > 64 || o.commit_seconds < 0) {
 		fprintf(stderr, "weedfs-mount: a size or time flag is out of range\n");
 		free(root);
 		return 2;
@@ -239,6 +242,7 @@ int main(int argc, char **argv)
 	m.follow_cache_ns = m.attr_cache_ns > 300000000000ull ? m.attr_cache_ns : 300000000000ull;
 	atomic_init(&m.following, false);
 	m.writeback_cache = o.writeback;
+	m.commit_age_ns = (uint64_t)o.commit_seconds * 1000000000ull;
 	m.mount_id = random_id();
 	pthread_mutex_init(&m.trash_mu, NULL);
 	pthread_mutex_init(&m.fh_mu, NULL);

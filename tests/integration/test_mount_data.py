@@ -299,3 +299,41 @@ def test_mount_append_fsync_keeps_the_chunk_list_short(cluster):
     finally:
         m2.unmount()
         m.unmount()
+
+
+def test_mount_commits_open_dirty_files_in_the_background(cluster):
+    """A file written and left open (no close, no fsync) is committed after -commitSeconds:
+    the filer and a second mount see its bytes; with -commitSeconds=0 nothing is
+    committed until the close."""
+    import time
+    from conftest import wait_until
+    from mount_fixtures import start_mount
+    master = cluster.master()
+    cluster.volume(master)
+    f = start_filer(cluster, master)
+    m = start_mount(cluster, f.url, extra=["-commitSeconds=2", "-chunkSizeMB=1"])
+    m0 = start_mount(cluster, f.url, extra=["-commitSeconds=0"], name="nocommit")
+    try:
+        data = os.urandom((3 << 20) + 12345)  # full chunks uploaded early, and a partial one
+        fd = os.open(os.path.join(str(m.path), "open.bin"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, data)
+        t0 = time.monotonic()
+        wait_until(lambda: _entry(f, "/open.bin")["size"] == len(data), timeout=20,
+                   what="background commit")
+        assert time.monotonic() - t0 >= 0.5, "committed before its age"
+        assert f.get("/open.bin").content == data
+        with open(os.path.join(str(m0.path), "open.bin"), "rb") as fh:
+            assert fh.read() == data
+        os.write(fd, b"more")
+        os.close(fd)
+        assert f.get("/open.bin").content == data + b"more"
+
+        fd = os.open(os.path.join(str(m0.path), "held.bin"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"held back")
+        time.sleep(4)
+        assert _entry(f, "/held.bin")["size"] == 0
+        os.close(fd)
+        assert f.get("/held.bin").content == b"held back"
+    finally:
+        m0.unmount()
+        m.unmount()
