@@ -152,6 +152,38 @@ static wfs_err write_all(int fd, const void *p, size_t len)
 
 #define COPY_PIECE (1u << 20)
 
+/*
+ * pwritev_all in calls of at most COPY_PIECE bytes: a bigger write lets the
+ * page cache use 2 MiB folios, which cost several times more CPU per byte to
+ * fill (measured: 4 MiB needles written whole took ~7x the system time of
+ * the same needles in 1 MiB calls).
+ */
+static wfs_err pwritev_pieces(int fd, const struct iovec *iov, int cnt, uint64_t off)
+{
+	struct iovec part[8];
+	size_t in = 0; /* bytes of iov[0] already written */
+	wfs_err err = WFS_OK;
+
+	while (!err && cnt > 0) {
+		size_t bytes = 0;
+		int n = 0;
+		while (cnt > 0 && bytes < COPY_PIECE && n < (int)(sizeof(part) / sizeof(part[0]))) {
+			size_t take = MIN(iov->iov_len - in, COPY_PIECE - bytes);
+			part[n++] = (struct iovec){(char *)iov->iov_base + in, take};
+			bytes += take;
+			in += take;
+			if (in == iov->iov_len) {
+				iov++;
+				cnt--;
+				in = 0;
+			}
+		}
+		err = pwritev_all(fd, part, n, off);
+		off += bytes;
+	}
+	return err;
+}
+
 /* Copies len bytes between files at the given offsets with pread/pwrite. */
 static wfs_err copy_slow(int in, uint64_t in_off, int out, uint64_t out_off, uint64_t len)
 {
@@ -860,7 +892,7 @@ static wfs_err write_needle(volume *v, struct needle *n, uint32_t crc, int fd, b
 		goto out;
 	}
 	if (fd < 0) {
-		err = pwritev_all(v->dat_fd, enc.iov, enc.iovcnt, off);
+		err = pwritev_pieces(v->dat_fd, enc.iov, enc.iovcnt, off);
 	} else {
 		err = pwritev_all(v->dat_fd, &enc.iov[0], 1, off);
 		if (!err)
@@ -894,6 +926,11 @@ out:
 wfs_err volume_write(volume *v, struct needle *n, bool *unchanged)
 {
 	uint32_t crc = n->data_size ? crc32c_update(0, n->data, n->data_size) : 0;
+	return write_needle(v, n, crc, -1, unchanged);
+}
+
+wfs_err volume_write_crc(volume *v, struct needle *n, uint32_t crc, bool *unchanged)
+{
 	return write_needle(v, n, crc, -1, unchanged);
 }
 

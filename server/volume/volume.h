@@ -9,10 +9,10 @@
  *   descriptors; a read holds it shared across its single pread so a vacuum
  *   commit can swap the files underneath safely. Lock order: vacuum_lock,
  *   then write_lock, then map_lock.
- * - A write is pwritev() of the needle at the .dat end, then write() of the
- *   .idx entry, then the map update. No fsync by default: a killed process
- *   loses nothing the kernel has, and load() repairs a torn tail after a
- *   crash. volume_sync makes appends durable on request (fsync=true).
+ * - A write is pwritev() of the needle at the .dat end (in 1 MiB calls: see
+ *   pwritev_pieces), then write() of the .idx entry, then the map update. No fsync by default: a
+ * killed process loses nothing the kernel has, and load() repairs a torn tail after a crash.
+ * volume_sync makes appends durable on request (fsync=true).
  * - Group commit: every append bumps a generation counter (under
  *   write_lock, after both writes). volume_sync notes the generation its
  *   caller must see durable, then takes sync_lock; if a sync that started
@@ -114,6 +114,12 @@ void volume_set_size_limit(volume *v, uint64_t limit);
  * TTL is applied when n has none. Any thread.
  */
 wfs_err volume_write(volume *v, struct needle *n, bool *unchanged);
+
+/*
+ * volume_write where crc, the CRC32C of n->data, was computed by the caller
+ * (as the data arrived), so the data is not read once more. Any thread.
+ */
+wfs_err volume_write_crc(volume *v, struct needle *n, uint32_t crc, bool *unchanged);
 
 /*
  * Like volume_write for data that is not in memory: the needle's data is the

@@ -143,6 +143,7 @@ static void handle_status(struct volume_server *vs, http_req *req)
 	}
 	jw_arr_end(w);
 	jw_kv_i64(w, "MaxVolumeCount", store_max_volumes(vs->store));
+	vs_upload_status(w);
 	jw_obj_end(w);
 	jw_free(w);
 	http_resp_send_json(req, 200, &b);

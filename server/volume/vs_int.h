@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "http_server.h"
+#include "json.h"
 #include "pool.h"
 #include "store.h"
 #include "volume_server.h"
@@ -103,6 +104,12 @@ void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_
 
 /* PUT/POST of a needle (vs_upload.c); the volume exists. Loop thread. */
 void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_path *f);
+/*
+ * Writes "UploadMemory": {held, budget, inMemory, spilled} into an open
+ * object: the bytes in-memory uploads hold now, their budget, and how many
+ * uploads took each path so far. Any thread.
+ */
+void vs_upload_status(json_w *w);
 
 /*
  * Answers GET/HEAD of a needle too big to read whole (vs_download.c): takes

@@ -5,21 +5,32 @@
  * - Fast path: a body whose Content-Length is at most INLINE_MAX (plus
  *   multipart slack) is read whole and written on the loop thread, unless
  *   the request asks for fsync (below).
- * - Every other body streams. The data (the raw body, or the chosen part of
- *   a multipart form) collects in `fill`; once it reaches PIECE a pool job
+ * - In-memory path: a body whose Content-Length is at most MEMORY_MAX (plus
+ *   slack) collects in one buffer of that length, if reserving it keeps all
+ *   such uploads of the process within MEMORY_BUDGET (an atomic counter;
+ *   the reservation returns when the upload ends, answered or not). Each
+ *   PIECE that arrives goes to a pool job that extends the CRC32C (and MD5)
+ *   while the loop keeps reading; the commit job hashes the tail and writes
+ *   the needle from the buffer with one pwritev. So a mount's 4 MiB chunk
+ *   is written to the page cache once, not spilled and copied again. The
+ *   buffer never grows, so it never moves under a running job, and the
+ *   body needs no pausing: its size is bounded by the reservation.
+ * - Every other body (over MEMORY_MAX, chunked, or over the budget) streams
+ *   through a spill file. The data (the raw body, or the chosen part of a
+ *   multipart form) collects in `fill`; once it reaches PIECE a pool job
  *   appends it to a spill file (spill.h), hashing as it goes, while the loop
  *   fills the next piece. If that fills too before the job is done, the body
  *   is paused (back-pressure) and resumed when the job finishes. An upload
  *   so holds about two pieces whatever its size.
  * - The commit is one more pool job: volume_write_fd copies the spill into
- *   the .dat under the volume lock (a body that stayed under INLINE_MAX is
- *   written from memory), then the data is streamed to the other replicas
- *   with a curl read callback, as a raw PUT that carries the needle's name
- *   in the path (/vid/fid/name), its mime as Content-Type, its pairs and ts,
- *   so each replica stores the same needle. The answer returns to the loop
- *   through http_req_defer.
- * - fsync=true: the upload always takes the streaming path (whatever its
- *   size), so its write and the volume_sync after it run in the commit job,
+ *   the .dat under the volume lock (a body that stayed under INLINE_MAX, or
+ *   an in-memory one, is written from memory), then the data is streamed to
+ *   the other replicas with a curl read callback, as a raw PUT that carries
+ *   the needle's name in the path (/vid/fid/name), its mime as Content-Type,
+ *   its pairs and ts, so each replica stores the same needle. The answer
+ *   returns to the loop through http_req_defer.
+ * - fsync=true: the upload never takes the fast path, so its write and the
+ *   volume_sync after it run in the commit job (in-memory or spilled alike),
  *   never on the loop; replicas are forwarded to only after the local sync,
  *   and get fsync=true themselves, so every copy is durable before the
  *   client hears 201.
@@ -33,6 +44,7 @@
 #include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +53,7 @@
 #include <unistd.h>
 #include "common/fid.h"
 #include "common/placement.h"
+#include "crc32c.h"
 #include "http_util.h"
 #include "json.h"
 #include "log.h"
@@ -48,11 +61,42 @@
 #include "util.h"
 #include "vs_int.h"
 
-#define INLINE_MAX         (1u << 20) /* bodies up to this are read whole */
-#define PIECE              (1u << 20) /* bytes handed to the disk per job */
+#define INLINE_MAX         (1u << 20)    /* bodies up to this are read whole */
+#define MEMORY_MAX         (8u << 20)    /* bodies up to this may stay in memory */
+#define MEMORY_BUDGET      (64ull << 20) /* bytes all in-memory uploads may reserve */
+#define PIECE              (1u << 20)    /* bytes handed to the disk (or hashed) per job */
 #define MULTIPART_SLACK    (64u << 10)
 #define FORWARD_CONNECT_MS 10000
 #define FORWARD_STALL_SEC  30 /* a replica slower than 1 KiB/s this long fails */
+
+/*
+ * Bytes reserved by in-memory uploads, process-wide: memory is per process,
+ * so one budget bounds them all whatever the number of servers in it.
+ */
+static _Atomic uint64_t mem_held;
+static _Atomic uint64_t mem_uploads, spill_uploads; /* uploads that took each path */
+
+/* Reserves n bytes of the budget; false (nothing reserved) when they do not fit. */
+static bool mem_reserve(uint64_t n)
+{
+	uint64_t cur = atomic_load(&mem_held);
+	do {
+		if (n > MEMORY_BUDGET - cur)
+			return false;
+	} while (!atomic_compare_exchange_weak(&mem_held, &cur, cur + n));
+	return true;
+}
+
+void vs_upload_status(json_w *w)
+{
+	jw_key(w, "UploadMemory");
+	jw_obj_begin(w);
+	jw_kv_u64(w, "held", atomic_load(&mem_held));
+	jw_kv_u64(w, "budget", MEMORY_BUDGET);
+	jw_kv_u64(w, "inMemory", atomic_load(&mem_uploads));
+	jw_kv_u64(w, "spilled", atomic_load(&spill_uploads));
+	jw_obj_end(w);
+}
 
 /* The largest data an upload may store: the flag, within what a needle can hold. */
 static uint64_t data_limit(const struct volume_server *vs)
@@ -200,6 +244,17 @@ static bool md5_matches(const char *b64, const void *data, size_t len)
 	unsigned char md[EVP_MAX_MD_SIZE], enc[64];
 	unsigned int mdlen = 0;
 	if (!EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL))
+		return false;
+	EVP_EncodeBlock(enc, md, (int)mdlen);
+	return !strcmp((const char *)enc, b64);
+}
+
+/* True if the MD5 that ctx has hashed is b64; ends ctx's use. */
+static bool md5_final_matches(EVP_MD_CTX *ctx, const char *b64)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], enc[64];
+	unsigned int mdlen = 0;
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen))
 		return false;
 	EVP_EncodeBlock(enc, md, (int)mdlen);
 	return !strcmp((const char *)enc, b64);
@@ -355,6 +410,24 @@ struct upload {
 	struct part_pick pick;
 	uint64_t data_len; /* bytes of the chosen data so far */
 
+	/*
+	 * In-memory mode (mem != NULL): every data byte lands in mem, which
+	 * holds the whole declared body (mem_cap bytes, reserved from the
+	 * budget), so it never moves while a job reads from it. A restart of
+	 * the data (a later multipart part) begins after the old bytes instead
+	 * of over them: a job may still be hashing those.
+	 */
+	char *mem;
+	size_t mem_cap, mem_len; /* loop thread until the commit */
+	size_t data_start;       /* where the current data begins in mem */
+	size_t hashed;           /* loop thread: the end of what jobs were given to hash */
+	bool rehash_pending;     /* the data restarted: the next job restarts the hashes */
+	size_t job_from, job_to; /* the running job's share of mem */
+	bool job_rehash;
+	uint32_t mem_crc;    /* CRC32C (and MD5) of mem[data_start, job_to): jobs only */
+	EVP_MD_CTX *mem_md5; /* NULL unless Content-MD5 was sent */
+
+	/* spill mode */
 	buf fill;           /* loop thread: bytes not yet handed to a job */
 	buf wbuf;           /* the running job's piece */
 	spill *sp;          /* created by the first job; used by one job at a time */
@@ -374,8 +447,20 @@ struct upload {
 	char *repl_error;
 };
 
+/* Frees the in-memory data and returns its reservation. Loop thread, no job in flight. */
+static void mem_release(struct upload *u)
+{
+	if (!u->mem)
+		return;
+	free(u->mem);
+	u->mem = NULL;
+	atomic_fetch_sub(&mem_held, (uint64_t)u->mem_cap);
+}
+
 static void upload_free(struct upload *u)
 {
+	mem_release(u);
+	EVP_MD_CTX_free(u->mem_md5);
 	volume_unref(u->v);
 	meta_free(&u->m);
 	multipart_free(u->mp);
@@ -410,7 +495,17 @@ static bool stream_append(void *sink, const char *data, size_t len)
 		fail(u, 413, "file over the %" PRIu64 " byte limit", data_limit(u->vs));
 		return false;
 	}
-	buf_append(&u->fill, data, len);
+	if (!u->mem) {
+		buf_append(&u->fill, data, len);
+		return true;
+	}
+	if (len > u->mem_cap - u->mem_len) {
+		/* the data is part of a body the server has checked against its length */
+		fail(u, 500, "upload data beyond its Content-Length");
+		return false;
+	}
+	memcpy(u->mem + u->mem_len, data, len);
+	u->mem_len += len;
 	return true;
 }
 
@@ -418,17 +513,43 @@ static void stream_reset(void *sink)
 {
 	struct upload *u = sink;
 	u->data_len = 0;
+	if (u->mem) {
+		u->data_start = u->hashed = u->mem_len;
+		u->rehash_pending = true;
+		return;
+	}
 	buf_reset(&u->fill);
 	if (u->spilled)
 		u->reset_pending = true;
+}
+
+/* Job step of in-memory mode: extends the hashes over the job's share of mem. Pool thread. */
+static void job_hash_mem(struct upload *u)
+{
+	size_t len = u->job_to - u->job_from;
+	if (u->job_rehash) {
+		u->mem_crc = 0;
+		if (u->mem_md5)
+			EVP_DigestInit_ex(u->mem_md5, EVP_md5(), NULL);
+	}
+	u->mem_crc = crc32c_update(u->mem_crc, u->mem + u->job_from, len);
+	if (u->mem_md5)
+		EVP_DigestUpdate(u->mem_md5, u->mem + u->job_from, len);
 }
 
 /* Job step: appends wbuf to the spill (created on first use). Pool thread. */
 static wfs_err job_flush(struct upload *u)
 {
 	wfs_err err = WFS_OK;
-	if (!u->sp)
+	if (u->mem) {
+		job_hash_mem(u);
+		return WFS_OK;
+	}
+	if (!u->sp) {
 		err = spill_new(volume_dir(u->v), u->m.md5 != NULL, &u->sp);
+		if (!err)
+			atomic_fetch_add(&spill_uploads, 1);
+	}
 	if (!err && u->job_reset)
 		err = spill_reset(u->sp);
 	if (!err && u->wbuf.len)
@@ -623,6 +744,7 @@ static void job_commit_done(http_req *req, void *arg)
 	buf reply = BUF_INIT;
 
 	u->inflight = false;
+	mem_release(u); /* before the answer: a client that saw it finds the budget back */
 	if (u->status) {
 		http_resp_error(req, u->status, "%s", u->errmsg);
 	} else if (u->job_err) {
@@ -653,7 +775,17 @@ static void job_commit(void *arg)
 	wfs_err err = WFS_OK;
 
 	meta_needle(&u->m, &n);
-	if (u->spilled) {
+	if (u->mem) {
+		job_hash_mem(u); /* the tail no earlier job took */
+		if (u->mem_md5 && !md5_final_matches(u->mem_md5, u->m.md5)) {
+			fail(u, 400, "Content-MD5 does not match the body");
+			goto out;
+		}
+		n.data = (const uint8_t *)u->mem + u->data_start;
+		n.data_size = (uint32_t)(u->mem_len - u->data_start);
+		err = volume_write_crc(u->v, &n, u->mem_crc, &u->unchanged);
+		src.mem = (const char *)n.data;
+	} else if (u->spilled) {
 		err = job_flush(u);
 		if (err) {
 			fail(u, write_status(err), "could not spill upload: %s", wfs_strerror(err));
@@ -688,19 +820,32 @@ out:
 	http_req_defer(u->req, job_commit_done, u);
 }
 
-/* Hands fill to a job (write or commit). Loop thread; nothing in flight. */
+/* Bytes that wait for a job: in fill, or in mem past what jobs have hashed. */
+static size_t pending(const struct upload *u)
+{
+	return u->mem ? u->mem_len - u->hashed : u->fill.len;
+}
+
+/* Hands fill, or mem's unhashed bytes, to a job (write or commit). Loop thread; none in flight. */
 static void submit(struct upload *u, bool commit)
 {
 	buf t = u->wbuf;
-	u->wbuf = u->fill;
-	u->fill = t;
-	buf_reset(&u->fill);
-	if (commit && (!u->spilled || u->reset_pending) && u->wbuf.len <= INLINE_MAX) {
-		u->spilled = false; /* small after all: written from memory */
+	if (u->mem) {
+		u->job_from = u->hashed;
+		u->job_to = u->hashed = u->mem_len;
+		u->job_rehash = u->rehash_pending;
+		u->rehash_pending = false;
 	} else {
-		u->job_reset = u->reset_pending;
-		u->reset_pending = false;
-		u->spilled = true;
+		u->wbuf = u->fill;
+		u->fill = t;
+		buf_reset(&u->fill);
+		if (commit && (!u->spilled || u->reset_pending) && u->wbuf.len <= INLINE_MAX) {
+			u->spilled = false; /* small after all: written from memory */
+		} else {
+			u->job_reset = u->reset_pending;
+			u->reset_pending = false;
+			u->spilled = true;
+		}
 	}
 	u->inflight = true;
 	if (!vs_submit(u->vs, commit ? job_commit : job_write, u)) {
@@ -720,11 +865,12 @@ static void pump(struct upload *u)
 		return;
 	if (!u->status && u->body_done)
 		submit(u, true);
-	else if (!u->status && u->fill.len >= PIECE)
+	else if (!u->status && pending(u) >= PIECE)
 		submit(u, false);
 	if (u->inflight)
 		return;
 	if (u->status) {
+		mem_release(u);
 		/* mid-body this also closes the connection: the rest is never read */
 		http_resp_error(u->req, u->status, "%s", u->errmsg);
 		upload_free(u);
@@ -746,9 +892,10 @@ static bool on_data(http_req *req, const char *data, size_t len, void *arg)
 	} else {
 		stream_append(u, data, len);
 	}
-	if (!u->status && u->fill.len >= PIECE && !u->inflight)
+	if (!u->status && pending(u) >= PIECE && !u->inflight)
 		submit(u, false);
-	if (u->status || u->fill.len >= PIECE) {
+	/* in memory the body is bounded by its reservation: no need to pause */
+	if (u->status || (!u->mem && u->fill.len >= PIECE)) {
 		u->paused = true;
 		if (u->status)
 			pump(u); /* may free u */
@@ -820,6 +967,18 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 			upload_free(u);
 			return;
 		}
+	}
+	/* a body of known, moderate length collects in memory if the budget has room */
+	if (cl > 0 && (uint64_t)cl <= MEMORY_MAX + (is_mp ? MULTIPART_SLACK : 0) &&
+	    mem_reserve((uint64_t)cl)) {
+		u->mem_cap = (size_t)cl;
+		u->mem = xmalloc(u->mem_cap);
+		if (u->m.md5) {
+			u->mem_md5 = EVP_MD_CTX_new();
+			if (!u->mem_md5 || !EVP_DigestInit_ex(u->mem_md5, EVP_md5(), NULL))
+				fatal("out of memory (MD5)");
+		}
+		atomic_fetch_add(&mem_uploads, 1);
 	}
 	u->replicate = vs_needs_replication(req, u->v);
 	http_req_stream_body(req, limit, on_data, on_end, u);
