@@ -47,6 +47,20 @@
  * - Memory: large buffers (dirty ranges, chunk copies) are malloc'ed outside
  *   the heap arenas (M_MMAP_THRESHOLD fixed at 128 KiB), so a freed range
  *   goes back to the kernel at once instead of staying in a thread's arena.
+ *   Ranges over 128 KiB take chunk-size buffers from a pool (buf_pool.h)
+ *   instead: reused without page faults; a background upload hands its
+ *   buffer to the memory cache (no copy), which returns it on eviction.
+ * - Small files: a file whose whole data fits inline_max and is known here
+ *   (no bytes only in base chunks) commits as update {content}: no upload.
+ * - The kept tail: a small committed range keeps its buffer after the commit;
+ *   a write right after it revives it as a dirty range that `supersedes` the
+ *   committed chunk, and the next commit drops that chunk (update dropChunks,
+ *   or leaves it out of a replaced list). fsync after each small sequential
+ *   write then re-uploads at most TAIL_MAX bytes instead of adding one chunk
+ *   per fsync to a list the filer rewrites every time. A background upload of
+ *   a range that supersedes a chunk carries the drop in pend_drop.
+ * - mount_data_stale_files lists files dirty for a while (the mount commits
+ *   them in the background: -commitSeconds).
  */
 #include "config.h"
 #include <errno.h>
@@ -206,9 +220,10 @@ struct file_data {
 	struct fid_list fl_drop; /* committed chunks the flushed data supersedes */
 	size_t fl_npend_drop;    /* of which the first ones come from pend_drop */
 
-	/* the last commit's chunk at the end of the file while small: its bytes are kept
-	   so that an append revives them as a dirty range whose chunk replaces it
-	   (fsync after each append would otherwise add one chunk per fsync) */
+	/* the last commit's chunk while small: its bytes are kept so that a write right
+	   after it revives them as a dirty range whose chunk replaces it (fsync after each
+	   sequential write would otherwise add one chunk per fsync). Any other write over
+	   its bytes, a truncate or a new base drops it. */
 	uint8_t *tail_data; /* NULL = none */
 	uint64_t tail_off, tail_len, tail_cap;
 	char *tail_fid;
@@ -912,9 +927,9 @@ static void tail_save(file_data *fd, struct drange *r, const char *fid)
 }
 
 /*
- * Before a write of [off, off+len) into slot s: an append right after the tail revives
- * it as a dirty range that supersedes its chunk (the write then merges with it); any
- * other write over the tail's bytes drops it. Returns the bytes made dirty. mu held.
+ * Before a write of [off, off+len) into slot s: a write right after the tail revives it
+ * as a dirty range that supersedes its chunk (the write then merges with it); any other
+ * write over the tail's bytes drops it. Returns the bytes made dirty. mu held.
  */
 static uint64_t tail_before_write(file_data *fd, struct slot *s, uint64_t off, uint64_t len)
 {
@@ -924,7 +939,7 @@ static uint64_t tail_before_write(file_data *fd, struct slot *s, uint64_t off, u
 
 	if (!fd->tail_data || off > tend || off + len < fd->tail_off)
 		return 0;
-	if (off != tend || s->index != fd->tail_off / cs || fd->size != tend) {
+	if (off != tend || s->index != fd->tail_off / cs) {
 		tail_drop(fd);
 		return 0;
 	}
@@ -1915,9 +1930,7 @@ void file_data_commit_result(file_data *fd, int rc)
 					continue;
 				released += r->len;
 				/* a small last chunk: kept to merge with the next append */
-				if (!fd->fl_inline && r->up.fid && r->len < TAIL_MAX &&
-				    r->off + r->len == fd->fl_size && fd->size == fd->fl_size &&
-				    s->n == 1)
+				if (!fd->fl_inline && r->up.fid && r->len < TAIL_MAX && s->n == 1)
 					tail_save(fd, r, r->up.fid);
 				filer_chunks_clear(&r->up, 1); /* in the base now */
 				slot_remove_range(fd, s, k);
