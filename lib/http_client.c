@@ -120,7 +120,9 @@ wfs_err http_request(const char *method, const char *url, const char *const *hea
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L << 10);
+	/* big reads want a big buffer; curl allocates it per transfer, and at 256 KiB that is
+	   an mmap and munmap per request: small answers (POST, PUT) keep curl's default */
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, strcmp(method, "GET") ? 16L << 10 : 256L << 10);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, client_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, res);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, client_header);
