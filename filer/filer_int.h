@@ -175,6 +175,16 @@ wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const 
  * another transaction creates meanwhile; WFS_EPERM (409 for callers) when a component is a file.
  */
 wfs_err filer_mkdir_p(struct filer *f, struct filer_tx *tx, struct filer_evs *evs, const char *dir);
+/*
+ * Inside tx, for a write that makes the file dir/name: creates its parent
+ * directories (unless make_parents is false) and finds what is there now
+ * (*old, owned; NULL when nothing). A file among the parents (409), a
+ * directory at the name (409) or a store error sets j's error and returns
+ * non-zero. Worker thread.
+ */
+wfs_err filer_write_target(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs,
+			   const char *dir, const char *name, bool make_parents,
+			   struct filer_entry **old);
 /* A new directory entry at dir/name with the current time. */
 struct filer_entry *filer_dir_entry_new(const char *dir, const char *name, uint32_t mode);
 

@@ -544,3 +544,33 @@ void filer_entry_json(json_w *w, const struct filer_entry *e)
 	jw_obj_end(w);
 	free(full);
 }
+
+wfs_err filer_write_target(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs,
+			   const char *dir, const char *name, bool make_parents,
+			   struct filer_entry **old)
+{
+	char *full = filer_path_join(dir, name);
+	wfs_err err = make_parents ? filer_mkdir_p(j->f, tx, evs, dir) : WFS_OK;
+
+	*old = NULL;
+	if (err == WFS_EPERM) {
+		fjob_error(j, 409, "a parent of %s is a file", full);
+		goto out;
+	}
+	if (err) {
+		fjob_store_error(j, err, "creating parent directories");
+		goto out;
+	}
+	err = filer_store_find(j->f->store, tx, dir, name, old);
+	if (err == WFS_ENOENT) {
+		err = WFS_OK;
+	} else if (err) {
+		fjob_store_error(j, err, "lookup");
+	} else if (filer_entry_is_dir(*old)) {
+		err = WFS_EPERM;
+		fjob_error(j, 409, "%s is a directory", full);
+	}
+out:
+	free(full);
+	return err;
+}

@@ -42,6 +42,7 @@
 #include <time.h>
 #include "filer/body_chunks.h"
 #include "filer/chunk_io.h"
+#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "filer/tus_codec.h"
 #include "log.h"
@@ -390,24 +391,16 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 	}
 	filer_lock_path(f, s->target);
 	locked = true;
-	err = filer_mkdir_p(f, tx, &evs, dir);
-	if (err == WFS_EPERM) {
-		fjob_error(j, 409, "a parent of %s is a file", s->target);
+	err = filer_write_target(j, tx, &evs, dir, name, true, &old);
+	if (err)
 		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "creating parent directories");
-		goto out;
-	}
-	err = filer_store_find(f->store, tx, dir, name, &old);
-	if (err && err != WFS_ENOENT) {
-		fjob_store_error(j, err, "lookup");
-		goto out;
-	}
-	if (old && filer_entry_is_dir(old)) {
-		err = WFS_EPERM;
-		fjob_error(j, 409, "%s is a directory", s->target);
-		goto out;
+	if (old) {
+		/* a linked name leaves its group; the last name frees the shared chunks */
+		err = filer_hardlink_release(f->store, tx, old);
+		if (err) {
+			fjob_store_error(j, err, "dropping a hard link");
+			goto out;
+		}
 	}
 	e = filer_entry_new(dir, name);
 	e->attr.mode = S_IFREG | 0660;

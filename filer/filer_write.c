@@ -281,26 +281,8 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		fjob_store_error(j, err, "begin");
 		goto out;
 	}
-	if (!u->skip_parent) {
-		err = filer_mkdir_p(f, tx, &evs, dir);
-		if (err == WFS_EPERM) {
-			fjob_error(j, 409, "a parent of %s is a file", full);
-			goto out;
-		}
-		if (err) {
-			fjob_store_error(j, err, "creating parent directories");
-			goto out;
-		}
-	}
-	err = filer_store_find(f->store, tx, dir, name, &old);
-	if (err && err != WFS_ENOENT) {
-		fjob_store_error(j, err, "lookup");
+	if (filer_write_target(j, tx, &evs, dir, name, !u->skip_parent, &old))
 		goto out;
-	}
-	if (old && filer_entry_is_dir(old)) {
-		fjob_error(j, 409, "%s is a directory", full);
-		goto out;
-	}
 	if (u->append && old && filer_hardlink_is_linked(old)) {
 		/* The name holds a stub; the content is shared (filer_hardlink.h). */
 		fjob_error(j, 409, "%s is a hard link: append through the JSON API (update)", full);

@@ -257,3 +257,27 @@ def test_interrupted_patch_keeps_nothing(tus):
     r = patch(f, loc, 0, data)
     assert r.status_code == 204, r.text
     assert f.get("/tus/cut.bin").content == data
+
+
+def test_upload_over_a_hard_linked_name_leaves_the_group(tus):
+    """A finished upload replaces its target name; a hard-linked name leaves its link
+    group first: the other name keeps the old bytes with its link count down to 1, and
+    removing it then frees the shared chunks (nothing leaks)."""
+    f, v = tus
+    old = os.urandom(300000)
+    assert requests.put(f.u("/tuslink/a"), data=old, timeout=60).status_code in (200, 201)
+    r = requests.post(f.u("/.api/v1/link"), json={"target": "/tuslink/a",
+                                                  "newPath": "/tuslink/b"}, timeout=60)
+    assert r.status_code in (200, 201), r.text
+    new = os.urandom(5000)
+    r = create(f, "/tuslink/a", len(new))
+    assert r.status_code == 201, r.text
+    assert patch(f, r.headers["Location"], 0, new).status_code == 204
+    assert f.get("/tuslink/a").content == new
+    assert f.get("/tuslink/b").content == old
+    e = requests.post(f.u("/.api/v1/lookup"), json={"path": "/tuslink/b"}, timeout=60).json()
+    assert e["nlink"] == 1
+    deleted0 = delete_count(v)
+    assert requests.delete(f.u("/tuslink/b"), timeout=60).status_code in (200, 202, 204)
+    wait_until(lambda: delete_count(v) > deleted0, timeout=30,
+               what="the last name's shared chunks freed")
