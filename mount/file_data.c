@@ -70,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "filer/blob_client.h"
 #include "filer/chunk_io.h"
 #include "filer/chunks.h"
@@ -194,6 +195,7 @@ struct file_data {
 
 	uint64_t size;
 	bool size_dirty;
+	bool holes_dirty;   /* a punch cut the base: the next commit replaces the list */
 	uint64_t trunc_min; /* smallest size since the last commit; UINT64_MAX = none */
 	uint64_t trunc_seq;
 
@@ -268,7 +270,8 @@ static void fids_shift(struct fid_list *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(l->v[i]);
-	memmove(l->v, l->v + n, (l->n - n) * sizeof(*l->v));
+	if (n && n < l->n) /* l->v is NULL when empty: memmove must not see it */
+		memmove(l->v, l->v + n, (l->n - n) * sizeof(*l->v));
 	l->n -= n;
 }
 
@@ -1380,7 +1383,7 @@ bool file_data_dirty(file_data *fd)
 {
 	bool d;
 	pthread_mutex_lock(&fd->mu);
-	d = fd->nslots || fd->pend.n || fd->size_dirty;
+	d = fd->nslots || fd->pend.n || fd->size_dirty || fd->holes_dirty;
 	pthread_mutex_unlock(&fd->mu);
 	return d;
 }
@@ -1675,6 +1678,7 @@ int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
 	fd->bg_err = 0;
 	replace = fd->filer_inline && (fd->nslots || fd->pend.n);
 	replace |= fd->trunc_min < fd->base_size && fd->trunc_min < fd->size;
+	replace |= fd->holes_dirty;
 	if (replace) {
 		e = base_resolve(fd);
 		if (e)
@@ -1824,7 +1828,7 @@ bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len)
 	if (keep && fd->base.n)
 		goto out;
 	c = xcalloc(1, fd->size ? fd->size : 1);
-	if (keep && fd->has_inl)
+	if (keep && fd->has_inl && fd->inl_len) /* inl is NULL when empty */
 		memcpy(c, fd->inl, MIN(keep, fd->inl_len));
 	free(fd->fl);
 	fd->fl = NULL;
@@ -1980,6 +1984,7 @@ void file_data_commit_result(file_data *fd, int rc)
 		if (fd->trunc_seq == fd->fl_trunc_seq) {
 			fd->trunc_min = UINT64_MAX;
 			fd->size_dirty = false;
+			fd->holes_dirty = false;
 		}
 		changed(fd);
 	}
@@ -1997,4 +2002,248 @@ void file_data_commit_result(file_data *fd, int rc)
 	pthread_cond_broadcast(&fd->cond);
 	pthread_mutex_unlock(&fd->mu);
 	budget_release(fd->md, released);
+}
+
+/* ---- holes: SEEK_DATA / SEEK_HOLE, punch hole and zero range ----
+ *
+ * Data is what a visible piece of a base or pending chunk, a dirty range or the
+ * inline content covers; the rest below the size is a hole (manifests are
+ * resolved first, so a manifest's own span is not taken for data).
+ *
+ * A punch of [a, b) stores no zeros where it can avoid it: dirty bytes there are
+ * cut, chunks inside leave the list, chunks crossing a are shortened to end at a.
+ * A chunk crossing b cannot be made to start at b (a chunk always begins at its
+ * blob's first byte), so zeros are written over [max(its offset, a), b) as a dirty
+ * range: at most one chunk's worth whatever the punch's length. The base being cut,
+ * the next commit replaces the whole list (holes_dirty) and the filer frees the
+ * chunks it no longer names; the pending chunks that left are orphans.
+ */
+
+/* Cuts [a, b) out of the dirty ranges (no slot busy). Returns the bytes released. mu held. */
+static uint64_t dirty_cut(file_data *fd, uint64_t a, uint64_t b)
+{
+	uint64_t cs = fd->md->chunk_size, released = 0;
+
+	for (size_t i = slot_lower(fd, a / cs); i < fd->nslots;) {
+		struct slot *s = fd->slots[i];
+		size_t before = fd->nslots;
+
+		if (s->index * cs >= b)
+			break;
+		for (size_t k = 0; k < s->n;) {
+			struct drange *r = &s->r[k];
+			uint64_t rend = r->off + r->len, lo = MAX(a, r->off), hi = MIN(b, rend);
+
+			if (lo >= hi) {
+				k++;
+				continue;
+			}
+			if (lo == r->off && hi == rend) {
+				released += r->len;
+				slot_remove_range(fd, s, k);
+				continue;
+			}
+			/* it no longer covers the chunk it superseded whole: that one stays listed
+			   (older, so the range still wins where both remain) */
+			free(r->supersedes);
+			r->supersedes = NULL;
+			s->bytes -= hi - lo;
+			fd->dirty_bytes -= hi - lo;
+			released += hi - lo;
+			r->gen = ++fd->gen_next;
+			if (lo > r->off && hi < rend) {
+				/* the middle: the right part gets a buffer of its own */
+				struct drange nr = {.off = hi, .len = rend - hi};
+				nr.data = rbuf_alloc(fd->md, nr.len, &nr.cap);
+				memcpy(nr.data, r->data + (hi - r->off), nr.len);
+				nr.gen = ++fd->gen_next;
+				r->len = lo - r->off;
+				if (s->n == s->cap) {
+					s->cap = s->cap ? s->cap * 2 : 4;
+					s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
+				}
+				memmove(&s->r[k + 2], &s->r[k + 1], (s->n - k - 1) * sizeof(*s->r));
+				s->r[k + 1] = nr;
+				s->n++;
+				k += 2;
+			} else if (lo > r->off) {
+				r->len = lo - r->off;
+				k++;
+			} else {
+				memmove(r->data, r->data + (hi - r->off), rend - hi);
+				r->off = hi;
+				r->len = rend - hi;
+				k++;
+			}
+		}
+		slot_drop_if_empty(fd, s);
+		if (fd->nslots == before)
+			i++;
+	}
+	return released;
+}
+
+/*
+ * Takes [a, b) out of list l: chunks inside it move to *gone, chunks crossing a (only)
+ * end there. Returns the lowest byte of [a, b) that a chunk crossing b still covers (b:
+ * none); *cut tells whether anything changed. mu held.
+ */
+static uint64_t list_punch(struct chunk_list *l, uint64_t a, uint64_t b, struct chunk_list *gone,
+			   bool *cut)
+{
+	uint64_t z = b;
+	size_t w = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct filer_chunk *c = &l->c[i];
+		uint64_t end = c->offset + c->size;
+
+		if (c->offset < b && end > b) {
+			z = MIN(z, MAX(c->offset, a));
+		} else if (c->offset >= a && end <= b) {
+			list_push(gone, c);
+			filer_chunks_clear(c, 1);
+			*cut = true;
+			continue;
+		} else if (c->offset < a && end > a) {
+			c->size = a - c->offset;
+			*cut = true;
+		}
+		l->c[w++] = *c;
+	}
+	l->n = w;
+	return z;
+}
+
+int file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size)
+{
+	uint64_t cs = fd->md->chunk_size, released = 0, added = 0, a = off, b, z;
+	struct chunk_list gone = {0};
+	bool cut = false;
+	int e;
+
+	if (!len)
+		return 0;
+	if (off > INT64_MAX || len > INT64_MAX - off)
+		return EFBIG;
+	pthread_mutex_lock(&fd->mu);
+	wait_quiet(fd);
+	e = base_resolve(fd);
+	if (e)
+		goto out;
+	tail_drop(fd); /* its bytes may be in the range */
+	b = MIN(off + len, fd->size);
+	if (a < b) {
+		released = dirty_cut(fd, a, b);
+		z = list_punch(&fd->base, a, b, &gone, &cut);
+		list_clear(&gone); /* the filer frees these at the commit */
+		if (cut)
+			fd->holes_dirty = true; /* pending chunks go with an append as they are */
+		z = MIN(z, list_punch(&fd->pend, a, b, &gone, &cut));
+		for (size_t i = 0; i < gone.n; i++) /* never committed: orphans */
+			chunk_drop(fd, gone.c[i].fid);
+		list_clear(&gone);
+		if (fd->has_inl && a < fd->inl_len) {
+			memset(fd->inl + a, 0, MIN(b, (uint64_t)fd->inl_len) - a);
+			fd->holes_dirty = true;
+		}
+		if (z < b) {
+			/* zeros where a chunk crossing b still shows (see above): one chunk at most
+			 */
+			uint8_t *zero = xcalloc(1, MIN(b - z, cs));
+			for (uint64_t pos = z; pos < b;) {
+				uint64_t idx = pos / cs, piece = MIN(b, (idx + 1) * cs) - pos;
+				added += slot_write(fd, slot_get(fd, idx), pos, zero, piece);
+				pos += piece;
+			}
+			free(zero);
+		}
+		fd->ra_until = 0;
+	}
+	if (!keep_size && off + len > fd->size)
+		fd->size = off + len; /* the growth is a hole */
+	fd->size_dirty = true;
+	fd->trunc_seq++;
+	changed(fd);
+out:
+	pthread_mutex_unlock(&fd->mu);
+	budget_release(fd->md, released);
+	if (added)
+		budget_force(fd->md, added);
+	return e;
+}
+
+/* The end of the data interval holding pos, or pos when pos is in a hole. mu held, views
+   built. */
+static uint64_t data_through(file_data *fd, uint64_t pos)
+{
+	uint64_t end = pos, cs = fd->md->chunk_size;
+	size_t i;
+	struct slot *s;
+
+	if (fd->has_inl && pos < fd->inl_len)
+		end = fd->inl_len;
+	i = view_lower(fd, pos);
+	if (i < fd->nviews && fd->views[i].file_offset <= pos)
+		end = MAX(end, fd->views[i].file_offset + fd->views[i].len);
+	s = slot_find(fd, pos / cs);
+	for (size_t k = 0; s && k < s->n; k++)
+		if (s->r[k].off <= pos && pos < s->r[k].off + s->r[k].len)
+			end = MAX(end, s->r[k].off + s->r[k].len);
+	return end;
+}
+
+/* The first byte of data at or after pos (UINT64_MAX: none). mu held, views built. */
+static uint64_t data_next(file_data *fd, uint64_t pos)
+{
+	uint64_t best = UINT64_MAX, cs = fd->md->chunk_size;
+	size_t i;
+
+	if (fd->has_inl && pos < fd->inl_len)
+		return pos;
+	i = view_lower(fd, pos);
+	if (i < fd->nviews)
+		best = MAX(fd->views[i].file_offset, pos);
+	/* slots and their ranges are sorted: the first range ending after pos is the lowest */
+	for (i = slot_lower(fd, pos / cs); i < fd->nslots; i++) {
+		struct slot *s = fd->slots[i];
+		if (s->index * cs >= best)
+			break;
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->r[k].off + s->r[k].len > pos)
+				return MIN(best, MAX(s->r[k].off, pos));
+		}
+	}
+	return best;
+}
+
+int file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out)
+{
+	int e;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return EINVAL;
+	pthread_mutex_lock(&fd->mu);
+	e = base_resolve(fd);
+	if (!e && off >= fd->size)
+		e = ENXIO;
+	if (!e)
+		e = views_build(fd);
+	if (e)
+		goto out;
+	if (whence == SEEK_DATA) {
+		uint64_t d = data_next(fd, off);
+		if (d >= fd->size)
+			e = ENXIO; /* only a hole up to the end */
+		else
+			*out = d;
+	} else {
+		uint64_t pos = off, next;
+		while (pos < fd->size && (next = data_through(fd, pos)) > pos)
+			pos = next;
+		*out = MIN(pos, fd->size); /* the end of the file is a hole */
+	}
+out:
+	pthread_mutex_unlock(&fd->mu);
+	return e;
 }

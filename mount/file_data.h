@@ -123,6 +123,22 @@ bool file_data_flush_replaces(file_data *fd);
  */
 size_t file_data_flush_drops(file_data *fd, char ***fids);
 
+/*
+ * lseek SEEK_DATA / SEEK_HOLE from off: *out = the first byte of data (a base or pending
+ * chunk's visible piece, a dirty range, inline content) or of a hole (the end of the file
+ * counts as one) at or after off. ENXIO when off is at or past the end, or (SEEK_DATA)
+ * only a hole follows; EINVAL for another whence; EIO when manifests cannot be read.
+ */
+int file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out);
+/*
+ * Zeros [off, off+len) (fallocate PUNCH_HOLE, ZERO_RANGE) without storing zeros where it
+ * can: the range becomes a hole except under a chunk that crosses its end, where at most
+ * one chunk's worth of zeros is buffered. Unless keep_size, the size grows to off+len.
+ * The change waits for the next commit like a write (then update {chunks} replaces the
+ * list). Waits for a running flush, as file_data_truncate does. 0, EFBIG or EIO.
+ */
+int file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size);
+
 /* Counters of a mount's data path (for tests and status). */
 struct mount_data_stats {
 	uint64_t dirty;         /* dirty bytes held now (the budget in use) */

@@ -1855,7 +1855,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	int rc = 0;
 
 	(void)ino;
-	if (mode & ~FALLOC_FL_KEEP_SIZE) {
+	/* PUNCH_HOLE needs KEEP_SIZE and excludes ZERO_RANGE (the VFS checks it too) */
+	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) ||
+	    ((mode & FALLOC_FL_PUNCH_HOLE) &&
+	     (!(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_ZERO_RANGE)))) {
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
@@ -1863,18 +1866,124 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	/* no space to reserve in a cluster: only the size moves (KEEP_SIZE: nothing) */
-	if (!(mode & FALLOC_FL_KEEP_SIZE) &&
-	    (uint64_t)off + (uint64_t)len > file_data_size(h->node->fd)) {
+	if ((uint64_t)len > (uint64_t)INT64_MAX - (uint64_t)off) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+		/* committed at once, as a size change is: the hole shows everywhere */
+		rc = file_data_punch(h->node->fd, (uint64_t)off, (uint64_t)len,
+				     mode & FALLOC_FL_KEEP_SIZE);
+	} else if (!(mode & FALLOC_FL_KEEP_SIZE) &&
+		   (uint64_t)off + (uint64_t)len > file_data_size(h->node->fd)) {
+		/* no space to reserve in a cluster: only the size moves (KEEP_SIZE: nothing) */
 		rc = file_data_truncate(h->node->fd, (uint64_t)off + (uint64_t)len);
-		if (!rc) {
-			pthread_mutex_lock(&h->node->mu);
-			h->node->data_mtime_ns = now_ns();
-			pthread_mutex_unlock(&h->node->mu);
-			rc = commit_node(ctx(req), h->node, NULL, NULL);
-		}
+	} else {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if (!rc) {
+		pthread_mutex_lock(&h->node->mu);
+		h->node->data_mtime_ns = now_ns();
+		pthread_mutex_unlock(&h->node->mu);
+		rc = commit_node(ctx(req), h->node, NULL, NULL);
 	}
 	fuse_reply_err(req, rc);
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	uint64_t pos = 0;
+	int rc;
+
+	(void)ino;
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		fuse_reply_err(req, EINVAL); /* the kernel answers the others itself */
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	rc = file_data_seek(get_fh(fi)->node->fd, (uint64_t)off, whence, &pos);
+	if (rc)
+		fuse_reply_err(req, rc);
+	else
+		fuse_reply_lseek(req, (off_t)pos);
+}
+
+#define COPY_PIECE (1u << 20)   /* bytes read, then written, at a time */
+#define COPY_MAX   (1ull << 30) /* per request: a short copy, the caller loops */
+
+/*
+ * copy_file_range within this mount: the source's bytes (dirty ones included) are read
+ * and written into the destination as a write would, a piece at a time. Sharing the
+ * source's chunks instead is not safe: the filer frees a chunk as soon as one entry stops
+ * naming it. Between two mounts the kernel gets EXDEV and copies with reads and writes.
+ */
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct fh *hi = get_fh(fi_in), *ho = get_fh(fi_out);
+	file_data *src = hi->node->fd, *dst = ho->node->fd;
+	uint64_t size, done = 0;
+	uint8_t *b = NULL;
+	int rc = 0;
+
+	(void)ino_in;
+	(void)ino_out;
+	if (flags || off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((hi->flags & O_ACCMODE) == O_WRONLY || (ho->flags & O_ACCMODE) == O_RDONLY ||
+	    (ho->flags & O_APPEND)) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	size = file_data_size(src);
+	len = (size_t)MIN((uint64_t)len, COPY_MAX);
+	len = (size_t)MIN((uint64_t)len, size > (uint64_t)off_in ? size - (uint64_t)off_in : 0);
+	if (!len) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	if ((uint64_t)len > (uint64_t)INT64_MAX - (uint64_t)off_out) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	if (hi->node == ho->node && (uint64_t)off_out < (uint64_t)off_in + len &&
+	    (uint64_t)off_in < (uint64_t)off_out + len) {
+		fuse_reply_err(req, EINVAL); /* overlapping ranges of one file */
+		return;
+	}
+	b = xmalloc(MIN((uint64_t)len, COPY_PIECE));
+	while (done < len) {
+		size_t piece = (size_t)MIN((uint64_t)COPY_PIECE, len - done), got = 0;
+		rc = file_data_read(src, (uint64_t)off_in + done, piece, b, &got);
+		if (!rc && got)
+			rc = file_data_write(dst, (uint64_t)off_out + done, b, got);
+		if (rc)
+			break;
+		done += got;
+		if (got < piece)
+			break; /* the source ended (cut meanwhile) */
+	}
+	free(b);
+	if (done) {
+		note_access(ctx(req), hi->node);
+		pthread_mutex_lock(&ho->node->mu);
+		ho->node->data_mtime_ns = now_ns();
+		pthread_mutex_unlock(&ho->node->mu);
+		drop_sgid_on_write(req, ho->node);
+		fuse_reply_write(req, (size_t)done); /* an error after some bytes: a short copy */
+	} else if (rc) {
+		fuse_reply_err(req, rc);
+	} else {
+		fuse_reply_write(req, 0);
+	}
 }
 
 /* ---- directories ---- */
@@ -2290,6 +2399,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.access = op_access,
 	.create = op_create,
 	.fallocate = op_fallocate,
+	.lseek = op_lseek,
+	.copy_file_range = op_copy_file_range,
 	.getlk = fuse_locks_getlk,
 	.setlk = fuse_locks_setlk,
 	.flock = fuse_locks_flock,

@@ -51,6 +51,7 @@ RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
+FALLOC_FL_ZERO_RANGE = 0x10
 SYS_renameat2 = {"x86_64": 316, "aarch64": 276}.get(os.uname().machine)
 
 
@@ -1234,6 +1235,41 @@ class Suite:
             self.eq("PUNCH_HOLE keeps the size", os.fstat(fd).st_size, 200000)
         self.call("PUNCH_HOLE without KEEP_SIZE", E.EOPNOTSUPP, fallocate, fd,
                   FALLOC_FL_PUNCH_HOLE, 0, 10)
+        self.call("PUNCH_HOLE with ZERO_RANGE", E.EOPNOTSUPP, fallocate, fd,
+                  FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, 10)
+        os.close(fd)
+        # a punched hole is a hole: block-aligned, at the end of the data
+        f2 = touch(os.path.join(d, "punch"), 0o644)
+        fd = os.open(f2, os.O_RDWR)
+        os.write(fd, b"p" * 262144)
+        os.fsync(fd)
+        r = err(fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 131072, 131072)
+        if r == E.EOPNOTSUPP:
+            self.skip("punched holes", "EOPNOTSUPP")
+        else:
+            self.errno("PUNCH_HOLE of the last 128 KiB", r, 0)
+            self.eq("punched tail reads zero", os.pread(fd, 131072, 131072), b"\0" * 131072)
+            self.eq("SEEK_HOLE finds the punched hole", os.lseek(fd, 0, os.SEEK_HOLE), 131072)
+            self.call("SEEK_DATA in the punched tail", E.ENXIO, os.lseek, fd, 131072,
+                      os.SEEK_DATA)
+            self.check("st_blocks drop after PUNCH_HOLE", os.fstat(fd).st_blocks * 512 < 262144)
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 65536)
+            self.eq("punched head reads zero", os.pread(fd, 65536, 0), b"\0" * 65536)
+            self.eq("data after the punched head", os.pread(fd, 10, 65536), b"p" * 10)
+            self.check("SEEK_DATA skips no data after a punched head",
+                       os.lseek(fd, 0, os.SEEK_DATA) <= 65536)
+        r = err(fallocate, fd, FALLOC_FL_ZERO_RANGE, 200000, 100000)
+        if r == E.EOPNOTSUPP:
+            self.skip("fallocate ZERO_RANGE", "EOPNOTSUPP")
+        else:
+            self.errno("ZERO_RANGE past EOF", r, 0)
+            self.eq("ZERO_RANGE grows the size", os.fstat(fd).st_size, 300000)
+            self.eq("ZERO_RANGE reads zero", os.pread(fd, 100000, 200000), b"\0" * 100000)
+            os.pwrite(fd, b"q" * 1000, 0)
+            self.call("ZERO_RANGE KEEP_SIZE", 0, fallocate, fd,
+                      FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 500, 1000000)
+            self.eq("ZERO_RANGE KEEP_SIZE keeps the size", os.fstat(fd).st_size, 300000)
+            self.eq("ZERO_RANGE KEEP_SIZE zeros", os.pread(fd, 1000, 0), b"q" * 500 + b"\0" * 500)
         os.close(fd)
 
     # ================================================================ xattrs
@@ -1924,6 +1960,28 @@ class Suite:
                 True)
         self.eq("SEEK_HOLE finds EOF at the latest", os.lseek(fd, 0, os.SEEK_HOLE) <= 5200, True)
         self.call("SEEK_DATA past EOF", E.ENXIO, os.lseek, fd, 6000, os.SEEK_DATA)
+        os.close(fd)
+        # SEEK_DATA / SEEK_HOLE exactly, for data on 4 KiB blocks, dirty and then synced
+        fd = os.open(touch(os.path.join(d, "sparse")), os.O_RDWR)
+        os.pwrite(fd, b"d" * 8192, 0)
+        os.pwrite(fd, b"e" * 8192, 1 << 20)
+        os.ftruncate(fd, 2 << 20)
+        for when in ("written", "after fsync"):
+            self.eq("SEEK_DATA at 0, " + when, os.lseek(fd, 0, os.SEEK_DATA), 0)
+            self.eq("SEEK_HOLE at 0, " + when, os.lseek(fd, 0, os.SEEK_HOLE), 8192)
+            self.eq("SEEK_DATA in a hole, " + when, os.lseek(fd, 8192, os.SEEK_DATA), 1 << 20)
+            self.eq("SEEK_HOLE in a hole, " + when, os.lseek(fd, 20000, os.SEEK_HOLE), 20000)
+            self.eq("SEEK_HOLE after data, " + when, os.lseek(fd, (1 << 20) + 5, os.SEEK_HOLE),
+                    (1 << 20) + 8192)
+            self.call("SEEK_DATA in the last hole, " + when, E.ENXIO, os.lseek, fd,
+                      (1 << 20) + 8192, os.SEEK_DATA)
+            self.call("SEEK_HOLE at EOF, " + when, E.ENXIO, os.lseek, fd, 2 << 20, os.SEEK_HOLE)
+            self.call("SEEK_DATA at EOF, " + when, E.ENXIO, os.lseek, fd, 2 << 20, os.SEEK_DATA)
+            os.fsync(fd)
+        os.ftruncate(fd, 0)
+        os.ftruncate(fd, 1 << 20)
+        self.call("SEEK_DATA in a file of one hole", E.ENXIO, os.lseek, fd, 0, os.SEEK_DATA)
+        self.eq("SEEK_HOLE in a file of one hole", os.lseek(fd, 0, os.SEEK_HOLE), 0)
         os.close(fd)
         # flock / fcntl locks
         import fcntl

@@ -5,10 +5,10 @@
  *
  * DESIGN: one file is driven by a seeded random sequence of operations (read, write,
  * truncate up and down, mmap read, mmap write with MAP_SHARED + msync, fallocate in its
- * modes, copy_file_range inside the file, fsync, close/reopen). A byte array `good` holds
- * what the file must contain; every byte beyond the model's size is kept zero, so growth by
- * truncate, by a write past EOF or by fallocate reads back as zeros. Every read, and the
- * file size after every operation, is compared with the model; on the first mismatch the
+ * modes, copy_file_range inside the file, lseek SEEK_DATA / SEEK_HOLE, fsync, close/reopen).
+ * A byte array `good` holds what the file must contain; every byte beyond the model's size is kept
+ * zero, so growth by truncate, by a write past EOF or by fallocate reads back as zeros. Every read,
+ * and the file size after every operation, is compared with the model; on the first mismatch the
  * tail of the operation log and the differing bytes are printed and the program exits 1.
  *
  * Two-path mode (-2 PATH2): the same file is reached through a second path (another mount
@@ -57,21 +57,23 @@ enum op {
 	OP_PUNCH,
 	OP_ZERO,
 	OP_COPY,
+	OP_SEEK,
 	OP_FSYNC,
 	OP_REOPEN,
 	OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
-	"read",        "write", "mapread",    "mapwrite",   "truncate", "falloc",
-	"falloc_keep", "punch", "zero_range", "copy_range", "fsync",    "reopen",
+	"read",  "write",      "mapread",    "mapwrite",  "truncate", "falloc", "falloc_keep",
+	"punch", "zero_range", "copy_range", "seek_hole", "fsync",    "reopen",
 };
 
 /* Relative weights of the operations (before disabling). */
 static const unsigned op_weight[OP_COUNT] = {
 	[OP_READ] = 20,    [OP_WRITE] = 20, [OP_MAPREAD] = 8,     [OP_MAPWRITE] = 8,
 	[OP_TRUNCATE] = 8, [OP_FALLOC] = 3, [OP_FALLOC_KEEP] = 3, [OP_PUNCH] = 3,
-	[OP_ZERO] = 3,     [OP_COPY] = 4,   [OP_FSYNC] = 3,       [OP_REOPEN] = 4,
+	[OP_ZERO] = 3,     [OP_COPY] = 4,   [OP_SEEK] = 4,        [OP_FSYNC] = 3,
+	[OP_REOPEN] = 4,
 };
 
 static bool op_enabled[OP_COUNT];
@@ -471,6 +473,70 @@ static void do_copy(void)
 		file_size = dst + len;
 }
 
+/* Whether the model holds only zeros in [off, end). */
+static bool model_zero(uint64_t off, uint64_t end)
+{
+	for (uint64_t i = off; i < end; i++)
+		if (good[i])
+			return false;
+	return true;
+}
+
+/* lseek SEEK_DATA / SEEK_HOLE: what a file system reports as a hole must read as zeros (it
+   may report a hole as data), and both are ENXIO at or past the end. */
+static void do_seek(void)
+{
+	uint64_t off = rnd_below(file_size + 4096);
+	int whence = rnd_below(2) ? SEEK_DATA : SEEK_HOLE;
+	const char *name = whence == SEEK_DATA ? "SEEK_DATA" : "SEEK_HOLE";
+	off_t r;
+
+	logop("%s 0x%" PRIx64 " (size 0x%" PRIx64 ")", name, off, file_size);
+	r = lseek(fd, (off_t)off, whence);
+	if (r < 0 && errno == EINVAL && off < file_size) {
+		printf("fsx: SEEK_DATA/SEEK_HOLE not supported here: disabled\n");
+		op_enabled[OP_SEEK] = false;
+		op_done[OP_SEEK]--;
+		return;
+	}
+	if (off >= file_size) {
+		if (r >= 0 || errno != ENXIO)
+			fail("%s at 0x%" PRIx64 " past the end 0x%" PRIx64
+			     ": %lld (%s), want ENXIO",
+			     name, off, file_size, (long long)r,
+			     r < 0 ? strerror(errno) : "no error");
+		return;
+	}
+	if (r < 0 && errno != ENXIO)
+		fail_errno(name);
+	if (whence == SEEK_DATA) {
+		uint64_t d = r < 0 ? file_size : (uint64_t)r;
+		if (d < off || d > file_size || (r >= 0 && d == file_size))
+			fail("SEEK_DATA at 0x%" PRIx64 " gave %lld, size 0x%" PRIx64, off,
+			     (long long)r, file_size);
+		if (!model_zero(off, d))
+			fail("SEEK_DATA at 0x%" PRIx64 " skipped data up to 0x%" PRIx64, off, d);
+		return;
+	}
+	if (r < 0)
+		fail("SEEK_HOLE at 0x%" PRIx64 " inside the file: ENXIO", off);
+	uint64_t h = (uint64_t)r;
+	if (h < off || h > file_size)
+		fail("SEEK_HOLE at 0x%" PRIx64 " gave 0x%" PRIx64 ", size 0x%" PRIx64, off, h,
+		     file_size);
+	if (h == file_size)
+		return;
+	/* the hole reaches the next data: all zeros */
+	off_t d = lseek(fd, (off_t)h, SEEK_DATA);
+	if (d < 0 && errno != ENXIO)
+		fail_errno("SEEK_DATA after SEEK_HOLE");
+	uint64_t end = d < 0 ? file_size : (uint64_t)d;
+	if (end <= h || end > file_size || !model_zero(h, end))
+		fail("the hole [0x%" PRIx64 ", 0x%" PRIx64 ") reported at 0x%" PRIx64
+		     " holds data (size 0x%" PRIx64 ")",
+		     h, end, off, file_size);
+}
+
 static void do_fsync(void)
 {
 	logop("fsync");
@@ -527,7 +593,7 @@ static void usage(void)
 		"  -C        no copy_file_range\n"
 		"  -X op     disable an operation by name (repeatable): read, write, mapread,\n"
 		"            mapwrite, truncate, falloc, falloc_keep, punch, zero_range,\n"
-		"            copy_range, fsync, reopen\n"
+		"            copy_range, seek_hole, fsync, reopen\n"
 		"  -L n      operations kept in the log printed on failure (64)\n"
 		"  -k        keep the existing file (default: truncate it to 0 first)\n"
 		"  -v        print every operation\n");
@@ -688,6 +754,9 @@ int main(int argc, char **argv)
 			break;
 		case OP_COPY:
 			do_copy();
+			break;
+		case OP_SEEK:
+			do_seek();
 			break;
 		case OP_FSYNC:
 			do_fsync();
