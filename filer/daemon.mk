@@ -35,4 +35,9 @@ noinst_PROGRAMS += tests/fuzz/fuzz_filer_api
 tests_fuzz_fuzz_filer_api_SOURCES = tests/fuzz/fuzz_filer_api.c
 tests_fuzz_fuzz_filer_api_LDADD = filer/libfiler.a $(FUZZ_LDADD)
 tests_fuzz_fuzz_filer_api_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+# The lock ops' body parser and the lock table (filer_lock.h).
+noinst_PROGRAMS += tests/fuzz/fuzz_filer_lock
+tests_fuzz_fuzz_filer_lock_SOURCES = tests/fuzz/fuzz_filer_lock.c
+tests_fuzz_fuzz_filer_lock_LDADD = filer/libfiler.a $(FUZZ_LDADD) $(SQLITE_LIBS) $(LIBPQ_LIBS) -lpthread
+tests_fuzz_fuzz_filer_lock_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif

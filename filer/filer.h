@@ -22,6 +22,8 @@ struct filer_opts {
 	const char *default_replication; /* -defaultReplication, "" = the master's */
 	int threads;                     /* -threads: HTTP loop threads, 0 = cores */
 	int tus_expire_seconds;          /* -tus.expireSeconds: idle TUS uploads expire */
+	int assign_lease_seconds;        /* -assignLeaseSeconds: assigned ids unreferenced this
+					    long are deleted */
 };
 
 struct filer;

@@ -11,6 +11,9 @@
  * writer of this filer and, through the store's own insert/update rules,
  * against other filers. Events go last (filer_commit), and chunks that lose
  * their last reference are queued for deletion in the same transaction.
+ * The ids assign hands out are leased in that queue (gc_queue.h), so a
+ * client that dies before its commit leaks no blob; the create or update
+ * that references them claims them in its transaction.
  * Errors carry a POSIX-like "code" so a client maps them to errno.
  *
  * The entry etag is xxh64 of the stored encoding (16 hex digits): any change
@@ -31,6 +34,7 @@
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "filer/filer_lock.h"
+#include "filer/gc_queue.h"
 #include "http_client.h"
 #include "log.h"
 #include "util.h"
@@ -313,6 +317,57 @@ static wfs_err finish_tx(struct fjob *j, struct filer_tx **tx, struct filer_evs 
 	return err;
 }
 
+/* Whether fid names one of e's chunks (e may be NULL). */
+static bool has_fid(const struct filer_entry *e, const char *fid)
+{
+	for (size_t i = 0; e && i < e->n_chunks; i++)
+		if (!strcmp(e->chunks[i].fid, fid))
+			return true;
+	return false;
+}
+
+/*
+ * Inside tx, which makes an entry reference c[0..n): claims their ids off the
+ * garbage queue, where assign leased them (gc_queue.h), so they are kept from
+ * this commit on. A manifest's members are claimed too (resolved through the
+ * volume servers), except for manifests old (may be NULL) already referenced:
+ * claimed when they were committed.
+ */
+static wfs_err claim_chunks(struct filer *f, struct filer_tx *tx, const struct filer_chunk *c,
+			    size_t n, const struct filer_entry *old)
+{
+	struct filer_chunk *mf = NULL, *leaves = NULL;
+	size_t nmf = 0, nleaves = 0, nf = 0;
+	const char **fids;
+	wfs_err err = WFS_OK;
+
+	if (!n)
+		return WFS_OK;
+	for (size_t i = 0; i < n; i++) {
+		if (!c[i].is_manifest || has_fid(old, c[i].fid))
+			continue;
+		if (!mf)
+			mf = xcalloc(n, sizeof(*mf));
+		mf[nmf++] = c[i]; /* borrowed fields: not freed below */
+	}
+	if (nmf) {
+		/* members left leased would be deleted under a live manifest: refuse instead */
+		err = chunk_resolve_manifests(f->bc, mf, nmf, &leaves, &nleaves);
+		free(mf);
+		if (err)
+			return err;
+	}
+	fids = xcalloc(n + nleaves, sizeof(*fids));
+	for (size_t i = 0; i < n; i++)
+		fids[nf++] = c[i].fid;
+	for (size_t i = 0; i < nleaves; i++)
+		fids[nf++] = leaves[i].fid;
+	err = gc_lease_claim(f->store, tx, fids, nf);
+	free(fids);
+	filer_chunks_free(leaves, nleaves);
+	return err;
+}
+
 /* ---- operations (metadata worker) ---- */
 
 static void op_lookup(struct fjob *j, struct api_req *r)
@@ -435,6 +490,8 @@ static void op_create(struct fjob *j, struct api_req *r)
 	} else {
 		err = filer_store_insert(f->store, tx, e);
 	}
+	if (!err)
+		err = claim_chunks(f, tx, e->chunks, e->n_chunks, old);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
@@ -645,6 +702,8 @@ static void op_update(struct fjob *j, struct api_req *r)
 	}
 	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
 					  : filer_store_update(f->store, tx, e);
+	if (!err && (r->set & (API_SET_CHUNKS | API_SET_APPEND)))
+		err = claim_chunks(f, tx, r->chunks->chunks, r->chunks->n_chunks, old);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
@@ -1023,29 +1082,44 @@ static void op_assign(struct fjob *j, struct api_req *r)
 		.replication = r->replication ? r->replication : j->f->replication,
 		.ttl = r->ttl,
 	};
+	struct blob_assignment *a = xcalloc(r->count ? r->count : 1, sizeof(*a));
+	const char **fids = xcalloc(r->count ? r->count : 1, sizeof(*fids));
+	wfs_err err = WFS_OK;
 	json_w *w;
 
 	if (ap.collection && !*ap.collection)
 		ap.collection = NULL;
 	if (ap.replication && !*ap.replication)
 		ap.replication = NULL;
+	for (uint32_t i = 0; i < r->count; i++) {
+		err = blob_client_assign(j->f->bc, &ap, &a[i]);
+		if (err) {
+			api_store_error(j, err == WFS_ENOENT ? WFS_EUNAVAIL : err, "assign");
+			goto out;
+		}
+		fids[i] = a[i].fid;
+	}
+	/*
+	 * Leased before the client sees them: a blob stored under an id that no
+	 * entry claims within the lease is deleted (the client died before its
+	 * commit). One transaction for the whole request.
+	 */
+	err = gc_lease_add(j->f->store, fids, r->count,
+			   (int64_t)time_now_ns() + j->f->assign_lease_s * 1000000000);
+	if (err) {
+		api_store_error(j, err, "assign: recording the lease");
+		goto out;
+	}
 	buf_reset(&j->body);
 	w = jw_new(&j->body, false);
 	jw_obj_begin(w);
 	jw_key(w, "fids");
 	jw_arr_begin(w);
 	for (uint32_t i = 0; i < r->count; i++) {
-		struct blob_assignment a;
-		wfs_err err = blob_client_assign(j->f->bc, &ap, &a);
-		if (err) {
-			jw_free(w);
-			api_store_error(j, err == WFS_ENOENT ? WFS_EUNAVAIL : err, "assign");
-			return;
-		}
 		jw_obj_begin(w);
-		jw_kv_str(w, "fid", a.fid);
-		jw_kv_str(w, "url", a.url);
-		jw_kv_str(w, "publicUrl", a.public_url);
+		jw_kv_str(w, "fid", a[i].fid);
+		jw_kv_str(w, "url", a[i].url);
+		jw_kv_str(w, "publicUrl", a[i].public_url);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -1053,6 +1127,9 @@ static void op_assign(struct fjob *j, struct api_req *r)
 	jw_free(w);
 	j->status = 200;
 	j->ctype = "application/json";
+out:
+	free(a);
+	free(fids);
 }
 
 static void op_lookup_volume(struct fjob *j, struct api_req *r)
@@ -1095,13 +1172,14 @@ static void op_lookup_volume(struct fjob *j, struct api_req *r)
  * freeChunks: the caller (a mount) stored these blobs but will never reference them (a
  * range rewritten after its upload, a truncate, a failed commit, a file deleted before
  * its flush). Queued due at once in the persistent garbage queue, so a filer restart
- * loses none. The API trusts its clients, as it does for update {chunks}: nothing checks
- * that no entry references them, so a client must name only blobs it never committed.
+ * loses none; an id still under its assign lease is due at once too (not at the end of
+ * the lease). The API trusts its clients, as it does for update {chunks}:
+ * nothing checks that no entry references them, so a client must name only blobs it
+ * never committed.
  */
 static void op_free_chunks(struct fjob *j, struct api_req *r)
 {
-	wfs_err err = filer_store_gc_enqueue(j->f->store, NULL, (const char *const *)r->fids,
-					     r->nfids, 0);
+	wfs_err err = gc_queue_free_now(j->f->store, (const char *const *)r->fids, r->nfids);
 	if (err) {
 		api_store_error(j, err, "freeChunks");
 		return;

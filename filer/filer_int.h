@@ -51,6 +51,8 @@ struct filer_live {
 	void (*drop)(struct filer_live *l); /* frees the state and its job */
 };
 
+struct filer_locks;
+
 struct filer {
 	struct filer_store *store;
 	blob_client *bc;
@@ -73,6 +75,8 @@ struct filer {
 	struct filer_events *events; /* filer_events.c: the event stream subscribers */
 	struct filer_ttl *ttl;       /* filer_ttl.c: the expiry sweeper */
 	int64_t tus_expire_s;        /* -tus.expireSeconds: idle TUS sessions expire */
+	int64_t assign_lease_s;      /* -assignLeaseSeconds: assigned ids must be committed */
+	struct filer_locks *locks;   /* filer_lock.c: the lock ops' table (thread-safe) */
 };
 
 struct filer_evs;

@@ -398,11 +398,6 @@ size_t filer_locks_count(struct filer_locks *t, uint64_t now_ns)
 
 /* ---- the JSON API ---- */
 
-static struct filer_locks *g_locks; /* the process's table (one filer per process) */
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-
-static void g_init(void) { g_locks = filer_locks_new(); }
-
 static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
@@ -417,13 +412,6 @@ static const char *type_name(enum filer_lock_type ty)
 {
 	return ty == FILER_LOCK_READ ? "read" : ty == FILER_LOCK_WRITE ? "write" : "unlock";
 }
-
-/* A parsed lock / getLock body. */
-struct lock_args {
-	const char *path, *key;
-	struct filer_lock l;
-	bool has_session, has_owner, has_type;
-};
 
 /* Whether every key of obj is in names (NULL-terminated); the first other one in *bad. */
 static bool only_keys(yajl_val obj, const char *const *names, const char **bad)
@@ -450,62 +438,71 @@ static bool bad_field(yajl_val v, const char *name, bool ok, char *msg, size_t m
 	return true;
 }
 
-/* Parses a lock or getLock body into *a (strings borrowed from v); a message in msg. */
-static bool parse_lock(yajl_val v, bool get, struct lock_args *a, char *msg, size_t msglen)
+/* Parses a lock or getLock body into *r (strings copied); a message in msg. */
+static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char *msg, size_t msglen)
 {
 	static const char *const names[] = {"path",  "key",    "session", "owner", "pid", "type",
 					    "start", "length", "flock",   "wait",  NULL};
-	const char *bad = NULL, *ty = NULL;
+	const char *bad = NULL, *ty = NULL, *path = NULL, *key = NULL;
 	int64_t start = 0, length = 0;
 	uint64_t pid = 0;
-	bool wait = false;
+	bool wait = false, has_session, has_owner, has_type;
 
-	memset(a, 0, sizeof(*a));
 	if (!only_keys(v, names, &bad)) {
 		snprintf(msg, msglen, "unknown field \"%s\"", bad);
 		return false;
 	}
-	if (bad_field(v, "path", json_get_str(v, "path", &a->path), msg, msglen) ||
-	    bad_field(v, "key", json_get_str(v, "key", &a->key), msg, msglen) ||
-	    bad_field(v, "session", (a->has_session = json_get_u64(v, "session", &a->l.session)),
-		      msg, msglen) ||
-	    bad_field(v, "owner", (a->has_owner = json_get_u64(v, "owner", &a->l.owner)), msg,
+	if (bad_field(v, "path", json_get_str(v, "path", &path), msg, msglen) ||
+	    bad_field(v, "key", json_get_str(v, "key", &key), msg, msglen) ||
+	    bad_field(v, "session", (has_session = json_get_u64(v, "session", &r->l.session)), msg,
+		      msglen) ||
+	    bad_field(v, "owner", (has_owner = json_get_u64(v, "owner", &r->l.owner)), msg,
 		      msglen) ||
 	    bad_field(v, "pid", json_get_u64(v, "pid", &pid) && pid <= INT32_MAX, msg, msglen) ||
-	    bad_field(v, "type", (a->has_type = json_get_str(v, "type", &ty)), msg, msglen) ||
+	    bad_field(v, "type", (has_type = json_get_str(v, "type", &ty)), msg, msglen) ||
 	    bad_field(v, "start", json_get_i64(v, "start", &start) && start >= 0, msg, msglen) ||
 	    bad_field(v, "length", json_get_i64(v, "length", &length) && length >= 0, msg,
 		      msglen) ||
-	    bad_field(v, "flock", json_get_bool(v, "flock", &a->l.flock), msg, msglen) ||
+	    bad_field(v, "flock", json_get_bool(v, "flock", &r->l.flock), msg, msglen) ||
 	    bad_field(v, "wait", json_get_bool(v, "wait", &wait), msg, msglen))
 		return false;
-	if (!a->path == !a->key) {
+	if (!path == !key) {
 		snprintf(msg, msglen, "exactly one of \"path\" and \"key\" is needed");
 		return false;
 	}
-	if (a->key && (strlen(a->key) > LOCK_KEY_MAX ||
-		       (strncmp(a->key, "path:/", 6) && strncmp(a->key, "hardlink:", 9)))) {
+	if (path) {
+		char *d = NULL, *n = NULL;
+		bool canonical = filer_path_split(path, &d, &n) == WFS_OK;
+		free(d);
+		free(n);
+		if (!canonical) {
+			snprintf(msg, msglen, "\"path\" is not a canonical absolute path");
+			return false;
+		}
+	}
+	if (key && (strlen(key) > LOCK_KEY_MAX ||
+		    (strncmp(key, "path:/", 6) && strncmp(key, "hardlink:", 9)))) {
 		snprintf(msg, msglen, "\"key\" is not a key this filer gave");
 		return false;
 	}
-	if (!a->has_session || !a->l.session) {
+	if (!has_session || !r->l.session) {
 		snprintf(msg, msglen, "\"session\" (a non-zero integer) is needed");
 		return false;
 	}
-	if (!a->has_owner) {
+	if (!has_owner) {
 		snprintf(msg, msglen, "\"owner\" is needed");
 		return false;
 	}
-	if (!a->has_type) {
+	if (!has_type) {
 		snprintf(msg, msglen, "\"type\" is needed");
 		return false;
 	}
 	if (!strcmp(ty, "read"))
-		a->l.type = FILER_LOCK_READ;
+		r->l.type = FILER_LOCK_READ;
 	else if (!strcmp(ty, "write"))
-		a->l.type = FILER_LOCK_WRITE;
+		r->l.type = FILER_LOCK_WRITE;
 	else if (!strcmp(ty, "unlock") && !get)
-		a->l.type = FILER_LOCK_UNLOCK;
+		r->l.type = FILER_LOCK_UNLOCK;
 	else {
 		snprintf(msg, msglen, "\"type\" must be \"read\", \"write\"%s",
 			 get ? "" : " or \"unlock\"");
@@ -515,7 +512,7 @@ static bool parse_lock(yajl_val v, bool get, struct lock_args *a, char *msg, siz
 		snprintf(msg, msglen, "\"wait\": true is not supported (retry on EAGAIN)");
 		return false;
 	}
-	if (a->l.flock && (start || length)) {
+	if (r->l.flock && (start || length)) {
 		snprintf(msg, msglen, "a flock lock covers the whole file (no start or length)");
 		return false;
 	}
@@ -523,10 +520,82 @@ static bool parse_lock(yajl_val v, bool get, struct lock_args *a, char *msg, siz
 		snprintf(msg, msglen, "start + length is past the largest offset");
 		return false;
 	}
-	a->l.start = start;
-	a->l.end = length ? start + (length - 1) : FILER_LOCK_EOF;
-	a->l.pid = (uint32_t)pid;
+	r->l.start = start;
+	r->l.end = length ? start + (length - 1) : FILER_LOCK_EOF;
+	r->l.pid = (uint32_t)pid;
+	r->path = path ? xstrdup(path) : NULL;
+	r->key = key ? xstrdup(key) : NULL;
 	return true;
+}
+
+/* Parses a lockSession body into *r; a message in msg. */
+static bool parse_session(yajl_val v, struct filer_lock_request *r, char *msg, size_t msglen)
+{
+	static const char *const names[] = {"session", "leaseSeconds", "release", NULL};
+	const char *bad = NULL;
+
+	r->lease_s = FILER_LOCK_LEASE_S;
+	if (!only_keys(v, names, &bad)) {
+		snprintf(msg, msglen, "unknown field \"%s\"", bad);
+		return false;
+	}
+	if (!json_get_u64(v, "session", &r->session) || !r->session) {
+		snprintf(msg, msglen, "\"session\" (a non-zero integer) is needed");
+		return false;
+	}
+	if (json_get(v, "leaseSeconds") && (!json_get_u64(v, "leaseSeconds", &r->lease_s) ||
+					    !r->lease_s || r->lease_s > FILER_LOCK_LEASE_MAX_S)) {
+		snprintf(msg, msglen, "\"leaseSeconds\" must be 1..%d", FILER_LOCK_LEASE_MAX_S);
+		return false;
+	}
+	if (json_get(v, "release") && !json_get_bool(v, "release", &r->release)) {
+		snprintf(msg, msglen, "bad \"release\"");
+		return false;
+	}
+	return true;
+}
+
+wfs_err filer_lock_parse_request(const char *op, const char *body, size_t len,
+				 struct filer_lock_request *out, char *msg, size_t msglen)
+{
+	char why[200] = "";
+	yajl_val v;
+	bool ok;
+
+	memset(out, 0, sizeof(*out));
+	if (!strcmp(op, "lock"))
+		out->op = FILER_LOCK_OP_LOCK;
+	else if (!strcmp(op, "getLock"))
+		out->op = FILER_LOCK_OP_GET;
+	else if (!strcmp(op, "lockSession"))
+		out->op = FILER_LOCK_OP_SESSION;
+	else
+		return WFS_ENOENT;
+	v = json_parse(body, len, why, sizeof(why));
+	if (!v || !YAJL_IS_OBJECT(v)) {
+		snprintf(msg, msglen, "%s: the body must be a JSON object%s%s", op,
+			 why[0] ? ": " : "", why);
+		if (v)
+			yajl_tree_free(v);
+		return WFS_EINVAL;
+	}
+	ok = out->op == FILER_LOCK_OP_SESSION
+		     ? parse_session(v, out, why, sizeof(why))
+		     : parse_lock(v, out->op == FILER_LOCK_OP_GET, out, why, sizeof(why));
+	yajl_tree_free(v);
+	if (!ok) {
+		snprintf(msg, msglen, "%s: %s", op, why);
+		filer_lock_request_clear(out);
+		return WFS_EINVAL;
+	}
+	return WFS_OK;
+}
+
+void filer_lock_request_clear(struct filer_lock_request *r)
+{
+	free(r->path);
+	free(r->key);
+	r->path = r->key = NULL;
 }
 
 /*
@@ -537,13 +606,10 @@ static bool path_key(struct fjob *j, const char *path, char **key)
 {
 	char *dir = NULL, *name = NULL;
 	struct filer_entry *e = NULL;
-	wfs_err err = filer_path_split(path, &dir, &name);
+	wfs_err err = filer_path_split(path, &dir, &name); /* canonical: checked by the parser */
 
-	if (err) {
-		lock_error(j, 400, "EINVAL", "\"path\" is not a canonical absolute path");
-		goto out;
-	}
-	err = filer_find(j->f, NULL, dir, name, &e);
+	if (!err)
+		err = filer_find(j->f, NULL, dir, name, &e);
 	if (err == WFS_ENOENT) {
 		lock_error(j, 404, "ENOENT", "%s: no such entry", path);
 		goto out;
@@ -582,28 +648,25 @@ static void write_lock(json_w *w, const struct filer_lock *l)
 	jw_obj_end(w);
 }
 
-static void op_lock(struct fjob *j, yajl_val v, bool get)
+static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 {
-	struct lock_args a;
+	struct filer_locks *t = j->f->locks;
+	bool get = r->op == FILER_LOCK_OP_GET;
 	struct filer_lock c;
-	char msg[256], *key = NULL;
+	char *key = NULL;
 	size_t held = 0;
 	bool busy;
 	int rc = 0;
 	json_w *w;
 
-	if (!parse_lock(v, get, &a, msg, sizeof(msg))) {
-		lock_error(j, 400, "EINVAL", "%s: %s", get ? "getLock" : "lock", msg);
-		return;
-	}
-	if (a.key)
-		key = xstrdup(a.key);
-	else if (!path_key(j, a.path, &key))
+	if (r->key)
+		key = xstrdup(r->key);
+	else if (!path_key(j, r->path, &key))
 		return;
 	if (get) {
-		busy = filer_locks_test(g_locks, key, &a.l, time_mono_ns(), &c);
+		busy = filer_locks_test(t, key, &r->l, time_mono_ns(), &c);
 	} else {
-		rc = filer_locks_set(g_locks, key, &a.l, time_mono_ns(), &c, &held);
+		rc = filer_locks_set(t, key, &r->l, time_mono_ns(), &c, &held);
 		busy = rc == EAGAIN;
 	}
 	if (rc == ENOLCK) {
@@ -635,49 +698,24 @@ out:
 	free(key);
 }
 
-static void op_session(struct fjob *j, yajl_val v)
+static void op_session(struct fjob *j, const struct filer_lock_request *r)
 {
-	static const char *const names[] = {"session", "leaseSeconds", "release", NULL};
-	const char *bad = NULL;
-	uint64_t session = 0, lease = FILER_LOCK_LEASE_S;
-	bool release = false, created = false;
+	struct filer_locks *t = j->f->locks;
+	bool created = false;
 	json_w *w;
-	int rc;
 
-	if (!only_keys(v, names, &bad)) {
-		lock_error(j, 400, "EINVAL", "lockSession: unknown field \"%s\"", bad);
+	if (r->release) {
+		filer_locks_end(t, r->session);
+	} else if (filer_locks_renew(t, r->session, r->lease_s * 1000000000u, time_mono_ns(),
+				     &created)) {
+		lock_error(j, 503, "ENOLCK", "lockSession: too many sessions");
 		return;
-	}
-	if (!json_get_u64(v, "session", &session) || !session) {
-		lock_error(j, 400, "EINVAL",
-			   "lockSession: \"session\" (a non-zero integer) is needed");
-		return;
-	}
-	if (json_get(v, "leaseSeconds") && (!json_get_u64(v, "leaseSeconds", &lease) || !lease ||
-					    lease > FILER_LOCK_LEASE_MAX_S)) {
-		lock_error(j, 400, "EINVAL", "lockSession: \"leaseSeconds\" must be 1..%d",
-			   FILER_LOCK_LEASE_MAX_S);
-		return;
-	}
-	if (json_get(v, "release") && !json_get_bool(v, "release", &release)) {
-		lock_error(j, 400, "EINVAL", "lockSession: bad \"release\"");
-		return;
-	}
-	if (release) {
-		filer_locks_end(g_locks, session);
-	} else {
-		rc = filer_locks_renew(g_locks, session, lease * 1000000000u, time_mono_ns(),
-				       &created);
-		if (rc) {
-			lock_error(j, 503, "ENOLCK", "lockSession: too many sessions");
-			return;
-		}
 	}
 	buf_reset(&j->body);
 	w = jw_new(&j->body, false);
 	jw_obj_begin(w);
-	if (!release) {
-		jw_kv_u64(w, "leaseSeconds", lease);
+	if (!r->release) {
+		jw_kv_u64(w, "leaseSeconds", r->lease_s);
 		jw_kv_bool(w, "created", created);
 	}
 	jw_obj_end(w);
@@ -688,24 +726,18 @@ static void op_session(struct fjob *j, yajl_val v)
 
 bool filer_lock_api(struct fjob *j, const char *op, const char *body, size_t len)
 {
-	bool lock = !strcmp(op, "lock"), get = !strcmp(op, "getLock");
-	bool session = !strcmp(op, "lockSession");
-	char msg[128] = "";
-	yajl_val v;
+	struct filer_lock_request r;
+	char msg[512] = "";
+	wfs_err err = filer_lock_parse_request(op, body, len, &r, msg, sizeof(msg));
 
-	if (!lock && !get && !session)
+	if (err == WFS_ENOENT)
 		return false;
-	pthread_once(&g_once, g_init);
-	v = json_parse(body, len, msg, sizeof(msg));
-	if (!v || !YAJL_IS_OBJECT(v)) {
-		lock_error(j, 400, "EINVAL", "%s: the body must be a JSON object%s%s", op,
-			   msg[0] ? ": " : "", msg);
-	} else if (session) {
-		op_session(j, v);
-	} else {
-		op_lock(j, v, get);
-	}
-	if (v)
-		yajl_tree_free(v);
+	if (err)
+		lock_error(j, 400, "EINVAL", "%s", msg);
+	else if (r.op == FILER_LOCK_OP_SESSION)
+		op_session(j, &r);
+	else
+		op_lock(j, &r);
+	filer_lock_request_clear(&r);
 	return true;
 }

@@ -2,7 +2,8 @@
  * Advisory file locks shared by every mount of one filer: POSIX byte-range
  * locks (fcntl) and whole-file flock locks, held in memory by the filer
  * (docs/api-filer-json.md, "lock"). Not persisted, not shared between
- * several filers: a filer restart drops every lock.
+ * several filers (each has its own table, also two in one process): a filer
+ * restart drops every lock.
  *
  * DESIGN: a table maps a file key to the locks on it. The key is
  * "hardlink:<hex id>" for a hard-linked file (every name shares its locks)
@@ -25,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "err.h"
 
 /* The end of a range that runs to the end of the file (and beyond). */
 #define FILER_LOCK_EOF INT64_MAX
@@ -79,11 +81,38 @@ void filer_locks_end(struct filer_locks *t, uint64_t session);
 /* Locks in the table after expiring leases at now_ns (tests). Thread-safe. */
 size_t filer_locks_count(struct filer_locks *t, uint64_t now_ns);
 
+enum filer_lock_op { FILER_LOCK_OP_LOCK, FILER_LOCK_OP_GET, FILER_LOCK_OP_SESSION };
+
+/* A parsed body of the lock ops (docs/api-filer-json.md). */
+struct filer_lock_request {
+	enum filer_lock_op op;
+	/* lock, getLock: exactly one of path and key (owned); l's session (non-zero),
+	   owner, pid, type (no UNLOCK for getLock) and range (whole file for flock) */
+	char *path, *key;
+	struct filer_lock l;
+	/* lockSession */
+	uint64_t session; /* non-zero */
+	uint64_t lease_s; /* 1..FILER_LOCK_LEASE_MAX_S */
+	bool release;
+};
+
+/*
+ * Parses the body (len bytes, borrowed) of op "lock", "getLock" or
+ * "lockSession" into *out; clear it with filer_lock_request_clear (a failed
+ * parse leaves nothing to clear, clearing is harmless). WFS_ENOENT: op is no
+ * lock op; WFS_EINVAL: a malformed body, why in msg ("<op>: <reason>").
+ * Any thread.
+ */
+wfs_err filer_lock_parse_request(const char *op, const char *body, size_t len,
+				 struct filer_lock_request *out, char *msg, size_t msglen);
+/* Frees r's strings. */
+void filer_lock_request_clear(struct filer_lock_request *r);
+
 struct fjob;
 /*
  * Serves the JSON API ops "lock", "getLock" and "lockSession" (body borrowed)
- * into j's response; false for any other op (left to the caller). The
- * process's one lock table (a process runs one filer). Worker thread.
+ * into j's response; false for any other op (left to the caller). The table
+ * is j's filer's (struct filer's locks). Worker thread.
  */
 bool filer_lock_api(struct fjob *j, const char *op, const char *body, size_t len);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "daemon.h"
 #include "filer/filer_int.h"
+#include "filer/filer_lock.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
 #include "flags.h"
@@ -68,6 +69,7 @@ void filer_opts_default(struct filer_opts *o)
 	o->default_replication = "";
 	o->threads = 0;
 	o->tus_expire_seconds = 86400;
+	o->assign_lease_seconds = 3600;
 }
 
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
@@ -253,6 +255,7 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	f->live.next = f->live.prev = &f->live;
 	for (int i = 0; i < FILER_STRIPES; i++)
 		pthread_mutex_init(&f->stripes[i], NULL);
+	f->locks = filer_locks_new();
 	f->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
 	f->collection = xstrdup(o->collection ? o->collection : "");
 	f->replication = xstrdup(o->default_replication ? o->default_replication : "");
@@ -268,6 +271,13 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	}
 	f->tus_expire_s = o->tus_expire_seconds;
+	/* an id leased past 30 days would outlive any client that could still commit it */
+	if (o->assign_lease_seconds < 1 || o->assign_lease_seconds > 30 * 86400) {
+		log_error("-assignLeaseSeconds must be between 1 and 2592000");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	f->assign_lease_s = o->assign_lease_seconds;
 	if (!o->master || !*o->master) {
 		log_error("-master is required");
 		*err = WFS_EINVAL;
@@ -336,6 +346,7 @@ void filer_stop(struct filer *f)
 	metalog_free(f->metalog);
 	blob_client_free(f->bc);
 	filer_store_close(f->store);
+	filer_locks_free(f->locks);
 	pthread_rwlock_destroy(&f->pool_lock);
 	pthread_rwlock_destroy(&f->ns_lock);
 	pthread_mutex_destroy(&f->live_lock);
@@ -373,6 +384,9 @@ int filer_main(int argc, char **argv)
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
 		{"tus.expireSeconds", FLAG_INT, &o.tus_expire_seconds,
 		 "remove resumable (TUS) uploads idle this long, with their chunks"},
+		{"assignLeaseSeconds", FLAG_INT, &o.assign_lease_seconds,
+		 "ids handed out by the JSON API's assign and not referenced by an entry within "
+		 "this long are deleted from their volume"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

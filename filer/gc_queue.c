@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
+#include <string.h>
 #include "filer/gc_queue.h"
+#include "filer/store_impl.h"
 #include "log.h"
 #include "util.h"
 
@@ -199,4 +201,85 @@ void gc_queue_get_stats(struct gc_queue *q, struct gc_queue_stats *st)
 	pthread_mutex_lock(&q->mu);
 	*st = q->stats;
 	pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- leases ---- */
+
+static bool fids_valid(const char *const *fids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = fids[i] ? strlen(fids[i]) : 0;
+		if (l == 0 || l > FILER_FID_MAX)
+			return false;
+	}
+	return true;
+}
+
+enum lease_step { STEP_ENQUEUE, STEP_CLAIM, STEP_DUE_NOW };
+
+/* Runs step on fids in runs of at most FILER_GC_BATCH_MAX inside tx; stops at an error. */
+static wfs_err in_batches(struct filer_store *s, struct filer_tx *tx, enum lease_step step,
+			  const char *const *fids, size_t n, int64_t due_ns)
+{
+	wfs_err err = WFS_OK;
+	for (size_t i = 0; i < n && !err; i += FILER_GC_BATCH_MAX) {
+		size_t k = MIN(n - i, (size_t)FILER_GC_BATCH_MAX);
+		switch (step) {
+		case STEP_ENQUEUE:
+			err = s->ops->gc_enqueue(s, tx, fids + i, k, due_ns);
+			break;
+		case STEP_CLAIM:
+			err = s->ops->gc_done(s, tx, fids + i, k);
+			break;
+		case STEP_DUE_NOW:
+			/* the row enqueue kept (a lease, or a pending retry) is due now too */
+			err = s->ops->gc_enqueue(s, tx, fids + i, k, 0);
+			if (!err)
+				err = s->ops->gc_defer(s, tx, fids + i, k, 0);
+			break;
+		}
+	}
+	return err;
+}
+
+/* One transaction of its own around in_batches. */
+static wfs_err in_own_tx(struct filer_store *s, enum lease_step step, const char *const *fids,
+			 size_t n, int64_t due_ns)
+{
+	struct filer_tx *tx = NULL;
+	wfs_err err;
+
+	if (!n)
+		return WFS_OK;
+	if (!fids_valid(fids, n) || due_ns < 0)
+		return WFS_EINVAL;
+	err = filer_store_begin(s, &tx);
+	if (err)
+		return err;
+	err = in_batches(s, tx, step, fids, n, due_ns);
+	if (err) {
+		filer_store_rollback(tx);
+		return err;
+	}
+	return filer_store_commit(tx);
+}
+
+wfs_err gc_lease_add(struct filer_store *s, const char *const *fids, size_t n, int64_t due_ns)
+{
+	return in_own_tx(s, STEP_ENQUEUE, fids, n, due_ns);
+}
+
+wfs_err gc_lease_claim(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+		       size_t n)
+{
+	if (!n)
+		return WFS_OK;
+	if (!tx || !fids_valid(fids, n))
+		return WFS_EINVAL;
+	return in_batches(s, tx, STEP_CLAIM, fids, n, 0);
+}
+
+wfs_err gc_queue_free_now(struct filer_store *s, const char *const *fids, size_t n)
+{
+	return in_own_tx(s, STEP_DUE_NOW, fids, n, 0);
 }

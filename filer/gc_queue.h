@@ -67,4 +67,37 @@ struct gc_queue_stats {
 /* A snapshot of the counters. Any thread. */
 void gc_queue_get_stats(struct gc_queue *q, struct gc_queue_stats *st);
 
+/*
+ * ---- Leases ----
+ *
+ * A file id handed to a client that stores a blob under it and references it
+ * later (the JSON API's assign) is queued under a lease: due only when the
+ * lease runs out. The transaction that makes an entry reference the id claims
+ * it (takes it off the queue), so a committed id is kept and an id whose
+ * client died before its commit comes due and is deleted (or, never stored,
+ * found missing: also done). The functions below take any n (batched inside)
+ * and run on worker threads (they block on the store).
+ */
+
+/*
+ * Queues fids[0..n) (borrowed; 1..FILER_FID_MAX bytes each) due at due_ns,
+ * all in one transaction of their own. An id already queued keeps its state.
+ */
+wfs_err gc_lease_add(struct filer_store *s, const char *const *fids, size_t n, int64_t due_ns);
+
+/*
+ * Inside tx, the transaction that makes an entry reference fids[0..n)
+ * (borrowed): takes them off the queue, so they stay if tx commits and stay
+ * leased if it does not. Ids not queued cost an indexed delete each (SQLite)
+ * or a share of one statement (PostgreSQL). WFS_EINVAL for a malformed id.
+ */
+wfs_err gc_lease_claim(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+		       size_t n);
+
+/*
+ * Queues fids[0..n) (borrowed) due at once, ending any lease they were under
+ * (a client gives back blobs it will never reference), in one transaction.
+ */
+wfs_err gc_queue_free_now(struct filer_store *s, const char *const *fids, size_t n);
+
 #endif
