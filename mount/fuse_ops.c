@@ -271,7 +271,7 @@ static int node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok, struc
 
 	pthread_mutex_lock(&n->mu);
 	if (n->cached && (stale_ok || cache_fresh(m, n)))
-		e = filer_entry_dup(n->cached);
+		e = itable_cached_entry(n);
 	pthread_mutex_unlock(&n->mu);
 	if (e) {
 		*out = e;
@@ -392,9 +392,9 @@ static void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
 		return;
 	pthread_mutex_lock(&n->mu);
 	if (n->cached) {
-		n->cached->attr.mtime_ns = now;
-		if (n->cached->attr.ctime_ns < now)
-			n->cached->attr.ctime_ns = now;
+		n->attr.mtime_ns = now;
+		if (n->attr.ctime_ns < now)
+			n->attr.ctime_ns = now;
 		first = !n->touch_pending_ns;
 		n->touch_pending_ns = now;
 		queued = true;
@@ -430,8 +430,8 @@ static void touch_send(struct mount_ctx *m, struct inode *n)
 	pthread_mutex_lock(&n->mu);
 	s.mtime_ns = s.ctime_ns = n->touch_pending_ns;
 	n->touch_pending_ns = 0;
-	if (n->cached && n->cached->attr.ctime_ns > s.ctime_ns)
-		s.ctime_ns = n->cached->attr.ctime_ns;
+	if (n->cached && n->attr.ctime_ns > s.ctime_ns)
+		s.ctime_ns = n->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
 	if (s.mtime_ns)
 		path = itable_path(m->it, n->ino);
@@ -657,7 +657,7 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 	mtime = n->data_mtime_ns;
 	atime = n->atime_pending_ns;
 	if (n->cached)
-		ctime_before = n->cached->attr.ctime_ns;
+		ctime_before = n->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
 	if (fd && file_data_dirty(fd) && file_data_flush_inline(fd, &content, &s.content_len)) {
 		/* a small file: its bytes go in the entry, one request, no upload */
@@ -945,7 +945,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (n) {
 		pthread_mutex_lock(&n->mu);
 		if (n->cached && cache_fresh(m, n))
-			e = filer_entry_dup(n->cached);
+			e = itable_cached_entry(n);
 		pthread_mutex_unlock(&n->mu);
 		if (e && itable_ref(m->it, n->ino)) {
 			struct fuse_entry_param ep = {.ino = n->ino,
@@ -1684,7 +1684,7 @@ static void note_access(struct mount_ctx *m, struct inode *n)
 		return;
 	pthread_mutex_lock(&n->mu);
 	if (n->cached) {
-		const struct filer_attr *a = &n->cached->attr;
+		const struct inode_attr *a = &n->attr;
 		at = n->atime_pending_ns ? n->atime_pending_ns
 		     : a->atime_ns       ? a->atime_ns
 					 : a->mtime_ns;
@@ -1738,8 +1738,8 @@ static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
 
 	pthread_mutex_lock(&n->mu);
 	if (n->cached) {
-		mode = n->cached->attr.mode;
-		gid = n->cached->attr.gid;
+		mode = n->attr.mode;
+		gid = n->attr.gid;
 	}
 	pthread_mutex_unlock(&n->mu);
 	if ((mode & (S_ISGID | S_IXGRP)) != S_ISGID || fuse_req_ctx(req)->uid == 0 ||

@@ -1,15 +1,29 @@
 /*
  * The inode table (inode_table.h).
  *
- * DESIGN: three chained hash maps under one mutex: ino -> node, (parent ino,
- * name) -> name link, hard-link id -> node. A node lists its name links; the
- * first one gives its path. A node is freed when the kernel's lookup count
- * and the callers' references are both zero and it holds no open data; its
- * names go with it, so a later lookup of the same name gets a new ino (the
- * counter never goes back, so an ino the kernel may still hold in a stale
- * handle never names another file).
+ * DESIGN: three chained hash maps under one mutex: ino -> record, (parent
+ * ino, name) -> name link, hard-link id -> record. A record lists its name
+ * links; the first one gives its path. Links carry their name inline, a
+ * hard-link id and a symlink target or xattrs hang off a record only when
+ * the entry has them, so a plain file costs one record and one link.
+ *
+ * struct inode is the record's working form: itable_get allocates it from
+ * the record (the cached fields move in), the last itable_put moves them
+ * back and frees it unless it holds open-file state. Every change of cached
+ * fields goes through a struct inode under its mutex (itable_learn makes one
+ * for the moment), so the record only stores.
+ *
+ * A record is freed when the kernel's lookup count and the callers'
+ * references are both zero and it holds no open data; its names go with it,
+ * so a later lookup of the same name gets a new ino (the counter never goes
+ * back, so an ino the kernel may still hold in a stale handle never names
+ * another file). glibc keeps freed memory in its arenas: once TRIM_BYTES of
+ * records were freed, the forget that crosses the mark calls malloc_trim
+ * (outside the table lock), so a walk's memory goes back to the system when
+ * the kernel drops its inodes.
  */
 #include "config.h"
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,38 +33,66 @@
 
 /* Longest parent chain a path walk follows (a cycle would be a bug). */
 #define PATH_DEPTH_MAX 2048
+/* Freed bytes after which a forget gives memory back to the system. */
+#define TRIM_BYTES (4u << 20)
+/* ... and the rest after the last burst (itable_trim) */
+#define TRIM_IDLE_BYTES (256u << 10)
+/* Smallest bucket count; maps shrink back towards it when nodes go. */
+#define MAP_MIN 1024
+
+struct inode_extra {
+	char *symlink; /* a symlink's target, or NULL */
+	struct filer_xattr *xattrs;
+	size_t n_xattrs;
+};
 
 struct name_link {
 	struct name_link *hnext; /* name map chain */
-	struct name_link *nnext; /* the node's names */
+	struct name_link *nnext; /* the record's names */
+	struct itable_rec *rec;
 	uint64_t parent;
-	char *name;
-	struct inode *node;
+	char name[]; /* NUL-terminated */
 };
 
-struct itable_priv {
-	struct inode *hnext_ino; /* ino map chain */
-	struct inode *hnext_hl;  /* hard-link map chain */
-	struct name_link *names; /* first = the name used for the path */
-	uint64_t nlookup;        /* the kernel's lookup count */
-	uint64_t refs;           /* callers holding it (itable_get) */
-	uint8_t *hlid;           /* hard-link id or NULL */
-	size_t hlid_len;
+struct hl_id {
+	struct hl_id *hnext; /* hard-link map chain */
+	struct itable_rec *rec;
+	size_t len;
+	uint8_t id[];
+};
+
+/* One node the table knows. Protected by the table's mutex. */
+struct itable_rec {
+	struct itable_rec *hnext; /* ino map chain */
+	struct inode *live;       /* the node's working form while in use, else NULL */
+	struct name_link *names;  /* first = the name used for the path */
+	struct hl_id *hl;         /* hard-link id or NULL */
+	uint64_t ino;
+	uint64_t nlookup; /* the kernel's lookup count */
+	uint32_t refs;    /* callers holding it (itable_get) */
+	bool is_dir;
+	/* the cached fields of struct inode while live is NULL */
+	bool cached, removed, dir_complete;
+	struct inode_attr attr;
+	uint64_t cached_until, cached_at, alloc_bytes, kc_sig, kc_chunks_sig;
 };
 
 struct itable {
 	pthread_mutex_t mu;
 	char *root_path;
-	uint64_t next_ino; /* protected by mu */
+	uint64_t next_ino; /* protected by mu, as everything below */
 	size_t n_nodes;
-	struct inode **ino_map; /* protected by mu; cap_ino buckets */
+	size_t n_live;
+	struct itable_rec **ino_map; /* cap_ino buckets */
 	size_t cap_ino;
 	struct name_link **name_map; /* cap_name buckets */
 	size_t cap_name;
 	size_t n_names;
-	struct inode **hl_map; /* cap_hl buckets */
+	struct hl_id **hl_map; /* cap_hl buckets */
 	size_t cap_hl;
-	struct inode *root;
+	struct itable_rec *root;
+	uint64_t freed; /* bytes freed since the last trim */
+	size_t trims;
 };
 
 static uint64_t hash_bytes(uint64_t seed, const void *p, size_t n)
@@ -77,51 +119,102 @@ static uint64_t hash_name(uint64_t parent, const char *name)
 	return hash_bytes(parent * 0x9e3779b97f4a7c15ull, name, strlen(name));
 }
 
+/* Frees p and counts its bytes towards the next trim. Caller holds t->mu. */
+static void t_free(itable *t, void *p)
+{
+	if (!p)
+		return;
+	t->freed += malloc_usable_size(p);
+	free(p);
+}
+
 /* ---- maps (callers hold t->mu) ---- */
 
-static struct inode *ino_find(itable *t, uint64_t ino)
+/* The bucket count for n entries from cap: doubled when full, halved when a quarter full. */
+static size_t map_cap(size_t cap, size_t n)
 {
-	for (struct inode *n = t->ino_map[hash_ino(ino) & (t->cap_ino - 1)]; n;
-	     n = n->priv->hnext_ino)
-		if (n->ino == ino)
-			return n;
+	if (n > cap)
+		return cap * 2;
+	if (cap > MAP_MIN && n < cap / 4)
+		return cap / 2;
+	return cap;
+}
+
+static void ino_map_resize(itable *t)
+{
+	size_t cap = map_cap(t->cap_ino, t->n_nodes);
+	struct itable_rec **m;
+
+	if (cap == t->cap_ino)
+		return;
+	m = xcalloc(cap, sizeof(*m));
+	for (size_t i = 0; i < t->cap_ino; i++) {
+		struct itable_rec *x = t->ino_map[i], *next;
+		for (; x; x = next) {
+			next = x->hnext;
+			size_t b = hash_ino(x->ino) & (cap - 1);
+			x->hnext = m[b];
+			m[b] = x;
+		}
+	}
+	free(t->ino_map);
+	t->ino_map = m;
+	t->cap_ino = cap;
+}
+
+static struct itable_rec *rec_find(itable *t, uint64_t ino)
+{
+	for (struct itable_rec *r = t->ino_map[hash_ino(ino) & (t->cap_ino - 1)]; r; r = r->hnext)
+		if (r->ino == ino)
+			return r;
 	return NULL;
 }
 
-static void ino_insert(itable *t, struct inode *n)
+static void rec_insert(itable *t, struct itable_rec *r)
 {
-	if (t->n_nodes + 1 > t->cap_ino) {
-		size_t cap = t->cap_ino * 2;
-		struct inode **m = xcalloc(cap, sizeof(*m));
-		for (size_t i = 0; i < t->cap_ino; i++) {
-			struct inode *x = t->ino_map[i], *next;
-			for (; x; x = next) {
-				next = x->priv->hnext_ino;
-				size_t b = hash_ino(x->ino) & (cap - 1);
-				x->priv->hnext_ino = m[b];
-				m[b] = x;
-			}
-		}
-		free(t->ino_map);
-		t->ino_map = m;
-		t->cap_ino = cap;
-	}
-	size_t b = hash_ino(n->ino) & (t->cap_ino - 1);
-	n->priv->hnext_ino = t->ino_map[b];
-	t->ino_map[b] = n;
+	size_t b;
+
 	t->n_nodes++;
+	ino_map_resize(t);
+	b = hash_ino(r->ino) & (t->cap_ino - 1);
+	r->hnext = t->ino_map[b];
+	t->ino_map[b] = r;
 }
 
-static void ino_remove(itable *t, struct inode *n)
+static void rec_remove(itable *t, struct itable_rec *r)
 {
-	struct inode **pp = &t->ino_map[hash_ino(n->ino) & (t->cap_ino - 1)];
-	for (; *pp; pp = &(*pp)->priv->hnext_ino) {
-		if (*pp == n) {
-			*pp = n->priv->hnext_ino;
+	struct itable_rec **pp = &t->ino_map[hash_ino(r->ino) & (t->cap_ino - 1)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == r) {
+			*pp = r->hnext;
 			t->n_nodes--;
+			ino_map_resize(t);
 			return;
 		}
 	}
+}
+
+static void name_map_resize(itable *t)
+{
+	size_t cap = map_cap(t->cap_name, t->n_names);
+	struct name_link **m;
+
+	if (cap == t->cap_name)
+		return;
+	m = xcalloc(cap, sizeof(*m));
+	for (size_t i = 0; i < t->cap_name; i++) {
+		struct name_link *x = t->name_map[i], *next;
+		for (; x; x = next) {
+			next = x->hnext;
+			size_t b = hash_name(x->parent, x->name) & (cap - 1);
+			x->hnext = m[b];
+			m[b] = x;
+		}
+	}
+	free(t->name_map);
+	t->name_map = m;
+	t->cap_name = cap;
 }
 
 static struct name_link *name_find(itable *t, uint64_t parent, const char *name)
@@ -135,26 +228,13 @@ static struct name_link *name_find(itable *t, uint64_t parent, const char *name)
 
 static void name_map_insert(itable *t, struct name_link *l)
 {
-	if (t->n_names + 1 > t->cap_name) {
-		size_t cap = t->cap_name * 2;
-		struct name_link **m = xcalloc(cap, sizeof(*m));
-		for (size_t i = 0; i < t->cap_name; i++) {
-			struct name_link *x = t->name_map[i], *next;
-			for (; x; x = next) {
-				next = x->hnext;
-				size_t b = hash_name(x->parent, x->name) & (cap - 1);
-				x->hnext = m[b];
-				m[b] = x;
-			}
-		}
-		free(t->name_map);
-		t->name_map = m;
-		t->cap_name = cap;
-	}
-	size_t b = hash_name(l->parent, l->name) & (t->cap_name - 1);
+	size_t b;
+
+	t->n_names++;
+	name_map_resize(t);
+	b = hash_name(l->parent, l->name) & (t->cap_name - 1);
 	l->hnext = t->name_map[b];
 	t->name_map[b] = l;
-	t->n_names++;
 }
 
 static void name_map_remove(itable *t, struct name_link *l)
@@ -169,116 +249,197 @@ static void name_map_remove(itable *t, struct name_link *l)
 	}
 }
 
-/* Detaches l from the name map and its node, and frees it. */
-static void link_drop(itable *t, struct name_link *l)
+/* The slot in l's record's name list that points at l. */
+static struct name_link **link_slot(struct name_link *l)
 {
-	struct name_link **pp;
+	struct name_link **pp = &l->rec->names;
 
-	name_map_remove(t, l);
-	for (pp = &l->node->priv->names; *pp; pp = &(*pp)->nnext) {
-		if (*pp == l) {
-			*pp = l->nnext;
-			break;
-		}
-	}
-	free(l->name);
-	free(l);
+	while (*pp && *pp != l)
+		pp = &(*pp)->nnext;
+	return pp;
 }
 
-static void link_add(itable *t, struct inode *n, uint64_t parent, const char *name)
+/* Detaches l from the name map and its record, and frees it. */
+static void link_drop(itable *t, struct name_link *l)
 {
-	struct name_link *l = xcalloc(1, sizeof(*l)), **pp;
+	struct name_link **pp = link_slot(l);
 
+	name_map_remove(t, l);
+	name_map_resize(t);
+	if (*pp)
+		*pp = l->nnext;
+	t_free(t, l);
+}
+
+static struct name_link *link_alloc(uint64_t parent, const char *name)
+{
+	size_t len = strlen(name);
+	struct name_link *l = xmalloc(sizeof(*l) + len + 1);
+
+	l->hnext = l->nnext = NULL;
+	l->rec = NULL;
 	l->parent = parent;
-	l->name = xstrdup(name);
-	l->node = n;
+	memcpy(l->name, name, len + 1);
+	return l;
+}
+
+static void link_add(itable *t, struct itable_rec *r, uint64_t parent, const char *name)
+{
+	struct name_link *l = link_alloc(parent, name), **pp;
+
+	l->rec = r;
 	/* append: the first name keeps giving the path */
-	for (pp = &n->priv->names; *pp; pp = &(*pp)->nnext)
+	for (pp = &r->names; *pp; pp = &(*pp)->nnext)
 		;
 	*pp = l;
 	name_map_insert(t, l);
 }
 
-static struct inode *hl_find(itable *t, const uint8_t *id, size_t len)
+/* Moves l to (p, name) keeping its place among its record's names. */
+static void link_move(itable *t, struct name_link *l, uint64_t p, const char *name)
 {
-	struct inode *n = t->hl_map[hash_bytes(0, id, len) & (t->cap_hl - 1)];
-	for (; n; n = n->priv->hnext_hl)
-		if (n->priv->hlid_len == len && !memcmp(n->priv->hlid, id, len))
-			return n;
+	struct name_link *nl = link_alloc(p, name), **pp = link_slot(l);
+
+	name_map_remove(t, l);
+	nl->rec = l->rec;
+	nl->nnext = l->nnext;
+	*pp = nl;
+	t_free(t, l);
+	name_map_insert(t, nl);
+}
+
+static struct hl_id *hl_find(itable *t, const uint8_t *id, size_t len)
+{
+	struct hl_id *h = t->hl_map[hash_bytes(0, id, len) & (t->cap_hl - 1)];
+	for (; h; h = h->hnext)
+		if (h->len == len && !memcmp(h->id, id, len))
+			return h;
 	return NULL;
 }
 
-static void hl_set(itable *t, struct inode *n, const uint8_t *id, size_t len)
+static void hl_set(itable *t, struct itable_rec *r, const uint8_t *id, size_t len)
 {
+	struct hl_id *h;
 	size_t b;
 
-	if (n->priv->hlid || !len || hl_find(t, id, len))
+	if (r->hl || !len || hl_find(t, id, len))
 		return;
-	n->priv->hlid = xmalloc(len);
-	memcpy(n->priv->hlid, id, len);
-	n->priv->hlid_len = len;
+	h = xmalloc(sizeof(*h) + len);
+	h->rec = r;
+	h->len = len;
+	memcpy(h->id, id, len);
 	b = hash_bytes(0, id, len) & (t->cap_hl - 1);
-	n->priv->hnext_hl = t->hl_map[b];
-	t->hl_map[b] = n;
+	h->hnext = t->hl_map[b];
+	t->hl_map[b] = h;
+	r->hl = h;
 }
 
-static void hl_remove(itable *t, struct inode *n)
+static void hl_remove(itable *t, struct itable_rec *r)
 {
-	struct inode **pp;
+	struct hl_id **pp;
 
-	if (!n->priv->hlid)
+	if (!r->hl)
 		return;
-	pp = &t->hl_map[hash_bytes(0, n->priv->hlid, n->priv->hlid_len) & (t->cap_hl - 1)];
-	for (; *pp; pp = &(*pp)->priv->hnext_hl) {
-		if (*pp == n) {
-			*pp = n->priv->hnext_hl;
+	pp = &t->hl_map[hash_bytes(0, r->hl->id, r->hl->len) & (t->cap_hl - 1)];
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == r->hl) {
+			*pp = r->hl->hnext;
 			break;
+		}
+	}
+	t_free(t, r->hl);
+	r->hl = NULL;
+}
+
+/* ---- cached attributes ---- */
+
+static void extra_free(itable *t, struct inode_extra *x)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->n_xattrs; i++) {
+		free(x->xattrs[i].name);
+		free(x->xattrs[i].value);
+	}
+	free(x->xattrs);
+	free(x->symlink);
+	if (t)
+		t_free(t, x);
+	else
+		free(x);
+}
+
+/* What the mount keeps of e: the fixed attributes, and a symlink's target and xattrs apart. */
+static void attr_from_entry(struct inode_attr *a, const struct filer_entry *e)
+{
+	const struct filer_attr *s = &e->attr;
+	bool link = S_ISLNK(s->mode) && s->symlink_target;
+
+	*a = (struct inode_attr){.size = s->size,
+				 .mtime_ns = s->mtime_ns,
+				 .ctime_ns = s->ctime_ns,
+				 .atime_ns = s->atime_ns,
+				 .rdev = s->rdev,
+				 .mode = s->mode,
+				 .uid = s->uid,
+				 .gid = s->gid,
+				 .nlink = s->nlink};
+	if (!link && !e->n_xattrs)
+		return;
+	a->extra = xcalloc(1, sizeof(*a->extra));
+	if (link)
+		a->extra->symlink = xstrdup(s->symlink_target);
+	if (e->n_xattrs) {
+		a->extra->xattrs = xcalloc(e->n_xattrs, sizeof(*a->extra->xattrs));
+		a->extra->n_xattrs = e->n_xattrs;
+		for (size_t i = 0; i < e->n_xattrs; i++) {
+			struct filer_xattr *d = &a->extra->xattrs[i];
+			d->name = xstrdup(e->xattrs[i].name);
+			d->value_len = e->xattrs[i].value_len;
+			if (d->value_len) {
+				d->value = xmalloc(d->value_len);
+				memcpy(d->value, e->xattrs[i].value, d->value_len);
+			}
 		}
 	}
 }
 
-static struct inode *node_new(itable *t, bool is_dir)
+struct filer_entry *itable_cached_entry(const struct inode *n)
 {
-	struct inode *n = xcalloc(1, sizeof(*n));
+	const struct inode_attr *a = &n->attr;
+	const struct inode_extra *x = a->extra;
+	struct filer_entry *e;
 
-	n->priv = xcalloc(1, sizeof(*n->priv));
-	n->ino = t->next_ino++;
-	n->is_dir = is_dir;
-	pthread_mutex_init(&n->mu, NULL);
-	pthread_mutex_init(&n->commit_mu, NULL);
-	ino_insert(t, n);
-	return n;
-}
-
-static void node_destroy(struct inode *n)
-{
-	filer_entry_free(n->cached);
-	free(n->hidden_name);
-	pthread_mutex_destroy(&n->mu);
-	pthread_mutex_destroy(&n->commit_mu);
-	free(n->priv->hlid);
-	free(n->priv);
-	free(n);
-}
-
-/* Frees n if nothing holds it any more. */
-static void node_maybe_free(itable *t, struct inode *n)
-{
-	if (n == t->root || n->priv->nlookup || n->priv->refs || n->fd)
-		return;
-	while (n->priv->names) {
-		/* the parent no longer knows every name it has */
-		struct inode *p = ino_find(t, n->priv->names->parent);
-		if (p)
-			atomic_store(&p->dir_complete, false);
-		link_drop(t, n->priv->names);
+	if (!n->cached)
+		return NULL;
+	e = filer_entry_new("/", "");
+	e->attr.mode = a->mode;
+	e->attr.uid = a->uid;
+	e->attr.gid = a->gid;
+	e->attr.size = a->size;
+	e->attr.mtime_ns = a->mtime_ns;
+	e->attr.ctime_ns = a->ctime_ns;
+	e->attr.atime_ns = a->atime_ns;
+	e->attr.nlink = a->nlink;
+	e->attr.rdev = a->rdev;
+	if (x && x->symlink)
+		e->attr.symlink_target = xstrdup(x->symlink);
+	if (x && x->n_xattrs) {
+		e->xattrs = xcalloc(x->n_xattrs, sizeof(*e->xattrs));
+		e->n_xattrs = x->n_xattrs;
+		for (size_t i = 0; i < x->n_xattrs; i++) {
+			e->xattrs[i].name = xstrdup(x->xattrs[i].name);
+			e->xattrs[i].value_len = x->xattrs[i].value_len;
+			if (x->xattrs[i].value_len) {
+				e->xattrs[i].value = xmalloc(x->xattrs[i].value_len);
+				memcpy(e->xattrs[i].value, x->xattrs[i].value,
+				       x->xattrs[i].value_len);
+			}
+		}
 	}
-	hl_remove(t, n);
-	ino_remove(t, n);
-	node_destroy(n);
+	return e;
 }
 
-/* Replaces n's cached entry with a copy of e without its chunks (they can be large). */
 struct extent {
 	uint64_t lo, hi;
 };
@@ -322,33 +483,149 @@ uint64_t itable_alloc_bytes(const struct filer_entry *e)
 	return total;
 }
 
+/* Replaces n's cached attributes by e's. The caller holds a reference to n. */
 static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_ns)
 {
-	struct filer_entry *c = filer_entry_dup(e);
+	struct inode_attr a;
 	uint64_t alloc = itable_alloc_bytes(e);
+	struct inode_extra *old;
 
-	/* data is never read from here (opens look the entry up): no chunks, no content */
-	filer_chunks_free(c->chunks, c->n_chunks);
-	c->chunks = NULL;
-	c->n_chunks = c->cap_chunks = 0;
-	free(c->content);
-	c->content = NULL;
-	c->content_len = 0;
+	attr_from_entry(&a, e);
 	pthread_mutex_lock(&n->mu);
 	/* a stale entry may have missed a change of the directory's names */
 	if (!n->cached_until || time_mono_ns() >= n->cached_until)
 		atomic_store(&n->dir_complete, false);
 	/* a directory time the mount has not stored yet (fuse_ops.c touch_dir) wins */
-	if (n->touch_pending_ns && n->touch_pending_ns > c->attr.mtime_ns)
-		c->attr.mtime_ns = n->touch_pending_ns;
-	if (n->touch_pending_ns && n->touch_pending_ns > c->attr.ctime_ns)
-		c->attr.ctime_ns = n->touch_pending_ns;
-	filer_entry_free(n->cached);
-	n->cached = c;
+	if (n->touch_pending_ns && n->touch_pending_ns > a.mtime_ns)
+		a.mtime_ns = n->touch_pending_ns;
+	if (n->touch_pending_ns && n->touch_pending_ns > a.ctime_ns)
+		a.ctime_ns = n->touch_pending_ns;
+	old = n->attr.extra;
+	n->attr = a;
+	n->cached = true;
 	n->alloc_bytes = alloc;
 	n->cached_at = time_mono_ns();
 	n->cached_until = cache_ns ? n->cached_at + cache_ns : 0;
 	pthread_mutex_unlock(&n->mu);
+	extra_free(NULL, old);
+}
+
+/* ---- records and their working form (callers hold t->mu) ---- */
+
+static struct itable_rec *rec_new(itable *t, bool is_dir)
+{
+	struct itable_rec *r = xcalloc(1, sizeof(*r));
+
+	r->ino = t->next_ino++;
+	r->is_dir = is_dir;
+	rec_insert(t, r);
+	return r;
+}
+
+/*
+ * Frees n and what it owns (its cached fields were not moved back). Not
+ * counted towards a trim: every get and put makes and frees one, the space
+ * is reused at once.
+ */
+static void live_destroy(itable *t, struct inode *n)
+{
+	extra_free(NULL, n->attr.extra);
+	free(n->hidden_name);
+	pthread_mutex_destroy(&n->mu);
+	pthread_mutex_destroy(&n->commit_mu);
+	free(n);
+	t->n_live--;
+}
+
+/* r's struct inode, made from the record if it has none, with one more caller reference. */
+static struct inode *live_get(itable *t, struct itable_rec *r)
+{
+	struct inode *n = r->live;
+
+	if (!n) {
+		n = xcalloc(1, sizeof(*n));
+		n->ino = r->ino;
+		n->is_dir = r->is_dir;
+		pthread_mutex_init(&n->mu, NULL);
+		pthread_mutex_init(&n->commit_mu, NULL);
+		n->cached = r->cached;
+		n->attr = r->attr;
+		n->cached_until = r->cached_until;
+		n->cached_at = r->cached_at;
+		n->alloc_bytes = r->alloc_bytes;
+		n->removed = r->removed;
+		n->kc_sig = r->kc_sig;
+		n->kc_chunks_sig = r->kc_chunks_sig;
+		atomic_store(&n->dir_complete, r->dir_complete);
+		n->priv = r;
+		r->attr.extra = NULL; /* moved */
+		r->live = n;
+		t->n_live++;
+	}
+	r->refs++;
+	return n;
+}
+
+/* Whether n holds nothing beyond what the record keeps (nobody holds it). */
+static bool live_idle(const struct inode *n)
+{
+	return !n->fd && !n->open_count && !n->hidden_name && !n->unlinked && !n->data_mtime_ns &&
+	       !n->atime_pending_ns && !n->touch_pending_ns;
+}
+
+/* Moves the cached fields of r's unreferenced struct inode back and frees it. */
+static void live_store(itable *t, struct itable_rec *r)
+{
+	struct inode *n = r->live;
+
+	r->cached = n->cached;
+	r->attr = n->attr;
+	n->attr.extra = NULL; /* moved */
+	r->cached_until = n->cached_until;
+	r->cached_at = n->cached_at;
+	r->alloc_bytes = n->alloc_bytes;
+	r->removed = n->removed;
+	r->kc_sig = n->kc_sig;
+	r->kc_chunks_sig = n->kc_chunks_sig;
+	r->dir_complete = atomic_load(&n->dir_complete);
+	r->live = NULL;
+	live_destroy(t, n);
+}
+
+static void dir_incomplete(itable *t, uint64_t ino)
+{
+	struct itable_rec *p = rec_find(t, ino);
+
+	if (p && p->live)
+		atomic_store(&p->live->dir_complete, false);
+	else if (p)
+		p->dir_complete = false;
+}
+
+/*
+ * After a reference or lookup went: frees r if nothing holds it any more,
+ * else drops its struct inode when no caller holds that.
+ */
+static void rec_release(itable *t, struct itable_rec *r)
+{
+	if (r->refs || (r->live && r->live->fd))
+		return;
+	if (r == t->root || r->nlookup) {
+		if (r->live && live_idle(r->live))
+			live_store(t, r);
+		return;
+	}
+	while (r->names) {
+		/* the parent no longer knows every name it has */
+		dir_incomplete(t, r->names->parent);
+		link_drop(t, r->names);
+	}
+	hl_remove(t, r);
+	rec_remove(t, r);
+	if (r->live)
+		live_destroy(t, r->live);
+	extra_free(t, r->attr.extra);
+	t_free(t, r);
 }
 
 itable *itable_new(const char *root_path)
@@ -358,13 +635,13 @@ itable *itable_new(const char *root_path)
 	pthread_mutex_init(&t->mu, NULL);
 	t->root_path = xstrdup(root_path);
 	t->next_ino = ITABLE_ROOT;
-	t->cap_ino = t->cap_name = 1024;
+	t->cap_ino = t->cap_name = MAP_MIN;
 	t->cap_hl = 256;
 	t->ino_map = xcalloc(t->cap_ino, sizeof(*t->ino_map));
 	t->name_map = xcalloc(t->cap_name, sizeof(*t->name_map));
 	t->hl_map = xcalloc(t->cap_hl, sizeof(*t->hl_map));
-	t->root = node_new(t, true);
-	t->root->priv->nlookup = 1;
+	t->root = rec_new(t, true);
+	t->root->nlookup = 1;
 	return t;
 }
 
@@ -373,12 +650,19 @@ void itable_free(itable *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->cap_ino; i++) {
-		struct inode *n = t->ino_map[i], *next;
-		for (; n; n = next) {
-			next = n->priv->hnext_ino;
-			while (n->priv->names)
-				link_drop(t, n->priv->names);
-			node_destroy(n);
+		struct itable_rec *r = t->ino_map[i], *next;
+		for (; r; r = next) {
+			next = r->hnext;
+			while (r->names) {
+				struct name_link *l = r->names;
+				r->names = l->nnext;
+				free(l);
+			}
+			free(r->hl);
+			if (r->live)
+				live_destroy(t, r->live);
+			extra_free(NULL, r->attr.extra);
+			free(r);
 		}
 	}
 	free(t->ino_map);
@@ -395,75 +679,107 @@ uint64_t itable_learn(itable *t, uint64_t parent, const char *name, const struct
 	bool is_dir = (e->attr.mode & S_IFMT) == S_IFDIR;
 	const uint8_t *hl = e->attr.hard_link_id;
 	size_t hl_len = e->attr.hard_link_id_len;
+	struct itable_rec *r = NULL;
 	struct name_link *l;
-	struct inode *n = NULL;
+	struct hl_id *h;
+	struct inode *n;
 	uint64_t ino;
 
 	pthread_mutex_lock(&t->mu);
-	if (!ino_find(t, parent)) {
+	if (!rec_find(t, parent)) {
 		pthread_mutex_unlock(&t->mu);
 		return 0;
 	}
 	l = name_find(t, parent, name);
 	if (l) {
-		n = l->node;
+		r = l->rec;
 		/* another file now has this name: the old node loses it */
-		if (n->is_dir != is_dir ||
-		    (hl_len && n->priv->hlid &&
-		     (n->priv->hlid_len != hl_len || memcmp(n->priv->hlid, hl, hl_len)))) {
+		if (r->is_dir != is_dir ||
+		    (hl_len && r->hl && (r->hl->len != hl_len || memcmp(r->hl->id, hl, hl_len)))) {
 			link_drop(t, l);
-			node_maybe_free(t, n);
-			n = NULL;
+			rec_release(t, r);
+			r = NULL;
 		}
 	}
-	if (!n && hl_len && (n = hl_find(t, hl, hl_len)) != NULL)
-		link_add(t, n, parent, name);
-	if (!n) {
-		n = node_new(t, is_dir);
-		link_add(t, n, parent, name);
+	if (!r && hl_len && (h = hl_find(t, hl, hl_len)) != NULL) {
+		r = h->rec;
+		link_add(t, r, parent, name);
+	}
+	if (!r) {
+		r = rec_new(t, is_dir);
+		link_add(t, r, parent, name);
 	}
 	if (hl_len)
-		hl_set(t, n, hl, hl_len);
-	n->priv->nlookup++;
-	ino = n->ino;
+		hl_set(t, r, hl, hl_len);
+	r->nlookup++;
+	ino = r->ino;
+	/* the cached fields change in the working form only (its mutex orders them) */
+	n = live_get(t, r);
 	node_cache(n, e, cache_ns);
+	r->refs--;
+	rec_release(t, r);
 	pthread_mutex_unlock(&t->mu);
 	return ino;
 }
 
 bool itable_ref(itable *t, uint64_t ino)
 {
-	struct inode *n;
+	struct itable_rec *r;
 
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n)
-		n->priv->nlookup++;
+	r = rec_find(t, ino);
+	if (r)
+		r->nlookup++;
 	pthread_mutex_unlock(&t->mu);
-	return n != NULL;
+	return r != NULL;
 }
 
 void itable_forget(itable *t, uint64_t ino, uint64_t nl)
 {
-	struct inode *n;
+	struct itable_rec *r;
+	bool trim = false;
 
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n && n != t->root) {
-		n->priv->nlookup = nl >= n->priv->nlookup ? 0 : n->priv->nlookup - nl;
-		node_maybe_free(t, n);
+	r = rec_find(t, ino);
+	if (r && r != t->root) {
+		r->nlookup = nl >= r->nlookup ? 0 : r->nlookup - nl;
+		rec_release(t, r);
+	}
+	if (t->freed >= TRIM_BYTES) {
+		t->freed = 0;
+		t->trims++;
+		trim = true;
 	}
 	pthread_mutex_unlock(&t->mu);
+	/* the kernel forgets in bursts (memory pressure, drop_caches): give it back */
+	if (trim)
+		malloc_trim(0);
+}
+
+void itable_trim(itable *t)
+{
+	bool trim = false;
+
+	pthread_mutex_lock(&t->mu);
+	if (t->freed >= TRIM_IDLE_BYTES) {
+		t->freed = 0;
+		t->trims++;
+		trim = true;
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (trim)
+		malloc_trim(0);
 }
 
 struct inode *itable_get(itable *t, uint64_t ino)
 {
-	struct inode *n;
+	struct itable_rec *r;
+	struct inode *n = NULL;
 
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n)
-		n->priv->refs++;
+	r = rec_find(t, ino);
+	if (r)
+		n = live_get(t, r);
 	pthread_mutex_unlock(&t->mu);
 	return n;
 }
@@ -474,7 +790,7 @@ void itable_put(itable *t, struct inode *n)
 		return;
 	pthread_mutex_lock(&t->mu);
 	n->priv->refs--;
-	node_maybe_free(t, n);
+	rec_release(t, n->priv);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -485,27 +801,25 @@ struct inode *itable_get_name(itable *t, uint64_t parent, const char *name)
 
 	pthread_mutex_lock(&t->mu);
 	l = name_find(t, parent, name);
-	if (l) {
-		n = l->node;
-		n->priv->refs++;
-	}
+	if (l)
+		n = live_get(t, l->rec);
 	pthread_mutex_unlock(&t->mu);
 	return n;
 }
 
-/* Appends the path of n to out (root first). Caller holds t->mu. */
-static bool path_of(itable *t, struct inode *n, buf *out)
+/* Appends the path of r to out (root first). Caller holds t->mu. */
+static bool path_of(itable *t, struct itable_rec *r, buf *out)
 {
 	const char *comps[PATH_DEPTH_MAX];
 	size_t depth = 0;
 
-	while (n != t->root) {
-		struct name_link *l = n->priv->names;
+	while (r != t->root) {
+		struct name_link *l = r->names;
 		if (!l || depth == PATH_DEPTH_MAX)
 			return false;
 		comps[depth++] = l->name;
-		n = ino_find(t, l->parent);
-		if (!n)
+		r = rec_find(t, l->parent);
+		if (!r)
 			return false;
 	}
 	if (!strcmp(t->root_path, "/")) {
@@ -523,15 +837,15 @@ static bool path_of(itable *t, struct inode *n, buf *out)
 
 char *itable_path(itable *t, uint64_t ino)
 {
-	struct inode *n;
+	struct itable_rec *r;
 	bool ok = false;
 	buf b;
 
 	buf_init(&b);
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n)
-		ok = path_of(t, n, &b);
+	r = rec_find(t, ino);
+	if (r)
+		ok = path_of(t, r, &b);
 	pthread_mutex_unlock(&t->mu);
 	if (!ok) {
 		buf_free(&b);
@@ -587,7 +901,7 @@ uint64_t itable_resolve(itable *t, const char *path)
 			ino = 0;
 			break;
 		}
-		ino = l->node->ino;
+		ino = l->rec->ino;
 		p += len;
 	}
 	pthread_mutex_unlock(&t->mu);
@@ -601,21 +915,11 @@ void itable_unlink(itable *t, uint64_t parent, const char *name)
 	pthread_mutex_lock(&t->mu);
 	l = name_find(t, parent, name);
 	if (l) {
-		struct inode *n = l->node;
+		struct itable_rec *r = l->rec;
 		link_drop(t, l);
-		node_maybe_free(t, n);
+		rec_release(t, r);
 	}
 	pthread_mutex_unlock(&t->mu);
-}
-
-/* Moves l to (p, n) keeping its node. Caller holds t->mu. */
-static void link_move(itable *t, struct name_link *l, uint64_t p, const char *name)
-{
-	name_map_remove(t, l);
-	free(l->name);
-	l->name = xstrdup(name);
-	l->parent = p;
-	name_map_insert(t, l);
 }
 
 void itable_rename(itable *t, uint64_t p1, const char *n1, uint64_t p2, const char *n2,
@@ -629,21 +933,21 @@ void itable_rename(itable *t, uint64_t p1, const char *n1, uint64_t p2, const ch
 	if (a == b)
 		goto out;
 	if (exchange) {
-		struct inode *na = a ? a->node : NULL, *nb = b ? b->node : NULL;
+		struct itable_rec *ra = a ? a->rec : NULL, *rb = b ? b->rec : NULL;
 		if (a)
 			link_drop(t, a);
 		if (b)
 			link_drop(t, b);
-		if (na)
-			link_add(t, na, p2, n2);
-		if (nb)
-			link_add(t, nb, p1, n1);
+		if (ra)
+			link_add(t, ra, p2, n2);
+		if (rb)
+			link_add(t, rb, p1, n1);
 		goto out;
 	}
 	if (b) {
-		struct inode *nb = b->node;
+		struct itable_rec *rb = b->rec;
 		link_drop(t, b);
-		node_maybe_free(t, nb);
+		rec_release(t, rb);
 	}
 	if (a)
 		link_move(t, a, p2, n2);
@@ -664,14 +968,31 @@ void itable_uncache(struct inode *n)
 	pthread_mutex_unlock(&n->mu);
 }
 
+void itable_uncache_all(itable *t)
+{
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->cap_ino; i++) {
+		for (struct itable_rec *r = t->ino_map[i]; r; r = r->hnext) {
+			if (r->live) {
+				pthread_mutex_lock(&r->live->mu);
+				r->live->cached_until = 0;
+				pthread_mutex_unlock(&r->live->mu);
+			} else {
+				r->cached_until = 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
 bool itable_known_absent(itable *t, uint64_t parent, const char *name)
 {
-	struct inode *p;
+	struct itable_rec *p;
 	bool r = false;
 
 	pthread_mutex_lock(&t->mu);
-	p = ino_find(t, parent);
-	if (p && atomic_load(&p->dir_complete))
+	p = rec_find(t, parent);
+	if (p && (p->live ? atomic_load(&p->live->dir_complete) : p->dir_complete))
 		r = !name_find(t, parent, name);
 	pthread_mutex_unlock(&t->mu);
 	return r;
@@ -679,24 +1000,24 @@ bool itable_known_absent(itable *t, uint64_t parent, const char *name)
 
 void itable_set_hardlink(itable *t, uint64_t ino, const uint8_t *id, size_t len)
 {
-	struct inode *n;
+	struct itable_rec *r;
 
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n)
-		hl_set(t, n, id, len);
+	r = rec_find(t, ino);
+	if (r)
+		hl_set(t, r, id, len);
 	pthread_mutex_unlock(&t->mu);
 }
 
 uint64_t itable_parent(itable *t, uint64_t ino)
 {
-	struct inode *n;
+	struct itable_rec *r;
 	uint64_t p = ITABLE_ROOT;
 
 	pthread_mutex_lock(&t->mu);
-	n = ino_find(t, ino);
-	if (n && n->priv->names)
-		p = n->priv->names->parent;
+	r = rec_find(t, ino);
+	if (r && r->names)
+		p = r->names->parent;
 	pthread_mutex_unlock(&t->mu);
 	return p;
 }
@@ -705,8 +1026,9 @@ void itable_foreach(itable *t, void (*fn)(struct inode *n, void *arg), void *arg
 {
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->cap_ino; i++)
-		for (struct inode *n = t->ino_map[i]; n; n = n->priv->hnext_ino)
-			fn(n, arg);
+		for (struct itable_rec *r = t->ino_map[i]; r; r = r->hnext)
+			if (r->live)
+				fn(r->live, arg);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -718,4 +1040,14 @@ size_t itable_count(itable *t)
 	n = t->n_nodes;
 	pthread_mutex_unlock(&t->mu);
 	return n;
+}
+
+void itable_get_stats(itable *t, struct itable_stats *st)
+{
+	pthread_mutex_lock(&t->mu);
+	st->nodes = t->n_nodes;
+	st->in_use = t->n_live;
+	st->trims = t->trims;
+	st->freed = t->freed;
+	pthread_mutex_unlock(&t->mu);
 }

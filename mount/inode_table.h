@@ -9,10 +9,19 @@
  * node's full path is rebuilt from its first name's parent chain, so a rename
  * of a directory moves everything below it at once.
  *
+ * Memory: the kernel may know millions of nodes (a tree walk). The table
+ * keeps for each a compact record (names, lookup count, the attributes stat
+ * needs: struct inode_attr, about 260 bytes with a short name); the full
+ * struct inode below (mutexes, open-file state) exists only while a caller
+ * holds it (itable_get) or it has open data, and its fields go back into the
+ * record when it is released. Freed records are given back to the system
+ * (malloc_trim) once enough of them went, so the mount shrinks after the
+ * kernel forgets a walk.
+ *
  * Nodes are reference counted for the callers (itable_get / itable_put) so a
  * node a FUSE operation works on stays valid while the kernel forgets it.
  * All functions are thread-safe (one table mutex; per-node data has its own
- * mutex, node->mu).
+ * mutex, node->mu; the table mutex is taken first).
  */
 #ifndef WEEDFS_MOUNT_INODE_TABLE_H
 #define WEEDFS_MOUNT_INODE_TABLE_H
@@ -27,26 +36,44 @@
 #define ITABLE_ROOT 1
 
 struct file_data;
+struct inode_extra;
 
-/* One inode. Fields below mu are protected by mu; the others by the table. */
+/*
+ * What the mount keeps of an entry: what getattr, lookup, readlink and the
+ * xattr calls answer from (no chunks, content, mime, collection).
+ */
+struct inode_attr {
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	int64_t atime_ns; /* 0 = never stored, readers take mtime_ns */
+	uint64_t rdev;
+	uint32_t mode, uid, gid, nlink;
+	struct inode_extra *extra; /* symlink target and xattrs; NULL when neither (table-owned) */
+};
+
+/*
+ * One inode in use. Fields below mu are protected by mu; the others by the
+ * table. A pointer is valid while the caller holds a reference.
+ */
 struct inode {
 	uint64_t ino; /* immutable */
 	bool is_dir;  /* immutable */
 	pthread_mutex_t mu;
 	/* protected by mu: */
-	struct filer_entry *cached; /* last entry seen (no chunks), or NULL */
-	uint64_t cached_until;      /* time_mono_ns after which cached is stale */
-	uint64_t cached_at;         /* time_mono_ns it was cached */
-	struct file_data *fd;       /* open data, shared by the handles */
-	int open_count;             /* open handles */
-	int64_t base_ctime_ns;      /* ctime of the entry fd's base came from */
-	int64_t data_mtime_ns;      /* set by a write, committed as the mtime; 0 = none */
-	int64_t atime_pending_ns;   /* a read's atime (relatime) not yet stored; 0 = none */
-	uint64_t alloc_bytes;       /* bytes cached's chunks and content cover within its size */
-	bool removed;               /* its last name was removed (unlink, rmdir): nlink 0 */
-	bool unlinked;              /* a name was removed while open: hidden_name holds it */
-	char *hidden_name;          /* its name in the hidden directory, or NULL */
-	pthread_mutex_t commit_mu;  /* serialises commits of fd */
+	bool cached;               /* attr holds the last entry seen (a hint when stale) */
+	struct inode_attr attr;    /* the cached entry's attributes */
+	uint64_t cached_until;     /* time_mono_ns after which attr is stale */
+	uint64_t cached_at;        /* time_mono_ns it was cached */
+	struct file_data *fd;      /* open data, shared by the handles */
+	int open_count;            /* open handles */
+	int64_t base_ctime_ns;     /* ctime of the entry fd's base came from */
+	int64_t data_mtime_ns;     /* set by a write, committed as the mtime; 0 = none */
+	int64_t atime_pending_ns;  /* a read's atime (relatime) not yet stored; 0 = none */
+	uint64_t alloc_bytes;      /* bytes the entry's chunks and content cover within its size */
+	bool removed;              /* its last name was removed (unlink, rmdir): nlink 0 */
+	bool unlinked;             /* a name was removed while open: hidden_name holds it */
+	char *hidden_name;         /* its name in the hidden directory, or NULL */
+	pthread_mutex_t commit_mu; /* serialises commits of fd */
 	/*
 	 * protected by mu: the data signature (fuse_ops.c data_sig) of the entry
 	 * whose bytes the kernel's page cache holds for this inode through this
@@ -64,8 +91,8 @@ struct inode {
 	atomic_bool dir_complete;
 	/* protected by mu: a directory's new mtime/ctime not yet sent (0 = none) */
 	int64_t touch_pending_ns;
-	/* table-private */
-	struct itable_priv *priv;
+	/* table-private: the node's record */
+	struct itable_rec *priv;
 };
 
 typedef struct itable itable;
@@ -114,10 +141,17 @@ void itable_rename(itable *t, uint64_t p1, const char *n1, uint64_t p2, const ch
 		   bool exchange);
 
 /*
- * Replaces n's cached entry by a copy of e (borrowed; chunks are not kept) for
- * cache_ns; n->alloc_bytes becomes what e's chunks cover (itable_alloc_bytes).
+ * Replaces n's cached attributes by e's (borrowed) for cache_ns;
+ * n->alloc_bytes becomes what e's chunks cover (itable_alloc_bytes). The
+ * caller holds a reference to n, not n->mu.
  */
 void itable_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_ns);
+/*
+ * A new entry (caller frees) from n's cached attributes: mode, owner, size,
+ * times, nlink, rdev, symlink target and xattrs; no path, chunks or content.
+ * NULL when nothing is cached. The caller holds n->mu.
+ */
+struct filer_entry *itable_cached_entry(const struct inode *n);
 /*
  * The bytes of e's file that chunks or inline content cover within its size
  * (overlapping chunks counted once): the allocation st_blocks reports, small
@@ -126,6 +160,8 @@ void itable_cache(struct inode *n, const struct filer_entry *e, uint64_t cache_n
 uint64_t itable_alloc_bytes(const struct filer_entry *e);
 /* Marks n's cached entry stale (it stays as a hint); clears dir_complete. */
 void itable_uncache(struct inode *n);
+/* Marks every node's cached entry stale (the event stream was down). */
+void itable_uncache_all(itable *t);
 /*
  * Whether name in parent is known not to exist: parent is dir_complete and
  * the table has no such name. The caller checks that the parent's entry is
@@ -137,10 +173,30 @@ void itable_set_hardlink(itable *t, uint64_t ino, const uint8_t *id, size_t len)
 /* The parent ino of ino's first name (ITABLE_ROOT for the root or when unknown). */
 uint64_t itable_parent(itable *t, uint64_t ino);
 
-/* Calls fn(node, arg) for every node (under the table lock: fn must not call the table). */
+/*
+ * Calls fn(node, arg) for every node in use: held by a caller or holding open
+ * data (under the table lock: fn must not call the table). The nodes the
+ * kernel merely knows are records without a struct inode and are skipped.
+ */
 void itable_foreach(itable *t, void (*fn)(struct inode *n, void *arg), void *arg);
 
-/* Number of live nodes (for tests and statistics). */
+/*
+ * Gives the memory of forgotten nodes back to the system (malloc_trim) when
+ * some was freed since the last trim; a mutex and a compare otherwise. For a
+ * periodic caller (the event follower's heartbeat): forgets trim only per
+ * few MiB, this catches the rest of a burst.
+ */
+void itable_trim(itable *t);
+
+/* Number of nodes the table knows (for tests and statistics). */
 size_t itable_count(itable *t);
+
+struct itable_stats {
+	size_t nodes;   /* records (every node the kernel or a caller knows) */
+	size_t in_use;  /* of them with a struct inode (itable_foreach's) */
+	size_t trims;   /* malloc_trim calls after forgets */
+	uint64_t freed; /* bytes of records freed since the last trim */
+};
+void itable_get_stats(itable *t, struct itable_stats *st);
 
 #endif

@@ -72,7 +72,7 @@ static void invalidate_path(struct meta_follower *f, const char *path, const str
 		bool stub =
 			e->attr.hard_link_id_len && !e->n_chunks && !e->has_content && e->attr.size;
 		pthread_mutex_lock(&n->mu);
-		if (n->cached && n->cached->attr.ctime_ns >= e->attr.ctime_ns && n->cached_until)
+		if (n->cached && n->attr.ctime_ns >= e->attr.ctime_ns && n->cached_until)
 			own = true; /* the mount's own change: its cache is already this */
 		/* a rename moves a name, not data (and may carry a hard link's stub) */
 		if (n->fd && !name_changed && !stub && e->attr.ctime_ns > n->base_ctime_ns &&
@@ -104,14 +104,6 @@ out:
 	free(name);
 }
 
-static void uncache_one(struct inode *n, void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&n->mu);
-	n->cached_until = 0;
-	pthread_mutex_unlock(&n->mu);
-}
-
 static void handle_line(struct meta_follower *f, const char *s, size_t len)
 {
 	struct filer_entry *oe = NULL, *ne = NULL;
@@ -128,12 +120,15 @@ static void handle_line(struct meta_follower *f, const char *s, size_t len)
 		f->last_ts = ts;
 	if (!f->got_line) {
 		/* (re)connected: what was cached while no event could arrive is suspect */
-		itable_foreach(f->m->it, uncache_one, NULL);
+		itable_uncache_all(f->m->it);
 		atomic_store(&f->m->following, true);
 	}
 	f->got_line = true;
-	if (!json_get(tree, "directory"))
-		goto out; /* a heartbeat */
+	if (!json_get(tree, "directory")) {
+		/* a heartbeat: a quiet moment to give forgotten inodes' memory back */
+		itable_trim(f->m->it);
+		goto out;
+	}
 	ov = json_get(tree, "oldEntry");
 	nv = json_get(tree, "newEntry");
 	if (ov && !YAJL_IS_NULL(ov))

@@ -322,7 +322,9 @@ if has_phase walk; then
 	wrss=$(vm_field "$mount_pid" VmRSS)
 	read -r _ ws2 < <(walk "$mnt/walk")
 	drop_caches
-	sleep 1 # FORGETs arrive asynchronously
+	# FORGETs arrive asynchronously; the mount trims its heap per 4 MiB freed and at its
+	# next event-stream heartbeat (every 2 s)
+	sleep 3
 	frss=$(vm_field "$mount_pid" VmRSS)
 	read -r _ ls_ < <(walk "$loc/walk")
 	read -r _ ls2 < <(walk "$loc/walk")
