@@ -93,7 +93,8 @@
 #define GC_MAX            100000                /* orphans kept for a retry while the filer fails */
 #define INLINE_LIMIT      (64u << 10)           /* the filer's limit of update {content} */
 #define BIG_RANGE         (128u << 10) /* range buffers over this come from the buffer pool */
-#define POOL_KEEP         8            /* idle chunk-size buffers the pool holds at most */
+#define POOL_KEEP_MAX     8            /* idle chunk-size buffers the pool holds at most... */
+#define POOL_KEEP_SHARE   4            /* ... and no more than a quarter of the dirty budget */
 #define TAIL_MAX          (64u << 10)  /* committed tails up to this are kept to merge */
 
 struct pre_fid {
@@ -367,7 +368,9 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 	/* big buffers come from mmap and go back at free (DESIGN); a fixed threshold also
 	   stops glibc from raising it after the first large free */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	md->pool = buf_pool_new(md->chunk_size, POOL_KEEP);
+	md->pool = buf_pool_new(
+		md->chunk_size,
+		MAX(1, MIN(POOL_KEEP_MAX, md->dirty_max / md->chunk_size / POOL_KEEP_SHARE)));
 	md->bc = blob_client_new_filer(o->filer, &bo);
 	md->rpc = filer_rpc_new(o->filer, 10000, 2);
 	pthread_mutex_init(&md->fmu, NULL);

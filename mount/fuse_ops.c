@@ -377,6 +377,19 @@ static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir);
  * Without a cached entry (or before the thread runs) it stores them at once.
  * Best effort.
  */
+/* Hands n (its reference taken) to the touch thread. */
+static void touch_queue(struct mount_ctx *m, struct inode *n)
+{
+	pthread_mutex_lock(&m->touch_mu);
+	if (m->n_touch == m->cap_touch) {
+		m->cap_touch = m->cap_touch ? m->cap_touch * 2 : 64;
+		m->touch = xrealloc(m->touch, m->cap_touch * sizeof(*m->touch));
+	}
+	m->touch[m->n_touch++] = n; /* the list keeps the reference */
+	pthread_cond_signal(&m->touch_cv);
+	pthread_mutex_unlock(&m->touch_mu);
+}
+
 static void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
 {
 	struct inode *n;
@@ -409,21 +422,25 @@ static void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
 		itable_put(m->it, n); /* already queued */
 		return;
 	}
-	pthread_mutex_lock(&m->touch_mu);
-	if (m->n_touch == m->cap_touch) {
-		m->cap_touch = m->cap_touch ? m->cap_touch * 2 : 64;
-		m->touch = xrealloc(m->touch, m->cap_touch * sizeof(*m->touch));
-	}
-	m->touch[m->n_touch++] = n; /* the list keeps the reference */
-	pthread_cond_signal(&m->touch_cv);
-	pthread_mutex_unlock(&m->touch_mu);
+	touch_queue(m, n);
 }
 
-/* Stores n's pending directory times (touch thread). */
+static int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+			   struct filer_entry **out, bool defer_atime);
+
+/* Stores n's pending directory times, or a file's read atime (touch thread). */
 static void touch_send(struct mount_ctx *m, struct inode *n)
 {
 	struct filer_meta_set s = {.set = FM_SET_MTIME | FM_SET_CTIME};
 	char *path = NULL;
+
+	if (!n->is_dir) {
+		pthread_mutex_lock(&n->mu);
+		n->atime_queued = false;
+		pthread_mutex_unlock(&n->mu);
+		commit_node_opt(m, n, NULL, NULL, false);
+		return;
+	}
 
 	/* commit_mu: a setattr of the mtime (tar restoring it) is not overtaken */
 	pthread_mutex_lock(&n->commit_mu);
@@ -632,10 +649,12 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
 
 /*
  * Uploads n's dirty data and commits it with the fields of extra (may be
- * NULL) in one update; *out (may be NULL) gets the entry after.
+ * NULL) in one update; *out (may be NULL) gets the entry after. With
+ * defer_atime, a read's atime with nothing else to commit goes to the touch
+ * thread instead (stored within TOUCH_DELAY_NS).
  */
-static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-		       struct filer_entry **out)
+static int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+			   struct filer_entry **out, bool defer_atime)
 {
 	struct filer_meta_set s = {0};
 	struct filer_chunk *chunks = NULL;
@@ -691,7 +710,19 @@ static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_
 			s.mtime_ns = mtime;
 		}
 	}
-	/* a read's atime (relatime) goes with the next commit */
+	/* a read's atime (relatime) goes with the next commit; alone, the touch thread
+	   stores it soon after (a read-only close then waits for no round trip) */
+	if (atime && !s.set && defer_atime && m->touch_started) {
+		bool first;
+		pthread_mutex_lock(&n->mu);
+		first = !n->atime_queued;
+		n->atime_queued = true;
+		pthread_mutex_unlock(&n->mu);
+		struct inode *q = first ? itable_get(m->it, n->ino) : NULL;
+		if (q)
+			touch_queue(m, q);
+		goto out;
+	}
 	if (atime && !(s.set & FM_SET_ATIME)) {
 		atime_only = !s.set;
 		s.set |= FM_SET_ATIME;
@@ -748,6 +779,12 @@ out:
 	else
 		filer_entry_free(e);
 	return rc;
+}
+
+static int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+		       struct filer_entry **out)
+{
+	return commit_node_opt(m, n, extra, out, true);
 }
 
 /*

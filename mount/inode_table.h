@@ -91,6 +91,8 @@ struct inode {
 	atomic_bool dir_complete;
 	/* protected by mu: a directory's new mtime/ctime not yet sent (0 = none) */
 	int64_t touch_pending_ns;
+	/* protected by mu: on the touch thread's list for its atime (fuse_ops.c) */
+	bool atime_queued;
 	/* table-private: the node's record */
 	struct itable_rec *priv;
 };
