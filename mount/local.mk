@@ -4,7 +4,8 @@ noinst_LIBRARIES += mount/libmount.a
 mount_libmount_a_SOURCES = \
 	mount/inode_table.c mount/inode_table.h \
 	mount/filer_meta.c mount/filer_meta.h \
-	mount/fuse_ops.c mount/fuse_ops.h \
+	mount/fuse_ops.c mount/fuse_ops.h mount/fuse_ops_int.h \
+	mount/fuse_names.c mount/fuse_data.c mount/fuse_attrs.c \
 	mount/fuse_locks.c mount/fuse_locks.h \
 	mount/meta_follower.c mount/meta_follower.h \
 	mount/filer_rpc.c mount/filer_rpc.h \
