@@ -276,6 +276,9 @@ wfs_err gc_lease_claim(struct filer_store *s, struct filer_tx *tx, const char *c
 		return WFS_OK;
 	if (!tx || !fids_valid(fids, n))
 		return WFS_EINVAL;
+	/* a deferred claim rides on the commit: no round trip of its own */
+	if (s->ops->gc_claim)
+		return s->ops->gc_claim(s, tx, fids, n);
 	return in_batches(s, tx, STEP_CLAIM, fids, n, 0);
 }
 

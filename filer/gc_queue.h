@@ -90,6 +90,9 @@ wfs_err gc_lease_add(struct filer_store *s, const char *const *fids, size_t n, i
  * (borrowed): takes them off the queue, so they stay if tx commits and stay
  * leased if it does not. Ids not queued cost an indexed delete each (SQLite)
  * or a share of one statement (PostgreSQL). WFS_EINVAL for a malformed id.
+ * PostgreSQL defers the delete: it goes out in one pipeline with tx's next
+ * garbage-queue statement or its COMMIT, so a failure in it is reported
+ * there (the commit fails and rolls back), not here.
  */
 wfs_err gc_lease_claim(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
 		       size_t n);

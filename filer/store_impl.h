@@ -87,6 +87,15 @@ struct filer_store_ops {
 			   size_t n);
 	wfs_err (*gc_defer)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
 			    size_t n, int64_t due);
+	/*
+	 * Optional: gc_done of n (>= 1, valid) ids inside tx, deferred: the
+	 * backend buffers them and sends the delete with tx's next garbage-queue
+	 * statement or with its commit, in order, costing no round trip of its
+	 * own. A failing delete fails that statement or the commit (which then
+	 * rolls back). gc_queue.c uses it for claims when present, else gc_done.
+	 */
+	wfs_err (*gc_claim)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
+			    size_t n);
 	wfs_err (*gc_count)(struct filer_store *s, uint64_t *n);
 };
 

@@ -27,6 +27,10 @@
  * N). store.c hands a transaction's events over at commit
  * (pg_commit_events), which pipelines the appends with the COMMIT so the
  * lock is held only for the server's work, not for client round trips.
+ * Claims (gc_claim: ids taken off the garbage queue by the transaction that
+ * references them) are buffered the same way and their DELETE leads that
+ * pipeline, or the one of the transaction's next garbage-queue statement so
+ * the queue sees the changes in the order they were made.
  * Garbage queue: a take is one UPDATE over a SELECT ... FOR UPDATE SKIP
  * LOCKED, so concurrent takers lease disjoint ids; id lists travel as one
  * binary text[] parameter.
@@ -41,6 +45,8 @@
 #include "util.h"
 
 #define PG_POOL_MAX 16
+/* Bytes of deferred claims a transaction buffers before sending them (pg_gc_claim). */
+#define PG_CLAIMS_MAX (16u << 20)
 
 /* Type OIDs of the parameters we send. */
 #define OID_BYTEA 17
@@ -171,6 +177,9 @@ struct pg_store {
 struct pg_tx {
 	struct filer_tx base;
 	struct pg_conn *c;
+	/* deferred claims (pg_gc_claim): a binary text[], its header filled when sent */
+	buf claims;
+	uint32_t nclaims;
 };
 
 static void quiet_notice(void *arg, const char *msg) { log_debug("postgres: %s", msg); }
@@ -339,6 +348,8 @@ static void p_key(struct params *p, const char *dir, const char *name)
 	p_add(p, dir, strlen(dir));
 }
 
+static wfs_err run_after_claims(struct pg_tx *tx, int ps, struct params *p, PGresult **res);
+
 /*
  * Runs ps on the transaction's connection or on a pooled one (retrying once
  * on a fresh connection if it broke). *res is for the caller to clear.
@@ -351,8 +362,13 @@ static wfs_err exec(struct filer_store *fs, struct filer_tx *tx, int ps, struct 
 	wfs_err err;
 
 	*res = NULL;
-	if (tx)
-		return run(((struct pg_tx *)tx)->c, ps, p->n, p->v, p->l, res);
+	if (tx) {
+		struct pg_tx *t = (struct pg_tx *)tx;
+		/* the claims go first, so a queue change after them sees them made */
+		if (t->nclaims && (ps == PS_GC_ENQUEUE || ps == PS_GC_DONE || ps == PS_GC_DEFER))
+			return run_after_claims(t, ps, p, res);
+		return run(t->c, ps, p->n, p->v, p->l, res);
+	}
 	err = conn_get(s, &c);
 	if (!err) {
 		err = run(c, ps, p->n, p->v, p->l, res);
@@ -576,15 +592,28 @@ static wfs_err pg_begin(struct filer_store *fs, struct filer_tx **out)
 	return WFS_OK;
 }
 
+/* Returns tx's connection to the pool and frees tx. */
+static void tx_release(struct pg_tx *tx)
+{
+	conn_put((struct pg_store *)tx->base.store, tx->c);
+	buf_free(&tx->claims);
+	free(tx);
+}
+
+static wfs_err commit_piped(struct pg_tx *tx, int64_t now_ns, const struct filer_event_row *rows,
+			    size_t n, int64_t *ts);
+
 static wfs_err pg_commit(struct filer_tx *ftx)
 {
 	struct pg_tx *tx = (struct pg_tx *)ftx;
-	wfs_err err = simple(tx->c, "COMMIT", "COMMIT");
+	wfs_err err;
+	if (tx->nclaims)
+		return commit_piped(tx, 0, NULL, 0, NULL);
+	err = simple(tx->c, "COMMIT", "COMMIT");
 	if (err && PQtransactionStatus(tx->c->pg) != PQTRANS_IDLE &&
 	    PQstatus(tx->c->pg) == CONNECTION_OK)
 		simple(tx->c, "ROLLBACK", NULL);
-	conn_put((struct pg_store *)tx->base.store, tx->c);
-	free(tx);
+	tx_release(tx);
 	return err;
 }
 
@@ -593,8 +622,7 @@ static void pg_rollback(struct filer_tx *ftx)
 	struct pg_tx *tx = (struct pg_tx *)ftx;
 	if (PQstatus(tx->c->pg) == CONNECTION_OK)
 		simple(tx->c, "ROLLBACK", NULL);
-	conn_put((struct pg_store *)tx->base.store, tx->c);
-	free(tx);
+	tx_release(tx);
 }
 
 static void pg_close(struct filer_store *fs)
@@ -720,31 +748,87 @@ static bool pipe_send_append(struct pg_conn *c, int64_t now, const struct filer_
 	return PQsendQueryPrepared(c->pg, name, p.n, p.v, p.l, formats, 1) == 1;
 }
 
-/*
- * Reads one round's answers: n appends (times into ts), then the COMMIT when
- * commit, then the sync. Each query's results end with a NULL; the sync's
- * result does not.
- */
-static wfs_err pipe_read(struct pg_conn *c, size_t n, int64_t *ts, bool commit)
+/* Queues the DELETE of tx's deferred claims in the pipeline and forgets them. */
+static bool pipe_send_claims(struct pg_tx *tx)
 {
-	wfs_err err = WFS_OK;
+	static const int formats[1] = {1};
+	const char *v[1];
+	int l[1];
+	char name[8];
+	bool sent;
+
+	put_be32((uint8_t *)tx->claims.data + 12, tx->nclaims);
+	v[0] = tx->claims.data;
+	l[0] = (int)tx->claims.len;
+	snprintf(name, sizeof(name), "s%d", PS_GC_DONE);
+	/* libpq copies the parameters into its output buffer here */
+	sent = PQsendQueryPrepared(tx->c->pg, name, 1, v, l, formats, 1) == 1;
+	buf_reset(&tx->claims);
+	tx->nclaims = 0;
+	return sent;
+}
+
+/*
+ * Takes the next query's result in a pipeline (*r, caller clears; NULL on
+ * error) and consumes the NULL that ends it. Once err is set, the server has
+ * skipped the rest of the pipeline: results are consumed and err is kept.
+ */
+static wfs_err pipe_next(struct pg_conn *c, wfs_err err, PGresult **r)
+{
+	PGresult *x;
+	*r = PQgetResult(c->pg);
+	if (!*r)
+		return err ? err : map_result(c, NULL, "pipeline");
+	while ((x = PQgetResult(c->pg)))
+		PQclear(x);
+	if (err || PQresultStatus(*r) == PGRES_PIPELINE_ABORTED) {
+		PQclear(*r);
+		*r = NULL;
+		return err ? err : WFS_EIO;
+	}
+	return WFS_OK;
+}
+
+/* Consumes the answer to PQpipelineSync. */
+static wfs_err pipe_sync(struct pg_conn *c, wfs_err err)
+{
+	PGresult *r = PQgetResult(c->pg);
+	if ((!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) && !err)
+		err = map_result(c, r, "pipeline sync");
+	PQclear(r);
+	return err;
+}
+
+/* Reads the answer to a claims DELETE sent by pipe_send_claims. */
+static wfs_err pipe_read_claims(struct pg_conn *c, wfs_err err)
+{
+	PGresult *r;
+	err = pipe_next(c, err, &r);
+	if (!err && PQresultStatus(r) != PGRES_COMMAND_OK)
+		err = map_result(c, r, "claim");
+	PQclear(r);
+	return err;
+}
+
+/*
+ * Reads one round's answers: the claims when claims, n appends (times into
+ * ts), then the COMMIT when commit, then the sync.
+ */
+static wfs_err pipe_read(struct pg_conn *c, bool claims, size_t n, int64_t *ts, bool commit)
+{
+	wfs_err err = claims ? pipe_read_claims(c, WFS_OK) : WFS_OK;
 	PGresult *r;
 
 	for (size_t q = 0; q < n + (commit ? 1 : 0); q++) {
-		ExecStatusType st;
-		r = PQgetResult(c->pg);
-		if (!r)
-			return err ? err : map_result(c, NULL, "pipeline");
-		st = PQresultStatus(r);
-		if (err || st == PGRES_PIPELINE_ABORTED) {
-			if (!err)
-				err = WFS_EIO;
-		} else if (q == n) {
-			if (st != PGRES_COMMAND_OK)
+		err = pipe_next(c, err, &r);
+		if (err)
+			continue;
+		if (q == n) {
+			if (PQresultStatus(r) != PGRES_COMMAND_OK)
 				err = map_result(c, r, "COMMIT");
 			else if (strcmp(PQcmdStatus(r), "COMMIT"))
 				err = WFS_EPRECOND; /* an aborted transaction answers ROLLBACK */
-		} else if (st != PGRES_TUPLES_OK) {
+		} else if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 			err = map_result(c, r, "append event");
 		} else if (PQntuples(r) != 1) {
 			err = WFS_ECORRUPT; /* the clock row is missing */
@@ -752,39 +836,38 @@ static wfs_err pipe_read(struct pg_conn *c, size_t n, int64_t *ts, bool commit)
 			ts[q] = get_i64(r, 0, 0);
 		}
 		PQclear(r);
-		while ((r = PQgetResult(c->pg)))
-			PQclear(r);
 	}
-	r = PQgetResult(c->pg);
-	if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
-		if (!err)
-			err = map_result(c, r, "pipeline sync");
-	}
-	PQclear(r);
-	return err;
+	return pipe_sync(c, err);
 }
 
 /*
- * The appends and the COMMIT go out in one pipeline, so the clock's row lock
- * (taken by the first append) is held only while the server runs them and
+ * The deferred claims, the appends and the COMMIT go out in one pipeline:
+ * the claims cost no round trip of their own, and the clock's row lock (taken
+ * by the first append) is held only while the server runs the appends and
  * the commit, not across client round trips. A transaction with more than
- * PG_PIPE_BATCH events sends them in rounds; the last carries the COMMIT.
+ * PG_PIPE_BATCH events sends them in rounds; the first carries the claims,
+ * the last the COMMIT. An error anywhere fails the commit and rolls back.
  */
-static wfs_err pg_commit_events(struct filer_tx *ftx, int64_t now_ns,
-				const struct filer_event_row *rows, size_t n, int64_t *ts)
+static wfs_err commit_piped(struct pg_tx *tx, int64_t now_ns, const struct filer_event_row *rows,
+			    size_t n, int64_t *ts)
 {
-	struct pg_tx *tx = (struct pg_tx *)ftx;
 	struct pg_conn *c = tx->c;
-	wfs_err err = prepare(c, PS_EV_APPEND);
+	wfs_err err = WFS_OK;
 	bool piped = false;
+	size_t at = 0;
 
+	if (tx->nclaims)
+		err = prepare(c, PS_GC_DONE);
+	if (!err && n)
+		err = prepare(c, PS_EV_APPEND);
 	if (!err && !PQenterPipelineMode(c->pg))
 		err = map_result(c, NULL, "pipeline mode");
 	piped = !err;
-	for (size_t at = 0; !err && at < n;) {
+	while (!err) {
 		size_t k = MIN((size_t)PG_PIPE_BATCH, n - at);
 		bool last = at + k == n;
-		bool sent = true;
+		bool claims = tx->nclaims > 0;
+		bool sent = !claims || pipe_send_claims(tx);
 		for (size_t i = 0; sent && i < k; i++)
 			sent = pipe_send_append(c, now_ns, &rows[at + i]);
 		if (sent && last)
@@ -796,16 +879,72 @@ static wfs_err pg_commit_events(struct filer_tx *ftx, int64_t now_ns,
 			err = map_result(c, NULL, "pipeline send");
 			break;
 		}
-		err = pipe_read(c, k, ts + at, last);
+		err = pipe_read(c, claims, k, ts ? ts + at : NULL, last);
 		at += k;
+		if (last)
+			break;
 	}
 	if (piped && !PQexitPipelineMode(c->pg) && !err)
 		err = map_result(c, NULL, "pipeline end");
 	if (err && PQstatus(c->pg) == CONNECTION_OK && PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF &&
 	    PQtransactionStatus(c->pg) != PQTRANS_IDLE)
 		simple(c, "ROLLBACK", NULL);
-	conn_put((struct pg_store *)tx->base.store, c);
-	free(tx);
+	tx_release(tx);
+	return err;
+}
+
+static wfs_err pg_commit_events(struct filer_tx *ftx, int64_t now_ns,
+				const struct filer_event_row *rows, size_t n, int64_t *ts)
+{
+	return commit_piped((struct pg_tx *)ftx, now_ns, rows, n, ts);
+}
+
+/*
+ * Runs ps (a garbage-queue change) in tx right after tx's deferred claims,
+ * both in one pipeline: the order of the changes is kept (an id claimed and
+ * then queued again ends up queued) at no extra round trip. A failed claim
+ * fails ps with the claim's error; the transaction is then aborted and the
+ * caller rolls back.
+ */
+static wfs_err run_after_claims(struct pg_tx *tx, int ps, struct params *p, PGresult **res)
+{
+	static const int formats[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+	struct pg_conn *c = tx->c;
+	char name[8];
+	PGresult *r = NULL;
+	wfs_err err = prepare(c, PS_GC_DONE);
+	bool sent;
+
+	if (!err)
+		err = prepare(c, ps);
+	if (!err && !PQenterPipelineMode(c->pg))
+		err = map_result(c, NULL, "pipeline mode");
+	if (err)
+		return err;
+	snprintf(name, sizeof(name), "s%d", ps);
+	sent = pipe_send_claims(tx) &&
+	       PQsendQueryPrepared(c->pg, name, p->n, p->v, p->l, formats, 1) == 1 &&
+	       PQpipelineSync(c->pg) == 1;
+	if (!sent) {
+		err = map_result(c, NULL, "pipeline send");
+	} else {
+		err = pipe_read_claims(c, WFS_OK);
+		err = pipe_next(c, err, &r);
+		if (!err && PQresultStatus(r) != PGRES_COMMAND_OK &&
+		    PQresultStatus(r) != PGRES_TUPLES_OK) {
+			err = map_result(c, r, "query");
+			PQclear(r);
+			r = NULL;
+		}
+		err = pipe_sync(c, err);
+	}
+	if (!PQexitPipelineMode(c->pg) && !err)
+		err = map_result(c, NULL, "pipeline end");
+	if (err) {
+		PQclear(r);
+		r = NULL;
+	}
+	*res = r;
 	return err;
 }
 
@@ -887,8 +1026,8 @@ static wfs_err pg_trim_events(struct filer_store *fs, int64_t before, size_t max
 	return err;
 }
 
-/* Appends the binary form of a one-dimensional text[] holding fids[0..n) to b. */
-static void text_array(buf *b, const char *const *fids, size_t n)
+/* Appends the header of a binary one-dimensional text[] of n elements to b. */
+static void text_array_header(buf *b, size_t n)
 {
 	uint8_t h[20];
 	put_be32(h, 1);            /* dimensions */
@@ -897,12 +1036,25 @@ static void text_array(buf *b, const char *const *fids, size_t n)
 	put_be32(h + 12, (uint32_t)n);
 	put_be32(h + 16, 1); /* lower bound */
 	buf_append(b, h, sizeof(h));
+}
+
+/* Appends fids[0..n) as text[] elements to b. */
+static void text_array_items(buf *b, const char *const *fids, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
+		uint8_t h[4];
 		size_t l = strlen(fids[i]);
 		put_be32(h, (uint32_t)l);
 		buf_append(b, h, 4);
 		buf_append(b, fids[i], l);
 	}
+}
+
+/* Appends the binary form of a one-dimensional text[] holding fids[0..n) to b. */
+static void text_array(buf *b, const char *const *fids, size_t n)
+{
+	text_array_header(b, n);
+	text_array_items(b, fids, n);
 }
 
 /* Runs ps with ($1 = the fids as text[], $2 = v when with_v). */
@@ -933,6 +1085,46 @@ static wfs_err pg_gc_done(struct filer_store *fs, struct filer_tx *tx, const cha
 			  size_t n)
 {
 	return pg_fid_array(fs, tx, PS_GC_DONE, fids, n, false, 0);
+}
+
+/* Runs the DELETE of tx's deferred claims now, on its own (a bounded buffer). */
+static wfs_err claims_run_now(struct pg_tx *tx)
+{
+	struct params p = {.n = 0};
+	PGresult *res;
+	wfs_err err;
+	put_be32((uint8_t *)tx->claims.data + 12, tx->nclaims);
+	p_add(&p, tx->claims.data, tx->claims.len);
+	err = run(tx->c, PS_GC_DONE, p.n, p.v, p.l, &res);
+	PQclear(res);
+	buf_reset(&tx->claims);
+	tx->nclaims = 0;
+	return err;
+}
+
+/*
+ * Buffers the ids in tx: their DELETE goes out with tx's next garbage-queue
+ * statement or its COMMIT (run_after_claims, commit_piped), in one pipeline.
+ * A buffer past PG_CLAIMS_MAX bytes is sent on its own first.
+ */
+static wfs_err pg_gc_claim(struct filer_store *fs, struct filer_tx *ftx, const char *const *fids,
+			   size_t n)
+{
+	struct pg_tx *tx = (struct pg_tx *)ftx;
+	(void)fs;
+	for (size_t i = 0; i < n; i += FILER_GC_BATCH_MAX) {
+		size_t k = MIN(n - i, (size_t)FILER_GC_BATCH_MAX);
+		if (tx->nclaims && tx->claims.len + k * (4 + FILER_FID_MAX) > PG_CLAIMS_MAX) {
+			wfs_err err = claims_run_now(tx);
+			if (err)
+				return err;
+		}
+		if (!tx->nclaims)
+			text_array_header(&tx->claims, 0); /* the count is filled in when sent */
+		text_array_items(&tx->claims, fids + i, k);
+		tx->nclaims += (uint32_t)k;
+	}
+	return WFS_OK;
 }
 
 static wfs_err pg_gc_defer(struct filer_store *fs, struct filer_tx *tx, const char *const *fids,
@@ -1005,5 +1197,6 @@ const struct filer_store_ops filer_store_postgres_ops = {
 	.gc_take = pg_gc_take,
 	.gc_done = pg_gc_done,
 	.gc_defer = pg_gc_defer,
+	.gc_claim = pg_gc_claim,
 	.gc_count = pg_gc_count,
 };
