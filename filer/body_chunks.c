@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "filer/body_chunks.h"
-#include "filer/store_impl.h"
+#include "filer/gc_queue.h"
 #include "log.h"
 #include "util.h"
 
@@ -99,17 +99,12 @@ static wfs_err do_defer(struct body_chunks *b, struct filer_tx *tx, const char *
 	return filer_store_gc_defer(b->j->f->store, fids, n, due);
 }
 
-/*
- * Removes ids from the queue inside the caller's transaction. store.h offers
- * gc_done only in a transaction of its own, so this goes to the backend's
- * operation directly (the ids are valid: they came from the chunk writer).
- */
+/* Claims ids inside the caller's transaction (on PostgreSQL: sent with its commit). */
 static wfs_err do_done(struct body_chunks *b, struct filer_tx *tx, const char *const *fids,
 		       size_t n, int64_t due)
 {
-	struct filer_store *s = b->j->f->store;
 	(void)due;
-	return s->ops->gc_done(s, tx, fids, n);
+	return gc_lease_claim(b->j->f->store, tx, fids, n);
 }
 
 /* Upload worker: records one stored chunk under a lease (chunk_writer_opts.on_uploaded). */
