@@ -33,6 +33,7 @@ struct mount_data_opts {
 	const char *collection;    /* assignment parameters, NULL = the filer's defaults */
 	const char *replication;
 	const char *ttl;
+	long timeout_ms;     /* one request to a volume server or the filer; 0 = 30 s */
 	uint64_t inline_max; /* files up to this size commit inline (file_data_flush_inline);
 				0 = never */
 };

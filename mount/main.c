@@ -202,6 +202,7 @@ int main(int argc, char **argv)
 	mdo.chunk_size = (uint64_t)o.chunk_mb << 20;
 	mdo.dirty_max = (uint64_t)o.dirty_mb << 20;
 	mdo.inline_max = (uint64_t)o.inline_kb << 10;
+	mdo.timeout_ms = (long)o.timeout_seconds * 1000;
 	mdo.mem_cache_bytes = (uint64_t)o.mem_mb << 20;
 	mdo.cache_dir = o.cache_dir && *o.cache_dir ? o.cache_dir : NULL;
 	mdo.cache_disk_bytes = (uint64_t)o.cache_mb << 20;
