@@ -11,6 +11,9 @@
  *   own cache, so a client that lost a replica learns the current locations.
  * - Every transfer has a bounded timeout (connect and total), so a dead or
  *   stalled server turns into WFS_EUNAVAIL / WFS_ETIMEDOUT, never a hang.
+ * - A server that failed is "down" for DOWN_NS: reads try it last (a cached
+ *   location list may still name it after the master forgot it) and uploads
+ *   skip it a few times; any success marks it up again.
  * - Uploads go to a fresh assignment on retry: a failing volume server is not
  *   asked again for the same file id; its half-stored id is deleted best-effort.
  * - The worker pool lives here so every chunk writer and reader of a filer
@@ -35,7 +38,7 @@
 #define SAVE_TRIES     4  /* uploads (and failed assignments) per blob */
 #define ASSIGN_TRIES   16 /* assignments per blob, counting those to servers known down */
 #define DOWN_SLOTS     16
-#define DOWN_NS        (5 * 1000000000ull)
+#define DOWN_NS        (60 * 1000000000ull)
 #define DOWN_SKIPS_MAX 8 /* assignments to servers known down skipped per blob */
 
 /* A volume server that did not answer: uploads avoid it and reads try it last for a while,
@@ -610,6 +613,7 @@ static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint6
 		server_mark_down(bc, url);
 		goto out;
 	}
+	server_mark_up(bc, url); /* it answered */
 	err = status_err(r.status);
 	if (err)
 		goto out;
