@@ -232,8 +232,7 @@ struct file_data {
 	char *tail_fid;
 	struct fid_list pend_drop; /* chunks that pending chunks supersede */
 
-	char **sent; /* fids of commits that failed ambiguously: never freed */
-	size_t nsent;
+	struct fid_list sent; /* fids of commits that failed ambiguously: never freed */
 
 	uint64_t ino;        /* file_data_set_ino: the inode, for mount_data_stale_files */
 	uint64_t dirty_seen; /* time_mono_ns a scan first saw it dirty; 0 = clean then */
@@ -291,12 +290,18 @@ static bool fids_has(const struct fid_list *l, const char *fid)
 	return false;
 }
 
-static void budget_force(mount_data *md, uint64_t n)
+/* Charges n dirty bytes. bmu held. */
+static void budget_add_locked(mount_data *md, uint64_t n)
 {
-	pthread_mutex_lock(&md->bmu);
 	md->dirty += n;
 	if (md->dirty > md->st.dirty_peak)
 		md->st.dirty_peak = md->dirty;
+}
+
+static void budget_force(mount_data *md, uint64_t n)
+{
+	pthread_mutex_lock(&md->bmu);
+	budget_add_locked(md, n);
 	pthread_mutex_unlock(&md->bmu);
 }
 
@@ -521,10 +526,8 @@ static void chunk_drop(file_data *fd, const char *fid)
 {
 	if (!fid)
 		return;
-	for (size_t i = 0; i < fd->nsent; i++)
-		if (!strcmp(fd->sent[i], fid))
-			return;
-	gc_add(fd->md, xstrdup(fid));
+	if (!fids_has(&fd->sent, fid))
+		gc_add(fd->md, xstrdup(fid));
 }
 
 /* ---- pre-assigned file ids ---- */
@@ -910,6 +913,18 @@ static void slot_remove_range(file_data *fd, struct slot *s, size_t k)
 	s->n--;
 }
 
+/* Inserts nr (taken) as range i of slot s. */
+static void slot_insert(struct slot *s, size_t i, struct drange nr)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 4;
+		s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
+	}
+	memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
+	s->r[i] = nr;
+	s->n++;
+}
+
 /* ---- file_data: the kept tail (see tail_data) ---- */
 
 static void tail_drop(file_data *fd)
@@ -965,13 +980,7 @@ static uint64_t tail_before_write(file_data *fd, struct slot *s, uint64_t off, u
 	nr.supersedes = fd->tail_fid;
 	fd->tail_data = NULL;
 	fd->tail_fid = NULL;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 4;
-		s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
-	}
-	memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
-	s->r[i] = nr;
-	s->n++;
+	slot_insert(s, i, nr);
 	s->bytes += nr.len;
 	fd->dirty_bytes += nr.len;
 	return nr.len;
@@ -996,13 +1005,7 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 		nr.data = rbuf_alloc(fd->md, len, &nr.cap);
 		memcpy(nr.data, src, len);
 		nr.gen = ++fd->gen_next;
-		if (s->n == s->cap) {
-			s->cap = s->cap ? s->cap * 2 : 4;
-			s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
-		}
-		memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
-		s->r[i] = nr;
-		s->n++;
+		slot_insert(s, i, nr);
 		s->bytes += len;
 		fd->dirty_bytes += len;
 		return len;
@@ -1248,11 +1251,8 @@ static int budget_reserve(file_data *fd, uint64_t want)
 		if (md->dirty > 0 && md->dirty + want > md->dirty_max)
 			pthread_cond_timedwait(&md->bcond, &md->bmu, &ts);
 	}
-	if (!e) {
-		md->dirty += want;
-		if (md->dirty > md->st.dirty_peak)
-			md->st.dirty_peak = md->dirty;
-	}
+	if (!e)
+		budget_add_locked(md, want);
 	pthread_mutex_unlock(&md->bmu);
 	return e;
 }
@@ -1305,9 +1305,7 @@ void file_data_free(file_data *fd)
 	free(fd->slots);
 	for (size_t i = 0; i < fd->pend.n; i++)
 		chunk_drop(fd, fd->pend.c[i].fid);
-	for (size_t i = 0; i < fd->nsent; i++)
-		free(fd->sent[i]);
-	free(fd->sent);
+	fids_clear(&fd->sent);
 	list_clear(&fd->base);
 	list_clear(&fd->pend);
 	list_clear(&fd->fl_new);
@@ -1356,6 +1354,12 @@ uint64_t file_data_size(file_data *fd)
 	return s;
 }
 
+/* Whether fd holds anything the filer has not got. mu held. */
+static bool dirty_locked(const file_data *fd)
+{
+	return fd->nslots || fd->pend.n || fd->size_dirty || fd->holes_dirty;
+}
+
 void file_data_set_ino(file_data *fd, uint64_t ino)
 {
 	pthread_mutex_lock(&fd->mu);
@@ -1371,7 +1375,7 @@ size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, s
 	pthread_mutex_lock(&md->list_mu);
 	for (file_data *fd = md->files; fd; fd = fd->next) {
 		pthread_mutex_lock(&fd->mu);
-		if (!(fd->nslots || fd->pend.n || fd->size_dirty))
+		if (!dirty_locked(fd))
 			fd->dirty_seen = 0;
 		else if (!fd->dirty_seen)
 			fd->dirty_seen = now;
@@ -1387,7 +1391,7 @@ bool file_data_dirty(file_data *fd)
 {
 	bool d;
 	pthread_mutex_lock(&fd->mu);
-	d = fd->nslots || fd->pend.n || fd->size_dirty || fd->holes_dirty;
+	d = dirty_locked(fd);
 	pthread_mutex_unlock(&fd->mu);
 	return d;
 }
@@ -1825,7 +1829,7 @@ bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len)
 	*len = 0;
 	pthread_mutex_lock(&fd->mu);
 	wait_quiet(fd);
-	if (fd->size > fd->md->inline_max || fd->pend.n || (!fd->nslots && !fd->size_dirty))
+	if (fd->size > fd->md->inline_max || fd->pend.n || fd->holes_dirty || !dirty_locked(fd))
 		goto out;
 	/* the bytes below keep come from the base: known only when it has no chunks */
 	keep = MIN(MIN(fd->base_size, fd->trunc_min), fd->size);
@@ -1890,16 +1894,6 @@ static bool commit_refused(int rc)
 	}
 }
 
-/* Remembers fid (borrowed) as possibly committed. mu held. */
-static void sent_add(file_data *fd, const char *fid)
-{
-	for (size_t i = 0; i < fd->nsent; i++)
-		if (!strcmp(fd->sent[i], fid))
-			return;
-	fd->sent = xrealloc(fd->sent, (fd->nsent + 1) * sizeof(*fd->sent));
-	fd->sent[fd->nsent++] = xstrdup(fid);
-}
-
 void file_data_commit_result(file_data *fd, int rc)
 {
 	uint64_t released = 0;
@@ -1911,9 +1905,11 @@ void file_data_commit_result(file_data *fd, int rc)
 	}
 	if (!ok && !commit_refused(rc)) {
 		for (size_t i = 0; i < fd->fl_npend; i++)
-			sent_add(fd, fd->pend.c[i].fid);
+			if (!fids_has(&fd->sent, fd->pend.c[i].fid))
+				fids_push(&fd->sent, fd->pend.c[i].fid);
 		for (size_t i = 0; i < fd->fl_new.n; i++)
-			sent_add(fd, fd->fl_new.c[i].fid);
+			if (!fids_has(&fd->sent, fd->fl_new.c[i].fid))
+				fids_push(&fd->sent, fd->fl_new.c[i].fid);
 	}
 	if (ok) {
 		/* the superseded chunks left the filer's list */
@@ -2062,13 +2058,7 @@ static uint64_t dirty_cut(file_data *fd, uint64_t a, uint64_t b)
 				memcpy(nr.data, r->data + (hi - r->off), nr.len);
 				nr.gen = ++fd->gen_next;
 				r->len = lo - r->off;
-				if (s->n == s->cap) {
-					s->cap = s->cap ? s->cap * 2 : 4;
-					s->r = xrealloc(s->r, s->cap * sizeof(*s->r));
-				}
-				memmove(&s->r[k + 2], &s->r[k + 1], (s->n - k - 1) * sizeof(*s->r));
-				s->r[k + 1] = nr;
-				s->n++;
+				slot_insert(s, k + 1, nr);
 				k += 2;
 			} else if (lo > r->off) {
 				r->len = lo - r->off;
