@@ -123,15 +123,11 @@ int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_met
 	if (n->cached)
 		ctime_before = n->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
-	if (fd && file_data_dirty(fd) && file_data_flush_inline(fd, &content, &s.content_len)) {
+	if (fd && file_data_flush_inline(fd, &content, &s.content_len)) {
 		/* a small file: its bytes go in the entry, one request, no upload */
 		flushed = true;
 		s.set |= FM_SET_CONTENT;
 		s.content = content;
-		if (mtime && !(s.set & FM_SET_MTIME)) {
-			s.set |= FM_SET_MTIME;
-			s.mtime_ns = mtime;
-		}
 	} else if (fd && file_data_dirty(fd)) {
 		rc = file_data_flush(fd, &chunks, &nc);
 		if (rc)
@@ -150,10 +146,10 @@ int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_met
 			s.n_drop = file_data_flush_drops(fd, &drops);
 			s.drop = drops;
 		}
-		if (mtime && !(s.set & FM_SET_MTIME)) {
-			s.set |= FM_SET_MTIME;
-			s.mtime_ns = mtime;
-		}
+	}
+	if (flushed && mtime && !(s.set & FM_SET_MTIME)) {
+		s.set |= FM_SET_MTIME;
+		s.mtime_ns = mtime;
 	}
 	/* a read's atime (relatime) goes with the next commit; alone, the touch thread
 	   stores it soon after (a read-only close then waits for no round trip) */
