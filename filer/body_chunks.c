@@ -78,33 +78,16 @@ static void lease_init(void)
 
 /* ---- the journal (I/O pool) ---- */
 
-/* Calls fn on runs of at most FILER_GC_BATCH_MAX recorded ids; stops at an error. */
-static wfs_err in_batches(struct body_chunks *b, size_t from,
-			  wfs_err (*fn)(struct body_chunks *b, struct filer_tx *tx,
-					const char *const *fids, size_t n, int64_t due),
-			  struct filer_tx *tx, int64_t due)
+/* Moves every recorded id's lease to due, in runs of at most FILER_GC_BATCH_MAX. */
+static wfs_err defer_all(struct body_chunks *b, int64_t due)
 {
 	wfs_err err = WFS_OK;
-	for (size_t i = from; i < b->nfids && !err; i += FILER_GC_BATCH_MAX) {
+	for (size_t i = 0; i < b->nfids && !err; i += FILER_GC_BATCH_MAX) {
 		size_t n = MIN(b->nfids - i, (size_t)FILER_GC_BATCH_MAX);
-		err = fn(b, tx, (const char *const *)b->fids + i, n, due);
+		err = filer_store_gc_defer(b->j->f->store, (const char *const *)b->fids + i, n,
+					   due);
 	}
 	return err;
-}
-
-static wfs_err do_defer(struct body_chunks *b, struct filer_tx *tx, const char *const *fids,
-			size_t n, int64_t due)
-{
-	(void)tx;
-	return filer_store_gc_defer(b->j->f->store, fids, n, due);
-}
-
-/* Claims ids inside the caller's transaction (on PostgreSQL: sent with its commit). */
-static wfs_err do_done(struct body_chunks *b, struct filer_tx *tx, const char *const *fids,
-		       size_t n, int64_t due)
-{
-	(void)due;
-	return gc_lease_claim(b->j->f->store, tx, fids, n);
 }
 
 /* Upload worker: records one stored chunk under a lease (chunk_writer_opts.on_uploaded). */
@@ -143,7 +126,7 @@ static void journal_renew(struct body_chunks *b)
 	int64_t now = (int64_t)time_now_ns();
 	pthread_mutex_lock(&b->jmu);
 	if (b->nfids && now >= b->lease_until_ns - lease_ns / 2) {
-		wfs_err err = in_batches(b, 0, do_defer, NULL, now + lease_ns);
+		wfs_err err = defer_all(b, now + lease_ns);
 		if (err)
 			log_warn("could not renew the lease of %zu uploaded chunks: %s", b->nfids,
 				 wfs_strerror(err));
@@ -159,7 +142,7 @@ static void journal_release(struct body_chunks *b)
 	wfs_err err;
 	if (!b->nfids || b->claimed)
 		return;
-	err = in_batches(b, 0, do_defer, NULL, (int64_t)time_now_ns());
+	err = defer_all(b, (int64_t)time_now_ns());
 	if (err)
 		log_warn("could not free %zu recorded chunks now (freed when their lease ends): %s",
 			 b->nfids, wfs_strerror(err));
@@ -168,7 +151,7 @@ static void journal_release(struct body_chunks *b)
 
 wfs_err body_chunks_claim(struct body_chunks *b, struct filer_tx *tx)
 {
-	wfs_err err = in_batches(b, 0, do_done, tx, 0);
+	wfs_err err = gc_lease_claim(b->j->f->store, tx, (const char *const *)b->fids, b->nfids);
 	if (!err)
 		b->claimed = true;
 	return err;
