@@ -309,7 +309,7 @@ static wfs_err finish_tx(struct fjob *j, struct filer_tx **tx, struct filer_evs 
 {
 	wfs_err err = g->n ? filer_gc_enqueue(j->f, *tx, g->c, g->n) : WFS_OK;
 	if (!err) {
-		err = filer_commit(j->f, *tx, evs);
+		err = fjob_commit(j, *tx, evs);
 		*tx = NULL;
 	}
 	if (!err && g->n)

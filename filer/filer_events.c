@@ -47,7 +47,8 @@ struct sub {
 	struct filer *f;
 	http_req *req;
 	char *prefix;
-	int64_t since; /* -1: from now */
+	int64_t since;    /* -1: from now */
+	int32_t skip_sig; /* leave out events signed with it (0: none) */
 	int heartbeat_ms;
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -224,7 +225,7 @@ static void *sub_main(void *arg)
 			goto out;
 		}
 	}
-	c = metalog_subscribe(s->f->metalog, s->prefix, since);
+	c = metalog_subscribe(s->f->metalog, s->prefix, since, s->skip_sig);
 	/* the first line is the resume point: the client knows it is subscribed */
 	heartbeat_line(&lines, since);
 	last = time_mono_ns();
@@ -284,10 +285,11 @@ out:
 
 void filer_handle_subscribe(struct filer *f, http_req *req)
 {
-	const char *name, *value, *prefix = NULL, *since_s = NULL, *hb_s = NULL;
+	const char *name, *value, *prefix = NULL, *since_s = NULL, *hb_s = NULL, *sig_s = NULL;
 	struct filer_events *fe = f->events;
 	char *norm = NULL;
 	int64_t since = -1;
+	int32_t sig = 0;
 	uint32_t hb = SUB_HEARTBEAT_DEFAULT;
 	bool trailing, full;
 	struct sub *s;
@@ -303,6 +305,8 @@ void filer_handle_subscribe(struct filer *f, http_req *req)
 			since_s = value;
 		} else if (!strcmp(name, "heartbeatSeconds")) {
 			hb_s = value;
+		} else if (!strcmp(name, "signature")) {
+			sig_s = value;
 		} else if (strcmp(name, "clientName")) {
 			http_resp_error(req, 400, "unknown parameter \"%.100s\"", name);
 			return;
@@ -325,6 +329,10 @@ void filer_handle_subscribe(struct filer *f, http_req *req)
 		http_resp_error(req, 400, "heartbeatSeconds must be 1..%d", SUB_HEARTBEAT_MAX);
 		goto out;
 	}
+	if (sig_s && !filer_signature_parse(sig_s, &sig)) {
+		http_resp_error(req, 400, "signature must be a nonzero 32-bit integer");
+		goto out;
+	}
 	pthread_mutex_lock(&fe->mu);
 	full = fe->stopping || fe->running >= SUB_MAX;
 	if (!full)
@@ -341,6 +349,7 @@ void filer_handle_subscribe(struct filer *f, http_req *req)
 	s->prefix = norm;
 	norm = NULL;
 	s->since = since;
+	s->skip_sig = sig;
 	s->heartbeat_ms = (int)hb * 1000;
 	s->live.drop = sub_drop;
 	buf_init(&s->out);

@@ -101,7 +101,8 @@ struct fjob {
 	struct fjob_kv *h; /* selected request headers, then the "Seaweed-" ones */
 	size_t nh;
 	bool too_many_tags;
-	fjob_fn run; /* on a worker */
+	int32_t signature; /* the client's X-Weedfs-Signature, 0 when absent (fjob_commit) */
+	fjob_fn run;       /* on a worker */
 	/* response */
 	int status;
 	buf body;
@@ -126,6 +127,16 @@ unsigned filer_stripe(const char *path);
 /* ---- filer_path.c: jobs, paths, common store operations ---- */
 /* Copies the request's input into a new job. Loop thread. */
 struct fjob *fjob_new(struct filer *f, http_req *req, const char *path, bool trailing_slash);
+/*
+ * A client names itself with this header (a nonzero int32) on the requests
+ * that change entries; an event stream opened with ?signature= the same
+ * number leaves out the events those requests caused (docs/filer-events.md).
+ */
+#define FILER_SIGNATURE_HEADER "X-Weedfs-Signature"
+/* *sig is req's signature (0 when absent); false when the header is malformed. */
+bool fjob_signature(http_req *req, int32_t *sig);
+/* Parses a signature: a nonzero 32-bit integer in decimal. */
+bool filer_signature_parse(const char *s, int32_t *sig);
 void fjob_free(struct fjob *j);
 /* A copied query parameter or NULL. Any thread. */
 const char *fjob_query(const struct fjob *j, const char *name);
@@ -238,6 +249,8 @@ void filer_evs_clear(struct filer_evs *evs);
  * and wakes subscribers; clears evs. The thread holding tx.
  */
 wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs);
+/* filer_commit for j's request: the events carry its signature (X-Weedfs-Signature). */
+wfs_err fjob_commit(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs);
 
 /* Writes e as the SeaweedFS-style entry JSON object. */
 void filer_entry_json(json_w *w, const struct filer_entry *e);

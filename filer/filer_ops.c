@@ -227,7 +227,7 @@ static void delete_run(struct fjob *j)
 	if (!err && !skip_chunks)
 		err = filer_gc_enqueue(f, tx, d.g.c, d.g.n);
 	if (!err) {
-		err = filer_commit(f, tx, &d.evs);
+		err = fjob_commit(j, tx, &d.evs);
 		tx = NULL;
 	}
 	if (err) {
@@ -440,7 +440,7 @@ static void move_run(struct fjob *j)
 	if (!err) {
 		/* one rename event for the whole tree (store.h: old and new entry) */
 		filer_evs_add_resolved(f, tx, &evs, src, moved);
-		err = filer_commit(f, tx, &evs);
+		err = fjob_commit(j, tx, &evs);
 		tx = NULL;
 	}
 	if (err) {
@@ -586,7 +586,7 @@ static void copy_run(struct fjob *j)
 		err = filer_gc_enqueue(f, tx, dst->chunks, dst->n_chunks);
 	if (!err) {
 		filer_evs_add(&evs, dst, copy);
-		err = filer_commit(f, tx, &evs);
+		err = fjob_commit(j, tx, &evs);
 		tx = NULL;
 	}
 	if (err) {

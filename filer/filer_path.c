@@ -72,8 +72,25 @@ struct fjob *fjob_new(struct filer *f, http_req *req, const char *path, bool tra
 		j->h[j->nh].value = xstrdup(value ? value : "");
 		j->nh++;
 	}
+	fjob_signature(req, &j->signature); /* the router refused a malformed one */
 	j->status = 200;
 	return j;
+}
+
+bool filer_signature_parse(const char *s, int32_t *sig)
+{
+	int64_t n;
+	if (!parse_i64(s, &n) || n == 0 || n < INT32_MIN || n > INT32_MAX)
+		return false;
+	*sig = (int32_t)n;
+	return true;
+}
+
+bool fjob_signature(http_req *req, int32_t *sig)
+{
+	const char *v = http_req_header(req, FILER_SIGNATURE_HEADER);
+	*sig = 0;
+	return !v || filer_signature_parse(v, sig);
 }
 
 void fjob_free(struct fjob *j)
@@ -478,6 +495,12 @@ wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs
 		err = metalog_commit(f->metalog, tx);
 	filer_evs_clear(evs);
 	return err;
+}
+
+wfs_err fjob_commit(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs)
+{
+	filer_store_tx_sign(tx, j->signature);
+	return filer_commit(j->f, tx, evs);
 }
 
 /* ---- JSON ---- */

@@ -133,6 +133,14 @@ static void handler(http_req *req, void *ctx)
 		filer_handle_subscribe(f, req);
 		return;
 	}
+	{
+		int32_t sig;
+		if (!fjob_signature(req, &sig)) {
+			http_resp_error(req, 400, "%s must be a nonzero 32-bit integer",
+					FILER_SIGNATURE_HEADER);
+			return;
+		}
+	}
 	if (filer_tus_route(f, req))
 		return;
 	if (filer_api_route(f, req))

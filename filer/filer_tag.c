@@ -117,7 +117,7 @@ static void tag_run(struct fjob *j)
 					  : filer_store_update(f->store, tx, e);
 	if (!err) {
 		filer_evs_add(&evs, old, e);
-		err = filer_commit(f, tx, &evs);
+		err = fjob_commit(j, tx, &evs);
 		tx = NULL;
 	}
 	if (err) {

@@ -435,7 +435,7 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 		goto out;
 	}
 	filer_evs_add(&evs, old, e);
-	err = filer_commit(f, tx, &evs);
+	err = fjob_commit(j, tx, &evs);
 	tx = NULL;
 	if (err) {
 		fjob_store_error(j, err, "commit");

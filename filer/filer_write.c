@@ -370,7 +370,7 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		goto out;
 	}
 	filer_evs_add(&evs, old, e);
-	err = filer_commit(f, tx, &evs);
+	err = fjob_commit(j, tx, &evs);
 	tx = NULL;
 	if (err) {
 		fjob_store_error(j, err, "commit");
@@ -562,7 +562,7 @@ static void mkdir_run(struct fjob *j)
 		}
 	}
 	if (!err) {
-		err = filer_commit(f, tx, &evs);
+		err = fjob_commit(j, tx, &evs);
 		tx = NULL;
 	}
 	if (err) {

@@ -31,6 +31,7 @@ struct metalog_cursor {
 	struct metalog *m;
 	char *prefix;
 	int64_t pos;
+	int32_t skip_sig;
 };
 
 void metalog_opts_default(struct metalog_opts *o)
@@ -148,9 +149,11 @@ wfs_err metalog_commit(struct metalog *m, struct filer_tx *tx)
 
 void metalog_notify(struct metalog *m) { bump(m); }
 
-struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns)
+struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns,
+					 int32_t skip_sig)
 {
 	struct metalog_cursor *c = xcalloc(1, sizeof(*c));
+	c->skip_sig = skip_sig;
 	c->m = m;
 	c->prefix = prefix ? xstrdup(prefix) : NULL;
 	c->pos = since_ns < 0 ? 0 : since_ns;
@@ -199,8 +202,8 @@ wfs_err metalog_wait(struct metalog_cursor *c, int timeout_ms, filer_event_fn fn
 		if (err)
 			break;
 		/* read after sampling seq: a notification from here on makes us read again */
-		err = filer_store_read_events(m->store, c->pos, c->prefix, m->opts.batch,
-					      deliver_one, &d, &next);
+		err = filer_store_read_events(m->store, c->pos, c->prefix, c->skip_sig,
+					      m->opts.batch, deliver_one, &d, &next);
 		c->pos = next;
 		if (err || d.n)
 			break;

@@ -73,16 +73,19 @@ void metalog_notify(struct metalog *m);
 
 /*
  * A subscription to events under prefix (NULL, "" or "/" for all; the store's
- * "under" rule, store.h) with ts > since_ns. Caller frees with
- * metalog_cursor_free. A cursor belongs to one thread at a time.
+ * "under" rule, store.h) with ts > since_ns, except those signed skip_sig
+ * (filer_store_tx_sign; 0: none). Caller frees with metalog_cursor_free. A
+ * cursor belongs to one thread at a time.
  */
-struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns);
+struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns,
+					 int32_t skip_sig);
 /* Frees c. NULL does nothing. */
 void metalog_cursor_free(struct metalog_cursor *c);
 
 /*
  * The resume token: a client that saw everything this cursor delivered can
- * resume later with metalog_subscribe(m, prefix, token) and miss nothing.
+ * resume later with metalog_subscribe(m, prefix, token, skip_sig) and miss
+ * nothing.
  */
 int64_t metalog_cursor_position(const struct metalog_cursor *c);
 

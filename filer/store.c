@@ -100,6 +100,7 @@ static wfs_err commit_with_events(struct filer_tx *tx, struct filer_pending_even
 			rows[i].new_blob =
 				p[i].new_path ? (const uint8_t *)p[i].new_blob.data : NULL;
 			rows[i].new_len = p[i].new_blob.len;
+			rows[i].sig = tx->sig;
 		}
 		err = ops->commit_events(tx, now, rows, n, ts);
 		free(rows);
@@ -110,7 +111,7 @@ static wfs_err commit_with_events(struct filer_tx *tx, struct filer_pending_even
 						p[i].old_path ? p[i].old_blob.data : NULL,
 						p[i].old_blob.len, p[i].new_path,
 						p[i].new_path ? p[i].new_blob.data : NULL,
-						p[i].new_blob.len, &ts[i]);
+						p[i].new_blob.len, tx->sig, &ts[i]);
 		if (err)
 			ops->rollback(tx);
 		else
@@ -501,8 +502,11 @@ static bool read_row(void *arg, const struct filer_event_row *r)
 	return true;
 }
 
+void filer_store_tx_sign(struct filer_tx *tx, int32_t sig) { tx->sig = sig; }
+
 wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const char *prefix,
-				size_t limit, filer_event_fn fn, void *ctx, int64_t *next_since)
+				int32_t skip_sig, size_t limit, filer_event_fn fn, void *ctx,
+				int64_t *next_since)
 {
 	struct read_ctx rc = {.fn = fn, .ctx = ctx, .last = since_ns};
 	char *under = NULL, *lo = NULL, *hi = NULL;
@@ -533,7 +537,8 @@ wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const c
 	 */
 	err = s->ops->event_clock(s, &clock);
 	if (!err)
-		err = s->ops->read_events(s, since_ns, under, lo, hi, limit, read_row, &rc);
+		err = s->ops->read_events(s, since_ns, under, lo, hi, skip_sig, limit, read_row,
+					  &rc);
 	if (!err)
 		err = rc.err;
 	if (!err) {

@@ -169,6 +169,14 @@ wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
 				 const struct filer_entry *old_entry,
 				 const struct filer_entry *new_entry, int64_t *ts_ns);
 
+/*
+ * Signs tx with sig, the id of the client whose request it carries out (0:
+ * none): the events tx commits carry it, and a reader passing the same id as
+ * skip_sig passes over them, so a client is not told about its own changes.
+ * The thread holding tx.
+ */
+void filer_store_tx_sign(struct filer_tx *tx, int32_t sig);
+
 /* Receives one event and takes ownership of it. Return false to stop early. */
 typedef bool (*filer_event_fn)(void *ctx, struct filer_event *ev);
 
@@ -176,16 +184,18 @@ typedef bool (*filer_event_fn)(void *ctx, struct filer_event *ev);
  * Passes to fn, in ts order, up to limit (1..FILER_EVENTS_LIMIT_MAX) events
  * with ts > since_ns whose old or new full path is prefix or lies under it
  * (prefix NULL, "" or "/" for all; a trailing slash is ignored; "/a/b"
- * matches "/a/b" and "/a/b/c" but not "/a/bc").
+ * matches "/a/b" and "/a/b/c" but not "/a/bc"), except those signed with
+ * skip_sig (filer_store_tx_sign; 0 skips none).
  *
  * *next_since (required) is the resume token: call again with it as since_ns
  * to continue without a gap or a duplicate. It advances past events that did
- * not match the prefix too, up to the newest event committed when the call
+ * not match the filters too, up to the newest event committed when the call
  * began, so a filtered reader does not rescan them. Any thread; no tx (reads
  * only committed events).
  */
 wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const char *prefix,
-				size_t limit, filer_event_fn fn, void *ctx, int64_t *next_since);
+				int32_t skip_sig, size_t limit, filer_event_fn fn, void *ctx,
+				int64_t *next_since);
 
 /*
  * *ts_ns is the time of the newest committed event (0 if none ever). Cheap:

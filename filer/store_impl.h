@@ -16,6 +16,7 @@ struct filer_event_row {
 	const char *old_path, *new_path; /* NULL when absent */
 	const uint8_t *old_blob, *new_blob;
 	size_t old_len, new_len;
+	int32_t sig; /* the signature (filer_store_tx_sign), 0 when unsigned */
 };
 /* Receives one row; false stops the read. */
 typedef bool (*filer_event_row_fn)(void *ctx, const struct filer_event_row *r);
@@ -55,12 +56,13 @@ struct filer_store_ops {
 	/*
 	 * Event log. append_event, gc_enqueue, gc_done and gc_defer always get
 	 * a transaction (store.c opens one when the caller passed NULL).
-	 * old/new paths are full paths (NULL when the side is absent).
+	 * old/new paths are full paths (NULL when the side is absent); sig 0 is
+	 * stored as NULL.
 	 */
 	wfs_err (*append_event)(struct filer_store *s, struct filer_tx *tx, int64_t now_ns,
 				const char *dir, const char *old_path, const void *old_blob,
 				size_t old_len, const char *new_path, const void *new_blob,
-				size_t new_len, int64_t *ts);
+				size_t new_len, int32_t sig, int64_t *ts);
 	/*
 	 * Optional: appends rows[0..n) (n >= 1; their ts is unused) and commits
 	 * tx, releasing it either way; ts[i] receives row i's time. It lets a
@@ -72,10 +74,13 @@ struct filer_store_ops {
 	wfs_err (*commit_events)(struct filer_tx *tx, int64_t now_ns,
 				 const struct filer_event_row *rows, size_t n, int64_t *ts);
 	wfs_err (*event_clock)(struct filer_store *s, int64_t *ts);
-	/* under == NULL: no filter; else paths equal to under or in [lo, hi). */
+	/*
+	 * under == NULL: no filter; else paths equal to under or in [lo, hi).
+	 * Rows signed skip_sig are left out (0: none is).
+	 */
 	wfs_err (*read_events)(struct filer_store *s, int64_t since, const char *under,
-			       const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
-			       void *ctx);
+			       const char *lo, const char *hi, int32_t skip_sig, size_t limit,
+			       filer_event_row_fn fn, void *ctx);
 	/* Deletes up to max events with ts < before; *deleted is how many. */
 	wfs_err (*trim_events)(struct filer_store *s, int64_t before, size_t max,
 			       uint64_t *deleted);
@@ -116,6 +121,7 @@ struct filer_tx {
 	struct filer_store *store;
 	struct filer_pending_event *pending; /* owned by store.c */
 	size_t npending, cappending;
+	int32_t sig; /* filer_store_tx_sign */
 };
 
 extern const struct filer_store_ops filer_store_sqlite_ops;

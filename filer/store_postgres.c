@@ -79,9 +79,10 @@ enum {
 };
 
 #define KEYP "dirhash=$1::int8 AND name=$2::text COLLATE \"C\" AND directory=$3::text COLLATE \"C\""
+/* $2: the signature to leave out (0: none; unsigned rows hold NULL) */
 #define EVSEL                                                                        \
 	"SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events " \
-	"WHERE ts>$1::int8 "
+	"WHERE ts>$1::int8 AND sig IS DISTINCT FROM $2::int8 "
 #define LISTP                                                        \
 	"SELECT name,meta FROM filemeta WHERE dirhash=$1::int8 AND " \
 	"directory=$2::text COLLATE \"C\" "
@@ -105,15 +106,15 @@ static const char *const ps_sql[PS_COUNT] = {
 	 */
 	[PS_EV_APPEND] = "WITH c AS (UPDATE filer_clock SET ts=greatest($1::int8,ts+1) WHERE id=1 "
 			 "RETURNING ts) INSERT INTO filer_events(ts,directory,old_path,old_meta,"
-			 "new_path,new_meta) SELECT c.ts,$2::text,$3::text,$4::bytea,$5::text,"
-			 "$6::bytea FROM c RETURNING ts",
+			 "new_path,new_meta,sig) SELECT c.ts,$2::text,$3::text,$4::bytea,$5::text,"
+			 "$6::bytea,nullif($7::int8,0) FROM c RETURNING ts",
 	[PS_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
-	[PS_EV_READ] = EVSEL "ORDER BY ts LIMIT $2::int8",
+	[PS_EV_READ] = EVSEL "ORDER BY ts LIMIT $3::int8",
 	[PS_EV_READ_UNDER] =
-		EVSEL "AND (old_path=$2::text COLLATE \"C\" OR (old_path>=$3::text "
-		      "COLLATE \"C\" AND old_path<$4::text COLLATE \"C\") OR "
-		      "new_path=$2::text COLLATE \"C\" OR (new_path>=$3::text COLLATE \"C\" "
-		      "AND new_path<$4::text COLLATE \"C\")) ORDER BY ts LIMIT $5::int8",
+		EVSEL "AND (old_path=$3::text COLLATE \"C\" OR (old_path>=$4::text "
+		      "COLLATE \"C\" AND old_path<$5::text COLLATE \"C\") OR "
+		      "new_path=$3::text COLLATE \"C\" OR (new_path>=$4::text COLLATE \"C\" "
+		      "AND new_path<$5::text COLLATE \"C\")) ORDER BY ts LIMIT $6::int8",
 	[PS_EV_TRIM] = "DELETE FROM filer_events WHERE ts IN (SELECT ts FROM filer_events WHERE "
 		       "ts<$1::int8 ORDER BY ts LIMIT $2::int8)",
 	[PS_GC_ENQUEUE] = "INSERT INTO filer_gc(fid,due,attempts) SELECT unnest($1::text[]),"
@@ -151,7 +152,10 @@ static const char schema_sql[] =
 	" ts BIGINT PRIMARY KEY,"
 	" directory TEXT COLLATE \"C\" NOT NULL,"
 	" old_path TEXT COLLATE \"C\", old_meta BYTEA,"
-	" new_path TEXT COLLATE \"C\", new_meta BYTEA);"
+	" new_path TEXT COLLATE \"C\", new_meta BYTEA,"
+	" sig INT);" /* the writer's signature (store.h), NULL: none */
+	/* a database made before events were signed */
+	"ALTER TABLE filer_events ADD COLUMN IF NOT EXISTS sig INT;"
 	"CREATE TABLE IF NOT EXISTS filer_gc ("
 	" fid TEXT PRIMARY KEY,"
 	" due BIGINT NOT NULL,"
@@ -703,7 +707,7 @@ static int64_t get_i64(PGresult *res, int row, int col)
 static wfs_err pg_append_event(struct filer_store *fs, struct filer_tx *tx, int64_t now_ns,
 			       const char *dir, const char *old_path, const void *old_blob,
 			       size_t old_len, const char *new_path, const void *new_blob,
-			       size_t new_len, int64_t *ts)
+			       size_t new_len, int32_t sig, int64_t *ts)
 {
 	struct params p = {.n = 0};
 	PGresult *res;
@@ -714,6 +718,7 @@ static wfs_err pg_append_event(struct filer_store *fs, struct filer_tx *tx, int6
 	p_opt(&p, old_blob, old_len);
 	p_opt(&p, new_path, new_path ? strlen(new_path) : 0);
 	p_opt(&p, new_blob, new_len);
+	p_i64(&p, 1, sig);
 	err = exec(fs, tx, PS_EV_APPEND, &p, &res);
 	if (err)
 		return err;
@@ -735,7 +740,7 @@ static wfs_err pg_append_event(struct filer_store *fs, struct filer_tx *tx, int6
 /* Queues the append of row r in the pipeline. */
 static bool pipe_send_append(struct pg_conn *c, int64_t now, const struct filer_event_row *r)
 {
-	static const int formats[6] = {1, 1, 1, 1, 1, 1};
+	static const int formats[7] = {1, 1, 1, 1, 1, 1, 1};
 	struct params p = {.n = 0};
 	char name[8];
 	p_i64(&p, 0, now);
@@ -744,6 +749,7 @@ static bool pipe_send_append(struct pg_conn *c, int64_t now, const struct filer_
 	p_opt(&p, r->old_blob, r->old_len);
 	p_opt(&p, r->new_path, r->new_path ? strlen(r->new_path) : 0);
 	p_opt(&p, r->new_blob, r->new_len);
+	p_i64(&p, 1, r->sig);
 	snprintf(name, sizeof(name), "s%d", PS_EV_APPEND);
 	return PQsendQueryPrepared(c->pg, name, p.n, p.v, p.l, formats, 1) == 1;
 }
@@ -976,8 +982,8 @@ static const char *get_opt(PGresult *res, int row, int col, size_t *len)
 }
 
 static wfs_err pg_read_events(struct filer_store *fs, int64_t since, const char *under,
-			      const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
-			      void *ctx)
+			      const char *lo, const char *hi, int32_t skip_sig, size_t limit,
+			      filer_event_row_fn fn, void *ctx)
 {
 	struct params p = {.n = 0};
 	PGresult *res;
@@ -985,12 +991,13 @@ static wfs_err pg_read_events(struct filer_store *fs, int64_t since, const char 
 	int rows;
 
 	p_i64(&p, 0, since);
+	p_i64(&p, 1, skip_sig);
 	if (under) {
 		p_add(&p, under, strlen(under));
 		p_add(&p, lo, strlen(lo));
 		p_add(&p, hi, strlen(hi));
 	}
-	p_i64(&p, 1, (int64_t)limit);
+	p_i64(&p, 2, (int64_t)limit);
 	err = exec(fs, NULL, under ? PS_EV_READ_UNDER : PS_EV_READ, &p, &res);
 	if (err)
 		return err;

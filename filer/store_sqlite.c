@@ -64,14 +64,15 @@ static const char *const stmt_sql[ST_LIST] = {
 	[ST_CLOCK_BUMP] = "UPDATE filer_clock SET ts=max(?1,ts+1) WHERE id=1 RETURNING ts",
 	[ST_CLOCK_GET] = "SELECT ts FROM filer_clock WHERE id=1",
 	[ST_EV_INSERT] =
-		"INSERT INTO filer_events(ts,directory,old_path,old_meta,new_path,new_meta) "
-		"VALUES(?1,?2,?3,?4,?5,?6)",
+		"INSERT INTO filer_events(ts,directory,old_path,old_meta,new_path,new_meta,sig) "
+		"VALUES(?1,?2,?3,?4,?5,?6,nullif(?7,0))",
+	/* ?6: the signature to leave out (0: none; unsigned rows hold NULL) */
 	[ST_EV_READ] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM filer_events "
-		       "WHERE ts>?1 ORDER BY ts LIMIT ?5",
+		       "WHERE ts>?1 AND sig IS NOT ?6 ORDER BY ts LIMIT ?5",
 	[ST_EV_READ_UNDER] = "SELECT ts,directory,old_path,old_meta,new_path,new_meta FROM "
-			     "filer_events WHERE ts>?1 AND (old_path=?2 OR (old_path>=?3 AND "
-			     "old_path<?4) OR new_path=?2 OR (new_path>=?3 AND new_path<?4)) "
-			     "ORDER BY ts LIMIT ?5",
+			     "filer_events WHERE ts>?1 AND sig IS NOT ?6 AND (old_path=?2 OR "
+			     "(old_path>=?3 AND old_path<?4) OR new_path=?2 OR (new_path>=?3 AND "
+			     "new_path<?4)) ORDER BY ts LIMIT ?5",
 	[ST_EV_TRIM] = "DELETE FROM filer_events WHERE ts IN (SELECT ts FROM filer_events "
 		       "WHERE ts<?1 ORDER BY ts LIMIT ?2)",
 	[ST_GC_ENQUEUE] = "INSERT INTO filer_gc(fid,due,attempts) VALUES(?1,?2,0) "
@@ -98,7 +99,8 @@ static const char schema_sql[] =
 	" ts INTEGER PRIMARY KEY,"
 	" directory TEXT NOT NULL,"
 	" old_path TEXT, old_meta BLOB,"
-	" new_path TEXT, new_meta BLOB);"
+	" new_path TEXT, new_meta BLOB,"
+	" sig INTEGER);" /* the writer's signature (store.h), NULL: none */
 	"CREATE TABLE IF NOT EXISTS filer_gc ("
 	" fid TEXT PRIMARY KEY,"
 	" due INTEGER NOT NULL,"
@@ -586,6 +588,18 @@ static void sq_close(struct filer_store *fs)
 	free(s);
 }
 
+/* Whether table has a column called col. */
+static bool has_column(sqlite3 *db, const char *table, const char *col)
+{
+	char *sql = xasprintf("SELECT 1 FROM pragma_table_info('%s') WHERE name='%s'", table, col);
+	sqlite3_stmt *st = NULL;
+	bool found = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+		     sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	free(sql);
+	return found;
+}
+
 static wfs_err sq_open(const char *path, struct filer_store **out)
 {
 	struct sq_store *s;
@@ -607,6 +621,10 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &errmsg);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, &errmsg);
+	if (rc == SQLITE_OK && !has_column(c->db, "filer_events", "sig"))
+		/* a database made before events were signed */
+		rc = sqlite3_exec(c->db, "ALTER TABLE filer_events ADD COLUMN sig INTEGER", NULL,
+				  NULL, &errmsg);
 	if (rc != SQLITE_OK) {
 		log_error("could not initialise sqlite database \"%s\": %s", path,
 			  errmsg ? errmsg : sqlite3_errstr(rc));
@@ -650,7 +668,7 @@ static void bind_opt_blob(sqlite3_stmt *st, int i, const void *p, size_t len)
 static wfs_err sq_append_event(struct filer_store *fs, struct filer_tx *tx, int64_t now_ns,
 			       const char *dir, const char *old_path, const void *old_blob,
 			       size_t old_len, const char *new_path, const void *new_blob,
-			       size_t new_len, int64_t *ts)
+			       size_t new_len, int32_t sig, int64_t *ts)
 {
 	struct op op;
 	sqlite3_stmt *st;
@@ -683,6 +701,7 @@ static wfs_err sq_append_event(struct filer_store *fs, struct filer_tx *tx, int6
 	bind_opt_blob(st, 4, old_blob, old_len);
 	bind_opt_text(st, 5, new_path);
 	bind_opt_blob(st, 6, new_blob, new_len);
+	sqlite3_bind_int(st, 7, sig);
 	err = step_done(&op, st, "append event", NULL);
 out:
 	op_end(&op);
@@ -728,8 +747,8 @@ static const char *col_text(sqlite3_stmt *st, int i)
 }
 
 static wfs_err sq_read_events(struct filer_store *fs, int64_t since, const char *under,
-			      const char *lo, const char *hi, size_t limit, filer_event_row_fn fn,
-			      void *ctx)
+			      const char *lo, const char *hi, int32_t skip_sig, size_t limit,
+			      filer_event_row_fn fn, void *ctx)
 {
 	struct op op;
 	sqlite3_stmt *st;
@@ -747,6 +766,7 @@ static wfs_err sq_read_events(struct filer_store *fs, int64_t since, const char 
 		sqlite3_bind_text(st, 4, hi, -1, SQLITE_STATIC);
 	}
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)limit);
+	sqlite3_bind_int(st, 6, skip_sig);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct filer_event_row r = {
 			.ts = sqlite3_column_int64(st, 0),

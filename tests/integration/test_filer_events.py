@@ -4,6 +4,7 @@ import json
 import os
 import queue
 import socket
+import sqlite3
 import threading
 import time
 
@@ -144,7 +145,8 @@ def test_stream_heartbeat_and_bad_parameters(cluster):
     assert set(hb) == {"tsNs"} and hb["tsNs"] >= s.start_ts
     s.close()
     for params in ({"sinceNs": "abc"}, {"sinceNs": "-5"}, {"pathPrefix": "a/b"},
-                   {"pathPrefix": "/a/../b"}, {"heartbeatSeconds": "0"}, {"bogus": "1"}):
+                   {"pathPrefix": "/a/../b"}, {"heartbeatSeconds": "0"}, {"bogus": "1"},
+                   {"signature": "0"}, {"signature": "x"}, {"signature": "2147483648"}):
         r = requests.get(f.u("/.meta/subscribe"), params=params, timeout=10)
         assert r.status_code == 400, params
         assert "error" in r.json()
@@ -217,6 +219,49 @@ def test_two_filers_on_postgres_stream(cluster, pg):  # noqa: F811
     assert ts == sorted(ts) and len(set(ts)) == 4
     assert s.quiet(0.5) == []
     s.close()
+
+
+def test_signed_changes_skip_their_own_stream(cluster):
+    """A client that signs its requests (X-Weedfs-Signature) and subscribes with
+    ?signature= the same number is not sent its own changes; others still are. The
+    filer's SQLite database predates signed events: the column is added at start."""
+    fdir = cluster._dir("filer")
+    db = sqlite3.connect(os.path.join(fdir, "filer.db"))
+    db.executescript(
+        "CREATE TABLE filer_events (ts INTEGER PRIMARY KEY, directory TEXT NOT NULL,"
+        " old_path TEXT, old_meta BLOB, new_path TEXT, new_meta BLOB);")
+    db.close()
+    m = cluster.master()
+    assert cluster.volume(m)
+    f = start_filer(cluster, m, fdir=fdir)
+    mine = Stream(f, pathPrefix="/sig", signature="42")
+    everyone = Stream(f, pathPrefix="/sig")
+    signed = {"X-Weedfs-Signature": "42"}
+    # the PUT makes /sig as well: both events are signed
+    assert f.put("/sig/own.txt", b"mine", headers=signed).status_code == 201
+    r = requests.post(f.u("/.api/v1/create"), headers=signed, timeout=10,
+                      json={"entry": {"path": "/sig/own-api", "mode": 0o100644}})
+    assert r.status_code == 201, r.text
+    r = requests.post(f.u("/.api/v1/create"), headers={"X-Weedfs-Signature": "-7"},
+                      timeout=10, json={"entry": {"path": "/sig/other-api", "mode": 0o100644}})
+    assert r.status_code == 201, r.text
+    assert f.put("/sig/unsigned.txt", b"theirs").status_code == 201
+    assert [kind(e) for e in mine.events(2)] == [
+        ("create", "/sig/other-api"), ("create", "/sig/unsigned.txt")]
+    assert [kind(e) for e in everyone.events(5)] == [
+        ("create", "/sig"), ("create", "/sig/own.txt"), ("create", "/sig/own-api"),
+        ("create", "/sig/other-api"), ("create", "/sig/unsigned.txt")]
+    # A malformed signature is refused before anything changes.
+    for bad in ("0", "abc", "99999999999", ""):
+        r = requests.post(f.u("/.api/v1/create"), headers={"X-Weedfs-Signature": bad},
+                          timeout=10, json={"entry": {"path": "/sig/bad", "mode": 0o100644}})
+        assert r.status_code == 400 and "X-Weedfs-Signature" in r.json()["error"], bad
+        r = f.put("/sig/bad.txt", b"x", headers={"X-Weedfs-Signature": bad})
+        assert r.status_code == 400, bad
+    assert f.get("/sig/bad").status_code == 404 and f.get("/sig/bad.txt").status_code == 404
+    assert mine.quiet(0.3) == [] and everyone.quiet(0.1) == []
+    mine.close()
+    everyone.close()
 
 
 def test_ttl_expiry(cluster):

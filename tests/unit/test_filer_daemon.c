@@ -102,7 +102,7 @@ static void check_events(const char *dir)
 
 	ok(filer_store_open(dsn, &s) == WFS_OK, "reopen the store");
 	if (s) {
-		is_int(filer_store_read_events(s, 0, NULL, 1000, on_event, &sn, &next), WFS_OK,
+		is_int(filer_store_read_events(s, 0, NULL, 0, 1000, on_event, &sn, &next), WFS_OK,
 		       "read events");
 		p = sn.log.data ? sn.log.data : "";
 		for (size_t i = 0; i < ARRAY_LEN(want); i++) {

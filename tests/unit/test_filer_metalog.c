@@ -91,7 +91,7 @@ static void test_local_wake(void)
 	o.poll_ms = 0; /* no poller: only the local notification can wake the waiter */
 	m = metalog_new(st, &o);
 	filer_store_event_clock(st, &clock);
-	w.c = metalog_subscribe(m, d, clock);
+	w.c = metalog_subscribe(m, d, clock, 0);
 	w.timeout_ms = 5000;
 	pthread_create(&th, NULL, wait_thread, &w);
 	usleep(100000); /* let it block (the outcome does not depend on it) */
@@ -136,7 +136,7 @@ static void test_other_filer(void)
 	metalog_opts_default(&o); /* poll every 200 ms */
 	m2 = metalog_new(st2, &o);
 	filer_store_event_clock(st, &clock);
-	w.c = metalog_subscribe(m2, d, clock);
+	w.c = metalog_subscribe(m2, d, clock, 0);
 	w.timeout_ms = 5000;
 	pthread_create(&th, NULL, wait_thread, &w);
 	usleep(100000);
@@ -155,7 +155,7 @@ static void test_other_filer(void)
 	m2 = metalog_new(st2, &o);
 	filer_store_event_clock(st, &clock);
 	memset(&w, 0, sizeof(w));
-	w.c = metalog_subscribe(m2, d, clock);
+	w.c = metalog_subscribe(m2, d, clock, 0);
 	w.timeout_ms = 1000;
 	pthread_create(&th, NULL, wait_thread, &w);
 	usleep(100000);
@@ -211,7 +211,7 @@ static void test_resume(void)
 			    : create(m2, st2, i % 4 ? d : other, name);
 	}
 	is_int(err, WFS_OK, "100 creates over two handles, a quarter outside the prefix");
-	c = metalog_subscribe(m, d, clock);
+	c = metalog_subscribe(m, d, clock, 0);
 	s.stop_after = 37;
 	is_int(metalog_wait(c, 0, seq_add, &s, &n), WFS_OK, "first wait");
 	while (s.n < 37 && !metalog_wait(c, 0, seq_add, &s, &n) && n)
@@ -221,7 +221,7 @@ static void test_resume(void)
 	ok(s.n == 37 && pos == s.ts[36], "the position is the last delivered event");
 	metalog_cursor_free(c);
 	/* the client reconnects with its token */
-	c = metalog_subscribe(m, d, pos);
+	c = metalog_subscribe(m, d, pos, 0);
 	s.stop_after = 0;
 	while (!metalog_wait(c, 0, seq_add, &s, &n) && n)
 		;
@@ -328,7 +328,7 @@ static void test_json(void)
 		int64_t clock, next;
 		filer_store_event_clock(st, &clock);
 		create(m, st, d, "j");
-		filer_store_read_events(st, clock, d, 10, keep_first, &got, &next);
+		filer_store_read_events(st, clock, d, 0, 10, keep_first, &got, &next);
 		ok(got != NULL, "read back");
 		if (got) {
 			buf_init(&b);

@@ -631,7 +631,7 @@ static wfs_err read_all(struct filer_store *s, int64_t since, const char *prefix
 	for (;;) {
 		size_t before = l->n;
 		int64_t next;
-		err = filer_store_read_events(s, since, prefix, limit, ev_collect, l, &next);
+		err = filer_store_read_events(s, since, prefix, 0, limit, ev_collect, l, &next);
 		if (err)
 			return err;
 		if (pages)
@@ -668,6 +668,51 @@ out:
 static const char *ev_name(const struct filer_event *ev)
 {
 	return ev->new_entry ? ev->new_entry->name : ev->old_entry ? ev->old_entry->name : "?";
+}
+
+/*
+ * Events of a signed transaction (filer_store_tx_sign) are left out for a
+ * reader skipping that signature, on both commit paths (events appended with
+ * or without other writes), and kept for everyone else. e is a spare entry.
+ */
+static void test_signed_events(struct filer_entry *e)
+{
+	char *d = sub("evsig");
+	struct filer_entry *x = filer_entry_dup(e);
+	struct filer_tx *tx;
+	struct evlist l = {0};
+	int64_t since = 0, clock = 0, next = 0, ts = 0;
+
+	filer_entry_set_path(x, d, "signed");
+	is_int(filer_store_event_clock(st, &since), WFS_OK, "clock before signed events");
+	is_int(filer_store_begin(st, &tx), WFS_OK, "begin (signed)");
+	filer_store_tx_sign(tx, 77);
+	is_int(filer_store_insert(st, tx, x), WFS_OK, "insert (signed)");
+	is_int(filer_store_append_event(st, tx, NULL, x, &ts), WFS_OK, "event (signed)");
+	is_int(filer_store_commit(tx), WFS_OK, "commit (signed)");
+	is_int(filer_store_begin(st, &tx), WFS_OK, "begin (signed by -5)");
+	filer_store_tx_sign(tx, -5);
+	is_int(filer_store_append_event(st, tx, x, NULL, NULL), WFS_OK, "event (signed by -5)");
+	is_int(filer_store_commit(tx), WFS_OK, "commit (signed by -5)");
+	is_int(insert_with_event(st, d, "unsigned", false, NULL), WFS_OK, "unsigned event");
+	filer_store_event_clock(st, &clock);
+
+	is_int(filer_store_read_events(st, since, d, 77, 100, ev_collect, &l, &next), WFS_OK,
+	       "read skipping 77");
+	ok(l.n == 2 && l.ev[0]->old_entry && !strcmp(ev_name(l.ev[1]), "unsigned"),
+	   "the events signed 77 are left out, -5 and unsigned ones kept");
+	ok(next >= clock, "the token passes over the skipped event");
+	evlist_free(&l);
+	is_int(filer_store_read_events(st, since, NULL, -5, 100, ev_collect, &l, &next), WFS_OK,
+	       "read skipping -5 (no prefix)");
+	ok(l.n == 2 && l.ev[0]->ts_ns == ts && !l.ev[0]->old_entry, "signed 77 kept, -5 left out");
+	evlist_free(&l);
+	read_all(st, since, d, 100, &l, NULL);
+	is_int(l.n, 3, "a reader skipping nothing gets all three");
+	evlist_free(&l);
+	filer_store_delete_children(st, NULL, d, NULL);
+	filer_entry_free(x);
+	free(d);
 }
 
 static void test_events(void)
@@ -750,11 +795,11 @@ static void test_events(void)
 	is_int(l.n, 0, "a name prefix is not a path prefix");
 	evlist_free(&l);
 	free(s);
-	is_int(filer_store_read_events(st, since, dx, 100, ev_collect, &l, &next), WFS_OK,
+	is_int(filer_store_read_events(st, since, dx, 0, 100, ev_collect, &l, &next), WFS_OK,
 	       "filtered read");
 	ok(l.n == 2 && next >= l.ev[1]->ts_ns, "resume token covers what was read");
 	evlist_free(&l);
-	is_int(filer_store_read_events(st, since, d2, 100, ev_collect, &l, &next), WFS_OK,
+	is_int(filer_store_read_events(st, since, d2, 0, 100, ev_collect, &l, &next), WFS_OK,
 	       "filtered read of the rename only");
 	{
 		int64_t clock = 0;
@@ -763,12 +808,12 @@ static void test_events(void)
 		   "the token passes over the non-matching events after it");
 	}
 	evlist_free(&l);
-	is_int(filer_store_read_events(st, since, "relative", 10, ev_collect, &l, &next),
+	is_int(filer_store_read_events(st, since, "relative", 0, 10, ev_collect, &l, &next),
 	       WFS_EINVAL, "relative prefix refused");
-	is_int(filer_store_read_events(st, since, NULL, 0, ev_collect, &l, &next), WFS_EINVAL,
+	is_int(filer_store_read_events(st, since, NULL, 0, 0, ev_collect, &l, &next), WFS_EINVAL,
 	       "limit 0 refused");
-	is_int(filer_store_read_events(st, since, NULL, FILER_EVENTS_LIMIT_MAX + 1, ev_collect, &l,
-				       &next),
+	is_int(filer_store_read_events(st, since, NULL, 0, FILER_EVENTS_LIMIT_MAX + 1, ev_collect,
+				       &l, &next),
 	       WFS_EINVAL, "absurd limit refused");
 
 	/* retention: trim everything up to the update event */
@@ -784,6 +829,7 @@ static void test_events(void)
 		       "append after trim");
 		ok(t > ts2, "ts still increases after a trim");
 	}
+	test_signed_events(e);
 	filer_entry_free(e);
 	filer_entry_free(e2);
 	filer_store_delete_children(st, NULL, d, NULL);
@@ -841,7 +887,7 @@ static void *ev_subscriber(void *arg)
 		size_t before = sb->l.n;
 		int done = __atomic_load_n(&sb->writers_done, __ATOMIC_ACQUIRE);
 		int64_t next = 0;
-		if (filer_store_read_events(sb->s, sb->since, sb->prefix, 50, ev_collect, &sb->l,
+		if (filer_store_read_events(sb->s, sb->since, sb->prefix, 0, 50, ev_collect, &sb->l,
 					    &next)) {
 			sb->errors++;
 			continue;
