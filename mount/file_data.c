@@ -378,7 +378,7 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 		md->chunk_size,
 		MAX(1, MIN(POOL_KEEP_MAX, md->dirty_max / md->chunk_size / POOL_KEEP_SHARE)));
 	md->bc = blob_client_new_filer(o->filer, &bo);
-	md->rpc = filer_rpc_new(o->filer, 10000, 2);
+	md->rpc = filer_rpc_new(o->filer, 10000, 2, 0); /* assign, freeChunks: no events */
 	pthread_mutex_init(&md->fmu, NULL);
 	pthread_mutex_init(&md->gmu, NULL);
 	pthread_mutex_init(&md->list_mu, NULL);

@@ -35,14 +35,18 @@
 
 struct filer_rpc {
 	char *addr;
+	char *sig_header; /* "X-Weedfs-Signature: N" or NULL */
 	long timeout_ms;
 	uint64_t retry_ns;
 };
 
-filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seconds)
+filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seconds,
+			 int32_t signature)
 {
 	filer_rpc *r = xcalloc(1, sizeof(*r));
 	r->addr = xstrdup(filer_addr);
+	if (signature)
+		r->sig_header = xasprintf("X-Weedfs-Signature: %d", (int)signature);
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
 	r->retry_ns = (uint64_t)(retry_seconds > 0 ? retry_seconds : 30) * 1000000000ull;
 	return r;
@@ -53,6 +57,7 @@ void filer_rpc_free(filer_rpc *r)
 	if (!r)
 		return;
 	free(r->addr);
+	free(r->sig_header);
 	free(r);
 }
 
@@ -152,7 +157,7 @@ static void sleep_ms(long ms)
 
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
 {
-	static const char *const hdr[] = {"Content-Type: application/json", NULL};
+	const char *const hdr[] = {"Content-Type: application/json", r->sig_header, NULL};
 	struct http_result res;
 	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
 	uint64_t deadline = time_mono_ns() + r->retry_ns;

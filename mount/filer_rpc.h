@@ -15,6 +15,7 @@
 #define WEEDFS_MOUNT_FILER_RPC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "buf.h"
 
 typedef struct filer_rpc filer_rpc;
@@ -22,8 +23,11 @@ typedef struct filer_rpc filer_rpc;
 /*
  * A client of the filer at "host:port" (copied). timeout_ms bounds each HTTP
  * request (0 = 30000); retry_seconds is the total back-off budget (0 = 30).
+ * A nonzero signature is sent with every call as X-Weedfs-Signature: the
+ * events the calls cause carry it (docs/filer-events.md).
  */
-filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seconds);
+filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seconds,
+			 int32_t signature);
 /* NULL does nothing. No call may be running. */
 void filer_rpc_free(filer_rpc *r);
 

@@ -104,10 +104,8 @@ static void touch_send(struct mount_ctx *m, struct inode *n)
 	pthread_mutex_unlock(&n->mu);
 	if (s.mtime_ns)
 		path = itable_path(m->it, n->ino);
-	if (path) {
-		mount_note_own(m, path, s.ctime_ns);
+	if (path)
 		filer_meta_update(m->rpc, path, &s, NULL); /* ENOENT: removed since */
-	}
 	pthread_mutex_unlock(&n->commit_mu);
 	free(path);
 }
@@ -164,7 +162,6 @@ static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir)
 	if (!path)
 		return;
 	s.mtime_ns = s.ctime_ns = now_ns();
-	mount_note_own(m, path, s.ctime_ns);
 	if (!filer_meta_update(m->rpc, path, &s, &e)) {
 		n = itable_get(m->it, dir);
 		if (n)
@@ -181,7 +178,6 @@ void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
 	struct filer_meta_set s = {.set = FM_SET_CTIME, .ctime_ns = now_ns()};
 	struct filer_entry *e = NULL;
 
-	mount_note_own(m, path, s.ctime_ns);
 	if (!filer_meta_update(m->rpc, path, &s, &e) && n)
 		itable_cache(n, e, m->follow_cache_ns);
 	else if (n)
@@ -321,8 +317,6 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			n->touch_pending_ns = 0;
 			pthread_mutex_unlock(&n->mu);
 		}
-		if (path)
-			mount_note_own(m, path, s.ctime_ns);
 		rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
 		pthread_mutex_unlock(&n->commit_mu);
 		free(path);

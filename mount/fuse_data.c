@@ -177,8 +177,6 @@ int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_met
 		/* reading changes no ctime: keep the one the entry has */
 		s.ctime_ns = atime_only && ctime_before ? ctime_before : now_ns();
 	}
-	if (path)
-		mount_note_own(m, path, s.ctime_ns);
 	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
 	if (flushed)
 		file_data_commit_result(fd, rc); /* frees dropped chunks unless ambiguous */
@@ -293,7 +291,6 @@ void clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size)
 					   .ctime_ns = now_ns(),
 					   .append = c,
 					   .n_append = nc};
-		mount_note_own(m, path, s.ctime_ns);
 		if (!filer_meta_update(m->rpc, path, &s, &after)) {
 			itable_cache(n, after, m->follow_cache_ns);
 			pthread_mutex_lock(&n->mu);
@@ -530,7 +527,6 @@ static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
 		return;
 	s.mode = mode & 07777 & ~(uint32_t)S_ISGID;
 	s.ctime_ns = now_ns();
-	mount_note_own(m, path, s.ctime_ns);
 	if (!filer_meta_update(m->rpc, path, &s, &e))
 		itable_cache(n, e, m->follow_cache_ns);
 	filer_entry_free(e);

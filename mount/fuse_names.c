@@ -75,7 +75,6 @@ static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t paren
 	to = itable_child_path(m->it, tino, hidden);
 	if (!to)
 		return EIO;
-	mount_note_own(m, path, MOUNT_OWN_GONE);
 	rc = filer_meta_rename(m->rpc, path, to, false, false);
 	free(to);
 	if (rc)
@@ -238,7 +237,6 @@ char *new_child(fuse_req_t req, fuse_ino_t parent, const char *name, struct file
 	if (!S_ISDIR(nw->mode) && (nw->mode & S_ISGID) && c->uid != 0 && !in_group(req, nw->gid))
 		nw->mode &= ~(mode_t)S_ISGID;
 	nw->time_ns = now_ns();
-	mount_note_own(m, path, nw->time_ns);
 	return path;
 }
 
@@ -358,10 +356,8 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	n = itable_get_name(m->it, parent, name);
 	if (n && open_file(n))
 		rc = hide_open_file(m, n, parent, name, path);
-	if (rc) {
-		mount_note_own(m, path, MOUNT_OWN_GONE);
+	if (rc)
 		rc = filer_meta_delete(m->rpc, path, false);
-	}
 	if (!rc) {
 		itable_unlink(m->it, parent, name);
 		if (n)
@@ -393,10 +389,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!rc && pg.n)
 		rc = ENOTEMPTY;
 	filer_meta_page_free(&pg);
-	if (!rc) {
-		mount_note_own(m, path, MOUNT_OWN_GONE);
+	if (!rc)
 		rc = filer_meta_delete(m->rpc, path, false);
-	}
 	if (!rc) {
 		struct inode *n = itable_get_name(m->it, parent, name);
 		itable_unlink(m->it, parent, name);
@@ -439,15 +433,6 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 			itable_put(m->it, b);
 			b = NULL;
 		}
-	}
-	/* the events this rename causes are the mount's own */
-	mount_note_own(m, from, MOUNT_OWN_GONE);
-	mount_note_own(m, to, MOUNT_OWN_MOVED);
-	if (exchange) {
-		mount_note_own(m, to, MOUNT_OWN_GONE);
-		mount_note_own(m, from, MOUNT_OWN_MOVED);
-	} else if (b) {
-		mount_note_own(m, to, MOUNT_OWN_GONE); /* the replaced target */
 	}
 	rc = filer_meta_rename(m->rpc, from, to, noreplace, exchange);
 	if (!rc) {

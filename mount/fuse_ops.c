@@ -8,8 +8,8 @@
  *   mount's own cache (lookup, getattr, getxattr answer from it) is trusted
  *   for attrTimeout, or as long as the event follower is connected, since it
  *   drops an entry the moment someone else changes it (meta_follower.c). The
- *   mount notes its own changes (mount_note_own) so the follower can tell
- *   them from others'.
+ *   mount signs its requests (mount_ctx.signature), so the filer does not
+ *   send it the events of its own changes.
  * - Permissions: the mount runs with the kernel's default_permissions, so the
  *   kernel checks mode bits, sticky directories, chown/chmod rights and clears
  *   suid/sgid on write and chown (it sends the cleared mode in a setattr).
@@ -69,40 +69,6 @@ void fh_free(struct mount_ctx *m, struct fh *h)
 		h->next->prev = h->prev;
 	pthread_mutex_unlock(&m->fh_mu);
 	free(h);
-}
-
-static uint64_t own_key(const char *path, int64_t ctime_ns)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ull;
-	}
-	h ^= (uint64_t)ctime_ns * 0x9e3779b97f4a7c15ull;
-	return h ? h : 1;
-}
-
-void mount_note_own(struct mount_ctx *m, const char *path, int64_t ctime_ns)
-{
-	uint64_t k = own_key(path, ctime_ns);
-
-	pthread_mutex_lock(&m->own_mu);
-	m->own[k % MOUNT_OWN_SLOTS] = k;
-	pthread_mutex_unlock(&m->own_mu);
-}
-
-bool mount_take_own(struct mount_ctx *m, const char *path, int64_t ctime_ns)
-{
-	uint64_t k = own_key(path, ctime_ns);
-	bool r;
-
-	pthread_mutex_lock(&m->own_mu);
-	r = m->own[k % MOUNT_OWN_SLOTS] == k;
-	if (r)
-		m->own[k % MOUNT_OWN_SLOTS] = 0;
-	pthread_mutex_unlock(&m->own_mu);
-	return r;
 }
 
 static void ns_to_ts(int64_t ns, struct timespec *ts)

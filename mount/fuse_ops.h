@@ -37,8 +37,8 @@ struct mount_ctx {
 	uint64_t mount_id; /* random: names this mount's hidden files */
 	pthread_mutex_t trash_mu;
 	uint64_t trash_ino; /* protected by trash_mu; 0 until first used */
-	pthread_mutex_t own_mu;
-	uint64_t *own; /* protected by own_mu: MOUNT_OWN_SLOTS keys of recent own changes */
+	/* random, nonzero: sent with every filer request; the event stream leaves out its events */
+	int32_t signature;
 	pthread_mutex_t fh_mu;
 	struct fh *handles; /* protected by fh_mu: open files (freed at unmount) */
 	/* directories whose mtime/ctime a name change moved, sent in the background */
@@ -55,21 +55,6 @@ struct mount_ctx {
 	pthread_t commit_thread;
 	pthread_cond_t commit_cv; /* with touch_mu; signalled at stop */
 };
-
-#define MOUNT_OWN_SLOTS 8192
-/* ctime_ns for a change that removed the name (no new entry). */
-#define MOUNT_OWN_GONE (-1)
-/* ctime_ns for a name a rename moved an entry to (its ctime is the filer's). */
-#define MOUNT_OWN_MOVED (-2)
-
-/*
- * Remembers that this mount changed path to an entry with ctime_ns (or
- * removed it: MOUNT_OWN_GONE), so the event follower can tell its own changes
- * from others' (lossy: a forgotten one only costs an invalidation). Any thread.
- */
-void mount_note_own(struct mount_ctx *m, const char *path, int64_t ctime_ns);
-/* Whether the event for path with ctime_ns is one this mount noted (consumed). Any thread. */
-bool mount_take_own(struct mount_ctx *m, const char *path, int64_t ctime_ns);
 
 /* The operation table (static). */
 const struct fuse_lowlevel_ops *fuse_ops_table(void);

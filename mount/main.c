@@ -195,8 +195,10 @@ int main(int argc, char **argv)
 	}
 
 	http_client_global_init();
+	m.mount_id = random_id();
+	m.signature = (int32_t)(m.mount_id >> 34) + 1; /* 1..2^30: never 0 */
 	rpc = filer_rpc_new(o.filer, (long)o.timeout_seconds * 1000,
-			    o.retry_seconds ? o.retry_seconds : 1);
+			    o.retry_seconds ? o.retry_seconds : 1, m.signature);
 	memset(&mdo, 0, sizeof(mdo));
 	mdo.filer = o.filer;
 	mdo.chunk_size = (uint64_t)o.chunk_mb << 20;
@@ -244,11 +246,8 @@ int main(int argc, char **argv)
 	atomic_init(&m.following, false);
 	m.writeback_cache = o.writeback;
 	m.commit_age_ns = (uint64_t)o.commit_seconds * 1000000000ull;
-	m.mount_id = random_id();
 	pthread_mutex_init(&m.trash_mu, NULL);
 	pthread_mutex_init(&m.fh_mu, NULL);
-	pthread_mutex_init(&m.own_mu, NULL);
-	m.own = xcalloc(MOUNT_OWN_SLOTS, sizeof(*m.own));
 
 	fsname = xasprintf("weedfs:%s%s", o.filer, root);
 	fuse_opt_add_arg(&args, "weedfs-mount");
@@ -293,7 +292,8 @@ int main(int argc, char **argv)
 		log_error("could not mount on %s", mountpoint);
 		goto out_signals;
 	}
-	log_info("mounted %s%s on %s", o.filer, root, mountpoint);
+	log_info("mounted %s%s on %s (filer requests signed %d)", o.filer, root, mountpoint,
+		 (int)m.signature);
 	if (fuse_daemonize(o.foreground)) {
 		log_error("could not go to the background");
 		goto out_unmount;
@@ -335,8 +335,6 @@ out:
 		fuse_ops_drop_all(&m);
 		pthread_mutex_destroy(&m.trash_mu);
 		pthread_mutex_destroy(&m.fh_mu);
-		pthread_mutex_destroy(&m.own_mu);
-		free(m.own);
 	}
 	itable_free(it);
 	mount_data_free(md);

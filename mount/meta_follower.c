@@ -5,11 +5,12 @@
  * buffers whole bodies, a stream never ends). Lines are split in the write
  * callback and handled at once. An event names up to two paths (old and new
  * entry); for each, the parent is resolved through the inode table (a name
- * whose parent the kernel does not know cannot be cached by it). Changes the
- * mount made itself come back as events too: an entry whose ctime is not
- * newer than the one the mount already cached is skipped, so the mount does
- * not throw away its own fresh caches. Kernel notifications are sent with no
- * table lock held (the kernel may call back into the file system).
+ * whose parent the kernel does not know cannot be cached by it). The stream
+ * is opened with the mount's signature, so the changes the mount made itself
+ * do not come back (the filer leaves them out); an entry whose ctime is not
+ * newer than the one the mount already cached (it read the change back
+ * meanwhile) is kept. Kernel notifications are sent with no table lock held
+ * (the kernel may call back into the file system).
  */
 #include "config.h"
 #include "meta_follower.h"
@@ -51,9 +52,6 @@ static void invalidate_path(struct meta_follower *f, const char *path, const str
 	struct inode *n = NULL, *pn = NULL;
 	uint64_t pino;
 
-	if (mount_take_own(m, path, e ? e->attr.ctime_ns : MOUNT_OWN_GONE) ||
-	    (e && name_changed && mount_take_own(m, path, MOUNT_OWN_MOVED)))
-		return; /* this mount's own change: its caches and the kernel's know it */
 	if (!strcmp(path, m->root)) {
 		n = itable_get(m->it, ITABLE_ROOT);
 		itable_uncache(n);
@@ -68,12 +66,12 @@ static void invalidate_path(struct meta_follower *f, const char *path, const str
 		goto out;
 	n = itable_get_name(m->it, pino, name);
 	if (n && e) {
-		bool own = false, reset = false;
+		bool current = false, reset = false;
 		bool stub =
 			e->attr.hard_link_id_len && !e->n_chunks && !e->has_content && e->attr.size;
 		pthread_mutex_lock(&n->mu);
 		if (n->cached && n->attr.ctime_ns >= e->attr.ctime_ns && n->cached_until)
-			own = true; /* the mount's own change: its cache is already this */
+			current = true; /* the mount has read this change back already */
 		/* a rename moves a name, not data (and may carry a hard link's stub) */
 		if (n->fd && !name_changed && !stub && e->attr.ctime_ns > n->base_ctime_ns &&
 		    !file_data_dirty(n->fd)) {
@@ -81,10 +79,10 @@ static void invalidate_path(struct meta_follower *f, const char *path, const str
 			n->base_ctime_ns = e->attr.ctime_ns;
 			reset = true;
 		}
-		if (!own)
+		if (!current)
 			n->cached_until = 0;
 		pthread_mutex_unlock(&n->mu);
-		if (!own || reset)
+		if (!current || reset)
 			fuse_lowlevel_notify_inval_inode(m->se, n->ino, 0, 0);
 	} else if (n) {
 		itable_uncache(n);
@@ -201,13 +199,16 @@ static void follow_once(struct meta_follower *f, CURL *c)
 	long status = 0;
 	CURLcode cc;
 
+	/* signature: the events of this mount's own changes are left out */
 	if (f->last_ts >= 0)
 		url = xasprintf("http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d"
-				"&sinceNs=%lld",
-				f->filer, prefix, HEARTBEAT_SECONDS, (long long)f->last_ts);
+				"&signature=%d&sinceNs=%lld",
+				f->filer, prefix, HEARTBEAT_SECONDS, (int)f->m->signature,
+				(long long)f->last_ts);
 	else
-		url = xasprintf("http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d",
-				f->filer, prefix, HEARTBEAT_SECONDS);
+		url = xasprintf("http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d"
+				"&signature=%d",
+				f->filer, prefix, HEARTBEAT_SECONDS, (int)f->m->signature);
 	curl_free(prefix);
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);

@@ -3,10 +3,14 @@ API. The observing mount runs with 60 s kernel entry/attr timeouts, so only its
 event follower (GET /.meta/subscribe) can make a change visible in time: every
 change must show within one second."""
 
+import json
 import os
+import re
+import threading
 import time
 
 import pytest
+import requests
 
 from filer_fixtures import start_mini_with_filer
 from mount_fixtures import start_mount
@@ -103,3 +107,42 @@ def test_open_file_sees_other_writer_after_reopen(two_mounts):
     # close-to-open: a new open in b sees the new data
     within(lambda: read_or_none(b.p("o")) == b"second!", "rewrite while open elsewhere")
     held.close()
+
+
+def test_own_changes_are_not_streamed_back(two_mounts):
+    """The mount signs its filer requests and follows the event stream with that
+    signature, so the filer leaves out the events of its own changes (the mount would
+    only parse and drop them) and still sends everyone else's."""
+    filer, a, _ = two_mounts
+    log = a.daemon.log_path.read_text()
+    sig = re.search(r"filer requests signed (-?\d+)", log).group(1)
+    d = "/own%d" % time.monotonic_ns()
+    os.mkdir(a.p(d[1:]))
+    seen = {"signed": [], "all": []}
+
+    def follow(key, params):
+        r = requests.get(filer.u("/.meta/subscribe"), stream=True, timeout=30,
+                         params=dict(params, pathPrefix=d, heartbeatSeconds="1"))
+        for line in r.iter_lines():
+            ev = json.loads(line)
+            if ev.get("newEntry"):
+                seen[key].append(ev["newEntry"]["fullPath"])
+                if ev["newEntry"]["fullPath"].endswith("/done"):
+                    return
+
+    threads = [threading.Thread(target=follow, args=("signed", {"signature": sig}),
+                                daemon=True),
+               threading.Thread(target=follow, args=("all", {}), daemon=True)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)  # both streams subscribed
+    with open(a.p(d[1:], "mine"), "wb") as f:
+        f.write(b"through the mount")
+    os.rename(a.p(d[1:], "mine"), a.p(d[1:], "mine2"))
+    assert filer.put(d + "/theirs", b"through the filer").status_code == 201
+    assert filer.put(d + "/done", b"").status_code == 201
+    for t in threads:
+        t.join(10)
+    assert seen["signed"] == [d + "/theirs", d + "/done"]
+    assert d + "/mine" in seen["all"] and d + "/mine2" in seen["all"]
+    assert seen["all"][-2:] == [d + "/theirs", d + "/done"]

@@ -729,7 +729,7 @@ int main(void)
 		return 0;
 	}
 	http_client_global_init();
-	rpc = filer_rpc_new(filer, 10000, 10);
+	rpc = filer_rpc_new(filer, 10000, 10, 0);
 	snprintf(root, sizeof(root), "/fdt%u", (unsigned)(time_now_ns() % 1000000000u));
 	buf_printf(&b, "{\"entry\":{\"path\":\"%s\",\"mode\":%u}}", root, 040755u);
 	is_int(filer_rpc_call(rpc, "create", b.data, b.len, &b), 0, "test directory");

@@ -32,7 +32,7 @@ static bool has(const buf *b, const char *s)
 
 static void test_real_filer(const char *addr)
 {
-	filer_rpc *r = filer_rpc_new(addr, 5000, 5);
+	filer_rpc *r = filer_rpc_new(addr, 5000, 5, 0);
 	buf out = BUF_INIT;
 	char base[64], path[160], body[512];
 	int e;
@@ -203,7 +203,7 @@ static void test_retries(void)
 
 	fake_start(&f, s503, 3);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
-	r = filer_rpc_new(addr, 2000, 5);
+	r = filer_rpc_new(addr, 2000, 5, 0);
 	is_int(call(r, "create", "{}", &out), 0, "create retried through two 503s");
 	is_int(fake_requests(&f), 3, "three requests for two 503s");
 	ok(has(&out, "{\"ok\":1}"), "the answer after the retries is returned");
@@ -212,7 +212,7 @@ static void test_retries(void)
 
 	fake_start(&f, sdrop, 3);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
-	r = filer_rpc_new(addr, 2000, 5);
+	r = filer_rpc_new(addr, 2000, 5, 0);
 	is_int(call(r, "create", "{}", &out), EIO, "create on a dropped connection is EIO");
 	is_int(fake_requests(&f), 1, "create is not repeated once it may have been sent");
 	is_int(call(r, "lookup", "{}", &out), 0, "lookup retried after a dropped connection");
@@ -224,7 +224,7 @@ static void test_retries(void)
 
 	fake_start(&f, sdown, 1);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
-	r = filer_rpc_new(addr, 2000, 1);
+	r = filer_rpc_new(addr, 2000, 1, 0);
 	t0 = time_mono_ns();
 	is_int(call(r, "lookup", "{}", &out), EIO, "503 past the budget is EIO");
 	ok(time_mono_ns() - t0 < 3000000000ull, "the budget bounds the retries");
@@ -244,7 +244,7 @@ static void test_retries(void)
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(a.sin_port));
 		close(s); /* the port is now closed */
 	}
-	r = filer_rpc_new(addr, 2000, 1);
+	r = filer_rpc_new(addr, 2000, 1, 0);
 	t0 = time_mono_ns();
 	is_int(call(r, "rename", "{}", &out), EIO, "refused filer: EIO after the budget");
 	ok(time_mono_ns() - t0 >= 700000000ull, "refused create waited for the budget");
