@@ -3,10 +3,12 @@
  * they are a public interface (docs/filer-events.md).
  */
 #include "config.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "filer/entry_json.h"
+#include "filer/filer_api_parse.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -36,38 +38,12 @@ void entry_json_base64(const void *p, size_t n, buf *out)
 	}
 }
 
-void entry_json_str(json_w *w, const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	buf b = BUF_INIT;
-	size_t i = 0, l;
-	if (!s) {
-		jw_null(w);
-		return;
-	}
-	while (i < n && (l = utf8_decode(p + i, n - i, NULL)) != 0)
-		i += l;
-	if (i == n) {
-		jw_strn(w, s, n); /* the common case: valid as it is */
-		return;
-	}
-	for (i = 0; i < n; i += l ? l : 1) {
-		l = utf8_decode(p + i, n - i, NULL);
-		if (l)
-			buf_append(&b, p + i, l);
-		else
-			buf_append(&b, "\xef\xbf\xbd", 3);
-	}
-	jw_strn(w, b.data, b.len);
-	buf_free(&b);
-}
-
 static void kv_text(json_w *w, const char *key, const char *v)
 {
 	if (!v || !v[0])
 		return; /* absent and empty are the same */
 	jw_key(w, key);
-	entry_json_str(w, v, strlen(v));
+	jw_str(w, v);
 }
 
 static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
@@ -80,16 +56,71 @@ static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
 	buf_free(&b);
 }
 
+void entry_json_text(json_w *w, const char *key, const char *s)
+{
+	size_t n = strlen(s);
+	jw_key(w, key);
+	jw_strn(w, s, n);
+	if (!utf8_valid(s, n)) {
+		char k64[64];
+		snprintf(k64, sizeof(k64), "%sB64", key);
+		kv_base64(w, k64, s, n);
+	}
+}
+
+void entry_json_kv_bytes(json_w *w, const char *key, const char *s)
+{
+	size_t n = strlen(s);
+	char k64[64];
+
+	if (utf8_valid(s, n)) {
+		jw_kv_str(w, key, s);
+		return;
+	}
+	snprintf(k64, sizeof(k64), "%sB64", key);
+	kv_base64(w, k64, s, n);
+}
+
+bool entry_json_get_bytes(yajl_val v, const char *key, size_t max, char **out)
+{
+	yajl_val s = json_get(v, key), b;
+	char k64[64];
+	uint8_t *raw = NULL;
+	size_t n;
+
+	snprintf(k64, sizeof(k64), "%sB64", key);
+	b = json_get(v, k64);
+	if (!s && !b) {
+		free(*out);
+		*out = NULL;
+		return true;
+	}
+	if (!b) {
+		if (!YAJL_IS_STRING(s) || strlen(s->u.string) > max)
+			return false;
+		free(*out);
+		*out = xstrdup(s->u.string);
+		return true;
+	}
+	if (!YAJL_IS_STRING(b) || !api_base64_decode(b->u.string, max, &raw, &n) ||
+	    memchr(raw, '\0', n)) {
+		free(raw);
+		return false;
+	}
+	raw[n] = '\0'; /* the decoder leaves room for it */
+	free(*out);
+	*out = (char *)raw;
+	return true;
+}
+
 void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
 {
 	const struct filer_attr *a = &e->attr;
 	char *full = filer_entry_full_path(e);
 
 	jw_obj_begin(w);
-	jw_key(w, "fullPath");
-	entry_json_str(w, full, strlen(full));
-	jw_key(w, "name");
-	entry_json_str(w, e->name, strlen(e->name));
+	entry_json_text(w, "fullPath", full);
+	entry_json_text(w, "name", e->name);
 	jw_kv_bool(w, "isDirectory", S_ISDIR(a->mode));
 	jw_kv_u64(w, "mode", a->mode);
 	jw_kv_u64(w, "uid", a->uid);
@@ -107,14 +138,15 @@ void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
 	kv_text(w, "mime", a->mime);
 	kv_text(w, "collection", a->collection);
 	kv_text(w, "replication", a->replication);
-	kv_text(w, "symlinkTarget", a->symlink_target);
+	if (a->symlink_target && a->symlink_target[0])
+		entry_json_text(w, "symlinkTarget", a->symlink_target);
 	if (a->hard_link_id_len)
 		kv_base64(w, "hardLinkId", a->hard_link_id, a->hard_link_id_len);
 	if (e->n_xattrs) {
 		jw_key(w, "xattrs");
 		jw_obj_begin(w);
 		for (size_t i = 0; i < e->n_xattrs; i++) {
-			entry_json_str(w, e->xattrs[i].name, strlen(e->xattrs[i].name));
+			jw_str(w, e->xattrs[i].name);
 			kv_base64(w, NULL, e->xattrs[i].value, e->xattrs[i].value_len);
 		}
 		jw_obj_end(w);
@@ -130,7 +162,7 @@ void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
 		const struct filer_chunk *c = &e->chunks[i];
 		jw_obj_begin(w);
 		jw_key(w, "fileId");
-		entry_json_str(w, c->fid, strlen(c->fid));
+		jw_str(w, c->fid);
 		jw_kv_u64(w, "offset", c->offset);
 		jw_kv_u64(w, "size", c->size);
 		jw_kv_i64(w, "mtimeNs", c->mtime_ns);

@@ -420,11 +420,7 @@ static void op_list(struct fjob *j, struct api_req *r)
 		/* the rest as its own object, spliced in without its opening brace */
 		w = jw_new(&tail, false);
 		jw_obj_begin(w);
-		jw_key(w, "lastName");
-		if (shown)
-			entry_json_str(w, p.v[shown - 1]->name, strlen(p.v[shown - 1]->name));
-		else
-			jw_str(w, "");
+		entry_json_text(w, "lastName", shown ? p.v[shown - 1]->name : "");
 		jw_kv_bool(w, "more", p.n > r->limit);
 		jw_obj_end(w);
 		jw_free(w);

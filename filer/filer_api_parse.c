@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "common/fid.h"
+#include "filer/entry_json.h"
 #include "filer/filer_api_parse.h"
 #include "json.h"
 #include "util.h"
@@ -95,15 +96,37 @@ bad:
 
 /* ---- members ---- */
 
+/*
+ * Fields naming paths or names, which a client may send as <field>B64 instead
+ * (base64 of the raw bytes): how names that are not valid UTF-8 travel.
+ */
+static const char *const byte_fields[] = {
+	"path", "dir", "from", "to", "target", "newPath", "prefix", "startName", "symlinkTarget"};
+
+/* Whether key is one of allowed, or <field>B64 for an allowed byte field. */
+static bool key_allowed(const char *key, const char *const *allowed)
+{
+	size_t n = strlen(key);
+	bool b64 = n > 3 && !strcmp(key + n - 3, "B64");
+	for (size_t a = 0; allowed[a]; a++) {
+		if (!strcmp(allowed[a], key))
+			return true;
+		if (!b64 || strlen(allowed[a]) != n - 3 || strncmp(allowed[a], key, n - 3))
+			continue;
+		for (size_t i = 0; i < ARRAY_LEN(byte_fields); i++)
+			if (!strcmp(byte_fields[i], allowed[a]))
+				return true;
+	}
+	return false;
+}
+
 static bool check_keys(struct pctx *c, yajl_val obj, const char *what, const char *const *allowed)
 {
 	if (!YAJL_IS_OBJECT(obj))
 		return fail(c, "%s must be a JSON object", what);
 	for (size_t i = 0; i < obj->u.object.len; i++) {
 		const char *k = obj->u.object.keys[i];
-		bool ok = false;
-		for (size_t a = 0; allowed[a] && !ok; a++)
-			ok = !strcmp(allowed[a], k);
+		bool ok = key_allowed(k, allowed);
 		if (!ok)
 			return fail(c, "unknown field \"%.64s\" in %s", k, what);
 		for (size_t j = 0; j < i; j++)
@@ -166,11 +189,28 @@ static bool get_i64(struct pctx *c, yajl_val obj, const char *key, int64_t *out,
 	return true;
 }
 
+/*
+ * An optional byte field (byte_fields): key as a string, or keyB64 as base64 of
+ * bytes without NUL (not both). *out stays NULL when absent.
+ */
+static bool get_bytes_str(struct pctx *c, yajl_val obj, const char *key, size_t max, char **out)
+{
+	char k64[32];
+	snprintf(k64, sizeof(k64), "%sB64", key);
+	if ((json_get(obj, key) && json_get(obj, k64)) ||
+	    !entry_json_get_bytes(obj, key, max, out))
+		return fail(c,
+			    "\"%s\" must be a string or \"%sB64\" base64 (not both) of at most %zu "
+			    "bytes without NUL",
+			    key, key, max);
+	return true;
+}
+
 /* A required absolute, canonical path, split into *dir and *name. */
 static bool get_path(struct pctx *c, yajl_val obj, const char *key, char **path, char **dir,
 		     char **name)
 {
-	if (!get_str(c, obj, key, FILER_PATH_MAX, path))
+	if (!get_bytes_str(c, obj, key, FILER_PATH_MAX, path))
 		return false;
 	if (!*path)
 		return fail(c, "\"%s\" is required", key);
@@ -293,7 +333,7 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	     get_i64(c, ev, "mtimeNs", &mt, &has_mt) && get_i64(c, ev, "atimeNs", &at, &has_at) &&
 	     get_i64(c, ev, "ctimeNs", &ct, &has_ct) &&
 	     get_i64(c, ev, "crtimeNs", &crt, &has_crt) &&
-	     get_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
+	     get_bytes_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
 	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
 	     get_str(c, ev, "content", API_CONTENT_MAX * 4 / 3 + 4, &content) &&
 	     get_chunks(c, ev, "chunks", e);
@@ -467,8 +507,8 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		r->limit = 1000;
 		if (!check_keys(c, root, "the request", k_list) ||
 		    !get_path(c, root, "dir", &r->path, &r->dir, &r->name) ||
-		    !get_str(c, root, "startName", FILER_NAME_MAX, &r->start) ||
-		    !get_str(c, root, "prefix", FILER_NAME_MAX, &r->prefix) ||
+		    !get_bytes_str(c, root, "startName", FILER_NAME_MAX, &r->start) ||
+		    !get_bytes_str(c, root, "prefix", FILER_NAME_MAX, &r->prefix) ||
 		    !get_bool(c, root, "inclusive", &r->inclusive))
 			return false;
 		v = r->limit;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "filer/filer_hardlink.h"
+#include "filer/entry_json.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"
@@ -282,7 +283,7 @@ void filer_list_run(struct fjob *j, const struct filer_entry *dir_e)
 		const char *p = fjob_query(j, "pretty");
 		json_w *w = jw_new(&j->body, p && strcmp(p, "false") && strcmp(p, "n"));
 		jw_obj_begin(w);
-		jw_kv_str(w, "Path", j->path);
+		entry_json_text(w, "Path", j->path);
 		jw_key(w, "Entries");
 		if (c.n) {
 			jw_arr_begin(w);

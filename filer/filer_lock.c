@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "filer/entry_json.h"
 #include "filer/filer_int.h"
 #include "json.h"
 #include "util.h"
@@ -441,20 +442,26 @@ static bool bad_field(yajl_val v, const char *name, bool ok, char *msg, size_t m
 /* Parses a lock or getLock body into *r (strings copied); a message in msg. */
 static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char *msg, size_t msglen)
 {
-	static const char *const names[] = {"path",  "key",    "session", "owner", "pid", "type",
-					    "start", "length", "flock",   "wait",  NULL};
-	const char *bad = NULL, *ty = NULL, *path = NULL, *key = NULL;
+	static const char *const names[] = {"path",  "key",  "pathB64", "keyB64", "session",
+					    "owner", "pid",  "type",    "start",  "length",
+					    "flock", "wait", NULL};
+	const char *bad = NULL, *ty = NULL;
+	char *path = NULL, *key = NULL;
 	int64_t start = 0, length = 0;
 	uint64_t pid = 0;
 	bool wait = false, has_session, has_owner, has_type;
 
 	if (!only_keys(v, names, &bad)) {
 		snprintf(msg, msglen, "unknown field \"%s\"", bad);
-		return false;
+		goto fail;
 	}
-	if (bad_field(v, "path", json_get_str(v, "path", &path), msg, msglen) ||
-	    bad_field(v, "key", json_get_str(v, "key", &key), msg, msglen) ||
-	    bad_field(v, "session", (has_session = json_get_u64(v, "session", &r->l.session)), msg,
+	/* path and key are byte fields (entry_json.h): a path need not be UTF-8 */
+	if (!entry_json_get_bytes(v, "path", FILER_PATH_MAX, &path) ||
+	    !entry_json_get_bytes(v, "key", LOCK_KEY_MAX, &key)) {
+		snprintf(msg, msglen, "bad \"path\" or \"key\"");
+		goto fail;
+	}
+	if (bad_field(v, "session", (has_session = json_get_u64(v, "session", &r->l.session)), msg,
 		      msglen) ||
 	    bad_field(v, "owner", (has_owner = json_get_u64(v, "owner", &r->l.owner)), msg,
 		      msglen) ||
@@ -465,10 +472,10 @@ static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char 
 		      msglen) ||
 	    bad_field(v, "flock", json_get_bool(v, "flock", &r->l.flock), msg, msglen) ||
 	    bad_field(v, "wait", json_get_bool(v, "wait", &wait), msg, msglen))
-		return false;
+		goto fail;
 	if (!path == !key) {
 		snprintf(msg, msglen, "exactly one of \"path\" and \"key\" is needed");
-		return false;
+		goto fail;
 	}
 	if (path) {
 		char *d = NULL, *n = NULL;
@@ -477,25 +484,25 @@ static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char 
 		free(n);
 		if (!canonical) {
 			snprintf(msg, msglen, "\"path\" is not a canonical absolute path");
-			return false;
+			goto fail;
 		}
 	}
 	if (key && (strlen(key) > LOCK_KEY_MAX ||
 		    (strncmp(key, "path:/", 6) && strncmp(key, "hardlink:", 9)))) {
 		snprintf(msg, msglen, "\"key\" is not a key this filer gave");
-		return false;
+		goto fail;
 	}
 	if (!has_session || !r->l.session) {
 		snprintf(msg, msglen, "\"session\" (a non-zero integer) is needed");
-		return false;
+		goto fail;
 	}
 	if (!has_owner) {
 		snprintf(msg, msglen, "\"owner\" is needed");
-		return false;
+		goto fail;
 	}
 	if (!has_type) {
 		snprintf(msg, msglen, "\"type\" is needed");
-		return false;
+		goto fail;
 	}
 	if (!strcmp(ty, "read"))
 		r->l.type = FILER_LOCK_READ;
@@ -506,26 +513,30 @@ static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char 
 	else {
 		snprintf(msg, msglen, "\"type\" must be \"read\", \"write\"%s",
 			 get ? "" : " or \"unlock\"");
-		return false;
+		goto fail;
 	}
 	if (wait) {
 		snprintf(msg, msglen, "\"wait\": true is not supported (retry on EAGAIN)");
-		return false;
+		goto fail;
 	}
 	if (r->l.flock && (start || length)) {
 		snprintf(msg, msglen, "a flock lock covers the whole file (no start or length)");
-		return false;
+		goto fail;
 	}
 	if (length && length - 1 > FILER_LOCK_EOF - start) {
 		snprintf(msg, msglen, "start + length is past the largest offset");
-		return false;
+		goto fail;
 	}
 	r->l.start = start;
 	r->l.end = length ? start + (length - 1) : FILER_LOCK_EOF;
 	r->l.pid = (uint32_t)pid;
-	r->path = path ? xstrdup(path) : NULL;
-	r->key = key ? xstrdup(key) : NULL;
+	r->path = path;
+	r->key = key;
 	return true;
+fail:
+	free(path);
+	free(key);
+	return false;
 }
 
 /* Parses a lockSession body into *r; a message in msg. */
@@ -680,7 +691,7 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 		jw_kv_str(w, "error", "lock: held by another owner");
 		jw_kv_str(w, "code", "EAGAIN");
 	}
-	jw_kv_str(w, "key", key);
+	entry_json_text(w, "key", key);
 	if (!get)
 		jw_kv_u64(w, "held", held);
 	if (busy || get) {

@@ -14,6 +14,7 @@
 #include <time.h>
 #include "filer/chunk_io.h"
 #include "filer/filer_hardlink.h"
+#include "filer/entry_json.h"
 #include "filer/filer_int.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
@@ -525,7 +526,7 @@ void filer_entry_json(json_w *w, const struct filer_entry *e)
 {
 	char *full = filer_entry_full_path(e);
 	jw_obj_begin(w);
-	jw_kv_str(w, "FullPath", full);
+	entry_json_text(w, "FullPath", full);
 	jw_time(w, "Mtime", e->attr.mtime_ns);
 	jw_time(w, "Crtime", e->attr.crtime_ns);
 	jw_kv_u64(w, "Mode", e->attr.mode);

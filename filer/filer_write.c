@@ -25,6 +25,7 @@
 #include "filer/body_chunks.h"
 #include "filer/chunk_io.h"
 #include "filer/filer_hardlink.h"
+#include "filer/entry_json.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"
@@ -386,7 +387,7 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 	{
 		json_w *w = jw_new(&j->body, false);
 		jw_obj_begin(w);
-		jw_kv_str(w, "name", name);
+		entry_json_text(w, "name", name);
 		jw_kv_u64(w, "size", size);
 		jw_obj_end(w);
 		jw_free(w);

@@ -229,8 +229,7 @@ void metalog_event_json(const struct filer_event *ev, buf *out)
 	json_w *w = jw_new(out, false);
 	jw_obj_begin(w);
 	jw_kv_i64(w, "tsNs", ev->ts_ns);
-	jw_key(w, "directory");
-	entry_json_str(w, ev->dir, strlen(ev->dir));
+	entry_json_text(w, "directory", ev->dir);
 	jw_key(w, "oldEntry");
 	if (ev->old_entry)
 		entry_json_write(w, ev->old_entry, ENTRY_JSON_CONTENT);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yajl/yajl_gen.h>
 #include "json.h"
+#include "utf8.h"
 #include "util.h"
 
 struct json_w {
@@ -55,7 +56,24 @@ void jw_str(json_w *w, const char *s)
 
 void jw_strn(json_w *w, const char *s, size_t n)
 {
-	yajl_gen_string(w->g, (const unsigned char *)s, n);
+	const unsigned char *p = (const unsigned char *)s;
+	buf b = BUF_INIT;
+	size_t l;
+
+	if (utf8_valid(s, n)) {
+		yajl_gen_string(w->g, p, n); /* the common case */
+		return;
+	}
+	/* JSON text is UTF-8: a byte that does not decode becomes U+FFFD */
+	for (size_t i = 0; i < n; i += l ? l : 1) {
+		l = utf8_decode(p + i, n - i, NULL);
+		if (l)
+			buf_append(&b, p + i, l);
+		else
+			buf_append(&b, "\xef\xbf\xbd", 3);
+	}
+	yajl_gen_string(w->g, (const unsigned char *)b.data, b.len);
+	buf_free(&b);
 }
 
 void jw_i64(json_w *w, int64_t v)

@@ -22,6 +22,7 @@ void jw_arr_begin(json_w *w);
 void jw_arr_end(json_w *w);
 void jw_key(json_w *w, const char *key);
 void jw_str(json_w *w, const char *s); /* NULL writes null */
+/* Strings that are not valid UTF-8 have each bad byte written as U+FFFD. */
 void jw_strn(json_w *w, const char *s, size_t n);
 void jw_i64(json_w *w, int64_t v);
 void jw_u64(json_w *w, uint64_t v);

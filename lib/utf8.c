@@ -32,3 +32,12 @@ out:
 		*cp = c;
 	return len;
 }
+
+bool utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, l;
+	while (i < n && (l = utf8_decode(p + i, n - i, NULL)) != 0)
+		i += l;
+	return i == n;
+}

@@ -2,6 +2,7 @@
 #ifndef WEEDFS_UTF8_H
 #define WEEDFS_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,5 +12,8 @@
  * if p does not start a valid, complete UTF-8 sequence. Any thread.
  */
 size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp);
+
+/* Whether s[0..n) is valid UTF-8 throughout. Any thread. */
+bool utf8_valid(const char *s, size_t n);
 
 #endif

@@ -102,12 +102,16 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 {
 	struct filer_entry *e = NULL;
 	struct filer_attr *a;
-	const char *path, *s;
-	char *dir = NULL, *name = NULL;
+	const char *s;
+	char *path = NULL, *dir = NULL, *name = NULL;
+	bool split;
 
-	if (!v || !YAJL_IS_OBJECT(v) || !json_get_str(v, "fullPath", &path))
+	if (!v || !YAJL_IS_OBJECT(v) ||
+	    !entry_json_get_bytes(v, "fullPath", FILER_PATH_MAX, &path) || !path)
 		return NULL;
-	if (filer_path_split(path, &dir, &name))
+	split = !filer_path_split(path, &dir, &name);
+	free(path);
+	if (!split)
 		return NULL;
 	e = filer_entry_new(dir, name);
 	free(dir);
@@ -120,9 +124,14 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 	    !get_i64_opt(v, "crtimeNs", &a->crtime_ns) || !get_u32(v, "nlink", &a->nlink) ||
 	    !get_u64_opt(v, "rdev", &a->rdev) || !get_u32(v, "ttlSec", &a->ttl_sec) ||
 	    !get_strdup(v, "mime", &a->mime) || !get_strdup(v, "collection", &a->collection) ||
-	    !get_strdup(v, "replication", &a->replication) ||
-	    !get_strdup(v, "symlinkTarget", &a->symlink_target))
+	    !get_strdup(v, "replication", &a->replication))
 		goto bad;
+	if (!entry_json_get_bytes(v, "symlinkTarget", FILER_PATH_MAX, &a->symlink_target))
+		goto bad;
+	if (a->symlink_target && !a->symlink_target[0]) {
+		free(a->symlink_target);
+		a->symlink_target = NULL;
+	}
 	if (json_get(v, "hardLinkId")) {
 		if (!json_get_str(v, "hardLinkId", &s) ||
 		    !api_base64_decode(s, FILER_HARDLINK_ID_MAX, &a->hard_link_id,
@@ -192,7 +201,7 @@ int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_obj_end(w);
 	jw_free(w);
 	return call_entry(r, "lookup", &b, out);
@@ -213,7 +222,6 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 		    struct filer_meta_page *out)
 {
 	yajl_val tree = NULL, arr;
-	const char *last;
 	json_w *w;
 	buf b;
 	int rc;
@@ -222,8 +230,8 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "dir", dir);
-	jw_kv_str(w, "startName", start ? start : "");
+	entry_json_kv_bytes(w, "dir", dir);
+	entry_json_kv_bytes(w, "startName", start ? start : "");
 	jw_kv_u64(w, "limit", limit);
 	jw_obj_end(w);
 	jw_free(w);
@@ -248,9 +256,11 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 		rc = EIO;
 		goto out;
 	}
-	if (json_get_str(tree, "lastName", &last))
-		out->last_name = xstrdup(last);
-	else if (out->n)
+	if (!entry_json_get_bytes(tree, "lastName", FILER_NAME_MAX, &out->last_name)) {
+		rc = EIO;
+		goto out;
+	}
+	if (!out->last_name && out->n)
 		out->last_name = xstrdup(out->entries[out->n - 1]->name);
 out:
 	yajl_tree_free(tree);
@@ -270,14 +280,14 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 	jw_obj_begin(w);
 	jw_key(w, "entry");
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_kv_u64(w, "mode", n->mode);
 	jw_kv_u64(w, "uid", n->uid);
 	jw_kv_u64(w, "gid", n->gid);
 	if (n->rdev)
 		jw_kv_u64(w, "rdev", n->rdev);
 	if (n->symlink_target)
-		jw_kv_str(w, "symlinkTarget", n->symlink_target);
+		entry_json_kv_bytes(w, "symlinkTarget", n->symlink_target);
 	if (n->time_ns) {
 		jw_kv_i64(w, "mtimeNs", n->time_ns);
 		jw_kv_i64(w, "atimeNs", n->time_ns);
@@ -300,7 +310,7 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_key(w, "set");
 	jw_obj_begin(w);
 	if (s->set & FM_SET_MODE)
@@ -364,7 +374,7 @@ int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_kv_bool(w, "recursive", recursive);
 	jw_obj_end(w);
 	jw_free(w);
@@ -380,8 +390,8 @@ int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_re
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "from", from);
-	jw_kv_str(w, "to", to);
+	entry_json_kv_bytes(w, "from", from);
+	entry_json_kv_bytes(w, "to", to);
 	jw_kv_bool(w, "noReplace", no_replace);
 	jw_kv_bool(w, "exchange", exchange);
 	jw_obj_end(w);
@@ -397,8 +407,8 @@ int filer_meta_link(filer_rpc *r, const char *target, const char *newpath, struc
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "target", target);
-	jw_kv_str(w, "newPath", newpath);
+	entry_json_kv_bytes(w, "target", target);
+	entry_json_kv_bytes(w, "newPath", newpath);
 	jw_obj_end(w);
 	jw_free(w);
 	return call_entry(r, "link", &b, out);
@@ -415,7 +425,7 @@ int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const
 	entry_json_base64(value, len, &v64);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_kv_str(w, "name", name);
 	jw_key(w, "value");
 	jw_strn(w, v64.data ? v64.data : "", v64.len);
@@ -437,7 +447,7 @@ int filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name)
 	buf_init(&b);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "path", path);
+	entry_json_kv_bytes(w, "path", path);
 	jw_kv_str(w, "name", name);
 	jw_obj_end(w);
 	jw_free(w);

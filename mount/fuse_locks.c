@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
+#include "filer/entry_json.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -236,7 +237,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 	json_w *w;
 	char *path = NULL;
 	yajl_val v = NULL;
-	const char *key = NULL;
+	char *key = NULL;
 	uint64_t held;
 	int rc = 0;
 
@@ -245,7 +246,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 	w = jw_new(&body, false);
 	jw_obj_begin(w);
 	if (e->key) {
-		jw_kv_str(w, "key", e->key);
+		entry_json_kv_bytes(w, "key", e->key);
 	} else {
 		path = itable_path(m->it, e->ino);
 		if (!path) {
@@ -253,7 +254,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 			jw_free(w);
 			goto out;
 		}
-		jw_kv_str(w, "path", path);
+		entry_json_kv_bytes(w, "path", path);
 	}
 	jw_kv_u64(w, "session", session_id(m));
 	jw_kv_u64(w, "owner", r->owner);
@@ -268,13 +269,15 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 	if (rc)
 		goto out;
 	v = json_parse(resp.data, resp.len, NULL, 0);
-	if (!v || !json_get_str(v, "key", &key)) {
+	if (!v || !entry_json_get_bytes(v, "key", FILER_PATH_MAX + 64, &key) || !key) {
 		rc = EIO;
 		goto out;
 	}
 	if (!get && json_get_u64(v, "held", &held)) {
-		if (!e->key)
-			e->key = xstrdup(key);
+		if (!e->key) {
+			e->key = key;
+			key = NULL;
+		}
 		pthread_mutex_lock(&g.mu);
 		e->held = (size_t)held;
 		pthread_mutex_unlock(&g.mu);
@@ -294,6 +297,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 out:
 	if (v)
 		yajl_tree_free(v);
+	free(key);
 	free(path);
 	buf_free(&body);
 	buf_free(&resp);

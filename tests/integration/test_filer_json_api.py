@@ -50,6 +50,54 @@ def exists(f, path):
     return r.status_code == 200
 
 
+def b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def test_names_that_are_not_utf8(mini_filer):
+    """Paths, names and symlink targets are bytes: a client sends <field>B64 for bytes
+    that are not UTF-8, and answers carry fullPathB64/nameB64 (fullPath shows U+FFFD)."""
+    f = mini_filer
+    mkdir(f, "/nb")
+    name = b"caf\xe9-\xff"  # Latin-1, not UTF-8
+    path = b"/nb/" + name
+    e = ok(f, "create", {"entry": {"pathB64": b64(path), "mode": S_IFREG | 0o644,
+                                   "content": b64(b"latin")}})
+    assert base64.b64decode(e["fullPathB64"]) == path
+    assert base64.b64decode(e["nameB64"]) == name
+    assert e["fullPath"] == "/nb/caf\ufffd-\ufffd" and e["name"] == "caf\ufffd-\ufffd"
+    assert base64.b64decode(ok(f, "lookup", {"pathB64": b64(path)})["fullPathB64"]) == path
+    err(f, "lookup", {"path": "/nb/caf\ufffd-\ufffd"}, 404, "ENOENT")  # not the same name
+    # a listing, paged from a byte start name
+    mkfile(f, "/nb/a")
+    page = ok(f, "list", {"dir": "/nb", "limit": 1})
+    assert [x["name"] for x in page["entries"]] == ["a"] and page["more"]
+    page = ok(f, "list", {"dir": "/nb", "startName": "a", "limit": 10})
+    assert [base64.b64decode(x["nameB64"]) for x in page["entries"]] == [name]
+    assert base64.b64decode(page["lastNameB64"]) == name
+    page = ok(f, "list", {"dir": "/nb", "prefixB64": b64(b"caf\xe9"), "limit": 10})
+    assert len(page["entries"]) == 1
+    # rename, link and a symlink whose target is bytes too
+    to = b"/nb/\xfe"
+    ok(f, "rename", {"fromB64": b64(path), "toB64": b64(to)})
+    err(f, "lookup", {"pathB64": b64(path)}, 404, "ENOENT")
+    ok(f, "link", {"targetB64": b64(to), "newPathB64": b64(b"/nb/\xfd")})
+    ln = ok(f, "create", {"entry": {"path": "/nb/sym", "mode": S_IFLNK | 0o777,
+                                    "symlinkTargetB64": b64(b"../\xff")}})
+    assert base64.b64decode(ln["symlinkTargetB64"]) == b"../\xff"
+    # the SeaweedFS-style HTTP API reaches the same bytes through percent-encoding
+    r = requests.get(f.u("/nb/%FE"), timeout=10)
+    assert r.status_code == 200 and r.content == b"latin"
+    # bad forms: both fields, bad base64, a NUL byte, a name too long
+    for body in ({"path": "/nb/a", "pathB64": b64(b"/nb/a")}, {"pathB64": "***"},
+                 {"pathB64": b64(b"/nb/a\x00b")}, {"pathB64": b64(b"/nb/" + b"\xff" * 256)},
+                 {"pathB64": 5}):
+        err(f, "lookup", body, 400, "EINVAL")
+    ok(f, "delete", {"pathB64": b64(to)})
+    err(f, "lookup", {"pathB64": b64(to)}, 404, "ENOENT")
+    assert ok(f, "lookup", {"pathB64": b64(b"/nb/\xfd")})["nlink"] == 1
+
+
 # ---- lookup, list, create ----------------------------------------------------
 
 

@@ -146,3 +146,35 @@ def test_own_changes_are_not_streamed_back(two_mounts):
     assert seen["signed"] == [d + "/theirs", d + "/done"]
     assert d + "/mine" in seen["all"] and d + "/mine2" in seen["all"]
     assert seen["all"][-2:] == [d + "/theirs", d + "/done"]
+
+
+def test_names_that_are_not_utf8(two_mounts):
+    """Names are bytes, as on a local file system: Latin-1 and stray bytes work through
+    the mount (create, list, rename, symlink targets, hard links) and reach the other
+    mount through the event stream."""
+    filer, a, b = two_mounts
+    top = os.fsencode(a.p("bytes%d" % time.monotonic_ns()))
+    other = os.fsencode(b.p(os.path.basename(os.fsdecode(top))))
+    os.mkdir(top)
+    os.mkdir(top + b"/r\xe9pertoire")
+    name = top + b"/r\xe9pertoire/caf\xe9-\xff.txt"
+    with open(name, "wb") as f:
+        f.write(b"latin-1 name")
+    os.symlink(b"caf\xe9-\xff.txt", top + b"/r\xe9pertoire/\xfe-link")
+    os.link(name, top + b"/r\xe9pertoire/hard-\xfd")
+    assert sorted(os.listdir(top + b"/r\xe9pertoire")) == sorted(
+        [b"caf\xe9-\xff.txt", b"\xfe-link", b"hard-\xfd"])
+    assert os.stat(name).st_nlink == 2
+    within(lambda: read_or_none(other + b"/r\xe9pertoire/\xfe-link") == b"latin-1 name",
+           "a byte-named file and symlink in the other mount")
+    assert os.readlink(other + b"/r\xe9pertoire/\xfe-link") == b"caf\xe9-\xff.txt"
+    os.rename(name, top + b"/r\xe9pertoire/\xe0")
+    within(lambda: sorted(os.listdir(other + b"/r\xe9pertoire")) == sorted(
+        [b"\xe0", b"\xfe-link", b"hard-\xfd"]), "the rename in the other mount")
+    # the filer's HTTP API reaches the same bytes through percent-encoding
+    url = "/%s/r%%E9pertoire/%%E0" % os.path.basename(os.fsdecode(top))
+    assert filer.get(url).content == b"latin-1 name"
+    for n in (b"\xe0", b"\xfe-link", b"hard-\xfd"):
+        os.unlink(top + b"/r\xe9pertoire/" + n)
+    os.rmdir(top + b"/r\xe9pertoire")
+    within(lambda: not os.path.exists(other + b"/r\xe9pertoire"), "the removal")

@@ -274,10 +274,7 @@ def _check_alive(mounts):
 # Checks the mount fails on purpose, each a documented difference from a local file system
 # (docs/mount.md, "Differences from a local file system"). The test fails on any other
 # failure, and also when one of these starts passing, so the list can only shrink.
-KNOWN_MOUNT_GAPS = {
-    # the filer's API is JSON: names must be valid UTF-8 (EINVAL otherwise)
-    "misc: name containing a byte 0xff",
-}
+KNOWN_MOUNT_GAPS = set()
 
 
 def _failed_checks(stdout):
