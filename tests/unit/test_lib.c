@@ -170,6 +170,23 @@ static void test_utf8(void)
 	       "past U+10FFFF refused");
 	is_int(utf8_decode((const unsigned char *)"\xe2\x82", 2, NULL), 0, "truncated refused");
 	is_int(utf8_decode((const unsigned char *)"\x80", 1, NULL), 0, "lone continuation refused");
+	ok(utf8_valid("caf\xc3\xa9", 5) && utf8_valid("", 0), "valid strings");
+	ok(!utf8_valid("caf\xe9", 4) && !utf8_valid("a\xe2\x82", 3), "invalid strings");
+	{
+		/* the JSON writer never emits invalid UTF-8: a bad byte becomes U+FFFD */
+		buf b = BUF_INIT;
+		json_w *w = jw_new(&b, false);
+		jw_strn(w,
+			"a\xff"
+			"b\xc3\xa9\xe2\x82",
+			7);
+		jw_free(w);
+		is_str(b.data,
+		       "\"a\xef\xbf\xbd"
+		       "b\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\"",
+		       "bad bytes written as U+FFFD");
+		buf_free(&b);
+	}
 }
 
 static int pool_counter;
