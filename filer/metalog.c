@@ -14,12 +14,23 @@
 #include "log.h"
 #include "util.h"
 
+/*
+ * A cursor's thread while it reads and sleeps in metalog_wait: listed so that
+ * a commit wakes exactly the waiters that may have something to read (a
+ * commit signed with a waiter's skip_sig leaves that waiter asleep).
+ */
+struct waiter {
+	struct waiter *next; /* protected by m->mu */
+	pthread_cond_t cv;
+	int32_t skip_sig;
+	bool woken; /* protected by m->mu: a relevant notification came since registering */
+};
+
 struct metalog {
 	struct filer_store *store;
 	struct metalog_opts opts;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* broadcast when seq changes or on shutdown */
-	uint64_t seq;           /* bumped on every notification; protected by mu */
+	struct waiter *waiters; /* protected by mu */
 	bool stopping;          /* protected by mu */
 	bool poller_stop;       /* protected by mu */
 	pthread_cond_t poll_cv; /* wakes the poller early to stop */
@@ -31,7 +42,7 @@ struct metalog_cursor {
 	struct metalog *m;
 	char *prefix;
 	int64_t pos;
-	int32_t skip_sig;
+	struct waiter w;
 };
 
 void metalog_opts_default(struct metalog_opts *o)
@@ -54,11 +65,16 @@ static struct timespec deadline_in(int64_t ms)
 	return ts;
 }
 
-static void bump(struct metalog *m)
+/* Wakes the waiters that do not skip sig (all of them for sig 0). */
+static void bump(struct metalog *m, int32_t sig)
 {
 	pthread_mutex_lock(&m->mu);
-	m->seq++;
-	pthread_cond_broadcast(&m->cv);
+	for (struct waiter *w = m->waiters; w; w = w->next) {
+		if (sig && w->skip_sig == sig)
+			continue;
+		w->woken = true;
+		pthread_cond_signal(&w->cv);
+	}
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -72,7 +88,7 @@ static void *poller_main(void *arg)
 		pthread_mutex_unlock(&m->mu);
 		if (filer_store_event_clock(m->store, &clock) == WFS_OK && clock != last) {
 			if (last != -1)
-				bump(m);
+				bump(m, 0);
 			last = clock;
 		}
 		pthread_mutex_lock(&m->mu);
@@ -97,7 +113,6 @@ struct metalog *metalog_new(struct filer_store *s, const struct metalog_opts *op
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cv, &ca);
 	pthread_cond_init(&m->poll_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if (m->opts.poll_ms > 0) {
@@ -112,7 +127,8 @@ void metalog_shutdown(struct metalog *m)
 {
 	pthread_mutex_lock(&m->mu);
 	m->stopping = true;
-	pthread_cond_broadcast(&m->cv);
+	for (struct waiter *w = m->waiters; w; w = w->next)
+		pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -127,7 +143,6 @@ void metalog_free(struct metalog *m)
 		pthread_mutex_unlock(&m->mu);
 		pthread_join(m->poller, NULL);
 	}
-	pthread_cond_destroy(&m->cv);
 	pthread_cond_destroy(&m->poll_cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
@@ -141,19 +156,25 @@ wfs_err metalog_append(struct metalog *m, struct filer_tx *tx, const struct file
 
 wfs_err metalog_commit(struct metalog *m, struct filer_tx *tx)
 {
+	int32_t sig = filer_store_tx_signature(tx); /* tx is gone after the commit */
 	wfs_err err = filer_store_commit(tx);
 	if (!err)
-		bump(m);
+		bump(m, sig);
 	return err;
 }
 
-void metalog_notify(struct metalog *m) { bump(m); }
+void metalog_notify(struct metalog *m) { bump(m, 0); }
 
 struct metalog_cursor *metalog_subscribe(struct metalog *m, const char *prefix, int64_t since_ns,
 					 int32_t skip_sig)
 {
 	struct metalog_cursor *c = xcalloc(1, sizeof(*c));
-	c->skip_sig = skip_sig;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->w.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	c->w.skip_sig = skip_sig;
 	c->m = m;
 	c->prefix = prefix ? xstrdup(prefix) : NULL;
 	c->pos = since_ns < 0 ? 0 : since_ns;
@@ -164,6 +185,7 @@ void metalog_cursor_free(struct metalog_cursor *c)
 {
 	if (!c)
 		return;
+	pthread_cond_destroy(&c->w.cv);
 	free(c->prefix);
 	free(c);
 }
@@ -192,32 +214,37 @@ wfs_err metalog_wait(struct metalog_cursor *c, int timeout_ms, filer_event_fn fn
 	wfs_err err = WFS_OK;
 
 	for (;;) {
-		uint64_t seq;
+		struct waiter *w = &c->w, **pp;
 		int64_t next;
+		bool more;
+		/* listed before the read: a relevant notification from here on makes us read again
+		 */
 		pthread_mutex_lock(&m->mu);
-		seq = m->seq;
 		if (m->stopping)
 			err = WFS_EUNAVAIL;
+		w->woken = false;
+		w->next = m->waiters;
+		m->waiters = w;
 		pthread_mutex_unlock(&m->mu);
-		if (err)
-			break;
-		/* read after sampling seq: a notification from here on makes us read again */
-		err = filer_store_read_events(m->store, c->pos, c->prefix, c->skip_sig,
-					      m->opts.batch, deliver_one, &d, &next);
-		c->pos = next;
-		if (err || d.n)
-			break;
+		if (!err) {
+			err = filer_store_read_events(m->store, c->pos, c->prefix, w->skip_sig,
+						      m->opts.batch, deliver_one, &d, &next);
+			c->pos = next;
+		}
 		pthread_mutex_lock(&m->mu);
-		while (m->seq == seq && !m->stopping && timeout_ms != 0) {
-			int rc = timeout_ms < 0 ? pthread_cond_wait(&m->cv, &m->mu)
-						: pthread_cond_timedwait(&m->cv, &m->mu, &dl);
+		while (!err && !d.n && !w->woken && !m->stopping && timeout_ms != 0) {
+			int rc = timeout_ms < 0 ? pthread_cond_wait(&w->cv, &m->mu)
+						: pthread_cond_timedwait(&w->cv, &m->mu, &dl);
 			if (rc == ETIMEDOUT)
 				break;
 		}
-		bool more = m->seq != seq || m->stopping;
+		more = w->woken || m->stopping;
+		for (pp = &m->waiters; *pp != w; pp = &(*pp)->next)
+			;
+		*pp = w->next;
 		pthread_mutex_unlock(&m->mu);
-		if (!more)
-			break; /* timed out with nothing new */
+		if (err || d.n || !more)
+			break; /* delivered, failed, or timed out with nothing new */
 	}
 	if (n)
 		*n = d.n;

@@ -7,10 +7,12 @@
  * filer_store_read_events); this module only decides when to read it. A
  * subscriber's cursor holds its resume token (the last ts delivered or
  * passed over). metalog_wait reads the store from the token; when nothing is
- * there it sleeps on a condition variable that is broadcast (1) right after a
+ * there it sleeps on its own condition variable, signalled (1) right after a
  * local transaction holding events commits (metalog_commit / metalog_notify),
- * and (2) by one poller thread per metalog that reads the store's event clock
- * every poll interval and broadcasts when it moved: that is how events
+ * unless the transaction was signed with the signature the cursor skips (its
+ * events would be left out anyway: a client's own changes wake nothing), and
+ * (2) by one poller thread per metalog that reads the store's event clock
+ * every poll interval and wakes everyone when it moved: that is how events
  * appended by other filers sharing the database arrive. So subscribers cost
  * nothing while idle, and one cheap query per interval serves all of them.
  */

@@ -503,6 +503,7 @@ static bool read_row(void *arg, const struct filer_event_row *r)
 }
 
 void filer_store_tx_sign(struct filer_tx *tx, int32_t sig) { tx->sig = sig; }
+int32_t filer_store_tx_signature(const struct filer_tx *tx) { return tx->sig; }
 
 wfs_err filer_store_read_events(struct filer_store *s, int64_t since_ns, const char *prefix,
 				int32_t skip_sig, size_t limit, filer_event_fn fn, void *ctx,

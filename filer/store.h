@@ -176,6 +176,8 @@ wfs_err filer_store_append_event(struct filer_store *s, struct filer_tx *tx,
  * The thread holding tx.
  */
 void filer_store_tx_sign(struct filer_tx *tx, int32_t sig);
+/* tx's signature (0: unsigned). */
+int32_t filer_store_tx_signature(const struct filer_tx *tx);
 
 /* Receives one event and takes ownership of it. Return false to stop early. */
 typedef bool (*filer_event_fn)(void *ctx, struct filer_event *ev);

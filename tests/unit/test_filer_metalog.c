@@ -31,13 +31,18 @@ static struct filer_entry *mk(const char *dir, const char *name)
 	return e;
 }
 
-/* insert + event in one transaction, committed through metalog m (which wakes its waiters) */
-static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir, const char *name)
+/*
+ * insert + event in one transaction signed sig, committed through metalog m
+ * (which wakes its waiters)
+ */
+static wfs_err create_signed(struct metalog *m, struct filer_store *s, const char *dir,
+			     const char *name, int32_t sig)
 {
 	struct filer_tx *tx;
 	struct filer_entry *e = mk(dir, name);
 	wfs_err err = filer_store_begin(s, &tx);
 	if (!err) {
+		filer_store_tx_sign(tx, sig);
 		err = filer_store_insert(s, tx, e);
 		if (!err)
 			err = metalog_append(m, tx, NULL, e, NULL);
@@ -48,6 +53,11 @@ static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir,
 	}
 	filer_entry_free(e);
 	return err;
+}
+
+static wfs_err create(struct metalog *m, struct filer_store *s, const char *dir, const char *name)
+{
+	return create_signed(m, s, dir, name, 0);
 }
 
 struct waiter {
@@ -75,6 +85,42 @@ static void *wait_thread(void *arg)
 	struct waiter *w = arg;
 	w->err = metalog_wait(w->c, w->timeout_ms, take_first, w, &w->n);
 	return NULL;
+}
+
+/*
+ * A cursor that skips signature 9 sleeps through a commit signed 9 (its
+ * event is left out) and wakes at once for the next unsigned one.
+ */
+static void test_signed_wake(void)
+{
+	struct metalog_opts o;
+	struct metalog *m;
+	struct waiter w = {0};
+	pthread_t th;
+	int64_t clock;
+	uint64_t t_commit;
+	char *d = xasprintf("%s/signed", root);
+
+	metalog_opts_default(&o);
+	o.poll_ms = 0;
+	m = metalog_new(st, &o);
+	filer_store_event_clock(st, &clock);
+	w.c = metalog_subscribe(m, d, clock, 9);
+	w.timeout_ms = 5000;
+	pthread_create(&th, NULL, wait_thread, &w);
+	usleep(50000);
+	is_int(create_signed(m, st, d, "mine", 9), WFS_OK, "a commit signed 9");
+	usleep(100000);
+	is_int(create(m, st, d, "theirs"), WFS_OK, "an unsigned commit");
+	t_commit = time_mono_ns();
+	pthread_join(th, NULL);
+	ok(w.err == WFS_OK && w.n == 1 && !strcmp(w.name, "theirs"),
+	   "the waiter got only the unsigned event");
+	ok(w.got_at && w.got_at < t_commit + 50 * MS, "woken within milliseconds of it");
+	metalog_cursor_free(w.c);
+	metalog_shutdown(m);
+	metalog_free(m);
+	free(d);
 }
 
 static void test_local_wake(void)
@@ -601,6 +647,7 @@ int main(int argc, char **argv)
 		return done_testing();
 	printf("# store %s\n", filer_store_name(st));
 	test_local_wake();
+	test_signed_wake();
 	test_other_filer();
 	test_resume();
 	test_json();
