@@ -629,12 +629,19 @@ def test_directories_nlink_one(mounted, d):  # noqa: F811
         assert os.lstat(path + "/.").st_nlink == 1
 
 
-def test_names_must_be_utf8(d):
-    bad = os.path.join(d, "bad").encode() + b"\xff"
-    expect_errno(errno.EINVAL, os.open, bad, os.O_CREAT | os.O_WRONLY, 0o644)
-    expect_errno(errno.EINVAL, os.mkdir, bad)
-    os.mkdir(os.path.join(d, "ok-\u00e9\u6f22"))
-    assert os.listdir(d) == ["ok-\u00e9\u6f22"]
+def test_names_are_bytes(d):
+    """Any bytes but '/' and NUL, as on ext4: UTF-8, Latin-1, a lone 0xff."""
+    top = os.fsencode(d)
+    for name in (b"bad\xff", b"caf\xe9", "ok-\u00e9\u6f22".encode()):
+        fd = os.open(top + b"/" + name, os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, name)
+        os.close(fd)
+    os.mkdir(top + b"/dir\xfe")
+    assert sorted(os.listdir(top)) == sorted(
+        [b"bad\xff", b"caf\xe9", "ok-\u00e9\u6f22".encode(), b"dir\xfe"])
+    with open(top + b"/caf\xe9", "rb") as f:
+        assert f.read() == b"caf\xe9"
+    expect_errno(errno.ENAMETOOLONG, os.mkdir, top + b"/" + b"\xff" * 256)
 
 
 def test_statfs_figures(mounted, d):  # noqa: F811
