@@ -79,7 +79,7 @@
 #include "mount/buf_pool.h"
 #include "mount/chunk_cache.h"
 #include "mount/file_data.h"
-#include "mount/filer_rpc.h"
+#include "client/filer_rpc.h"
 #include "util.h"
 
 #define SMALL_CHUNK       (1u << 20) /* chunks up to this are always fetched whole */

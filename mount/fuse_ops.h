@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "file_data.h"
-#include "filer_rpc.h"
+#include "client/filer_rpc.h"
 #include "inode_table.h"
 
 struct fh;

@@ -9,7 +9,7 @@
 #define WEEDFS_MOUNT_FUSE_OPS_INT_H
 
 #include <sys/stat.h>
-#include "filer_meta.h"
+#include "client/filer_meta.h"
 #include "fuse_ops.h"
 #include "util.h"
 

@@ -3,17 +3,15 @@
 noinst_LIBRARIES += mount/libmount.a
 mount_libmount_a_SOURCES = \
 	mount/inode_table.c mount/inode_table.h \
-	mount/filer_meta.c mount/filer_meta.h \
 	mount/fuse_ops.c mount/fuse_ops.h mount/fuse_ops_int.h \
 	mount/fuse_names.c mount/fuse_data.c mount/fuse_attrs.c \
 	mount/fuse_locks.c mount/fuse_locks.h \
 	mount/meta_follower.c mount/meta_follower.h \
-	mount/filer_rpc.c mount/filer_rpc.h \
 	mount/file_data.c mount/file_data.h \
 	mount/chunk_cache.c mount/chunk_cache.h \
 	mount/buf_pool.c mount/buf_pool.h
 mount_libmount_a_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
-MOUNT_LDADD = mount/libmount.a filer/libfiler.a server/libcommon.a lib/libweedfs.a \
+MOUNT_LDADD = mount/libmount.a client/libclient.a filer/libfiler.a server/libcommon.a lib/libweedfs.a \
 	$(FUSE3_LIBS) $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) -lpthread
 
 bin_PROGRAMS += weedfs-mount

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "filer_meta.h"
+#include "client/filer_meta.h"
 #include "flags.h"
 #include "fuse_locks.h"
 #include "fuse_ops.h"

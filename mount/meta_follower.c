@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "filer_meta.h"
+#include "client/filer_meta.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"

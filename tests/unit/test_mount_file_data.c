@@ -21,7 +21,7 @@
 #include "json.h"
 #include "log.h"
 #include "mount/file_data.h"
-#include "mount/filer_rpc.h"
+#include "client/filer_rpc.h"
 #include "tap.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "http_client.h"
 #include "log.h"
-#include "mount/filer_rpc.h"
+#include "client/filer_rpc.h"
 #include "tap.h"
 #include "util.h"
 

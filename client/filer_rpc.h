@@ -1,7 +1,8 @@
 /*
- * The mount's client of the filer's JSON entry API (docs/api-filer-json.md):
- * one call is POST /.api/v1/<op> with a JSON body, answered with JSON or with
- * {"error", "code"}, which becomes an errno.
+ * The client of the filer's JSON entry API (docs/api-filer-json.md) that
+ * weedfs-mount and the gateways share: one call is POST /.api/v1/<op> with a
+ * JSON body, answered with JSON or with {"error", "code"}, which becomes an
+ * errno.
  *
  * Retries: an unreachable filer or a 503 is retried with exponential back-off
  * (50 ms doubling up to 2 s) until the budget runs out, then EIO. Operations
@@ -11,8 +12,8 @@
  *
  * Thread-safe: libcurl, one handle per thread (lib/http_client.h).
  */
-#ifndef WEEDFS_MOUNT_FILER_RPC_H
-#define WEEDFS_MOUNT_FILER_RPC_H
+#ifndef WEEDFS_CLIENT_FILER_RPC_H
+#define WEEDFS_CLIENT_FILER_RPC_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,18 +1,19 @@
 /*
- * Typed calls of the filer's JSON entry API (docs/api-filer-json.md) for the
- * mount: each builds the request body, calls filer_rpc_call and decodes the
- * answer into struct filer_entry. Every function returns 0 or a positive
- * errno (filer_rpc.h's mapping) and is thread-safe.
+ * Typed calls of the filer's JSON entry API (docs/api-filer-json.md), shared
+ * by the filer's clients (weedfs-mount, the gateways): each builds the
+ * request body, calls filer_rpc_call and decodes the answer into struct
+ * filer_entry. Every function returns 0 or a positive errno (filer_rpc.h's
+ * mapping) and is thread-safe.
  */
-#ifndef WEEDFS_MOUNT_FILER_META_H
-#define WEEDFS_MOUNT_FILER_META_H
+#ifndef WEEDFS_CLIENT_FILER_META_H
+#define WEEDFS_CLIENT_FILER_META_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <yajl/yajl_tree.h>
 #include "filer/entry.h"
-#include "filer_rpc.h"
+#include "client/filer_rpc.h"
 
 /*
  * Decodes an entry object (fullPath, mode, ..., chunks; docs/filer-events.md)

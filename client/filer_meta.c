@@ -13,7 +13,7 @@
 #include <string.h>
 #include "filer/entry_json.h"
 #include "filer/filer_api_parse.h"
-#include "filer_meta.h"
+#include "client/filer_meta.h"
 #include "json.h"
 #include "util.h"
 

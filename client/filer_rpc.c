@@ -27,7 +27,7 @@
 #include "http_client.h"
 #include "json.h"
 #include "log.h"
-#include "mount/filer_rpc.h"
+#include "client/filer_rpc.h"
 #include "util.h"
 
 #define BACKOFF_FIRST_MS 50

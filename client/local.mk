@@ -1,0 +1,6 @@
+# client/local.mk: the filer's wire-protocol client (JSON entry API calls), shared by
+# weedfs-mount and the S3 gateway. It uses lib/ and the filer's entry types only.
+noinst_LIBRARIES += client/libclient.a
+client_libclient_a_SOURCES = \
+	client/filer_rpc.c client/filer_rpc.h \
+	client/filer_meta.c client/filer_meta.h
