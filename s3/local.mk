@@ -1,0 +1,10 @@
+# s3/local.mk: the S3 gateway. Each module's fragment adds its sources to libs3.a
+# and its unit tests and fuzz targets.
+noinst_LIBRARIES += s3/libs3.a
+s3_libs3_a_SOURCES = s3/s3_err.c s3/s3_err.h
+# What the gateway's unit tests and fuzz targets link.
+S3_TEST_LDADD = s3/libs3.a $(UNIT_LDADD) $(EXPAT_LIBS)
+
+include s3/sigv4.mk
+include s3/aws_chunked.mk
+include s3/xml.mk

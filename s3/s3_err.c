@@ -1,0 +1,19 @@
+/* S3 error codes (s3_err.h). */
+#include "config.h"
+#include "s3/s3_err.h"
+
+static const struct {
+	const char *code;
+	int status;
+} table[S3_ERR_COUNT] = {
+#define S3_ERR_ROW(name, code, status) [name] = {code, status},
+	S3_ERRORS(S3_ERR_ROW)
+#undef S3_ERR_ROW
+};
+
+const char *s3_err_code(enum s3_err e)
+{
+	return (unsigned)e < S3_ERR_COUNT ? table[e].code : "InternalError";
+}
+
+int s3_err_status(enum s3_err e) { return (unsigned)e < S3_ERR_COUNT ? table[e].status : 500; }
