@@ -58,22 +58,23 @@ fi
 # Python side of the integration tests. A pyenv/venv interpreter takes pip;
 # Debian's own python3 is "externally managed", so it takes Debian's packages.
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import pytest, requests' >/dev/null 2>&1; then
+if ! "$PYTHON" -c 'import pytest, requests, boto3' >/dev/null 2>&1; then
 	pybin=$(command -v "$PYTHON" || true)
 	pybin=$(readlink -f "$pybin" 2>/dev/null || echo "$pybin")
 	case "$pybin" in
 	/usr/bin/*)
-		log "installing python3-pytest python3-requests"
+		log "installing python3-pytest python3-requests python3-boto3"
 		export DEBIAN_FRONTEND=noninteractive
 		"${SUDO[@]}" apt-get update -q
-		"${SUDO[@]}" apt-get install -y -q --no-install-recommends python3-pytest python3-requests
+		"${SUDO[@]}" apt-get install -y -q --no-install-recommends python3-pytest python3-requests \
+			python3-boto3
 		;;
 	*)
-		log "installing pytest requests with $PYTHON -m pip"
-		"$PYTHON" -m pip install -q pytest requests ||
-			"$PYTHON" -m pip install -q --break-system-packages pytest requests
+		log "installing pytest requests boto3 with $PYTHON -m pip"
+		"$PYTHON" -m pip install -q pytest requests boto3 ||
+			"$PYTHON" -m pip install -q --break-system-packages pytest requests boto3
 		;;
 	esac
-	"$PYTHON" -c 'import pytest, requests'
+	"$PYTHON" -c 'import pytest, requests, boto3'
 fi
 log "done"

@@ -7,7 +7,8 @@
 #   ./contrib/quickstart.sh [DATA_DIR]      (default: build/data)
 #
 # Environment: JOBS (make -j), MASTER_PORT (9333), VOLUME_PORT (8080), FILER_PORT (8888),
-# MOUNT_DIR (build/mnt; empty = do not mount).
+# S3_PORT (8333), MOUNT_DIR (build/mnt; empty = do not mount); AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY make the S3 gateway require that key (else it is open).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,6 +19,7 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 MASTER_PORT=${MASTER_PORT:-9333}
 VOLUME_PORT=${VOLUME_PORT:-8080}
 FILER_PORT=${FILER_PORT:-8888}
+S3_PORT=${S3_PORT:-8333}
 MOUNT_DIR=${MOUNT_DIR-$ROOT/build/mnt}
 
 "$ROOT/contrib/install-deps.sh"
@@ -42,7 +44,8 @@ M=127.0.0.1:$MASTER_PORT
 cat <<MSG
 
 weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT,
-filer on 127.0.0.1:$FILER_PORT, data in $DATA${MOUNT_DIR:+,
+filer on 127.0.0.1:$FILER_PORT, S3 on 127.0.0.1:$S3_PORT (buckets so far: objects come
+next), data in $DATA${MOUNT_DIR:+,
 mounted at $MOUNT_DIR (an ordinary directory: cp, ls, git, sqlite3 all work there)}
 Try it from another terminal:
 ${MOUNT_DIR:+
@@ -52,6 +55,8 @@ ${MOUNT_DIR:+
   curl -T /etc/hostname "http://127.0.0.1:$FILER_PORT/docs/hostname"    # a file by path
   curl "http://127.0.0.1:$FILER_PORT/docs/hostname"                     # read it back
   curl -H 'Accept: application/json' "http://127.0.0.1:$FILER_PORT/docs/"   # list
+  aws --endpoint-url http://127.0.0.1:$S3_PORT --no-sign-request s3 mb s3://demo  # a bucket
+  aws --endpoint-url http://127.0.0.1:$S3_PORT --no-sign-request s3 ls            # = /buckets
 
   curl "http://$M/dir/assign"                      # -> {"fid":"3,01637037d6","url":"127.0.0.1:$VOLUME_PORT",...}
   curl -F file=@/etc/hostname "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"   # upload (use your fid)
@@ -64,4 +69,4 @@ Manual: man -l man/weedfs.1   More: docs/README.md   Stop: Ctrl-C
 
 MSG
 exec "$BUILD/weedfs" mini -dir="$DATA" -ip=127.0.0.1 -master.port="$MASTER_PORT" \
-	-volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT" "${mount_args[@]}"
+	-volume.port="$VOLUME_PORT" -filer.port="$FILER_PORT" -s3.port="$S3_PORT" "${mount_args[@]}"

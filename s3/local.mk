@@ -8,3 +8,9 @@ S3_TEST_LDADD = s3/libs3.a $(UNIT_LDADD) $(EXPAT_LIBS)
 include s3/sigv4.mk
 include s3/aws_chunked.mk
 include s3/xml.mk
+include s3/iam.mk
+
+# The gateway daemon ("weedfs s3").
+s3_libs3_a_SOURCES += s3/s3_server.c s3/s3_server.h s3/s3_int.h \
+	s3/s3_iam.c s3/s3_iam.h \
+	s3/s3_bucket.c

@@ -9,5 +9,6 @@ weedfs_SOURCES = \
 	server/main.c \
 	server/mini.c server/mini.h \
 	server/benchmark.c server/benchmark.h
-weedfs_LDADD = filer/libfiler.a server/master/libmaster.a server/volume/libvolume.a \
-	server/libcommon.a lib/libweedfs.a $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS)
+weedfs_LDADD = s3/libs3.a client/libclient.a filer/libfiler.a server/master/libmaster.a server/volume/libvolume.a \
+	server/libcommon.a lib/libweedfs.a $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) \
+	$(EXPAT_LIBS)

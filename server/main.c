@@ -8,6 +8,7 @@
 #include "http_client.h"
 #include "master/master.h"
 #include "mini.h"
+#include "s3/s3_server.h"
 #include "volume/volume_server.h"
 
 static int version_main(int argc, char **argv);
@@ -21,6 +22,7 @@ static const struct command {
 	{"master", master_main, "run the master: volume placement and file ids (port 9333)"},
 	{"volume", volume_main, "run a volume server: stores needles in volumes (port 8080)"},
 	{"filer", filer_main, "run a filer: directories and files over volumes (port 8888)"},
+	{"s3", s3_main, "run an S3 gateway over a filer (port 8333)"},
 	{"mini", mini_main, "run a master, a volume server and a filer in one process"},
 	{"benchmark", benchmark_main, "write then read many small files and print figures"},
 	{"version", version_main, "print the version"},

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "daemon.h"
 #include "filer/filer.h"
+#include "s3/s3_server.h"
 #include "log.h"
 #include "master/master.h"
 #include "mini.h"
@@ -97,17 +98,57 @@ static void mount_stop(pid_t pid)
 	waitpid(pid, &status, 0);
 }
 
+/* "ip:port" in a static buffer (for the ready line). */
+static const char *mini_s3_url(const char *ip, int port)
+{
+	static char url[300];
+	snprintf(url, sizeof(url), "%s:%d", ip, port);
+	return url;
+}
+
+/*
+ * Starts the S3 gateway over the filer: identities from config, plus an admin
+ * one from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the buckets named in
+ * S3_BUCKET (comma list) made now. NULL on failure (logged).
+ */
+static struct s3_gateway *mini_s3_start(const char *ip, int port, int fport, const char *config)
+{
+	struct s3_opts so;
+	struct s3_gateway *g;
+	char *filer = xasprintf("%s:%d", ip, fport);
+	const char *buckets = getenv("S3_BUCKET");
+	wfs_err err;
+
+	s3_opts_default(&so);
+	so.ip = ip;
+	so.port = port;
+	so.filer = filer;
+	so.config = config;
+	so.admin_access_key = getenv("AWS_ACCESS_KEY_ID");
+	so.admin_secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	g = s3_start(&so, &err);
+	if (!g)
+		log_error("could not start the S3 gateway: %s", wfs_strerror(err));
+	else if (buckets && *buckets && s3_make_buckets(g, buckets))
+		log_warn("S3_BUCKET: some buckets could not be made (see above)");
+	free(filer);
+	return g;
+}
+
 static const char mini_summary[] =
-	"Runs a master, a volume server and a filer in one process: a one-node cluster\n"
+	"Runs a master, a volume server, a filer and an S3 gateway in one process: a one-node "
+	"cluster\n"
 	"for development, tests and small deployments. Master metadata goes to\n"
 	"DIR/master, volumes to DIR/volume and the filer's SQLite store to DIR/filer.";
 
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
-	const char *mount_dir = NULL;
+	const char *mount_dir = NULL, *s3_config = NULL;
 	pid_t mount_pid = 0;
+	bool s3_on = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
+	int s3port = 8333;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
@@ -124,6 +165,11 @@ int mini_main(int argc, char **argv)
 		{"pulseSeconds", FLAG_INT, &pulse, "heartbeat interval"},
 		{"mount.dir", FLAG_STRING, &mount_dir,
 		 "also mount the filer at this directory (weedfs-mount)"},
+		{"s3", FLAG_BOOL, &s3_on, "serve S3 over the filer (-s3=false: do not)"},
+		{"s3.port", FLAG_INT, &s3port, "S3 port"},
+		{"s3.config", FLAG_STRING, &s3_config,
+		 "S3 identities file (weedfs-s3(1)); AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+		 "in the environment add an admin identity, S3_BUCKET (comma list) buckets"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -132,6 +178,7 @@ int mini_main(int argc, char **argv)
 	struct volume_server *vs = NULL;
 	struct filer_opts fo;
 	struct filer *fl = NULL;
+	struct s3_gateway *gw = NULL;
 	char *filer_dir = NULL;
 	char *master_dir = NULL, *volume_dir = NULL, *mserver = NULL, max[16];
 	sigset_t stop;
@@ -195,9 +242,16 @@ int mini_main(int argc, char **argv)
 		log_error("could not start the filer: %s", wfs_strerror(err));
 		goto out;
 	}
+	if (s3_on) {
+		gw = mini_s3_start(ip, s3port, filer_port(fl), s3_config);
+		if (!gw)
+			goto out;
+	}
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
-		 "filer http://%s:%d, data in %s",
-		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl), dir);
+		 "filer http://%s:%d, %s%s%sdata in %s",
+		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl),
+		 gw ? "S3 http://" : "", gw ? mini_s3_url(ip, s3_port(gw)) : "", gw ? ", " : "",
+		 dir);
 	if (mount_dir && *mount_dir) {
 		mount_pid = mount_spawn(mount_dir, ip, filer_port(fl), level);
 		if (!mount_pid)
@@ -209,6 +263,7 @@ int mini_main(int argc, char **argv)
 out:
 	/* the mount first: it commits its dirty data through the filer */
 	mount_stop(mount_pid);
+	s3_stop(gw);
 	/* The filer first (it uses both), then the volume server, so its last heartbeat
 	 * still finds the master. */
 	filer_stop(fl);

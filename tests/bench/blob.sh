@@ -157,7 +157,8 @@ start_servers() {
 	vport=$(free_port)
 	if [[ $MODE == mini ]]; then
 		"$weedfs" mini -dir="$dir" -ip=127.0.0.1 -master.port="$mport" -volume.port="$vport" \
-			-volume.max="$VOLUME_MAX" >"$dir/mini.log" 2>&1 &
+			-volume.max="$VOLUME_MAX" -filer.port="$(free_port)" -s3=false \
+			>"$dir/mini.log" 2>&1 &
 		mpid=$!
 		vpid=$mpid
 		pids+=("$mpid")

@@ -147,7 +147,8 @@ remount() {
 # ---- the cluster ---------------------------------------------------------------------
 mport=$(free_port); vport=$(free_port); fport=$(free_port)
 "$bdir/weedfs" mini -dir="$tmp/mini" -ip=127.0.0.1 -master.port="$mport" \
-	-volume.port="$vport" -filer.port="$fport" -mount.dir="$mnt" -v=warn >"$tmp/mini.log" 2>&1 &
+	-volume.port="$vport" -filer.port="$fport" -s3=false -mount.dir="$mnt" -v=warn \
+	>"$tmp/mini.log" 2>&1 &
 mini_pid=$!
 wait_mounted
 for _ in $(seq 100); do

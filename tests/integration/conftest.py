@@ -257,7 +257,7 @@ class Cluster:
         return d
 
     def mini(self, extra=()):
-        mport, vport, fport = free_port(), free_port(), free_port()
+        mport, vport, fport, sport = free_port(), free_port(), free_port(), free_port()
         d = self._dir("mini")
         args = [
             "mini",
@@ -266,10 +266,11 @@ class Cluster:
             "-master.port=%d" % mport,
             "-volume.port=%d" % vport,
             "-filer.port=%d" % fport,
+            "-s3.port=%d" % sport,
         ] + list(extra)
         m = Daemon("mini-%d" % mport, args, d, "127.0.0.1:%d" % mport,
                    extra_urls=["127.0.0.1:%d" % vport, "127.0.0.1:%d" % fport])
-        m.port, m.volume_port, m.filer_port, m.dir = mport, vport, fport, d
+        m.port, m.volume_port, m.filer_port, m.s3_port, m.dir = mport, vport, fport, sport, d
         self.daemons.append(m)
         return m.start()
 

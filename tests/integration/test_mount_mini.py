@@ -17,6 +17,7 @@ def test_mini_mounts_and_unmounts(tmp_path):
     fport = free_port()
     args = ["mini", "-dir=%s" % d, "-ip=127.0.0.1", "-master.port=%d" % free_port(),
             "-volume.port=%d" % free_port(), "-filer.port=%d" % fport, "-pulseSeconds=1",
+            "-s3.port=%d" % free_port(),
             "-mount.dir=%s" % mnt]
     mini = Daemon("mini-mount", args, tmp_path, "127.0.0.1:%d" % fport)
     try:

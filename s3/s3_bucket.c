@@ -1,0 +1,193 @@
+/*
+ * Bucket operations: list, create, delete, head, location. A bucket is the
+ * filer directory /buckets/<name> (docs/s3-gateway.md). Workers only.
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "client/filer_meta.h"
+#include "s3/s3_int.h"
+#include "util.h"
+
+#define LIST_PAGE 1000
+
+bool s3_bucket_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	bool digits_and_dots = true;
+	if (n < 3 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		if (!alnum && c != '.' && c != '-')
+			return false;
+		if ((i == 0 || i == n - 1) && !alnum)
+			return false;
+		if (c == '.' && name[i + 1] == '.')
+			return false;
+		if (!(c >= '0' && c <= '9') && c != '.')
+			digits_and_dots = false;
+	}
+	/* not formatted as an IP address; reserved prefixes and suffixes */
+	return !digits_and_dots && strncmp(name, "xn--", 4) && strncmp(name, "sthree-", 7) &&
+	       (n < 8 || strcmp(name + n - 8, "-s3alias")) &&
+	       (n < 6 || strcmp(name + n - 6, "--ol-s3"));
+}
+
+/* ISO 8601 in UTC with milliseconds, as S3 writes dates in XML. */
+static void iso_time(int64_t ns, char out[32])
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n;
+	gmtime_r(&t, &tm);
+	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 32 - n, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
+static void owner(struct s3_req *r, xml_w *w)
+{
+	const char *name = r->who ? s3_identity_name(r->who) : "anonymous";
+	xml_open(w, "Owner");
+	xml_elem(w, "ID", name);
+	xml_elem(w, "DisplayName", name);
+	xml_close(w);
+}
+
+void s3_list_buckets(struct s3_req *r)
+{
+	struct filer_meta_page pg;
+	char *start = NULL;
+	xml_w *w = xml_w_new(&r->body);
+	int e;
+
+	xml_open_s3(w, "ListAllMyBucketsResult");
+	owner(r, w);
+	xml_open(w, "Buckets");
+	do {
+		e = filer_meta_list(r->g->filer, S3_BUCKETS_DIR, start, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (e == ENOENT) { /* no bucket was ever made */
+			e = 0;
+			break;
+		}
+		if (e)
+			break;
+		for (size_t i = 0; i < pg.n; i++) {
+			const struct filer_entry *b = pg.entries[i];
+			char when[32];
+			if (!S_ISDIR(b->attr.mode) || !s3_bucket_name_ok(b->name))
+				continue;
+			if (r->who && !s3_identity_allows(r->who, S3_ACT_LIST, b->name) &&
+			    !s3_identity_allows(r->who, S3_ACT_READ, b->name))
+				continue; /* a bucket this identity cannot touch stays unlisted */
+			iso_time(b->attr.crtime_ns ? b->attr.crtime_ns : b->attr.mtime_ns, when);
+			xml_open(w, "Bucket");
+			xml_elem(w, "Name", b->name);
+			xml_elem(w, "CreationDate", when);
+			xml_close(w);
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	} while (start);
+	if (e) {
+		xml_w_free(w);
+		s3_filer_error(r, e, "listing the buckets");
+		return;
+	}
+	s3_xml_ok(r, w);
+}
+
+int s3_bucket_make(struct s3_gateway *g, const char *bucket)
+{
+	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true};
+	char *path = s3_bucket_path(bucket);
+	int e = filer_meta_create(g->filer, path, &n, NULL);
+
+	if (e == ENOENT) { /* the first bucket: make /buckets, then retry */
+		int e2 = filer_meta_create(g->filer, S3_BUCKETS_DIR, &n, NULL);
+		if (!e2 || e2 == EEXIST)
+			e = filer_meta_create(g->filer, path, &n, NULL);
+	}
+	free(path);
+	return e;
+}
+
+void s3_create_bucket(struct s3_req *r)
+{
+	int e = s3_bucket_make(r->g, r->bucket);
+
+	if (e == EEXIST) {
+		s3_error(r, S3_BUCKET_OWNED,
+			 "Your previous request to create the named bucket succeeded and you "
+			 "already own it.");
+	} else if (e) {
+		s3_filer_error(r, e, "creating the bucket");
+	} else {
+		char *loc = xasprintf("/%s", r->bucket);
+		s3_header(r, "Location", loc);
+		free(loc);
+		r->status = 200;
+	}
+}
+
+void s3_delete_bucket(struct s3_req *r)
+{
+	char *path = s3_bucket_path(r->bucket);
+	int e = filer_meta_delete(r->g->filer, path, false);
+
+	if (e == ENOENT)
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
+	else if (e == ENOTEMPTY)
+		s3_error(r, S3_BUCKET_NOT_EMPTY, "The bucket you tried to delete is not empty");
+	else if (e)
+		s3_filer_error(r, e, "deleting the bucket");
+	else
+		r->status = 204;
+	free(path);
+}
+
+/* Looks the bucket up: true if it exists (else r holds the error answer). */
+static bool bucket_exists(struct s3_req *r)
+{
+	char *path = s3_bucket_path(r->bucket);
+	struct filer_entry *e = NULL;
+	int rc = filer_meta_lookup(r->g->filer, path, &e);
+	bool ok = !rc && S_ISDIR(e->attr.mode);
+
+	if (!ok && (rc == ENOENT || !rc))
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
+	else if (!ok)
+		s3_filer_error(r, rc, "looking the bucket up");
+	filer_entry_free(e);
+	free(path);
+	return ok;
+}
+
+void s3_head_bucket(struct s3_req *r)
+{
+	if (!bucket_exists(r))
+		return;
+	s3_header(r, "x-amz-bucket-region", r->g->region);
+	r->status = 200;
+}
+
+void s3_bucket_location(struct s3_req *r)
+{
+	xml_w *w;
+	if (!bucket_exists(r))
+		return;
+	w = xml_w_new(&r->body);
+	xml_open_s3(w, "LocationConstraint");
+	/* us-east-1 is written as an empty constraint */
+	if (strcmp(r->g->region, "us-east-1"))
+		xml_escape(&r->body, r->g->region, strlen(r->g->region));
+	s3_xml_ok(r, w);
+}

@@ -1,0 +1,297 @@
+/*
+ * S3 identities (s3_iam.h). A handful of identities, each with a few keys:
+ * lookups scan the list, which costs nothing next to a request.
+ */
+#include "config.h"
+#include "s3/s3_iam.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "json.h"
+#include "util.h"
+
+#define IAM_FILE_MAX  (1u << 20)
+#define IAM_FIELD_MAX 256
+
+struct grant {
+	enum s3_action action;
+	char *bucket; /* NULL: every bucket; a trailing '*' matches any suffix */
+};
+
+struct s3_identity {
+	char *name;
+	char **access, **secret; /* parallel arrays of n_keys */
+	size_t n_keys;
+	struct grant *grants;
+	size_t n_grants;
+	bool admin;
+};
+
+struct s3_iam {
+	struct s3_identity *v;
+	size_t n;
+};
+
+static const char *const action_names[] = {
+	[S3_ACT_READ] = "Read",       [S3_ACT_WRITE] = "Write", [S3_ACT_LIST] = "List",
+	[S3_ACT_TAGGING] = "Tagging", [S3_ACT_ADMIN] = "Admin",
+};
+
+static bool fail(char *msg, size_t msglen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool fail(char *msg, size_t msglen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (msglen)
+		vsnprintf(msg, msglen, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static void identity_free(struct s3_identity *id)
+{
+	free(id->name);
+	for (size_t i = 0; i < id->n_keys; i++) {
+		free(id->access[i]);
+		free(id->secret[i]);
+	}
+	free(id->access);
+	free(id->secret);
+	for (size_t i = 0; i < id->n_grants; i++)
+		free(id->grants[i].bucket);
+	free(id->grants);
+}
+
+void s3_iam_free(struct s3_iam *iam)
+{
+	if (!iam)
+		return;
+	for (size_t i = 0; i < iam->n; i++)
+		identity_free(&iam->v[i]);
+	free(iam->v);
+	free(iam);
+}
+
+/* A string member of obj, present, non-empty and bounded. */
+static const char *str_field(yajl_val obj, const char *key)
+{
+	const char *s;
+	if (!json_get_str(obj, key, &s) || !*s || strlen(s) > IAM_FIELD_MAX)
+		return NULL;
+	return s;
+}
+
+static bool only_keys(yajl_val obj, const char *const *keys, const char *what, char *msg,
+		      size_t msglen)
+{
+	if (!YAJL_IS_OBJECT(obj))
+		return fail(msg, msglen, "%s must be an object", what);
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		bool ok = false;
+		for (size_t k = 0; keys[k] && !ok; k++)
+			ok = !strcmp(keys[k], obj->u.object.keys[i]);
+		if (!ok)
+			return fail(msg, msglen, "unknown field \"%.64s\" in %s",
+				    obj->u.object.keys[i], what);
+	}
+	return true;
+}
+
+static bool parse_grant(const char *s, struct s3_identity *id, char *msg, size_t msglen)
+{
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	for (size_t a = 0; a < ARRAY_LEN(action_names); a++) {
+		if (strlen(action_names[a]) != n || strncmp(action_names[a], s, n))
+			continue;
+		if (colon && !colon[1])
+			return fail(msg, msglen, "action \"%s\": empty bucket after ':'", s);
+		if (a == S3_ACT_ADMIN && !colon)
+			id->admin = true;
+		id->grants = xrealloc(id->grants, (id->n_grants + 1) * sizeof(*id->grants));
+		id->grants[id->n_grants].action = (enum s3_action)a;
+		id->grants[id->n_grants].bucket = colon ? xstrdup(colon + 1) : NULL;
+		id->n_grants++;
+		return true;
+	}
+	return fail(msg, msglen, "unknown action \"%.64s\" (Read, Write, List, Tagging, Admin)", s);
+}
+
+static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t msglen)
+{
+	static const char *const keys[] = {"name", "credentials", "actions", NULL};
+	static const char *const ckeys[] = {"accessKey", "secretKey", NULL};
+	yajl_val creds, acts;
+	const char *name;
+
+	if (!only_keys(v, keys, "an identity", msg, msglen))
+		return false;
+	if (!(name = str_field(v, "name")))
+		return fail(msg, msglen, "an identity needs a \"name\"");
+	id->name = xstrdup(name);
+	creds = json_get(v, "credentials");
+	acts = json_get(v, "actions");
+	if (!creds || !YAJL_IS_ARRAY(creds))
+		return fail(msg, msglen, "identity %s: \"credentials\" must be an array", name);
+	if (acts && !YAJL_IS_ARRAY(acts))
+		return fail(msg, msglen, "identity %s: \"actions\" must be an array", name);
+	for (size_t i = 0; i < creds->u.array.len; i++) {
+		yajl_val c = creds->u.array.values[i];
+		const char *ak, *sk;
+		if (!only_keys(c, ckeys, "a credential", msg, msglen))
+			return false;
+		if (!(ak = str_field(c, "accessKey")) || !(sk = str_field(c, "secretKey")))
+			return fail(
+				msg, msglen,
+				"identity %s: a credential needs \"accessKey\" and \"secretKey\"",
+				name);
+		id->access = xrealloc(id->access, (id->n_keys + 1) * sizeof(char *));
+		id->secret = xrealloc(id->secret, (id->n_keys + 1) * sizeof(char *));
+		id->access[id->n_keys] = xstrdup(ak);
+		id->secret[id->n_keys] = xstrdup(sk);
+		id->n_keys++;
+	}
+	for (size_t i = 0; acts && i < acts->u.array.len; i++) {
+		yajl_val a = acts->u.array.values[i];
+		if (!YAJL_IS_STRING(a))
+			return fail(msg, msglen, "identity %s: actions must be strings", name);
+		if (!parse_grant(a->u.string, id, msg, msglen))
+			return false;
+	}
+	return true;
+}
+
+struct s3_iam *s3_iam_parse(const char *text, size_t len, char *msg, size_t msglen)
+{
+	static const char *const keys[] = {"identities", NULL};
+	struct s3_iam *iam = xcalloc(1, sizeof(*iam));
+	char err[128];
+	yajl_val root, ids;
+
+	if (msglen)
+		msg[0] = '\0';
+	root = json_parse(text, len, err, sizeof(err));
+	if (!root) {
+		fail(msg, msglen, "not JSON: %s", err);
+		goto bad;
+	}
+	if (!only_keys(root, keys, "the document", msg, msglen))
+		goto bad;
+	ids = json_get(root, "identities");
+	if (ids && !YAJL_IS_ARRAY(ids)) {
+		fail(msg, msglen, "\"identities\" must be an array");
+		goto bad;
+	}
+	for (size_t i = 0; ids && i < ids->u.array.len; i++) {
+		struct s3_identity *id;
+		iam->v = xrealloc(iam->v, (iam->n + 1) * sizeof(*iam->v));
+		id = &iam->v[iam->n++];
+		memset(id, 0, sizeof(*id));
+		if (!parse_identity(ids->u.array.values[i], id, msg, msglen))
+			goto bad;
+		for (size_t k = 0; k < id->n_keys; k++) {
+			const char *unused;
+			const struct s3_identity *other =
+				s3_iam_lookup(iam, id->access[k], &unused);
+			if (other && other != id) {
+				fail(msg, msglen, "access key %s belongs to two identities",
+				     id->access[k]);
+				goto bad;
+			}
+		}
+	}
+	yajl_tree_free(root);
+	return iam;
+bad:
+	if (root)
+		yajl_tree_free(root);
+	s3_iam_free(iam);
+	return NULL;
+}
+
+struct s3_iam *s3_iam_load(const char *path, char *msg, size_t msglen)
+{
+	struct s3_iam *iam;
+	buf b = BUF_INIT;
+	char chunk[8192];
+	size_t n;
+	FILE *f;
+
+	if (!path || !*path)
+		return xcalloc(1, sizeof(struct s3_iam));
+	f = fopen(path, "r");
+	if (!f) {
+		fail(msg, msglen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= IAM_FILE_MAX)
+		buf_append(&b, chunk, n);
+	fclose(f);
+	if (b.len > IAM_FILE_MAX) {
+		buf_free(&b);
+		fail(msg, msglen, "%s: larger than %u bytes", path, IAM_FILE_MAX);
+		return NULL;
+	}
+	iam = s3_iam_parse(b.data ? b.data : "", b.len, msg, msglen);
+	buf_free(&b);
+	return iam;
+}
+
+void s3_iam_add_admin(struct s3_iam *iam, const char *name, const char *access_key,
+		      const char *secret_key)
+{
+	struct s3_identity *id;
+	iam->v = xrealloc(iam->v, (iam->n + 1) * sizeof(*iam->v));
+	id = &iam->v[iam->n++];
+	memset(id, 0, sizeof(*id));
+	id->name = xstrdup(name);
+	id->access = xmalloc(sizeof(char *));
+	id->secret = xmalloc(sizeof(char *));
+	id->access[0] = xstrdup(access_key);
+	id->secret[0] = xstrdup(secret_key);
+	id->n_keys = 1;
+	id->admin = true;
+}
+
+bool s3_iam_is_open(const struct s3_iam *iam) { return iam->n == 0; }
+
+size_t s3_iam_count(const struct s3_iam *iam) { return iam->n; }
+
+const struct s3_identity *s3_iam_lookup(const struct s3_iam *iam, const char *access_key,
+					const char **secret)
+{
+	for (size_t i = 0; i < iam->n; i++)
+		for (size_t k = 0; k < iam->v[i].n_keys; k++)
+			if (!strcmp(iam->v[i].access[k], access_key)) {
+				*secret = iam->v[i].secret[k];
+				return &iam->v[i];
+			}
+	return NULL;
+}
+
+const char *s3_identity_name(const struct s3_identity *id) { return id->name; }
+
+static bool bucket_matches(const char *pattern, const char *bucket)
+{
+	size_t n = strlen(pattern);
+	if (n && pattern[n - 1] == '*')
+		return !strncmp(pattern, bucket, n - 1);
+	return !strcmp(pattern, bucket);
+}
+
+bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const char *bucket)
+{
+	if (id->admin)
+		return true;
+	for (size_t i = 0; i < id->n_grants; i++) {
+		const struct grant *g = &id->grants[i];
+		if (g->action != a && g->action != S3_ACT_ADMIN)
+			continue;
+		if (!g->bucket || (bucket && *bucket && bucket_matches(g->bucket, bucket)))
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,467 @@
+/*
+ * The S3 gateway daemon (s3_server.h).
+ *
+ * DESIGN: requests arrive on the HTTP server's loop threads. The loop reads
+ * the head, names the bucket and key (path style: /bucket/key), authenticates
+ * (SigV4 is CPU only, so it runs right there), checks the identity's grant for
+ * the action, and hands the operation to a worker pool, because every filer
+ * call blocks (libcurl, one handle per thread). The worker builds the whole
+ * answer (status, headers, XML body) into the request and defers back to the
+ * loop, which sends it. Every answer carries x-amz-request-id; errors are S3's
+ * XML <Error> bodies. With no identity configured the gateway is open and
+ * says so loudly at start.
+ */
+#include "config.h"
+#include "s3/s3_server.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include "daemon.h"
+#include "log.h"
+#include "s3/s3_int.h"
+#include "s3/sigv4.h"
+#include "util.h"
+
+/* Request bodies the gateway reads whole (bucket configuration documents). */
+#define S3_CONFIG_BODY_MAX (64u << 10)
+
+void s3_opts_default(struct s3_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ip = "127.0.0.1";
+	o->port = 8333;
+	o->filer = "127.0.0.1:8888";
+	o->region = "us-east-1";
+}
+
+/* ---- answers ---- */
+
+void s3_header(struct s3_req *r, const char *name, const char *value)
+{
+	if (r->nh == ARRAY_LEN(r->hnames))
+		return;
+	r->hnames[r->nh] = xstrdup(name);
+	r->hvalues[r->nh] = xstrdup(value);
+	r->nh++;
+}
+
+static char *resource_of(const struct s3_req *r)
+{
+	if (!r->bucket)
+		return xstrdup("/");
+	return r->key ? xasprintf("/%s/%s", r->bucket, r->key) : xasprintf("/%s", r->bucket);
+}
+
+void s3_error(struct s3_req *r, enum s3_err e, const char *fmt, ...)
+{
+	char msg[512];
+	char *res = resource_of(r);
+	va_list ap;
+	xml_w *w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_reset(&r->body);
+	w = xml_w_new(&r->body);
+	xml_open(w, "Error");
+	xml_elem(w, "Code", s3_err_code(e));
+	xml_elem(w, "Message", msg);
+	if (r->bucket)
+		xml_elem(w, "BucketName", r->bucket);
+	if (r->key)
+		xml_elem(w, "Key", r->key);
+	xml_elem(w, "Resource", res);
+	xml_elem(w, "RequestId", r->id);
+	xml_w_free(w);
+	free(res);
+	r->status = s3_err_status(e);
+	r->ctype = "application/xml";
+}
+
+void s3_xml_ok(struct s3_req *r, xml_w *w)
+{
+	xml_w_free(w);
+	r->status = 200;
+	r->ctype = "application/xml";
+}
+
+char *s3_bucket_path(const char *bucket) { return xasprintf(S3_BUCKETS_DIR "/%s", bucket); }
+
+void s3_filer_error(struct s3_req *r, int e, const char *what)
+{
+	if (e == EAGAIN)
+		s3_error(r, S3_SERVICE_UNAVAILABLE, "%s: the filer is busy, retry", what);
+	else
+		s3_error(r, S3_INTERNAL, "%s: %s", what, strerror(e));
+}
+
+static void req_free(struct s3_req *r)
+{
+	free(r->bucket);
+	free(r->key);
+	buf_free(&r->body);
+	for (size_t i = 0; i < r->nh; i++) {
+		free(r->hnames[i]);
+		free(r->hvalues[i]);
+	}
+	free(r);
+}
+
+/* Loop thread: sends the answer and frees r. */
+static void send_answer(struct s3_req *r)
+{
+	http_req *req = r->req;
+	http_resp_header(req, "x-amz-request-id", r->id);
+	for (size_t i = 0; i < r->nh; i++)
+		http_resp_header(req, r->hnames[i], r->hvalues[i]);
+	if (r->ctype && r->body.len)
+		http_resp_header(req, "Content-Type", r->ctype);
+	http_resp_send(req, r->status, r->body.data, r->body.len);
+	req_free(r);
+}
+
+static void answer_deferred(http_req *req, void *arg)
+{
+	(void)req;
+	send_answer(arg);
+}
+
+static void work_run(void *arg)
+{
+	struct s3_req *r = arg;
+	r->run(r);
+	http_req_defer(r->req, answer_deferred, r);
+}
+
+/* Loop thread: runs fn on a worker, then answers. */
+static void submit(struct s3_req *r, void (*fn)(struct s3_req *r))
+{
+	r->run = fn;
+	pool_submit(r->g->work, work_run, r);
+}
+
+/* ---- authentication ---- */
+
+/* Loop thread: false when r got an error answer. */
+static bool authenticate(struct s3_req *r)
+{
+	struct sigv4_header hs[SIGV4_MAX_HEADERS];
+	struct sigv4_input in = {0};
+	struct sigv4_auth a;
+	const char *name, *value, *secret, *uri = http_req_uri(r->req), *q;
+	char msg[512], *raw_path;
+	bool anonymous;
+	enum s3_err e;
+	size_t n = 0;
+
+	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
+		if (n == ARRAY_LEN(hs)) {
+			s3_error(r, S3_HEADER_TOO_LARGE, "more than %d headers", SIGV4_MAX_HEADERS);
+			return false;
+		}
+		hs[n].name = name;
+		hs[n].value = value ? value : "";
+		n++;
+	}
+	q = strchr(uri, '?');
+	raw_path = q ? xstrndup(uri, (size_t)(q - uri)) : xstrdup(uri);
+	in.method = http_req_method_str(r->req);
+	in.raw_path = raw_path;
+	in.raw_query = q ? q + 1 : NULL;
+	in.headers = hs;
+	in.nheaders = n;
+	in.now = (int64_t)time(NULL);
+	in.region = r->g->region;
+	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
+	if (!e && anonymous && !s3_iam_is_open(r->g->iam)) {
+		e = S3_ACCESS_DENIED;
+		snprintf(msg, sizeof(msg), "Access Denied: the request is not signed");
+	}
+	if (!e && !anonymous) {
+		r->who = s3_iam_lookup(r->g->iam, a.access_key, &secret);
+		if (!r->who && !s3_iam_is_open(r->g->iam)) {
+			e = S3_INVALID_ACCESS_KEY;
+			snprintf(msg, sizeof(msg),
+				 "The AWS Access Key Id you provided does not exist in our "
+				 "records.");
+		} else if (r->who && sigv4_verify(&in, &a, secret, NULL) != S3_OK) {
+			e = S3_SIGNATURE_MISMATCH;
+			snprintf(msg, sizeof(msg),
+				 "The request signature we calculated does not match the signature "
+				 "you provided. Check your key and signing method.");
+		}
+	}
+	free(raw_path);
+	if (e)
+		s3_error(r, e, "%s", msg);
+	return !e;
+}
+
+/* Loop thread: false (with an AccessDenied answer) when the identity lacks the grant. */
+static bool allowed(struct s3_req *r, enum s3_action act)
+{
+	if (s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
+		return true;
+	s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+	return false;
+}
+
+/* ---- routing ---- */
+
+/* Splits the decoded path into bucket and key (NULL when absent). */
+static void name_target(struct s3_req *r)
+{
+	const char *p = http_req_path(r->req) + 1, *slash;
+	if (!*p)
+		return;
+	slash = strchr(p, '/');
+	r->bucket = slash ? xstrndup(p, (size_t)(slash - p)) : xstrdup(p);
+	if (slash && slash[1])
+		r->key = xstrdup(slash + 1);
+}
+
+/* Whether the request names a subresource the gateway does not serve yet. */
+static const char *unsupported_param(const struct s3_req *r)
+{
+	const char *name, *value;
+	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++)
+		if (strcmp(name, "location") && strncmp(name, "X-Amz-", 6) &&
+		    strncmp(name, "x-id", 4))
+			return name;
+	return NULL;
+}
+
+static void create_bucket_body(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct s3_req *r = arg;
+	struct xml_node *root = NULL;
+	char msg[128];
+	(void)req;
+	if (len) {
+		/* CreateBucketConfiguration: the LocationConstraint must be ours */
+		const char *loc;
+		if (xml_parse(data, len, NULL, &root, msg, sizeof(msg)) ||
+		    strcmp(root->name, "CreateBucketConfiguration")) {
+			xml_free(root);
+			s3_error(r, S3_MALFORMED_XML, "The XML you provided was not well-formed");
+			send_answer(r);
+			return;
+		}
+		loc = xml_child_text(root, "LocationConstraint");
+		if (loc && *loc && strcmp(loc, r->g->region)) {
+			s3_error(r, S3_INVALID_ARGUMENT,
+				 "The specified location-constraint (%.64s) is not valid here (%s)",
+				 loc, r->g->region);
+			xml_free(root);
+			send_answer(r);
+			return;
+		}
+		xml_free(root);
+	}
+	submit(r, s3_create_bucket);
+}
+
+static void route(struct s3_req *r)
+{
+	enum http_method m = http_req_method(r->req);
+	const char *param = unsupported_param(r);
+
+	if (!r->bucket) {
+		if (m != HTTP_GET) {
+			s3_error(r, S3_METHOD_NOT_ALLOWED,
+				 "The specified method is not allowed against this resource.");
+		} else {
+			/* any identity may list; it sees the buckets it has a grant on */
+			submit(r, s3_list_buckets);
+			return;
+		}
+		send_answer(r);
+		return;
+	}
+	if (!s3_bucket_name_ok(r->bucket)) {
+		s3_error(r, S3_INVALID_BUCKET_NAME, "The specified bucket is not valid.");
+	} else if (r->key || param) {
+		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement %s yet",
+			 r->key ? "object operations" : param);
+	} else if (m == HTTP_PUT) {
+		if (allowed(r, S3_ACT_WRITE)) {
+			http_req_read_body(r->req, S3_CONFIG_BODY_MAX, create_bucket_body, r);
+			return;
+		}
+	} else if (m == HTTP_DELETE) {
+		if (allowed(r, S3_ACT_WRITE)) {
+			submit(r, s3_delete_bucket);
+			return;
+		}
+	} else if (m == HTTP_HEAD) {
+		if (allowed(r, S3_ACT_LIST)) {
+			submit(r, s3_head_bucket);
+			return;
+		}
+	} else if (m == HTTP_GET && http_req_query(r->req, "location")) {
+		if (allowed(r, S3_ACT_LIST)) {
+			submit(r, s3_bucket_location);
+			return;
+		}
+	} else if (m == HTTP_GET) {
+		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement ListObjects yet");
+	} else {
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	}
+	send_answer(r);
+}
+
+static void handler(http_req *req, void *ctx)
+{
+	struct s3_gateway *g = ctx;
+	struct s3_req *r;
+	uint64_t id;
+
+	/* health checks (as SeaweedFS's gateway answers them): unsigned GET /healthz only,
+	   so a signed request for a bucket called "healthz" still reaches the bucket */
+	if (http_req_method(req) == HTTP_GET && !strcmp(http_req_uri(req), "/healthz") &&
+	    !http_req_header(req, "Authorization")) {
+		http_resp_send(req, 200, "OK", 2);
+		return;
+	}
+	r = xcalloc(1, sizeof(*r));
+	id = atomic_fetch_add(&g->next_id, 1);
+
+	r->g = g;
+	r->req = req;
+	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
+	buf_init(&r->body);
+	name_target(r);
+	if (!authenticate(r)) {
+		send_answer(r);
+		return;
+	}
+	route(r);
+}
+
+/* ---- start and stop ---- */
+
+struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
+{
+	struct s3_gateway *g = xcalloc(1, sizeof(*g));
+	struct http_server_opts ho = {0};
+	char msg[256] = "";
+
+	*err = WFS_OK;
+	g->iam = s3_iam_load(o->config, msg, sizeof(msg));
+	if (!g->iam) {
+		log_error("identities: %s", msg);
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	if (o->admin_access_key && *o->admin_access_key && o->admin_secret_key &&
+	    *o->admin_secret_key)
+		s3_iam_add_admin(g->iam, "admin", o->admin_access_key, o->admin_secret_key);
+	if (s3_iam_is_open(g->iam))
+		log_warn("S3 gateway is OPEN: no identities configured (-config), so every "
+			 "request is allowed, signed or not");
+	else
+		log_info("S3 gateway: %zu identities", s3_iam_count(g->iam));
+	g->region = xstrdup(o->region && *o->region ? o->region : "us-east-1");
+	{
+		uint64_t start = time_now_ns() ^ ((uint64_t)getpid() << 40);
+		if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
+			log_debug("getrandom failed: request ids start from the clock");
+		atomic_init(&g->next_id, start);
+	}
+	g->filer = filer_rpc_new(o->filer, 30000, 10, 0);
+	g->work = pool_new(16);
+	ho.host = o->ip;
+	ho.port = o->port;
+	ho.threads = o->threads;
+	g->http = http_server_new(&ho, handler, g, err);
+	if (!g->http)
+		goto fail;
+	g->port = http_server_port(g->http);
+	http_server_start(g->http);
+	log_info("S3 gateway listening on %s:%d (filer %s, region %s)", o->ip, g->port, o->filer,
+		 g->region);
+	return g;
+fail:
+	if (!*err)
+		*err = WFS_EINTERNAL;
+	s3_stop(g);
+	return NULL;
+}
+
+int s3_port(const struct s3_gateway *g) { return g->port; }
+
+int s3_make_buckets(struct s3_gateway *g, const char *csv)
+{
+	char *list = xstrdup(csv), *save = NULL;
+	int failed = 0;
+	for (char *b = strtok_r(list, ", ", &save); b; b = strtok_r(NULL, ", ", &save)) {
+		int e = s3_bucket_name_ok(b) ? s3_bucket_make(g, b) : EINVAL;
+		if (e && e != EEXIST) {
+			log_error("bucket \"%s\": %s", b,
+				  e == EINVAL ? "not a valid bucket name" : strerror(e));
+			failed++;
+		} else {
+			log_info("bucket %s ready", b);
+		}
+	}
+	free(list);
+	return failed;
+}
+
+void s3_stop(struct s3_gateway *g)
+{
+	if (!g)
+		return;
+	/* queued work answers through the loops: finish it while they still run */
+	pool_free(g->work);
+	http_server_free(g->http);
+	filer_rpc_free(g->filer);
+	s3_iam_free(g->iam);
+	free(g->region);
+	free(g);
+}
+
+int s3_main(int argc, char **argv)
+{
+	struct s3_opts o;
+	const char *level = "info";
+	struct s3_gateway *g;
+	sigset_t set;
+	wfs_err err;
+	int rc;
+
+	s3_opts_default(&o);
+	const struct flag flags[] = {
+		{"ip", FLAG_STRING, &o.ip, "address to bind"},
+		{"port", FLAG_INT, &o.port, "S3 listen port"},
+		{"filer", FLAG_STRING, &o.filer, "filer address host:port"},
+		{"config", FLAG_STRING, &o.config,
+		 "identities file (JSON; see weedfs-s3(1)); none: the gateway is open"},
+		{"region", FLAG_STRING, &o.region, "the region signatures must name"},
+		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
+	};
+
+	rc = daemon_parse_flags("s3", "Run an S3 gateway over a filer.", flags, ARRAY_LEN(flags),
+				argc, argv, &level);
+	if (rc >= 0)
+		return rc;
+	daemon_block_stop_signals(&set);
+	g = s3_start(&o, &err);
+	if (!g) {
+		fprintf(stderr, "weedfs s3: could not start: %s\n", wfs_strerror(err));
+		return 1;
+	}
+	daemon_wait_for_stop(&set);
+	s3_stop(g);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * weedfs s3: the S3 gateway daemon over a filer (docs/s3-gateway.md).
+ * Stateless: buckets are the filer's /buckets/<name> directories.
+ */
+#ifndef WEEDFS_S3_SERVER_H
+#define WEEDFS_S3_SERVER_H
+
+#include "err.h"
+
+struct s3_opts {
+	const char *ip;     /* bind address */
+	int port;           /* 0: a free port */
+	const char *filer;  /* host:port of the filer */
+	const char *config; /* identities file (s3_iam.h); NULL or "": none */
+	const char *region; /* the region the gateway answers for */
+	int threads;        /* HTTP loop threads, 0 = cores */
+	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
+	const char *admin_access_key, *admin_secret_key;
+};
+
+void s3_opts_default(struct s3_opts *o);
+
+struct s3_gateway;
+/* Starts the gateway; NULL with *err on failure (logged). */
+struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err);
+int s3_port(const struct s3_gateway *g);
+/*
+ * Makes the buckets named in csv (comma separated; existing ones are fine).
+ * 0, or the number that could not be made (each logged). Blocks on the filer.
+ */
+int s3_make_buckets(struct s3_gateway *g, const char *csv);
+/* Stops serving and frees g. NULL does nothing. */
+void s3_stop(struct s3_gateway *g);
+
+/* "weedfs s3" */
+int s3_main(int argc, char **argv);
+
+#endif
