@@ -615,6 +615,9 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (path) {
 			itable_unlink(m->it, tino, hidden);
 			filer_meta_delete(m->rpc, path, false);
+			/* the other names' nlink dropped with it (the mount's own change: no
+			 * event comes back to say so) */
+			itable_uncache(n);
 		}
 		free(path);
 		free(hidden);
