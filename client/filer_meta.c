@@ -221,6 +221,12 @@ void filer_meta_page_free(struct filer_meta_page *p)
 int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
 		    struct filer_meta_page *out)
 {
+	return filer_meta_list_from(r, dir, start, false, NULL, limit, out);
+}
+
+int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
+			 const char *prefix, size_t limit, struct filer_meta_page *out)
+{
 	yajl_val tree = NULL, arr;
 	json_w *w;
 	buf b;
@@ -232,6 +238,10 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 	jw_obj_begin(w);
 	entry_json_kv_bytes(w, "dir", dir);
 	entry_json_kv_bytes(w, "startName", start ? start : "");
+	if (inclusive)
+		jw_kv_bool(w, "inclusive", true);
+	if (prefix && *prefix)
+		entry_json_kv_bytes(w, "prefix", prefix);
 	jw_kv_u64(w, "limit", limit);
 	jw_obj_end(w);
 	jw_free(w);

@@ -35,6 +35,9 @@ void filer_meta_page_free(struct filer_meta_page *p);
 /* list: entries of dir after start ("" = from the first), at most limit. */
 int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
 		    struct filer_meta_page *out);
+/* The same from start (inclusive: at it), names beginning with prefix (NULL: all). */
+int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
+			 const char *prefix, size_t limit, struct filer_meta_page *out);
 
 /* What a create carries besides the path. */
 struct filer_meta_new {

@@ -58,23 +58,27 @@ fi
 # Python side of the integration tests. A pyenv/venv interpreter takes pip;
 # Debian's own python3 is "externally managed", so it takes Debian's packages.
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import pytest, requests, boto3' >/dev/null 2>&1; then
+if ! "$PYTHON" -c 'import pytest, requests, boto3' >/dev/null 2>&1 ||
+	! command -v aws >/dev/null 2>&1; then
 	pybin=$(command -v "$PYTHON" || true)
 	pybin=$(readlink -f "$pybin" 2>/dev/null || echo "$pybin")
 	case "$pybin" in
 	/usr/bin/*)
-		log "installing python3-pytest python3-requests python3-boto3"
+		log "installing python3-pytest python3-requests python3-boto3 awscli"
 		export DEBIAN_FRONTEND=noninteractive
 		"${SUDO[@]}" apt-get update -q
 		"${SUDO[@]}" apt-get install -y -q --no-install-recommends python3-pytest python3-requests \
-			python3-boto3
+			python3-boto3 awscli
 		;;
 	*)
-		log "installing pytest requests boto3 with $PYTHON -m pip"
-		"$PYTHON" -m pip install -q pytest requests boto3 ||
-			"$PYTHON" -m pip install -q --break-system-packages pytest requests boto3
+		log "installing pytest requests boto3 awscli with $PYTHON -m pip"
+		"$PYTHON" -m pip install -q pytest requests boto3 awscli ||
+			"$PYTHON" -m pip install -q --break-system-packages pytest requests boto3 awscli
+		# a pyenv interpreter reaches new scripts (aws) through shims made by rehash
+		if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 		;;
 	esac
 	"$PYTHON" -c 'import pytest, requests, boto3'
+	command -v aws >/dev/null
 fi
 log "done"

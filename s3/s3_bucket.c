@@ -154,8 +154,7 @@ void s3_delete_bucket(struct s3_req *r)
 	free(path);
 }
 
-/* Looks the bucket up: true if it exists (else r holds the error answer). */
-static bool bucket_exists(struct s3_req *r)
+bool s3_bucket_exists(struct s3_req *r)
 {
 	char *path = s3_bucket_path(r->bucket);
 	struct filer_entry *e = NULL;
@@ -173,7 +172,7 @@ static bool bucket_exists(struct s3_req *r)
 
 void s3_head_bucket(struct s3_req *r)
 {
-	if (!bucket_exists(r))
+	if (!s3_bucket_exists(r))
 		return;
 	s3_header(r, "x-amz-bucket-region", r->g->region);
 	r->status = 200;
@@ -182,7 +181,7 @@ void s3_head_bucket(struct s3_req *r)
 void s3_bucket_location(struct s3_req *r)
 {
 	xml_w *w;
-	if (!bucket_exists(r))
+	if (!s3_bucket_exists(r))
 		return;
 	w = xml_w_new(&r->body);
 	xml_open_s3(w, "LocationConstraint");

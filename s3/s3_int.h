@@ -65,7 +65,19 @@ void s3_head_bucket(struct s3_req *r);
 void s3_bucket_location(struct s3_req *r);
 /* Makes the bucket's directory (and /buckets); 0 or a filer errno (EEXIST). Any thread. */
 int s3_bucket_make(struct s3_gateway *g, const char *bucket);
+/* Looks r's bucket up: true if it exists, else r holds the error answer. */
+bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
+
+/* ListObjects and ListObjectsV2 (s3_list.c), on a worker. */
+void s3_list_objects(struct s3_req *r);
+/*
+ * The object's ETag, quoted: the one stored when S3 wrote it, else derived
+ * from its metadata (stable until the object changes).
+ */
+#define S3_ETAG_MAX 72
+struct filer_entry;
+void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX]);
 
 #endif

@@ -230,11 +230,19 @@ static void name_target(struct s3_req *r)
 /* Whether the request names a subresource the gateway does not serve yet. */
 static const char *unsupported_param(const struct s3_req *r)
 {
+	static const char *const served[] = {
+		"location",      "list-type",          "prefix",      "delimiter",   "max-keys",
+		"encoding-type", "continuation-token", "start-after", "fetch-owner", "marker",
+		"x-id",
+	};
 	const char *name, *value;
-	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++)
-		if (strcmp(name, "location") && strncmp(name, "X-Amz-", 6) &&
-		    strncmp(name, "x-id", 4))
+	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
+		bool ok = !strncmp(name, "X-Amz-", 6);
+		for (size_t k = 0; k < ARRAY_LEN(served) && !ok; k++)
+			ok = !strcmp(name, served[k]);
+		if (!ok)
 			return name;
+	}
 	return NULL;
 }
 
@@ -311,7 +319,10 @@ static void route(struct s3_req *r)
 			return;
 		}
 	} else if (m == HTTP_GET) {
-		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement ListObjects yet");
+		if (allowed(r, S3_ACT_LIST)) {
+			submit(r, s3_list_objects);
+			return;
+		}
 	} else {
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against this resource.");

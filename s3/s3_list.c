@@ -1,0 +1,424 @@
+/*
+ * ListObjects (v1) and ListObjectsV2 over the filer's directory tree.
+ *
+ * DESIGN: an object key is the path under the bucket directory, so a listing
+ * is a depth-first walk of that tree in key order. Key order is byte order of
+ * whole keys, and a directory "d" holds keys "d/...": it sorts as "d/", not
+ * as "d" (the filer's name order): "d-x" < "d/y" since '-' < '/'. So a walk
+ * keeps the directories it met pending until the names it reads pass "d/".
+ * The walk starts where the page starts: at each level it lists from the
+ * component of the marker (start-after, continuation token or marker; from
+ * its first prefix that a directory could extend past it) and skips what is
+ * not after it, and it reads only names beginning with the
+ * component of the prefix. With delimiter "/" a directory under the prefix is
+ * a common prefix and is not entered. Other delimiters are applied key by
+ * key. A page ends after max-keys keys and common prefixes; the continuation
+ * token is the last one returned (base64), and resuming skips everything up
+ * to it, the whole common prefix included.
+ *
+ * Objects not written through S3 have no stored ETag: theirs is derived from
+ * their metadata (xxh64 of size, mtime and chunk ids), stable until the object
+ * changes.
+ */
+#include "config.h"
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <xxhash.h>
+#include "client/filer_meta.h"
+#include "s3/s3_int.h"
+#include "s3/sigv4.h"
+#include "util.h"
+
+#define LIST_PAGE     1000
+#define MAX_KEYS      1000
+#define S3_ETAG_XATTR "s3.etag"
+
+void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX])
+{
+	XXH64_state_t *st;
+	const struct filer_xattr *x = NULL;
+
+	for (size_t i = 0; i < e->n_xattrs; i++)
+		if (!strcmp(e->xattrs[i].name, S3_ETAG_XATTR))
+			x = &e->xattrs[i];
+	if (x && x->value_len + 3 <= S3_ETAG_MAX) {
+		snprintf(out, S3_ETAG_MAX, "\"%.*s\"", (int)x->value_len, (const char *)x->value);
+		return;
+	}
+	st = XXH64_createState();
+	XXH64_reset(st, 0);
+	XXH64_update(st, &e->attr.size, sizeof(e->attr.size));
+	XXH64_update(st, &e->attr.mtime_ns, sizeof(e->attr.mtime_ns));
+	for (size_t i = 0; i < e->n_chunks; i++)
+		XXH64_update(st, e->chunks[i].fid, strlen(e->chunks[i].fid) + 1);
+	snprintf(out, S3_ETAG_MAX, "\"%016llx\"", (unsigned long long)XXH64_digest(st));
+	XXH64_freeState(st);
+}
+
+struct list {
+	struct s3_req *r;
+	xml_w *w;
+	bool v2, url, owner;
+	const char *prefix, *delim; /* delim NULL: none */
+	char *after;                /* list only what sorts after this ("" none) */
+	size_t max, count;
+	bool truncated;
+	char *last;   /* the last key or common prefix returned */
+	char *cp;     /* the last common prefix written (they come in runs) */
+	int err;      /* a filer errno */
+	bool stopped; /* the page is full (or failed): stop walking */
+};
+
+static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+/* Writes a key-like value, URL-encoded with encoding-type=url. */
+static void elem_key(struct list *l, const char *name, const char *v)
+{
+	if (l->url) {
+		buf b = BUF_INIT;
+		sigv4_uri_encode(v, strlen(v), true, &b);
+		xml_elem_len(l->w, name, b.data ? b.data : "", b.len);
+		buf_free(&b);
+	} else {
+		xml_elem(l->w, name, v);
+	}
+}
+
+/* Counts one more result; false (and truncated) when the page is already full. */
+static bool take_slot(struct list *l)
+{
+	if (l->count == l->max) {
+		l->truncated = true;
+		l->stopped = true;
+		return false;
+	}
+	l->count++;
+	return true;
+}
+
+static void emit_prefix(struct list *l, const char *cp)
+{
+	if ((l->cp && !strcmp(l->cp, cp)) || strcmp(cp, l->after) <= 0 || starts_with(l->after, cp))
+		return; /* written already, on this page or an earlier one */
+	if (!take_slot(l))
+		return;
+	/* written in key order among the Contents: clients collect both lists by name */
+	xml_open(l->w, "CommonPrefixes");
+	elem_key(l, "Prefix", cp);
+	xml_close(l->w);
+	free(l->cp);
+	l->cp = xstrdup(cp);
+	free(l->last);
+	l->last = xstrdup(cp);
+}
+
+static void emit_key(struct list *l, const char *key, const struct filer_entry *e)
+{
+	char when[32], etag[S3_ETAG_MAX];
+	time_t t;
+	struct tm tm;
+	size_t n;
+
+	if (strcmp(key, l->after) <= 0 || !starts_with(key, l->prefix))
+		return;
+	if (l->delim && *l->delim) {
+		const char *d = strstr(key + strlen(l->prefix), l->delim);
+		if (d) {
+			char *cp = xstrndup(key, (size_t)(d - key) + strlen(l->delim));
+			emit_prefix(l, cp);
+			free(cp);
+			return;
+		}
+	}
+	if (!take_slot(l))
+		return;
+	t = (time_t)(e->attr.mtime_ns / 1000000000);
+	gmtime_r(&t, &tm);
+	n = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + n, sizeof(when) - n, ".%03dZ", (int)(e->attr.mtime_ns / 1000000 % 1000));
+	s3_etag(e, etag);
+	xml_open(l->w, "Contents");
+	elem_key(l, "Key", key);
+	xml_elem(l->w, "LastModified", when);
+	xml_elem(l->w, "ETag", etag);
+	xml_elem_u64(l->w, "Size", e->attr.size);
+	xml_elem(l->w, "StorageClass", "STANDARD");
+	if (l->owner) {
+		const char *who = l->r->who ? s3_identity_name(l->r->who) : "anonymous";
+		xml_open(l->w, "Owner");
+		xml_elem(l->w, "ID", who);
+		xml_elem(l->w, "DisplayName", who);
+		xml_close(l->w);
+	}
+	xml_close(l->w);
+	free(l->last);
+	l->last = xstrdup(key);
+}
+
+static void walk(struct list *l, const char *dir_key, const char *dir_path);
+
+/* A directory met in the walk: a common prefix, skipped, or walked into. */
+static void visit_dir(struct list *l, const char *dir_key, const char *dir_path)
+{
+	size_t pl = strlen(l->prefix);
+	/* every key inside sorts before after (which does not continue into it) */
+	if (strcmp(dir_key, l->after) < 0 && !starts_with(l->after, dir_key))
+		return;
+	if (starts_with(dir_key, l->prefix) && l->delim && !strcmp(l->delim, "/") &&
+	    strlen(dir_key) > pl) {
+		emit_prefix(l, dir_key);
+		return;
+	}
+	if (starts_with(dir_key, l->prefix) || starts_with(l->prefix, dir_key))
+		walk(l, dir_key, dir_path);
+}
+
+/* Pending directories of one level, in key order ("name/"). */
+struct pending {
+	char **names;
+	size_t n;
+};
+
+/* Whether directory a sorts before directory b as keys ("a/" < "b/"). */
+static bool dir_before(const char *a, const char *b)
+{
+	size_t i = 0;
+	while (a[i] && a[i] == b[i])
+		i++;
+	return (unsigned char)(a[i] ? a[i] : '/') < (unsigned char)(b[i] ? b[i] : '/');
+}
+
+static void pending_add(struct pending *p, const char *name)
+{
+	size_t at = p->n;
+	while (at > 0 && dir_before(name, p->names[at - 1]))
+		at--;
+	p->names = xrealloc(p->names, (p->n + 1) * sizeof(*p->names));
+	memmove(p->names + at + 1, p->names + at, (p->n - at) * sizeof(*p->names));
+	p->names[at] = xstrdup(name);
+	p->n++;
+}
+
+static void pending_flush(struct list *l, struct pending *p, const char *dir_key,
+			  const char *dir_path, const char *before)
+{
+	while (p->n && !l->stopped) {
+		char *name = p->names[0], *key, *path;
+		key = xasprintf("%s%s/", dir_key, name);
+		if (before && strcmp(key, before) >= 0) {
+			free(key);
+			return;
+		}
+		path = xasprintf("%s/%s", dir_path, name);
+		visit_dir(l, key, path);
+		free(key);
+		free(path);
+		free(name);
+		memmove(p->names, p->names + 1, --p->n * sizeof(*p->names));
+	}
+}
+
+/* Walks the directory dir_path whose keys begin with dir_key ("" or "a/b/"). */
+static void walk(struct list *l, const char *dir_key, const char *dir_path)
+{
+	size_t kl = strlen(dir_key);
+	struct pending pend = {0};
+	char *name_prefix = NULL, *start = NULL;
+	bool inclusive = false;
+
+	/* names here must begin with the prefix's component at this level */
+	if (starts_with(l->prefix, dir_key)) {
+		const char *rest = l->prefix + kl, *slash = strchr(rest, '/');
+		name_prefix = slash ? xstrndup(rest, (size_t)(slash - rest)) : xstrdup(rest);
+	}
+	/*
+	 * and the page starts at the marker's component at this level, or rather
+	 * at its first prefix followed by a byte below '/': a directory of that
+	 * name ("a" for "a.b") sorts after the marker ("a/" > "a.b/...")
+	 */
+	if (*l->after && starts_with(l->after, dir_key)) {
+		const char *rest = l->after + kl;
+		size_t n = strcspn(rest, "/"), j = 0;
+		while (j < n && (unsigned char)rest[j] >= '/')
+			j++;
+		start = xstrndup(rest, j < n && j > 0 ? j : n);
+		inclusive = true;
+		if (j == 0 && n > 0) { /* even the first byte sorts below '/': from the top */
+			free(start);
+			start = NULL;
+			inclusive = false;
+		}
+	}
+	while (!l->stopped) {
+		struct filer_meta_page pg;
+		int e = filer_meta_list_from(l->r->g->filer, dir_path, start, inclusive,
+					     name_prefix, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		inclusive = false;
+		if (e == ENOENT || e == ENOTDIR)
+			break; /* gone meanwhile: nothing to list */
+		if (e) {
+			l->err = e;
+			l->stopped = true;
+			break;
+		}
+		for (size_t i = 0; i < pg.n && !l->stopped; i++) {
+			const struct filer_entry *en = pg.entries[i];
+			char *key = xasprintf("%s%s", dir_key, en->name);
+			pending_flush(l, &pend, dir_key, dir_path, key);
+			if (S_ISDIR(en->attr.mode))
+				pending_add(&pend, en->name);
+			else if (!l->stopped)
+				emit_key(l, key, en);
+			free(key);
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+		if (!start)
+			break;
+	}
+	pending_flush(l, &pend, dir_key, dir_path, NULL);
+	for (size_t i = 0; i < pend.n; i++)
+		free(pend.names[i]);
+	free(pend.names);
+	free(start);
+	free(name_prefix);
+}
+
+/* Decodes a continuation token (base64 of the last key); NULL if malformed. */
+static char *token_decode(const char *t)
+{
+	size_t n = strlen(t);
+	unsigned char *out;
+	int len;
+	if (!n || n % 4 || n > 4 * 1024)
+		return NULL;
+	out = xmalloc(n / 4 * 3 + 1);
+	len = EVP_DecodeBlock(out, (const unsigned char *)t, (int)n);
+	if (len < 0) {
+		free(out);
+		return NULL;
+	}
+	len -= (t[n - 1] == '=') + (t[n - 2] == '=');
+	out[len] = '\0';
+	if (memchr(out, '\0', (size_t)len)) {
+		free(out);
+		return NULL;
+	}
+	return (char *)out;
+}
+
+static char *token_encode(const char *key)
+{
+	size_t n = strlen(key);
+	char *out = xmalloc((n + 2) / 3 * 4 + 1);
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)key, (int)n);
+	return out;
+}
+
+/* Reads the listing's query parameters into l; false when r got an error answer. */
+static bool read_params(struct s3_req *r, struct list *l)
+{
+	const char *lt = http_req_query(r->req, "list-type"), *v;
+	uint64_t max = MAX_KEYS;
+
+	l->v2 = lt && !strcmp(lt, "2");
+	if (lt && !l->v2) {
+		s3_error(r, S3_INVALID_ARGUMENT, "Invalid list-type: only 2 is supported");
+		return false;
+	}
+	l->prefix = http_req_query(r->req, "prefix");
+	if (!l->prefix)
+		l->prefix = "";
+	l->delim = http_req_query(r->req, "delimiter");
+	if (l->delim && !*l->delim)
+		l->delim = NULL;
+	if ((v = http_req_query(r->req, "max-keys")) && (!parse_u64(v, &max))) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "Provided max-keys not an integer or within "
+			 "integer range");
+		return false;
+	}
+	l->max = max > MAX_KEYS ? MAX_KEYS : (size_t)max;
+	if ((v = http_req_query(r->req, "encoding-type"))) {
+		if (strcmp(v, "url")) {
+			s3_error(r, S3_INVALID_ARGUMENT,
+				 "Invalid Encoding Method specified in Request");
+			return false;
+		}
+		l->url = true;
+	}
+	l->owner = !l->v2 || ((v = http_req_query(r->req, "fetch-owner")) && !strcmp(v, "true"));
+	if (l->v2 && (v = http_req_query(r->req, "continuation-token"))) {
+		l->after = token_decode(v);
+		if (!l->after) {
+			s3_error(r, S3_INVALID_ARGUMENT,
+				 "The continuation token provided is incorrect");
+			return false;
+		}
+	} else if ((v = http_req_query(r->req, l->v2 ? "start-after" : "marker"))) {
+		l->after = xstrdup(v);
+	}
+	if (!l->after)
+		l->after = xstrdup("");
+	return true;
+}
+
+void s3_list_objects(struct s3_req *r)
+{
+	struct list l = {.r = r};
+	char *bucket_path;
+	const char *v;
+
+	if (!read_params(r, &l) || !s3_bucket_exists(r))
+		goto out;
+	l.w = xml_w_new(&r->body);
+	xml_open_s3(l.w, "ListBucketResult");
+	xml_elem(l.w, "Name", r->bucket);
+	elem_key(&l, "Prefix", l.prefix);
+	if (l.v2) {
+		if ((v = http_req_query(r->req, "continuation-token")))
+			xml_elem(l.w, "ContinuationToken", v);
+		if ((v = http_req_query(r->req, "start-after")))
+			elem_key(&l, "StartAfter", v);
+	} else {
+		elem_key(&l, "Marker", l.after);
+	}
+	if (l.delim)
+		elem_key(&l, "Delimiter", l.delim);
+	xml_elem_u64(l.w, "MaxKeys", l.max);
+	if (l.url)
+		xml_elem(l.w, "EncodingType", "url");
+	bucket_path = s3_bucket_path(r->bucket);
+	if (l.max > 0)
+		walk(&l, "", bucket_path);
+	free(bucket_path);
+	if (l.err) {
+		xml_w_free(l.w);
+		s3_filer_error(r, l.err, "listing the bucket");
+		goto out;
+	}
+	xml_elem_bool(l.w, "IsTruncated", l.truncated);
+	if (l.v2) {
+		xml_elem_u64(l.w, "KeyCount", l.count);
+		if (l.truncated && l.last) {
+			char *t = token_encode(l.last);
+			xml_elem(l.w, "NextContinuationToken", t);
+			free(t);
+		}
+	} else if (l.truncated && l.last && l.delim) {
+		elem_key(&l, "NextMarker", l.last); /* v1 gives it only with a delimiter */
+	}
+	s3_xml_ok(r, l.w);
+out:
+	free(l.after);
+	free(l.last);
+	free(l.cp);
+}
