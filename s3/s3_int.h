@@ -36,6 +36,7 @@ struct s3_req {
 	char id[17];                   /* x-amz-request-id */
 	char *bucket, *key;            /* decoded; NULL when the path names none */
 	const struct s3_identity *who; /* NULL: anonymous or an open gateway */
+	buf in;                        /* a small request body (bucket configuration) */
 	/* the answer, built on a worker and sent on the loop */
 	int status;
 	buf body;

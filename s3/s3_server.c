@@ -106,6 +106,7 @@ static void req_free(struct s3_req *r)
 {
 	free(r->bucket);
 	free(r->key);
+	buf_free(&r->in);
 	buf_free(&r->body);
 	for (size_t i = 0; i < r->nh; i++) {
 		free(r->hnames[i]);
@@ -246,12 +247,32 @@ static const char *unsupported_param(const struct s3_req *r)
 	return NULL;
 }
 
-static void create_bucket_body(http_req *req, const char *data, size_t len, void *arg)
+static bool config_data(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct s3_req *r = arg;
+	(void)req;
+	buf_append(&r->in, data, len);
+	return true;
+}
+
+/* The CreateBucket body is in (streamed: on_end always comes, so r is never lost). */
+static void create_bucket_body(http_req *req, wfs_err err, void *arg)
 {
 	struct s3_req *r = arg;
 	struct xml_node *root = NULL;
+	const char *data = r->in.data;
+	size_t len = r->in.len;
 	char msg[128];
 	(void)req;
+	if (err) {
+		if (err == WFS_ETOOBIG)
+			s3_error(r, S3_MAX_MESSAGE_LENGTH,
+				 "Your request was too big (at most %u bytes)", S3_CONFIG_BODY_MAX);
+		else
+			s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
+		send_answer(r);
+		return;
+	}
 	if (len) {
 		/* CreateBucketConfiguration: the LocationConstraint must be ours */
 		const char *loc;
@@ -300,7 +321,8 @@ static void route(struct s3_req *r)
 			 r->key ? "object operations" : param);
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
-			http_req_read_body(r->req, S3_CONFIG_BODY_MAX, create_bucket_body, r);
+			http_req_stream_body(r->req, S3_CONFIG_BODY_MAX, config_data,
+					     create_bucket_body, r);
 			return;
 		}
 	} else if (m == HTTP_DELETE) {
@@ -350,6 +372,7 @@ static void handler(http_req *req, void *ctx)
 	r->req = req;
 	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
 	buf_init(&r->body);
+	buf_init(&r->in);
 	name_target(r);
 	if (!authenticate(r)) {
 		send_answer(r);

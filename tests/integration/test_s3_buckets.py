@@ -136,6 +136,12 @@ def test_bad_input(gw):
         botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
         r = requests.put(req.url, data=body, headers=dict(req.headers), timeout=10)
         assert r.status_code == 400 and "<Code>MalformedXML</Code>" in r.text, r.text
+    # a body over the 64 KiB bound: MaxMessageLengthExceeded, no bucket
+    big = b"<CreateBucketConfiguration>" + b" " * (70 << 10) + b"</CreateBucketConfiguration>"
+    req = botocore.awsrequest.AWSRequest(method="PUT", url="http://%s/bad-in2" % g.url, data=big)
+    botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+    r = requests.put(req.url, data=big, headers=dict(req.headers), timeout=10)
+    assert r.status_code == 400 and "<Code>MaxMessageLengthExceeded</Code>" in r.text, r.text
     assert "bad-in2" not in [b["Name"] for b in alice.list_buckets()["Buckets"]]
     assert code_of(alice.put_object, Bucket="bad-in", Key="k", Body=b"x") == "NotImplemented"
 
