@@ -37,6 +37,10 @@ struct s3_req {
 	char *bucket, *key;            /* decoded; NULL when the path names none */
 	const struct s3_identity *who; /* NULL: anonymous or an open gateway */
 	buf in;                        /* a small request body (bucket configuration) */
+	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
+	int payload; /* enum sigv4_payload; -1 when unsigned */
+	uint8_t payload_sha256[32];
+	int64_t head_length; /* HEAD answers: the Content-Length to announce; -1 none */
 	/* the answer, built on a worker and sent on the loop */
 	int status;
 	buf body;
@@ -70,6 +74,12 @@ int s3_bucket_make(struct s3_gateway *g, const char *bucket);
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
+
+/* Object operations without a data path (s3_object.c), on a worker. */
+void s3_head_object(struct s3_req *r);
+void s3_delete_object(struct s3_req *r);
+/* Whether r's key is short enough (else r holds KeyTooLongError). Any thread. */
+bool s3_key_ok(struct s3_req *r);
 
 /* ListObjects and ListObjectsV2 (s3_list.c), on a worker. */
 void s3_list_objects(struct s3_req *r);

@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/sha.h>
 #include "daemon.h"
 #include "log.h"
 #include "s3/s3_int.h"
@@ -124,7 +125,13 @@ static void send_answer(struct s3_req *r)
 		http_resp_header(req, r->hnames[i], r->hvalues[i]);
 	if (r->ctype && r->body.len)
 		http_resp_header(req, "Content-Type", r->ctype);
-	http_resp_send(req, r->status, r->body.data, r->body.len);
+	if (r->head_length >= 0 && r->status == 200) {
+		/* HEAD of an object: its length, no body */
+		http_resp_start(req, r->status, r->head_length);
+		http_resp_end(req);
+	} else {
+		http_resp_send(req, r->status, r->body.data, r->body.len);
+	}
 	req_free(r);
 }
 
@@ -200,9 +207,15 @@ static bool authenticate(struct s3_req *r)
 		}
 	}
 	free(raw_path);
-	if (e)
+	if (e) {
 		s3_error(r, e, "%s", msg);
-	return !e;
+		return false;
+	}
+	if (!anonymous) {
+		r->payload = (int)a.payload;
+		memcpy(r->payload_sha256, a.payload_sha256, sizeof(r->payload_sha256));
+	}
+	return true;
 }
 
 /* Loop thread: false (with an AccessDenied answer) when the identity lacks the grant. */
@@ -255,6 +268,26 @@ static bool config_data(http_req *req, const char *data, size_t len, void *arg)
 	return true;
 }
 
+/* Whether r->in is the body the signature covers; else r holds the error answer. */
+static bool body_matches_signature(struct s3_req *r)
+{
+	uint8_t sum[32];
+	if (r->payload == SIGV4_PAYLOAD_HASH) {
+		SHA256((const unsigned char *)(r->in.data ? r->in.data : ""), r->in.len, sum);
+		if (memcmp(sum, r->payload_sha256, sizeof(sum))) {
+			s3_error(r, S3_SHA256_MISMATCH,
+				 "The provided 'x-amz-content-sha256' header does not match what "
+				 "was computed.");
+			return false;
+		}
+	} else if (r->payload >= 0 && r->payload != SIGV4_PAYLOAD_UNSIGNED) {
+		s3_error(r, S3_NOT_IMPLEMENTED,
+			 "aws-chunked bodies are not taken on bucket configuration calls");
+		return false;
+	}
+	return true;
+}
+
 /* The CreateBucket body is in (streamed: on_end always comes, so r is never lost). */
 static void create_bucket_body(http_req *req, wfs_err err, void *arg)
 {
@@ -270,6 +303,10 @@ static void create_bucket_body(http_req *req, wfs_err err, void *arg)
 				 "Your request was too big (at most %u bytes)", S3_CONFIG_BODY_MAX);
 		else
 			s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
+		send_answer(r);
+		return;
+	}
+	if (!body_matches_signature(r)) {
 		send_answer(r);
 		return;
 	}
@@ -316,9 +353,15 @@ static void route(struct s3_req *r)
 	}
 	if (!s3_bucket_name_ok(r->bucket)) {
 		s3_error(r, S3_INVALID_BUCKET_NAME, "The specified bucket is not valid.");
+	} else if (r->key && !param && (m == HTTP_HEAD || m == HTTP_DELETE)) {
+		enum s3_action act = m == HTTP_HEAD ? S3_ACT_READ : S3_ACT_WRITE;
+		if (s3_key_ok(r) && allowed(r, act)) {
+			submit(r, m == HTTP_HEAD ? s3_head_object : s3_delete_object);
+			return;
+		}
 	} else if (r->key || param) {
 		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement %s yet",
-			 r->key ? "object operations" : param);
+			 r->key ? "this object operation" : param);
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
 			http_req_stream_body(r->req, S3_CONFIG_BODY_MAX, config_data,
@@ -373,6 +416,8 @@ static void handler(http_req *req, void *ctx)
 	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
 	buf_init(&r->body);
 	buf_init(&r->in);
+	r->payload = -1;
+	r->head_length = -1;
 	name_target(r);
 	if (!authenticate(r)) {
 		send_answer(r);

@@ -144,6 +144,14 @@ def test_bad_input(gw):
     assert r.status_code == 400 and "<Code>MaxMessageLengthExceeded</Code>" in r.text, r.text
     assert "bad-in2" not in [b["Name"] for b in alice.list_buckets()["Buckets"]]
     assert code_of(alice.put_object, Bucket="bad-in", Key="k", Body=b"x") == "NotImplemented"
+    # a body that is not the one signed: XAmzContentSHA256Mismatch, no bucket
+    body = b"<CreateBucketConfiguration/>"
+    req = botocore.awsrequest.AWSRequest(method="PUT", url="http://%s/bad-in3" % g.url, data=body)
+    botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+    r = requests.put(req.url, data=body.replace(b"/", b" /"), headers=dict(req.headers),
+                     timeout=10)
+    assert r.status_code == 400 and "XAmzContentSHA256Mismatch" in r.text, r.text
+    assert "bad-in3" not in [b["Name"] for b in alice.list_buckets()["Buckets"]]
 
 
 def test_open_gateway_and_bad_config(module_cluster, gw):
@@ -319,3 +327,41 @@ def test_awscli_buckets_and_listing(gw, tmp_path):
     env["AWS_SECRET_ACCESS_KEY"] = "wrong"
     rc, out = aws("s3", "ls")
     assert rc != 0 and "SignatureDoesNotMatch" in out
+
+
+
+def test_head_and_delete_object(gw):
+    """HeadObject and DeleteObject over files written through the filer."""
+    filer, g = gw
+    alice = client(g, "AKALICE", "alice-secret")
+    bob = client(g, "AKBOB", "bob-secret")
+    alice.create_bucket(Bucket="pub-obj")
+    assert filer.put("/buckets/pub-obj/dir/f.txt", b"hello", headers={
+        "Content-Type": "text/plain"}).status_code == 201
+    h = alice.head_object(Bucket="pub-obj", Key="dir/f.txt")
+    assert h["ContentLength"] == 5 and h["ContentType"] == "text/plain"
+    etag = h["ETag"]
+    assert etag.startswith('"') and h["LastModified"]
+    assert bob.head_object(Bucket="pub-obj", Key="dir/f.txt")["ETag"] == etag  # Read grant
+    # conditional requests
+    assert alice.head_object(Bucket="pub-obj", Key="dir/f.txt", IfMatch=etag)["ContentLength"] == 5
+    assert code_of(alice.head_object, Bucket="pub-obj", Key="dir/f.txt",
+                   IfMatch='"other"') == "412"
+    assert code_of(alice.head_object, Bucket="pub-obj", Key="dir/f.txt",
+                   IfNoneMatch=etag) == "304"
+    assert code_of(alice.head_object, Bucket="pub-obj", Key="dir/f.txt",
+                   IfModifiedSince=h["LastModified"]) == "304"
+    # missing keys, directories and unnamable keys are 404; long keys 400
+    for k in ("nope", "dir", "dir/", "a//b", "dir/../dir/f.txt"):
+        assert code_of(alice.head_object, Bucket="pub-obj", Key=k) == "404", k
+    assert code_of(alice.head_object, Bucket="pub-obj", Key="k" * 1025) == "400"
+    # delete: bob may not, alice may; deleting again (or a missing key) is still 204
+    assert code_of(bob.delete_object, Bucket="pub-obj", Key="dir/f.txt") == "AccessDenied"
+    for _ in range(2):
+        r = alice.delete_object(Bucket="pub-obj", Key="dir/f.txt")
+        assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    assert filer.get("/buckets/pub-obj/dir/f.txt").status_code == 404
+    assert alice.delete_object(Bucket="pub-obj", Key="dir")["ResponseMetadata"][
+        "HTTPStatusCode"] == 204
+    assert filer.meta("/buckets/pub-obj/dir")["IsDirectory"]  # a directory is not an object
+    assert code_of(alice.delete_object, Bucket="no-such-b", Key="k") == "NoSuchBucket"
