@@ -44,7 +44,7 @@ M=127.0.0.1:$MASTER_PORT
 cat <<MSG
 
 weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT,
-filer on 127.0.0.1:$FILER_PORT, S3 on 127.0.0.1:$S3_PORT (buckets, listings, head and delete so far;
+filer on 127.0.0.1:$FILER_PORT, S3 on 127.0.0.1:$S3_PORT (buckets, listings, head and deletes so far;
 object reads and writes come next), data in $DATA${MOUNT_DIR:+,
 mounted at $MOUNT_DIR (an ordinary directory: cp, ls, git, sqlite3 all work there)}
 Try it from another terminal:

@@ -47,7 +47,8 @@ struct s3_req {
 	const char *ctype;
 	char *hnames[8], *hvalues[8];
 	size_t nh;
-	void (*run)(struct s3_req *r); /* on a worker */
+	void (*run)(struct s3_req *r);  /* on a worker */
+	void (*then)(struct s3_req *r); /* on the loop, once a body read whole is in */
 };
 
 /* Adds a response header (copied). */
@@ -75,9 +76,18 @@ bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
 
+/*
+ * Whether r->in is the body the request vouches for: the signed
+ * x-amz-content-sha256, Content-MD5 and any x-amz-checksum-* header; else r
+ * holds the error answer (XAmzContentSHA256Mismatch, InvalidDigest, BadDigest).
+ */
+bool s3_body_ok(struct s3_req *r);
+
 /* Object operations without a data path (s3_object.c), on a worker. */
 void s3_head_object(struct s3_req *r);
 void s3_delete_object(struct s3_req *r);
+/* DeleteObjects, its body in r->in (checked). */
+void s3_delete_objects(struct s3_req *r);
 /* Whether r's key is short enough (else r holds KeyTooLongError). Any thread. */
 bool s3_key_ok(struct s3_req *r);
 

@@ -20,10 +20,10 @@
 /* S3's longest key, in bytes. */
 #define S3_KEY_MAX 1024
 
-/* The filer path of r's object, or NULL when the key cannot name one. */
-static char *object_path(const struct s3_req *r)
+/* The filer path of key in r's bucket, or NULL when the key cannot name one. */
+static char *key_path(const struct s3_req *r, const char *key)
 {
-	char *path = xasprintf(S3_BUCKETS_DIR "/%s/%s", r->bucket, r->key), *d = NULL, *n = NULL;
+	char *path = xasprintf(S3_BUCKETS_DIR "/%s/%s", r->bucket, key), *d = NULL, *n = NULL;
 	bool ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
 	free(n);
@@ -33,6 +33,8 @@ static char *object_path(const struct s3_req *r)
 	}
 	return path;
 }
+
+static char *object_path(const struct s3_req *r) { return key_path(r, r->key); }
 
 bool s3_key_ok(struct s3_req *r)
 {
@@ -124,24 +126,90 @@ out:
 	free(path);
 }
 
-void s3_delete_object(struct s3_req *r)
+/*
+ * Deletes the object key of r's bucket: 0 also when there was none (S3
+ * answers success then) or the name is a directory (not an object), else a
+ * filer errno.
+ */
+static int delete_key(struct s3_req *r, const char *key)
 {
-	char *path = object_path(r);
+	char *path = key_path(r, key);
 	struct filer_entry *e = NULL;
-	int rc;
+	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
 
-	if (!s3_bucket_exists(r))
-		goto out;
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
-	/* S3 answers 204 whether or not the key existed; directories are not objects */
 	if (!rc && S_ISREG(e->attr.mode))
 		rc = filer_meta_delete(r->g->filer, path, false);
-	if (rc && rc != ENOENT && rc != ENOTDIR) {
-		s3_filer_error(r, rc, "deleting the object");
-		goto out;
-	}
-	r->status = 204;
-out:
 	filer_entry_free(e);
 	free(path);
+	return rc == ENOENT || rc == ENOTDIR ? 0 : rc;
+}
+
+void s3_delete_object(struct s3_req *r)
+{
+	int rc;
+	if (!s3_bucket_exists(r))
+		return;
+	rc = delete_key(r, r->key);
+	if (rc)
+		s3_filer_error(r, rc, "deleting the object");
+	else
+		r->status = 204;
+}
+
+/* At most this many keys in one DeleteObjects. */
+#define DELETE_KEYS_MAX 1000
+
+void s3_delete_objects(struct s3_req *r)
+{
+	struct xml_node *root = NULL;
+	const char *quiet;
+	char msg[128];
+	size_t n;
+	xml_w *w;
+
+	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
+	    strcmp(root->name, "Delete") || (n = xml_count(root, "Object")) == 0 ||
+	    n > DELETE_KEYS_MAX) {
+		xml_free(root);
+		s3_error(r, S3_MALFORMED_XML,
+			 "The XML you provided was not well-formed or did not validate against "
+			 "our published schema (1 to %d Object elements)",
+			 DELETE_KEYS_MAX);
+		return;
+	}
+	xml_foreach(o, root, "Object")
+	{
+		const char *key = xml_child_text(o, "Key");
+		if (!key || !*key) {
+			xml_free(root);
+			s3_error(r, S3_MALFORMED_XML, "Every Object needs a Key");
+			return;
+		}
+	}
+	if (!s3_bucket_exists(r)) {
+		xml_free(root);
+		return;
+	}
+	quiet = xml_child_text(root, "Quiet");
+	w = xml_w_new(&r->body);
+	xml_open_s3(w, "DeleteResult");
+	xml_foreach(o, root, "Object")
+	{
+		const char *key = xml_child_text(o, "Key");
+		int rc = strlen(key) > S3_KEY_MAX ? ENAMETOOLONG : delete_key(r, key);
+		if (!rc && quiet && !strcmp(quiet, "true"))
+			continue;
+		xml_open(w, rc ? "Error" : "Deleted");
+		xml_elem(w, "Key", key);
+		if (rc == ENAMETOOLONG) {
+			xml_elem(w, "Code", "KeyTooLongError");
+			xml_elem(w, "Message", "Your key is too long");
+		} else if (rc) {
+			xml_elem(w, "Code", "InternalError");
+			xml_elem(w, "Message", strerror(rc));
+		}
+		xml_close(w);
+	}
+	xml_free(root);
+	s3_xml_ok(r, w);
 }

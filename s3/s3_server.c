@@ -29,8 +29,10 @@
 #include "s3/sigv4.h"
 #include "util.h"
 
-/* Request bodies the gateway reads whole (bucket configuration documents). */
+/* Request bodies the gateway reads whole: bucket configuration documents... */
 #define S3_CONFIG_BODY_MAX (64u << 10)
+/* ... and DeleteObjects (1,000 keys of up to 1 KiB, escaped). */
+#define S3_DELETE_BODY_MAX (8u << 20)
 
 void s3_opts_default(struct s3_opts *o)
 {
@@ -245,9 +247,18 @@ static void name_target(struct s3_req *r)
 static const char *unsupported_param(const struct s3_req *r)
 {
 	static const char *const served[] = {
-		"location",      "list-type",          "prefix",      "delimiter",   "max-keys",
-		"encoding-type", "continuation-token", "start-after", "fetch-owner", "marker",
+		"location",
+		"list-type",
+		"prefix",
+		"delimiter",
+		"max-keys",
+		"encoding-type",
+		"continuation-token",
+		"start-after",
+		"fetch-owner",
+		"marker",
 		"x-id",
+		"delete",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
@@ -260,7 +271,7 @@ static const char *unsupported_param(const struct s3_req *r)
 	return NULL;
 }
 
-static bool config_data(http_req *req, const char *data, size_t len, void *arg)
+static bool body_data(http_req *req, const char *data, size_t len, void *arg)
 {
 	struct s3_req *r = arg;
 	(void)req;
@@ -268,71 +279,58 @@ static bool config_data(http_req *req, const char *data, size_t len, void *arg)
 	return true;
 }
 
-/* Whether r->in is the body the signature covers; else r holds the error answer. */
-static bool body_matches_signature(struct s3_req *r)
-{
-	uint8_t sum[32];
-	if (r->payload == SIGV4_PAYLOAD_HASH) {
-		SHA256((const unsigned char *)(r->in.data ? r->in.data : ""), r->in.len, sum);
-		if (memcmp(sum, r->payload_sha256, sizeof(sum))) {
-			s3_error(r, S3_SHA256_MISMATCH,
-				 "The provided 'x-amz-content-sha256' header does not match what "
-				 "was computed.");
-			return false;
-		}
-	} else if (r->payload >= 0 && r->payload != SIGV4_PAYLOAD_UNSIGNED) {
-		s3_error(r, S3_NOT_IMPLEMENTED,
-			 "aws-chunked bodies are not taken on bucket configuration calls");
-		return false;
-	}
-	return true;
-}
-
-/* The CreateBucket body is in (streamed: on_end always comes, so r is never lost). */
-static void create_bucket_body(http_req *req, wfs_err err, void *arg)
+/* The whole body is in (streamed: on_end always comes, so r is never lost). */
+static void body_end(http_req *req, wfs_err err, void *arg)
 {
 	struct s3_req *r = arg;
-	struct xml_node *root = NULL;
-	const char *data = r->in.data;
-	size_t len = r->in.len;
-	char msg[128];
 	(void)req;
-	if (err) {
-		if (err == WFS_ETOOBIG)
-			s3_error(r, S3_MAX_MESSAGE_LENGTH,
-				 "Your request was too big (at most %u bytes)", S3_CONFIG_BODY_MAX);
-		else
-			s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
+	if (err == WFS_ETOOBIG)
+		s3_error(r, S3_MAX_MESSAGE_LENGTH, "Your request was too big");
+	else if (err)
+		s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
+	if (err || !s3_body_ok(r)) {
 		send_answer(r);
 		return;
 	}
-	if (!body_matches_signature(r)) {
-		send_answer(r);
-		return;
-	}
-	if (len) {
-		/* CreateBucketConfiguration: the LocationConstraint must be ours */
-		const char *loc;
-		if (xml_parse(data, len, NULL, &root, msg, sizeof(msg)) ||
-		    strcmp(root->name, "CreateBucketConfiguration")) {
-			xml_free(root);
-			s3_error(r, S3_MALFORMED_XML, "The XML you provided was not well-formed");
-			send_answer(r);
-			return;
-		}
-		loc = xml_child_text(root, "LocationConstraint");
-		if (loc && *loc && strcmp(loc, r->g->region)) {
-			s3_error(r, S3_INVALID_ARGUMENT,
-				 "The specified location-constraint (%.64s) is not valid here (%s)",
-				 loc, r->g->region);
-			xml_free(root);
-			send_answer(r);
-			return;
-		}
-		xml_free(root);
-	}
-	submit(r, s3_create_bucket);
+	r->then(r);
 }
+
+/* Reads a small body whole into r->in, checks it (s3_body_ok), then calls then on the loop. */
+static void read_body(struct s3_req *r, size_t limit, void (*then)(struct s3_req *r))
+{
+	r->then = then;
+	http_req_stream_body(r->req, limit, body_data, body_end, r);
+}
+
+/* CreateBucketConfiguration: the LocationConstraint must name the gateway's region. */
+static void create_bucket_parsed(struct s3_req *r)
+{
+	struct xml_node *root = NULL;
+	const char *loc;
+	char msg[128];
+
+	if (!r->in.len) {
+		submit(r, s3_create_bucket);
+		return;
+	}
+	if (xml_parse(r->in.data, r->in.len, NULL, &root, msg, sizeof(msg)) ||
+	    strcmp(root->name, "CreateBucketConfiguration")) {
+		s3_error(r, S3_MALFORMED_XML, "The XML you provided was not well-formed");
+	} else if ((loc = xml_child_text(root, "LocationConstraint")) && *loc &&
+		   strcmp(loc, r->g->region)) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "The specified location-constraint (%.64s) is not valid here (%s)", loc,
+			 r->g->region);
+	} else {
+		xml_free(root);
+		submit(r, s3_create_bucket);
+		return;
+	}
+	xml_free(root);
+	send_answer(r);
+}
+
+static void delete_objects_read(struct s3_req *r) { submit(r, s3_delete_objects); }
 
 static void route(struct s3_req *r)
 {
@@ -364,8 +362,7 @@ static void route(struct s3_req *r)
 			 r->key ? "this object operation" : param);
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
-			http_req_stream_body(r->req, S3_CONFIG_BODY_MAX, config_data,
-					     create_bucket_body, r);
+			read_body(r, S3_CONFIG_BODY_MAX, create_bucket_parsed);
 			return;
 		}
 	} else if (m == HTTP_DELETE) {
@@ -376,6 +373,11 @@ static void route(struct s3_req *r)
 	} else if (m == HTTP_HEAD) {
 		if (allowed(r, S3_ACT_LIST)) {
 			submit(r, s3_head_bucket);
+			return;
+		}
+	} else if (m == HTTP_POST && http_req_query(r->req, "delete")) {
+		if (allowed(r, S3_ACT_WRITE)) {
+			read_body(r, S3_DELETE_BODY_MAX, delete_objects_read);
 			return;
 		}
 	} else if (m == HTTP_GET && http_req_query(r->req, "location")) {

@@ -365,3 +365,43 @@ def test_head_and_delete_object(gw):
         "HTTPStatusCode"] == 204
     assert filer.meta("/buckets/pub-obj/dir")["IsDirectory"]  # a directory is not an object
     assert code_of(alice.delete_object, Bucket="no-such-b", Key="k") == "NoSuchBucket"
+
+
+def test_delete_objects(gw):
+    """DeleteObjects: the keys go, missing ones count as deleted, Quiet lists only errors,
+    and a body whose digest does not match is refused before anything is deleted."""
+    filer, g = gw
+    alice = client(g, "AKALICE", "alice-secret")
+    alice.create_bucket(Bucket="multi-del")
+    for k in ("a.txt", "d/b.txt", "d/c.txt", "keep.txt"):
+        assert filer.put("/buckets/multi-del/" + k, k.encode()).status_code == 201
+    r = alice.delete_objects(Bucket="multi-del", Delete={"Objects": [
+        {"Key": "a.txt"}, {"Key": "d/b.txt"}, {"Key": "missing"}, {"Key": "k" * 1025}]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == ["a.txt", "d/b.txt", "missing"]
+    assert [e["Code"] for e in r["Errors"]] == ["KeyTooLongError"]
+    r = alice.delete_objects(Bucket="multi-del",
+                             Delete={"Objects": [{"Key": "d/c.txt"}], "Quiet": True})
+    assert "Deleted" not in r and "Errors" not in r
+    names = [c["Key"] for c in alice.list_objects_v2(Bucket="multi-del")["Contents"]]
+    assert names == ["keep.txt"]
+    # a Content-MD5 that does not match the body: BadDigest, nothing deleted
+    body = (b'<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>keep.txt'
+            b'</Key></Object></Delete>')
+    creds = botocore.credentials.Credentials("AKALICE", "alice-secret")
+    for md5, code in (("AAAAAAAAAAAAAAAAAAAAAA==", "BadDigest"), ("bogus", "InvalidDigest")):
+        req = botocore.awsrequest.AWSRequest(
+            method="POST", url="http://%s/multi-del?delete" % g.url, data=body,
+            headers={"Content-MD5": md5})
+        botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+        resp = requests.post(req.url, data=body, headers=dict(req.headers), timeout=10)
+        assert resp.status_code == 400 and "<Code>%s</Code>" % code in resp.text, resp.text
+    for bad in (b"<Delete></Delete>", b"<Delete><Object></Object></Delete>", b"junk",
+                b"<Delete>" + b"<Object><Key>x</Key></Object>" * 1001 + b"</Delete>"):
+        req = botocore.awsrequest.AWSRequest(
+            method="POST", url="http://%s/multi-del?delete" % g.url, data=bad)
+        botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+        resp = requests.post(req.url, data=bad, headers=dict(req.headers), timeout=10)
+        assert resp.status_code == 400 and "MalformedXML" in resp.text, resp.text
+    assert filer.get("/buckets/multi-del/keep.txt").content == b"keep.txt"
+    assert code_of(client(g, "AKBOB", "bob-secret").delete_objects, Bucket="multi-del",
+                   Delete={"Objects": [{"Key": "keep.txt"}]}) == "AccessDenied"
