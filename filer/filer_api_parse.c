@@ -197,8 +197,7 @@ static bool get_bytes_str(struct pctx *c, yajl_val obj, const char *key, size_t 
 {
 	char k64[32];
 	snprintf(k64, sizeof(k64), "%sB64", key);
-	if ((json_get(obj, key) && json_get(obj, k64)) ||
-	    !entry_json_get_bytes(obj, key, max, out))
+	if ((json_get(obj, key) && json_get(obj, k64)) || !entry_json_get_bytes(obj, key, max, out))
 		return fail(c,
 			    "\"%s\" must be a string or \"%sB64\" base64 (not both) of at most %zu "
 			    "bytes without NUL",

@@ -7,50 +7,50 @@
 #define WEEDFS_S3_ERR_H
 
 /* X(name, "Code", status) */
-#define S3_ERRORS(X)                                                          \
-	X(S3_OK, "OK", 200)                                                   \
-	X(S3_ACCESS_DENIED, "AccessDenied", 403)                              \
-	X(S3_AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400)      \
-	X(S3_AUTH_QUERY_ERROR, "AuthorizationQueryParametersError", 400)      \
-	X(S3_BAD_DIGEST, "BadDigest", 400)                                    \
-	X(S3_BUCKET_EXISTS, "BucketAlreadyExists", 409)                       \
-	X(S3_BUCKET_OWNED, "BucketAlreadyOwnedByYou", 409)                    \
-	X(S3_BUCKET_NOT_EMPTY, "BucketNotEmpty", 409)                         \
-	X(S3_ENTITY_TOO_SMALL, "EntityTooSmall", 400)                         \
-	X(S3_ENTITY_TOO_LARGE, "EntityTooLarge", 400)                         \
+#define S3_ERRORS(X)                                                           \
+	X(S3_OK, "OK", 200)                                                    \
+	X(S3_ACCESS_DENIED, "AccessDenied", 403)                               \
+	X(S3_AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400)       \
+	X(S3_AUTH_QUERY_ERROR, "AuthorizationQueryParametersError", 400)       \
+	X(S3_BAD_DIGEST, "BadDigest", 400)                                     \
+	X(S3_BUCKET_EXISTS, "BucketAlreadyExists", 409)                        \
+	X(S3_BUCKET_OWNED, "BucketAlreadyOwnedByYou", 409)                     \
+	X(S3_BUCKET_NOT_EMPTY, "BucketNotEmpty", 409)                          \
+	X(S3_ENTITY_TOO_SMALL, "EntityTooSmall", 400)                          \
+	X(S3_ENTITY_TOO_LARGE, "EntityTooLarge", 400)                          \
 	X(S3_EXPIRED_REQUEST, "AccessDenied", 403) /* "Request has expired" */ \
-	X(S3_INCOMPLETE_BODY, "IncompleteBody", 400)                          \
-	X(S3_INTERNAL, "InternalError", 500)                                  \
-	X(S3_INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403)                   \
-	X(S3_INVALID_ARGUMENT, "InvalidArgument", 400)                        \
-	X(S3_INVALID_BUCKET_NAME, "InvalidBucketName", 400)                   \
-	X(S3_INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400)                \
-	X(S3_INVALID_DIGEST, "InvalidDigest", 400)                            \
-	X(S3_INVALID_PART, "InvalidPart", 400)                                \
-	X(S3_INVALID_PART_ORDER, "InvalidPartOrder", 400)                     \
-	X(S3_INVALID_RANGE, "InvalidRange", 416)                              \
-	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                          \
-	X(S3_INVALID_TAG, "InvalidTag", 400)                                  \
-	X(S3_INVALID_URI, "InvalidURI", 400)                                  \
-	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                            \
-	X(S3_MALFORMED_XML, "MalformedXML", 400)                              \
-	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                     \
-	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                 \
-	X(S3_MAX_MESSAGE_LENGTH, "MaxMessageLengthExceeded", 400)             \
-	X(S3_METADATA_TOO_LARGE, "MetadataTooLarge", 400)                     \
-	X(S3_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                     \
-	X(S3_MISSING_CONTENT_LENGTH, "MissingContentLength", 411)             \
-	X(S3_MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400)           \
-	X(S3_NO_SUCH_BUCKET, "NoSuchBucket", 404)                             \
-	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                   \
-	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                             \
-	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                           \
-	X(S3_NOT_IMPLEMENTED, "NotImplemented", 501)                          \
-	X(S3_PRECONDITION_FAILED, "PreconditionFailed", 412)                  \
-	X(S3_REQUEST_TIME_SKEWED, "RequestTimeTooSkewed", 403)                \
-	X(S3_HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400)           \
-	X(S3_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503)                  \
-	X(S3_SIGNATURE_MISMATCH, "SignatureDoesNotMatch", 403)                \
+	X(S3_INCOMPLETE_BODY, "IncompleteBody", 400)                           \
+	X(S3_INTERNAL, "InternalError", 500)                                   \
+	X(S3_INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403)                    \
+	X(S3_INVALID_ARGUMENT, "InvalidArgument", 400)                         \
+	X(S3_INVALID_BUCKET_NAME, "InvalidBucketName", 400)                    \
+	X(S3_INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400)                 \
+	X(S3_INVALID_DIGEST, "InvalidDigest", 400)                             \
+	X(S3_INVALID_PART, "InvalidPart", 400)                                 \
+	X(S3_INVALID_PART_ORDER, "InvalidPartOrder", 400)                      \
+	X(S3_INVALID_RANGE, "InvalidRange", 416)                               \
+	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                           \
+	X(S3_INVALID_TAG, "InvalidTag", 400)                                   \
+	X(S3_INVALID_URI, "InvalidURI", 400)                                   \
+	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                             \
+	X(S3_MALFORMED_XML, "MalformedXML", 400)                               \
+	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                      \
+	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                  \
+	X(S3_MAX_MESSAGE_LENGTH, "MaxMessageLengthExceeded", 400)              \
+	X(S3_METADATA_TOO_LARGE, "MetadataTooLarge", 400)                      \
+	X(S3_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                      \
+	X(S3_MISSING_CONTENT_LENGTH, "MissingContentLength", 411)              \
+	X(S3_MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400)            \
+	X(S3_NO_SUCH_BUCKET, "NoSuchBucket", 404)                              \
+	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                    \
+	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
+	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \
+	X(S3_NOT_IMPLEMENTED, "NotImplemented", 501)                           \
+	X(S3_PRECONDITION_FAILED, "PreconditionFailed", 412)                   \
+	X(S3_REQUEST_TIME_SKEWED, "RequestTimeTooSkewed", 403)                 \
+	X(S3_HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400)            \
+	X(S3_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503)                   \
+	X(S3_SIGNATURE_MISMATCH, "SignatureDoesNotMatch", 403)                 \
 	X(S3_SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400)
 
 enum s3_err {

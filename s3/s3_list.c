@@ -69,7 +69,6 @@ struct list {
 	size_t max, count;
 	bool truncated;
 	char *last;   /* the last key or common prefix returned */
-	char *cp;     /* the last common prefix written (they come in runs) */
 	int err;      /* a filer errno */
 	bool stopped; /* the page is full (or failed): stop walking */
 };
@@ -103,7 +102,9 @@ static bool take_slot(struct list *l)
 
 static void emit_prefix(struct list *l, const char *cp)
 {
-	if ((l->cp && !strcmp(l->cp, cp)) || strcmp(cp, l->after) <= 0 || starts_with(l->after, cp))
+	/* a run of keys under one prefix: it was the last thing written */
+	if ((l->last && !strcmp(l->last, cp)) || strcmp(cp, l->after) <= 0 ||
+	    starts_with(l->after, cp))
 		return; /* written already, on this page or an earlier one */
 	if (!take_slot(l))
 		return;
@@ -111,8 +112,6 @@ static void emit_prefix(struct list *l, const char *cp)
 	xml_open(l->w, "CommonPrefixes");
 	elem_key(l, "Prefix", cp);
 	xml_close(l->w);
-	free(l->cp);
-	l->cp = xstrdup(cp);
 	free(l->last);
 	l->last = xstrdup(cp);
 }
@@ -420,5 +419,4 @@ void s3_list_objects(struct s3_req *r)
 out:
 	free(l.after);
 	free(l.last);
-	free(l.cp);
 }

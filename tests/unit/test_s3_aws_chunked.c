@@ -1161,15 +1161,13 @@ static void test_trailers(void)
 			   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 		buf_printf(&b, "x-amz-trailer-signature:%s\r\nx-amz-checksum-crc32:%s\r\n\r\n", sig,
 			   right);
-		is_int(run_err(&o, b.data), S3_MALFORMED_TRAILER,
-		       "a checksum after the signature");
+		is_int(run_err(&o, b.data), S3_MALFORMED_TRAILER, "a checksum after the signature");
 		buf_reset(&b);
 		buf_printf(&b, "%zx;chunk-signature=%s\r\n%s\r\n0;chunk-signature=%s\r\n", len,
 			   csig, payload,
 			   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 		buf_printf(&b, "x-amz-checksum-crc32:%s\r\n\r\n", right);
-		is_int(run_err(&o, b.data), S3_MALFORMED_TRAILER,
-		       "signed: no trailer signature");
+		is_int(run_err(&o, b.data), S3_MALFORMED_TRAILER, "signed: no trailer signature");
 		buf_free(&b);
 		free(canon);
 	}
