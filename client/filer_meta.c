@@ -15,6 +15,7 @@
 #include "filer/filer_api_parse.h"
 #include "client/filer_meta.h"
 #include "json.h"
+#include "utf8.h"
 #include "util.h"
 
 static bool get_u32(yajl_val v, const char *key, uint32_t *out)
@@ -193,7 +194,36 @@ static int call_entry(filer_rpc *r, const char *op, buf *req, struct filer_entry
 	return rc;
 }
 
+/* call_entry that also copies the answer's "etag" (16 hex digits) into etag (may be NULL). */
+static int call_entry_etag(filer_rpc *r, const char *op, buf *req, struct filer_entry **out,
+			   char etag[17])
+{
+	yajl_val tree = NULL;
+	const char *s;
+	int rc;
+
+	if (!etag)
+		return call_entry(r, op, req, out);
+	rc = call(r, op, req, &tree);
+	if (!rc && (!json_get_str(tree, "etag", &s) || strlen(s) != 16))
+		rc = EIO;
+	if (!rc)
+		memcpy(etag, s, 17);
+	if (!rc && out) {
+		*out = filer_meta_entry_from_json(tree);
+		if (!*out)
+			rc = EIO;
+	}
+	yajl_tree_free(tree);
+	return rc;
+}
+
 int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
+{
+	return filer_meta_lookup_etag(r, path, out, NULL);
+}
+
+int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17])
 {
 	buf b;
 	json_w *w;
@@ -204,7 +234,7 @@ int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
 	entry_json_kv_bytes(w, "path", path);
 	jw_obj_end(w);
 	jw_free(w);
-	return call_entry(r, "lookup", &b, out);
+	return call_entry_etag(r, "lookup", &b, out, etag);
 }
 
 void filer_meta_page_free(struct filer_meta_page *p)
@@ -279,8 +309,65 @@ out:
 	return rc;
 }
 
+/* Writes key: base64 of p[0..n) (p may be NULL when n is 0). */
+static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
+{
+	buf v64;
+
+	buf_init(&v64);
+	entry_json_base64(p, n, &v64);
+	if (key)
+		jw_key(w, key);
+	jw_strn(w, v64.data ? v64.data : "", v64.len);
+	buf_free(&v64);
+}
+
+/* Writes a chunk list as the API takes it (entry.chunks, set.chunks, set.appendChunks). */
+static void write_chunks(json_w *w, const char *key, const struct filer_chunk *c, size_t n)
+{
+	jw_key(w, key);
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		jw_obj_begin(w);
+		jw_kv_str(w, "fileId", c[i].fid);
+		jw_kv_u64(w, "offset", c[i].offset);
+		jw_kv_u64(w, "size", c[i].size);
+		jw_kv_i64(w, "mtimeNs", c[i].mtime_ns);
+		if (c[i].etag)
+			jw_kv_str(w, "etag", c[i].etag);
+		if (c[i].is_manifest)
+			jw_kv_bool(w, "isManifest", true);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+/* "consume": the paths, or "consumeB64": their base64 when one is not UTF-8. */
+static void write_consume(json_w *w, const char *const *p, size_t n)
+{
+	bool utf8 = true;
+
+	for (size_t i = 0; i < n && utf8; i++)
+		utf8 = utf8_valid(p[i], strlen(p[i]));
+	jw_key(w, utf8 ? "consume" : "consumeB64");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		if (utf8)
+			jw_str(w, p[i]);
+		else
+			kv_base64(w, NULL, p[i], strlen(p[i]));
+	}
+	jw_arr_end(w);
+}
+
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out)
+{
+	return filer_meta_create_etag(r, path, n, out, NULL);
+}
+
+int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			   struct filer_entry **out, char etag[17])
 {
 	json_w *w;
 	buf b;
@@ -304,11 +391,30 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 		jw_kv_i64(w, "ctimeNs", n->time_ns);
 		jw_kv_i64(w, "crtimeNs", n->time_ns);
 	}
+	if (n->mime && *n->mime)
+		jw_kv_str(w, "mime", n->mime);
+	if (n->has_content)
+		kv_base64(w, "content", n->content, n->content_len);
+	if (n->n_chunks)
+		write_chunks(w, "chunks", n->chunks, n->n_chunks);
+	if (n->n_xattrs) {
+		jw_key(w, "xattrs");
+		jw_obj_begin(w);
+		for (size_t i = 0; i < n->n_xattrs; i++)
+			kv_base64(w, n->xattrs[i].name, n->xattrs[i].value, n->xattrs[i].value_len);
+		jw_obj_end(w);
+	}
 	jw_obj_end(w);
 	jw_kv_bool(w, "exclusive", n->exclusive);
+	if (n->if_etag)
+		jw_kv_str(w, "ifEtag", n->if_etag);
+	if (n->parents)
+		jw_kv_bool(w, "parents", true);
+	if (n->n_consume)
+		write_consume(w, n->consume, n->n_consume);
 	jw_obj_end(w);
 	jw_free(w);
-	return call_entry(r, "create", &b, out);
+	return call_entry_etag(r, "create", &b, out, etag);
 }
 
 int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
@@ -337,32 +443,11 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 		jw_kv_i64(w, "atimeNs", s->atime_ns);
 	if (s->set & FM_SET_CTIME)
 		jw_kv_i64(w, "ctimeNs", s->ctime_ns);
-	if (s->set & FM_SET_CONTENT) {
-		buf v64;
-		buf_init(&v64);
-		entry_json_base64(s->content, s->content_len, &v64);
-		jw_key(w, "content");
-		jw_strn(w, v64.data ? v64.data : "", v64.len);
-		buf_free(&v64);
-	}
-	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append)) {
-		jw_key(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks");
-		jw_arr_begin(w);
-		for (size_t i = 0; i < s->n_append; i++) {
-			const struct filer_chunk *c = &s->append[i];
-			jw_obj_begin(w);
-			jw_kv_str(w, "fileId", c->fid);
-			jw_kv_u64(w, "offset", c->offset);
-			jw_kv_u64(w, "size", c->size);
-			jw_kv_i64(w, "mtimeNs", c->mtime_ns);
-			if (c->etag)
-				jw_kv_str(w, "etag", c->etag);
-			if (c->is_manifest)
-				jw_kv_bool(w, "isManifest", true);
-			jw_obj_end(w);
-		}
-		jw_arr_end(w);
-	}
+	if (s->set & FM_SET_CONTENT)
+		kv_base64(w, "content", s->content, s->content_len);
+	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append))
+		write_chunks(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks", s->append,
+			     s->n_append);
 	if ((s->set & FM_SET_APPEND) && s->n_append && s->n_drop) {
 		jw_key(w, "dropChunks");
 		jw_arr_begin(w);

@@ -23,6 +23,11 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v);
 
 /* lookup: *out (caller frees) is the entry at path. */
 int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);
+/*
+ * lookup that also returns the entry's filer etag (16 hex digits + NUL: the
+ * version create's if_etag and update's ifEtag compare). out may be NULL.
+ */
+int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17]);
 
 /* One page of a directory listing. */
 struct filer_meta_page {
@@ -39,7 +44,10 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
 			 const char *prefix, size_t limit, struct filer_meta_page *out);
 
-/* What a create carries besides the path. */
+/*
+ * What a create carries besides the path (docs/api-filer-json.md, create).
+ * Every pointer is borrowed for the call; zero-initialised fields are absent.
+ */
 struct filer_meta_new {
 	uint32_t mode; /* with the S_IFMT type */
 	uint32_t uid, gid;
@@ -47,10 +55,35 @@ struct filer_meta_new {
 	const char *symlink_target; /* symlinks only */
 	int64_t time_ns;            /* mtime, atime, ctime and crtime; 0 = the filer's now */
 	bool exclusive;
+	const char *mime; /* entry.mime; NULL or "" = none */
+	/* regular files: inline data (has_content; content may be NULL when content_len is 0,
+	   at most 64 KiB) or a chunk list (n_chunks > 0), not both */
+	const uint8_t *content;
+	size_t content_len;
+	bool has_content;
+	const struct filer_chunk *chunks;
+	size_t n_chunks;
+	const struct filer_xattr *xattrs; /* the new entry's exact xattrs */
+	size_t n_xattrs;
+	const char *if_etag; /* replace only this version (16 hex); excludes exclusive */
+	bool parents;        /* make missing parent directories */
+	/* regular files deleted in the same transaction; the chunks the new entry lists are
+	   taken over from them, their others freed (S3 CompleteMultipartUpload) */
+	const char *const *consume;
+	size_t n_consume;
 };
-/* create: *out (caller frees; may be NULL to ignore) is the new entry. */
+/*
+ * create: *out (caller frees; may be NULL to ignore) is the new entry. A
+ * stale if_etag is ESTALE, a missing target with if_etag or a missing
+ * consumed file ENOENT. A create is not repeated once it may have been sent
+ * (filer_rpc.h), so EIO may mean it committed: a caller that consumed files
+ * looks the target up before it retries (a repeat would find them gone).
+ */
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out);
+/* filer_meta_create that also returns the new entry's etag (16 hex + NUL; may be NULL). */
+int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			   struct filer_entry **out, char etag[17]);
 
 /* The fields an update sets (those whose flag is in set). */
 #define FM_SET_MODE    0x01u

@@ -44,8 +44,8 @@ M=127.0.0.1:$MASTER_PORT
 cat <<MSG
 
 weedfs is starting: master on $M, volume server on 127.0.0.1:$VOLUME_PORT,
-filer on 127.0.0.1:$FILER_PORT, S3 on 127.0.0.1:$S3_PORT (buckets, listings, head and deletes so far;
-object reads and writes come next), data in $DATA${MOUNT_DIR:+,
+filer on 127.0.0.1:$FILER_PORT, S3 on 127.0.0.1:$S3_PORT (its buckets are /buckets
+in the filer and the mount), data in $DATA${MOUNT_DIR:+,
 mounted at $MOUNT_DIR (an ordinary directory: cp, ls, git, sqlite3 all work there)}
 Try it from another terminal:
 ${MOUNT_DIR:+
@@ -57,6 +57,7 @@ ${MOUNT_DIR:+
   curl -H 'Accept: application/json' "http://127.0.0.1:$FILER_PORT/docs/"   # list
   aws --endpoint-url http://127.0.0.1:$S3_PORT --no-sign-request s3 mb s3://demo  # a bucket
   aws --endpoint-url http://127.0.0.1:$S3_PORT --no-sign-request s3 ls            # = /buckets
+  aws --endpoint-url http://127.0.0.1:$S3_PORT --no-sign-request s3 cp /etc/hostname s3://demo/
 
   curl "http://$M/dir/assign"                      # -> {"fid":"3,01637037d6","url":"127.0.0.1:$VOLUME_PORT",...}
   curl -F file=@/etc/hostname "http://127.0.0.1:$VOLUME_PORT/3,01637037d6"   # upload (use your fid)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <xxhash.h>
 #include "filer/chunk_io.h"
@@ -326,15 +327,28 @@ static bool has_fid(const struct filer_entry *e, const char *fid)
 	return false;
 }
 
+/* Whether fid names a chunk of any of e[0..n). */
+static bool any_has_fid(struct filer_entry *const *e, size_t n, const char *fid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (has_fid(e[i], fid))
+			return true;
+	return false;
+}
+
 /*
  * Inside tx, which makes an entry reference c[0..n): claims their ids off the
  * garbage queue, where assign leased them (gc_queue.h), so they are kept from
  * this commit on. A manifest's members are claimed too (resolved through the
- * volume servers), except for manifests old (may be NULL) already referenced:
- * claimed when they were committed.
+ * volume servers), except for manifests old (may be NULL) or one of
+ * prev[0..nprev) (the files a create consumes) already referenced: claimed
+ * when they were committed. Ids that are not queued (committed ones, taken
+ * over from old or a consumed file) are left alone: the claim of an id not in
+ * the queue deletes nothing and does not fail.
  */
 static wfs_err claim_chunks(struct filer *f, struct filer_tx *tx, const struct filer_chunk *c,
-			    size_t n, const struct filer_entry *old)
+			    size_t n, const struct filer_entry *old,
+			    struct filer_entry *const *prev, size_t nprev)
 {
 	struct filer_chunk *mf = NULL, *leaves = NULL;
 	size_t nmf = 0, nleaves = 0, nf = 0;
@@ -344,7 +358,8 @@ static wfs_err claim_chunks(struct filer *f, struct filer_tx *tx, const struct f
 	if (!n)
 		return WFS_OK;
 	for (size_t i = 0; i < n; i++) {
-		if (!c[i].is_manifest || has_fid(old, c[i].fid))
+		if (!c[i].is_manifest || has_fid(old, c[i].fid) ||
+		    any_has_fid(prev, nprev, c[i].fid))
 			continue;
 		if (!mf)
 			mf = xcalloc(n, sizeof(*mf));
@@ -434,32 +449,247 @@ out:
 	filer_entry_free(d);
 }
 
+/* ---- create ---- */
+
+/* The distinct lock stripes of some paths, in increasing index. */
+struct stripe_set {
+	unsigned idx[FILER_STRIPES];
+	size_t n;
+};
+
+static void stripes_of(struct stripe_set *s, const char *path, char *const *more, size_t nmore)
+{
+	bool seen[FILER_STRIPES] = {false};
+	seen[filer_stripe(path)] = true;
+	for (size_t i = 0; i < nmore; i++)
+		seen[filer_stripe(more[i])] = true;
+	s->n = 0;
+	for (unsigned i = 0; i < FILER_STRIPES; i++)
+		if (seen[i])
+			s->idx[s->n++] = i;
+}
+
+/*
+ * filer_lock_path for several paths at once: the read side of ns_lock, then
+ * each distinct stripe in increasing index (the lock order of filer_int.h).
+ * Two requests locking overlapping sets take their common stripes in the same
+ * order, so they cannot deadlock, and two paths sharing a stripe take it once.
+ */
+static void lock_stripes(struct filer *f, const struct stripe_set *s)
+{
+	pthread_rwlock_rdlock(&f->ns_lock);
+	for (size_t i = 0; i < s->n; i++)
+		pthread_mutex_lock(&f->stripes[s->idx[i]]);
+}
+
+static void unlock_stripes(struct filer *f, const struct stripe_set *s)
+{
+	for (size_t i = s->n; i > 0; i--)
+		pthread_mutex_unlock(&f->stripes[s->idx[i - 1]]);
+	pthread_rwlock_unlock(&f->ns_lock);
+}
+
+/* The file ids of one entry's chunks, sorted for lookups (borrowed from it). */
+struct fid_set {
+	const char **v;
+	size_t n;
+};
+
+static int cmp_fid(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void fid_set_init(struct fid_set *s, const struct filer_entry *e)
+{
+	s->n = e->n_chunks;
+	s->v = xcalloc(s->n ? s->n : 1, sizeof(*s->v));
+	for (size_t i = 0; i < s->n; i++)
+		s->v[i] = e->chunks[i].fid;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_fid);
+}
+
+static bool fid_set_has(const struct fid_set *s, const char *fid)
+{
+	return s->n && bsearch(&fid, s->v, s->n, sizeof(*s->v), cmp_fid) != NULL;
+}
+
+/* Queues the chunks of c[0..n) that keep does not hold into g. */
+static void garbage_unkept(struct garbage *g, const struct filer_chunk *c, size_t n,
+			   const struct fid_set *keep)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!fid_set_has(keep, c[i].fid))
+			garbage_add(g, &c[i]);
+}
+
+/*
+ * Queues the chunks of a consumed file e that the new entry (keep) does not
+ * list into g. An unlisted manifest is resolved here rather than by the
+ * garbage queue (which would free every member): its members the new entry
+ * lists (a client that resolved the part's manifest itself) are kept, the
+ * manifest blob and its other members go. Fetches manifests through f->bc.
+ */
+static wfs_err garbage_consumed(struct filer *f, struct garbage *g, const struct filer_entry *e,
+				const struct fid_set *keep)
+{
+	struct filer_chunk *mf = NULL, *leaves = NULL;
+	size_t nmf = 0, nleaves = 0;
+	wfs_err err;
+
+	for (size_t i = 0; i < e->n_chunks; i++) {
+		if (fid_set_has(keep, e->chunks[i].fid))
+			continue;
+		if (!e->chunks[i].is_manifest) {
+			garbage_add(g, &e->chunks[i]);
+			continue;
+		}
+		if (!mf)
+			mf = xcalloc(e->n_chunks, sizeof(*mf));
+		mf[nmf++] = e->chunks[i]; /* borrowed fields: not freed below */
+	}
+	if (!nmf)
+		return WFS_OK;
+	err = chunk_resolve_manifests(f->bc, mf, nmf, &leaves, &nleaves);
+	if (!err) {
+		for (size_t i = 0; i < nmf; i++) {
+			garbage_add(g, &mf[i]);
+			g->c[g->n - 1].is_manifest = false; /* its members are queued one by one */
+		}
+		garbage_unkept(g, leaves, nleaves, keep);
+	}
+	free(mf);
+	filer_chunks_free(leaves, nleaves);
+	return err;
+}
+
+/* The etag lookup shows for e as stored (a hard-linked name: the shared file). */
+static wfs_err shown_etag(struct filer *f, struct filer_tx *tx, const struct filer_entry *e,
+			  char out[17])
+{
+	struct filer_entry *m = filer_entry_dup(e);
+	wfs_err err = filer_hardlink_resolve(f->store, tx, &m);
+	if (!err)
+		entry_etag(m, out);
+	filer_entry_free(m);
+	return err;
+}
+
+/*
+ * Inside tx, finds the files create consumes (r->consume) into gone[0..*ngone)
+ * (owned by the caller, freed even on failure). False with j's error set when
+ * one is missing (404), a directory (409 EISDIR), not a regular file or
+ * hard-linked (400).
+ */
+static bool consume_find(struct fjob *j, struct filer_tx *tx, struct api_req *r,
+			 struct filer_entry **gone, size_t *ngone)
+{
+	for (size_t i = 0; i < r->nconsume; i++) {
+		const char *p = r->consume[i];
+		char *d = NULL, *n = NULL;
+		struct filer_entry *e = NULL;
+		wfs_err err = filer_path_split(p, &d, &n);
+		if (!err)
+			err = filer_store_find(j->f->store, tx, d, n, &e);
+		free(d);
+		free(n);
+		if (err == WFS_ENOENT) {
+			api_error(j, 404, "ENOENT", "consume: %s does not exist", p);
+			return false;
+		}
+		if (err) {
+			api_store_error(j, err, p);
+			return false;
+		}
+		gone[(*ngone)++] = e;
+		if (filer_entry_is_dir(e)) {
+			api_error(j, 409, "EISDIR", "consume: %s is a directory", p);
+			return false;
+		}
+		if (!S_ISREG(e->attr.mode)) {
+			api_error(j, 400, "EINVAL", "consume: %s is not a regular file", p);
+			return false;
+		}
+		if (filer_hardlink_is_linked(e) || e->attr.nlink > 1) {
+			api_error(j, 400, "EINVAL", "consume: %s is hard-linked", p);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * create: the new entry at r->path, in one transaction with its options:
+ * parents (missing directories made), ifEtag (replace only that version),
+ * consume (files deleted, their chunks the entry lists taken over). Every
+ * condition is checked before the entry is written (a refusal rolls back the
+ * directories parents made), under the locks of the target and of every
+ * consumed path.
+ */
 static void op_create(struct fjob *j, struct api_req *r)
 {
 	struct filer *f = j->f;
-	struct filer_entry *old = NULL, *e = r->entry;
+	struct filer_entry *old = NULL, *e = r->entry, **gone = NULL;
 	struct filer_tx *tx = NULL;
 	struct filer_evs evs = {0};
 	struct garbage g = {0};
+	struct stripe_set *locks = xmalloc(sizeof(*locks));
+	struct fid_set keep = {0};
+	size_t ngone = 0;
 	wfs_err err;
 
-	filer_lock_path(f, r->path);
+	stripes_of(locks, r->path, r->consume, r->nconsume);
+	lock_stripes(f, locks);
 	err = filer_store_begin(f->store, &tx);
 	if (err) {
 		api_store_error(j, err, "begin");
 		goto out;
 	}
-	if (!parent_ok(j, tx, r->dir))
+	if (r->parents) {
+		err = filer_mkdir_p(f, tx, &evs, r->dir);
+		if (err == WFS_EPERM) {
+			api_error(j, 409, "ENOTDIR", "a parent of %s is not a directory", r->path);
+			goto out;
+		}
+		if (err) {
+			api_store_error(j, err, "creating parent directories");
+			goto out;
+		}
+	} else if (!parent_ok(j, tx, r->dir)) {
 		goto out;
+	}
 	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
 	if (err && err != WFS_ENOENT) {
 		api_store_error(j, err, "lookup");
 		goto out;
 	}
+	if (r->if_etag) {
+		char etag[17];
+		if (!old) {
+			api_error(j, 404, "ENOENT", "%s does not exist (ifEtag)", r->path);
+			goto out;
+		}
+		err = shown_etag(f, tx, old, etag);
+		if (err) {
+			api_store_error(j, err, r->path);
+			goto out;
+		}
+		if (strcasecmp(etag, r->if_etag)) {
+			api_error(j, 412, "EPRECOND", "%s: etag is %s, not %s", r->path, etag,
+				  r->if_etag);
+			goto out;
+		}
+	}
 	if (old && (r->exclusive || filer_entry_is_dir(old) || filer_entry_is_dir(e))) {
 		api_error(j, 409, "EEXIST", "%s already exists", r->path);
 		goto out;
 	}
+	if (r->nconsume) {
+		gone = xcalloc(r->nconsume, sizeof(*gone));
+		if (!consume_find(j, tx, r, gone, &ngone))
+			goto out;
+	}
+	fid_set_init(&keep, e);
 	if (old) {
 		struct filer_chunk *lc = NULL;
 		size_t ln = 0;
@@ -475,24 +705,29 @@ static void op_create(struct fjob *j, struct api_req *r)
 		filer_chunks_free(lc, ln);
 		e->attr.crtime_ns = old->attr.crtime_ns;
 		/* free only what the new entry does not reference again */
-		for (size_t i = 0; i < old->n_chunks; i++) {
-			bool kept = false;
-			for (size_t k = 0; k < e->n_chunks && !kept; k++)
-				kept = !strcmp(old->chunks[i].fid, e->chunks[k].fid);
-			if (!kept)
-				garbage_add(&g, &old->chunks[i]);
-		}
+		garbage_unkept(&g, old->chunks, old->n_chunks, &keep);
 		err = filer_store_update(f->store, tx, e);
 	} else {
 		err = filer_store_insert(f->store, tx, e);
 	}
 	if (!err)
-		err = claim_chunks(f, tx, e->chunks, e->n_chunks, old);
+		err = claim_chunks(f, tx, e->chunks, e->n_chunks, old, gone, ngone);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;
 	}
 	filer_evs_add(&evs, old, e);
+	/* consumed files: their chunks move to the new entry, or are freed */
+	for (size_t i = 0; i < ngone; i++) {
+		err = filer_store_delete(f->store, tx, gone[i]->dir, gone[i]->name);
+		if (!err)
+			err = garbage_consumed(f, &g, gone[i], &keep);
+		if (err) {
+			api_store_error(j, err, r->consume[i]);
+			goto out;
+		}
+		filer_evs_add(&evs, gone[i], NULL);
+	}
 	err = finish_tx(j, &tx, &evs, &g);
 	if (err) {
 		api_store_error(j, err, "commit");
@@ -502,10 +737,15 @@ static void op_create(struct fjob *j, struct api_req *r)
 	j->status = old ? 200 : 201;
 out:
 	filer_store_rollback(tx);
-	filer_unlock_path(f, r->path);
+	unlock_stripes(f, locks);
+	free(locks);
+	free(keep.v);
 	filer_evs_clear(&evs);
 	filer_chunks_free(g.c, g.n);
 	filer_entry_free(old);
+	for (size_t i = 0; i < ngone; i++)
+		filer_entry_free(gone[i]);
+	free(gone);
 }
 
 /*
@@ -699,7 +939,7 @@ static void op_update(struct fjob *j, struct api_req *r)
 	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
 					  : filer_store_update(f->store, tx, e);
 	if (!err && (r->set & (API_SET_CHUNKS | API_SET_APPEND)))
-		err = claim_chunks(f, tx, r->chunks->chunks, r->chunks->n_chunks, old);
+		err = claim_chunks(f, tx, r->chunks->chunks, r->chunks->n_chunks, old, NULL, 0);
 	if (err) {
 		api_store_error(j, err, r->path);
 		goto out;

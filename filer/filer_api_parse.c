@@ -99,9 +99,11 @@ bad:
 /*
  * Fields naming paths or names, which a client may send as <field>B64 instead
  * (base64 of the raw bytes): how names that are not valid UTF-8 travel.
+ * "consume" is an array of paths: consumeB64 is the array of their base64.
  */
-static const char *const byte_fields[] = {
-	"path", "dir", "from", "to", "target", "newPath", "prefix", "startName", "symlinkTarget"};
+static const char *const byte_fields[] = {"path",          "dir",     "from",   "to",
+					  "target",        "newPath", "prefix", "startName",
+					  "symlinkTarget", "consume"};
 
 /* Whether key is one of allowed, or <field>B64 for an allowed byte field. */
 static bool key_allowed(const char *key, const char *const *allowed)
@@ -264,10 +266,10 @@ static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct fil
 
 static const char *const k_lookup[] = {"path", NULL};
 static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "prefix", NULL};
-static const char *const k_create[] = {"entry", "exclusive", NULL};
-static const char *const k_entry[] = {"path",    "mode",    "uid",           "gid",    "mtimeNs",
-				      "atimeNs", "ctimeNs", "crtimeNs",      "rdev",   "content",
-				      "chunks",  "mime",    "symlinkTarget", "ttlSec", NULL};
+static const char *const k_create[] = {"entry", "exclusive", "parents", "ifEtag", "consume", NULL};
+static const char *const k_entry[] = {
+	"path", "mode",    "uid",    "gid",  "mtimeNs", "atimeNs", "ctimeNs",       "crtimeNs",
+	"rdev", "content", "chunks", "mime", "xattrs",  "ttlSec",  "symlinkTarget", NULL};
 static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
 static const char *const k_set[] = {"mode",         "uid",     "gid",        "size",
 				    "mtimeNs",      "atimeNs", "ctimeNs",    "chunks",
@@ -309,6 +311,110 @@ static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
 	return check_keys(c, root, "the request", k_free) && get_fids(c, root, "fileIds", r);
 }
 
+/*
+ * entry.xattrs: {"<name>": "<base64 value>", ...}, the form entry JSON writes.
+ * Names 1..FILER_SHORT_MAX bytes, values at most FILER_XATTR_VALUE_MAX bytes
+ * decoded, at most FILER_XATTRS_MAX of them, no name twice.
+ */
+static bool get_xattrs(struct pctx *c, yajl_val obj, struct filer_entry *e)
+{
+	yajl_val v = json_get(obj, "xattrs");
+	if (!v)
+		return true;
+	if (!YAJL_IS_OBJECT(v))
+		return fail(c, "\"xattrs\" must be an object of name: base64 value");
+	if (v->u.object.len > FILER_XATTRS_MAX)
+		return fail(c, "\"xattrs\": more than %d attributes", FILER_XATTRS_MAX);
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *name = v->u.object.keys[i];
+		yajl_val x = v->u.object.values[i];
+		uint8_t *val = NULL;
+		size_t len = 0;
+		if (!*name || strlen(name) > FILER_SHORT_MAX)
+			return fail(c, "\"xattrs\": a name must be 1..%d bytes", FILER_SHORT_MAX);
+		if (filer_entry_xattr_get(e, name))
+			return fail(c, "\"xattrs\": duplicate name \"%.64s\"", name);
+		if (!YAJL_IS_STRING(x) || strlen(x->u.string) > FILER_XATTR_VALUE_MAX / 3 * 4 + 8 ||
+		    !api_base64_decode(x->u.string, FILER_XATTR_VALUE_MAX, &val, &len))
+			return fail(
+				c,
+				"\"xattrs\": the value of \"%.64s\" must be base64 of at most %u "
+				"bytes",
+				name, FILER_XATTR_VALUE_MAX);
+		filer_entry_xattr_set(e, name, val, len);
+		free(val);
+	}
+	return true;
+}
+
+static bool is_etag(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f') ||
+		      (s[n] >= 'A' && s[n] <= 'F')))
+			return false;
+	return n == 16;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * create's "consume" (strings) or "consumeB64" (base64 of the bytes): 1..
+ * API_CONSUME_MAX canonical paths of files, none the root or r->path, no
+ * duplicates; into r->consume, sorted.
+ */
+static bool get_consume(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	yajl_val s = json_get(root, "consume"), b = json_get(root, "consumeB64");
+	yajl_val v = b ? b : s;
+	const char *key = b ? "consumeB64" : "consume";
+	if (!v)
+		return true;
+	if (s && b)
+		return fail(c, "\"consume\" and \"consumeB64\" exclude each other");
+	if (!YAJL_IS_ARRAY(v) || !v->u.array.len || v->u.array.len > API_CONSUME_MAX)
+		return fail(c, "\"%s\" must be an array of 1..%u paths", key, API_CONSUME_MAX);
+	r->consume = xcalloc(v->u.array.len, sizeof(*r->consume));
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val p = v->u.array.values[i];
+		char *path = NULL, *d = NULL, *n = NULL;
+		bool ok = YAJL_IS_STRING(p);
+		if (ok && b) {
+			uint8_t *raw = NULL;
+			size_t len = 0;
+			ok = strlen(p->u.string) <= FILER_PATH_MAX / 3 * 4 + 8 &&
+			     api_base64_decode(p->u.string, FILER_PATH_MAX, &raw, &len) &&
+			     !memchr(raw, '\0', len);
+			if (raw)
+				raw[len] = '\0'; /* the decoder leaves room for it */
+			path = (char *)raw;
+		} else if (ok) {
+			ok = strlen(p->u.string) <= FILER_PATH_MAX;
+			path = ok ? xstrdup(p->u.string) : NULL;
+		}
+		ok = ok && !filer_path_split(path, &d, &n) && *n;
+		free(d);
+		free(n);
+		if (!ok) {
+			free(path);
+			return fail(c, "\"%s\"[%zu] is not a valid path of a file", key, i);
+		}
+		r->consume[r->nconsume++] = path;
+	}
+	qsort(r->consume, r->nconsume, sizeof(*r->consume), cmp_str);
+	for (size_t i = 0; i < r->nconsume; i++) {
+		if (i && !strcmp(r->consume[i - 1], r->consume[i]))
+			return fail(c, "\"%s\" names \"%.64s\" twice", key, r->consume[i]);
+		if (!strcmp(r->consume[i], r->path))
+			return fail(c, "\"%s\" names the entry's own path", key);
+	}
+	return true;
+}
+
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 {
 	uint64_t mode = 0, uid = 0, gid = 0, rdev = 0, ttl = 0;
@@ -335,7 +441,7 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	     get_bytes_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
 	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
 	     get_str(c, ev, "content", API_CONTENT_MAX * 4 / 3 + 4, &content) &&
-	     get_chunks(c, ev, "chunks", e);
+	     get_chunks(c, ev, "chunks", e) && get_xattrs(c, ev, e);
 	if (!ok)
 		goto out;
 	if (!has_mode) {
@@ -520,11 +626,17 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 	case API_CREATE: {
 		yajl_val ev = json_get(root, "entry");
 		if (!check_keys(c, root, "the request", k_create) ||
-		    !get_bool(c, root, "exclusive", &r->exclusive))
+		    !get_bool(c, root, "exclusive", &r->exclusive) ||
+		    !get_bool(c, root, "parents", &r->parents) ||
+		    !get_str(c, root, "ifEtag", 64, &r->if_etag))
 			return false;
+		if (r->if_etag && !is_etag(r->if_etag))
+			return fail(c, "\"ifEtag\" must be an entry etag (16 hex digits)");
+		if (r->if_etag && r->exclusive)
+			return fail(c, "\"ifEtag\" and \"exclusive\" exclude each other");
 		if (!ev)
 			return fail(c, "\"entry\" is required");
-		return parse_entry(c, r, ev);
+		return parse_entry(c, r, ev) && get_consume(c, r, root);
 	}
 	case API_UPDATE:
 		return check_keys(c, root, "the request", k_update) && parse_update(c, r, root);
@@ -707,5 +819,8 @@ void api_req_free(struct api_req *r)
 	for (size_t i = 0; i < r->nfids; i++)
 		free(r->fids[i]);
 	free(r->fids);
+	for (size_t i = 0; i < r->nconsume; i++)
+		free(r->consume[i]);
+	free(r->consume);
 	free(r);
 }

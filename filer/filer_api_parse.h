@@ -27,6 +27,8 @@
 #define API_ASSIGN_MAX 100
 /* File ids one freeChunks may carry (the garbage queue's batch limit). */
 #define API_FREE_MAX 10000
+/* Paths one create may consume (delete in its transaction). */
+#define API_CONSUME_MAX 10000
 
 enum api_op {
 	API_LOOKUP,
@@ -70,16 +72,21 @@ struct api_req {
 	char *start, *prefix;
 	bool inclusive;
 	size_t limit;
-	/* create: the new entry (dir/name set, attributes, content, chunks) */
+	/* create: the new entry (dir/name set, attributes, xattrs, content, chunks) */
 	struct filer_entry *entry;
 	bool exclusive;
+	bool parents; /* create: make missing parent directories */
+	/* create: canonical paths of regular files to delete in the same transaction,
+	   sorted by byte value, no duplicates, none equal to path; 0..API_CONSUME_MAX */
+	char **consume;
+	size_t nconsume;
 	/* update */
 	unsigned set;
 	struct filer_attr attr;     /* only the numeric fields named by set */
 	struct filer_entry *chunks; /* chunks (API_SET_CHUNKS) or appendChunks, in ->chunks */
 	uint8_t *content;           /* API_SET_CONTENT: the new bytes */
 	size_t content_len;
-	char *if_etag; /* update, create (replace only if it matches) */
+	char *if_etag; /* update; create (16 hex digits: replace only if it matches) */
 	/* delete, rename */
 	bool recursive, no_replace, exchange;
 	/* xattrs */

@@ -3,27 +3,12 @@
  * filer_list.c).
  *
  * DESIGN: a metadata job finds the entry, answers conditional requests and
- * plans the read (manifests resolved, the Range cut into pieces by
- * chunk_io.h's chunk_pieces). Inline content is answered from the job.
- * Chunked content streams through a window of up to READ_SLOTS pieces and
- * READ_AHEAD * READ_PIECE bytes (so a file of small chunks keeps as many
- * bytes in flight). Each piece (at most READ_PIECE bytes of one chunk) is
- * fetched by an I/O worker (chunk_piece_fetch: replica failover, whole-chunk
- * CRC reads), which defers its completion to the loop; the loop writes
- * finished pieces strictly in file order and refills the window. Holes need
- * no worker: their zeros are written from a static block. Every rstream field
- * is touched on the loop thread only, except a slot's data and err, which
- * belong to the worker while it fetches (the defer hands them back).
- *
- * Back-pressure: while the connection's output is above its high-water mark no
- * piece is written and no fetch is started until the drain callback, so a
- * download holds at most its window plus the output buffer however large the
- * file and however slow the reader, and a worker never waits for a client.
- * The head goes out with the first piece, so a first fetch that fails (a
- * volume server down) still answers a JSON 5xx rather than a 200 whose body
- * breaks off; a later failure aborts the connection (the body is short). The
- * response ends only after every fetch in flight has come back, since each
- * fetch defers through the request.
+ * plans the read (manifests resolved, the Range checked). Inline content is
+ * answered from the job. Chunked content streams through chunk_stream.h (its
+ * DESIGN comment: the window of pieces fetched on the I/O pool, back-pressure,
+ * the head sent with the first piece so a failing first fetch still answers a
+ * JSON 5xx); this file only adds the job's headers, the error answer and the
+ * registration that frees a download the stopping server dropped.
  */
 #include "config.h"
 #include <inttypes.h>
@@ -34,6 +19,7 @@
 #include <strings.h>
 #include <xxhash.h>
 #include "filer/chunk_io.h"
+#include "filer/chunk_stream.h"
 #include "filer/chunks.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -41,10 +27,10 @@
 #include "log.h"
 #include "util.h"
 
-#define READ_PIECE   CHUNK_READ_PIECE_DEFAULT /* bytes per fetch, at most */
-#define READ_AHEAD   CHUNK_READ_AHEAD_DEFAULT /* READ_AHEAD * READ_PIECE bytes in the window */
-#define READ_SLOTS   16                       /* fetches in flight (small chunks: small pieces) */
-#define MANIFEST_MAX (64u << 20)              /* largest manifest blob fetched whole */
+#define READ_PIECE   CHUNK_READ_PIECE_DEFAULT   /* bytes per fetch, at most */
+#define READ_AHEAD   CHUNK_READ_AHEAD_DEFAULT   /* READ_AHEAD * READ_PIECE bytes in the window */
+#define READ_SLOTS   CHUNK_STREAM_SLOTS_DEFAULT /* fetches in flight (small chunks: small pieces) */
+#define MANIFEST_MAX (64u << 20)                /* largest manifest blob fetched whole */
 #define PROXY_MAX    (256u << 20) /* largest chunk ?proxyChunkId relays (the -maxMB bound) */
 
 /* Tuning for benchmarks: WEEDFS_READ_AHEAD (1..16 pieces) and WEEDFS_READ_PIECE_KB (64..65536). */
@@ -61,47 +47,19 @@ static void tune_load(void)
 		read_piece = (size_t)v << 10;
 }
 
-struct rslot {
-	struct rstream *s;
-	struct chunk_piece p;
-	buf data;    /* the worker's while fetching */
-	wfs_err err; /* the worker's while fetching */
-	bool ready;
-};
-
-struct rstream {
-	struct filer_live live; /* first: drop() casts back */
+/* A download in flight: owns the job and the stream. */
+struct rdl {
+	struct filer_live live; /* first: rdl_drop() casts back */
 	struct fjob *j;
-	struct filer_chunk *chunks; /* resolved (no manifests) */
-	size_t n;
-	chunk_pieces *plan;
-	struct rslot *slots;
-	size_t window;
-	uint64_t head, tail;  /* pieces: next to write, next to plan (slot = index % window) */
-	uint64_t wbytes, cap; /* bytes of the pieces in the window, and their bound */
-	bool planned_all;
-	int running;       /* fetches on workers */
-	uint64_t pos, end; /* next file offset to send, end of the range */
-	int64_t length;    /* Content-Length */
-	wfs_err err;       /* the first failure; ends the response */
-	uint64_t err_pos;  /* where it happened */
-	bool started;      /* the head was sent (after the first piece arrived) */
-	bool draining;     /* waiting for the drain callback */
-	bool stopping;     /* no more pieces: end once running is 0 */
-	bool ok;           /* with stopping: the whole range was sent */
+	chunk_stream *cs;
 };
 
-static void rstream_free(struct rstream *s)
+static void rdl_free(struct rdl *d)
 {
-	if (!s)
-		return;
-	filer_live_remove(s->j->f, &s->live);
-	filer_chunks_free(s->chunks, s->n);
-	chunk_pieces_free(s->plan);
-	for (size_t i = 0; s->slots && i < s->window; i++)
-		buf_free(&s->slots[i].data);
-	free(s->slots);
-	free(s);
+	filer_live_remove(d->j->f, &d->live);
+	chunk_stream_free(d->cs);
+	fjob_free(d->j);
+	free(d);
 }
 
 static wfs_err fetch_blob(void *ctx, const char *fid, buf *out)
@@ -129,211 +87,66 @@ static void entry_etag(const struct filer_entry *e, char *out, size_t outlen)
 	XXH64_freeState(st);
 }
 
-/* ---- streaming ---- */
+/* ---- streaming (chunk_stream's owner) ---- */
 
 /* The server stopped mid-download (pools joined, loops gone): free the stream and its job. */
-static void rstream_drop(struct filer_live *l)
+static void rdl_drop(struct filer_live *l) { rdl_free((struct rdl *)l); }
+
+static bool rdl_submit(void *owner, void (*fn)(void *arg), void *arg)
 {
-	struct rstream *s = (struct rstream *)l;
-	struct fjob *j = s->j;
-	rstream_free(s);
-	fjob_free(j);
+	struct rdl *d = owner;
+	return filer_submit(d->j->f, true, fn, arg);
 }
 
-/* Sends the status line and headers: once, when the first piece is in hand. Loop thread. */
-static void stream_head(struct rstream *s)
+/* The status line and the job's headers, once the first piece is in hand. Loop thread. */
+static void rdl_head(void *owner, int64_t length)
 {
-	struct fjob *j = s->j;
+	struct fjob *j = ((struct rdl *)owner)->j;
 	for (size_t i = 0; i < j->nrh; i++)
 		http_resp_header(j->req, j->rh[i].name, j->rh[i].value);
-	http_resp_start(j->req, j->status, s->length);
-	s->started = true;
+	http_resp_start(j->req, j->status, length);
 }
 
 /*
- * Ends the response once no fetch is out. The first piece failed, so nothing
- * was sent yet: answer a JSON error a client can act on (503 while a volume
- * server is unreachable) instead of a 200 whose body breaks off. Later
- * failures abort the connection. Loop thread.
+ * Ends the response. The first piece failed, so nothing was sent yet: answer
+ * a JSON error a client can act on (503 while a volume server is unreachable)
+ * instead of a 200 whose body breaks off. Later failures abort the
+ * connection. A client that went away needs neither an answer nor a log
+ * line. Loop thread.
  */
-static void stream_end(struct rstream *s)
+static void rdl_done(void *owner, wfs_err err, uint64_t err_pos, bool started)
 {
-	struct fjob *j = s->j;
+	struct rdl *d = owner;
+	struct fjob *j = d->j;
 	http_req *req = j->req;
-	if (s->err)
-		log_warn("read of %s failed at offset %" PRIu64 ": %s", j->path, s->err_pos,
-			 wfs_strerror(s->err));
-	if (s->err && !s->started && !http_req_closed(req)) {
+	bool closed = http_req_closed(req);
+	if (err && !closed)
+		log_warn("read of %s failed at offset %" PRIu64 ": %s", j->path, err_pos,
+			 wfs_strerror(err));
+	if (err && !started && !closed) {
 		int status = 500;
-		if (s->err == WFS_EUNAVAIL || s->err == WFS_ETIMEDOUT)
+		if (err == WFS_EUNAVAIL || err == WFS_ETIMEDOUT)
 			status = 503;
 		http_resp_error(req, status, "%s: reading the content: %s", j->path,
-				wfs_strerror(s->err));
-	} else if (s->ok) {
+				wfs_strerror(err));
+	} else if (!err) {
 		http_resp_end(req);
 	} else {
 		http_resp_abort(req);
 	}
-	rstream_free(s);
-	fjob_free(j);
+	rdl_free(d);
 }
 
-static void stream_stop(struct rstream *s, bool ok)
+static const struct chunk_stream_ops rdl_ops = {
+	.submit = rdl_submit,
+	.head = rdl_head,
+	.done = rdl_done,
+};
+
+static void rdl_start(struct fjob *j)
 {
-	s->stopping = true;
-	s->ok = ok;
-	if (!s->running)
-		stream_end(s);
-}
-
-static void fail(struct rstream *s, wfs_err err, uint64_t at)
-{
-	if (!s->err) {
-		s->err = err;
-		s->err_pos = at;
-	}
-	stream_stop(s, false);
-}
-
-static void piece_done(http_req *req, void *arg);
-
-/* Fetches one piece. I/O pool. */
-static void fetch_run(void *arg)
-{
-	struct rslot *sl = arg;
-	sl->err = chunk_piece_fetch(sl->s->j->f->bc, &sl->p, &sl->data);
-	http_req_defer(sl->s->j->req, piece_done, sl);
-}
-
-/* Writes a hole's zeros (copied into the output by http_resp_write). */
-static bool write_zeros(http_req *req, uint64_t len)
-{
-	static const uint8_t zeros[64 << 10];
-	bool more = true;
-	while (len) {
-		size_t n = (size_t)MIN(len, sizeof(zeros));
-		more = http_resp_write(req, zeros, n);
-		len -= n;
-	}
-	return more;
-}
-
-static void pump(struct rstream *s);
-
-static void on_drain(http_req *req, void *arg)
-{
-	struct rstream *s = arg;
-	(void)req;
-	s->draining = false;
-	pump(s);
-}
-
-/* Starts fetches until the window is full or the range is planned. Loop thread. */
-static bool fill(struct rstream *s)
-{
-	while (!s->planned_all && s->tail - s->head < s->window && s->wbytes < s->cap) {
-		struct rslot *sl = &s->slots[s->tail % s->window];
-		if (!chunk_pieces_next(s->plan, &sl->p)) {
-			s->planned_all = true;
-			break;
-		}
-		s->tail++;
-		s->wbytes += sl->p.len;
-		sl->err = WFS_OK;
-		sl->ready = !sl->p.fid;
-		if (sl->ready)
-			continue;
-		s->running++;
-		if (!filer_submit(s->j->f, true, fetch_run, sl)) {
-			s->running--;
-			fail(s, WFS_EUNAVAIL, sl->p.file_offset); /* the filer is stopping */
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * Writes the finished pieces at the head of the window in order, then refills
- * it; stops at the output's high-water mark until the drain callback. Loop
- * thread.
- */
-static void pump(struct rstream *s)
-{
-	http_req *req = s->j->req;
-	for (;;) {
-		struct rslot *sl;
-		bool more;
-		if (http_req_closed(req)) {
-			stream_stop(s, false);
-			return;
-		}
-		while (s->head < s->tail && s->slots[s->head % s->window].ready) {
-			sl = &s->slots[s->head % s->window];
-			if (sl->err) {
-				fail(s, sl->err, sl->p.file_offset);
-				return;
-			}
-			if (!s->started)
-				stream_head(s);
-			if (sl->p.fid && sl->data.len) {
-				size_t n;
-				char *d = buf_steal(&sl->data, &n);
-				more = http_resp_write_take(req, d, n);
-			} else if (sl->p.fid)
-				more = true;
-			else
-				more = write_zeros(req, sl->p.len);
-			/* a fetch takes its body's storage: nothing to keep for reuse */
-			buf_free(&sl->data);
-			s->pos += sl->p.len;
-			s->wbytes -= sl->p.len;
-			s->head++;
-			if (s->pos >= s->end) {
-				stream_stop(s, true);
-				return;
-			}
-			if (!more) {
-				s->draining = true;
-				http_resp_on_drain(req, on_drain, s);
-				return;
-			}
-		}
-		if (!fill(s))
-			return;
-		/* holes are ready at once: go round while one is at the head */
-		if (s->head == s->tail || !s->slots[s->head % s->window].ready)
-			return;
-	}
-}
-
-/* A fetch came back. Loop thread. */
-static void piece_done(http_req *req, void *arg)
-{
-	struct rslot *sl = arg;
-	struct rstream *s = sl->s;
-	(void)req;
-	s->running--;
-	sl->ready = true;
-	if (s->stopping) {
-		if (!s->running)
-			stream_end(s);
-		return;
-	}
-	if (!s->draining)
-		pump(s);
-}
-
-/* The head waits for the first piece, so that a failing first fetch can still answer 5xx. */
-static void stream_start(struct fjob *j)
-{
-	struct rstream *s = j->ext;
-	if (j->method == HTTP_HEAD || s->pos >= s->end) {
-		stream_head(s);
-		stream_stop(s, true);
-		return;
-	}
-	pump(s);
+	struct rdl *d = j->ext;
+	chunk_stream_start(d->cs);
 }
 
 /* ---- the metadata job ---- */
@@ -496,33 +309,33 @@ static void get_run(struct fjob *j)
 		goto out;
 	}
 	{
-		struct rstream *s = xcalloc(1, sizeof(*s));
+		struct chunk_stream_opts o = {.slots = READ_SLOTS,
+					      .head_only = j->method == HTTP_HEAD};
+		struct filer_chunk *chunks = NULL;
+		size_t n = 0;
+		struct rdl *d = xcalloc(1, sizeof(*d));
 		pthread_once(&tune_once, tune_load);
-		s->j = j;
-		err = chunks_resolve_manifests(e->chunks, e->n_chunks, fetch_blob, j->f, &s->chunks,
-					       &s->n);
-		if (!err)
-			err = chunk_pieces_new(s->chunks, s->n, r.start, r.len, read_piece,
-					       &s->plan);
+		o.piece_size = read_piece;
+		o.read_ahead = read_ahead;
+		err = chunks_resolve_manifests(e->chunks, e->n_chunks, fetch_blob, j->f, &chunks,
+					       &n);
+		if (err)
+			filer_chunks_free(chunks, n);
+		else
+			d->cs = chunk_stream_new(j->req, j->f->bc, chunks, n, r.start, r.len, &o,
+						 &rdl_ops, d, &err);
 		if (err) {
-			rstream_free(s);
+			free(d); /* the job answers the error */
 			fjob_store_error(j, err, "reading the chunk list");
 			goto out;
 		}
-		s->window = READ_SLOTS;
-		s->cap = (uint64_t)read_ahead * read_piece;
-		s->slots = xcalloc(s->window, sizeof(*s->slots));
-		for (size_t i = 0; i < s->window; i++)
-			s->slots[i].s = s;
-		s->pos = r.start;
-		s->end = r.start + r.len;
-		s->length = (int64_t)r.len;
-		s->live.drop = rstream_drop;
-		filer_live_add(j->f, &s->live);
+		d->j = j;
+		d->live.drop = rdl_drop;
+		filer_live_add(j->f, &d->live);
 		fjob_resp_header(j, "Content-Type", j->ctype);
 		j->ctype = NULL;
-		j->ext = s;
-		j->on_loop = stream_start;
+		j->ext = d;
+		j->on_loop = rdl_start;
 	}
 out:
 	filer_entry_free(e);

@@ -472,14 +472,9 @@ out:
 static bool id_new(char *id)
 {
 	uint8_t r[TUS_ID_BYTES];
-	static const char hex[] = "0123456789abcdef";
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		return false;
-	for (size_t i = 0; i < sizeof(r); i++) {
-		id[2 * i] = hex[r[i] >> 4];
-		id[2 * i + 1] = hex[r[i] & 15];
-	}
-	id[TUS_ID_LEN] = '\0';
+	hex_encode(r, sizeof(r), id);
 	return true;
 }
 

@@ -3,6 +3,7 @@ noinst_LIBRARIES += filer/libfiler.a
 filer_libfiler_a_SOURCES = \
 	filer/entry.c filer/entry.h \
 	filer/chunks.c filer/chunks.h \
+	filer/chunk_stream.c filer/chunk_stream.h \
 	filer/store.c filer/store.h filer/store_impl.h \
 	filer/store_sqlite.c \
 	filer/store_postgres.c

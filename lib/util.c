@@ -73,6 +73,17 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t time_now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t time_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
+void hex_encode(const void *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 int hex_digit_value(int c)
 {
 	if (c >= '0' && c <= '9')

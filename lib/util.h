@@ -54,6 +54,8 @@ static inline uint64_t get_be64(const uint8_t *p)
 
 /* The value of one hex digit (either case), or -1. */
 int hex_digit_value(int c);
+/* Writes n bytes at p as 2n lower-case hex digits and a NUL at out. */
+void hex_encode(const void *p, size_t n, char *out);
 
 /* Strict decimal parsers: the whole string must be a number in range. */
 bool parse_u64(const char *s, uint64_t *out);

@@ -30,24 +30,42 @@ static bool signed_hash_ok(struct s3_req *r, const uint8_t *p, size_t n)
 	return true;
 }
 
-static bool content_md5_ok(struct s3_req *r, const uint8_t *p, size_t n)
+/* Decodes a well-formed Content-MD5 into want; false when absent or malformed. */
+static bool content_md5(struct s3_req *r, unsigned char want[16 + 3])
 {
 	const char *v = http_req_header(r->req, "Content-MD5");
-	unsigned char want[16 + 3], got[EVP_MAX_MD_SIZE];
-	if (!v)
+	return v && strlen(v) == 24 && v[22] == '=' && v[23] == '=' &&
+	       EVP_DecodeBlock(want, (const unsigned char *)v, 24) == 18;
+}
+
+bool s3_content_md5_valid(struct s3_req *r)
+{
+	unsigned char want[16 + 3];
+	if (!http_req_header(r->req, "Content-MD5") || content_md5(r, want))
 		return true;
-	if (strlen(v) != 24 || v[22] != '=' || v[23] != '=' ||
-	    EVP_DecodeBlock(want, (const unsigned char *)v, 24) != 18) {
-		s3_error(r, S3_INVALID_DIGEST, "The Content-MD5 you specified was invalid.");
+	s3_error(r, S3_INVALID_DIGEST, "The Content-MD5 you specified was invalid.");
+	return false;
+}
+
+bool s3_content_md5_matches(struct s3_req *r, const unsigned char md5[16])
+{
+	unsigned char want[16 + 3];
+	if (!http_req_header(r->req, "Content-MD5"))
+		return true;
+	if (!s3_content_md5_valid(r))
 		return false;
-	}
+	content_md5(r, want);
+	if (!memcmp(want, md5, 16))
+		return true;
+	s3_error(r, S3_BAD_DIGEST, "The Content-MD5 you specified did not match what we received.");
+	return false;
+}
+
+static bool content_md5_ok(struct s3_req *r, const uint8_t *p, size_t n)
+{
+	unsigned char got[EVP_MAX_MD_SIZE];
 	EVP_Digest(p, n, got, NULL, EVP_md5(), NULL);
-	if (memcmp(want, got, 16)) {
-		s3_error(r, S3_BAD_DIGEST,
-			 "The Content-MD5 you specified did not match what we received.");
-		return false;
-	}
-	return true;
+	return s3_content_md5_matches(r, got);
 }
 
 static bool checksums_ok(struct s3_req *r, const uint8_t *p, size_t n)

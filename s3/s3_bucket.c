@@ -39,17 +39,6 @@ bool s3_bucket_name_ok(const char *name)
 	       (n < 6 || strcmp(name + n - 6, "--ol-s3"));
 }
 
-/* ISO 8601 in UTC with milliseconds, as S3 writes dates in XML. */
-static void iso_time(int64_t ns, char out[32])
-{
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-	size_t n;
-	gmtime_r(&t, &tm);
-	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out + n, 32 - n, ".%03dZ", (int)(ns / 1000000 % 1000));
-}
-
 static void owner(struct s3_req *r, xml_w *w)
 {
 	const char *name = r->who ? s3_identity_name(r->who) : "anonymous";
@@ -87,7 +76,7 @@ void s3_list_buckets(struct s3_req *r)
 			if (r->who && !s3_identity_allows(r->who, S3_ACT_LIST, b->name) &&
 			    !s3_identity_allows(r->who, S3_ACT_READ, b->name))
 				continue; /* a bucket this identity cannot touch stays unlisted */
-			iso_time(b->attr.crtime_ns ? b->attr.crtime_ns : b->attr.mtime_ns, when);
+			s3_iso8601(b->attr.crtime_ns ? b->attr.crtime_ns : b->attr.mtime_ns, when);
 			xml_open(w, "Bucket");
 			xml_elem(w, "Name", b->name);
 			xml_elem(w, "CreationDate", when);
@@ -138,10 +127,32 @@ void s3_create_bucket(struct s3_req *r)
 	}
 }
 
+/* Whether the bucket at path holds nothing but multipart uploads in progress. */
+static bool only_uploads(struct s3_req *r, const char *path)
+{
+	struct filer_meta_page pg;
+	bool only;
+	if (filer_meta_list(r->g->filer, path, "", 2, &pg))
+		return false;
+	only = pg.n == 1 && S_ISDIR(pg.entries[0]->attr.mode) &&
+	       !strcmp(pg.entries[0]->name, S3_UPLOADS_NAME);
+	filer_meta_page_free(&pg);
+	return only;
+}
+
 void s3_delete_bucket(struct s3_req *r)
 {
 	char *path = s3_bucket_path(r->bucket);
 	int e = filer_meta_delete(r->g->filer, path, false);
+
+	if (e == ENOTEMPTY && only_uploads(r, path)) {
+		/* uploads in progress go with their bucket, as in S3 */
+		char *up = xasprintf("%s/" S3_UPLOADS_NAME, path);
+		e = filer_meta_delete(r->g->filer, up, true);
+		free(up);
+		if (!e || e == ENOENT)
+			e = filer_meta_delete(r->g->filer, path, false);
+	}
 
 	if (e == ENOENT)
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");

@@ -10,6 +10,7 @@
 #define S3_ERRORS(X)                                                           \
 	X(S3_OK, "OK", 200)                                                    \
 	X(S3_ACCESS_DENIED, "AccessDenied", 403)                               \
+	X(S3_ACCESS_FORBIDDEN, "AccessForbidden", 403)                         \
 	X(S3_AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400)       \
 	X(S3_AUTH_QUERY_ERROR, "AuthorizationQueryParametersError", 400)       \
 	X(S3_BAD_DIGEST, "BadDigest", 400)                                     \
@@ -42,7 +43,9 @@
 	X(S3_MISSING_CONTENT_LENGTH, "MissingContentLength", 411)              \
 	X(S3_MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400)            \
 	X(S3_NO_SUCH_BUCKET, "NoSuchBucket", 404)                              \
+	X(S3_NO_SUCH_CORS, "NoSuchCORSConfiguration", 404)                     \
 	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                    \
+	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \
 	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
 	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \
 	X(S3_NOT_IMPLEMENTED, "NotImplemented", 501)                           \

@@ -14,17 +14,27 @@
 #include "pool.h"
 #include "s3/s3_err.h"
 #include "s3/s3_iam.h"
+#include "s3/sigv4.h"
 #include "s3/xml.h"
+
+/* S3's largest single PUT (larger objects are multipart uploads). */
+#define S3_OBJECT_MAX (5ULL << 30)
 
 /* The filer directory that holds the buckets. */
 #define S3_BUCKETS_DIR "/buckets"
 
+struct blob_client;
+
 struct s3_gateway {
 	struct s3_iam *iam;
 	filer_rpc *filer;
-	pool *work; /* filer calls (they block) */
+	struct blob_client *bc; /* object data: ids assigned through the filer, volume servers */
+	pool *work;             /* filer calls and body jobs (they block) */
+	uint64_t chunk_size;    /* bytes per uploaded chunk */
+	size_t inline_max;      /* objects up to this size live in their filer entry */
 	http_server *http;
 	char *region;
+	char *domains; /* -domainName: virtual-hosted requests; NULL: path style only */
 	int port;
 	_Atomic uint64_t next_id; /* request ids: a random start, then counting */
 };
@@ -40,24 +50,39 @@ struct s3_req {
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */
 	uint8_t payload_sha256[32];
+	int64_t decoded_length;              /* x-amz-decoded-content-length, -1 when absent */
+	char trailer[SIGV4_MAX_TRAILER + 1]; /* x-amz-trailer, "" when absent */
+	struct sigv4_chunk_ctx *chain;       /* signed streaming: the chunk signature chain */
 	int64_t head_length; /* HEAD answers: the Content-Length to announce; -1 none */
 	/* the answer, built on a worker and sent on the loop */
 	int status;
 	buf body;
 	const char *ctype;
-	char *hnames[8], *hvalues[8];
-	size_t nh;
-	void (*run)(struct s3_req *r);  /* on a worker */
-	void (*then)(struct s3_req *r); /* on the loop, once a body read whole is in */
+	char **hnames, **hvalues;
+	size_t nh, caph;
+	void (*run)(struct s3_req *r);     /* on a worker */
+	void (*on_loop)(struct s3_req *r); /* set by run: takes over the answer on the loop */
+	struct chunk_stream *stream;       /* GetObject's bytes */
+	void (*then)(struct s3_req *r);    /* on the loop, once a body read whole is in */
 };
 
+/* Loop thread: sends r's answer and frees r. */
+void s3_send_answer(struct s3_req *r);
+/* Loop thread: adds x-amz-request-id and r's headers to the response (streamed answers). */
+void s3_answer_headers(struct s3_req *r);
+/* Frees r (its answer sent). */
+void s3_req_free(struct s3_req *r);
 /* Adds a response header (copied). */
 void s3_header(struct s3_req *r, const char *name, const char *value);
+/* Sets a response header, replacing one of the same name (any case). */
+void s3_header_replace(struct s3_req *r, const char *name, const char *value);
 /* Sets an S3 error answer (XML body with Code, Message, Resource, RequestId). */
 void s3_error(struct s3_req *r, enum s3_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Sets a 200 answer whose XML body w wrote into r->body (w freed). */
 void s3_xml_ok(struct s3_req *r, xml_w *w);
+/* ns since the epoch as S3 writes times in XML: 2006-02-03T16:45:09.000Z (out >= 32 bytes). */
+void s3_iso8601(int64_t ns, char out[32]);
 /* The filer path of the bucket (caller frees). */
 char *s3_bucket_path(const char *bucket);
 /* Maps a filer errno (filer_rpc.h) to an answer, naming what failed. */
@@ -82,23 +107,92 @@ bool s3_bucket_name_ok(const char *name);
  * holds the error answer (XAmzContentSHA256Mismatch, InvalidDigest, BadDigest).
  */
 bool s3_body_ok(struct s3_req *r);
+/* Whether a Content-MD5 header, if any, is well-formed; else r holds InvalidDigest. */
+bool s3_content_md5_valid(struct s3_req *r);
+/* Whether md5 matches the Content-MD5 header, if any; else r holds BadDigest/InvalidDigest. */
+bool s3_content_md5_matches(struct s3_req *r, const unsigned char md5[16]);
+
+/* GetObject and HeadObject (s3_get.c), on a worker. */
+void s3_get_object(struct s3_req *r);
+void s3_head_object(struct s3_req *r);
+/* GetObjectAttributes (GET ?attributes), on a worker. */
+void s3_get_object_attributes(struct s3_req *r);
+/* Whether a query parameter is one of GetObject's response-* header overrides. */
+bool s3_is_response_override(const char *param);
 
 /* Object operations without a data path (s3_object.c), on a worker. */
-void s3_head_object(struct s3_req *r);
 void s3_delete_object(struct s3_req *r);
 /* DeleteObjects, its body in r->in (checked). */
 void s3_delete_objects(struct s3_req *r);
 /* Whether r's key is short enough (else r holds KeyTooLongError). Any thread. */
 bool s3_key_ok(struct s3_req *r);
+/* The filer path of key in r's bucket, or NULL when the key cannot name one (caller frees). */
+char *s3_object_path(const struct s3_req *r, const char *key);
+/* Whether etag (quoted) is in the If-Match / If-None-Match list v ("*" matches any). */
+bool s3_etag_listed(const char *v, const char *etag);
+
+/* PutObject (s3_put.c): streams the body to the volume servers. Loop thread. */
+void s3_put_object(struct s3_req *r);
+
+/* Multipart uploads (s3_multipart.c): parts are files of /buckets/<b>/.uploads/<id>/. */
+#define S3_UPLOADS_NAME ".uploads"
+#define S3_PARTS_MAX    10000
+/* The path of part n of upload id in r's bucket; NULL when id is malformed. */
+char *s3_part_path(const struct s3_req *r, const char *id, uint32_t n);
+/* Whether upload id exists for r's key (else r holds NoSuchUpload); *dir (may be NULL) its entry.
+ */
+struct filer_entry;
+bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir);
+void s3_create_multipart(struct s3_req *r);   /* POST ?uploads, worker */
+void s3_complete_multipart(struct s3_req *r); /* POST ?uploadId, body in r->in, worker */
+void s3_abort_multipart(struct s3_req *r);    /* DELETE ?uploadId, worker */
+void s3_list_parts(struct s3_req *r);         /* GET ?uploadId, worker */
+void s3_list_uploads(struct s3_req *r);       /* GET /bucket?uploads, worker */
+
+/* Tagging (s3_tagging.c): ?tagging on an object or a bucket, body in r->in; worker. */
+void s3_put_tagging(struct s3_req *r);
+void s3_get_tagging(struct s3_req *r);
+void s3_delete_tagging(struct s3_req *r);
+/* x-amz-tagging of a write into entry into's xattrs; false with r's error answer. */
+bool s3_tagging_header(struct s3_req *r, struct filer_entry *into);
+/* The number of tags stored on e. */
+size_t s3_tag_count(const struct filer_entry *e);
+
+/* CORS (s3_cors.c), on a worker: ?cors of a bucket (body in r->in), the OPTIONS
+   preflight, and the CORS headers added to any answer to a request with Origin. */
+void s3_put_cors(struct s3_req *r);
+void s3_get_cors(struct s3_req *r);
+void s3_delete_cors(struct s3_req *r);
+void s3_cors_preflight(struct s3_req *r);
+void s3_cors_answer(struct s3_req *r);
+
+/* CopyObject and UploadPartCopy (s3_copy.c), on a worker. */
+void s3_copy_object(struct s3_req *r);
+
+/* Conditional writes (s3_commit.c): If-None-Match: * and If-Match. */
+struct s3_cond {
+	bool if_absent;
+	char *if_match;      /* the ETag list; NULL: none */
+	char filer_etag[17]; /* If-Match: the entry version whose ETag matched */
+};
+/* Reads r's conditional headers into c; false with r's error answer. Any thread. */
+bool s3_cond_read(struct s3_req *r, struct s3_cond *c);
+void s3_cond_free(struct s3_cond *c);
+/* If-Match: whether the object at path has a listed ETag (else r answered). Worker. */
+bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c);
+/*
+ * Creates the object entry nw at path under c's conditions (c may be NULL),
+ * making missing parent directories when the bucket exists. 0, or a filer
+ * errno with r's error answer set. Worker.
+ */
+struct filer_meta_new;
+int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+		     const struct s3_cond *c);
+/* Frees chunks that were stored but are referenced by no entry (their leases end). Worker. */
+struct filer_chunk;
+void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n);
 
 /* ListObjects and ListObjectsV2 (s3_list.c), on a worker. */
 void s3_list_objects(struct s3_req *r);
-/*
- * The object's ETag, quoted: the one stored when S3 wrote it, else derived
- * from its metadata (stable until the object changes).
- */
-#define S3_ETAG_MAX 72
-struct filer_entry;
-void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX]);
 
 #endif

@@ -16,9 +16,7 @@
  * token is the last one returned (base64), and resuming skips everything up
  * to it, the whole common prefix included.
  *
- * Objects not written through S3 have no stored ETag: theirs is derived from
- * their metadata (xxh64 of size, mtime and chunk ids), stable until the object
- * changes.
+ * ETags come from s3_meta.c (stored by S3 writes, else derived from the entry).
  */
 #include "config.h"
 #include <errno.h>
@@ -28,37 +26,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <xxhash.h>
 #include "client/filer_meta.h"
 #include "s3/s3_int.h"
+#include "s3/s3_meta.h"
 #include "s3/sigv4.h"
 #include "util.h"
 
-#define LIST_PAGE     1000
-#define MAX_KEYS      1000
-#define S3_ETAG_XATTR "s3.etag"
-
-void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX])
-{
-	XXH64_state_t *st;
-	const struct filer_xattr *x = NULL;
-
-	for (size_t i = 0; i < e->n_xattrs; i++)
-		if (!strcmp(e->xattrs[i].name, S3_ETAG_XATTR))
-			x = &e->xattrs[i];
-	if (x && x->value_len + 3 <= S3_ETAG_MAX) {
-		snprintf(out, S3_ETAG_MAX, "\"%.*s\"", (int)x->value_len, (const char *)x->value);
-		return;
-	}
-	st = XXH64_createState();
-	XXH64_reset(st, 0);
-	XXH64_update(st, &e->attr.size, sizeof(e->attr.size));
-	XXH64_update(st, &e->attr.mtime_ns, sizeof(e->attr.mtime_ns));
-	for (size_t i = 0; i < e->n_chunks; i++)
-		XXH64_update(st, e->chunks[i].fid, strlen(e->chunks[i].fid) + 1);
-	snprintf(out, S3_ETAG_MAX, "\"%016llx\"", (unsigned long long)XXH64_digest(st));
-	XXH64_freeState(st);
-}
+#define LIST_PAGE 1000
+#define MAX_KEYS  1000
 
 struct list {
 	struct s3_req *r;
@@ -119,9 +94,6 @@ static void emit_prefix(struct list *l, const char *cp)
 static void emit_key(struct list *l, const char *key, const struct filer_entry *e)
 {
 	char when[32], etag[S3_ETAG_MAX];
-	time_t t;
-	struct tm tm;
-	size_t n;
 
 	if (strcmp(key, l->after) <= 0 || !starts_with(key, l->prefix))
 		return;
@@ -136,10 +108,7 @@ static void emit_key(struct list *l, const char *key, const struct filer_entry *
 	}
 	if (!take_slot(l))
 		return;
-	t = (time_t)(e->attr.mtime_ns / 1000000000);
-	gmtime_r(&t, &tm);
-	n = strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + n, sizeof(when) - n, ".%03dZ", (int)(e->attr.mtime_ns / 1000000 % 1000));
+	s3_iso8601(e->attr.mtime_ns, when);
 	s3_etag(e, etag);
 	xml_open(l->w, "Contents");
 	elem_key(l, "Key", key);
@@ -271,7 +240,9 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 			const struct filer_entry *en = pg.entries[i];
 			char *key = xasprintf("%s%s", dir_key, en->name);
 			pending_flush(l, &pend, dir_key, dir_path, key);
-			if (S_ISDIR(en->attr.mode))
+			if (S_ISDIR(en->attr.mode) && !kl && !strcmp(en->name, S3_UPLOADS_NAME))
+				; /* multipart uploads in progress: not objects */
+			else if (S_ISDIR(en->attr.mode))
 				pending_add(&pend, en->name);
 			else if (!l->stopped)
 				emit_key(l, key, en);

@@ -1,5 +1,5 @@
 /*
- * Object operations that need no data path: HeadObject and DeleteObject. An
+ * Object operations that need no data path: DeleteObject and DeleteObjects. An
  * object is the file /buckets/<bucket>/<key>; a key the filer cannot name as a
  * path ("a//b", "a/", ".." components) holds no object. Workers only.
  */
@@ -15,16 +15,22 @@
 #include "filer/entry.h"
 #include "http_util.h"
 #include "s3/s3_int.h"
+#include "s3/s3_meta.h"
 #include "util.h"
 
 /* S3's longest key, in bytes. */
 #define S3_KEY_MAX 1024
 
-/* The filer path of key in r's bucket, or NULL when the key cannot name one. */
-static char *key_path(const struct s3_req *r, const char *key)
+char *s3_object_path(const struct s3_req *r, const char *key)
 {
-	char *path = xasprintf(S3_BUCKETS_DIR "/%s/%s", r->bucket, key), *d = NULL, *n = NULL;
-	bool ok = filer_path_split(path, &d, &n) == WFS_OK;
+	size_t ul = strlen(S3_UPLOADS_NAME);
+	char *path, *d = NULL, *n = NULL;
+	bool ok;
+
+	if (!strncmp(key, S3_UPLOADS_NAME, ul) && (!key[ul] || key[ul] == '/'))
+		return NULL; /* multipart uploads live there */
+	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", r->bucket, key);
+	ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
 	free(n);
 	if (!ok) {
@@ -34,8 +40,6 @@ static char *key_path(const struct s3_req *r, const char *key)
 	return path;
 }
 
-static char *object_path(const struct s3_req *r) { return key_path(r, r->key); }
-
 bool s3_key_ok(struct s3_req *r)
 {
 	if (strlen(r->key) <= S3_KEY_MAX)
@@ -44,8 +48,7 @@ bool s3_key_ok(struct s3_req *r)
 	return false;
 }
 
-/* Whether etag (quoted) is in the If-Match / If-None-Match list v ("*" matches any). */
-static bool etag_listed(const char *v, const char *etag)
+bool s3_etag_listed(const char *v, const char *etag)
 {
 	size_t el = strlen(etag);
 	while (*v) {
@@ -66,64 +69,20 @@ static bool etag_listed(const char *v, const char *etag)
 }
 
 /*
- * The conditional headers of a read against the object (RFC 7232 order, as
- * S3 applies them): 0 to go on, or the status to answer (304, 412).
+ * After the delete of the object at path: its parent directories that are now
+ * empty go too, up to the bucket, since in S3 a prefix exists only while keys
+ * under it do. The first that is not empty (or any failure) ends it; a PUT
+ * racing into one just made it anew.
  */
-static int preconditions(struct s3_req *r, const char *etag, time_t mtime)
+static void drop_empty_parents(struct s3_req *r, char *path)
 {
-	const char *im = http_req_header(r->req, "If-Match");
-	const char *inm = http_req_header(r->req, "If-None-Match");
-	const char *ims = http_req_header(r->req, "If-Modified-Since");
-	const char *ius = http_req_header(r->req, "If-Unmodified-Since");
-	time_t t;
-
-	if (im && !etag_listed(im, etag))
-		return 412;
-	if (!im && ius && http_date_parse(ius, &t) && mtime > t)
-		return 412;
-	if (inm && etag_listed(inm, etag))
-		return 304;
-	if (!inm && ims && http_date_parse(ims, &t) && mtime <= t)
-		return 304;
-	return 0;
-}
-
-void s3_head_object(struct s3_req *r)
-{
-	char *path = object_path(r);
-	struct filer_entry *e = NULL;
-	char etag[S3_ETAG_MAX], when[64];
-	time_t mtime;
-	int rc, cond;
-
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
-	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
-		/* a missing bucket and a missing key are both 404 (no body to tell them apart) */
-		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-		goto out;
+	size_t bucket_len = strlen(S3_BUCKETS_DIR) + 1 + strlen(r->bucket);
+	char *slash;
+	while ((slash = strrchr(path, '/')) && (size_t)(slash - path) > bucket_len) {
+		*slash = '\0';
+		if (filer_meta_delete(r->g->filer, path, false))
+			break;
 	}
-	if (rc) {
-		s3_filer_error(r, rc, "looking the object up");
-		goto out;
-	}
-	s3_etag(e, etag);
-	mtime = (time_t)(e->attr.mtime_ns / 1000000000);
-	http_date_format(mtime, when, sizeof(when));
-	s3_header(r, "ETag", etag);
-	s3_header(r, "Last-Modified", when);
-	cond = preconditions(r, etag, mtime);
-	if (cond) {
-		r->status = cond;
-		goto out;
-	}
-	s3_header(r, "Content-Type",
-		  e->attr.mime && *e->attr.mime ? e->attr.mime : "binary/octet-stream");
-	s3_header(r, "Accept-Ranges", "bytes");
-	r->head_length = (int64_t)e->attr.size;
-	r->status = 200;
-out:
-	filer_entry_free(e);
-	free(path);
 }
 
 /*
@@ -133,12 +92,15 @@ out:
  */
 static int delete_key(struct s3_req *r, const char *key)
 {
-	char *path = key_path(r, key);
+	char *path = s3_object_path(r, key);
 	struct filer_entry *e = NULL;
 	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
 
-	if (!rc && S_ISREG(e->attr.mode))
+	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
+		if (!rc)
+			drop_empty_parents(r, path);
+	}
 	filer_entry_free(e);
 	free(path);
 	return rc == ENOENT || rc == ENOTDIR ? 0 : rc;

@@ -19,11 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include "daemon.h"
+#include "filer/blob_client.h"
+#include "filer/chunk_io.h"
 #include "log.h"
 #include "s3/s3_int.h"
 #include "s3/sigv4.h"
@@ -31,7 +35,8 @@
 
 /* Request bodies the gateway reads whole: bucket configuration documents... */
 #define S3_CONFIG_BODY_MAX (64u << 10)
-/* ... and DeleteObjects (1,000 keys of up to 1 KiB, escaped). */
+/* ... and DeleteObjects (1,000 keys of up to 1 KiB, escaped) and
+   CompleteMultipartUpload (10,000 parts). */
 #define S3_DELETE_BODY_MAX (8u << 20)
 
 void s3_opts_default(struct s3_opts *o)
@@ -41,14 +46,19 @@ void s3_opts_default(struct s3_opts *o)
 	o->port = 8333;
 	o->filer = "127.0.0.1:8888";
 	o->region = "us-east-1";
+	o->chunk_mb = 4;
+	o->inline_kb = 4;
 }
 
 /* ---- answers ---- */
 
 void s3_header(struct s3_req *r, const char *name, const char *value)
 {
-	if (r->nh == ARRAY_LEN(r->hnames))
-		return;
+	if (r->nh == r->caph) {
+		r->caph = r->caph ? 2 * r->caph : 8;
+		r->hnames = xrealloc(r->hnames, r->caph * sizeof(*r->hnames));
+		r->hvalues = xrealloc(r->hvalues, r->caph * sizeof(*r->hvalues));
+	}
 	r->hnames[r->nh] = xstrdup(name);
 	r->hvalues[r->nh] = xstrdup(value);
 	r->nh++;
@@ -95,6 +105,16 @@ void s3_xml_ok(struct s3_req *r, xml_w *w)
 	r->ctype = "application/xml";
 }
 
+void s3_iso8601(int64_t ns, char out[32])
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n;
+	gmtime_r(&t, &tm);
+	n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 32 - n, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
 char *s3_bucket_path(const char *bucket) { return xasprintf(S3_BUCKETS_DIR "/%s", bucket); }
 
 void s3_filer_error(struct s3_req *r, int e, const char *what)
@@ -105,7 +125,18 @@ void s3_filer_error(struct s3_req *r, int e, const char *what)
 		s3_error(r, S3_INTERNAL, "%s: %s", what, strerror(e));
 }
 
-static void req_free(struct s3_req *r)
+void s3_header_replace(struct s3_req *r, const char *name, const char *value)
+{
+	for (size_t i = 0; i < r->nh; i++)
+		if (!strcasecmp(r->hnames[i], name)) {
+			free(r->hvalues[i]);
+			r->hvalues[i] = xstrdup(value);
+			return;
+		}
+	s3_header(r, name, value);
+}
+
+void s3_req_free(struct s3_req *r)
 {
 	free(r->bucket);
 	free(r->key);
@@ -115,38 +146,51 @@ static void req_free(struct s3_req *r)
 		free(r->hnames[i]);
 		free(r->hvalues[i]);
 	}
+	free(r->hnames);
+	free(r->hvalues);
+	free(r->chain);
 	free(r);
 }
 
-/* Loop thread: sends the answer and frees r. */
-static void send_answer(struct s3_req *r)
+void s3_answer_headers(struct s3_req *r)
+{
+	http_resp_header(r->req, "x-amz-request-id", r->id);
+	for (size_t i = 0; i < r->nh; i++)
+		http_resp_header(r->req, r->hnames[i], r->hvalues[i]);
+}
+
+void s3_send_answer(struct s3_req *r)
 {
 	http_req *req = r->req;
-	http_resp_header(req, "x-amz-request-id", r->id);
-	for (size_t i = 0; i < r->nh; i++)
-		http_resp_header(req, r->hnames[i], r->hvalues[i]);
+	s3_answer_headers(r);
 	if (r->ctype && r->body.len)
 		http_resp_header(req, "Content-Type", r->ctype);
-	if (r->head_length >= 0 && r->status == 200) {
+	if (r->head_length >= 0 && (r->status == 200 || r->status == 206)) {
 		/* HEAD of an object: its length, no body */
 		http_resp_start(req, r->status, r->head_length);
 		http_resp_end(req);
 	} else {
 		http_resp_send(req, r->status, r->body.data, r->body.len);
 	}
-	req_free(r);
+	s3_req_free(r);
 }
 
 static void answer_deferred(http_req *req, void *arg)
 {
+	struct s3_req *r = arg;
 	(void)req;
-	send_answer(arg);
+	if (r->on_loop)
+		r->on_loop(r);
+	else
+		s3_send_answer(r);
 }
 
 static void work_run(void *arg)
 {
 	struct s3_req *r = arg;
 	r->run(r);
+	if (r->run != s3_cors_preflight)
+		s3_cors_answer(r); /* a browser's request (Origin): the bucket's CORS headers */
 	http_req_defer(r->req, answer_deferred, r);
 }
 
@@ -167,6 +211,7 @@ static bool authenticate(struct s3_req *r)
 	struct sigv4_auth a;
 	const char *name, *value, *secret, *uri = http_req_uri(r->req), *q;
 	char msg[512], *raw_path;
+	uint8_t key[32] = {0};
 	bool anonymous;
 	enum s3_err e;
 	size_t n = 0;
@@ -201,7 +246,7 @@ static bool authenticate(struct s3_req *r)
 			snprintf(msg, sizeof(msg),
 				 "The AWS Access Key Id you provided does not exist in our "
 				 "records.");
-		} else if (r->who && sigv4_verify(&in, &a, secret, NULL) != S3_OK) {
+		} else if (r->who && sigv4_verify(&in, &a, secret, key) != S3_OK) {
 			e = S3_SIGNATURE_MISMATCH;
 			snprintf(msg, sizeof(msg),
 				 "The request signature we calculated does not match the signature "
@@ -216,7 +261,16 @@ static bool authenticate(struct s3_req *r)
 	if (!anonymous) {
 		r->payload = (int)a.payload;
 		memcpy(r->payload_sha256, a.payload_sha256, sizeof(r->payload_sha256));
+		r->decoded_length = a.decoded_length;
+		snprintf(r->trailer, sizeof(r->trailer), "%s", a.trailer);
+		/* an open gateway verifies no signature, chunk signatures included */
+		if (r->who && (a.payload == SIGV4_STREAMING_SIGNED ||
+			       a.payload == SIGV4_STREAMING_SIGNED_TRAILER)) {
+			r->chain = xmalloc(sizeof(*r->chain));
+			sigv4_chunk_init(r->chain, &a, key);
+		}
 	}
+	OPENSSL_cleanse(key, sizeof(key));
 	return true;
 }
 
@@ -231,11 +285,38 @@ static bool allowed(struct s3_req *r, enum s3_action act)
 
 /* ---- routing ---- */
 
-/* Splits the decoded path into bucket and key (NULL when absent). */
+/*
+ * Virtual-hosted style: a Host of "<bucket>.<domain>[:port]", for one of the
+ * -domainName domains, names the bucket; the whole path is then the key.
+ */
+static bool virtual_host(struct s3_req *r)
+{
+	const char *host = http_req_header(r->req, "Host"), *d = r->g->domains, *p;
+	size_t hl;
+
+	if (!d || !host)
+		return false;
+	hl = strcspn(host, ":");
+	while (*d) {
+		size_t dl = strcspn(d, ",");
+		if (dl && hl > dl + 1 && host[hl - dl - 1] == '.' &&
+		    !strncasecmp(host + hl - dl, d, dl)) {
+			r->bucket = xstrndup(host, hl - dl - 1);
+			p = http_req_path(r->req) + 1;
+			if (*p)
+				r->key = xstrdup(p);
+			return true;
+		}
+		d += dl + (d[dl] == ',');
+	}
+	return false;
+}
+
+/* Splits the decoded path into bucket and key (NULL when absent), or takes them from Host. */
 static void name_target(struct s3_req *r)
 {
 	const char *p = http_req_path(r->req) + 1, *slash;
-	if (!*p)
+	if (virtual_host(r) || !*p)
 		return;
 	slash = strchr(p, '/');
 	r->bucket = slash ? xstrndup(p, (size_t)(slash - p)) : xstrdup(p);
@@ -259,10 +340,21 @@ static const char *unsupported_param(const struct s3_req *r)
 		"marker",
 		"x-id",
 		"delete",
+		"uploads",
+		"uploadId",
+		"partNumber",
+		"max-parts",
+		"part-number-marker",
+		"max-uploads",
+		"key-marker",
+		"upload-id-marker",
+		"tagging",
+		"attributes",
+		"cors",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
-		bool ok = !strncmp(name, "X-Amz-", 6);
+		bool ok = !strncmp(name, "X-Amz-", 6) || s3_is_response_override(name);
 		for (size_t k = 0; k < ARRAY_LEN(served) && !ok; k++)
 			ok = !strcmp(name, served[k]);
 		if (!ok)
@@ -289,7 +381,7 @@ static void body_end(http_req *req, wfs_err err, void *arg)
 	else if (err)
 		s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
 	if (err || !s3_body_ok(r)) {
-		send_answer(r);
+		s3_send_answer(r);
 		return;
 	}
 	r->then(r);
@@ -327,10 +419,111 @@ static void create_bucket_parsed(struct s3_req *r)
 		return;
 	}
 	xml_free(root);
-	send_answer(r);
+	s3_send_answer(r);
 }
 
 static void delete_objects_read(struct s3_req *r) { submit(r, s3_delete_objects); }
+
+static void complete_read(struct s3_req *r) { submit(r, s3_complete_multipart); }
+static void cors_read(struct s3_req *r) { submit(r, s3_put_cors); }
+static void tagging_read(struct s3_req *r) { submit(r, s3_put_tagging); }
+
+/* ?tagging of an object or a bucket: Read (GET) or Tagging (PUT, DELETE). */
+static void route_tagging(struct s3_req *r, enum http_method m)
+{
+	if (m == HTTP_GET && allowed(r, r->key ? S3_ACT_READ : S3_ACT_LIST)) {
+		submit(r, s3_get_tagging);
+		return;
+	}
+	if ((m == HTTP_PUT || m == HTTP_DELETE) && allowed(r, S3_ACT_TAGGING)) {
+		if (m == HTTP_PUT)
+			read_body(r, S3_CONFIG_BODY_MAX, tagging_read);
+		else
+			submit(r, s3_delete_tagging);
+		return;
+	}
+	if (m != HTTP_GET && m != HTTP_PUT && m != HTTP_DELETE)
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	s3_send_answer(r);
+}
+
+/* A key's operations, told apart by method and subresource. */
+static void route_object(struct s3_req *r, enum http_method m)
+{
+	bool upload = http_req_query(r->req, "uploadId") != NULL;
+	void (*run)(struct s3_req * r) = NULL;
+	enum s3_action act = S3_ACT_READ;
+
+	if (!s3_key_ok(r)) {
+		s3_send_answer(r);
+		return;
+	}
+	if (http_req_query(r->req, "partNumber") && !(m == HTTP_PUT && upload)) {
+		s3_error(r, S3_NOT_IMPLEMENTED,
+			 "This gateway does not implement reads of one part (partNumber)");
+		s3_send_answer(r);
+		return;
+	}
+	if (http_req_query(r->req, "tagging")) {
+		route_tagging(r, m);
+		return;
+	}
+	if (http_req_query(r->req, "attributes") && m != HTTP_GET) {
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+		s3_send_answer(r);
+		return;
+	}
+	switch (m) {
+	case HTTP_GET:
+		run = upload                                 ? s3_list_parts
+		      : http_req_query(r->req, "attributes") ? s3_get_object_attributes
+							     : s3_get_object;
+		break;
+	case HTTP_HEAD:
+		run = s3_head_object;
+		break;
+	case HTTP_DELETE:
+		act = S3_ACT_WRITE;
+		run = upload ? s3_abort_multipart : s3_delete_object;
+		break;
+	case HTTP_PUT:
+		if (http_req_header(r->req, "x-amz-copy-source")) {
+			act = S3_ACT_WRITE; /* and Read on the source, checked by the copy */
+			run = s3_copy_object;
+			break;
+		}
+		/* PutObject or UploadPart: the body streams */
+		if (allowed(r, S3_ACT_WRITE))
+			s3_put_object(r);
+		else
+			s3_send_answer(r);
+		return;
+	case HTTP_POST:
+		act = S3_ACT_WRITE;
+		if (http_req_query(r->req, "uploads")) {
+			run = s3_create_multipart;
+		} else if (upload) {
+			if (allowed(r, act))
+				read_body(r, S3_DELETE_BODY_MAX, complete_read);
+			else
+				s3_send_answer(r);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!run)
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	else if (allowed(r, act)) {
+		submit(r, run);
+		return;
+	}
+	s3_send_answer(r);
+}
 
 static void route(struct s3_req *r)
 {
@@ -346,20 +539,35 @@ static void route(struct s3_req *r)
 			submit(r, s3_list_buckets);
 			return;
 		}
-		send_answer(r);
+		s3_send_answer(r);
 		return;
 	}
 	if (!s3_bucket_name_ok(r->bucket)) {
 		s3_error(r, S3_INVALID_BUCKET_NAME, "The specified bucket is not valid.");
-	} else if (r->key && !param && (m == HTTP_HEAD || m == HTTP_DELETE)) {
-		enum s3_action act = m == HTTP_HEAD ? S3_ACT_READ : S3_ACT_WRITE;
-		if (s3_key_ok(r) && allowed(r, act)) {
-			submit(r, m == HTTP_HEAD ? s3_head_object : s3_delete_object);
+	} else if (param) {
+		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement %s yet", param);
+	} else if (!r->key &&
+		   (http_req_query(r->req, "attributes") || http_req_query(r->req, "uploadId") ||
+		    http_req_query(r->req, "partNumber"))) {
+		s3_error(r, S3_INVALID_REQUEST, "This operation needs an object key");
+	} else if (r->key) {
+		route_object(r, m);
+		return;
+	} else if (http_req_query(r->req, "tagging")) {
+		route_tagging(r, m);
+		return;
+	} else if (http_req_query(r->req, "cors") && m != HTTP_GET && m != HTTP_PUT &&
+		   m != HTTP_DELETE) {
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	} else if (http_req_query(r->req, "cors")) {
+		if (allowed(r, S3_ACT_ADMIN)) {
+			if (m == HTTP_PUT)
+				read_body(r, S3_CONFIG_BODY_MAX, cors_read);
+			else
+				submit(r, m == HTTP_GET ? s3_get_cors : s3_delete_cors);
 			return;
 		}
-	} else if (r->key || param) {
-		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway does not implement %s yet",
-			 r->key ? "this object operation" : param);
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
 			read_body(r, S3_CONFIG_BODY_MAX, create_bucket_parsed);
@@ -380,6 +588,11 @@ static void route(struct s3_req *r)
 			read_body(r, S3_DELETE_BODY_MAX, delete_objects_read);
 			return;
 		}
+	} else if (m == HTTP_GET && http_req_query(r->req, "uploads")) {
+		if (allowed(r, S3_ACT_LIST)) {
+			submit(r, s3_list_uploads);
+			return;
+		}
 	} else if (m == HTTP_GET && http_req_query(r->req, "location")) {
 		if (allowed(r, S3_ACT_LIST)) {
 			submit(r, s3_bucket_location);
@@ -394,7 +607,7 @@ static void route(struct s3_req *r)
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against this resource.");
 	}
-	send_answer(r);
+	s3_send_answer(r);
 }
 
 static void handler(http_req *req, void *ctx)
@@ -419,10 +632,16 @@ static void handler(http_req *req, void *ctx)
 	buf_init(&r->body);
 	buf_init(&r->in);
 	r->payload = -1;
+	r->decoded_length = -1;
 	r->head_length = -1;
 	name_target(r);
+	if (http_req_method(req) == HTTP_OPTIONS && r->bucket) {
+		/* a CORS preflight: browsers send it without credentials */
+		submit(r, s3_cors_preflight);
+		return;
+	}
 	if (!authenticate(r)) {
-		send_answer(r);
+		s3_send_answer(r);
 		return;
 	}
 	route(r);
@@ -452,13 +671,23 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	else
 		log_info("S3 gateway: %zu identities", s3_iam_count(g->iam));
 	g->region = xstrdup(o->region && *o->region ? o->region : "us-east-1");
+	g->domains = o->domain && *o->domain ? xstrdup(o->domain) : NULL;
 	{
 		uint64_t start = time_now_ns() ^ ((uint64_t)getpid() << 40);
 		if (getrandom(&start, sizeof(start), 0) != (ssize_t)sizeof(start))
 			log_debug("getrandom failed: request ids start from the clock");
 		atomic_init(&g->next_id, start);
 	}
+	if (o->chunk_mb < 1 || (uint64_t)o->chunk_mb << 20 > CHUNK_SIZE_MAX || o->inline_kb < 0 ||
+	    o->inline_kb > 64) {
+		log_error("-chunkSizeMB must be 1..%u and -inlineKB 0..64", CHUNK_SIZE_MAX >> 20);
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	g->chunk_size = (uint64_t)o->chunk_mb << 20;
+	g->inline_max = (size_t)o->inline_kb << 10;
 	g->filer = filer_rpc_new(o->filer, 30000, 10, 0);
+	g->bc = blob_client_new_filer(o->filer, NULL);
 	g->work = pool_new(16);
 	ho.host = o->ip;
 	ho.port = o->port;
@@ -505,9 +734,11 @@ void s3_stop(struct s3_gateway *g)
 	/* queued work answers through the loops: finish it while they still run */
 	pool_free(g->work);
 	http_server_free(g->http);
+	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
 	s3_iam_free(g->iam);
 	free(g->region);
+	free(g->domains);
 	free(g);
 }
 
@@ -528,7 +759,13 @@ int s3_main(int argc, char **argv)
 		{"config", FLAG_STRING, &o.config,
 		 "identities file (JSON; see weedfs-s3(1)); none: the gateway is open"},
 		{"region", FLAG_STRING, &o.region, "the region signatures must name"},
+		{"domainName", FLAG_STRING, &o.domain,
+		 "domains (comma list) of virtual-hosted requests: Host <bucket>.<domain>"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"chunkSizeMB", FLAG_INT, &o.chunk_mb,
+		 "object data goes in chunks of this many MiB"},
+		{"inlineKB", FLAG_INT, &o.inline_kb,
+		 "objects up to this many KiB (0..64) are kept in their filer entry"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

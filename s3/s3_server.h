@@ -13,7 +13,10 @@ struct s3_opts {
 	const char *filer;  /* host:port of the filer */
 	const char *config; /* identities file (s3_iam.h); NULL or "": none */
 	const char *region; /* the region the gateway answers for */
+	const char *domain; /* comma list: Host <bucket>.<domain> is virtual-hosted; NULL none */
 	int threads;        /* HTTP loop threads, 0 = cores */
+	int chunk_mb;       /* object data is uploaded in chunks of this many MiB */
+	int inline_kb;      /* objects up to this many KiB (0..64) live in their filer entry */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 };

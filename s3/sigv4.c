@@ -63,16 +63,6 @@ static const char *const payload_names[] = {
 
 /* ---- crypto and hex ---- */
 
-static void hex_encode(const uint8_t *p, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* Decodes exactly 64 hex digits (either case) of s[0..n) into out. */
 static bool hex_decode32(const char *s, size_t n, uint8_t out[32])
 {

@@ -111,7 +111,8 @@ static const char *mini_s3_url(const char *ip, int port)
  * one from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the buckets named in
  * S3_BUCKET (comma list) made now. NULL on failure (logged).
  */
-static struct s3_gateway *mini_s3_start(const char *ip, int port, int fport, const char *config)
+static struct s3_gateway *mini_s3_start(const char *ip, int port, int fport, const char *config,
+					const char *domain)
 {
 	struct s3_opts so;
 	struct s3_gateway *g;
@@ -124,6 +125,7 @@ static struct s3_gateway *mini_s3_start(const char *ip, int port, int fport, con
 	so.port = port;
 	so.filer = filer;
 	so.config = config;
+	so.domain = domain;
 	so.admin_access_key = getenv("AWS_ACCESS_KEY_ID");
 	so.admin_secret_key = getenv("AWS_SECRET_ACCESS_KEY");
 	g = s3_start(&so, &err);
@@ -144,7 +146,7 @@ static const char mini_summary[] =
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
-	const char *mount_dir = NULL, *s3_config = NULL;
+	const char *mount_dir = NULL, *s3_config = NULL, *s3_domain = NULL;
 	pid_t mount_pid = 0;
 	bool s3_on = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
@@ -170,6 +172,8 @@ int mini_main(int argc, char **argv)
 		{"s3.config", FLAG_STRING, &s3_config,
 		 "S3 identities file (weedfs-s3(1)); AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
 		 "in the environment add an admin identity, S3_BUCKET (comma list) buckets"},
+		{"s3.domainName", FLAG_STRING, &s3_domain,
+		 "S3 domains (comma list) for virtual-hosted requests: Host <bucket>.<domain>"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -243,7 +247,7 @@ int mini_main(int argc, char **argv)
 		goto out;
 	}
 	if (s3_on) {
-		gw = mini_s3_start(ip, s3port, filer_port(fl), s3_config);
+		gw = mini_s3_start(ip, s3port, filer_port(fl), s3_config, s3_domain);
 		if (!gw)
 			goto out;
 	}

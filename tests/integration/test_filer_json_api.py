@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from filer_fixtures import mini_filer  # noqa: F401 - pytest fixture
+from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
 
 S_IFREG, S_IFDIR, S_IFLNK = 0o100000, 0o040000, 0o120000
 
@@ -723,3 +724,480 @@ def test_free_chunks_deletes_blobs(mini_filer):
     assert requests.get(url(kept), timeout=10).status_code == 200
     # freeing again (already gone) is harmless
     assert ok(f, "freeChunks", {"fileIds": fids[:1]}) == {"queued": 1}
+
+
+# ---- create: xattrs, parents, ifEtag, consume ------------------------------------
+
+
+def test_create_with_xattrs(mini_filer):
+    """entry.xattrs: the new entry carries exactly these (any type); a replaced file's
+    old ones are dropped; malformed ones are 400 and change nothing."""
+    f = mini_filer
+    mkdir(f, "/cx")
+    xs = {"user.a": b64(b"\x00\x01bin"), "user.empty": "", "user.long": b64(b"v" * 70000)}
+    e = mkfile(f, "/cx/f", b"data", xattrs=xs)
+    assert e["xattrs"] == xs
+    got = ok(f, "lookup", {"path": "/cx/f"})
+    assert got["xattrs"] == xs and got["etag"] == e["etag"]
+    assert base64.b64decode(got["xattrs"]["user.a"]) == b"\x00\x01bin"
+    # setXattr sees them as ordinary attributes
+    err(f, "setXattr", {"path": "/cx/f", "name": "user.a", "value": "", "flags": "create"},
+        409, "EEXIST")
+    # replacing the file: exactly the new set, the old names are gone
+    e2 = mkfile(f, "/cx/f", b"new", xattrs={"user.b": b64(b"B")})
+    assert e2["xattrs"] == {"user.b": b64(b"B")}
+    assert ok(f, "lookup", {"path": "/cx/f"})["xattrs"] == {"user.b": b64(b"B")}
+    # and without xattrs: none
+    assert "xattrs" not in mkfile(f, "/cx/f", b"none")
+    # directories and symlinks too
+    d = ok(f, "create", {"entry": {"path": "/cx/d", "mode": S_IFDIR | 0o755,
+                                   "xattrs": {"user.d": b64(b"dir")}}})
+    assert d["xattrs"] == {"user.d": b64(b"dir")}
+    ln = ok(f, "create", {"entry": {"path": "/cx/l", "mode": S_IFLNK | 0o777,
+                                    "symlinkTarget": "d", "xattrs": {"user.l": ""}}})
+    assert ln["xattrs"] == {"user.l": ""}
+    # many attributes: the entry's limit is 4096
+    many = {"user.%d" % i: "" for i in range(4096)}
+    assert len(mkfile(f, "/cx/many", xattrs=many)["xattrs"]) == 4096
+    before = ok(f, "lookup", {"path": "/cx/f"})
+    for bad in ({"user.x": "!!"}, {"user.x": "QQ"}, {"": b64(b"x")}, {"n" * 256: ""},
+                {"user.x": 5}, {"user.x": None}, ["user.x"], "user.x",
+                {"user.x": b64(b"v" * ((1 << 20) + 1))},
+                {"user.%d" % i: "" for i in range(4097)}):
+        err(f, "create", {"entry": {"path": "/cx/f", "mode": S_IFREG | 0o644, "xattrs": bad}},
+            400, "EINVAL")
+    assert ok(f, "lookup", {"path": "/cx/f"})["etag"] == before["etag"]
+    # a name of 255 bytes is fine; a name yajl hands over twice is refused
+    assert mkfile(f, "/cx/g", xattrs={"n" * 255: ""})["xattrs"] == {"n" * 255: ""}
+    raw = b'{"entry": {"path": "/cx/g", "mode": 33188, "xattrs": {"user.x": "", "user.x": ""}}}'
+    r = call(f, "create", None, raw=raw)
+    assert r.status_code == 400 and r.json()["code"] == "EINVAL", r.text
+
+
+def test_create_parents(mini_filer):
+    """parents: missing directories are made in the create's transaction; a file among
+    them is 409 ENOTDIR and nothing is made; without it a missing parent is 404."""
+    f = mini_filer
+    err(f, "create", {"entry": {"path": "/cp/a/b/c/f", "mode": S_IFREG | 0o644}}, 404,
+        "ENOENT")
+    assert not exists(f, "/cp")
+    e = ok(f, "create", {"entry": {"path": "/cp/a/b/c/f", "mode": S_IFREG | 0o644,
+                                   "content": b64(b"deep")}, "parents": True}, status=(201,))
+    assert e["fullPath"] == "/cp/a/b/c/f"
+    for d in ("/cp", "/cp/a", "/cp/a/b", "/cp/a/b/c"):
+        assert ok(f, "lookup", {"path": d})["isDirectory"] is True, d
+    assert f.get("/cp/a/b/c/f").content == b"deep"
+    # existing parents are fine; a new leaf directory too
+    ok(f, "create", {"entry": {"path": "/cp/a/b/g", "mode": S_IFREG | 0o644},
+                     "parents": True}, status=(201,))
+    ok(f, "create", {"entry": {"path": "/cp/a/x/y", "mode": S_IFDIR | 0o700},
+                     "parents": True}, status=(201,))
+    assert ok(f, "lookup", {"path": "/cp/a/x"})["isDirectory"] is True
+    # a file among the parents: 409 ENOTDIR, nothing made below it or beside it
+    for path in ("/cp/a/b/g/h/i", "/cp/a/b/g/h", "/cp/a/b/c/f/z"):
+        err(f, "create", {"entry": {"path": path, "mode": S_IFREG | 0o644}, "parents": True},
+            409, "ENOTDIR")
+    assert not exists(f, "/cp/a/b/g/h")
+    assert ok(f, "lookup", {"path": "/cp/a/b/g"})["isDirectory"] is False
+    # a missing directory before the file: the directory made earlier in the same
+    # request rolls back with the refusal
+    err(f, "create", {"entry": {"path": "/cp/new/dir", "mode": S_IFREG | 0o644},
+                      "parents": True, "ifEtag": "0" * 16}, 404, "ENOENT")
+    assert not exists(f, "/cp/new")
+    for bad in ("yes", 1, None):
+        err(f, "create", {"entry": {"path": "/cp/q", "mode": S_IFREG | 0o644},
+                          "parents": bad}, 400, "EINVAL")
+
+
+def test_create_parents_events_order(mini_filer):
+    """One create event per directory made, parents first, then the file's."""
+    from test_filer_events import Stream, kind
+    f = mini_filer
+    mkdir(f, "/cpe")
+    s = Stream(f, pathPrefix="/cpe/")
+    try:
+        ok(f, "create", {"entry": {"path": "/cpe/a/b/f", "mode": S_IFREG | 0o644},
+                         "parents": True})
+        ok(f, "create", {"entry": {"path": "/cpe/a/b/g", "mode": S_IFREG | 0o644},
+                         "parents": True})
+        evs = s.events(4, timeout=5)
+        assert [kind(e) for e in evs] == [
+            ("create", "/cpe/a"), ("create", "/cpe/a/b"), ("create", "/cpe/a/b/f"),
+            ("create", "/cpe/a/b/g")], evs
+        assert evs[0]["newEntry"]["isDirectory"] and not evs[2]["newEntry"]["isDirectory"]
+        assert s.quiet(0.5) == []
+    finally:
+        s.close()
+
+
+def filer_on(cluster, store, pgsrv=None):
+    """A master, a volume server and a filer on SQLite or the private PostgreSQL."""
+    from conftest import wait_registered_with
+    from filer_fixtures import start_filer
+    m = cluster.master()
+    v = cluster.volume(m)
+    wait_registered_with(m, v)
+    extra = []
+    if store == "postgres":
+        extra = ["-store=postgres",
+                 "-postgres.dsn=host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test" % pgsrv.port]
+    return start_filer(cluster, m, extra=extra)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_filer(request, cluster):
+    if request.param == "postgres":
+        return filer_on(cluster, "postgres", request.getfixturevalue("pg"))
+    return filer_on(cluster, "sqlite")
+
+
+def test_create_parents_race_16(store_filer):
+    """16 clients create files under one missing deep directory at once: all succeed,
+    every directory is made once (one create event each)."""
+    from test_filer_events import Stream, kind
+    f = store_filer
+    mkdir(f, "/pr")
+    s = Stream(f, pathPrefix="/pr/")
+    try:
+        for round_ in range(3):
+            base = "/pr/r%d/a/b/c/d" % round_
+            codes = []
+            barrier = threading.Barrier(16)
+
+            def worker(i):
+                barrier.wait()
+                r = call(f, "create", {"entry": {"path": "%s/f%02d" % (base, i),
+                                                 "mode": S_IFREG | 0o644,
+                                                 "content": b64(b"%d" % i)},
+                                       "parents": True})
+                codes.append((r.status_code, r.text))
+
+            ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+            [t.start() for t in ts]
+            [t.join() for t in ts]
+            assert sorted(c for c, _ in codes) == [201] * 16, codes
+            names = [x["name"] for x in ok(f, "list", {"dir": base})["entries"]]
+            assert names == ["f%02d" % i for i in range(16)]
+            assert f.get(base + "/f07").content == b"7"
+            evs = s.events(5 + 16, timeout=10)
+            made = [k[1] for k in map(kind, evs) if not k[1].startswith(base + "/")]
+            assert made == ["/pr/r%d" % round_, "/pr/r%d/a" % round_, "/pr/r%d/a/b" % round_,
+                            "/pr/r%d/a/b/c" % round_, base], made
+            assert all(kind(e)[0] == "create" for e in evs)
+            assert s.quiet(0.3) == []
+    finally:
+        s.close()
+
+
+def test_create_if_etag(mini_filer):
+    """ifEtag: replace only that version; missing 404, stale 412 and nothing changed;
+    with exclusive or malformed 400."""
+    f = mini_filer
+    mkdir(f, "/ce")
+    e = mkfile(f, "/ce/f", b"one", xattrs={"user.v": b64(b"1")})
+    e2 = ok(f, "create", {"entry": {"path": "/ce/f", "mode": S_IFREG | 0o600,
+                                    "content": b64(b"two")}, "ifEtag": e["etag"]},
+            status=(200,))
+    assert e2["etag"] != e["etag"] and "xattrs" not in e2
+    assert f.get("/ce/f").content == b"two"
+    # the old etag is stale now: 412, nothing changed
+    err(f, "create", {"entry": {"path": "/ce/f", "mode": S_IFREG | 0o644,
+                                "content": b64(b"three")}, "ifEtag": e["etag"]},
+        412, "EPRECOND")
+    got = ok(f, "lookup", {"path": "/ce/f"})
+    assert got["etag"] == e2["etag"] and f.get("/ce/f").content == b"two"
+    # upper case hex is the same etag
+    e3 = ok(f, "create", {"entry": {"path": "/ce/f", "mode": S_IFREG | 0o644,
+                                    "content": b64(b"3")}, "ifEtag": e2["etag"].upper()})
+    assert f.get("/ce/f").content == b"3"
+    # a missing target: 404 and nothing made
+    err(f, "create", {"entry": {"path": "/ce/none", "mode": S_IFREG | 0o644},
+                      "ifEtag": e3["etag"]}, 404, "ENOENT")
+    assert not exists(f, "/ce/none")
+    # a directory at the target: its etag matches but it is never replaced
+    d = mkdir(f, "/ce/d")
+    err(f, "create", {"entry": {"path": "/ce/d", "mode": S_IFREG | 0o644},
+                      "ifEtag": d["etag"]}, 409, "EEXIST")
+    for bad in ({"ifEtag": e3["etag"], "exclusive": True}, {"ifEtag": "abc"},
+                {"ifEtag": "g" * 16}, {"ifEtag": e3["etag"] + "0"}, {"ifEtag": 5},
+                {"ifEtag": ""}):
+        body = {"entry": {"path": "/ce/f", "mode": S_IFREG | 0o644}}
+        body.update(bad)
+        err(f, "create", body, 400, "EINVAL")
+    assert ok(f, "lookup", {"path": "/ce/f"})["etag"] == e3["etag"]
+    # exclusive false with ifEtag is fine
+    ok(f, "create", {"entry": {"path": "/ce/f", "mode": S_IFREG | 0o644},
+                     "ifEtag": e3["etag"], "exclusive": False}, status=(200,))
+
+
+def test_create_if_etag_race_16(mini_filer):
+    f = mini_filer
+    mkdir(f, "/cer")
+    e = mkfile(f, "/cer/f")
+    results = []
+    barrier = threading.Barrier(16)
+
+    def worker(i):
+        barrier.wait()
+        r = call(f, "create", {"entry": {"path": "/cer/f", "mode": S_IFREG | 0o644, "uid": i},
+                               "ifEtag": e["etag"]})
+        results.append((r.status_code, i))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    wins = [i for s, i in results if s == 200]
+    assert len(wins) == 1, results
+    assert all(s == 412 for s, _ in results if s != 200), results
+    assert ok(f, "lookup", {"path": "/cer/f"})["uid"] == wins[0]
+
+
+def blob_url(f, fid):
+    vid = int(fid.split(",")[0])
+    loc = ok(f, "lookupVolume", {"volumeId": vid})["locations"][0]["url"]
+    return "http://%s/%s" % (loc, fid)
+
+
+def part_with_chunks(f, path, pieces):
+    """A file at path whose chunks are blobs of pieces (assign + volume upload)."""
+    chunks, off = [], 0
+    for i, data in enumerate(pieces):
+        fid = upload_blob(f, data)
+        chunks.append({"fileId": fid, "offset": off, "size": len(data), "mtimeNs": i + 1})
+        off += len(data)
+    return ok(f, "create", {"entry": {"path": path, "mode": S_IFREG | 0o644,
+                                      "chunks": chunks}})
+
+
+def shifted(chunks, base):
+    """Chunks of an answer as a request takes them (answers say eTag, requests etag),
+    moved by base bytes."""
+    out = []
+    for c in chunks:
+        c = dict(c, offset=c["offset"] + base)
+        if "eTag" in c:
+            c["etag"] = c.pop("eTag")
+        out.append(c)
+    return out
+
+
+def test_create_consume_moves_chunks(mini_filer):
+    """consume: the parts go in the create's transaction, the chunks the object lists
+    are taken over (never deleted), the others are freed; no data is copied."""
+    from conftest import wait_until
+    from test_filer_events import Stream, kind
+    f = mini_filer
+    up = "/cm/.uploads/u1"
+    ok(f, "create", {"entry": {"path": up, "mode": S_IFDIR | 0o755}, "parents": True})
+    # part 1 through the filer's HTTP PUT (-filer.maxMB=1: three chunks)
+    p1 = bytes((i * 7) % 251 for i in range((5 << 20) // 2))
+    assert f.put(up + "/0001", p1).status_code in (200, 201)
+    c1 = ok(f, "lookup", {"path": up + "/0001"})["chunks"]
+    assert len(c1) == 3
+    # part 2: two blobs, of which the object uses only the first; part 3: one blob
+    p2a, p2b, p3 = b"b" * 3000, b"X" * 100, b"c" * 777
+    c2 = part_with_chunks(f, up + "/0002", [p2a, p2b])["chunks"]
+    c3 = part_with_chunks(f, up + "/0003", [p3])["chunks"]
+    # an old object at the key, replaced: its chunk is freed
+    old_fid = upload_blob(f, b"old object")
+    ok(f, "create", {"entry": {"path": "/cm/obj", "mode": S_IFREG | 0o644, "chunks": [
+        {"fileId": old_fid, "offset": 0, "size": 10, "mtimeNs": 1}]}})
+    s = Stream(f, pathPrefix="/cm/")
+    try:
+        chunks = (shifted(c1, 0) + shifted(c2[:1], len(p1)) +
+                  shifted(c3, len(p1) + len(p2a)))
+        e = ok(f, "create", {"entry": {"path": "/cm/obj", "mode": S_IFREG | 0o644,
+                                       "mime": "application/x-test", "chunks": chunks,
+                                       "xattrs": {"user.etag": b64(b"md5-3")}},
+                             "consume": [up + "/0003", up + "/0001", up + "/0002"]},
+               status=(200,))
+        assert e["size"] == len(p1) + len(p2a) + len(p3) and len(e["chunks"]) == 5
+        assert e["mime"] == "application/x-test"
+        evs = s.events(4, timeout=5)
+        assert [kind(x) for x in evs] == [
+            ("update", "/cm/obj"), ("delete", up + "/0001"), ("delete", up + "/0002"),
+            ("delete", up + "/0003")], evs
+    finally:
+        s.close()
+    want = p1 + p2a + p3
+    assert f.get("/cm/obj").content == want
+    for p in ("/0001", "/0002", "/0003"):
+        assert not exists(f, up + p)
+    assert ok(f, "list", {"dir": up})["entries"] == []
+    # the chunks not taken over are freed: part 2's second blob and the old object's
+    for fid in (c2[1]["fileId"], old_fid):
+        url = blob_url(f, fid)
+        wait_until(lambda: requests.get(url, timeout=10).status_code == 404, timeout=20,
+                   what="chunk %s freed" % fid)
+    # the garbage worker has run over that transaction's queue: the kept blobs stay
+    for c in chunks:
+        assert requests.get(blob_url(f, c["fileId"]), timeout=10).status_code == 200, c
+    ok(f, "freeChunks", {"fileIds": [upload_blob(f, b"sync")]})  # another worker pass
+    import time
+    time.sleep(1.5)
+    for c in chunks:
+        assert requests.get(blob_url(f, c["fileId"]), timeout=10).status_code == 200, c
+    assert f.get("/cm/obj").content == want
+    # deleting the object later frees them, as any file's
+    ok(f, "delete", {"path": "/cm/obj"})
+    url = blob_url(f, chunks[-1]["fileId"])
+    wait_until(lambda: requests.get(url, timeout=10).status_code == 404, timeout=20,
+               what="the object's chunks freed with it")
+
+
+def test_create_consume_refusals(mini_filer):
+    """A missing, directory, special or hard-linked consumed path changes nothing;
+    malformed lists are 400."""
+    f = mini_filer
+    up = "/cr/.uploads/u"
+    ok(f, "create", {"entry": {"path": up, "mode": S_IFDIR | 0o755}, "parents": True})
+    parts = [part_with_chunks(f, "%s/%d" % (up, i), [b"%d" % i * 100]) for i in range(3)]
+    paths = [p["fullPath"] for p in parts]
+    chunks = [dict(p["chunks"][0], offset=100 * i) for i, p in enumerate(parts)]
+    entry = {"path": "/cr/obj", "mode": S_IFREG | 0o644, "chunks": chunks}
+    before = {p: ok(f, "lookup", {"path": p})["etag"] for p in paths}
+
+    def unchanged():
+        assert not exists(f, "/cr/obj")
+        assert {p: ok(f, "lookup", {"path": p})["etag"] for p in paths} == before
+
+    err(f, "create", {"entry": entry, "consume": paths + [up + "/9"]}, 404, "ENOENT")
+    unchanged()
+    mkdir(f, up + "/dir")
+    err(f, "create", {"entry": entry, "consume": paths + [up + "/dir"]}, 409, "EISDIR")
+    unchanged()
+    ok(f, "create", {"entry": {"path": up + "/sym", "mode": S_IFLNK | 0o777,
+                               "symlinkTarget": "0"}})
+    err(f, "create", {"entry": entry, "consume": paths + [up + "/sym"]}, 400, "EINVAL")
+    unchanged()
+    mkfile(f, up + "/linked", b"L")
+    ok(f, "link", {"target": up + "/linked", "newPath": up + "/linked2"})
+    err(f, "create", {"entry": entry, "consume": paths + [up + "/linked"]}, 400, "EINVAL")
+    unchanged()
+    # ifEtag on a missing target: 404, the parts stay
+    err(f, "create", {"entry": entry, "consume": paths, "ifEtag": "0" * 16}, 404, "ENOENT")
+    unchanged()
+    for bad in ([], [paths[0], paths[0]], ["/cr/obj"], ["relative"], ["/"], [up + "/a/../b"],
+                [up + "/x/"], [5], "one", None, ["/ok"] * 2,
+                ["/p%d" % i for i in range(10001)]):
+        err(f, "create", {"entry": entry, "consume": bad}, 400, "EINVAL")
+    err(f, "create", {"entry": entry, "consume": paths, "consumeB64": [b64(b"/x")]}, 400,
+        "EINVAL")
+    for bad in (["!!"], [b64(b"/a\x00b")], [b64(b"rel")]):
+        err(f, "create", {"entry": entry, "consumeB64": bad}, 400, "EINVAL")
+    unchanged()
+    # a parent of the target among the consumed files: the target's parent is not a dir
+    err(f, "create", {"entry": dict(entry, path=paths[0] + "/x"), "consume": [paths[1]],
+                      "parents": True}, 409, "ENOTDIR")
+    unchanged()
+    # and then it works, the parts' bytes in the object
+    ok(f, "create", {"entry": entry, "consume": paths}, status=(201,))
+    assert f.get("/cr/obj").content == b"0" * 100 + b"1" * 100 + b"2" * 100
+    assert not any(exists(f, p) for p in paths)
+
+
+def test_create_consume_bytes_paths(mini_filer):
+    """consumeB64: parts whose names are not UTF-8."""
+    f = mini_filer
+    mkdir(f, "/cb")
+    raw = [b"/cb/p\xff1", b"/cb/p\xfe2"]
+    chunks = []
+    for i, p in enumerate(raw):
+        fid = upload_blob(f, b"%d" % i * 10)
+        ok(f, "create", {"entry": {"pathB64": b64(p), "mode": S_IFREG | 0o644, "chunks": [
+            {"fileId": fid, "offset": 0, "size": 10, "mtimeNs": 1}]}})
+        chunks.append({"fileId": fid, "offset": 10 * i, "size": 10, "mtimeNs": 1})
+    ok(f, "create", {"entry": {"path": "/cb/obj", "mode": S_IFREG | 0o644, "chunks": chunks},
+                     "consumeB64": [b64(p) for p in raw]}, status=(201,))
+    assert f.get("/cb/obj").content == b"0" * 10 + b"1" * 10
+    assert [x["name"] for x in ok(f, "list", {"dir": "/cb"})["entries"]] == ["obj"]
+
+
+def test_create_consume_race(store_filer):
+    """Two completes consuming the same parts at once (different keys, so only the
+    consumed paths' locks order them): exactly one succeeds, the other is 404 and
+    leaves nothing behind."""
+    f = store_filer
+    mkdir(f, "/rc")
+    for round_ in range(4):
+        up = "/rc/u%d" % round_
+        mkdir(f, up)
+        parts = [part_with_chunks(f, "%s/%d" % (up, i), [b"%d" % i * 50]) for i in range(4)]
+        chunks = [dict(p["chunks"][0], offset=50 * i) for i, p in enumerate(parts)]
+        paths = [p["fullPath"] for p in parts]
+        results = []
+        barrier = threading.Barrier(2)
+
+        def worker(key, order):
+            barrier.wait()
+            r = call(f, "create", {"entry": {"path": "%s-%s" % (up, key),
+                                             "mode": S_IFREG | 0o644, "chunks": chunks},
+                                   "consume": order})
+            results.append((r.status_code, r.json().get("code"), key))
+
+        ts = [threading.Thread(target=worker, args=("a", paths)),
+              threading.Thread(target=worker, args=("b", paths[::-1]))]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        wins = [k for s, _, k in results if s in (200, 201)]
+        assert len(wins) == 1, results
+        assert [(s, c) for s, c, _ in results if s not in (200, 201)] == [(404, "ENOENT")]
+        loser = "b" if wins[0] == "a" else "a"
+        assert not exists(f, "%s-%s" % (up, loser))
+        assert f.get("%s-%s" % (up, wins[0])).content == b"".join(
+            b"%d" % i * 50 for i in range(4))
+        assert ok(f, "list", {"dir": up})["entries"] == []
+
+
+def put_raw_blob(f, data):
+    """A blob stored byte for byte (assign + volume PUT)."""
+    a = ok(f, "assign", {"count": 1})["fids"][0]
+    r = requests.put("http://%s/%s" % (a["url"], a["fid"]), data=data, timeout=30,
+                     headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code in (200, 201), r.text
+    return a["fid"]
+
+
+def manifest_blob(chunks):
+    """A manifest blob (docs/filer-entry-format.md) listing chunks (request form)."""
+    import struct
+    out = bytearray([1]) + struct.pack(">I", len(chunks))
+    for c in chunks:
+        fid = c["fileId"].encode()
+        out += struct.pack(">H", len(fid)) + fid
+        out += struct.pack(">QQq", c["offset"], c["size"], c["mtimeNs"])
+        out += struct.pack(">H", 0) + bytes([0])
+    return bytes(out)
+
+
+def test_create_consume_manifest_parts(mini_filer):
+    """A part whose chunk is a manifest: listed as is, the manifest and its members are
+    kept; resolved by the client (members listed, not the manifest), the manifest blob
+    and the members the object does not list are freed, the listed ones kept."""
+    from conftest import wait_until
+    f = mini_filer
+    mkdir(f, "/cmf")
+    parts, members = [], []
+    for i, (x, y) in enumerate(((b"m", b"n"), (b"k", b"l"))):
+        ms = [{"fileId": upload_blob(f, x * 1000), "offset": 0, "size": 1000, "mtimeNs": 1},
+              {"fileId": upload_blob(f, y * 1000), "offset": 1000, "size": 1000, "mtimeNs": 2}]
+        man = put_raw_blob(f, manifest_blob(ms))
+        ok(f, "create", {"entry": {"path": "/cmf/p%d" % i, "mode": S_IFREG | 0o644, "chunks": [
+            {"fileId": man, "offset": 0, "size": 2000, "mtimeNs": 2, "isManifest": True}]}})
+        assert f.get("/cmf/p%d" % i).content == x * 1000 + y * 1000
+        parts.append(man)
+        members.append(ms)
+    chunks = [{"fileId": parts[0], "offset": 0, "size": 2000, "mtimeNs": 2, "isManifest": True},
+              dict(members[1][0], offset=2000)]
+    ok(f, "create", {"entry": {"path": "/cmf/obj", "mode": S_IFREG | 0o644, "chunks": chunks},
+                     "consume": ["/cmf/p0", "/cmf/p1"]}, status=(201,))
+    want = b"m" * 1000 + b"n" * 1000 + b"k" * 1000
+    assert f.get("/cmf/obj").content == want
+    for fid in (parts[1], members[1][1]["fileId"]):
+        url = blob_url(f, fid)
+        wait_until(lambda: requests.get(url, timeout=10).status_code == 404, timeout=20,
+                   what="unlisted %s freed" % fid)
+    for fid in (parts[0], members[0][0]["fileId"], members[0][1]["fileId"],
+                members[1][0]["fileId"]):
+        assert requests.get(blob_url(f, fid), timeout=10).status_code == 200, fid
+    assert f.get("/cmf/obj").content == want

@@ -1,6 +1,5 @@
 """The S3 gateway (weedfs s3) with real clients: identities and SigV4, bucket operations,
-and the same buckets seen through the filer's HTTP API. Object operations are not in the
-gateway yet (docs/s3-gateway.md); they answer NotImplemented."""
+and the same buckets seen through the filer's HTTP API. Object data: test_s3_objects.py."""
 
 import json
 import os
@@ -13,44 +12,9 @@ import botocore.awsrequest
 import botocore.credentials
 import pytest
 import requests
-from botocore.config import Config
 
-from conftest import Daemon, free_port
 from filer_fixtures import start_mini_with_filer
-
-IDENTITIES = {"identities": [
-    {"name": "alice", "credentials": [{"accessKey": "AKALICE", "secretKey": "alice-secret"}],
-     "actions": ["Admin"]},
-    {"name": "bob", "credentials": [{"accessKey": "AKBOB", "secretKey": "bob-secret"}],
-     "actions": ["Read:pub*", "List:pub*"]},
-]}
-
-
-def start_gateway(cluster, filer, config=None, extra=()):
-    port = free_port()
-    d = cluster._dir("s3")
-    args = ["s3", "-ip=127.0.0.1", "-port=%d" % port, "-filer=%s" % filer.url] + list(extra)
-    if config is not None:
-        path = d / "identities.json"
-        d.mkdir(parents=True, exist_ok=True)
-        path.write_text(config if isinstance(config, str) else json.dumps(config))
-        args.append("-config=%s" % path)
-    g = Daemon("s3-%d" % port, args, d, "127.0.0.1:%d" % port)
-    cluster.daemons.append(g)
-    return g
-
-
-def client(g, ak, sk):
-    return boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=ak,
-                        aws_secret_access_key=sk, region_name="us-east-1",
-                        config=Config(retries={"max_attempts": 1}))
-
-
-def code_of(fn, *args, **kw):
-    with pytest.raises(botocore.exceptions.ClientError) as ei:
-        fn(*args, **kw)
-    return ei.value.response["Error"]["Code"]
-
+from s3_fixtures import IDENTITIES, client, code_of, start_gateway
 
 @pytest.fixture(scope="module")
 def gw(module_cluster):
@@ -143,7 +107,7 @@ def test_bad_input(gw):
     r = requests.put(req.url, data=big, headers=dict(req.headers), timeout=10)
     assert r.status_code == 400 and "<Code>MaxMessageLengthExceeded</Code>" in r.text, r.text
     assert "bad-in2" not in [b["Name"] for b in alice.list_buckets()["Buckets"]]
-    assert code_of(alice.put_object, Bucket="bad-in", Key="k", Body=b"x") == "NotImplemented"
+    assert code_of(alice.get_object_acl, Bucket="bad-in", Key="k") == "NotImplemented"
     # a body that is not the one signed: XAmzContentSHA256Mismatch, no bucket
     body = b"<CreateBucketConfiguration/>"
     req = botocore.awsrequest.AWSRequest(method="PUT", url="http://%s/bad-in3" % g.url, data=body)
@@ -361,9 +325,16 @@ def test_head_and_delete_object(gw):
         r = alice.delete_object(Bucket="pub-obj", Key="dir/f.txt")
         assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
     assert filer.get("/buckets/pub-obj/dir/f.txt").status_code == 404
-    assert alice.delete_object(Bucket="pub-obj", Key="dir")["ResponseMetadata"][
+    # the last key under a prefix takes its now empty directories with it, as in S3
+    assert filer.get("/buckets/pub-obj/dir").status_code == 404
+    assert filer.put("/buckets/pub-obj/d2/sub/g.txt", b"g").status_code == 201
+    assert filer.put("/buckets/pub-obj/d2/h.txt", b"h").status_code == 201
+    alice.delete_object(Bucket="pub-obj", Key="d2/sub/g.txt")
+    assert filer.get("/buckets/pub-obj/d2/sub").status_code == 404
+    assert alice.delete_object(Bucket="pub-obj", Key="d2")["ResponseMetadata"][
         "HTTPStatusCode"] == 204
-    assert filer.meta("/buckets/pub-obj/dir")["IsDirectory"]  # a directory is not an object
+    assert filer.meta("/buckets/pub-obj/d2")["IsDirectory"]  # a directory is not an object
+    assert filer.get("/buckets/pub-obj/d2/h.txt").content == b"h"
     assert code_of(alice.delete_object, Bucket="no-such-b", Key="k") == "NoSuchBucket"
 
 
@@ -405,3 +376,62 @@ def test_delete_objects(gw):
     assert filer.get("/buckets/multi-del/keep.txt").content == b"keep.txt"
     assert code_of(client(g, "AKBOB", "bob-secret").delete_objects, Bucket="multi-del",
                    Delete={"Objects": [{"Key": "keep.txt"}]}) == "AccessDenied"
+
+
+def test_cors(gw):
+    """Bucket CORS: put/get/delete, the unsigned OPTIONS preflight, and the CORS headers
+    of ordinary answers to a request with Origin."""
+    _, g = gw
+    alice = client(g, "AKALICE", "alice-secret")
+    alice.create_bucket(Bucket="cors-b")
+    alice.put_object(Bucket="cors-b", Key="page.html", Body=b"<html/>")
+    url = "http://%s/cors-b/page.html" % g.url
+    pre = {"Origin": "https://app.example.com", "Access-Control-Request-Method": "GET"}
+    r = requests.options(url, headers=pre, timeout=10)
+    assert r.status_code == 403 and "AccessForbidden" in r.text  # not enabled yet
+    assert code_of(alice.get_bucket_cors, Bucket="cors-b") == "NoSuchCORSConfiguration"
+    rules = {"CORSRules": [
+        {"AllowedOrigins": ["https://*.example.com"], "AllowedMethods": ["GET", "HEAD"],
+         "AllowedHeaders": ["x-amz-*", "content-type"], "ExposeHeaders": ["ETag"],
+         "MaxAgeSeconds": 600},
+        {"AllowedOrigins": ["*"], "AllowedMethods": ["PUT"]}]}
+    alice.put_bucket_cors(Bucket="cors-b", CORSConfiguration=rules)
+    got = alice.get_bucket_cors(Bucket="cors-b")["CORSRules"]
+    assert got[0]["AllowedOrigins"] == ["https://*.example.com"] and got[0]["MaxAgeSeconds"] == 600
+    r = requests.options(url, headers=dict(pre, **{
+        "Access-Control-Request-Headers": "X-Amz-Date, Content-Type"}), timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
+    assert "GET" in r.headers["Access-Control-Allow-Methods"]
+    assert r.headers["Access-Control-Max-Age"] == "600"
+    assert r.headers["Access-Control-Allow-Headers"] == "X-Amz-Date, Content-Type"
+    # a header, an origin or a method no rule allows
+    for h in ({"Access-Control-Request-Headers": "x-other"},
+              {"Origin": "https://evil.test"}, {"Access-Control-Request-Method": "DELETE"}):
+        r = requests.options(url, headers=dict(pre, **h), timeout=10)
+        assert r.status_code == 403, h
+    r = requests.options(url, headers={"Access-Control-Request-Method": "GET"}, timeout=10)
+    assert r.status_code == 400
+    r = requests.options(url, headers=dict(pre, **{"Access-Control-Request-Method": "PUT",
+                                                   "Origin": "https://any.test"}), timeout=10)
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == "*"
+    # an ordinary signed GET from a page: the CORS headers come with the answer
+    creds = botocore.credentials.Credentials("AKALICE", "alice-secret")
+    req = botocore.awsrequest.AWSRequest(method="GET", url=url,
+                                         headers={"Origin": "https://app.example.com"})
+    botocore.auth.S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+    r = requests.get(url, headers=dict(req.headers), timeout=10)
+    assert r.status_code == 200 and r.content == b"<html/>"
+    assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
+    assert r.headers["Access-Control-Expose-Headers"] == "ETag"
+    # bad configurations change nothing
+    for bad in ({"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["PATCH"]}]},
+                {"CORSRules": [{"AllowedOrigins": ["*.*.x"], "AllowedMethods": ["GET"]}]}):
+        assert code_of(alice.put_bucket_cors, Bucket="cors-b",
+                       CORSConfiguration=bad) == "InvalidRequest"
+    assert len(alice.get_bucket_cors(Bucket="cors-b")["CORSRules"]) == 2
+    assert code_of(client(g, "AKBOB", "bob-secret").put_bucket_cors, Bucket="cors-b",
+                   CORSConfiguration=rules) == "AccessDenied"
+    alice.delete_bucket_cors(Bucket="cors-b")
+    assert code_of(alice.get_bucket_cors, Bucket="cors-b") == "NoSuchCORSConfiguration"
+    assert requests.options(url, headers=pre, timeout=10).status_code == 403

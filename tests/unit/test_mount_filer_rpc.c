@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "http_client.h"
 #include "log.h"
+#include "client/filer_meta.h"
 #include "client/filer_rpc.h"
 #include "tap.h"
 #include "util.h"
@@ -84,6 +86,102 @@ static void test_real_filer(const char *addr)
 	snprintf(body, sizeof(body), "{\"path\":\"%s\"}", base);
 	is_int(call(r, "lookup", body, &out), ENOENT, "gone after delete");
 	buf_free(&out);
+	filer_rpc_free(r);
+}
+
+/* client/filer_meta's create options (xattrs, parents, ifEtag, consume) against the filer. */
+static void test_real_filer_meta(const char *addr)
+{
+	filer_rpc *r = filer_rpc_new(addr, 5000, 5, 0);
+	struct filer_entry *e = NULL;
+	char base[64], path[160], p1[160], p2[160], dir[160], etag[17] = "", etag2[17] = "";
+	static const uint8_t bin[] = {0, 1, 0xff};
+	const struct filer_xattr xs[] = {
+		{.name = "user.a", .value = (uint8_t *)bin, .value_len = sizeof(bin)},
+		{.name = "user.b", .value = NULL, .value_len = 0}};
+	const struct filer_xattr *x;
+	const char *consume[2];
+
+	snprintf(base, sizeof(base), "/rpcm%u", (unsigned)(time_now_ns() % 1000000000u));
+	snprintf(path, sizeof(path), "%s/a/b/f", base);
+	{
+		struct filer_meta_new n = {.mode = 0100644,
+					   .mime = "text/x-test",
+					   .content = (const uint8_t *)"hello",
+					   .content_len = 5,
+					   .has_content = true,
+					   .xattrs = xs,
+					   .n_xattrs = 2};
+		is_int(filer_meta_create(r, path, &n, NULL), ENOENT,
+		       "meta: create without parents is ENOENT");
+		n.parents = true;
+		is_int(filer_meta_create_etag(r, path, &n, &e, etag), 0,
+		       "meta: create with parents, xattrs, mime and content");
+	}
+	ok(e && e->attr.mime && !strcmp(e->attr.mime, "text/x-test"), "meta: mime kept");
+	ok(e && e->has_content && e->content_len == 5 && !memcmp(e->content, "hello", 5),
+	   "meta: inline content kept");
+	x = e ? filer_entry_xattr_get(e, "user.a") : NULL;
+	ok(x && x->value_len == sizeof(bin) && !memcmp(x->value, bin, sizeof(bin)),
+	   "meta: binary xattr value round-trips");
+	ok(e && e->n_xattrs == 2 && filer_entry_xattr_get(e, "user.b"), "meta: empty xattr kept");
+	is_int((int)strlen(etag), 16, "meta: create returns the etag");
+	filer_entry_free(e);
+	e = NULL;
+	is_int(filer_meta_lookup_etag(r, path, &e, etag2), 0, "meta: lookup_etag");
+	is_str(etag2, etag, "meta: lookup's etag is create's");
+	filer_entry_free(e);
+	e = NULL;
+	snprintf(dir, sizeof(dir), "%s/a", base);
+	is_int(filer_meta_lookup(r, dir, &e), 0, "meta: parents were made");
+	ok(e && S_ISDIR(e->attr.mode), "meta: as directories");
+	filer_entry_free(e);
+	e = NULL;
+	{
+		struct filer_meta_new n = {.mode = 0100644, .if_etag = "0000000000000000"};
+		is_int(filer_meta_create(r, path, &n, NULL), ESTALE,
+		       "meta: stale if_etag is ESTALE");
+		n.if_etag = etag;
+		is_int(filer_meta_create_etag(r, path, &n, &e, etag2), 0, "meta: matching if_etag");
+		ok(e && e->n_xattrs == 0 && !e->has_content, "meta: the replaced entry is new");
+		ok(strcmp(etag, etag2) != 0, "meta: and has another etag");
+		filer_entry_free(e);
+		e = NULL;
+	}
+	/* parts with names that are not UTF-8 travel as consumeB64 */
+	snprintf(p1, sizeof(p1),
+		 "%s/a/p\xff"
+		 "1",
+		 base);
+	snprintf(p2, sizeof(p2), "%s/a/p2", base);
+	{
+		struct filer_meta_new part = {.mode = 0100644};
+		is_int(filer_meta_create(r, p1, &part, NULL), 0, "meta: part 1 (bytes name)");
+		is_int(filer_meta_create(r, p2, &part, NULL), 0, "meta: part 2");
+	}
+	consume[0] = p1;
+	consume[1] = p2;
+	{
+		char obj[160];
+		const char *missing[2];
+		struct filer_meta_new n = {.mode = 0100644, .consume = missing, .n_consume = 2};
+		snprintf(obj, sizeof(obj), "%s/obj", base);
+		snprintf(dir, sizeof(dir), "%s/a/none", base);
+		missing[0] = p1;
+		missing[1] = dir;
+		is_int(filer_meta_create(r, obj, &n, NULL), ENOENT, "meta: missing part is ENOENT");
+		is_int(filer_meta_lookup(r, p1, NULL), 0, "meta: and the parts stay");
+		n.consume = consume;
+		is_int(filer_meta_create(r, obj, &n, NULL), 0, "meta: create consuming the parts");
+		is_int(filer_meta_lookup(r, p1, NULL), ENOENT, "meta: part 1 consumed");
+		is_int(filer_meta_lookup(r, p2, NULL), ENOENT, "meta: part 2 consumed");
+	}
+	snprintf(path, sizeof(path), "{\"path\":\"%s\",\"recursive\":true}", base);
+	{
+		buf out = BUF_INIT;
+		is_int(call(r, "delete", path, &out), 0, "meta: clean up");
+		buf_free(&out);
+	}
 	filer_rpc_free(r);
 }
 
@@ -259,9 +357,10 @@ int main(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	http_client_global_init();
 	test_retries();
-	if (filer && *filer)
+	if (filer && *filer) {
 		test_real_filer(filer);
-	else
+		test_real_filer_meta(filer);
+	} else
 		printf("# WEEDFS_TEST_FILER unset: real-filer part skipped\n");
 	return done_testing();
 }

@@ -1,0 +1,6 @@
+# s3/bench.mk: the S3 load generator (tests/bench/s3_load.c), written by the benchmark.
+# Built by `make tests/bench/s3_load` (and by `make`, like tests/bench/filer_store);
+# tests/bench/s3.sh runs it.
+noinst_PROGRAMS += tests/bench/s3_load
+tests_bench_s3_load_SOURCES = tests/bench/s3_load.c
+tests_bench_s3_load_LDADD = s3/libs3.a $(UNIT_LDADD)

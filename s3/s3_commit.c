@@ -1,0 +1,144 @@
+/*
+ * Making an object visible: the filer create shared by PutObject,
+ * CompleteMultipartUpload and CopyObject, with S3's conditional writes
+ * (If-None-Match: *, If-Match) and the freeing of stored data that no entry
+ * came to reference.
+ *
+ * DESIGN: conditions are the filer's, so they hold against every writer,
+ * whichever gateway it went through: If-None-Match: * is an exclusive create,
+ * If-Match looks the object up, compares its ETag, and commits with ifEtag on
+ * the entry version it read. The parent directories of a key are made only
+ * when the first create says one is missing (and the bucket is there), so a
+ * key in an existing directory costs one filer request.
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "client/filer_meta.h"
+#include "log.h"
+#include "s3/s3_int.h"
+#include "s3/s3_meta.h"
+#include "util.h"
+
+bool s3_cond_read(struct s3_req *r, struct s3_cond *c)
+{
+	const char *inm = http_req_header(r->req, "If-None-Match");
+	const char *im = http_req_header(r->req, "If-Match");
+	memset(c, 0, sizeof(*c));
+	if (inm && strcmp(inm, "*")) {
+		s3_error(r, S3_NOT_IMPLEMENTED,
+			 "A header you provided implies functionality that is not implemented "
+			 "(If-None-Match takes only *)");
+		return false;
+	}
+	if (inm && im) {
+		s3_error(r, S3_NOT_IMPLEMENTED, "If-Match and If-None-Match exclude each other");
+		return false;
+	}
+	c->if_absent = inm != NULL;
+	c->if_match = im ? xstrdup(im) : NULL;
+	return true;
+}
+
+void s3_cond_free(struct s3_cond *c)
+{
+	free(c->if_match);
+	c->if_match = NULL;
+}
+
+static void precondition_failed(struct s3_req *r)
+{
+	s3_error(r, S3_PRECONDITION_FAILED,
+		 "At least one of the pre-conditions you specified did not hold");
+}
+
+bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
+{
+	struct filer_entry *e = NULL;
+	char etag[S3_ETAG_MAX];
+	bool ok = false;
+	int rc;
+
+	if (!c->if_match)
+		return true;
+	rc = filer_meta_lookup_etag(r->g->filer, path, &e, c->filer_etag);
+	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	} else if (rc) {
+		s3_filer_error(r, rc, "looking the object up");
+	} else {
+		s3_etag(e, etag);
+		ok = s3_etag_listed(c->if_match, etag);
+		if (!ok)
+			precondition_failed(r);
+	}
+	filer_entry_free(e);
+	return ok;
+}
+
+/* Maps a refused create to the answer. */
+static void commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
+{
+	if ((rc == EEXIST && c && c->if_absent) || rc == ESTALE)
+		precondition_failed(r);
+	else if (rc == EEXIST || rc == EISDIR)
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The key names a directory of the bucket (a prefix of other keys)");
+	else if (rc == ENOTDIR)
+		s3_error(r, S3_INVALID_REQUEST,
+			 "A prefix of the key is itself an object: a key and a prefix of "
+			 "other keys cannot share a name here");
+	else if (rc == ENOENT && c && c->if_match)
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	else
+		s3_filer_error(r, rc, "committing the object");
+}
+
+int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+		     const struct s3_cond *c)
+{
+	int rc;
+	if (c) {
+		nw->exclusive = c->if_absent;
+		nw->if_etag = c->if_match ? c->filer_etag : NULL;
+	}
+	rc = filer_meta_create(r->g->filer, path, nw, NULL);
+	if (rc == ENOENT && !nw->if_etag && !nw->parents) {
+		/* a parent is missing: made in the same create, if the bucket is there */
+		if (!s3_bucket_exists(r))
+			return ENOENT;
+		nw->parents = true;
+		rc = filer_meta_create(r->g->filer, path, nw, NULL);
+	}
+	if (rc)
+		commit_error(r, rc, c);
+	return rc;
+}
+
+/* The filer's bound on ids per freeChunks. */
+#define FREE_BATCH 10000
+
+void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n)
+{
+	buf req = BUF_INIT, resp = BUF_INIT;
+	for (size_t at = 0; at < n; at += FREE_BATCH) {
+		size_t end = MIN(n, at + FREE_BATCH);
+		int rc;
+		buf_reset(&req);
+		buf_printf(&req, "{\"fileIds\":[");
+		for (size_t i = at; i < end; i++)
+			buf_printf(&req, "%s\"%s\"", i > at ? "," : "", c[i].fid);
+		buf_printf(&req, "]}");
+		rc = filer_rpc_call(g->filer, "freeChunks", (const char *)req.data, req.len, &resp);
+		if (rc)
+			log_warn("could not free %zu unreferenced chunks now (freed when their "
+				 "lease ends): %s",
+				 end - at, strerror(rc));
+		buf_reset(&resp);
+	}
+	buf_free(&req);
+	buf_free(&resp);
+}

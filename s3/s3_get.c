@@ -1,0 +1,308 @@
+/*
+ * GetObject and HeadObject: the entry's metadata answers the head (ETag,
+ * Last-Modified, Content-Type, stored headers, conditional requests, one
+ * Range), then the bytes stream from the volume servers.
+ *
+ * DESIGN: a worker looks the object up and decides the answer. Small objects
+ * live inline in their entry and are answered whole from there. Chunked ones
+ * go through chunk_stream.h: a window of pieces fetched in parallel on the
+ * gateway's pool and written in order while the client keeps up, so a GET
+ * holds at most the window and the connection's output buffer, whatever the
+ * object's size. The head goes out with the first piece: a volume server that
+ * is down answers a 503 rather than a 200 whose body breaks off; a later
+ * failure closes the connection, which clients see as a short body.
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "client/filer_meta.h"
+#include "filer/chunk_io.h"
+#include "filer/chunk_stream.h"
+#include "http_util.h"
+#include "log.h"
+#include "s3/s3_int.h"
+#include "s3/s3_meta.h"
+#include "util.h"
+
+/* Query parameters of a GET that override the answer's headers (presigned links use them). */
+static const char *const overrides[][2] = {
+	{"response-content-type", "Content-Type"},
+	{"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"},
+	{"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"},
+	{"response-content-encoding", "Content-Encoding"},
+};
+
+bool s3_is_response_override(const char *param)
+{
+	for (size_t i = 0; i < ARRAY_LEN(overrides); i++)
+		if (!strcmp(param, overrides[i][0]))
+			return true;
+	return false;
+}
+
+/*
+ * The conditional headers of a read against the object (RFC 7232 order, as
+ * S3 applies them): 0 to go on, or the status to answer (304, 412).
+ */
+static int preconditions(struct s3_req *r, const char *etag, time_t mtime)
+{
+	const char *im = http_req_header(r->req, "If-Match");
+	const char *inm = http_req_header(r->req, "If-None-Match");
+	const char *ims = http_req_header(r->req, "If-Modified-Since");
+	const char *ius = http_req_header(r->req, "If-Unmodified-Since");
+	time_t t;
+
+	if (im && !s3_etag_listed(im, etag))
+		return 412;
+	if (!im && ius && http_date_parse(ius, &t) && mtime > t)
+		return 412;
+	if (inm && s3_etag_listed(inm, etag))
+		return 304;
+	if (!inm && ims && http_date_parse(ims, &t) && mtime <= t)
+		return 304;
+	return 0;
+}
+
+/* The Range to answer into *rg (the whole object when none); false: r holds the 416. */
+static bool pick_range(struct s3_req *r, uint64_t size, struct http_range *rg, bool *partial)
+{
+	const char *range = http_req_header(r->req, "Range");
+	char cr[96];
+	int nr = 0;
+	wfs_err err;
+
+	rg->start = 0;
+	rg->len = size;
+	*partial = false;
+	if (!range)
+		return true;
+	err = http_parse_range(range, size, rg, 1, &nr);
+	if (err == WFS_ERANGE) {
+		snprintf(cr, sizeof(cr), "bytes */%" PRIu64, size);
+		s3_header(r, "Content-Range", cr);
+		s3_error(r, S3_INVALID_RANGE, "The requested range is not satisfiable");
+		return false;
+	}
+	if (err || nr != 1) {
+		/* malformed or several ranges: the whole object, as S3 answers */
+		rg->start = 0;
+		rg->len = size;
+		return true;
+	}
+	*partial = true;
+	snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, rg->start,
+		 rg->start + rg->len - 1, size);
+	s3_header(r, "Content-Range", cr);
+	return true;
+}
+
+/* ---- streaming (loop thread) ---- */
+
+static bool stream_submit(void *owner, void (*fn)(void *arg), void *arg)
+{
+	struct s3_req *r = owner;
+	pool_submit(r->g->work, fn, arg);
+	return true;
+}
+
+static void stream_head(void *owner, int64_t length)
+{
+	struct s3_req *r = owner;
+	s3_answer_headers(r);
+	http_resp_start(r->req, r->status, length);
+}
+
+static void stream_done(void *owner, wfs_err err, uint64_t err_pos, bool started)
+{
+	struct s3_req *r = owner;
+	chunk_stream_free(r->stream);
+	r->stream = NULL;
+	if (err && http_req_closed(r->req))
+		log_debug("GET /%s/%s: the client left at offset %" PRIu64, r->bucket, r->key,
+			  err_pos);
+	else if (err)
+		log_warn("GET /%s/%s failed at offset %" PRIu64 ": %s", r->bucket, r->key, err_pos,
+			 wfs_strerror(err));
+	if (err && !started) {
+		r->nh = 0; /* the object's headers do not describe an error */
+		if (err == WFS_EUNAVAIL || err == WFS_ETIMEDOUT)
+			s3_error(r, S3_SERVICE_UNAVAILABLE,
+				 "A volume server holding the object is unavailable: %s",
+				 wfs_strerror(err));
+		else
+			s3_error(r, S3_INTERNAL, "Reading the object failed: %s",
+				 wfs_strerror(err));
+		s3_send_answer(r);
+		return;
+	}
+	if (err)
+		http_resp_abort(r->req);
+	else
+		http_resp_end(r->req);
+	s3_req_free(r);
+}
+
+static const struct chunk_stream_ops stream_ops = {
+	.submit = stream_submit,
+	.head = stream_head,
+	.done = stream_done,
+};
+
+static void stream_start(struct s3_req *r) { chunk_stream_start(r->stream); }
+
+/* ---- the worker ---- */
+
+/* Plans the stream of rg for the loop to start; false: r holds the error answer. */
+static bool plan_stream(struct s3_req *r, const struct filer_entry *e, struct http_range rg)
+{
+	struct filer_chunk *chunks = NULL;
+	size_t n = 0;
+	wfs_err err = chunk_resolve_manifests(r->g->bc, e->chunks, e->n_chunks, &chunks, &n);
+	if (!err)
+		r->stream = chunk_stream_new(r->req, r->g->bc, chunks, n, rg.start, rg.len, NULL,
+					     &stream_ops, r, &err);
+	if (err) {
+		s3_error(r, err == WFS_EUNAVAIL ? S3_SERVICE_UNAVAILABLE : S3_INTERNAL,
+			 "Reading the object's chunk list failed: %s", wfs_strerror(err));
+		return false;
+	}
+	r->on_loop = stream_start;
+	return true;
+}
+
+/* GetObject (head false) and HeadObject. */
+static void object_read(struct s3_req *r, bool head)
+{
+	char *path = s3_object_path(r, r->key);
+	struct filer_entry *e = NULL;
+	struct http_range rg;
+	char etag[S3_ETAG_MAX], when[64];
+	const char *v;
+	uint64_t size;
+	bool partial;
+	time_t mtime;
+	int rc, cond;
+
+	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
+		/* a miss costs one more lookup, to tell a missing bucket from a missing key */
+		if (rc != ENOENT || s3_bucket_exists(r))
+			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+		goto out;
+	}
+	if (rc) {
+		s3_filer_error(r, rc, "looking the object up");
+		goto out;
+	}
+	s3_etag(e, etag);
+	mtime = (time_t)(e->attr.mtime_ns / 1000000000);
+	http_date_format(mtime, when, sizeof(when));
+	s3_header(r, "ETag", etag);
+	s3_header(r, "Last-Modified", when);
+	cond = preconditions(r, etag, mtime);
+	if (cond == 412) {
+		s3_error(r, S3_PRECONDITION_FAILED,
+			 "At least one of the pre-conditions you specified did not hold");
+		goto out;
+	}
+	if (cond) {
+		r->status = cond;
+		goto out;
+	}
+	size = e->has_content ? e->content_len : e->attr.size;
+	if (!pick_range(r, size, &rg, &partial))
+		goto out;
+	s3_meta_answer(r, e, !partial); /* a whole-object checksum does not fit a range */
+	for (size_t i = 0; !head && i < ARRAY_LEN(overrides); i++)
+		if ((v = http_req_query(r->req, overrides[i][0])))
+			s3_header_replace(r, overrides[i][1], v);
+	s3_header(r, "Accept-Ranges", "bytes");
+	r->status = partial ? 206 : 200;
+	if (head)
+		r->head_length = (int64_t)rg.len;
+	else if (e->has_content && rg.len)
+		buf_append(&r->body, e->content + rg.start, (size_t)rg.len); /* inline bytes */
+	else if (!e->has_content && rg.len)
+		plan_stream(r, e, rg);
+out:
+	filer_entry_free(e);
+	free(path);
+}
+
+void s3_get_object(struct s3_req *r) { object_read(r, false); }
+
+/* Whether the comma list of x-amz-object-attributes names attr. */
+static bool asked(const char *list, const char *attr)
+{
+	size_t n = strlen(attr);
+	for (const char *p = list; (p = strstr(p, attr)); p += n)
+		if ((p == list || p[-1] == ',' || p[-1] == ' ') &&
+		    (!p[n] || p[n] == ',' || p[n] == ' '))
+			return true;
+	return false;
+}
+
+void s3_get_object_attributes(struct s3_req *r)
+{
+	const char *want = http_req_header(r->req, "x-amz-object-attributes");
+	char *path = s3_object_path(r, r->key), etag[S3_ETAG_MAX], when[64];
+	char cksum[S3_CKSUM_B64_SIZE], elem[32];
+	struct filer_entry *e = NULL;
+	enum s3_cksum alg;
+	const char *dash;
+	xml_w *w;
+	int rc;
+
+	if (!want || !*want) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "The x-amz-object-attributes header specifying the attributes to be "
+			 "retrieved is either missing or empty");
+		goto out;
+	}
+	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
+		if (rc != ENOENT || s3_bucket_exists(r))
+			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+		goto out;
+	}
+	if (rc) {
+		s3_filer_error(r, rc, "looking the object up");
+		goto out;
+	}
+	s3_etag(e, etag);
+	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
+	s3_header(r, "Last-Modified", when);
+	w = xml_w_new(&r->body);
+	xml_open_s3(w, "GetObjectAttributesResponse");
+	if (asked(want, "ETag"))
+		xml_elem_len(w, "ETag", etag + 1, strlen(etag) - 2); /* unquoted, as S3 gives it */
+	if (asked(want, "Checksum") && (alg = s3_meta_checksum(e, cksum))) {
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
+		xml_open(w, "Checksum");
+		xml_elem(w, elem, cksum);
+		xml_close(w);
+	}
+	if (asked(want, "ObjectParts") && (dash = strchr(etag, '-'))) {
+		xml_open(w, "ObjectParts");
+		xml_elem_len(w, "TotalPartsCount", dash + 1, strlen(dash + 1) - 1);
+		xml_close(w);
+	}
+	if (asked(want, "StorageClass"))
+		xml_elem(w, "StorageClass", "STANDARD");
+	if (asked(want, "ObjectSize"))
+		xml_elem_u64(w, "ObjectSize", e->has_content ? e->content_len : e->attr.size);
+	s3_xml_ok(r, w);
+out:
+	filer_entry_free(e);
+	free(path);
+}
+
+void s3_head_object(struct s3_req *r) { object_read(r, true); }

@@ -1,0 +1,240 @@
+/*
+ * Object metadata in the filer entry (s3_meta.h).
+ */
+#include "config.h"
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <xxhash.h>
+#include "s3/s3_int.h"
+#include "s3/s3_meta.h"
+#include "util.h"
+
+#define X_ETAG   "s3.etag"
+#define X_CKSUM  "s3.cksum."
+#define X_META   "s3.meta."
+#define X_HEADER "s3.h."
+
+/* The content headers S3 stores with an object and gives back on reads. */
+static const char *const content_headers[] = {
+	"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires",
+};
+
+/* Content-Encoding without the aws-chunked token (it describes the upload, not the object). */
+static char *content_encoding(const char *v)
+{
+	buf b = BUF_INIT;
+	char *copy = xstrdup(v), *save = NULL, *out;
+	size_t n;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		n = strlen(t);
+		while (n && t[n - 1] == ' ')
+			t[--n] = '\0';
+		if (!n || !strcasecmp(t, "aws-chunked"))
+			continue;
+		if (b.len)
+			buf_append(&b, ",", 1);
+		buf_append(&b, t, n);
+	}
+	free(copy);
+	if (!b.len) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_append(&b, "", 1);
+	out = buf_steal(&b, &n);
+	return out;
+}
+
+bool s3_meta_from_request(struct s3_req *r, struct s3_meta *m)
+{
+	const char *name, *value;
+	size_t user = 0;
+
+	m->e = filer_entry_new("/", "object");
+	m->mime = NULL;
+	if (!s3_tagging_header(r, m->e))
+		return false;
+	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
+		char *x;
+		value = value ? value : "";
+		if (!strncasecmp(name, "x-amz-meta-", 11)) {
+			user += strlen(name) - 11 + strlen(value);
+			if (user > S3_META_USER_MAX) {
+				s3_error(
+					r, S3_METADATA_TOO_LARGE,
+					"Your metadata headers exceed the maximum allowed metadata "
+					"size (%d bytes).",
+					S3_META_USER_MAX);
+				return false;
+			}
+			x = xasprintf(X_META "%s", name + 11);
+			for (char *c = x + strlen(X_META); *c; c++)
+				*c = (char)tolower((unsigned char)*c);
+			filer_entry_xattr_set(m->e, x, value, strlen(value));
+			free(x);
+			continue;
+		}
+		if (!strcasecmp(name, "Content-Type")) {
+			free(m->mime);
+			m->mime = *value ? xstrndup(value, FILER_SHORT_MAX) : NULL;
+			continue;
+		}
+		for (size_t k = 0; k < ARRAY_LEN(content_headers); k++) {
+			char *v;
+			if (strcasecmp(name, content_headers[k]))
+				continue;
+			v = k == 2 ? content_encoding(value) : xstrdup(value);
+			if (v) {
+				x = xasprintf(X_HEADER "%s", content_headers[k]);
+				filer_entry_xattr_set(m->e, x, v, strlen(v));
+				free(x);
+			}
+			free(v);
+		}
+	}
+	return true;
+}
+
+void s3_meta_from_entry(struct s3_meta *m, const struct filer_entry *src)
+{
+	for (size_t i = 0; i < src->n_xattrs; i++) {
+		const struct filer_xattr *x = &src->xattrs[i];
+		if (!strncmp(x->name, X_META, strlen(X_META)) ||
+		    !strncmp(x->name, X_HEADER, strlen(X_HEADER)) ||
+		    !strcmp(x->name, S3_XATTR_TAGGING))
+			filer_entry_xattr_set(m->e, x->name, x->value, x->value_len);
+	}
+	free(m->mime);
+	m->mime = src->attr.mime && *src->attr.mime ? xstrdup(src->attr.mime) : NULL;
+}
+
+/* Sets name to "<value>@<mtime_ns>": believed while the entry keeps that mtime. */
+static void set_stamped(struct s3_meta *m, const char *name, const char *value, int64_t mtime_ns)
+{
+	char *v = xasprintf("%s@%" PRId64, value, mtime_ns);
+	filer_entry_xattr_set(m->e, name, v, strlen(v));
+	free(v);
+}
+
+void s3_meta_stamp(struct s3_meta *m, int64_t mtime_ns, const char *etag, enum s3_cksum alg,
+		   const char *cksum_b64)
+{
+	set_stamped(m, X_ETAG, etag, mtime_ns);
+	if (alg != S3_CKSUM_NONE) {
+		char name[32];
+		snprintf(name, sizeof(name), X_CKSUM "%s", s3_cksum_header(alg) + 15);
+		set_stamped(m, name, cksum_b64, mtime_ns);
+	}
+}
+
+void s3_meta_free(struct s3_meta *m)
+{
+	filer_entry_free(m->e);
+	free(m->mime);
+	m->e = NULL;
+	m->mime = NULL;
+}
+
+/*
+ * A stamped attribute's value (without its stamp) into out when it is
+ * current for e; false when absent, malformed or stale.
+ */
+static bool get_stamped(const struct filer_entry *e, const char *name, char *out, size_t outlen)
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(e, name);
+	char stamp[32];
+	const char *at;
+	size_t n;
+
+	if (!x || !x->value_len)
+		return false;
+	at = memrchr(x->value, '@', x->value_len);
+	if (!at)
+		return false;
+	n = (size_t)(at - (const char *)x->value);
+	snprintf(stamp, sizeof(stamp), "%" PRId64, e->attr.mtime_ns);
+	if (x->value_len - n - 1 != strlen(stamp) || memcmp(at + 1, stamp, strlen(stamp)) ||
+	    n + 1 > outlen)
+		return false;
+	memcpy(out, x->value, n);
+	out[n] = '\0';
+	return true;
+}
+
+void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX])
+{
+	char v[S3_ETAG_MAX - 2];
+	XXH64_state_t *st;
+
+	if (get_stamped(e, X_ETAG, v, sizeof(v))) {
+		snprintf(out, S3_ETAG_MAX, "\"%s\"", v);
+		return;
+	}
+	st = XXH64_createState();
+	XXH64_reset(st, 0);
+	XXH64_update(st, &e->attr.size, sizeof(e->attr.size));
+	XXH64_update(st, &e->attr.mtime_ns, sizeof(e->attr.mtime_ns));
+	for (size_t i = 0; i < e->n_chunks; i++)
+		XXH64_update(st, e->chunks[i].fid, strlen(e->chunks[i].fid) + 1);
+	snprintf(out, S3_ETAG_MAX, "\"%016llx\"", (unsigned long long)XXH64_digest(st));
+	XXH64_freeState(st);
+}
+
+enum s3_cksum s3_meta_checksum(const struct filer_entry *e, char out[S3_CKSUM_B64_SIZE])
+{
+	for (size_t i = 0; i < e->n_xattrs; i++) {
+		const char *name = e->xattrs[i].name;
+		char header[48];
+		enum s3_cksum a;
+		if (strncmp(name, X_CKSUM, strlen(X_CKSUM)))
+			continue;
+		snprintf(header, sizeof(header), "x-amz-checksum-%s", name + strlen(X_CKSUM));
+		a = s3_cksum_from_header(header);
+		if (a && get_stamped(e, name, out, S3_CKSUM_B64_SIZE))
+			return a;
+	}
+	return S3_CKSUM_NONE;
+}
+
+void s3_meta_answer(struct s3_req *r, const struct filer_entry *e, bool whole)
+{
+	const char *mode = http_req_header(r->req, "x-amz-checksum-mode");
+	bool cksum = whole && mode && !strcasecmp(mode, "ENABLED");
+
+	size_t tags = s3_tag_count(e);
+
+	s3_header(r, "Content-Type",
+		  e->attr.mime && *e->attr.mime ? e->attr.mime : "binary/octet-stream");
+	if (tags) {
+		char n[24];
+		snprintf(n, sizeof(n), "%zu", tags);
+		s3_header(r, "x-amz-tagging-count", n);
+	}
+	for (size_t i = 0; i < e->n_xattrs; i++) {
+		const struct filer_xattr *x = &e->xattrs[i];
+		char *name = NULL, *value;
+		if (!strncmp(x->name, X_META, strlen(X_META)))
+			name = xasprintf("x-amz-meta-%s", x->name + strlen(X_META));
+		else if (!strncmp(x->name, X_HEADER, strlen(X_HEADER)))
+			name = xstrdup(x->name + strlen(X_HEADER));
+		if (name) {
+			value = xstrndup((const char *)x->value, x->value_len);
+			s3_header(r, name, value);
+			free(value);
+			free(name);
+		} else if (cksum && !strncmp(x->name, X_CKSUM, strlen(X_CKSUM))) {
+			char v[S3_CKSUM_B64_SIZE];
+			if (get_stamped(e, x->name, v, sizeof(v))) {
+				name = xasprintf("x-amz-checksum-%s", x->name + strlen(X_CKSUM));
+				s3_header(r, name, v);
+				free(name);
+			}
+		}
+	}
+}

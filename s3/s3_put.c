@@ -1,0 +1,564 @@
+/*
+ * PutObject: the body streams to the volume servers as it arrives, and the
+ * object's entry is committed once all of it is stored and checked.
+ *
+ * DESIGN
+ * - The loop thread takes the body off the connection, decodes aws-chunked
+ *   framing (chunk signatures are checked as they pass) and collects the
+ *   payload in `fill`. Once fill holds PIECE bytes a job on the gateway's pool
+ *   hashes them (MD5 for the ETag, SHA-256 when the payload hash is signed,
+ *   the checksum the client named in a header) and hands them to a chunk
+ *   writer, which cuts chunks and uploads several at once with bounded memory.
+ *   If the next piece fills before the job is back, the body pauses until it
+ *   is: an upload holds two pieces plus the writer's buffers, whatever its
+ *   size, and at most one job per upload is ever out.
+ * - Nothing is visible until every check has passed: the last job checks the
+ *   digests, then commits the entry with one filer create that carries the
+ *   chunk list (or, for small objects, the bytes inline) and the metadata. A
+ *   failed check, a broken connection or a refused create deletes what was
+ *   uploaded; the filer's assign leases the ids, so a gateway killed
+ *   mid-upload leaks nothing either. A client thus sees an error or the
+ *   whole object, never a part of it.
+ * - The commit and its conditions (If-None-Match, If-Match) are s3_commit.c's.
+ *   UploadPart takes the same path into a part file of the upload's
+ *   directory (s3_multipart.c), never inline, since parts become the chunks
+ *   of the completed object.
+ */
+#include "config.h"
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include "client/filer_meta.h"
+#include "filer/chunk_io.h"
+#include "log.h"
+#include "s3/aws_chunked.h"
+#include "s3/s3_int.h"
+#include "s3/s3_meta.h"
+#include "util.h"
+
+#define PIECE (1u << 20)
+
+struct s3_put {
+	struct s3_req *r;
+	char *path;
+	struct s3_meta meta;
+	chunk_writer *cw;
+	aws_chunked *dec; /* aws-chunked bodies */
+	buf fill, wbuf;
+	bool inflight, body_done;
+	bool paused;     /* a full piece waits for the job */
+	enum s3_err err; /* the first failure, S3_OK while all is well (loop thread) */
+	char msg[256];
+	wfs_err job_err; /* a write job's failure, handed to the loop with the job */
+	/* digests, advanced by the jobs in body order */
+	EVP_MD_CTX *md5, *sha256; /* sha256: only when the payload hash is signed */
+	struct s3_cksum_ctx ck;   /* a checksum named by header (a trailer's is the decoder's) */
+	enum s3_cksum ck_alg;
+	char *ck_claim; /* the x-amz-checksum-* header's value; NULL: none or a trailer */
+	struct s3_cond cond;
+	char *upload_id; /* UploadPart: the upload the part belongs to */
+};
+
+static void put_free(struct s3_put *p)
+{
+	free(p->path);
+	s3_meta_free(&p->meta);
+	chunk_writer_free(p->cw); /* deletes what an unfinished writer uploaded */
+	aws_chunked_free(p->dec);
+	buf_free(&p->fill);
+	buf_free(&p->wbuf);
+	EVP_MD_CTX_free(p->md5);
+	EVP_MD_CTX_free(p->sha256);
+	s3_cksum_clear(&p->ck);
+	free(p->ck_claim);
+	s3_cond_free(&p->cond);
+	free(p->upload_id);
+	free(p);
+}
+
+/* Records the first failure; the loop answers it once no job is out. */
+static void put_fail(struct s3_put *p, enum s3_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put_fail(struct s3_put *p, enum s3_err e, const char *fmt, ...)
+{
+	va_list ap;
+	if (p->err)
+		return;
+	p->err = e;
+	va_start(ap, fmt);
+	vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the request head (loop thread) ---- */
+
+/* The x-amz-checksum-* header, if any: at most one, well-formed. */
+static bool checksum_header(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	const char *name, *value;
+	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
+		enum s3_cksum a = s3_cksum_from_header(name);
+		if (a == S3_CKSUM_NONE)
+			continue;
+		if (p->ck_claim) {
+			s3_error(r, S3_INVALID_REQUEST,
+				 "Expecting a single x-amz-checksum- header");
+			return false;
+		}
+		if (!value || !s3_cksum_b64_valid(a, value, strlen(value))) {
+			s3_error(r, S3_INVALID_REQUEST, "Value for %s header is invalid.", name);
+			return false;
+		}
+		p->ck_alg = a;
+		p->ck_claim = xstrdup(value);
+	}
+	return true;
+}
+
+/* Which checksum the object gets: a header's, a trailer's, or the one the SDK names. */
+static bool checksum_choice(struct s3_put *p, enum s3_cksum *trailer)
+{
+	struct s3_req *r = p->r;
+	const char *sdk = http_req_header(r->req, "x-amz-sdk-checksum-algorithm");
+	enum s3_cksum named = s3_cksum_from_name(sdk);
+
+	*trailer = s3_cksum_from_header(r->trailer[0] ? r->trailer : NULL);
+	if (r->trailer[0] && *trailer == S3_CKSUM_NONE) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The value specified in the x-amz-trailer header "
+			 "is not supported");
+		return false;
+	}
+	if (sdk && named == S3_CKSUM_NONE) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+		return false;
+	}
+	if (!checksum_header(p))
+		return false;
+	if (*trailer && p->ck_claim) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "Expecting a single x-amz-checksum- header: one is also in the trailer");
+		return false;
+	}
+	if (named && ((*trailer && named != *trailer) || (p->ck_claim && named != p->ck_alg))) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "x-amz-sdk-checksum-algorithm names another checksum than the one sent");
+		return false;
+	}
+	if (*trailer)
+		p->ck_alg = *trailer;
+	else if (!p->ck_claim)
+		p->ck_alg = named; /* named but not sent: computed and stored */
+	if (p->ck_alg && !*trailer)
+		s3_cksum_init(&p->ck, p->ck_alg);
+	return true;
+}
+
+/* An open gateway verifies no signature: chunk signatures pass unchecked there. */
+static bool verify_chunk(void *ctx, const uint8_t sha256[32], const char *sig)
+{
+	struct s3_req *r = ctx;
+	return !r->chain || sigv4_chunk_check(r->chain, sha256, sig);
+}
+
+static bool verify_trailer(void *ctx, const uint8_t sha256[32], const char *sig)
+{
+	struct s3_req *r = ctx;
+	return !r->chain || sigv4_trailer_check(r->chain, sha256, sig);
+}
+
+/* The body's framing and length: false with r's error answer. */
+static bool body_form(struct s3_put *p, enum s3_cksum trailer)
+{
+	struct s3_req *r = p->r;
+	int64_t raw = http_req_content_length(r->req);
+	int64_t len = raw;
+	bool streaming = r->payload >= SIGV4_STREAMING_SIGNED;
+
+	if (streaming)
+		len = r->decoded_length;
+	if (raw < 0 || len < 0) {
+		s3_error(r, S3_MISSING_CONTENT_LENGTH,
+			 "You must provide the Content-Length HTTP "
+			 "header%s.",
+			 streaming ? " and x-amz-decoded-content-length" : "");
+		return false;
+	}
+	if ((uint64_t)len > S3_OBJECT_MAX) {
+		s3_error(r, S3_ENTITY_TOO_LARGE,
+			 "Your proposed upload exceeds the maximum allowed size (5 GiB); use a "
+			 "multipart upload");
+		return false;
+	}
+	if (streaming) {
+		struct aws_chunked_opts o = {0};
+		o.signed_chunks = r->payload != SIGV4_STREAMING_UNSIGNED_TRAILER;
+		o.trailer = r->payload != SIGV4_STREAMING_SIGNED;
+		o.trailer_signed = r->payload == SIGV4_STREAMING_SIGNED_TRAILER;
+		o.trailer_cksum = trailer;
+		o.decoded_length = (uint64_t)len;
+		o.min_chunk = o.signed_chunks ? AWS_CHUNKED_MIN_CHUNK : 0;
+		o.verify_chunk = verify_chunk;
+		o.verify_trailer = verify_trailer;
+		o.ctx = r;
+		p->dec = aws_chunked_new(&o);
+	} else if (trailer) {
+		s3_error(r, S3_INVALID_REQUEST, "x-amz-trailer needs an aws-chunked body");
+		return false;
+	}
+	return true;
+}
+
+/* Headers S3 would act on that this gateway does not: refused rather than ignored. */
+static bool unsupported(struct s3_req *r)
+{
+	static const char *const refused[] = {
+		"x-amz-server-side-encryption",
+		"x-amz-server-side-encryption-customer-algorithm",
+		"x-amz-server-side-encryption-aws-kms-key-id",
+		"x-amz-object-lock-mode",
+		"x-amz-object-lock-retain-until-date",
+		"x-amz-object-lock-legal-hold",
+		"x-amz-website-redirect-location",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(refused); i++)
+		if (http_req_header(r->req, refused[i])) {
+			s3_error(r, S3_NOT_IMPLEMENTED,
+				 "A header you provided implies functionality that is not "
+				 "implemented (%s)",
+				 refused[i]);
+			return false;
+		}
+	return true;
+}
+
+/* Where the body goes: the object, or a part of a multipart upload. */
+static bool target(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	const char *id = http_req_query(r->req, "uploadId");
+	const char *pn = http_req_query(r->req, "partNumber");
+	uint32_t n;
+
+	if (!id) {
+		p->path = s3_object_path(r, r->key);
+		if (!p->path)
+			s3_error(r, S3_INVALID_ARGUMENT,
+				 "This gateway stores keys as file paths: a key may not be empty, "
+				 "end in '/', hold \"//\" or have \".\" or \"..\" components, or "
+				 "begin with \"" S3_UPLOADS_NAME "/\"");
+		return p->path != NULL;
+	}
+	if (!pn || !parse_u32(pn, &n) || n < 1 || n > S3_PARTS_MAX) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "Part number must be an integer between 1 and %d, inclusive",
+			 S3_PARTS_MAX);
+		return false;
+	}
+	p->path = s3_part_path(r, id, n);
+	if (!p->path) {
+		s3_error(r, S3_NO_SUCH_UPLOAD, "The specified upload does not exist.");
+		return false;
+	}
+	p->upload_id = xstrdup(id);
+	return true;
+}
+
+static bool prepare(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	struct chunk_writer_opts wo = {0};
+	enum s3_cksum trailer;
+	wfs_err err;
+
+	if (!target(p) || !unsupported(r) || !s3_content_md5_valid(r) ||
+	    !checksum_choice(p, &trailer) || !body_form(p, trailer))
+		return false;
+	/* a part takes no metadata or conditions (the upload has them) */
+	if (!p->upload_id && (!s3_cond_read(r, &p->cond) || !s3_meta_from_request(r, &p->meta)))
+		return false;
+	if (p->upload_id)
+		p->meta.e = filer_entry_new("/", "part");
+	wo.chunk_size = r->g->chunk_size;
+	/* parts become chunks of the object: never inline */
+	wo.inline_max = p->upload_id ? 0 : r->g->inline_max;
+	p->cw = chunk_writer_new(r->g->bc, &wo, &err);
+	if (!p->cw) {
+		s3_error(r, S3_INTERNAL, "could not start the upload: %s", wfs_strerror(err));
+		return false;
+	}
+	p->md5 = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(p->md5, EVP_md5(), NULL);
+	if (r->payload == SIGV4_PAYLOAD_HASH) {
+		p->sha256 = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(p->sha256, EVP_sha256(), NULL);
+	}
+	return true;
+}
+
+/* ---- jobs (the gateway's pool) ---- */
+
+static void pump(struct s3_put *p);
+
+/* Hashes and stores n body bytes, in body order. */
+static wfs_err store(struct s3_put *p, const void *data, size_t n)
+{
+	if (!n)
+		return WFS_OK;
+	EVP_DigestUpdate(p->md5, data, n);
+	if (p->sha256)
+		EVP_DigestUpdate(p->sha256, data, n);
+	if (p->ck.alg)
+		s3_cksum_update(&p->ck, data, n);
+	return chunk_writer_write(p->cw, data, n);
+}
+
+static void job_done(http_req *req, void *arg)
+{
+	struct s3_put *p = arg;
+	(void)req;
+	p->inflight = false;
+	if (p->job_err)
+		put_fail(p, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
+			 wfs_strerror(p->job_err));
+	pump(p);
+}
+
+static void job_write(void *arg)
+{
+	struct s3_put *p = arg;
+	p->job_err = store(p, p->wbuf.data, p->wbuf.len);
+	buf_reset(&p->wbuf);
+	http_req_defer(p->r->req, job_done, p);
+}
+
+static void respond(http_req *req, void *arg)
+{
+	struct s3_put *p = arg;
+	(void)req;
+	s3_send_answer(p->r);
+	put_free(p);
+}
+
+/* The digests the request vouched for: false with r's error answer. */
+static bool digests_ok(struct s3_put *p, char md5_hex[33], char cksum[S3_CKSUM_B64_SIZE])
+{
+	struct s3_req *r = p->r;
+	unsigned char md5[EVP_MAX_MD_SIZE], sha[EVP_MAX_MD_SIZE];
+	const char *trailer;
+
+	EVP_DigestFinal_ex(p->md5, md5, NULL);
+	hex_encode(md5, 16, md5_hex);
+	if (p->sha256) {
+		EVP_DigestFinal_ex(p->sha256, sha, NULL);
+		if (memcmp(sha, r->payload_sha256, 32)) {
+			s3_error(r, S3_SHA256_MISMATCH,
+				 "The provided 'x-amz-content-sha256' header "
+				 "does not match what was computed.");
+			return false;
+		}
+	}
+	if (!s3_content_md5_matches(r, md5))
+		return false;
+	cksum[0] = '\0';
+	if (p->ck.alg)
+		s3_cksum_final_b64(&p->ck, cksum);
+	else if (p->dec && (trailer = aws_chunked_checksum(p->dec)))
+		snprintf(cksum, S3_CKSUM_B64_SIZE, "%s", trailer); /* checked by the decoder */
+	if (p->ck_claim && strcmp(cksum, p->ck_claim)) {
+		s3_error(r, S3_BAD_DIGEST,
+			 "The %s you specified did not match the calculated checksum.",
+			 s3_cksum_name(p->ck_alg));
+		return false;
+	}
+	return true;
+}
+
+/* Commits the entry of the stored body: true when it is visible. */
+static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
+{
+	struct s3_req *r = p->r;
+	struct filer_meta_new nw = {0};
+	char md5_hex[33], cksum[S3_CKSUM_B64_SIZE], etag[36];
+	const uint8_t *data;
+	size_t len;
+
+	if (!digests_ok(p, md5_hex, cksum) || !s3_cond_check(r, p->path, &p->cond))
+		return false;
+	if (p->upload_id && !s3_upload_check(r, p->upload_id, NULL))
+		return false;
+	nw.mode = S_IFREG | 0644;
+	nw.time_ns = (int64_t)time_now_ns();
+	s3_meta_stamp(&p->meta, nw.time_ns, md5_hex, p->ck_alg, cksum);
+	nw.mime = p->meta.mime;
+	nw.xattrs = p->meta.e->xattrs;
+	nw.n_xattrs = p->meta.e->n_xattrs;
+	if (chunk_writer_inline(p->cw, &data, &len)) {
+		nw.has_content = true;
+		nw.content = data;
+		nw.content_len = len;
+	} else {
+		nw.chunks = chunks;
+		nw.n_chunks = n;
+	}
+	if (p->upload_id) {
+		/* a part replaces an earlier upload of the same number */
+		int rc = filer_meta_create(r->g->filer, p->path, &nw, NULL);
+		if (rc == ENOENT)
+			s3_error(r, S3_NO_SUCH_UPLOAD, "The specified upload does not exist.");
+		else if (rc)
+			s3_filer_error(r, rc, "storing the part");
+		if (rc)
+			return false;
+	} else if (s3_commit_object(r, p->path, &nw, &p->cond)) {
+		return false;
+	}
+	r->status = 200;
+	snprintf(etag, sizeof(etag), "\"%s\"", md5_hex);
+	s3_header(r, "ETag", etag);
+	if (p->ck_alg)
+		s3_header(r, s3_cksum_header(p->ck_alg), cksum);
+	return true;
+}
+
+static void job_commit(void *arg)
+{
+	struct s3_put *p = arg;
+	struct s3_req *r = p->r;
+	struct filer_chunk *chunks = NULL;
+	size_t n = 0;
+	wfs_err err = store(p, p->wbuf.data, p->wbuf.len);
+
+	buf_reset(&p->wbuf);
+	if (!err)
+		err = chunk_writer_finish(p->cw, &chunks, &n);
+	if (err)
+		s3_error(r, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
+			 wfs_strerror(err));
+	else if (!commit(p, chunks, n))
+		s3_free_chunks(r->g, chunks, n); /* stored but not referenced */
+	filer_chunks_free(chunks, n);
+	s3_cors_answer(r);
+	http_req_defer(r->req, respond, p);
+}
+
+static void job_abort(void *arg)
+{
+	struct s3_put *p = arg;
+	chunk_writer_abort(p->cw); /* deletes what was uploaded */
+	s3_error(p->r, p->err, "%s", p->msg);
+	http_req_defer(p->r->req, respond, p);
+}
+
+/* ---- the body (loop thread) ---- */
+
+/* Hands fill to a job. Nothing in flight. */
+static void submit(struct s3_put *p, pool_fn fn)
+{
+	buf t = p->wbuf;
+	p->wbuf = p->fill;
+	p->fill = t;
+	buf_reset(&p->fill);
+	p->inflight = true;
+	pool_submit(p->r->g->work, fn, p);
+}
+
+/*
+ * Moves the upload on after any change: a failure aborts the writer and
+ * answers, a complete body commits, a full piece is written, a paused body
+ * resumes. May free p: nothing touches it after.
+ */
+static void pump(struct s3_put *p)
+{
+	if (p->inflight)
+		return;
+	if (p->err) {
+		p->inflight = true;
+		pool_submit(p->r->g->work, job_abort, p);
+		return;
+	}
+	if (p->body_done) {
+		submit(p, job_commit);
+		return;
+	}
+	if (p->fill.len >= PIECE)
+		submit(p, job_write);
+	if (p->paused && p->fill.len < PIECE) {
+		p->paused = false;
+		http_req_resume_body(p->r->req);
+	}
+}
+
+static enum s3_err decoded(void *ctx, const char *data, size_t len)
+{
+	struct s3_put *p = ctx;
+	buf_append(&p->fill, data, len);
+	return S3_OK;
+}
+
+static bool on_data(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct s3_put *p = arg;
+	(void)req;
+	if (p->err)
+		return false; /* failing: the answer ends the request */
+	if (p->dec) {
+		char msg[64];
+		enum s3_err e = aws_chunked_feed(p->dec, data, len, decoded, p);
+		if (e) {
+			snprintf(msg, sizeof(msg), "%s", s3_err_code(e));
+			put_fail(p, e, "The aws-chunked body is not valid (%s)", msg);
+		}
+	} else {
+		buf_append(&p->fill, data, len);
+	}
+	if (p->err) {
+		pump(p);
+		return false;
+	}
+	if (p->fill.len >= PIECE && !p->inflight)
+		submit(p, job_write);
+	if (p->fill.len >= PIECE) {
+		p->paused = true;
+		return false;
+	}
+	return true;
+}
+
+static void on_end(http_req *req, wfs_err err, void *arg)
+{
+	struct s3_put *p = arg;
+	enum s3_err e;
+	(void)req;
+	p->body_done = true;
+	if (err == WFS_ETOOBIG)
+		put_fail(p, S3_ENTITY_TOO_LARGE, "Your proposed upload exceeds the maximum size");
+	else if (err)
+		put_fail(p, S3_INCOMPLETE_BODY,
+			 "You did not provide the number of bytes specified by the "
+			 "Content-Length HTTP header");
+	else if (p->dec && (e = aws_chunked_finish(p->dec)))
+		put_fail(p, e, "The aws-chunked body is not valid (%s)", s3_err_code(e));
+	pump(p);
+}
+
+/* PutObject and UploadPart: the target comes from the query. */
+void s3_put_object(struct s3_req *r)
+{
+	struct s3_put *p = xcalloc(1, sizeof(*p));
+	p->r = r;
+	if (!prepare(p)) {
+		s3_send_answer(r);
+		put_free(p);
+		return;
+	}
+	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
+	http_req_stream_body(r->req, (uint64_t)http_req_content_length(r->req), on_data, on_end, p);
+}
