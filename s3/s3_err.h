@@ -28,6 +28,7 @@
 	X(S3_INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400)                 \
 	X(S3_INVALID_DIGEST, "InvalidDigest", 400)                             \
 	X(S3_INVALID_PART, "InvalidPart", 400)                                 \
+	X(S3_INVALID_POLICY, "InvalidPolicyDocument", 400)                     \
 	X(S3_INVALID_PART_ORDER, "InvalidPartOrder", 400)                      \
 	X(S3_INVALID_RANGE, "InvalidRange", 416)                               \
 	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                           \
@@ -38,6 +39,7 @@
 	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                      \
 	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                  \
 	X(S3_MAX_MESSAGE_LENGTH, "MaxMessageLengthExceeded", 400)              \
+	X(S3_MAX_POST_PRE_DATA, "MaxPostPreDataLengthExceededError", 400)      \
 	X(S3_METADATA_TOO_LARGE, "MetadataTooLarge", 400)                      \
 	X(S3_METHOD_NOT_ALLOWED, "MethodNotAllowed", 405)                      \
 	X(S3_MISSING_CONTENT_LENGTH, "MissingContentLength", 411)              \

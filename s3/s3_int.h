@@ -133,6 +133,26 @@ bool s3_etag_listed(const char *v, const char *etag);
 
 /* PutObject (s3_put.c): streams the body to the volume servers. Loop thread. */
 void s3_put_object(struct s3_req *r);
+/* PostObject (s3_put.c, s3_post.c): a browser's multipart/form-data upload. Loop thread. */
+void s3_post_object(struct s3_req *r);
+struct s3_form;
+struct s3_form *s3_form_new(const char *content_type, bool (*on_start)(void *ctx),
+			    void (*on_file)(void *ctx, const char *data, size_t len), void *ctx);
+void s3_form_free(struct s3_form *f);
+/* Feeds body bytes: S3_OK, S3_MAX_POST_PRE_DATA or S3_MALFORMED_POST. */
+enum s3_err s3_form_feed(struct s3_form *f, const char *data, size_t len);
+/* The body ended: S3_OK, S3_MALFORMED_POST, or S3_INVALID_ARGUMENT (no file part). */
+enum s3_err s3_form_finish(struct s3_form *f);
+/* Iterates the fields read before the file (s3_meta_from_pairs's iterator). */
+bool s3_form_field_at(const void *src, size_t i, const char **name, const char **value);
+const char *s3_form_file_type(const struct s3_form *f);
+/* The object key: the "key" field with ${filename} replaced; NULL when missing. */
+char *s3_form_key(const struct s3_form *f);
+/* The signature and the policy of the form: S3_OK (r->who set), or an error with msg. */
+enum s3_err s3_form_authorize(struct s3_req *r, const struct s3_form *f, uint64_t *len_min,
+			      uint64_t *len_max, char *msg, size_t msglen);
+/* A stored POST's answer: success_action_redirect or success_action_status. */
+void s3_post_answer(struct s3_req *r, const struct s3_form *f, const char *etag);
 
 /* Multipart uploads (s3_multipart.c): parts are files of /buckets/<b>/.uploads/<id>/. */
 #define S3_UPLOADS_NAME ".uploads"

@@ -51,16 +51,29 @@ static char *content_encoding(const char *v)
 	return out;
 }
 
+static bool header_at(const void *src, size_t i, const char **name, const char **value)
+{
+	return http_req_header_at(src, i, name, value);
+}
+
 bool s3_meta_from_request(struct s3_req *r, struct s3_meta *m)
+{
+	if (!s3_meta_from_pairs(r, m, header_at, r->req))
+		return false;
+	return s3_tagging_header(r, m->e);
+}
+
+bool s3_meta_from_pairs(struct s3_req *r, struct s3_meta *m,
+			bool (*at)(const void *src, size_t i, const char **name,
+				   const char **value),
+			const void *src)
 {
 	const char *name, *value;
 	size_t user = 0;
 
 	m->e = filer_entry_new("/", "object");
 	m->mime = NULL;
-	if (!s3_tagging_header(r, m->e))
-		return false;
-	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
+	for (size_t i = 0; at(src, i, &name, &value); i++) {
 		char *x;
 		value = value ? value : "";
 		if (!strncasecmp(name, "x-amz-meta-", 11)) {

@@ -43,6 +43,11 @@ struct s3_meta {
  * MetadataTooLarge, InvalidTag, or InvalidArgument for a value S3 refuses.
  */
 bool s3_meta_from_request(struct s3_req *r, struct s3_meta *m);
+/* The same from name/value pairs (a POST form's fields) that at(src, i, ...) gives, tags aside. */
+bool s3_meta_from_pairs(struct s3_req *r, struct s3_meta *m,
+			bool (*at)(const void *src, size_t i, const char **name,
+				   const char **value),
+			const void *src);
 /* Copies the user metadata, content headers and tags of src (a stored entry) into m. */
 void s3_meta_from_entry(struct s3_meta *m, const struct filer_entry *src);
 /* Records what the bytes hash to: the ETag (unquoted) and a checksum (alg may be NONE). */

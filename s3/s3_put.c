@@ -61,7 +61,10 @@ struct s3_put {
 	enum s3_cksum ck_alg;
 	char *ck_claim; /* the x-amz-checksum-* header's value; NULL: none or a trailer */
 	struct s3_cond cond;
-	char *upload_id; /* UploadPart: the upload the part belongs to */
+	char *upload_id;           /* UploadPart: the upload the part belongs to */
+	struct s3_form *form;      /* PostObject: the form around the file */
+	uint64_t len_min, len_max; /* PostObject: the policy's content-length-range */
+	bool answered;             /* r already holds the error answer of err */
 };
 
 static void put_free(struct s3_put *p)
@@ -78,6 +81,7 @@ static void put_free(struct s3_put *p)
 	free(p->ck_claim);
 	s3_cond_free(&p->cond);
 	free(p->upload_id);
+	s3_form_free(p->form);
 	free(p);
 }
 
@@ -271,24 +275,15 @@ static bool target(struct s3_put *p)
 	return true;
 }
 
-static bool prepare(struct s3_put *p)
+/* The chunk writer and the digests; false with r's error answer. */
+static bool start_writer(struct s3_put *p, bool may_inline)
 {
 	struct s3_req *r = p->r;
 	struct chunk_writer_opts wo = {0};
-	enum s3_cksum trailer;
 	wfs_err err;
 
-	if (!target(p) || !unsupported(r) || !s3_content_md5_valid(r) ||
-	    !checksum_choice(p, &trailer) || !body_form(p, trailer))
-		return false;
-	/* a part takes no metadata or conditions (the upload has them) */
-	if (!p->upload_id && (!s3_cond_read(r, &p->cond) || !s3_meta_from_request(r, &p->meta)))
-		return false;
-	if (p->upload_id)
-		p->meta.e = filer_entry_new("/", "part");
 	wo.chunk_size = r->g->chunk_size;
-	/* parts become chunks of the object: never inline */
-	wo.inline_max = p->upload_id ? 0 : r->g->inline_max;
+	wo.inline_max = may_inline ? r->g->inline_max : 0;
 	p->cw = chunk_writer_new(r->g->bc, &wo, &err);
 	if (!p->cw) {
 		s3_error(r, S3_INTERNAL, "could not start the upload: %s", wfs_strerror(err));
@@ -301,6 +296,23 @@ static bool prepare(struct s3_put *p)
 		EVP_DigestInit_ex(p->sha256, EVP_sha256(), NULL);
 	}
 	return true;
+}
+
+static bool prepare(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	enum s3_cksum trailer;
+
+	if (!target(p) || !unsupported(r) || !s3_content_md5_valid(r) ||
+	    !checksum_choice(p, &trailer) || !body_form(p, trailer))
+		return false;
+	/* a part takes no metadata or conditions (the upload has them) */
+	if (!p->upload_id && (!s3_cond_read(r, &p->cond) || !s3_meta_from_request(r, &p->meta)))
+		return false;
+	if (p->upload_id)
+		p->meta.e = filer_entry_new("/", "part");
+	/* parts become chunks of the object: never inline */
+	return start_writer(p, !p->upload_id);
 }
 
 /* ---- jobs (the gateway's pool) ---- */
@@ -381,6 +393,19 @@ static bool digests_ok(struct s3_put *p, char md5_hex[33], char cksum[S3_CKSUM_B
 	return true;
 }
 
+/* PostObject: the file's size against the policy's content-length-range. */
+static bool size_in_range(struct s3_put *p)
+{
+	uint64_t size = chunk_writer_size(p->cw);
+	if (size > p->len_max)
+		s3_error(p->r, S3_ENTITY_TOO_LARGE,
+			 "Your proposed upload exceeds the maximum allowed size");
+	else if (size < p->len_min)
+		s3_error(p->r, S3_ENTITY_TOO_SMALL,
+			 "Your proposed upload is smaller than the minimum allowed size");
+	return size >= p->len_min && size <= p->len_max;
+}
+
 /* Commits the entry of the stored body: true when it is visible. */
 static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 {
@@ -390,6 +415,8 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 	const uint8_t *data;
 	size_t len;
 
+	if (p->form && !size_in_range(p))
+		return false;
 	if (!digests_ok(p, md5_hex, cksum) || !s3_cond_check(r, p->path, &p->cond))
 		return false;
 	if (p->upload_id && !s3_upload_check(r, p->upload_id, NULL))
@@ -423,6 +450,8 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 	r->status = 200;
 	snprintf(etag, sizeof(etag), "\"%s\"", md5_hex);
 	s3_header(r, "ETag", etag);
+	if (p->form)
+		s3_post_answer(r, p->form, etag);
 	if (p->ck_alg)
 		s3_header(r, s3_cksum_header(p->ck_alg), cksum);
 	return true;
@@ -452,8 +481,10 @@ static void job_commit(void *arg)
 static void job_abort(void *arg)
 {
 	struct s3_put *p = arg;
-	chunk_writer_abort(p->cw); /* deletes what was uploaded */
-	s3_error(p->r, p->err, "%s", p->msg);
+	if (p->cw)
+		chunk_writer_abort(p->cw); /* deletes what was uploaded */
+	if (!p->answered)
+		s3_error(p->r, p->err, "%s", p->msg);
 	http_req_defer(p->r->req, respond, p);
 }
 
@@ -509,7 +540,17 @@ static bool on_data(http_req *req, const char *data, size_t len, void *arg)
 	(void)req;
 	if (p->err)
 		return false; /* failing: the answer ends the request */
-	if (p->dec) {
+	if (p->form) {
+		enum s3_err e = s3_form_feed(p->form, data, len);
+		if (e == S3_MAX_POST_PRE_DATA)
+			put_fail(p, e,
+				 "Your POST request fields preceeding the upload file were too "
+				 "large.");
+		else if (e)
+			put_fail(p, e,
+				 "The body of your POST request is not well-formed "
+				 "multipart/form-data.");
+	} else if (p->dec) {
 		char msg[64];
 		enum s3_err e = aws_chunked_feed(p->dec, data, len, decoded, p);
 		if (e) {
@@ -546,6 +587,12 @@ static void on_end(http_req *req, wfs_err err, void *arg)
 			 "Content-Length HTTP header");
 	else if (p->dec && (e = aws_chunked_finish(p->dec)))
 		put_fail(p, e, "The aws-chunked body is not valid (%s)", s3_err_code(e));
+	else if (p->form && (e = s3_form_finish(p->form)))
+		put_fail(p, e, "%s",
+			 e == S3_INVALID_ARGUMENT
+				 ? "POST requires exactly one file upload per request."
+				 : "The body of your POST request is not well-formed "
+				   "multipart/form-data.");
 	pump(p);
 }
 
@@ -561,4 +608,68 @@ void s3_put_object(struct s3_req *r)
 	}
 	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
 	http_req_stream_body(r->req, (uint64_t)http_req_content_length(r->req), on_data, on_end, p);
+}
+
+/* ---- PostObject ---- */
+
+/* The file part begins: the form's fields are all in. Loop thread. */
+static bool post_start(void *ctx)
+{
+	struct s3_put *p = ctx;
+	struct s3_req *r = p->r;
+	char msg[300];
+	enum s3_err e = s3_form_authorize(r, p->form, &p->len_min, &p->len_max, msg, sizeof(msg));
+
+	if (e) {
+		put_fail(p, e, "%s", msg);
+		return false;
+	}
+	r->key = s3_form_key(p->form);
+	if (!r->key) {
+		put_fail(p, S3_INVALID_ARGUMENT, "Bucket POST must contain a field named 'key'.");
+		return false;
+	}
+	if (!s3_key_ok(r) || !(p->path = s3_object_path(r, r->key))) {
+		if (!r->status)
+			s3_error(r, S3_INVALID_ARGUMENT, "The key cannot name a file here");
+		p->answered = true;
+		put_fail(p, S3_INVALID_ARGUMENT, "-");
+		return false;
+	}
+	if (!s3_meta_from_pairs(r, &p->meta, s3_form_field_at, p->form) || !start_writer(p, true)) {
+		p->answered = true;
+		put_fail(p, S3_INVALID_ARGUMENT, "-");
+		return false;
+	}
+	if (!p->meta.mime && s3_form_file_type(p->form))
+		p->meta.mime = xstrdup(s3_form_file_type(p->form));
+	return true;
+}
+
+static void post_file(void *ctx, const char *data, size_t len)
+{
+	struct s3_put *p = ctx;
+	if (!p->err)
+		buf_append(&p->fill, data, len);
+}
+
+void s3_post_object(struct s3_req *r)
+{
+	struct s3_put *p = xcalloc(1, sizeof(*p));
+	int64_t len = http_req_content_length(r->req);
+
+	p->r = r;
+	p->form = s3_form_new(http_req_header(r->req, "Content-Type"), post_start, post_file, p);
+	if (!p->form)
+		s3_error(r, S3_MALFORMED_POST,
+			 "The body of your POST request is not well-formed multipart/form-data.");
+	else if (len < 0)
+		s3_error(r, S3_MISSING_CONTENT_LENGTH,
+			 "You must provide the Content-Length HTTP header.");
+	if (!p->form || len < 0) {
+		s3_send_answer(r);
+		put_free(p);
+		return;
+	}
+	http_req_stream_body(r->req, (uint64_t)len, on_data, on_end, p);
 }

@@ -610,6 +610,13 @@ static void route(struct s3_req *r)
 	s3_send_answer(r);
 }
 
+/* Whether the body is a multipart/form-data form (a browser POST upload). */
+static bool is_form(http_req *req)
+{
+	const char *ct = http_req_header(req, "Content-Type");
+	return ct && !strncasecmp(ct, "multipart/form-data", 19);
+}
+
 static void handler(http_req *req, void *ctx)
 {
 	struct s3_gateway *g = ctx;
@@ -635,6 +642,12 @@ static void handler(http_req *req, void *ctx)
 	r->decoded_length = -1;
 	r->head_length = -1;
 	name_target(r);
+	if (http_req_method(req) == HTTP_POST && r->bucket && !r->key && is_form(req) &&
+	    !http_req_header(req, "Authorization") && s3_bucket_name_ok(r->bucket)) {
+		/* a browser upload: the form's policy and signature authorize it */
+		s3_post_object(r);
+		return;
+	}
 	if (http_req_method(req) == HTTP_OPTIONS && r->bucket) {
 		/* a CORS preflight: browsers send it without credentials */
 		submit(r, s3_cors_preflight);

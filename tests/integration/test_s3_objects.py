@@ -477,3 +477,57 @@ def test_virtual_hosted_requests(module_cluster, gw):
         b"virtual"
     r = signed(g, AK, SK, "GET", "/", host="nosuchbucket.s3.test:%s" % port)
     assert r.status_code == 404 and "NoSuchBucket" in r.text
+
+
+def test_browser_post_uploads(gw):
+    """PostObject: boto3's presigned POST (SigV4 policy), ${filename}, metadata fields,
+    success_action_status / redirect, and the refusals: a wrong signature, a failed or
+    missing condition, an expired policy, a file outside content-length-range, no file,
+    oversized fields. A refused form stores nothing."""
+    filer, g = gw
+    s3 = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=AK,
+                      aws_secret_access_key=SK, region_name="us-east-1",
+                      config=Config(signature_version="s3v4"))
+    post = s3.generate_presigned_post(
+        "objs", "up/${filename}",
+        Fields={"x-amz-meta-source": "form", "success_action_status": "201"},
+        Conditions=[["starts-with", "$key", "up/"], {"x-amz-meta-source": "form"},
+                    {"success_action_status": "201"}, ["content-length-range", 1, 100000]],
+        ExpiresIn=300)
+    body = os.urandom(5000)
+    r = requests.post(post["url"], data=post["fields"],
+                      files={"file": ("photo.jpg", body, "image/jpeg")}, timeout=30)
+    assert r.status_code == 201, r.text
+    assert "<Key>up/photo.jpg</Key>" in r.text
+    assert hashlib.md5(body).hexdigest() in r.text
+    got = s3.get_object(Bucket="objs", Key="up/photo.jpg")
+    assert got["Body"].read() == body and got["Metadata"] == {"source": "form"}
+    assert got["ContentType"] == "image/jpeg"
+    assert filer.get("/buckets/objs/up/photo.jpg").content == body
+
+    def refused(fields, files, code, key="up/bad.bin"):
+        r = requests.post(post["url"], data=fields, files=files, timeout=30)
+        assert r.status_code in (400, 403) and "<Code>%s</Code>" % code in r.text, r.text
+        assert filer.get("/buckets/objs/" + key).status_code == 404
+    f = dict(post["fields"], key="up/bad.bin")
+    refused(dict(f, **{"x-amz-signature": "0" * 64}), {"file": b"x"}, "SignatureDoesNotMatch")
+    refused(dict(f, key="elsewhere/bad.bin"), {"file": b"x"}, "AccessDenied",
+            key="elsewhere/bad.bin")
+    refused(dict(f, **{"x-amz-meta-extra": "1"}), {"file": b"x"}, "AccessDenied")
+    refused(f, {"file": b"x" * 100001}, "EntityTooLarge")
+    refused(f, {"file": b""}, "EntityTooSmall")
+    refused(f, {"notfile": (None, b"x")}, "InvalidArgument")
+    refused(dict(f, **{"x-ignore-pad": "p" * (21 << 10)}), {"file": b"x"},
+            "MaxPostPreDataLengthExceededError")
+    old = s3.generate_presigned_post("objs", "up/late", ExpiresIn=1)
+    time.sleep(2.1)
+    r = requests.post(old["url"], data=old["fields"], files={"file": b"x"}, timeout=30)
+    assert r.status_code == 403 and "Policy expired" in r.text
+    # a redirect after success
+    red = s3.generate_presigned_post(
+        "objs", "up/r.txt", Fields={"success_action_redirect": "http://app.test/done"},
+        Conditions=[{"success_action_redirect": "http://app.test/done"}])
+    r = requests.post(red["url"], data=red["fields"], files={"file": b"hi"},
+                      allow_redirects=False, timeout=30)
+    assert r.status_code == 303
+    assert r.headers["Location"].startswith("http://app.test/done?bucket=objs&key=up%2Fr.txt")
