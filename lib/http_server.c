@@ -566,7 +566,7 @@ void http_resp_end(http_req *c)
 		http_resp_send(c, 200, NULL, 0);
 		return;
 	}
-	if (c->resp_remaining > 0)
+	if (c->resp_remaining > 0 && !c->resp_head_only)
 		c->resp_close = true; /* less than declared: only a close tells the client */
 	else if (c->resp_chunked && out)
 		evbuffer_add(out, "0\r\n\r\n", 5);

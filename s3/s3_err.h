@@ -47,6 +47,7 @@
 	X(S3_NO_SUCH_BUCKET, "NoSuchBucket", 404)                              \
 	X(S3_NO_SUCH_CORS, "NoSuchCORSConfiguration", 404)                     \
 	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                    \
+	X(S3_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404)           \
 	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \
 	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
 	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \

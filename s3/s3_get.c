@@ -132,7 +132,7 @@ static void stream_done(void *owner, wfs_err err, uint64_t err_pos, bool started
 		log_warn("GET /%s/%s failed at offset %" PRIu64 ": %s", r->bucket, r->key, err_pos,
 			 wfs_strerror(err));
 	if (err && !started) {
-		r->nh = 0; /* the object's headers do not describe an error */
+		s3_headers_clear(r); /* the object's headers do not describe an error */
 		if (err == WFS_EUNAVAIL || err == WFS_ETIMEDOUT)
 			s3_error(r, S3_SERVICE_UNAVAILABLE,
 				 "A volume server holding the object is unavailable: %s",

@@ -5,6 +5,7 @@
 #ifndef WEEDFS_S3_INT_H
 #define WEEDFS_S3_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,12 @@ struct s3_gateway {
 	char *region;
 	char *domains; /* -domainName: virtual-hosted requests; NULL: path style only */
 	int port;
+	/* the lifecycle sweeper: every lifecycle_s seconds until stopping */
+	int lifecycle_s;
+	pthread_t sweeper;
+	bool sweeper_started, stopping; /* stopping: protected by sweep_mu */
+	pthread_mutex_t sweep_mu;
+	pthread_cond_t sweep_cv;
 	_Atomic uint64_t next_id; /* request ids: a random start, then counting */
 };
 
@@ -74,6 +81,8 @@ void s3_answer_headers(struct s3_req *r);
 void s3_req_free(struct s3_req *r);
 /* Adds a response header (copied). */
 void s3_header(struct s3_req *r, const char *name, const char *value);
+/* Drops the response headers added so far. */
+void s3_headers_clear(struct s3_req *r);
 /* Sets a response header, replacing one of the same name (any case). */
 void s3_header_replace(struct s3_req *r, const char *name, const char *value);
 /* Sets an S3 error answer (XML body with Code, Message, Resource, RequestId). */
@@ -128,6 +137,13 @@ void s3_delete_objects(struct s3_req *r);
 bool s3_key_ok(struct s3_req *r);
 /* The filer path of key in r's bucket, or NULL when the key cannot name one (caller frees). */
 char *s3_object_path(const struct s3_req *r, const char *key);
+/*
+ * After the delete of the object at path (a bucket's file; path is cut in
+ * place): its parent directories that are now empty go too, up to the bucket,
+ * since in S3 a prefix exists only while keys under it do. The first that is
+ * not empty (or any failure) ends it; a PUT racing into one makes it anew.
+ */
+void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path);
 /* Whether etag (quoted) is in the If-Match / If-None-Match list v ("*" matches any). */
 bool s3_etag_listed(const char *v, const char *etag);
 
@@ -177,6 +193,15 @@ void s3_delete_tagging(struct s3_req *r);
 bool s3_tagging_header(struct s3_req *r, struct filer_entry *into);
 /* The number of tags stored on e. */
 size_t s3_tag_count(const struct filer_entry *e);
+/* Whether e carries tag k with value v. */
+bool s3_tags_have(const struct filer_entry *e, const char *k, const char *v);
+
+/* Lifecycle (s3_lifecycle.c): ?lifecycle of a bucket (body in r->in), on a worker. */
+void s3_put_lifecycle(struct s3_req *r);
+void s3_get_lifecycle(struct s3_req *r);
+void s3_delete_lifecycle(struct s3_req *r);
+/* One pass of expiration over every bucket with rules. Blocks; any thread but a loop. */
+void s3_lifecycle_sweep(struct s3_gateway *g);
 
 /* CORS (s3_cors.c), on a worker: ?cors of a bucket (body in r->in), the OPTIONS
    preflight, and the CORS headers added to any answer to a request with Origin. */

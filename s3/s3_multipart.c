@@ -294,6 +294,11 @@ static bool assemble(struct s3_req *r, const struct xml_node *root, const struct
 		count++;
 		parse_u32(xml_child_text(part, "PartNumber"), &num);
 		e = part_find(stored, num);
+		if (!stored->n) {
+			/* every part consumed: a racing complete won (its directory goes next) */
+			no_such_upload(r);
+			goto out;
+		}
 		if (!e || !part_matches(e, et)) {
 			s3_error(r, S3_INVALID_PART,
 				 "One or more of the specified parts could not be found. The part "
@@ -572,7 +577,8 @@ void s3_list_uploads(struct s3_req *r)
 		s3_filer_error(r, rc, "listing the uploads");
 		goto out;
 	}
-	qsort(u, n, sizeof(*u), upload_cmp);
+	if (n)
+		qsort(u, n, sizeof(*u), upload_cmp);
 	/* resume after key-marker (and, within that key, after upload-id-marker) */
 	while (km && i < n) {
 		int c = strcmp(u[i].key, km);

@@ -68,19 +68,13 @@ bool s3_etag_listed(const char *v, const char *etag)
 	return false;
 }
 
-/*
- * After the delete of the object at path: its parent directories that are now
- * empty go too, up to the bucket, since in S3 a prefix exists only while keys
- * under it do. The first that is not empty (or any failure) ends it; a PUT
- * racing into one just made it anew.
- */
-static void drop_empty_parents(struct s3_req *r, char *path)
+void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path)
 {
-	size_t bucket_len = strlen(S3_BUCKETS_DIR) + 1 + strlen(r->bucket);
+	size_t bucket_len = strlen(S3_BUCKETS_DIR) + 1 + strlen(bucket);
 	char *slash;
 	while ((slash = strrchr(path, '/')) && (size_t)(slash - path) > bucket_len) {
 		*slash = '\0';
-		if (filer_meta_delete(r->g->filer, path, false))
+		if (filer_meta_delete(g->filer, path, false))
 			break;
 	}
 }
@@ -99,7 +93,7 @@ static int delete_key(struct s3_req *r, const char *key)
 	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
 		if (!rc)
-			drop_empty_parents(r, path);
+			s3_drop_empty_parents(r->g, r->bucket, path);
 	}
 	filer_entry_free(e);
 	free(path);

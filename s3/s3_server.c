@@ -48,6 +48,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->region = "us-east-1";
 	o->chunk_mb = 4;
 	o->inline_kb = 4;
+	o->lifecycle_s = 3600;
 }
 
 /* ---- answers ---- */
@@ -136,16 +137,22 @@ void s3_header_replace(struct s3_req *r, const char *name, const char *value)
 	s3_header(r, name, value);
 }
 
+void s3_headers_clear(struct s3_req *r)
+{
+	for (size_t i = 0; i < r->nh; i++) {
+		free(r->hnames[i]);
+		free(r->hvalues[i]);
+	}
+	r->nh = 0;
+}
+
 void s3_req_free(struct s3_req *r)
 {
 	free(r->bucket);
 	free(r->key);
 	buf_free(&r->in);
 	buf_free(&r->body);
-	for (size_t i = 0; i < r->nh; i++) {
-		free(r->hnames[i]);
-		free(r->hvalues[i]);
-	}
+	s3_headers_clear(r);
 	free(r->hnames);
 	free(r->hvalues);
 	free(r->chain);
@@ -351,6 +358,7 @@ static const char *unsupported_param(const struct s3_req *r)
 		"tagging",
 		"attributes",
 		"cors",
+		"lifecycle",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
@@ -425,6 +433,7 @@ static void create_bucket_parsed(struct s3_req *r)
 static void delete_objects_read(struct s3_req *r) { submit(r, s3_delete_objects); }
 
 static void complete_read(struct s3_req *r) { submit(r, s3_complete_multipart); }
+static void lifecycle_read(struct s3_req *r) { submit(r, s3_put_lifecycle); }
 static void cors_read(struct s3_req *r) { submit(r, s3_put_cors); }
 static void tagging_read(struct s3_req *r) { submit(r, s3_put_tagging); }
 
@@ -556,6 +565,18 @@ static void route(struct s3_req *r)
 	} else if (http_req_query(r->req, "tagging")) {
 		route_tagging(r, m);
 		return;
+	} else if (http_req_query(r->req, "lifecycle") && m != HTTP_GET && m != HTTP_PUT &&
+		   m != HTTP_DELETE) {
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	} else if (http_req_query(r->req, "lifecycle")) {
+		if (allowed(r, S3_ACT_ADMIN)) {
+			if (m == HTTP_PUT)
+				read_body(r, S3_CONFIG_BODY_MAX, lifecycle_read);
+			else
+				submit(r, m == HTTP_GET ? s3_get_lifecycle : s3_delete_lifecycle);
+			return;
+		}
 	} else if (http_req_query(r->req, "cors") && m != HTTP_GET && m != HTTP_PUT &&
 		   m != HTTP_DELETE) {
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
@@ -662,10 +683,33 @@ static void handler(http_req *req, void *ctx)
 
 /* ---- start and stop ---- */
 
+/* The lifecycle sweeper: a pass, then a wait of lifecycle_s seconds, until the gateway stops. */
+static void *sweeper_main(void *arg)
+{
+	struct s3_gateway *g = arg;
+	pthread_mutex_lock(&g->sweep_mu);
+	while (!g->stopping) {
+		struct timespec until;
+		pthread_mutex_unlock(&g->sweep_mu);
+		s3_lifecycle_sweep(g);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += g->lifecycle_s;
+		pthread_mutex_lock(&g->sweep_mu);
+		while (!g->stopping &&
+		       pthread_cond_timedwait(&g->sweep_cv, &g->sweep_mu, &until) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&g->sweep_mu);
+	return NULL;
+}
+
 struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 {
 	struct s3_gateway *g = xcalloc(1, sizeof(*g));
 	struct http_server_opts ho = {0};
+
+	pthread_mutex_init(&g->sweep_mu, NULL);
+	pthread_cond_init(&g->sweep_cv, NULL);
 	char msg[256] = "";
 
 	*err = WFS_OK;
@@ -710,6 +754,9 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 		goto fail;
 	g->port = http_server_port(g->http);
 	http_server_start(g->http);
+	g->lifecycle_s = o->lifecycle_s;
+	if (g->lifecycle_s > 0)
+		g->sweeper_started = !pthread_create(&g->sweeper, NULL, sweeper_main, g);
 	log_info("S3 gateway listening on %s:%d (filer %s, region %s)", o->ip, g->port, o->filer,
 		 g->region);
 	return g;
@@ -744,6 +791,14 @@ void s3_stop(struct s3_gateway *g)
 {
 	if (!g)
 		return;
+	pthread_mutex_lock(&g->sweep_mu);
+	g->stopping = true;
+	pthread_cond_signal(&g->sweep_cv);
+	pthread_mutex_unlock(&g->sweep_mu);
+	if (g->sweeper_started)
+		pthread_join(g->sweeper, NULL);
+	pthread_mutex_destroy(&g->sweep_mu);
+	pthread_cond_destroy(&g->sweep_cv);
 	/* queued work answers through the loops: finish it while they still run */
 	pool_free(g->work);
 	http_server_free(g->http);
@@ -777,6 +832,8 @@ int s3_main(int argc, char **argv)
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
 		{"chunkSizeMB", FLAG_INT, &o.chunk_mb,
 		 "object data goes in chunks of this many MiB"},
+		{"lifecycleSeconds", FLAG_INT, &o.lifecycle_s,
+		 "seconds between passes that carry out lifecycle expiration (0: never)"},
 		{"inlineKB", FLAG_INT, &o.inline_kb,
 		 "objects up to this many KiB (0..64) are kept in their filer entry"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},

@@ -17,6 +17,7 @@ struct s3_opts {
 	int threads;        /* HTTP loop threads, 0 = cores */
 	int chunk_mb;       /* object data is uploaded in chunks of this many MiB */
 	int inline_kb;      /* objects up to this many KiB (0..64) live in their filer entry */
+	int lifecycle_s;    /* seconds between lifecycle expiration passes; 0: none */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 };

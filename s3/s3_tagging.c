@@ -145,6 +145,17 @@ bool s3_tagging_header(struct s3_req *r, struct filer_entry *into)
 	return !e;
 }
 
+bool s3_tags_have(const struct filer_entry *e, const char *k, const char *v)
+{
+	struct tagset t;
+	bool found = false;
+	tags_of(e, &t);
+	for (size_t i = 0; i < t.n && !found; i++)
+		found = !strcmp(t.k[i], k) && !strcmp(t.v[i], v);
+	tags_free(&t);
+	return found;
+}
+
 size_t s3_tag_count(const struct filer_entry *e)
 {
 	struct tagset t;

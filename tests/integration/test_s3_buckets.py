@@ -13,6 +13,7 @@ import botocore.credentials
 import pytest
 import requests
 
+from conftest import wait_until
 from filer_fixtures import start_mini_with_filer
 from s3_fixtures import IDENTITIES, client, code_of, start_gateway
 
@@ -435,3 +436,59 @@ def test_cors(gw):
     alice.delete_bucket_cors(Bucket="cors-b")
     assert code_of(alice.get_bucket_cors, Bucket="cors-b") == "NoSuchCORSConfiguration"
     assert requests.options(url, headers=pre, timeout=10).status_code == 403
+
+
+def test_lifecycle_expiration(module_cluster, gw, monkeypatch):
+    """Lifecycle rules are stored and carried out: objects expire by prefix, tag or date,
+    uploads in progress are aborted; others stay. A lifecycle day lasts 1 s here
+    (WEEDFS_S3_LIFECYCLE_DAY_SECONDS) and the sweeper passes every second."""
+    filer, _ = gw
+    monkeypatch.setenv("WEEDFS_S3_LIFECYCLE_DAY_SECONDS", "1")
+    g = start_gateway(module_cluster, filer, IDENTITIES, extra=["-lifecycleSeconds=1"]).start()
+    s3 = client(g, "AKALICE", "alice-secret")
+    s3.create_bucket(Bucket="life-exp")
+    assert code_of(s3.get_bucket_lifecycle_configuration,
+                   Bucket="life-exp") == "NoSuchLifecycleConfiguration"
+    for bad, code in (
+            ([{"ID": "x", "Status": "Maybe", "Filter": {"Prefix": ""},
+               "Expiration": {"Days": 1}}], "MalformedXML"),
+            ([{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
+               "Expiration": {"Days": 0}}], "InvalidRequest"),
+            ([{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}}], "InvalidRequest")):
+        try:
+            s3.put_bucket_lifecycle_configuration(Bucket="life-exp",
+                                                  LifecycleConfiguration={"Rules": bad})
+            raise AssertionError("accepted %r" % bad)
+        except botocore.exceptions.ClientError as e:
+            assert e.response["Error"]["Code"] in (code, "MalformedXML", "InvalidRequest")
+    for k in ("tmp/a", "keep/b", "tagged/c", "tagged/d", "old/e"):
+        s3.put_object(Bucket="life-exp", Key=k, Body=k.encode(),
+                      Tagging="exp=yes" if k == "tagged/c" else "")
+    uid = s3.create_multipart_upload(Bucket="life-exp", Key="big/upload")["UploadId"]
+    rules = [
+        {"ID": "tmp", "Status": "Enabled", "Filter": {"Prefix": "tmp/"},
+         "Expiration": {"Days": 2}},
+        {"ID": "tag", "Status": "Enabled",
+         "Filter": {"And": {"Prefix": "tagged/", "Tags": [{"Key": "exp", "Value": "yes"}]}},
+         "Expiration": {"Days": 1}},
+        {"ID": "old", "Status": "Enabled", "Filter": {"Prefix": "old/"},
+         "Expiration": {"Date": "2020-01-01T00:00:00Z"}},
+        {"ID": "off", "Status": "Disabled", "Filter": {"Prefix": "keep/"},
+         "Expiration": {"Days": 1}},
+        {"ID": "uploads", "Status": "Enabled", "Filter": {"Prefix": ""},
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}},
+    ]
+    s3.put_bucket_lifecycle_configuration(Bucket="life-exp",
+                                          LifecycleConfiguration={"Rules": rules})
+    got = s3.get_bucket_lifecycle_configuration(Bucket="life-exp")["Rules"]
+    assert [r["ID"] for r in got] == ["tmp", "tag", "old", "off", "uploads"]
+
+    def keys():
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="life-exp").get("Contents", []))
+    wait_until(lambda: keys() == ["keep/b", "tagged/d"], timeout=20, what="expiration")
+    assert code_of(s3.list_parts, Bucket="life-exp", Key="big/upload",
+                   UploadId=uid) == "NoSuchUpload"
+    assert filer.get("/buckets/life-exp/tmp").status_code == 404  # emptied prefix gone
+    s3.delete_bucket_lifecycle(Bucket="life-exp")
+    assert code_of(s3.get_bucket_lifecycle_configuration,
+                   Bucket="life-exp") == "NoSuchLifecycleConfiguration"

@@ -138,6 +138,10 @@ static void handler(http_req *req, void *ctx)
 			http_resp_write(req, piece, strlen(piece));
 		}
 		http_resp_end(req);
+	} else if (!strcmp(path, "/announced")) {
+		/* a HEAD answer streamed: the length announced, no body written */
+		http_resp_start(req, 200, 1234);
+		http_resp_end(req);
 	} else if (!strcmp(path, "/big")) {
 		struct big_state *st = xmalloc(sizeof(*st));
 		st->left = 8u << 20;
@@ -331,6 +335,15 @@ static void test_raw(void)
 	raw_sends(fd, "GET /echo?a=2 HTTP/1.1\r\nHost: x\r\n\r\n");
 	closed = raw_read(fd, 1, &out);
 	ok(!closed && has(&out, "a=2"), "second request on the same connection");
+
+	/* A streamed HEAD answer owes no body: the connection stays open for the next. */
+	raw_sends(fd, "HEAD /announced HTTP/1.1\r\nHost: x\r\n\r\n");
+	closed = raw_read(fd, 1, &out);
+	ok(!closed && has(&out, "Content-Length: 1234") && !has(&out, "Connection: close"),
+	   "streamed HEAD: length announced, connection kept");
+	raw_sends(fd, "GET /echo?a=3 HTTP/1.1\r\nHost: x\r\n\r\n");
+	closed = raw_read(fd, 1, &out);
+	ok(!closed && has(&out, "a=3"), "a request after a streamed HEAD on the same connection");
 
 	/* Pipelining: three requests in one write, answered in order. */
 	const char *pipe3 = "GET /echo?a=p1 HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -1,0 +1,442 @@
+/*
+ * Lifecycle: PutBucketLifecycleConfiguration, GetBucketLifecycleConfiguration,
+ * DeleteBucketLifecycle, and the sweeper that carries out expiration.
+ *
+ * DESIGN: a bucket's rules are checked when put and stored re-written in
+ * canonical XML in the bucket directory's "s3.lifecycle" extended attribute.
+ * Each gateway runs one sweeper thread: every -lifecycleSeconds it lists the
+ * buckets, and for each with enabled rules walks the bucket's tree and deletes
+ * the objects a rule expires (Expiration Days after the object's mtime, or a
+ * Date passed; filtered by prefix, tags and size), and removes multipart
+ * uploads older than AbortIncompleteMultipartUpload's days. Several gateways
+ * over one filer sweep the same buckets: deletes are idempotent, so the only
+ * cost is repeated listing. An object rewritten between the sweeper's listing
+ * and its delete can be deleted (the filer's delete takes no condition);
+ * expirations are days long, so the window is the length of one walk.
+ *
+ * Testing hook: WEEDFS_S3_LIFECYCLE_DAY_SECONDS (read once, default 86400)
+ * is how long a lifecycle "day" lasts.
+ */
+#include "config.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "client/filer_meta.h"
+#include "log.h"
+#include "s3/s3_int.h"
+#include "util.h"
+
+#define X_LIFECYCLE "s3.lifecycle"
+#define RULES_MAX   1000
+#define TAGS_MAX    10
+#define LIST_PAGE   1000
+
+struct lc_rule {
+	char *id, *prefix;
+	bool enabled;
+	char *tag_k[TAGS_MAX], *tag_v[TAGS_MAX];
+	size_t ntags;
+	int64_t days;              /* Expiration Days; 0: none */
+	int64_t date;              /* Expiration Date (unix s); 0: none */
+	int64_t abort_days;        /* AbortIncompleteMultipartUpload; 0: none */
+	uint64_t size_gt, size_lt; /* ObjectSizeGreaterThan / LessThan; 0: none */
+};
+
+struct lc {
+	struct lc_rule *r;
+	size_t n;
+};
+
+static void lc_free(struct lc *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->r[i].id);
+		free(c->r[i].prefix);
+		for (size_t k = 0; k < c->r[i].ntags; k++) {
+			free(c->r[i].tag_k[k]);
+			free(c->r[i].tag_v[k]);
+		}
+	}
+	free(c->r);
+	memset(c, 0, sizeof(*c));
+}
+
+static bool positive(const char *s, int64_t *out) { return s && parse_i64(s, out) && *out > 0; }
+
+/* "2026-12-01T00:00:00.000Z" or "2026-12-01T00:00:00Z": midnight UTC, as S3 requires. */
+static bool parse_date(const char *s, int64_t *out)
+{
+	struct tm tm = {0};
+	const char *p = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!p || (strcmp(p, "Z") && strcmp(p, ".000Z")) || tm.tm_hour || tm.tm_min || tm.tm_sec)
+		return false;
+	*out = (int64_t)timegm(&tm);
+	return true;
+}
+
+static bool add_tag(struct lc_rule *r, const struct xml_node *t)
+{
+	const char *k = xml_child_text(t, "Key"), *v = xml_child_text(t, "Value");
+	if (!k || !*k || r->ntags == TAGS_MAX)
+		return false;
+	r->tag_k[r->ntags] = xstrdup(k);
+	r->tag_v[r->ntags++] = xstrdup(v ? v : "");
+	return true;
+}
+
+/* A Filter (or the legacy rule-level Prefix); NULL or why it is refused. */
+static const char *read_filter(struct lc_rule *r, const struct xml_node *rule)
+{
+	const struct xml_node *f = xml_child(rule, "Filter"), *and, *t;
+	const char *p = xml_child_text(rule, "Prefix"), *v;
+	if (f && p)
+		return "a rule takes Filter or Prefix, not both";
+	if (!f) {
+		r->prefix = xstrdup(p ? p : "");
+		return NULL;
+	}
+	and = xml_child(f, "And");
+	if (and)
+		f = and;
+	else if (xml_count(f, NULL) > 1)
+		return "a Filter holding several conditions needs And";
+	r->prefix = xstrdup((p = xml_child_text(f, "Prefix")) ? p : "");
+	for (t = xml_child(f, "Tag"); t; t = xml_next(t, "Tag"))
+		if (!add_tag(r, t))
+			return "a Tag needs a Key; at most 10 tags";
+	if ((v = xml_child_text(f, "ObjectSizeGreaterThan")) && !parse_u64(v, &r->size_gt))
+		return "ObjectSizeGreaterThan must be a number";
+	if ((v = xml_child_text(f, "ObjectSizeLessThan")) && !parse_u64(v, &r->size_lt))
+		return "ObjectSizeLessThan must be a number";
+	return NULL;
+}
+
+/* Reads a LifecycleConfiguration; NULL, or why it is refused (*malformed: not even the form). */
+static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *malformed)
+{
+	struct xml_node *root = NULL;
+	const char *why = NULL;
+	char msg[128];
+
+	memset(c, 0, sizeof(*c));
+	*malformed = xml_parse(xml, len, NULL, &root, msg, sizeof(msg)) ||
+		     strcmp(root->name, "LifecycleConfiguration") || !xml_count(root, "Rule") ||
+		     xml_count(root, "Rule") > RULES_MAX;
+	if (*malformed) {
+		xml_free(root);
+		return "The XML you provided was not well-formed or did not validate against our "
+		       "published schema (1 to 1000 Rule elements)";
+	}
+	xml_foreach(n, root, "Rule")
+	{
+		const char *st = xml_child_text(n, "Status"), *id = xml_child_text(n, "ID");
+		const struct xml_node *exp = xml_child(n, "Expiration");
+		const struct xml_node *ab = xml_child(n, "AbortIncompleteMultipartUpload");
+		struct lc_rule *r;
+
+		c->r = xrealloc(c->r, (c->n + 1) * sizeof(*c->r));
+		r = &c->r[c->n++];
+		memset(r, 0, sizeof(*r));
+		r->id = id ? xstrdup(id) : NULL;
+		if (!st || (strcmp(st, "Enabled") && strcmp(st, "Disabled")))
+			why = "Status must be Enabled or Disabled";
+		r->enabled = st && !strcmp(st, "Enabled");
+		if (!why)
+			why = read_filter(r, n);
+		if (!why && exp) {
+			const char *d = xml_child_text(exp, "Days"),
+				   *t = xml_child_text(exp, "Date");
+			if ((d && t) || (!d && !t))
+				why = "Expiration takes Days or Date";
+			else if (d && !positive(d, &r->days))
+				why = "Expiration Days must be a positive integer";
+			else if (t && !parse_date(t, &r->date))
+				why = "Expiration Date must be an ISO 8601 date at midnight UTC";
+		}
+		if (!why && ab &&
+		    !positive(xml_child_text(ab, "DaysAfterInitiation"), &r->abort_days))
+			why = "DaysAfterInitiation must be a positive integer";
+		if (!why && ab && r->ntags)
+			why = "AbortIncompleteMultipartUpload cannot be used with a tag filter";
+		if (!why && !exp && !ab)
+			why = "A rule needs an action: Expiration or "
+			      "AbortIncompleteMultipartUpload";
+		if (why)
+			break;
+	}
+	xml_free(root);
+	if (why)
+		lc_free(c);
+	return why;
+}
+
+static void lc_write(const struct lc *c, buf *out)
+{
+	xml_w *w = xml_w_new(out);
+	char date[32];
+	xml_open_s3(w, "LifecycleConfiguration");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct lc_rule *r = &c->r[i];
+		bool and = r->ntags + (*r->prefix != 0) + (r->size_gt > 0) + (r->size_lt > 0) > 1;
+		xml_open(w, "Rule");
+		if (r->id)
+			xml_elem(w, "ID", r->id);
+		xml_open(w, "Filter");
+		if (and)
+			xml_open(w, "And");
+		if (*r->prefix || !and)
+			xml_elem(w, "Prefix", r->prefix);
+		for (size_t k = 0; k < r->ntags; k++) {
+			xml_open(w, "Tag");
+			xml_elem(w, "Key", r->tag_k[k]);
+			xml_elem(w, "Value", r->tag_v[k]);
+			xml_close(w);
+		}
+		if (r->size_gt)
+			xml_elem_u64(w, "ObjectSizeGreaterThan", r->size_gt);
+		if (r->size_lt)
+			xml_elem_u64(w, "ObjectSizeLessThan", r->size_lt);
+		if (and)
+			xml_close(w);
+		xml_close(w);
+		xml_elem(w, "Status", r->enabled ? "Enabled" : "Disabled");
+		if (r->days || r->date) {
+			xml_open(w, "Expiration");
+			if (r->days)
+				xml_elem_i64(w, "Days", r->days);
+			else {
+				s3_iso8601(r->date * 1000000000, date);
+				xml_elem(w, "Date", date);
+			}
+			xml_close(w);
+		}
+		if (r->abort_days) {
+			xml_open(w, "AbortIncompleteMultipartUpload");
+			xml_elem_i64(w, "DaysAfterInitiation", r->abort_days);
+			xml_close(w);
+		}
+		xml_close(w);
+	}
+	xml_w_free(w);
+}
+
+/* ---- the bucket operations (workers) ---- */
+
+void s3_put_lifecycle(struct s3_req *r)
+{
+	struct lc c;
+	bool malformed;
+	const char *why = lc_parse(r->in.data ? r->in.data : "", r->in.len, &c, &malformed);
+	buf out = BUF_INIT;
+	char *path;
+	int rc;
+
+	if (why) {
+		s3_error(r, malformed ? S3_MALFORMED_XML : S3_INVALID_REQUEST, "%s", why);
+		return;
+	}
+	if (s3_bucket_exists(r)) {
+		lc_write(&c, &out);
+		path = s3_bucket_path(r->bucket);
+		rc = filer_meta_set_xattr(r->g->filer, path, X_LIFECYCLE, out.data, out.len,
+					  FM_XATTR_ANY);
+		if (rc)
+			s3_filer_error(r, rc, "storing the lifecycle configuration");
+		else
+			r->status = 200;
+		free(path);
+	}
+	buf_free(&out);
+	lc_free(&c);
+}
+
+void s3_get_lifecycle(struct s3_req *r)
+{
+	char *path = s3_bucket_path(r->bucket);
+	struct filer_entry *e = NULL;
+	const struct filer_xattr *x;
+	int rc = filer_meta_lookup(r->g->filer, path, &e);
+
+	if (rc == ENOENT || (!rc && !S_ISDIR(e->attr.mode)))
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
+	else if (rc)
+		s3_filer_error(r, rc, "looking the bucket up");
+	else if (!(x = filer_entry_xattr_get(e, X_LIFECYCLE)))
+		s3_error(r, S3_NO_SUCH_LIFECYCLE, "The lifecycle configuration does not exist");
+	else {
+		buf_append(&r->body, x->value, x->value_len);
+		r->status = 200;
+		r->ctype = "application/xml";
+	}
+	filer_entry_free(e);
+	free(path);
+}
+
+void s3_delete_lifecycle(struct s3_req *r)
+{
+	char *path;
+	int rc;
+	if (!s3_bucket_exists(r))
+		return;
+	path = s3_bucket_path(r->bucket);
+	rc = filer_meta_remove_xattr(r->g->filer, path, X_LIFECYCLE);
+	if (rc && rc != ENODATA)
+		s3_filer_error(r, rc, "removing the lifecycle configuration");
+	else
+		r->status = 204;
+	free(path);
+}
+
+/* ---- the sweeper ---- */
+
+static pthread_once_t day_once = PTHREAD_ONCE_INIT;
+static int64_t day_s = 86400;
+
+static void day_load(void)
+{
+	const char *s = getenv("WEEDFS_S3_LIFECYCLE_DAY_SECONDS");
+	int64_t d;
+	if (s && *s && parse_i64(s, &d) && d >= 1)
+		day_s = d;
+}
+
+/* How long a lifecycle day lasts, in seconds (86400 but in tests). */
+static int64_t day_seconds(void)
+{
+	pthread_once(&day_once, day_load);
+	return day_s;
+}
+
+struct sweep {
+	struct s3_gateway *g;
+	const char *bucket;
+	const struct lc *c;
+	int64_t now;
+	size_t deleted;
+};
+
+static bool rule_expires(const struct lc_rule *r, const char *key, const struct filer_entry *e,
+			 int64_t now)
+{
+	int64_t mtime = e->attr.mtime_ns / 1000000000;
+	if (!r->enabled || (!r->days && !r->date) || strncmp(key, r->prefix, strlen(r->prefix)))
+		return false;
+	if ((r->size_gt && e->attr.size <= r->size_gt) ||
+	    (r->size_lt && e->attr.size >= r->size_lt))
+		return false;
+	for (size_t k = 0; k < r->ntags; k++)
+		if (!s3_tags_have(e, r->tag_k[k], r->tag_v[k]))
+			return false;
+	return r->days ? mtime + r->days * day_seconds() <= now : r->date <= now;
+}
+
+static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
+{
+	char *start = xstrdup("");
+	while (start) {
+		struct filer_meta_page pg;
+		int rc = filer_meta_list(s->g->filer, dir, start, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (rc)
+			return;
+		for (size_t i = 0; i < pg.n; i++) {
+			const struct filer_entry *e = pg.entries[i];
+			char *key = xasprintf("%s%s", key_prefix, e->name);
+			char *path = xasprintf("%s/%s", dir, e->name);
+			if (S_ISDIR(e->attr.mode)) {
+				if (*key_prefix || strcmp(e->name, S3_UPLOADS_NAME)) {
+					char *sub = xasprintf("%s/", key);
+					sweep_dir(s, path, sub);
+					free(sub);
+				}
+			} else if (S_ISREG(e->attr.mode)) {
+				for (size_t k = 0; k < s->c->n; k++)
+					if (rule_expires(&s->c->r[k], key, e, s->now)) {
+						if (!filer_meta_delete(s->g->filer, path, false)) {
+							s->deleted++;
+							s3_drop_empty_parents(s->g, s->bucket,
+									      path);
+						}
+						break;
+					}
+			}
+			free(key);
+			free(path);
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	}
+}
+
+/* Removes the uploads an AbortIncompleteMultipartUpload rule has given up on. */
+static void sweep_uploads(struct sweep *s, const char *bucket_dir)
+{
+	char *dir = xasprintf("%s/" S3_UPLOADS_NAME, bucket_dir);
+	struct filer_meta_page pg;
+	if (!filer_meta_list(s->g->filer, dir, "", LIST_PAGE, &pg)) {
+		for (size_t i = 0; i < pg.n; i++) {
+			const struct filer_entry *e = pg.entries[i];
+			const struct filer_xattr *kx = filer_entry_xattr_get(e, "s3.upload.key");
+			char *key =
+				kx ? xstrndup((const char *)kx->value, kx->value_len) : xstrdup("");
+			int64_t started = e->attr.crtime_ns / 1000000000;
+			for (size_t k = 0; k < s->c->n; k++) {
+				const struct lc_rule *r = &s->c->r[k];
+				if (r->enabled && r->abort_days &&
+				    !strncmp(key, r->prefix, strlen(r->prefix)) &&
+				    started + r->abort_days * day_seconds() <= s->now) {
+					char *up = xasprintf("%s/%s", dir, e->name);
+					(void)filer_meta_delete(s->g->filer, up, true);
+					free(up);
+					break;
+				}
+			}
+			free(key);
+		}
+		filer_meta_page_free(&pg);
+	}
+	free(dir);
+}
+
+void s3_lifecycle_sweep(struct s3_gateway *g)
+{
+	char *start = xstrdup("");
+	while (start) {
+		struct filer_meta_page pg;
+		int rc = filer_meta_list(g->filer, S3_BUCKETS_DIR, start, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (rc)
+			return;
+		for (size_t i = 0; i < pg.n; i++) {
+			const struct filer_entry *b = pg.entries[i];
+			const struct filer_xattr *x = filer_entry_xattr_get(b, X_LIFECYCLE);
+			struct lc c;
+			bool malformed;
+			char *dir;
+			struct sweep s = {.g = g, .bucket = b->name, .now = (int64_t)time(NULL)};
+			if (!S_ISDIR(b->attr.mode) || !x ||
+			    lc_parse((const char *)x->value, x->value_len, &c, &malformed))
+				continue;
+			s.c = &c;
+			dir = xasprintf(S3_BUCKETS_DIR "/%s", b->name);
+			sweep_dir(&s, dir, "");
+			sweep_uploads(&s, dir);
+			if (s.deleted)
+				log_info("lifecycle: %zu objects of bucket %s expired", s.deleted,
+					 b->name);
+			free(dir);
+			lc_free(&c);
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	}
+}
