@@ -201,3 +201,33 @@ void s3_bucket_location(struct s3_req *r)
 		xml_escape(&r->body, r->g->region, strlen(r->g->region));
 	s3_xml_ok(r, w);
 }
+
+void s3_bucket_config_set(struct s3_req *r, const char *xattr, const buf *doc, const char *what)
+{
+	char *path;
+	int rc;
+	if (!s3_bucket_exists(r))
+		return;
+	path = s3_bucket_path(r->bucket);
+	rc = filer_meta_set_xattr(r->g->filer, path, xattr, doc->data, doc->len, FM_XATTR_ANY);
+	if (rc)
+		s3_filer_error(r, rc, what);
+	else
+		r->status = 200;
+	free(path);
+}
+
+void s3_bucket_config_remove(struct s3_req *r, const char *xattr, const char *what)
+{
+	char *path;
+	int rc;
+	if (!s3_bucket_exists(r))
+		return;
+	path = s3_bucket_path(r->bucket);
+	rc = filer_meta_remove_xattr(r->g->filer, path, xattr);
+	if (rc && rc != ENODATA)
+		s3_filer_error(r, rc, what);
+	else
+		r->status = 204;
+	free(path);
+}

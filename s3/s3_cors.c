@@ -278,26 +278,14 @@ void s3_put_cors(struct s3_req *r)
 	struct cors c;
 	bool malformed;
 	const char *why = cors_parse(r->in.data ? r->in.data : "", r->in.len, &c, &malformed);
-	char *path;
 	buf out = BUF_INIT;
-	int rc;
 
 	if (why) {
 		s3_error(r, malformed ? S3_MALFORMED_XML : S3_INVALID_REQUEST, "%s", why);
 		return;
 	}
-	if (!s3_bucket_exists(r)) {
-		cors_free(&c);
-		return;
-	}
 	cors_write(&c, &out);
-	path = s3_bucket_path(r->bucket);
-	rc = filer_meta_set_xattr(r->g->filer, path, X_CORS, out.data, out.len, FM_XATTR_ANY);
-	if (rc)
-		s3_filer_error(r, rc, "storing the CORS configuration");
-	else
-		r->status = 200;
-	free(path);
+	s3_bucket_config_set(r, X_CORS, &out, "storing the CORS configuration");
 	buf_free(&out);
 	cors_free(&c);
 }
@@ -322,17 +310,7 @@ void s3_get_cors(struct s3_req *r)
 
 void s3_delete_cors(struct s3_req *r)
 {
-	char *path;
-	int rc;
-	if (!s3_bucket_exists(r))
-		return;
-	path = s3_bucket_path(r->bucket);
-	rc = filer_meta_remove_xattr(r->g->filer, path, X_CORS);
-	if (rc && rc != ENODATA)
-		s3_filer_error(r, rc, "removing the CORS configuration");
-	else
-		r->status = 204;
-	free(path);
+	s3_bucket_config_remove(r, X_CORS, "removing the CORS configuration");
 }
 
 void s3_cors_preflight(struct s3_req *r)

@@ -178,30 +178,39 @@ static bool plan_stream(struct s3_req *r, const struct filer_entry *e, struct ht
 	return true;
 }
 
-/* GetObject (head false) and HeadObject. */
-static void object_read(struct s3_req *r, bool head)
+/* The entry of r's object; NULL with r's answer (NoSuchKey, NoSuchBucket, a filer error). */
+static struct filer_entry *object_lookup(struct s3_req *r)
 {
 	char *path = s3_object_path(r, r->key);
 	struct filer_entry *e = NULL;
+	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+
+	free(path);
+	if (!rc && S_ISREG(e->attr.mode))
+		return e;
+	filer_entry_free(e);
+	if (rc && rc != ENOENT && rc != ENOTDIR)
+		s3_filer_error(r, rc, "looking the object up");
+	else if (rc != ENOENT || s3_bucket_exists(r))
+		/* a miss costs one more lookup, to tell a missing bucket from a missing key */
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	return NULL;
+}
+
+/* GetObject (head false) and HeadObject. */
+static void object_read(struct s3_req *r, bool head)
+{
+	struct filer_entry *e = object_lookup(r);
 	struct http_range rg;
 	char etag[S3_ETAG_MAX], when[64];
 	const char *v;
 	uint64_t size;
 	bool partial;
 	time_t mtime;
-	int rc, cond;
+	int cond;
 
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
-	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
-		/* a miss costs one more lookup, to tell a missing bucket from a missing key */
-		if (rc != ENOENT || s3_bucket_exists(r))
-			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-		goto out;
-	}
-	if (rc) {
-		s3_filer_error(r, rc, "looking the object up");
-		goto out;
-	}
+	if (!e)
+		return;
 	s3_etag(e, etag);
 	mtime = (time_t)(e->attr.mtime_ns / 1000000000);
 	http_date_format(mtime, when, sizeof(when));
@@ -234,7 +243,6 @@ static void object_read(struct s3_req *r, bool head)
 		plan_stream(r, e, rg);
 out:
 	filer_entry_free(e);
-	free(path);
 }
 
 void s3_get_object(struct s3_req *r) { object_read(r, false); }
@@ -253,30 +261,20 @@ static bool asked(const char *list, const char *attr)
 void s3_get_object_attributes(struct s3_req *r)
 {
 	const char *want = http_req_header(r->req, "x-amz-object-attributes");
-	char *path = s3_object_path(r, r->key), etag[S3_ETAG_MAX], when[64];
-	char cksum[S3_CKSUM_B64_SIZE], elem[32];
-	struct filer_entry *e = NULL;
+	char etag[S3_ETAG_MAX], when[64], cksum[S3_CKSUM_B64_SIZE], elem[32];
+	struct filer_entry *e;
 	enum s3_cksum alg;
 	const char *dash;
 	xml_w *w;
-	int rc;
 
 	if (!want || !*want) {
 		s3_error(r, S3_INVALID_ARGUMENT,
 			 "The x-amz-object-attributes header specifying the attributes to be "
 			 "retrieved is either missing or empty");
-		goto out;
+		return;
 	}
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
-	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
-		if (rc != ENOENT || s3_bucket_exists(r))
-			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-		goto out;
-	}
-	if (rc) {
-		s3_filer_error(r, rc, "looking the object up");
-		goto out;
-	}
+	if (!(e = object_lookup(r)))
+		return;
 	s3_etag(e, etag);
 	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
 	s3_header(r, "Last-Modified", when);
@@ -300,9 +298,7 @@ void s3_get_object_attributes(struct s3_req *r)
 	if (asked(want, "ObjectSize"))
 		xml_elem_u64(w, "ObjectSize", e->has_content ? e->content_len : e->attr.size);
 	s3_xml_ok(r, w);
-out:
 	filer_entry_free(e);
-	free(path);
 }
 
 void s3_head_object(struct s3_req *r) { object_read(r, true); }

@@ -109,6 +109,13 @@ int s3_bucket_make(struct s3_gateway *g, const char *bucket);
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
+/*
+ * A bucket configuration document (CORS, lifecycle) is one extended attribute
+ * of the bucket's directory, set or removed atomically: 200 / 204,
+ * NoSuchBucket, or a filer error naming what. Worker.
+ */
+void s3_bucket_config_set(struct s3_req *r, const char *xattr, const buf *doc, const char *what);
+void s3_bucket_config_remove(struct s3_req *r, const char *xattr, const char *what);
 
 /*
  * Whether r->in is the body the request vouches for: the signed

@@ -233,24 +233,13 @@ void s3_put_lifecycle(struct s3_req *r)
 	bool malformed;
 	const char *why = lc_parse(r->in.data ? r->in.data : "", r->in.len, &c, &malformed);
 	buf out = BUF_INIT;
-	char *path;
-	int rc;
 
 	if (why) {
 		s3_error(r, malformed ? S3_MALFORMED_XML : S3_INVALID_REQUEST, "%s", why);
 		return;
 	}
-	if (s3_bucket_exists(r)) {
-		lc_write(&c, &out);
-		path = s3_bucket_path(r->bucket);
-		rc = filer_meta_set_xattr(r->g->filer, path, X_LIFECYCLE, out.data, out.len,
-					  FM_XATTR_ANY);
-		if (rc)
-			s3_filer_error(r, rc, "storing the lifecycle configuration");
-		else
-			r->status = 200;
-		free(path);
-	}
+	lc_write(&c, &out);
+	s3_bucket_config_set(r, X_LIFECYCLE, &out, "storing the lifecycle configuration");
 	buf_free(&out);
 	lc_free(&c);
 }
@@ -279,17 +268,7 @@ void s3_get_lifecycle(struct s3_req *r)
 
 void s3_delete_lifecycle(struct s3_req *r)
 {
-	char *path;
-	int rc;
-	if (!s3_bucket_exists(r))
-		return;
-	path = s3_bucket_path(r->bucket);
-	rc = filer_meta_remove_xattr(r->g->filer, path, X_LIFECYCLE);
-	if (rc && rc != ENODATA)
-		s3_filer_error(r, rc, "removing the lifecycle configuration");
-	else
-		r->status = 204;
-	free(path);
+	s3_bucket_config_remove(r, X_LIFECYCLE, "removing the lifecycle configuration");
 }
 
 /* ---- the sweeper ---- */

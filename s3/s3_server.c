@@ -534,6 +534,23 @@ static void route_object(struct s3_req *r, enum http_method m)
 	s3_send_answer(r);
 }
 
+/* A bucket configuration (?cors, ?lifecycle): GET, PUT (its body read whole), DELETE; Admin. */
+static void route_config(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
+			 void (*get)(struct s3_req *r), void (*del)(struct s3_req *r))
+{
+	if (m != HTTP_GET && m != HTTP_PUT && m != HTTP_DELETE) {
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	} else if (allowed(r, S3_ACT_ADMIN)) {
+		if (m == HTTP_PUT)
+			read_body(r, S3_CONFIG_BODY_MAX, put_read);
+		else
+			submit(r, m == HTTP_GET ? get : del);
+		return;
+	}
+	s3_send_answer(r);
+}
+
 static void route(struct s3_req *r)
 {
 	enum http_method m = http_req_method(r->req);
@@ -565,30 +582,12 @@ static void route(struct s3_req *r)
 	} else if (http_req_query(r->req, "tagging")) {
 		route_tagging(r, m);
 		return;
-	} else if (http_req_query(r->req, "lifecycle") && m != HTTP_GET && m != HTTP_PUT &&
-		   m != HTTP_DELETE) {
-		s3_error(r, S3_METHOD_NOT_ALLOWED,
-			 "The specified method is not allowed against this resource.");
 	} else if (http_req_query(r->req, "lifecycle")) {
-		if (allowed(r, S3_ACT_ADMIN)) {
-			if (m == HTTP_PUT)
-				read_body(r, S3_CONFIG_BODY_MAX, lifecycle_read);
-			else
-				submit(r, m == HTTP_GET ? s3_get_lifecycle : s3_delete_lifecycle);
-			return;
-		}
-	} else if (http_req_query(r->req, "cors") && m != HTTP_GET && m != HTTP_PUT &&
-		   m != HTTP_DELETE) {
-		s3_error(r, S3_METHOD_NOT_ALLOWED,
-			 "The specified method is not allowed against this resource.");
+		route_config(r, m, lifecycle_read, s3_get_lifecycle, s3_delete_lifecycle);
+		return;
 	} else if (http_req_query(r->req, "cors")) {
-		if (allowed(r, S3_ACT_ADMIN)) {
-			if (m == HTTP_PUT)
-				read_body(r, S3_CONFIG_BODY_MAX, cors_read);
-			else
-				submit(r, m == HTTP_GET ? s3_get_cors : s3_delete_cors);
-			return;
-		}
+		route_config(r, m, cors_read, s3_get_cors, s3_delete_cors);
+		return;
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
 			read_body(r, S3_CONFIG_BODY_MAX, create_bucket_parsed);
