@@ -60,10 +60,9 @@ typedef struct chunk_stream chunk_stream;
  * NULL with *err (WFS_EINVAL: a manifest chunk; chunks are then freed too).
  * Any thread.
  */
-chunk_stream *chunk_stream_new(http_req *req, blob_client *bc, struct filer_chunk *chunks,
-			       size_t n, uint64_t offset, uint64_t len,
-			       const struct chunk_stream_opts *o, const struct chunk_stream_ops *ops,
-			       void *owner, wfs_err *err);
+chunk_stream *chunk_stream_new(http_req *req, blob_client *bc, struct filer_chunk *chunks, size_t n,
+			       uint64_t offset, uint64_t len, const struct chunk_stream_opts *o,
+			       const struct chunk_stream_ops *ops, void *owner, wfs_err *err);
 /* Starts streaming; ops->done may run before it returns. Loop thread of req. */
 void chunk_stream_start(chunk_stream *s);
 /*

@@ -108,7 +108,6 @@ static bool source_conditions(struct s3_req *r, const struct filer_entry *e)
 static bool source_open(struct s3_req *r, struct source *s, bool part)
 {
 	const char *range = http_req_header(r->req, "x-amz-copy-source-range");
-	struct s3_req probe;
 	uint64_t size;
 	int rc;
 
@@ -118,9 +117,7 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied (reading the copy source)");
 		return false;
 	}
-	probe = *r; /* the source's path is named like an object of its bucket */
-	probe.bucket = s->bucket;
-	s->path = s3_object_path(&probe, s->key);
+	s->path = s3_object_path(s->bucket, s->key);
 	rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : ENOENT;
 	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(s->e->attr.mode))) {
 		s3_error(r, S3_NO_SUCH_KEY, "The specified copy source does not exist.");
@@ -248,7 +245,7 @@ static char *copy_target(struct s3_req *r, const char **upload_id)
 
 	*upload_id = http_req_query(r->req, "uploadId");
 	if (!*upload_id) {
-		path = s3_object_path(r, r->key);
+		path = s3_object_path(r->bucket, r->key);
 		if (!path)
 			s3_error(r, S3_INVALID_ARGUMENT, "The key cannot name a file here");
 		return path;

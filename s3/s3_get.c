@@ -181,7 +181,7 @@ static bool plan_stream(struct s3_req *r, const struct filer_entry *e, struct ht
 /* The entry of r's object; NULL with r's answer (NoSuchKey, NoSuchBucket, a filer error). */
 static struct filer_entry *object_lookup(struct s3_req *r)
 {
-	char *path = s3_object_path(r, r->key);
+	char *path = s3_object_path(r->bucket, r->key);
 	struct filer_entry *e = NULL;
 	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
 

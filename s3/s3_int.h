@@ -142,8 +142,8 @@ void s3_delete_object(struct s3_req *r);
 void s3_delete_objects(struct s3_req *r);
 /* Whether r's key is short enough (else r holds KeyTooLongError). Any thread. */
 bool s3_key_ok(struct s3_req *r);
-/* The filer path of key in r's bucket, or NULL when the key cannot name one (caller frees). */
-char *s3_object_path(const struct s3_req *r, const char *key);
+/* The filer path of key in bucket, or NULL when the key cannot name one (caller frees). */
+char *s3_object_path(const char *bucket, const char *key);
 /*
  * After the delete of the object at path (a bucket's file; path is cut in
  * place): its parent directories that are now empty go too, up to the bucket,

@@ -114,7 +114,7 @@ void s3_create_multipart(struct s3_req *r)
 	struct s3_meta m = {0};
 	struct filer_meta_new nw = {0};
 	const char *alg = http_req_header(r->req, "x-amz-checksum-algorithm");
-	char *path = s3_object_path(r, r->key), *dir = NULL;
+	char *path = s3_object_path(r->bucket, r->key), *dir = NULL;
 	uint8_t rnd[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
 	xml_w *w;
@@ -357,7 +357,8 @@ void s3_complete_multipart(struct s3_req *r)
 	struct s3_meta m = {0};
 	struct filer_meta_new nw = {0};
 	struct s3_cond c = {0};
-	char **consume = NULL, *path = s3_object_path(r, r->key), msg[128], etag[S3_ETAG_MAX];
+	char **consume = NULL, *path = s3_object_path(r->bucket, r->key), msg[128],
+	     etag[S3_ETAG_MAX];
 	char *ctype = NULL, *dpath = NULL;
 	xml_w *w;
 	int rc;

@@ -21,7 +21,7 @@
 /* S3's longest key, in bytes. */
 #define S3_KEY_MAX 1024
 
-char *s3_object_path(const struct s3_req *r, const char *key)
+char *s3_object_path(const char *bucket, const char *key)
 {
 	size_t ul = strlen(S3_UPLOADS_NAME);
 	char *path, *d = NULL, *n = NULL;
@@ -29,7 +29,7 @@ char *s3_object_path(const struct s3_req *r, const char *key)
 
 	if (!strncmp(key, S3_UPLOADS_NAME, ul) && (!key[ul] || key[ul] == '/'))
 		return NULL; /* multipart uploads live there */
-	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", r->bucket, key);
+	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, key);
 	ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
 	free(n);
@@ -86,7 +86,7 @@ void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path)
  */
 static int delete_key(struct s3_req *r, const char *key)
 {
-	char *path = s3_object_path(r, key);
+	char *path = s3_object_path(r->bucket, key);
 	struct filer_entry *e = NULL;
 	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
 

@@ -252,7 +252,7 @@ static bool target(struct s3_put *p)
 	uint32_t n;
 
 	if (!id) {
-		p->path = s3_object_path(r, r->key);
+		p->path = s3_object_path(r->bucket, r->key);
 		if (!p->path)
 			s3_error(r, S3_INVALID_ARGUMENT,
 				 "This gateway stores keys as file paths: a key may not be empty, "
@@ -629,7 +629,7 @@ static bool post_start(void *ctx)
 		put_fail(p, S3_INVALID_ARGUMENT, "Bucket POST must contain a field named 'key'.");
 		return false;
 	}
-	if (!s3_key_ok(r) || !(p->path = s3_object_path(r, r->key))) {
+	if (!s3_key_ok(r) || !(p->path = s3_object_path(r->bucket, r->key))) {
 		if (!r->status)
 			s3_error(r, S3_INVALID_ARGUMENT, "The key cannot name a file here");
 		p->answered = true;

@@ -173,7 +173,7 @@ static struct filer_entry *target(struct s3_req *r, char **path)
 {
 	struct filer_entry *e = NULL;
 	int rc;
-	*path = r->key ? s3_object_path(r, r->key) : s3_bucket_path(r->bucket);
+	*path = r->key ? s3_object_path(r->bucket, r->key) : s3_bucket_path(r->bucket);
 	rc = *path ? filer_meta_lookup(r->g->filer, *path, &e) : ENOENT;
 	if (!rc && (r->key ? S_ISREG(e->attr.mode) : S_ISDIR(e->attr.mode)))
 		return e;
