@@ -360,6 +360,22 @@ static void write_consume(json_w *w, const char *const *p, size_t n)
 	jw_arr_end(w);
 }
 
+/* "moves": [{"from", "to", "ifEtag"}...], each path as fromB64 / toB64 when not UTF-8. */
+static void write_moves(json_w *w, const struct filer_meta_move *m, size_t n)
+{
+	jw_key(w, "moves");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		jw_obj_begin(w);
+		entry_json_kv_bytes(w, "from", m[i].from);
+		entry_json_kv_bytes(w, "to", m[i].to);
+		if (m[i].if_etag)
+			jw_kv_str(w, "ifEtag", m[i].if_etag);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out)
 {
@@ -412,6 +428,8 @@ int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_me
 		jw_kv_bool(w, "parents", true);
 	if (n->n_consume)
 		write_consume(w, n->consume, n->n_consume);
+	if (n->n_moves)
+		write_moves(w, n->moves, n->n_moves);
 	jw_obj_end(w);
 	jw_free(w);
 	return call_entry_etag(r, "create", &b, out, etag);
@@ -461,7 +479,8 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 	return call_entry(r, "update", &b, out);
 }
 
-int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
+/* delete with an optional ifEtag (NULL: none). */
+static int delete_call(filer_rpc *r, const char *path, bool recursive, const char *if_etag)
 {
 	json_w *w;
 	buf b;
@@ -471,13 +490,26 @@ int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
 	jw_obj_begin(w);
 	entry_json_kv_bytes(w, "path", path);
 	jw_kv_bool(w, "recursive", recursive);
+	if (if_etag)
+		jw_kv_str(w, "ifEtag", if_etag);
 	jw_obj_end(w);
 	jw_free(w);
 	return call(r, "delete", &b, NULL);
 }
 
-int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
-		      bool exchange)
+int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
+{
+	return delete_call(r, path, recursive, NULL);
+}
+
+int filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag)
+{
+	return delete_call(r, path, false, if_etag);
+}
+
+/* rename with an optional ifEtag (NULL: none; it excludes no_replace and exchange). */
+static int rename_call(filer_rpc *r, const char *from, const char *to, bool no_replace,
+		       bool exchange, const char *if_etag)
 {
 	json_w *w;
 	buf b;
@@ -489,9 +521,22 @@ int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_re
 	entry_json_kv_bytes(w, "to", to);
 	jw_kv_bool(w, "noReplace", no_replace);
 	jw_kv_bool(w, "exchange", exchange);
+	if (if_etag)
+		jw_kv_str(w, "ifEtag", if_etag);
 	jw_obj_end(w);
 	jw_free(w);
 	return call(r, "rename", &b, NULL);
+}
+
+int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
+		      bool exchange)
+{
+	return rename_call(r, from, to, no_replace, exchange, NULL);
+}
+
+int filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag)
+{
+	return rename_call(r, from, to, false, false, if_etag);
 }
 
 int filer_meta_link(filer_rpc *r, const char *target, const char *newpath, struct filer_entry **out)

@@ -44,6 +44,12 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
 			 const char *prefix, size_t limit, struct filer_meta_page *out);
 
+/* One of create's moves: the regular file from renamed to to (its missing parents made). */
+struct filer_meta_move {
+	const char *from, *to;
+	const char *if_etag; /* move only this version of from (16 hex); NULL: any */
+};
+
 /*
  * What a create carries besides the path (docs/api-filer-json.md, create).
  * Every pointer is borrowed for the call; zero-initialised fields are absent.
@@ -71,13 +77,17 @@ struct filer_meta_new {
 	   taken over from them, their others freed (S3 CompleteMultipartUpload) */
 	const char *const *consume;
 	size_t n_consume;
+	/* 0..16 files renamed in the same transaction, in order, before the target is looked
+	   at (from may be the target: it makes room); S3 versioning keeps old versions so */
+	const struct filer_meta_move *moves;
+	size_t n_moves;
 };
 /*
  * create: *out (caller frees; may be NULL to ignore) is the new entry. A
- * stale if_etag is ESTALE, a missing target with if_etag or a missing
- * consumed file ENOENT. A create is not repeated once it may have been sent
- * (filer_rpc.h), so EIO may mean it committed: a caller that consumed files
- * looks the target up before it retries (a repeat would find them gone).
+ * stale if_etag (also a move's) is ESTALE, a missing target with if_etag, a
+ * missing consumed or moved file ENOENT, an existing move target EEXIST. A create is not repeated
+ * once it may have been sent (filer_rpc.h), so EIO may mean it committed: a caller that consumed
+ * files looks the target up before it retries (a repeat would find them gone).
  */
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out);
@@ -114,8 +124,18 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 		      struct filer_entry **out);
 
 int filer_meta_delete(filer_rpc *r, const char *path, bool recursive);
+/*
+ * delete of path (not recursive) only if its etag (lookup's) is if_etag: ESTALE
+ * when it is not (nothing deleted), ENOENT when path is missing.
+ */
+int filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag);
 int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
 		      bool exchange);
+/*
+ * rename of from over to only if to exists with the etag if_etag (lookup's): to is
+ * replaced. ESTALE when to has another etag, ENOENT when from or to is missing.
+ */
+int filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag);
 /* link: newpath becomes another name of target; *out (may be NULL) is the new entry. */
 int filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
 		    struct filer_entry **out);

@@ -457,12 +457,17 @@ struct stripe_set {
 	size_t n;
 };
 
-static void stripes_of(struct stripe_set *s, const char *path, char *const *more, size_t nmore)
+static void stripes_of(struct stripe_set *s, const char *path, char *const *more, size_t nmore,
+		       const struct api_move *mv, size_t nmv)
 {
 	bool seen[FILER_STRIPES] = {false};
 	seen[filer_stripe(path)] = true;
 	for (size_t i = 0; i < nmore; i++)
 		seen[filer_stripe(more[i])] = true;
+	for (size_t i = 0; i < nmv; i++) {
+		seen[filer_stripe(mv[i].from)] = true;
+		seen[filer_stripe(mv[i].to)] = true;
+	}
 	s->n = 0;
 	for (unsigned i = 0; i < FILER_STRIPES; i++)
 		if (seen[i])
@@ -576,6 +581,26 @@ static wfs_err shown_etag(struct filer *f, struct filer_tx *tx, const struct fil
 }
 
 /*
+ * Whether e (at path, as stored) shows the etag want, inside tx. False with j's
+ * error set when not (412 EPRECOND) or on a store error.
+ */
+static bool etag_matches(struct fjob *j, struct filer_tx *tx, const struct filer_entry *e,
+			 const char *path, const char *want)
+{
+	char etag[17];
+	wfs_err err = shown_etag(j->f, tx, e, etag);
+	if (err) {
+		api_store_error(j, err, path);
+		return false;
+	}
+	if (strcasecmp(etag, want)) {
+		api_error(j, 412, "EPRECOND", "%s: etag is %s, not %s", path, etag, want);
+		return false;
+	}
+	return true;
+}
+
+/*
  * Inside tx, finds the files create consumes (r->consume) into gone[0..*ngone)
  * (owned by the caller, freed even on failure). False with j's error set when
  * one is missing (404), a directory (409 EISDIR), not a regular file or
@@ -619,12 +644,104 @@ static bool consume_find(struct fjob *j, struct filer_tx *tx, struct api_req *r,
 }
 
 /*
+ * Inside tx, renames the regular file m->from to m->to for create's "moves",
+ * making to's missing parents (0770, an event each): the entry keeps its
+ * chunks (neither freed nor claimed), content, xattrs and times but ctime,
+ * which becomes now, and one event (old at from, new at to) goes into evs.
+ * False with j's error set when from is missing (404), a directory (409
+ * EISDIR), another kind of file or hard-linked (400), not at m->if_etag (412),
+ * when to exists (409 EEXIST) or a parent of it is a file (409 ENOTDIR).
+ */
+static bool move_file(struct fjob *j, struct filer_tx *tx, const struct api_move *m,
+		      struct filer_evs *evs)
+{
+	struct filer *f = j->f;
+	struct filer_entry *src = NULL, *dst = NULL, *moved = NULL;
+	char *d = NULL, *n = NULL, *d2 = NULL, *n2 = NULL;
+	char etag[17];
+	bool ok = false;
+	wfs_err err = filer_path_split(m->from, &d, &n);
+	if (!err)
+		err = filer_path_split(m->to, &d2, &n2);
+	if (!err)
+		err = filer_store_find(f->store, tx, d, n, &src);
+	if (err == WFS_ENOENT) {
+		api_error(j, 404, "ENOENT", "move: %s does not exist", m->from);
+		goto out;
+	}
+	if (err) {
+		api_store_error(j, err, m->from);
+		goto out;
+	}
+	if (filer_entry_is_dir(src)) {
+		api_error(j, 409, "EISDIR", "move: %s is a directory", m->from);
+		goto out;
+	}
+	if (!S_ISREG(src->attr.mode)) {
+		api_error(j, 400, "EINVAL", "move: %s is not a regular file", m->from);
+		goto out;
+	}
+	if (filer_hardlink_is_linked(src) || src->attr.nlink > 1) {
+		api_error(j, 400, "EINVAL", "move: %s is hard-linked", m->from);
+		goto out;
+	}
+	if (m->if_etag) {
+		entry_etag(src, etag); /* not linked: what lookup shows */
+		if (strcasecmp(etag, m->if_etag)) {
+			api_error(j, 412, "EPRECOND", "move: %s: etag is %s, not %s", m->from, etag,
+				  m->if_etag);
+			goto out;
+		}
+	}
+	err = filer_mkdir_p(f, tx, evs, d2);
+	if (err == WFS_EPERM) {
+		api_error(j, 409, "ENOTDIR", "move: a parent of %s is not a directory", m->to);
+		goto out;
+	}
+	if (err) {
+		api_store_error(j, err, "move: creating parent directories");
+		goto out;
+	}
+	err = filer_store_find(f->store, tx, d2, n2, &dst);
+	if (!err) {
+		api_error(j, 409, "EEXIST", "move: %s already exists", m->to);
+		goto out;
+	}
+	if (err != WFS_ENOENT) {
+		api_store_error(j, err, m->to);
+		goto out;
+	}
+	moved = filer_entry_dup(src);
+	filer_entry_set_path(moved, d2, n2);
+	moved->attr.ctime_ns = (int64_t)time_now_ns();
+	err = filer_store_insert(f->store, tx, moved);
+	if (!err)
+		err = filer_store_delete(f->store, tx, d, n);
+	if (err) {
+		api_store_error(j, err, "move");
+		goto out;
+	}
+	filer_evs_add(evs, src, moved);
+	ok = true;
+out:
+	filer_entry_free(src);
+	filer_entry_free(dst);
+	filer_entry_free(moved);
+	free(d);
+	free(n);
+	free(d2);
+	free(n2);
+	return ok;
+}
+
+/*
  * create: the new entry at r->path, in one transaction with its options:
- * parents (missing directories made), ifEtag (replace only that version),
- * consume (files deleted, their chunks the entry lists taken over). Every
- * condition is checked before the entry is written (a refusal rolls back the
- * directories parents made), under the locks of the target and of every
- * consumed path.
+ * parents (missing directories made), moves (files renamed first, which may
+ * make room at the target), ifEtag (replace only that version), consume
+ * (files deleted, their chunks the entry lists taken over). Every condition
+ * is checked before the entry is written (a refusal rolls back the
+ * directories parents made and the moves), under the locks of the target
+ * and of every moved and consumed path.
  */
 static void op_create(struct fjob *j, struct api_req *r)
 {
@@ -638,7 +755,7 @@ static void op_create(struct fjob *j, struct api_req *r)
 	size_t ngone = 0;
 	wfs_err err;
 
-	stripes_of(locks, r->path, r->consume, r->nconsume);
+	stripes_of(locks, r->path, r->consume, r->nconsume, r->moves, r->nmoves);
 	lock_stripes(f, locks);
 	err = filer_store_begin(f->store, &tx);
 	if (err) {
@@ -658,6 +775,9 @@ static void op_create(struct fjob *j, struct api_req *r)
 	} else if (!parent_ok(j, tx, r->dir)) {
 		goto out;
 	}
+	for (size_t i = 0; i < r->nmoves; i++)
+		if (!move_file(j, tx, &r->moves[i], &evs))
+			goto out;
 	err = filer_store_find(f->store, tx, r->dir, r->name, &old);
 	if (err && err != WFS_ENOENT) {
 		api_store_error(j, err, "lookup");
@@ -984,6 +1104,8 @@ static void op_delete(struct fjob *j, struct api_req *r)
 		api_store_error(j, err, r->path);
 		goto out;
 	}
+	if (r->if_etag && !etag_matches(j, tx, e, r->path, r->if_etag))
+		goto out;
 	if (filer_entry_is_dir(e)) {
 		bool empty;
 		err = dir_is_empty(f, tx, r->path, &empty);
@@ -1053,6 +1175,15 @@ static void op_rename(struct fjob *j, struct api_req *r)
 	if (err && err != WFS_ENOENT) {
 		api_store_error(j, err, r->path2);
 		goto out;
+	}
+	if (r->if_etag) {
+		/* replace only that version of to (the parser refused noReplace, exchange) */
+		if (!dst) {
+			api_error(j, 404, "ENOENT", "%s does not exist (ifEtag)", r->path2);
+			goto out;
+		}
+		if (!etag_matches(j, tx, dst, r->path2, r->if_etag))
+			goto out;
 	}
 	if (filer_entry_is_dir(src) && under(r->path2, r->path)) {
 		api_error(j, 400, "EINVAL", "cannot move %s into itself", r->path);

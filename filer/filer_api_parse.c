@@ -266,7 +266,9 @@ static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct fil
 
 static const char *const k_lookup[] = {"path", NULL};
 static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "prefix", NULL};
-static const char *const k_create[] = {"entry", "exclusive", "parents", "ifEtag", "consume", NULL};
+static const char *const k_create[] = {"entry",   "exclusive", "parents", "ifEtag",
+				       "consume", "moves",     NULL};
+static const char *const k_move[] = {"from", "to", "ifEtag", NULL};
 static const char *const k_entry[] = {
 	"path", "mode",    "uid",    "gid",  "mtimeNs", "atimeNs", "ctimeNs",       "crtimeNs",
 	"rdev", "content", "chunks", "mime", "xattrs",  "ttlSec",  "symlinkTarget", NULL};
@@ -274,8 +276,8 @@ static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
 static const char *const k_set[] = {"mode",         "uid",     "gid",        "size",
 				    "mtimeNs",      "atimeNs", "ctimeNs",    "chunks",
 				    "appendChunks", "content", "dropChunks", NULL};
-static const char *const k_delete[] = {"path", "recursive", NULL};
-static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", NULL};
+static const char *const k_delete[] = {"path", "recursive", "ifEtag", NULL};
+static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", "ifEtag", NULL};
 static const char *const k_link[] = {"target", "newPath", NULL};
 static const char *const k_setx[] = {"path", "name", "value", "flags", NULL};
 static const char *const k_rmx[] = {"path", "name", NULL};
@@ -411,6 +413,73 @@ static bool get_consume(struct pctx *c, struct api_req *r, yajl_val root)
 			return fail(c, "\"%s\" names \"%.64s\" twice", key, r->consume[i]);
 		if (!strcmp(r->consume[i], r->path))
 			return fail(c, "\"%s\" names the entry's own path", key);
+	}
+	return true;
+}
+
+/* Whether path is one of r's consumed paths (sorted). */
+static bool consumed(const struct api_req *r, const char *path)
+{
+	return r->nconsume &&
+	       bsearch(&path, r->consume, r->nconsume, sizeof(*r->consume), cmp_str) != NULL;
+}
+
+/* An optional "ifEtag" of obj: 16 hex digits. */
+static bool get_if_etag(struct pctx *c, yajl_val obj, char **out)
+{
+	if (!get_str(c, obj, "ifEtag", 64, out))
+		return false;
+	if (*out && !is_etag(*out))
+		return fail(c, "\"ifEtag\" must be an entry etag (16 hex digits)");
+	return true;
+}
+
+/*
+ * create's "moves": 1..API_MOVES_MAX objects {"from", "to", "ifEtag"} (from and
+ * to also as fromB64 / toB64), canonical paths other than the root; no path
+ * twice among all of them, no to equal to r->path, none consumed. After
+ * get_consume. Into r->moves, in the given order.
+ */
+static bool get_moves(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	yajl_val v = json_get(root, "moves");
+	if (!v)
+		return true;
+	if (!YAJL_IS_ARRAY(v) || !v->u.array.len || v->u.array.len > API_MOVES_MAX)
+		return fail(c, "\"moves\" must be an array of 1..%u objects", API_MOVES_MAX);
+	r->moves = xcalloc(v->u.array.len, sizeof(*r->moves));
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val m = v->u.array.values[i];
+		struct api_move *mv = &r->moves[r->nmoves++];
+		char *d = NULL, *n = NULL, *d2 = NULL, *n2 = NULL;
+		bool ok = check_keys(c, m, "a move", k_move) &&
+			  get_path(c, m, "from", &mv->from, &d, &n) &&
+			  get_path(c, m, "to", &mv->to, &d2, &n2) &&
+			  get_if_etag(c, m, &mv->if_etag);
+		if (ok && (!*n || !*n2))
+			ok = fail(c,
+				  "\"moves\"[%zu]: the root directory cannot be moved or "
+				  "replaced",
+				  i);
+		free(d);
+		free(n);
+		free(d2);
+		free(n2);
+		if (!ok)
+			return false;
+		if (!strcmp(mv->to, r->path))
+			return fail(c, "\"moves\"[%zu]: \"to\" is the entry's own path", i);
+		if (consumed(r, mv->from) || consumed(r, mv->to))
+			return fail(c, "\"moves\"[%zu] names a consumed path", i);
+		for (size_t k = 0; k < i; k++) {
+			const struct api_move *o = &r->moves[k];
+			if (!strcmp(o->from, mv->from) || !strcmp(o->from, mv->to) ||
+			    !strcmp(o->to, mv->from) || !strcmp(o->to, mv->to))
+				return fail(c, "\"moves\"[%zu] names a path of \"moves\"[%zu]", i,
+					    k);
+		}
+		if (!strcmp(mv->from, mv->to))
+			return fail(c, "\"moves\"[%zu]: \"from\" and \"to\" are the same", i);
 	}
 	return true;
 }
@@ -636,23 +705,27 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 			return fail(c, "\"ifEtag\" and \"exclusive\" exclude each other");
 		if (!ev)
 			return fail(c, "\"entry\" is required");
-		return parse_entry(c, r, ev) && get_consume(c, r, root);
+		return parse_entry(c, r, ev) && get_consume(c, r, root) && get_moves(c, r, root);
 	}
 	case API_UPDATE:
 		return check_keys(c, root, "the request", k_update) && parse_update(c, r, root);
 	case API_DELETE:
 		return check_keys(c, root, "the request", k_delete) &&
 		       get_path(c, root, "path", &r->path, &r->dir, &r->name) &&
-		       get_bool(c, root, "recursive", &r->recursive);
+		       get_bool(c, root, "recursive", &r->recursive) &&
+		       get_if_etag(c, root, &r->if_etag);
 	case API_RENAME:
 		if (!check_keys(c, root, "the request", k_rename) ||
 		    !get_path(c, root, "from", &r->path, &r->dir, &r->name) ||
 		    !get_path(c, root, "to", &r->path2, &r->dir2, &r->name2) ||
 		    !get_bool(c, root, "noReplace", &r->no_replace) ||
-		    !get_bool(c, root, "exchange", &r->exchange))
+		    !get_bool(c, root, "exchange", &r->exchange) ||
+		    !get_if_etag(c, root, &r->if_etag))
 			return false;
 		if (r->no_replace && r->exchange)
 			return fail(c, "\"noReplace\" and \"exchange\" exclude each other");
+		if (r->if_etag && (r->no_replace || r->exchange))
+			return fail(c, "\"ifEtag\" excludes \"noReplace\" and \"exchange\"");
 		if (!*r->name || !*r->name2)
 			return fail(c, "the root directory cannot be renamed or replaced");
 		return true;
@@ -822,5 +895,11 @@ void api_req_free(struct api_req *r)
 	for (size_t i = 0; i < r->nconsume; i++)
 		free(r->consume[i]);
 	free(r->consume);
+	for (size_t i = 0; i < r->nmoves; i++) {
+		free(r->moves[i].from);
+		free(r->moves[i].to);
+		free(r->moves[i].if_etag);
+	}
+	free(r->moves);
 	free(r);
 }

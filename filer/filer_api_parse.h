@@ -29,6 +29,8 @@
 #define API_FREE_MAX 10000
 /* Paths one create may consume (delete in its transaction). */
 #define API_CONSUME_MAX 10000
+/* Files one create may move (rename in its transaction). */
+#define API_MOVES_MAX 16
 
 enum api_op {
 	API_LOOKUP,
@@ -61,6 +63,12 @@ enum api_op {
 
 enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
 
+/* One of create's "moves": the regular file from renamed to to (owned strings). */
+struct api_move {
+	char *from, *to; /* canonical, not the root */
+	char *if_etag;   /* 16 hex digits or NULL: move only that version of from */
+};
+
 /* One parsed request. Every pointer is owned (api_req_free). */
 struct api_req {
 	enum api_op op;
@@ -80,13 +88,20 @@ struct api_req {
 	   sorted by byte value, no duplicates, none equal to path; 0..API_CONSUME_MAX */
 	char **consume;
 	size_t nconsume;
+	/* create: files renamed in the same transaction before the target is looked at,
+	   in the given order; 0..API_MOVES_MAX. No path twice among every from and to,
+	   no to equal to path, none in consume */
+	struct api_move *moves;
+	size_t nmoves;
 	/* update */
 	unsigned set;
 	struct filer_attr attr;     /* only the numeric fields named by set */
 	struct filer_entry *chunks; /* chunks (API_SET_CHUNKS) or appendChunks, in ->chunks */
 	uint8_t *content;           /* API_SET_CONTENT: the new bytes */
 	size_t content_len;
-	char *if_etag; /* update; create (16 hex digits: replace only if it matches) */
+	/* update; create (16 hex digits: replace only if it matches); delete (delete only
+	   if it matches); rename (to must exist and match) */
+	char *if_etag;
 	/* delete, rename */
 	bool recursive, no_replace, exchange;
 	/* xattrs */

@@ -1201,3 +1201,222 @@ def test_create_consume_manifest_parts(mini_filer):
                 members[1][0]["fileId"]):
         assert requests.get(blob_url(f, fid), timeout=10).status_code == 200, fid
     assert f.get("/cmf/obj").content == want
+
+
+# ---- create: moves; delete and rename: ifEtag (S3 versioning) --------------------
+
+
+def events_of(f, prefix, action, n):
+    """The first n events under prefix caused by action() (read on this thread, so
+    closing the stream does not wait for a heartbeat)."""
+    import json
+    r = requests.get(f.u("/.meta/subscribe"), params={"pathPrefix": prefix}, stream=True,
+                     timeout=10)
+    try:
+        lines = r.iter_lines()
+        assert set(json.loads(next(lines))) == {"tsNs"}  # the resume point
+        action()
+        out = []
+        while len(out) < n:
+            line = next(lines)
+            if line and "directory" in json.loads(line):
+                out.append(json.loads(line))
+        return out
+    finally:
+        r.close()
+
+
+def test_create_moves(mini_filer):
+    """moves: the current file goes to a version path (parents made) in the create's
+    transaction, keeping its chunks, xattrs, mode and times; the new entry takes its
+    place (201: the move made room). Events: parents, the rename, then the entry."""
+    from test_filer_events import kind
+    f = mini_filer
+    mkdir(f, "/mv")
+    old_fid = upload_blob(f, b"version one")
+    e0 = ok(f, "create", {"entry": {"path": "/mv/k", "mode": S_IFREG | 0o640, "mtimeNs": 77,
+                                    "chunks": [{"fileId": old_fid, "offset": 0, "size": 11,
+                                                "mtimeNs": 1}],
+                                    "xattrs": {"user.v": b64(b"1")}}})
+    got = []
+    evs = events_of(f, "/mv/", lambda: got.append(ok(f, "create", {
+        "entry": {"path": "/mv/k", "mode": S_IFREG | 0o644, "content": b64(b"version two")},
+        "moves": [{"from": "/mv/k", "to": "/mv/.v/k/1", "ifEtag": e0["etag"].upper()}]},
+        status=(201,))), 4)
+    e1 = got[0]
+    assert [kind(x) for x in evs] == [
+        ("create", "/mv/.v"), ("create", "/mv/.v/k"), ("rename", "/mv/k", "/mv/.v/k/1"),
+        ("create", "/mv/k")], evs
+    assert "xattrs" not in e1 and f.get("/mv/k").content == b"version two"
+    v1 = ok(f, "lookup", {"path": "/mv/.v/k/1"})
+    assert v1["xattrs"] == {"user.v": b64(b"1")} and v1["mode"] == S_IFREG | 0o640
+    assert v1["mtimeNs"] == 77 and v1["crtimeNs"] == e0["crtimeNs"]
+    assert [c["fileId"] for c in v1["chunks"]] == [old_fid] and v1["nlink"] == 1
+    for d in ("/mv/.v", "/mv/.v/k"):
+        assert ok(f, "lookup", {"path": d})["isDirectory"] is True
+    # the moved file's chunk was neither freed nor claimed: its bytes read back
+    assert f.get("/mv/.v/k/1").content == b"version one"
+    assert requests.get(blob_url(f, old_fid), timeout=10).content == b"version one"
+    # moves of files other than the target (from a version path, bytes names): an
+    # existing target is replaced (200)
+    mkfile(f, "/mv/other", b"o")
+    ok(f, "create", {"entry": {"path": "/mv/other", "mode": S_IFREG | 0o644},
+                     "moves": [{"from": "/mv/.v/k/1", "to": "/mv/.v/k/2"},
+                               {"fromB64": b64(b"/mv/k"), "toB64": b64(b"/mv/.v/k/\xff")}]},
+       status=(200,))
+    assert not exists(f, "/mv/k") and not exists(f, "/mv/.v/k/1")
+    assert f.get("/mv/.v/k/2").content == b"version one"
+    assert base64.b64decode(ok(f, "lookup", {"pathB64": b64(b"/mv/.v/k/\xff")})["content"]) \
+        == b"version two"
+    assert f.get("/mv/other").content == b""
+
+
+def test_create_moves_exclusive(mini_filer):
+    """With exclusive the target must be absent after the moves: moving it away makes
+    room; moving something else does not."""
+    f = mini_filer
+    mkdir(f, "/mx")
+    mkfile(f, "/mx/k", b"cur")
+    mkfile(f, "/mx/j", b"j")
+    body = {"entry": {"path": "/mx/k", "mode": S_IFREG | 0o644, "content": b64(b"new")},
+            "exclusive": True}
+    err(f, "create", body, 409, "EEXIST")
+    err(f, "create", dict(body, moves=[{"from": "/mx/j", "to": "/mx/j2"}]), 409, "EEXIST")
+    assert exists(f, "/mx/j") and not exists(f, "/mx/j2")
+    ok(f, "create", dict(body, moves=[{"from": "/mx/k", "to": "/mx/old"}]), status=(201,))
+    assert f.get("/mx/k").content == b"new" and f.get("/mx/old").content == b"cur"
+
+
+def test_create_moves_refusals(mini_filer):
+    """A stale ifEtag (412), a missing from (404), an existing to (409), a directory
+    (409 EISDIR), another kind or a hard-linked file (400): nothing changes, no parent
+    left behind, earlier moves rolled back. Bad shapes are 400."""
+    f = mini_filer
+    mkdir(f, "/mr")
+    a = mkfile(f, "/mr/a", b"A")
+    mkfile(f, "/mr/b", b"B")
+    entry = {"path": "/mr/t", "mode": S_IFREG | 0o644, "content": b64(b"T")}
+    before = {p: ok(f, "lookup", {"path": p})["etag"] for p in ("/mr/a", "/mr/b")}
+
+    def unchanged():
+        assert not exists(f, "/mr/t") and not exists(f, "/mr/v")
+        assert {p: ok(f, "lookup", {"path": p})["etag"] for p in before} == before
+
+    first = {"from": "/mr/a", "to": "/mr/v/a", "ifEtag": a["etag"]}
+    for bad, status, code in (
+            ({"from": "/mr/b", "to": "/mr/v/b", "ifEtag": a["etag"]}, 412, "EPRECOND"),
+            ({"from": "/mr/none", "to": "/mr/v/n"}, 404, "ENOENT"),
+            ({"from": "/mr/b", "to": "/mr/a"}, 400, "EINVAL"),  # a path twice
+            ({"from": "/mr/b", "to": "/mr/b/x"}, 409, "ENOTDIR")):
+        err(f, "create", {"entry": entry, "moves": [first, bad], "parents": True}, status, code)
+        unchanged()
+    mkfile(f, "/mr/c", b"C")
+    err(f, "create", {"entry": entry, "moves": [first, {"from": "/mr/b", "to": "/mr/c"}]},
+        409, "EEXIST")
+    unchanged()
+    mkdir(f, "/mr/d")
+    err(f, "create", {"entry": entry, "moves": [{"from": "/mr/d", "to": "/mr/v/d"}]}, 409,
+        "EISDIR")
+    ok(f, "create", {"entry": {"path": "/mr/s", "mode": S_IFLNK | 0o777,
+                               "symlinkTarget": "a"}})
+    err(f, "create", {"entry": entry, "moves": [{"from": "/mr/s", "to": "/mr/v/s"}]}, 400,
+        "EINVAL")
+    mkfile(f, "/mr/h", b"H")
+    ok(f, "link", {"target": "/mr/h", "newPath": "/mr/h2"})
+    err(f, "create", {"entry": entry, "moves": [{"from": "/mr/h", "to": "/mr/v/h"}]}, 400,
+        "EINVAL")
+    # a refusal of the target after the moves rolls them back too
+    err(f, "create", {"entry": entry, "moves": [first], "ifEtag": "0" * 16}, 404, "ENOENT")
+    unchanged()
+    mv = {"from": "/mr/a", "to": "/mr/v/a"}
+    for bad in ("x", [], {}, [mv] * 1 + [{"from": "/mr/x%d" % i, "to": "/mr/y%d" % i}
+                                        for i in range(16)],
+                [mv, mv], [mv, {"from": "/mr/b", "to": "/mr/v/a"}],
+                [mv, {"from": "/mr/v/a", "to": "/mr/z"}], [{"from": "/mr/a", "to": "/mr/a"}],
+                [{"from": "/mr/a", "to": "/mr/t"}], [{"from": "/mr/c", "to": "/mr/v/c"}],
+                [{"from": "/mr/a", "to": "/mr/c"}], [{"from": "/", "to": "/mr/z"}],
+                [{"from": "/mr/a", "to": "/"}], [{"from": "/mr/a/", "to": "/mr/z"}],
+                [{"from": "/mr/a", "to": "/mr/./z"}], [{"from": "/mr/a"}], [{"to": "/mr/z"}],
+                [dict(mv, ifEtag="abc")], [dict(mv, ifEtag=5)], [dict(mv, color=1)], ["/mr/a"],
+                [dict(mv, fromB64=b64(b"/mr/a"))]):
+        err(f, "create", {"entry": entry, "moves": bad, "consume": ["/mr/c"]}, 400, "EINVAL")
+    unchanged()
+    # and then it works
+    ok(f, "create", {"entry": entry, "moves": [first], "parents": True}, status=(201,))
+    assert f.get("/mr/v/a").content == b"A" and f.get("/mr/t").content == b"T"
+
+
+def test_create_moves_race(store_filer):
+    """8 creates at once, each moving the same current file to its own version path
+    with the same ifEtag: exactly one wins, the others are 412 and leave nothing."""
+    f = store_filer
+    mkdir(f, "/mrc")
+    for round_ in range(3):
+        key = "/mrc/k%d" % round_
+        cur = mkfile(f, key, b"old")
+        results = []
+        barrier = threading.Barrier(8)
+
+        def worker(i):
+            barrier.wait()
+            r = call(f, "create", {"entry": {"path": key, "mode": S_IFREG | 0o644,
+                                             "content": b64(b"new%d" % i)},
+                                   "moves": [{"from": key, "to": "%s.v/%d" % (key, i),
+                                              "ifEtag": cur["etag"]}],
+                                   "parents": True})
+            results.append((r.status_code, r.json().get("code"), i))
+
+        ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        wins = [i for s, _, i in results if s in (200, 201)]
+        assert len(wins) == 1, results
+        assert sorted((s, c) for s, c, _ in results if s not in (200, 201)) == \
+            [(412, "EPRECOND")] * 7, results
+        assert f.get(key).content == b"new%d" % wins[0]
+        names = [x["name"] for x in ok(f, "list", {"dir": key + ".v"})["entries"]]
+        assert names == ["%d" % wins[0]]
+        assert f.get("%s.v/%d" % (key, wins[0])).content == b"old"
+
+
+def test_delete_if_etag(mini_filer):
+    """delete ifEtag: only that version goes; another is 412 and nothing changes."""
+    f = mini_filer
+    mkdir(f, "/de")
+    e = mkfile(f, "/de/f", b"1")
+    e2 = mkfile(f, "/de/f", b"2")
+    err(f, "delete", {"path": "/de/f", "ifEtag": e["etag"]}, 412, "EPRECOND")
+    assert f.get("/de/f").content == b"2"
+    ok(f, "delete", {"path": "/de/f", "ifEtag": e2["etag"].upper()})
+    assert not exists(f, "/de/f")
+    err(f, "delete", {"path": "/de/f", "ifEtag": e2["etag"]}, 404, "ENOENT")
+    # a directory, recursive: the top entry is compared
+    d = mkdir(f, "/de/d")
+    mkfile(f, "/de/d/x")
+    err(f, "delete", {"path": "/de/d", "recursive": True, "ifEtag": e["etag"]}, 412,
+        "EPRECOND")
+    assert exists(f, "/de/d/x")
+    ok(f, "delete", {"path": "/de/d", "recursive": True, "ifEtag": d["etag"]})
+    assert not exists(f, "/de/d")
+    for bad in ("abc", 5, "", "g" * 16):
+        err(f, "delete", {"path": "/de", "ifEtag": bad}, 400, "EINVAL")
+
+
+def test_rename_if_etag(mini_filer):
+    """rename ifEtag: to must exist at that etag (404 / 412) and is replaced; it
+    excludes noReplace and exchange."""
+    f = mini_filer
+    mkdir(f, "/re")
+    mkfile(f, "/re/a", b"A")
+    b = mkfile(f, "/re/b", b"B")
+    err(f, "rename", {"from": "/re/a", "to": "/re/c", "ifEtag": b["etag"]}, 404, "ENOENT")
+    err(f, "rename", {"from": "/re/none", "to": "/re/b", "ifEtag": b["etag"]}, 404, "ENOENT")
+    b2 = mkfile(f, "/re/b", b"B2")
+    err(f, "rename", {"from": "/re/a", "to": "/re/b", "ifEtag": b["etag"]}, 412, "EPRECOND")
+    assert f.get("/re/a").content == b"A" and f.get("/re/b").content == b"B2"
+    for bad in ({"noReplace": True}, {"exchange": True}, {"ifEtag": "xyz"}):
+        body = {"from": "/re/a", "to": "/re/b", "ifEtag": b2["etag"]}
+        body.update(bad)
+        err(f, "rename", body, 400, "EINVAL")
+    ok(f, "rename", {"from": "/re/a", "to": "/re/b", "ifEtag": b2["etag"]})
+    assert not exists(f, "/re/a") and f.get("/re/b").content == b"A"
