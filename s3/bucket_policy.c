@@ -1,0 +1,946 @@
+/*
+ * Bucket policies (bucket_policy.h).
+ *
+ * DESIGN: the document is parsed by yajl into a tree that the policy keeps;
+ * the compiled statements point into it for every string, so parsing copies
+ * nothing but what needs converting once (numbers, CIDRs, true/false).
+ * Validation happens entirely at parse time: evaluation cannot fail, it only
+ * matches. Wildcards are matched by a backtracking-free loop (linear in the
+ * pattern times the subject at worst, never exponential), because both
+ * patterns and subjects come from clients.
+ */
+#include "config.h"
+#include "s3/bucket_policy.h"
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "json.h"
+#include "util.h"
+
+#define RES_PREFIX "arn:aws:s3:::"
+#define IAM_PREFIX "arn:aws:iam::"
+/* A policy needs depth 6 (document, Statement, statement, Condition, operator,
+ * values); deeper documents are refused before yajl, whose tree free recurses. */
+#define DEPTH_MAX 16
+
+/* What a condition operator compares; the Not* forms share their positive one. */
+enum cmp {
+	C_STR_EQ,
+	C_STR_EQ_IC,
+	C_STR_LIKE,
+	C_NUM_EQ,
+	C_NUM_LT,
+	C_NUM_LE,
+	C_NUM_GT,
+	C_NUM_GE,
+	C_BOOL,
+	C_IP,
+	C_NULL,
+};
+
+struct op_def {
+	const char *name;
+	enum cmp cmp;
+	bool neg;
+};
+
+static const struct op_def ops[] = {
+	{"StringEquals", C_STR_EQ, false},
+	{"StringNotEquals", C_STR_EQ, true},
+	{"StringEqualsIgnoreCase", C_STR_EQ_IC, false},
+	{"StringNotEqualsIgnoreCase", C_STR_EQ_IC, true},
+	{"StringLike", C_STR_LIKE, false},
+	{"StringNotLike", C_STR_LIKE, true},
+	{"NumericEquals", C_NUM_EQ, false},
+	{"NumericNotEquals", C_NUM_EQ, true},
+	{"NumericLessThan", C_NUM_LT, false},
+	{"NumericLessThanEquals", C_NUM_LE, false},
+	{"NumericGreaterThan", C_NUM_GT, false},
+	{"NumericGreaterThanEquals", C_NUM_GE, false},
+	{"Bool", C_BOOL, false},
+	{"IpAddress", C_IP, false},
+	{"NotIpAddress", C_IP, true},
+	{"Null", C_NULL, false},
+};
+
+/* S3 action names (after "s3:") a policy may name without a wildcard. */
+static const char *const known_actions[] = {
+	"AbortMultipartUpload",
+	"BypassGovernanceRetention",
+	"CreateBucket",
+	"DeleteBucket",
+	"DeleteBucketOwnershipControls",
+	"DeleteBucketPolicy",
+	"DeleteBucketWebsite",
+	"DeleteObject",
+	"DeleteObjectTagging",
+	"DeleteObjectVersion",
+	"DeleteObjectVersionTagging",
+	"GetAccelerateConfiguration",
+	"GetBucketAcl",
+	"GetBucketCORS",
+	"GetBucketLocation",
+	"GetBucketLogging",
+	"GetBucketNotification",
+	"GetBucketObjectLockConfiguration",
+	"GetBucketOwnershipControls",
+	"GetBucketPolicy",
+	"GetBucketPolicyStatus",
+	"GetBucketPublicAccessBlock",
+	"GetBucketRequestPayment",
+	"GetBucketTagging",
+	"GetBucketVersioning",
+	"GetBucketWebsite",
+	"GetEncryptionConfiguration",
+	"GetLifecycleConfiguration",
+	"GetObject",
+	"GetObjectAcl",
+	"GetObjectAttributes",
+	"GetObjectLegalHold",
+	"GetObjectRetention",
+	"GetObjectTagging",
+	"GetObjectVersion",
+	"GetObjectVersionAcl",
+	"GetObjectVersionAttributes",
+	"GetObjectVersionTagging",
+	"GetReplicationConfiguration",
+	"ListAllMyBuckets",
+	"ListBucket",
+	"ListBucketMultipartUploads",
+	"ListBucketVersions",
+	"ListMultipartUploadParts",
+	"PutAccelerateConfiguration",
+	"PutBucketAcl",
+	"PutBucketCORS",
+	"PutBucketLogging",
+	"PutBucketNotification",
+	"PutBucketObjectLockConfiguration",
+	"PutBucketOwnershipControls",
+	"PutBucketPolicy",
+	"PutBucketPublicAccessBlock",
+	"PutBucketRequestPayment",
+	"PutBucketTagging",
+	"PutBucketVersioning",
+	"PutBucketWebsite",
+	"PutEncryptionConfiguration",
+	"PutLifecycleConfiguration",
+	"PutObject",
+	"PutObjectAcl",
+	"PutObjectLegalHold",
+	"PutObjectRetention",
+	"PutObjectTagging",
+	"PutObjectVersionAcl",
+	"PutObjectVersionTagging",
+	"PutReplicationConfiguration",
+	"RestoreObject",
+};
+
+struct strs {
+	const char **v;
+	size_t n;
+};
+
+struct cidr {
+	int af; /* AF_INET or AF_INET6 */
+	unsigned char a[16];
+	unsigned bits;
+};
+
+/* One value of a condition key, in the form its operator compares. */
+struct cval {
+	const char *s;
+	double num;
+	bool b;
+	struct cidr ip;
+};
+
+struct cond {
+	const struct op_def *op;
+	bool if_exists;
+	const char *key;
+	struct cval *v;
+	size_t n;
+};
+
+struct stmt {
+	bool deny;
+	bool anyone;      /* "*": everyone, anonymous too */
+	bool any_auth;    /* arn:aws:iam::<acct>:root: every authenticated identity */
+	struct strs name; /* identities by name */
+	bool not_action, not_resource;
+	struct strs action, resource;
+	struct cond *c;
+	size_t nc;
+};
+
+struct bucket_policy {
+	yajl_val root; /* every string below points into it */
+	struct stmt *st;
+	size_t nst;
+};
+
+struct pctx {
+	const char *bucket;
+	size_t si; /* the statement being parsed, from 1; 0 outside one */
+	char *msg;
+	size_t msglen;
+};
+
+static bool fail(struct pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(struct pctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	if (!c->msglen)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(c->msg, c->msglen, fmt, ap);
+	va_end(ap);
+	n = strlen(c->msg);
+	if (c->si && n < c->msglen)
+		snprintf(c->msg + n, c->msglen - n, " (statement %zu)", c->si);
+	return false;
+}
+
+static inline bool ceq(char a, char b, bool icase)
+{
+	if (icase && a >= 'A' && a <= 'Z')
+		a = (char)(a - 'A' + 'a');
+	if (icase && b >= 'A' && b <= 'Z')
+		b = (char)(b - 'A' + 'a');
+	return a == b;
+}
+
+/*
+ * p[0..pn) with '*' (any run) and '?' (one character) against s[0..sn).
+ * After a mismatch only the last '*' is retried, one character further on:
+ * a later '*' subsumes what an earlier one could match, so this is exact.
+ */
+static bool glob(const char *p, size_t pn, const char *s, size_t sn, bool icase)
+{
+	size_t pi = 0, si = 0, star = SIZE_MAX, mark = 0;
+
+	while (si < sn) {
+		if (pi < pn && p[pi] == '*') {
+			star = pi++;
+			mark = si;
+		} else if (pi < pn && p[pi] == '?') {
+			pi++;
+			/* one character, not one byte, of UTF-8 */
+			si++;
+			while (si < sn && ((unsigned char)s[si] & 0xc0) == 0x80)
+				si++;
+		} else if (pi < pn && ceq(p[pi], s[si], icase)) {
+			pi++;
+			si++;
+		} else if (star != SIZE_MAX) {
+			/* let the last '*' take one more character */
+			pi = star + 1;
+			mark++;
+			while (mark < sn && ((unsigned char)s[mark] & 0xc0) == 0x80)
+				mark++;
+			si = mark;
+		} else {
+			return false;
+		}
+	}
+	while (pi < pn && p[pi] == '*')
+		pi++;
+	return pi == pn;
+}
+
+static bool glob_str(const char *p, const char *s, bool icase)
+{
+	return glob(p, strlen(p), s, strlen(s), icase);
+}
+
+/* A decimal number: [-+]digits[.digits][e[-+]digits], no spaces, hex, inf or nan. */
+static bool parse_num(const char *s, double *out)
+{
+	const char *p = s;
+	bool digits = false;
+
+	if (*p == '-' || *p == '+')
+		p++;
+	while (*p >= '0' && *p <= '9')
+		p++, digits = true;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9')
+			p++, digits = true;
+	}
+	if (!digits)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '-' || *p == '+')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return false;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p)
+		return false;
+	*out = strtod(s, NULL);
+	return true;
+}
+
+static bool parse_tf(const char *s, bool *out)
+{
+	if (!strcasecmp(s, "true"))
+		*out = true;
+	else if (!strcasecmp(s, "false"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+/* An address, or with cidr an address with an optional "/bits" (bare: all bits). */
+static bool parse_ip(const char *s, bool cidr, struct cidr *out)
+{
+	char a[64];
+	const char *slash = cidr ? strchr(s, '/') : NULL;
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned max;
+
+	if (n >= sizeof(a))
+		return false;
+	memcpy(a, s, n);
+	a[n] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, a, out->a) == 1) {
+		out->af = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, a, out->a) == 1) {
+		static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		out->af = AF_INET6;
+		max = 128;
+		/* a client on a dual-stack socket is still an IPv4 client */
+		if (!cidr && !memcmp(out->a, mapped, sizeof(mapped))) {
+			memmove(out->a, out->a + 12, 4);
+			memset(out->a + 4, 0, 12);
+			out->af = AF_INET;
+			max = 32;
+		}
+	} else {
+		return false;
+	}
+	out->bits = max;
+	if (slash) {
+		const char *d = slash + 1;
+		unsigned v = 0;
+		size_t nd = 0;
+		for (; *d >= '0' && *d <= '9' && nd < 4; d++, nd++)
+			v = v * 10 + (unsigned)(*d - '0');
+		if (!nd || nd > 3 || *d || v > max)
+			return false;
+		out->bits = v;
+	}
+	return true;
+}
+
+static bool cidr_match(const struct cidr *net, const struct cidr *ip)
+{
+	unsigned full = net->bits / 8, rest = net->bits % 8;
+
+	if (net->af != ip->af || memcmp(net->a, ip->a, full))
+		return false;
+	if (rest) {
+		unsigned char mask = (unsigned char)(0xff << (8 - rest));
+		if ((net->a[full] ^ ip->a[full]) & mask)
+			return false;
+	}
+	return true;
+}
+
+/* A scalar condition value as text (numbers as written); NULL for other types. */
+static const char *scalar_text(yajl_val v)
+{
+	if (YAJL_IS_STRING(v))
+		return v->u.string;
+	if (YAJL_IS_NUMBER(v))
+		return v->u.number.r;
+	if (YAJL_IS_TRUE(v))
+		return "true";
+	if (YAJL_IS_FALSE(v))
+		return "false";
+	return NULL;
+}
+
+/* A string or a non-empty array of strings. */
+static bool get_strs(struct pctx *c, yajl_val v, const char *field, struct strs *out)
+{
+	if (YAJL_IS_STRING(v)) {
+		out->v = xcalloc(1, sizeof(*out->v));
+		out->v[0] = v->u.string;
+		out->n = 1;
+		return true;
+	}
+	if (!YAJL_IS_ARRAY(v) || !v->u.array.len)
+		return fail(c, "%s must be a string or a non-empty array of strings", field);
+	out->v = xcalloc(v->u.array.len, sizeof(*out->v));
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		if (!YAJL_IS_STRING(v->u.array.values[i]))
+			return fail(c, "%s must be a string or a non-empty array of strings",
+				    field);
+		out->v[out->n++] = v->u.array.values[i]->u.string;
+	}
+	return true;
+}
+
+/* One AWS principal: "*", a name, arn:aws:iam::<acct>:user/[path/]<name> or ...:root. */
+static bool add_principal(struct pctx *c, struct stmt *s, const char *p, struct strs *names)
+{
+	if (!strcmp(p, "*")) {
+		s->anyone = true;
+		return true;
+	}
+	if (strpbrk(p, "*?")) {
+		/* AWS allows no wildcards in a principal but the whole "*" */
+	} else if (!strncmp(p, IAM_PREFIX, strlen(IAM_PREFIX))) {
+		const char *tail = strchr(p + strlen(IAM_PREFIX), ':');
+		if (tail && !strcmp(tail + 1, "root")) {
+			s->any_auth = true;
+			return true;
+		}
+		if (tail && !strncmp(tail + 1, "user/", 5)) {
+			const char *name = strrchr(tail, '/') + 1;
+			if (*name) {
+				names->v[names->n++] = name;
+				return true;
+			}
+		}
+	} else if (*p && strncmp(p, "arn:", 4)) {
+		names->v[names->n++] = p;
+		return true;
+	}
+	return fail(c, "Invalid principal in policy: \"%.64s\"", p);
+}
+
+static bool parse_principal(struct pctx *c, struct stmt *s, yajl_val v)
+{
+	struct strs aws = {0};
+	yajl_val list = NULL;
+	bool ok = true;
+
+	if (YAJL_IS_STRING(v)) {
+		if (strcmp(v->u.string, "*"))
+			return fail(c,
+				    "Invalid principal in policy: \"%.64s\" (a string "
+				    "Principal must be \"*\")",
+				    v->u.string);
+		s->anyone = true;
+		return true;
+	}
+	if (!YAJL_IS_OBJECT(v) || !v->u.object.len)
+		return fail(c, "Invalid principal in policy: Principal must be \"*\" or "
+			       "{\"AWS\": ...}");
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+		if (!strcmp(k, "CanonicalUser") || !strcmp(k, "Service") || !strcmp(k, "Federated"))
+			return fail(c,
+				    "Invalid principal in policy: unsupported principal "
+				    "type \"%s\"",
+				    k);
+		if (strcmp(k, "AWS"))
+			return fail(c,
+				    "Invalid principal in policy: unknown principal type "
+				    "\"%.64s\"",
+				    k);
+		if (list)
+			return fail(c, "Invalid principal in policy: duplicate \"AWS\"");
+		list = v->u.object.values[i];
+	}
+	if (!get_strs(c, list, "Principal.AWS", &aws)) {
+		free(aws.v);
+		return false;
+	}
+	s->name.v = xcalloc(aws.n, sizeof(*s->name.v));
+	for (size_t i = 0; i < aws.n && ok; i++)
+		ok = add_principal(c, s, aws.v[i], &s->name);
+	free(aws.v);
+	return ok;
+}
+
+static bool parse_actions(struct pctx *c, yajl_val v, const char *field, struct strs *out)
+{
+	if (!get_strs(c, v, field, out))
+		return false;
+	for (size_t i = 0; i < out->n; i++) {
+		const char *a = out->v[i], *name = a + 3;
+		bool known = false;
+		if (!strcmp(a, "*"))
+			continue;
+		if (strncasecmp(a, "s3:", 3) || !*name)
+			return fail(c, "Policy has invalid action \"%.64s\" in %s", a, field);
+		if (strpbrk(name, "*?"))
+			continue; /* a pattern may match nothing, as s3:Get* does on AWS */
+		for (size_t k = 0; k < ARRAY_LEN(known_actions) && !known; k++)
+			known = !strcasecmp(name, known_actions[k]);
+		if (!known)
+			return fail(c, "Policy has invalid action \"%.64s\" in %s", a, field);
+	}
+	return true;
+}
+
+static bool parse_resources(struct pctx *c, yajl_val v, const char *field, struct strs *out)
+{
+	size_t plen = strlen(RES_PREFIX);
+
+	if (!get_strs(c, v, field, out))
+		return false;
+	for (size_t i = 0; i < out->n; i++) {
+		const char *r = out->v[i], *b = r + plen, *slash;
+		if (strncmp(r, RES_PREFIX, plen))
+			return fail(c,
+				    "Policy has invalid resource \"%.64s\" in %s: not an "
+				    "arn:aws:s3::: ARN",
+				    r, field);
+		slash = strchr(b, '/');
+		if (!glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket, strlen(c->bucket),
+			  false))
+			return fail(c,
+				    "Policy has invalid resource \"%.64s\" in %s: not in "
+				    "bucket %.64s",
+				    r, field, c->bucket);
+	}
+	return true;
+}
+
+/* One value of a condition key, converted for its operator. */
+static bool parse_cval(struct pctx *c, const char *opname, const struct op_def *op, const char *key,
+		       yajl_val v, struct cval *out)
+{
+	const char *s = scalar_text(v);
+
+	if (!s)
+		return fail(c,
+			    "Condition %s: the value of \"%.64s\" must be a string, number "
+			    "or boolean",
+			    opname, key);
+	out->s = s;
+	switch (op->cmp) {
+	case C_NUM_EQ:
+	case C_NUM_LT:
+	case C_NUM_LE:
+	case C_NUM_GT:
+	case C_NUM_GE:
+		if (!parse_num(s, &out->num))
+			return fail(c, "Condition %s: \"%.64s\" is not a number (key \"%.64s\")",
+				    opname, s, key);
+		break;
+	case C_BOOL:
+	case C_NULL:
+		if (!parse_tf(s, &out->b))
+			return fail(c,
+				    "Condition %s: \"%.64s\" is not true or false (key "
+				    "\"%.64s\")",
+				    opname, s, key);
+		break;
+	case C_IP:
+		if (!parse_ip(s, true, &out->ip))
+			return fail(c,
+				    "Condition %s: \"%.64s\" is not an IP address or CIDR "
+				    "(key \"%.64s\")",
+				    opname, s, key);
+		break;
+	default:
+		break;
+	}
+	return true;
+}
+
+static const struct op_def *find_op(const char *name, bool *if_exists)
+{
+	size_t n = strlen(name), sl = strlen("IfExists");
+
+	*if_exists = n > sl && !strcasecmp(name + n - sl, "IfExists");
+	if (*if_exists)
+		n -= sl;
+	for (size_t i = 0; i < ARRAY_LEN(ops); i++)
+		if (strlen(ops[i].name) == n && !strncasecmp(name, ops[i].name, n))
+			return &ops[i];
+	return NULL;
+}
+
+static bool parse_conditions(struct pctx *c, struct stmt *s, yajl_val v)
+{
+	size_t total = 0;
+
+	if (!YAJL_IS_OBJECT(v))
+		return fail(c, "Condition must be an object of operators");
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		yajl_val keys = v->u.object.values[i];
+		if (!YAJL_IS_OBJECT(keys) || !keys->u.object.len)
+			return fail(c, "Condition %.64s must be a non-empty object of keys",
+				    v->u.object.keys[i]);
+		total += keys->u.object.len;
+	}
+	s->c = xcalloc(total ? total : 1, sizeof(*s->c));
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *opname = v->u.object.keys[i];
+		yajl_val keys = v->u.object.values[i];
+		bool if_exists;
+		const struct op_def *op = find_op(opname, &if_exists);
+
+		if (!op)
+			return fail(c, "Invalid Condition type: unsupported operator \"%.64s\"",
+				    opname);
+		if (op->cmp == C_NULL && if_exists)
+			return fail(c, "Invalid Condition type: Null cannot be ...IfExists");
+		for (size_t k = 0; k < keys->u.object.len; k++) {
+			const char *key = keys->u.object.keys[k];
+			yajl_val vals = keys->u.object.values[k];
+			struct cond *cd = &s->c[s->nc++];
+			size_t n = YAJL_IS_ARRAY(vals) ? vals->u.array.len : 1;
+
+			cd->op = op;
+			cd->if_exists = if_exists;
+			cd->key = key;
+			if (!*key)
+				return fail(c, "Condition %.64s has an empty key", opname);
+			if (!n)
+				return fail(c, "Condition %.64s: key \"%.64s\" has no values",
+					    opname, key);
+			cd->v = xcalloc(n, sizeof(*cd->v));
+			for (size_t j = 0; j < n; j++) {
+				yajl_val one = YAJL_IS_ARRAY(vals) ? vals->u.array.values[j] : vals;
+				if (!parse_cval(c, opname, op, key, one, &cd->v[cd->n++]))
+					return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* The members a statement may have, indexing stmt_fields. */
+enum {
+	F_SID,
+	F_EFFECT,
+	F_PRINCIPAL,
+	F_NOTPRINCIPAL,
+	F_ACTION,
+	F_NOTACTION,
+	F_RESOURCE,
+	F_NOTRESOURCE,
+	F_CONDITION,
+	F_COUNT
+};
+
+static const char *const stmt_fields[F_COUNT] = {
+	"Sid",       "Effect",   "Principal",   "NotPrincipal", "Action",
+	"NotAction", "Resource", "NotResource", "Condition",
+};
+
+static bool parse_stmt(struct pctx *c, struct stmt *s, yajl_val v)
+{
+	yajl_val f[F_COUNT] = {0};
+
+	if (!YAJL_IS_OBJECT(v))
+		return fail(c, "a Statement must be an object");
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		size_t k = 0;
+		while (k < F_COUNT && strcmp(v->u.object.keys[i], stmt_fields[k]))
+			k++;
+		if (k == F_COUNT)
+			return fail(c, "Unknown field %.64s", v->u.object.keys[i]);
+		if (f[k])
+			return fail(c, "Duplicate field %s", stmt_fields[k]);
+		f[k] = v->u.object.values[i];
+	}
+	if (f[F_SID] && !YAJL_IS_STRING(f[F_SID]))
+		return fail(c, "Sid must be a string");
+	if (!f[F_EFFECT])
+		return fail(c, "Missing required field Effect");
+	if (!YAJL_IS_STRING(f[F_EFFECT]) ||
+	    (strcmp(f[F_EFFECT]->u.string, "Allow") && strcmp(f[F_EFFECT]->u.string, "Deny")))
+		return fail(c, "Invalid effect: Effect must be \"Allow\" or \"Deny\"");
+	s->deny = !strcmp(f[F_EFFECT]->u.string, "Deny");
+	if (f[F_NOTPRINCIPAL])
+		return fail(c, "NotPrincipal is not supported");
+	if (!f[F_PRINCIPAL])
+		return fail(c, "Missing required field Principal");
+	if (!parse_principal(c, s, f[F_PRINCIPAL]))
+		return false;
+	if (f[F_ACTION] && f[F_NOTACTION])
+		return fail(c, "Action and NotAction cannot both be given");
+	if (!f[F_ACTION] && !f[F_NOTACTION])
+		return fail(c, "Missing required field Action");
+	s->not_action = !f[F_ACTION];
+	if (!parse_actions(c, s->not_action ? f[F_NOTACTION] : f[F_ACTION],
+			   s->not_action ? "NotAction" : "Action", &s->action))
+		return false;
+	if (f[F_RESOURCE] && f[F_NOTRESOURCE])
+		return fail(c, "Resource and NotResource cannot both be given");
+	if (!f[F_RESOURCE] && !f[F_NOTRESOURCE])
+		return fail(c, "Missing required field Resource");
+	s->not_resource = !f[F_RESOURCE];
+	if (!parse_resources(c, s->not_resource ? f[F_NOTRESOURCE] : f[F_RESOURCE],
+			     s->not_resource ? "NotResource" : "Resource", &s->resource))
+		return false;
+	return !f[F_CONDITION] || parse_conditions(c, s, f[F_CONDITION]);
+}
+
+/* Refuses deep nesting without recursing (strings may hold brackets). */
+static bool shallow(const char *json, size_t len)
+{
+	unsigned depth = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = json[i];
+		if (in_str) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				in_str = false;
+		} else if (ch == '"') {
+			in_str = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > DEPTH_MAX)
+				return false;
+		} else if ((ch == ']' || ch == '}') && depth) {
+			depth--;
+		}
+	}
+	return true;
+}
+
+struct bucket_policy *bucket_policy_parse(const char *json, size_t len, const char *bucket,
+					  char *msg, size_t msglen)
+{
+	struct pctx c = {.bucket = bucket ? bucket : "", .msg = msg, .msglen = msglen};
+	struct bucket_policy *p = xcalloc(1, sizeof(*p));
+	yajl_val version = NULL, id = NULL, stmts = NULL;
+	char err[128];
+
+	if (msglen)
+		msg[0] = '\0';
+	if (!len || len > BUCKET_POLICY_MAX) {
+		fail(&c, "Policies must be 1 to %u bytes (this one is %zu)", BUCKET_POLICY_MAX,
+		     len);
+		goto bad;
+	}
+	if (!shallow(json, len)) {
+		fail(&c, "Policies must not nest more than %d deep", DEPTH_MAX);
+		goto bad;
+	}
+	p->root = json_parse(json, len, err, sizeof(err));
+	if (!p->root) {
+		fail(&c, "Policies must be valid JSON: %s", err);
+		goto bad;
+	}
+	if (!YAJL_IS_OBJECT(p->root)) {
+		fail(&c, "Policies must be valid JSON and the first byte must be '{'");
+		goto bad;
+	}
+	for (size_t i = 0; i < p->root->u.object.len; i++) {
+		const char *k = p->root->u.object.keys[i];
+		yajl_val *slot = !strcmp(k, "Version")     ? &version
+				 : !strcmp(k, "Id")        ? &id
+				 : !strcmp(k, "Statement") ? &stmts
+							   : NULL;
+		if (!slot) {
+			fail(&c, "Unknown field %.64s", k);
+			goto bad;
+		}
+		if (*slot) {
+			fail(&c, "Duplicate field %s", k);
+			goto bad;
+		}
+		*slot = p->root->u.object.values[i];
+	}
+	if (version && (!YAJL_IS_STRING(version) || (strcmp(version->u.string, "2012-10-17") &&
+						     strcmp(version->u.string, "2008-10-17")))) {
+		fail(&c, "Version must be \"2012-10-17\" or \"2008-10-17\"");
+		goto bad;
+	}
+	if (id && !YAJL_IS_STRING(id)) {
+		fail(&c, "Id must be a string");
+		goto bad;
+	}
+	if (!stmts || (YAJL_IS_ARRAY(stmts) && !stmts->u.array.len)) {
+		fail(&c, "Missing required field Statement");
+		goto bad;
+	}
+	if (YAJL_IS_ARRAY(stmts)) {
+		p->st = xcalloc(stmts->u.array.len, sizeof(*p->st));
+		for (size_t i = 0; i < stmts->u.array.len; i++) {
+			c.si = i + 1;
+			p->nst++;
+			if (!parse_stmt(&c, &p->st[i], stmts->u.array.values[i]))
+				goto bad;
+		}
+	} else {
+		p->st = xcalloc(1, sizeof(*p->st));
+		p->nst = 1;
+		c.si = 1;
+		if (!parse_stmt(&c, &p->st[0], stmts))
+			goto bad;
+	}
+	return p;
+bad:
+	bucket_policy_free(p);
+	return NULL;
+}
+
+void bucket_policy_free(struct bucket_policy *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nst; i++) {
+		struct stmt *s = &p->st[i];
+		free(s->name.v);
+		free(s->action.v);
+		free(s->resource.v);
+		for (size_t k = 0; k < s->nc; k++)
+			free(s->c[k].v);
+		free(s->c);
+	}
+	free(p->st);
+	if (p->root)
+		yajl_tree_free(p->root);
+	free(p);
+}
+
+static bool principal_match(const struct stmt *s, const char *who)
+{
+	if (s->anyone)
+		return true;
+	if (!who)
+		return false;
+	if (s->any_auth)
+		return true;
+	for (size_t i = 0; i < s->name.n; i++)
+		if (!strcmp(s->name.v[i], who))
+			return true;
+	return false;
+}
+
+static bool any_glob(const struct strs *pats, const char *subject, bool icase)
+{
+	for (size_t i = 0; i < pats->n; i++)
+		if (glob_str(pats->v[i], subject, icase))
+			return true;
+	return false;
+}
+
+static const char *ctx_get(const struct policy_request *r, const char *key)
+{
+	for (size_t i = 0; i < r->nctx; i++)
+		if (r->ctx[i].key && r->ctx[i].value && !strcasecmp(r->ctx[i].key, key))
+			return r->ctx[i].value;
+	return NULL;
+}
+
+/* Whether the request value have equals / matches / satisfies one policy value. */
+static bool cval_match(enum cmp cmp, const struct cval *v, const char *have, double num,
+		       const struct cidr *ip, bool b)
+{
+	switch (cmp) {
+	case C_STR_EQ:
+		return !strcmp(v->s, have);
+	case C_STR_EQ_IC:
+		return !strcasecmp(v->s, have);
+	case C_STR_LIKE:
+		return glob_str(v->s, have, false);
+	case C_NUM_EQ:
+		return num == v->num;
+	case C_NUM_LT:
+		return num < v->num;
+	case C_NUM_LE:
+		return num <= v->num;
+	case C_NUM_GT:
+		return num > v->num;
+	case C_NUM_GE:
+		return num >= v->num;
+	case C_BOOL:
+		return b == v->b;
+	case C_IP:
+		return cidr_match(&v->ip, ip);
+	case C_NULL:
+		break;
+	}
+	return false;
+}
+
+static bool cond_match(const struct cond *cd, const struct policy_request *r)
+{
+	const char *have = ctx_get(r, cd->key);
+	struct cidr ip = {0};
+	double num = 0;
+	bool b = false, any = false;
+
+	if (cd->op->cmp == C_NULL) {
+		for (size_t i = 0; i < cd->n; i++)
+			if (cd->v[i].b == !have)
+				return true;
+		return false;
+	}
+	if (!have)
+		return cd->if_exists || cd->op->neg;
+	switch (cd->op->cmp) {
+	case C_NUM_EQ:
+	case C_NUM_LT:
+	case C_NUM_LE:
+	case C_NUM_GT:
+	case C_NUM_GE:
+		if (!parse_num(have, &num))
+			return false;
+		break;
+	case C_BOOL:
+		if (!parse_tf(have, &b))
+			return false;
+		break;
+	case C_IP:
+		if (!parse_ip(have, false, &ip))
+			return false;
+		break;
+	default:
+		break;
+	}
+	for (size_t i = 0; i < cd->n && !any; i++)
+		any = cval_match(cd->op->cmp, &cd->v[i], have, num, &ip, b);
+	return cd->op->neg ? !any : any;
+}
+
+static bool stmt_match(const struct stmt *s, const struct policy_request *r)
+{
+	const char *action = r->action ? r->action : "";
+	const char *resource = r->resource ? r->resource : "";
+
+	if (!principal_match(s, r->principal))
+		return false;
+	if (any_glob(&s->action, action, true) == s->not_action)
+		return false;
+	if (any_glob(&s->resource, resource, false) == s->not_resource)
+		return false;
+	for (size_t i = 0; i < s->nc; i++)
+		if (!cond_match(&s->c[i], r))
+			return false;
+	return true;
+}
+
+enum policy_effect bucket_policy_eval(const struct bucket_policy *p, const struct policy_request *r)
+{
+	bool allow = false;
+
+	if (!p || !r)
+		return POLICY_NO_MATCH;
+	for (size_t i = 0; i < p->nst; i++) {
+		const struct stmt *s = &p->st[i];
+		if (s->deny && stmt_match(s, r))
+			return POLICY_DENY; /* an explicit deny wins over any allow */
+		if (!s->deny && !allow)
+			allow = stmt_match(s, r);
+	}
+	return allow ? POLICY_ALLOW : POLICY_NO_MATCH;
+}

@@ -1,0 +1,74 @@
+/*
+ * Bucket policies: the JSON document of PutBucketPolicy in AWS's IAM policy
+ * grammar, parsed and validated once, then evaluated against requests:
+ *
+ *   {"Version": "2012-10-17",
+ *    "Statement": [{"Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+ *                   "Action": ["s3:GetObject"],
+ *                   "Resource": "arn:aws:s3:::photos/pub*",
+ *                   "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}]}
+ *
+ * Supported: Effect, Principal ("*", {"AWS": ...}), Action/NotAction,
+ * Resource/NotResource, and Condition with the String*, Numeric*, Bool,
+ * IpAddress/NotIpAddress and Null operators (each but Null also as
+ * ...IfExists). Not supported, refused as malformed: NotPrincipal, non-AWS
+ * principals, ForAnyValue:/ForAllValues: and the Date/Arn/Binary operators.
+ * Policy variables ("${aws:username}") are taken literally.
+ *
+ * Pure: no I/O, no globals; a parsed policy is read-only, so any number of
+ * threads may evaluate it at once. The fuzz target drives it directly.
+ */
+#ifndef WEEDFS_S3_BUCKET_POLICY_H
+#define WEEDFS_S3_BUCKET_POLICY_H
+
+#include <stddef.h>
+
+/* The longest policy document taken (AWS's limit: 20 KiB). */
+#define BUCKET_POLICY_MAX (20u << 10)
+
+struct bucket_policy;
+
+/* A condition key present in the request; keys compare case-insensitively. */
+struct policy_kv {
+	const char *key, *value;
+};
+
+struct policy_request {
+	const char *principal; /* identity name; NULL = anonymous */
+	const char *action;    /* "s3:GetObject" */
+	const char *resource;  /* "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key" */
+	/* Condition keys of the request ({"aws:SourceIp", "10.1.2.3"}, {"s3:prefix",
+	 * "photos/"}, {"aws:SecureTransport", "false"}, ...); a key given twice counts
+	 * by its first value. */
+	const struct policy_kv *ctx;
+	size_t nctx;
+};
+
+enum policy_effect { POLICY_NO_MATCH, POLICY_ALLOW, POLICY_DENY };
+
+/*
+ * Parses and validates json[0..len) as the policy of bucket: every Resource
+ * must be "arn:aws:s3:::<bucket>[/<key pattern>]" (wildcards allowed, in the
+ * bucket part only if they match bucket). Returns NULL on a malformed document
+ * with msg saying which field and why; the S3 answer is S3_MALFORMED_POLICY
+ * ("MalformedPolicy", 400) with that message.
+ */
+struct bucket_policy *bucket_policy_parse(const char *json, size_t len, const char *bucket,
+					  char *msg, size_t msglen);
+void bucket_policy_free(struct bucket_policy *p);
+
+/*
+ * AWS's evaluation logic: a matching Deny statement wins (POLICY_DENY), else a
+ * matching Allow gives POLICY_ALLOW, else POLICY_NO_MATCH (the caller falls
+ * back to its other permissions). A statement matches when its principal,
+ * action, resource and every condition do. A condition key the request lacks
+ * makes the condition false, except for negated operators (String*Not*,
+ * NumericNotEquals, NotIpAddress) where it is true, ...IfExists where it is
+ * true, and Null which tests exactly that. A request value of the wrong type
+ * (not a number for Numeric*, not an address for *IpAddress, not true/false
+ * for Bool) makes the condition false, negated or not.
+ */
+enum policy_effect bucket_policy_eval(const struct bucket_policy *p,
+				      const struct policy_request *r);
+
+#endif
