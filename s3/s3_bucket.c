@@ -145,6 +145,7 @@ void s3_delete_bucket(struct s3_req *r)
 	char *path = s3_bucket_path(r->bucket);
 	int e = filer_meta_delete(r->g->filer, path, false);
 
+	s3_bucket_forget(r->g, r->bucket);
 	if (e == ENOTEMPTY && only_uploads(r, path)) {
 		/* uploads in progress go with their bucket, as in S3 */
 		char *up = xasprintf("%s/" S3_UPLOADS_NAME, path);
@@ -210,6 +211,7 @@ void s3_bucket_config_set(struct s3_req *r, const char *xattr, const buf *doc, c
 		return;
 	path = s3_bucket_path(r->bucket);
 	rc = filer_meta_set_xattr(r->g->filer, path, xattr, doc->data, doc->len, FM_XATTR_ANY);
+	s3_bucket_forget(r->g, r->bucket);
 	if (rc)
 		s3_filer_error(r, rc, what);
 	else
@@ -225,6 +227,7 @@ void s3_bucket_config_remove(struct s3_req *r, const char *xattr, const char *wh
 		return;
 	path = s3_bucket_path(r->bucket);
 	rc = filer_meta_remove_xattr(r->g->filer, path, xattr);
+	s3_bucket_forget(r->g, r->bucket);
 	if (rc && rc != ENODATA)
 		s3_filer_error(r, rc, what);
 	else

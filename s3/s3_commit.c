@@ -79,8 +79,7 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 	return ok;
 }
 
-/* Maps a refused create to the answer. */
-static void commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
+void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
 {
 	if ((rc == EEXIST && c && c->if_absent) || rc == ESTALE)
 		precondition_failed(r);
@@ -100,7 +99,12 @@ static void commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
 int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
 		     const struct s3_cond *c)
 {
+	enum s3_versioning v;
 	int rc;
+	if (!s3_versioning_of(r, &v))
+		return ENOENT;
+	if (v != S3_UNVERSIONED)
+		return s3_commit_versioned(r, path, nw, c, v);
 	if (c) {
 		nw->exclusive = c->if_absent;
 		nw->if_etag = c->if_match ? c->filer_etag : NULL;
@@ -114,7 +118,7 @@ int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *
 		rc = filer_meta_create(r->g->filer, path, nw, NULL);
 	}
 	if (rc)
-		commit_error(r, rc, c);
+		s3_commit_error(r, rc, c);
 	return rc;
 }
 

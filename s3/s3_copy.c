@@ -30,6 +30,7 @@
 
 struct source {
 	char *bucket, *key, *path;
+	char *version; /* ?versionId=; NULL: the current version */
 	struct filer_entry *e;
 	uint64_t start, len; /* the bytes copied */
 };
@@ -39,10 +40,11 @@ static void source_free(struct source *s)
 	free(s->bucket);
 	free(s->key);
 	free(s->path);
+	free(s->version);
 	filer_entry_free(s->e);
 }
 
-/* Parses x-amz-copy-source ("[/]bucket/key[?versionId=null]", URL-encoded); false: r answered. */
+/* Parses x-amz-copy-source ("[/]bucket/key[?versionId=id]", URL-encoded); false: r answered. */
 static bool source_parse(struct s3_req *r, struct source *s)
 {
 	const char *v = http_req_header(r->req, "x-amz-copy-source"), *q, *slash;
@@ -51,10 +53,13 @@ static bool source_parse(struct s3_req *r, struct source *s)
 	char *d;
 
 	q = strchr(v, '?');
-	if (q && strcmp(q, "?versionId=null")) {
-		s3_error(r, S3_NOT_IMPLEMENTED, "This gateway keeps no object versions");
+	if (q && (strncmp(q, "?versionId=", 11) || !s3_version_id_ok(q + 11))) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "The copy source may only name a version (?versionId=<a version id>)");
 		return false;
 	}
+	if (q)
+		s->version = xstrdup(q + 11);
 	if (*v == '/')
 		v++;
 	if (!url_decode(v, q ? (size_t)(q - v) : strlen(v), false, &b))
@@ -113,16 +118,29 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 
 	if (!source_parse(r, s))
 		return false;
-	if (r->who && !s3_identity_allows(r->who, S3_ACT_READ, s->bucket)) {
-		s3_error(r, S3_ACCESS_DENIED, "Access Denied (reading the copy source)");
+	if (!s3_authorize(r, s->bucket, s->key, s->version ? "s3:GetObjectVersion" : "s3:GetObject",
+			  S3_ACT_READ))
 		return false;
-	}
 	s->path = s3_object_path(s->bucket, s->key);
-	rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : ENOENT;
+	if (s->version)
+		rc = s3_version_read(r->g, s->bucket, s->key, s->version, &s->e);
+	else
+		rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : ENOENT;
 	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(s->e->attr.mode))) {
-		s3_error(r, S3_NO_SUCH_KEY, "The specified copy source does not exist.");
+		if (s->version)
+			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
+		else
+			s3_error(r, S3_NO_SUCH_KEY, "The specified copy source does not exist.");
 		return false;
 	}
+	if (!rc && s3_is_delete_marker(s->e)) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The source of a copy request may not specifically refer to a delete "
+			 "marker by version id.");
+		return false;
+	}
+	if (s->version)
+		s3_header(r, "x-amz-copy-source-version-id", s->version);
 	if (rc) {
 		s3_filer_error(r, rc, "looking the copy source up");
 		return false;

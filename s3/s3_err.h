@@ -38,6 +38,7 @@
 	X(S3_MALFORMED_XML, "MalformedXML", 400)                               \
 	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                      \
 	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                  \
+	X(S3_MALFORMED_POLICY, "MalformedPolicy", 400)                         \
 	X(S3_MAX_MESSAGE_LENGTH, "MaxMessageLengthExceeded", 400)              \
 	X(S3_MAX_POST_PRE_DATA, "MaxPostPreDataLengthExceededError", 400)      \
 	X(S3_METADATA_TOO_LARGE, "MetadataTooLarge", 400)                      \
@@ -48,6 +49,7 @@
 	X(S3_NO_SUCH_CORS, "NoSuchCORSConfiguration", 404)                     \
 	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                    \
 	X(S3_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404)           \
+	X(S3_NO_SUCH_POLICY, "NoSuchBucketPolicy", 404)                        \
 	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \
 	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
 	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \

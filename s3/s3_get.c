@@ -178,22 +178,57 @@ static bool plan_stream(struct s3_req *r, const struct filer_entry *e, struct ht
 	return true;
 }
 
+/* The entry of version id of r's object; NULL with r's answer (NoSuchVersion, a marker: 405). */
+static struct filer_entry *version_lookup(struct s3_req *r, const char *id)
+{
+	struct filer_entry *e = NULL;
+	int rc;
+	if (!s3_version_id_ok(id)) {
+		s3_error(r, S3_INVALID_ARGUMENT, "Invalid version id specified");
+		return NULL;
+	}
+	rc = s3_version_read(r->g, r->bucket, r->key, id, &e);
+	if (!rc && s3_is_delete_marker(e)) {
+		s3_version_headers(r, e);
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource "
+			 "(the version is a delete marker).");
+	} else if (!rc) {
+		return e;
+	} else if (rc != ENOENT || s3_bucket_exists(r)) {
+		if (rc == ENOENT)
+			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
+		else
+			s3_filer_error(r, rc, "looking the version up");
+	}
+	filer_entry_free(e);
+	return NULL;
+}
+
 /* The entry of r's object; NULL with r's answer (NoSuchKey, NoSuchBucket, a filer error). */
 static struct filer_entry *object_lookup(struct s3_req *r)
 {
 	char *path = s3_object_path(r->bucket, r->key);
+	const char *id = http_req_query(r->req, "versionId");
 	struct filer_entry *e = NULL;
-	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	int rc;
 
+	if (id) {
+		free(path);
+		return version_lookup(r, id);
+	}
+	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
 	free(path);
 	if (!rc && S_ISREG(e->attr.mode))
 		return e;
 	filer_entry_free(e);
-	if (rc && rc != ENOENT && rc != ENOTDIR)
+	if (rc && rc != ENOENT && rc != ENOTDIR) {
 		s3_filer_error(r, rc, "looking the object up");
-	else if (rc != ENOENT || s3_bucket_exists(r))
+	} else if (rc != ENOENT || s3_bucket_exists(r)) {
 		/* a miss costs one more lookup, to tell a missing bucket from a missing key */
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+		s3_version_missing(r);
+	}
 	return NULL;
 }
 
@@ -216,6 +251,7 @@ static void object_read(struct s3_req *r, bool head)
 	http_date_format(mtime, when, sizeof(when));
 	s3_header(r, "ETag", etag);
 	s3_header(r, "Last-Modified", when);
+	s3_version_headers(r, e);
 	cond = preconditions(r, etag, mtime);
 	if (cond == 412) {
 		s3_error(r, S3_PRECONDITION_FAILED,

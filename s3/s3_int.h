@@ -25,6 +25,7 @@
 #define S3_BUCKETS_DIR "/buckets"
 
 struct blob_client;
+struct s3_bucket_cache;
 
 struct s3_gateway {
 	struct s3_iam *iam;
@@ -43,7 +44,8 @@ struct s3_gateway {
 	bool sweeper_started, stopping; /* stopping: protected by sweep_mu */
 	pthread_mutex_t sweep_mu;
 	pthread_cond_t sweep_cv;
-	_Atomic uint64_t next_id; /* request ids: a random start, then counting */
+	_Atomic uint64_t next_id;        /* request ids: a random start, then counting */
+	struct s3_bucket_cache *buckets; /* bucket entries read lately (s3_bucket_cache.c) */
 };
 
 /* One request, from its head to its answer. */
@@ -70,7 +72,10 @@ struct s3_req {
 	void (*run)(struct s3_req *r);     /* on a worker */
 	void (*on_loop)(struct s3_req *r); /* set by run: takes over the answer on the loop */
 	struct chunk_stream *stream;       /* GetObject's bytes */
-	void (*then)(struct s3_req *r);    /* on the loop, once a body read whole is in */
+	/* authorization on a bucket waits for the worker, where its policy is read */
+	bool authorize;
+	enum s3_action act; /* the grant the identity needs (without a policy's Allow) */
+	void (*then)(struct s3_req *r); /* on the loop, once a body read whole is in */
 };
 
 /* Loop thread: sends r's answer and frees r. */
@@ -109,6 +114,20 @@ int s3_bucket_make(struct s3_gateway *g, const char *bucket);
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
+/* The bucket entry cache (s3_bucket_cache.c): any thread. */
+struct s3_bucket_cache *s3_bucket_cache_new(void);
+void s3_bucket_cache_free(struct s3_bucket_cache *c);
+/*
+ * r's bucket's directory entry (caller frees), read at most a second ago:
+ * its xattrs hold the bucket's configuration. NULL with r's error answer
+ * (NoSuchBucket, a filer error). Worker.
+ */
+struct filer_entry;
+struct filer_entry *s3_bucket_entry(struct s3_req *r);
+/* The same for any bucket: 0 (*out set), ENOENT, or a filer errno. Worker. */
+int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
+/* Drops what the cache holds of bucket (its configuration changed here). */
+void s3_bucket_forget(struct s3_gateway *g, const char *bucket);
 /*
  * A bucket configuration document (CORS, lifecycle) is one extended attribute
  * of the bucket's directory, set or removed atomically: 200 / 204,
@@ -244,7 +263,98 @@ int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *
 struct filer_chunk;
 void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n);
 
+/* Maps a refused create of the object (a filer errno) to r's answer. */
+void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c);
+
+/* Bucket policies (s3_policy.c): ?policy of a bucket (PUT body in r->in), on a worker. */
+void s3_put_policy(struct s3_req *r);
+void s3_get_policy(struct s3_req *r);
+void s3_delete_policy(struct s3_req *r);
+/* The policy action r performs ("s3:GetObject"). Any thread. */
+const char *s3_policy_action(const struct s3_req *r);
+/*
+ * Whether r may perform action on key (NULL: the bucket itself) of bucket:
+ * the bucket policy's Deny wins, its Allow or the identity's grant act lets
+ * it through. s3_authorize sets r's AccessDenied answer when not. Worker.
+ */
+bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const char *action,
+		  enum s3_action act);
+bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const char *action,
+		  enum s3_action act);
+/*
+ * A request judged key by key (DeleteObjects): false with r's AccessDenied
+ * when neither the identity's grant act nor a bucket policy could allow any.
+ */
+bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
+
+/* Writes a key-like element, URL-encoded when url (encoding-type=url). */
+void s3_xml_key(xml_w *w, bool url, const char *name, const char *v);
+
 /* ListObjects and ListObjectsV2 (s3_list.c), on a worker. */
 void s3_list_objects(struct s3_req *r);
+/* What s3_walk_keys found, in key order. */
+struct s3_walk_item {
+	char *key; /* a key, or a common prefix */
+	bool is_prefix;
+	struct filer_entry *e; /* a key's file (NULL in the .versions tree) */
+};
+struct s3_walk_items {
+	struct s3_walk_item **v;
+	size_t n;
+	bool more; /* stopped at max with more to come */
+};
+/*
+ * The first max keys and common prefixes after `after` of the tree at root
+ * (a bucket, or its .versions tree: versions_tree), as ListObjects finds
+ * them: 0 or a filer errno. Worker.
+ */
+int s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
+		 const char *delim, const char *after, size_t max, struct s3_walk_items *out);
+void s3_walk_items_free(struct s3_walk_items *out);
+
+/*
+ * Versioning (s3_version.c): the current version is the plain file, older
+ * ones and delete markers are files of /buckets/<b>/.versions/<key>/.
+ */
+#define S3_VERSIONS_NAME   ".versions"
+#define S3_VERSION_ID_SIZE 25 /* 24 hex digits and a NUL */
+enum s3_versioning { S3_UNVERSIONED, S3_VERSIONING_ENABLED, S3_VERSIONING_SUSPENDED };
+/* The state a bucket's directory entry records. */
+enum s3_versioning s3_versioning_in(const struct filer_entry *bucket);
+/* r's bucket's state (cached: s3_bucket_entry); false with r's error answer. Worker. */
+bool s3_versioning_of(struct s3_req *r, enum s3_versioning *v);
+void s3_put_versioning(struct s3_req *r); /* PUT ?versioning, body in r->in; worker */
+void s3_get_versioning(struct s3_req *r); /* GET ?versioning; worker */
+/* Whether id is "null" or one this gateway makes (any thread). */
+bool s3_version_id_ok(const char *id);
+/* e's version id: its s3.version-id, else "null". */
+void s3_version_of(const struct filer_entry *e, char out[S3_VERSION_ID_SIZE]);
+bool s3_is_delete_marker(const struct filer_entry *e);
+/* /buckets/<bucket>/.versions/<key> (caller frees). */
+char *s3_versions_dir(const char *bucket, const char *key);
+/* s3_commit_object in a bucket with versioning (v not UNVERSIONED). */
+int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			const struct s3_cond *c, enum s3_versioning v);
+/* The file holding version id of key: 0, ENOENT, or a filer errno. Worker. */
+int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
+		    struct filer_entry **out);
+/* x-amz-version-id (real ids, or any asked for) and x-amz-delete-marker of e, on r's answer. */
+void s3_version_headers(struct s3_req *r, const struct filer_entry *e);
+/* A key found missing: when its latest version is a delete marker, say so in r's headers. */
+void s3_version_missing(struct s3_req *r);
+/* What a versioned delete did. */
+struct s3_deleted {
+	char version_id[S3_VERSION_ID_SIZE]; /* the marker made, or the version deleted */
+	bool marker;                         /* a marker was made, or the deleted one was one */
+};
+/*
+ * DELETE of key (id NULL: the current version) in a bucket with versioning:
+ * 0 or an errno; r's answer is left alone, and only r->g and r->bucket are
+ * used (the lifecycle sweeper passes a request of its own). Worker.
+ */
+int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+			struct s3_deleted *out);
+/* ListObjectVersions (GET /bucket?versions), on a worker. */
+void s3_list_versions(struct s3_req *r);
 
 #endif

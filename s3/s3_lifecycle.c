@@ -297,7 +297,22 @@ struct sweep {
 	const struct lc *c;
 	int64_t now;
 	size_t deleted;
+	enum s3_versioning v; /* expiring a current version makes a delete marker */
 };
+
+/* Expires the object key at path: 0 or a filer errno. */
+static int expire(struct sweep *s, const char *key, char *path)
+{
+	struct s3_req r = {.g = s->g, .bucket = (char *)s->bucket};
+	struct s3_deleted d;
+	int rc;
+	if (s->v != S3_UNVERSIONED)
+		return s3_delete_versioned(&r, key, NULL, s->v, &d);
+	rc = filer_meta_delete(s->g->filer, path, false);
+	if (!rc)
+		s3_drop_empty_parents(s->g, s->bucket, path);
+	return rc;
+}
 
 static bool rule_expires(const struct lc_rule *r, const char *key, const struct filer_entry *e,
 			 int64_t now)
@@ -329,7 +344,8 @@ static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
 			char *key = xasprintf("%s%s", key_prefix, e->name);
 			char *path = xasprintf("%s/%s", dir, e->name);
 			if (S_ISDIR(e->attr.mode)) {
-				if (*key_prefix || strcmp(e->name, S3_UPLOADS_NAME)) {
+				if (*key_prefix || (strcmp(e->name, S3_UPLOADS_NAME) &&
+						    strcmp(e->name, S3_VERSIONS_NAME))) {
 					char *sub = xasprintf("%s/", key);
 					sweep_dir(s, path, sub);
 					free(sub);
@@ -337,11 +353,8 @@ static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
 			} else if (S_ISREG(e->attr.mode)) {
 				for (size_t k = 0; k < s->c->n; k++)
 					if (rule_expires(&s->c->r[k], key, e, s->now)) {
-						if (!filer_meta_delete(s->g->filer, path, false)) {
+						if (!expire(s, key, path))
 							s->deleted++;
-							s3_drop_empty_parents(s->g, s->bucket,
-									      path);
-						}
 						break;
 					}
 			}
@@ -400,7 +413,10 @@ void s3_lifecycle_sweep(struct s3_gateway *g)
 			struct lc c;
 			bool malformed;
 			char *dir;
-			struct sweep s = {.g = g, .bucket = b->name, .now = (int64_t)time(NULL)};
+			struct sweep s = {.g = g,
+					  .bucket = b->name,
+					  .now = (int64_t)time(NULL),
+					  .v = s3_versioning_in(b)};
 			if (!S_ISDIR(b->attr.mode) || !x ||
 			    lc_parse((const char *)x->value, x->value_len, &c, &malformed))
 				continue;

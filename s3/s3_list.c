@@ -39,6 +39,11 @@ struct list {
 	struct s3_req *r;
 	xml_w *w;
 	bool v2, url, owner;
+	/* what a key or common prefix found does (a listing writes it out) */
+	void (*on_key)(struct list *l, const char *key, const struct filer_entry *e);
+	void (*on_prefix)(struct list *l, const char *cp);
+	void *arg;
+	bool versions_tree;         /* walking .versions: a key is a directory holding files */
 	const char *prefix, *delim; /* delim NULL: none */
 	char *after;                /* list only what sorts after this ("" none) */
 	size_t max, count;
@@ -50,17 +55,21 @@ struct list {
 
 static bool starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
-/* Writes a key-like value, URL-encoded with encoding-type=url. */
-static void elem_key(struct list *l, const char *name, const char *v)
+void s3_xml_key(xml_w *w, bool url, const char *name, const char *v)
 {
-	if (l->url) {
+	if (url) {
 		buf b = BUF_INIT;
 		sigv4_uri_encode(v, strlen(v), true, &b);
-		xml_elem_len(l->w, name, b.data ? b.data : "", b.len);
+		xml_elem_len(w, name, b.data ? b.data : "", b.len);
 		buf_free(&b);
 	} else {
-		xml_elem(l->w, name, v);
+		xml_elem(w, name, v);
 	}
+}
+
+static void elem_key(struct list *l, const char *name, const char *v)
+{
+	s3_xml_key(l->w, l->url, name, v);
 }
 
 /* Counts one more result; false (and truncated) when the page is already full. */
@@ -83,31 +92,22 @@ static void emit_prefix(struct list *l, const char *cp)
 		return; /* written already, on this page or an earlier one */
 	if (!take_slot(l))
 		return;
-	/* written in key order among the Contents: clients collect both lists by name */
-	xml_open(l->w, "CommonPrefixes");
-	elem_key(l, "Prefix", cp);
-	xml_close(l->w);
+	l->on_prefix(l, cp);
 	free(l->last);
 	l->last = xstrdup(cp);
 }
 
-static void emit_key(struct list *l, const char *key, const struct filer_entry *e)
+static void xml_prefix(struct list *l, const char *cp)
+{
+	/* written in key order among the Contents: clients collect both lists by name */
+	xml_open(l->w, "CommonPrefixes");
+	elem_key(l, "Prefix", cp);
+	xml_close(l->w);
+}
+
+static void xml_key(struct list *l, const char *key, const struct filer_entry *e)
 {
 	char when[32], etag[S3_ETAG_MAX];
-
-	if (strcmp(key, l->after) <= 0 || !starts_with(key, l->prefix))
-		return;
-	if (l->delim && *l->delim) {
-		const char *d = strstr(key + strlen(l->prefix), l->delim);
-		if (d) {
-			char *cp = xstrndup(key, (size_t)(d - key) + strlen(l->delim));
-			emit_prefix(l, cp);
-			free(cp);
-			return;
-		}
-	}
-	if (!take_slot(l))
-		return;
 	s3_iso8601(e->attr.mtime_ns, when);
 	s3_etag(e, etag);
 	xml_open(l->w, "Contents");
@@ -124,6 +124,24 @@ static void emit_key(struct list *l, const char *key, const struct filer_entry *
 		xml_close(l->w);
 	}
 	xml_close(l->w);
+}
+
+static void emit_key(struct list *l, const char *key, const struct filer_entry *e)
+{
+	if (strcmp(key, l->after) <= 0 || !starts_with(key, l->prefix))
+		return;
+	if (l->delim && *l->delim) {
+		const char *d = strstr(key + strlen(l->prefix), l->delim);
+		if (d) {
+			char *cp = xstrndup(key, (size_t)(d - key) + strlen(l->delim));
+			emit_prefix(l, cp);
+			free(cp);
+			return;
+		}
+	}
+	if (!take_slot(l))
+		return;
+	l->on_key(l, key, e);
 	free(l->last);
 	l->last = xstrdup(key);
 }
@@ -191,6 +209,40 @@ static void pending_flush(struct list *l, struct pending *p, const char *dir_key
 	}
 }
 
+/*
+ * In the .versions tree, the directory of key holds its versions (files) and
+ * the directories of longer keys: key is met here, at its place in key order,
+ * if it has versions; its directory is walked later (as "key/") if it holds
+ * directories.
+ */
+static void versions_dir(struct list *l, struct pending *pend, const char *key,
+			 const char *dir_path, const struct filer_entry *en)
+{
+	char *path = xasprintf("%s/%s", dir_path, en->name), *start = NULL;
+	bool files = false, dirs = false;
+	do {
+		struct filer_meta_page pg;
+		int e = filer_meta_list_from(l->r->g->filer, path, start ? start : "", false, NULL,
+					     LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (e)
+			break;
+		for (size_t i = 0; i < pg.n; i++) {
+			files |= S_ISREG(pg.entries[i]->attr.mode);
+			dirs |= S_ISDIR(pg.entries[i]->attr.mode);
+		}
+		if (pg.more && pg.last_name && !(files && dirs))
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	} while (start);
+	free(path);
+	if (files && !l->stopped)
+		emit_key(l, key, en);
+	if (dirs)
+		pending_add(pend, en->name);
+}
+
 /* Walks the directory dir_path whose keys begin with dir_key ("" or "a/b/"). */
 static void walk(struct list *l, const char *dir_key, const char *dir_path)
 {
@@ -240,11 +292,15 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 			const struct filer_entry *en = pg.entries[i];
 			char *key = xasprintf("%s%s", dir_key, en->name);
 			pending_flush(l, &pend, dir_key, dir_path, key);
-			if (S_ISDIR(en->attr.mode) && !kl && !strcmp(en->name, S3_UPLOADS_NAME))
-				; /* multipart uploads in progress: not objects */
+			if (S_ISDIR(en->attr.mode) && !kl &&
+			    (!strcmp(en->name, S3_UPLOADS_NAME) ||
+			     !strcmp(en->name, S3_VERSIONS_NAME)))
+				; /* multipart uploads in progress, older versions: not objects */
+			else if (S_ISDIR(en->attr.mode) && l->versions_tree)
+				versions_dir(l, &pend, key, dir_path, en);
 			else if (S_ISDIR(en->attr.mode))
 				pending_add(&pend, en->name);
-			else if (!l->stopped)
+			else if (!l->versions_tree)
 				emit_key(l, key, en);
 			free(key);
 		}
@@ -341,9 +397,60 @@ static bool read_params(struct s3_req *r, struct list *l)
 	return true;
 }
 
+static void collect_key(struct list *l, const char *key, const struct filer_entry *e)
+{
+	struct s3_walk_item *it = xcalloc(1, sizeof(*it));
+	struct s3_walk_items *out = l->arg;
+	it->key = xstrdup(key);
+	it->e = l->versions_tree ? NULL : filer_entry_dup(e);
+	out->v = xrealloc(out->v, (out->n + 1) * sizeof(*out->v));
+	out->v[out->n++] = it;
+}
+
+static void collect_prefix(struct list *l, const char *cp)
+{
+	struct s3_walk_item *it = xcalloc(1, sizeof(*it));
+	struct s3_walk_items *out = l->arg;
+	it->key = xstrdup(cp);
+	it->is_prefix = true;
+	out->v = xrealloc(out->v, (out->n + 1) * sizeof(*out->v));
+	out->v[out->n++] = it;
+}
+
+int s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
+		 const char *delim, const char *after, size_t max, struct s3_walk_items *out)
+{
+	struct list l = {.r = r,
+			 .on_key = collect_key,
+			 .on_prefix = collect_prefix,
+			 .arg = out,
+			 .versions_tree = versions_tree,
+			 .prefix = prefix,
+			 .delim = delim,
+			 .after = xstrdup(after),
+			 .max = max};
+	if (max > 0)
+		walk(&l, "", root);
+	free(l.after);
+	free(l.last);
+	out->more = l.truncated;
+	return l.err;
+}
+
+void s3_walk_items_free(struct s3_walk_items *out)
+{
+	for (size_t i = 0; i < out->n; i++) {
+		free(out->v[i]->key);
+		filer_entry_free(out->v[i]->e);
+		free(out->v[i]);
+	}
+	free(out->v);
+	memset(out, 0, sizeof(*out));
+}
+
 void s3_list_objects(struct s3_req *r)
 {
-	struct list l = {.r = r};
+	struct list l = {.r = r, .on_key = xml_key, .on_prefix = xml_prefix};
 	char *bucket_path;
 	const char *v;
 

@@ -21,14 +21,20 @@
 /* S3's longest key, in bytes. */
 #define S3_KEY_MAX 1024
 
+/* Whether key is dir or under it. */
+static bool under(const char *key, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(key, dir, n) && (!key[n] || key[n] == '/');
+}
+
 char *s3_object_path(const char *bucket, const char *key)
 {
-	size_t ul = strlen(S3_UPLOADS_NAME);
 	char *path, *d = NULL, *n = NULL;
 	bool ok;
 
-	if (!strncmp(key, S3_UPLOADS_NAME, ul) && (!key[ul] || key[ul] == '/'))
-		return NULL; /* multipart uploads live there */
+	if (under(key, S3_UPLOADS_NAME) || under(key, S3_VERSIONS_NAME))
+		return NULL; /* multipart uploads and older versions live there */
 	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, key);
 	ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
@@ -84,7 +90,7 @@ void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path)
  * answers success then) or the name is a directory (not an object), else a
  * filer errno.
  */
-static int delete_key(struct s3_req *r, const char *key)
+static int delete_plain(struct s3_req *r, const char *key)
 {
 	char *path = s3_object_path(r->bucket, key);
 	struct filer_entry *e = NULL;
@@ -100,16 +106,48 @@ static int delete_key(struct s3_req *r, const char *key)
 	return rc == ENOENT || rc == ENOTDIR ? 0 : rc;
 }
 
+/* Deletes key (version id, or NULL) as the bucket's versioning state v says. */
+static int delete_key(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+		      struct s3_deleted *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (v == S3_UNVERSIONED && !id)
+		return delete_plain(r, key);
+	return s3_delete_versioned(r, key, id, v, out);
+}
+
+/* The answer headers of a versioned delete. */
+static void deleted_headers(struct s3_req *r, const struct s3_deleted *d)
+{
+	if (d->version_id[0])
+		s3_header(r, "x-amz-version-id", d->version_id);
+	if (d->marker)
+		s3_header(r, "x-amz-delete-marker", "true");
+}
+
+static bool version_id_valid(struct s3_req *r, const char *id)
+{
+	if (!id || s3_version_id_ok(id))
+		return true;
+	s3_error(r, S3_INVALID_ARGUMENT, "Invalid version id specified");
+	return false;
+}
+
 void s3_delete_object(struct s3_req *r)
 {
+	const char *id = http_req_query(r->req, "versionId");
+	enum s3_versioning v;
+	struct s3_deleted d;
 	int rc;
-	if (!s3_bucket_exists(r))
+	if (!version_id_valid(r, id) || !s3_versioning_of(r, &v))
 		return;
-	rc = delete_key(r, r->key);
-	if (rc)
+	rc = delete_key(r, r->key, id, v, &d);
+	if (rc) {
 		s3_filer_error(r, rc, "deleting the object");
-	else
+	} else {
+		deleted_headers(r, &d);
 		r->status = 204;
+	}
 }
 
 /* At most this many keys in one DeleteObjects. */
@@ -118,6 +156,7 @@ void s3_delete_object(struct s3_req *r)
 void s3_delete_objects(struct s3_req *r)
 {
 	struct xml_node *root = NULL;
+	enum s3_versioning v;
 	const char *quiet;
 	char msg[128];
 	size_t n;
@@ -142,7 +181,7 @@ void s3_delete_objects(struct s3_req *r)
 			return;
 		}
 	}
-	if (!s3_bucket_exists(r)) {
+	if (!s3_versioning_of(r, &v)) {
 		xml_free(root);
 		return;
 	}
@@ -151,13 +190,32 @@ void s3_delete_objects(struct s3_req *r)
 	xml_open_s3(w, "DeleteResult");
 	xml_foreach(o, root, "Object")
 	{
-		const char *key = xml_child_text(o, "Key");
-		int rc = strlen(key) > S3_KEY_MAX ? ENAMETOOLONG : delete_key(r, key);
+		const char *key = xml_child_text(o, "Key"), *id = xml_child_text(o, "VersionId");
+		struct s3_deleted d = {0};
+		const char *act = id ? "s3:DeleteObjectVersion" : "s3:DeleteObject";
+		int rc = strlen(key) > S3_KEY_MAX      ? ENAMETOOLONG
+			 : id && !s3_version_id_ok(id) ? EINVAL
+			 : !s3_permitted(r, r->bucket, key, act, S3_ACT_WRITE)
+				 ? EACCES
+				 : delete_key(r, key, id, v, &d);
 		if (!rc && quiet && !strcmp(quiet, "true"))
 			continue;
 		xml_open(w, rc ? "Error" : "Deleted");
 		xml_elem(w, "Key", key);
-		if (rc == ENAMETOOLONG) {
+		if (id)
+			xml_elem(w, "VersionId", id);
+		if (!rc && d.marker) {
+			xml_elem(w, "DeleteMarker", "true");
+			if (!id)
+				xml_elem(w, "DeleteMarkerVersionId", d.version_id);
+		}
+		if (rc == EACCES) {
+			xml_elem(w, "Code", "AccessDenied");
+			xml_elem(w, "Message", "Access Denied");
+		} else if (rc == EINVAL) {
+			xml_elem(w, "Code", "InvalidArgument");
+			xml_elem(w, "Message", "Invalid version id specified");
+		} else if (rc == ENAMETOOLONG) {
 			xml_elem(w, "Code", "KeyTooLongError");
 			xml_elem(w, "Message", "Your key is too long");
 		} else if (rc) {

@@ -193,12 +193,22 @@ static void answer_deferred(http_req *req, void *arg)
 		s3_send_answer(r);
 }
 
+/* PutObject and UploadPart, authorized: the body streams on the loop (s3_put.c). */
+static void put_start(struct s3_req *r) { r->on_loop = s3_put_object; }
+
 static void work_run(void *arg)
 {
 	struct s3_req *r = arg;
-	r->run(r);
-	if (r->run != s3_cors_preflight)
-		s3_cors_answer(r); /* a browser's request (Origin): the bucket's CORS headers */
+	bool ok = true;
+	if (r->authorize) {
+		r->authorize = false;
+		ok = s3_authorize(r, r->bucket, r->key, s3_policy_action(r), r->act);
+	}
+	if (ok)
+		r->run(r);
+	/* a browser's request (Origin): the bucket's CORS headers (a PUT adds them at its end) */
+	if (r->run != s3_cors_preflight && (r->run != put_start || !ok))
+		s3_cors_answer(r);
 	http_req_defer(r->req, answer_deferred, r);
 }
 
@@ -243,10 +253,7 @@ static bool authenticate(struct s3_req *r)
 	in.now = (int64_t)time(NULL);
 	in.region = r->g->region;
 	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
-	if (!e && anonymous && !s3_iam_is_open(r->g->iam)) {
-		e = S3_ACCESS_DENIED;
-		snprintf(msg, sizeof(msg), "Access Denied: the request is not signed");
-	}
+	/* an unsigned request goes on as anonymous: a bucket policy may allow it */
 	if (!e && !anonymous) {
 		r->who = s3_iam_lookup(r->g->iam, a.access_key, &secret);
 		if (!r->who && !s3_iam_is_open(r->g->iam)) {
@@ -285,6 +292,11 @@ static bool authenticate(struct s3_req *r)
 /* Loop thread: false (with an AccessDenied answer) when the identity lacks the grant. */
 static bool allowed(struct s3_req *r, enum s3_action act)
 {
+	if (r->bucket) { /* decided on the worker, with the bucket's policy (work_run) */
+		r->authorize = true;
+		r->act = act;
+		return true;
+	}
 	if (s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
 		return true;
 	s3_error(r, S3_ACCESS_DENIED, "Access Denied");
@@ -360,6 +372,11 @@ static const char *unsupported_param(const struct s3_req *r)
 		"attributes",
 		"cors",
 		"lifecycle",
+		"versioning",
+		"versions",
+		"versionId",
+		"version-id-marker",
+		"policy",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
@@ -431,12 +448,19 @@ static void create_bucket_parsed(struct s3_req *r)
 	s3_send_answer(r);
 }
 
-static void delete_objects_read(struct s3_req *r) { submit(r, s3_delete_objects); }
+static void delete_objects(struct s3_req *r)
+{
+	if (s3_authorize_keys(r, S3_ACT_WRITE))
+		s3_delete_objects(r);
+}
+static void delete_objects_read(struct s3_req *r) { submit(r, delete_objects); }
 
 static void complete_read(struct s3_req *r) { submit(r, s3_complete_multipart); }
 static void lifecycle_read(struct s3_req *r) { submit(r, s3_put_lifecycle); }
 static void cors_read(struct s3_req *r) { submit(r, s3_put_cors); }
 static void tagging_read(struct s3_req *r) { submit(r, s3_put_tagging); }
+static void versioning_read(struct s3_req *r) { submit(r, s3_put_versioning); }
+static void policy_read(struct s3_req *r) { submit(r, s3_put_policy); }
 
 /* ?tagging of an object or a bucket: Read (GET) or Tagging (PUT, DELETE). */
 static void route_tagging(struct s3_req *r, enum http_method m)
@@ -476,6 +500,12 @@ static void route_object(struct s3_req *r, enum http_method m)
 		return;
 	}
 	if (http_req_query(r->req, "tagging")) {
+		if (http_req_query(r->req, "versionId")) {
+			s3_error(r, S3_NOT_IMPLEMENTED,
+				 "This gateway does not implement tags of one version (versionId)");
+			s3_send_answer(r);
+			return;
+		}
 		route_tagging(r, m);
 		return;
 	}
@@ -504,12 +534,10 @@ static void route_object(struct s3_req *r, enum http_method m)
 			run = s3_copy_object;
 			break;
 		}
-		/* PutObject or UploadPart: the body streams */
-		if (allowed(r, S3_ACT_WRITE))
-			s3_put_object(r);
-		else
-			s3_send_answer(r);
-		return;
+		/* PutObject or UploadPart: authorized on a worker, then the body streams */
+		act = S3_ACT_WRITE;
+		run = put_start;
+		break;
 	case HTTP_POST:
 		act = S3_ACT_WRITE;
 		if (http_req_query(r->req, "uploads")) {
@@ -535,11 +563,14 @@ static void route_object(struct s3_req *r, enum http_method m)
 	s3_send_answer(r);
 }
 
-/* A bucket configuration (?cors, ?lifecycle): GET, PUT (its body read whole), DELETE; Admin. */
+/*
+ * A bucket configuration (?cors, ?lifecycle, ?versioning): GET, PUT (its body
+ * read whole), DELETE (del NULL: none); Admin.
+ */
 static void route_config(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
 			 void (*get)(struct s3_req *r), void (*del)(struct s3_req *r))
 {
-	if (m != HTTP_GET && m != HTTP_PUT && m != HTTP_DELETE) {
+	if (m != HTTP_GET && m != HTTP_PUT && (m != HTTP_DELETE || !del)) {
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against this resource.");
 	} else if (allowed(r, S3_ACT_ADMIN)) {
@@ -561,6 +592,8 @@ static void route(struct s3_req *r)
 		if (m != HTTP_GET) {
 			s3_error(r, S3_METHOD_NOT_ALLOWED,
 				 "The specified method is not allowed against this resource.");
+		} else if (!r->who && !s3_iam_is_open(r->g->iam)) {
+			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the request is not signed");
 		} else {
 			/* any identity may list; it sees the buckets it has a grant on */
 			submit(r, s3_list_buckets);
@@ -589,6 +622,12 @@ static void route(struct s3_req *r)
 	} else if (http_req_query(r->req, "cors")) {
 		route_config(r, m, cors_read, s3_get_cors, s3_delete_cors);
 		return;
+	} else if (http_req_query(r->req, "versioning")) {
+		route_config(r, m, versioning_read, s3_get_versioning, NULL);
+		return;
+	} else if (http_req_query(r->req, "policy")) {
+		route_config(r, m, policy_read, s3_get_policy, s3_delete_policy);
+		return;
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
 			read_body(r, S3_CONFIG_BODY_MAX, create_bucket_parsed);
@@ -605,13 +644,17 @@ static void route(struct s3_req *r)
 			return;
 		}
 	} else if (m == HTTP_POST && http_req_query(r->req, "delete")) {
-		if (allowed(r, S3_ACT_WRITE)) {
-			read_body(r, S3_DELETE_BODY_MAX, delete_objects_read);
-			return;
-		}
+		/* authorized key by key (s3_delete_objects): a policy may name some keys */
+		read_body(r, S3_DELETE_BODY_MAX, delete_objects_read);
+		return;
 	} else if (m == HTTP_GET && http_req_query(r->req, "uploads")) {
 		if (allowed(r, S3_ACT_LIST)) {
 			submit(r, s3_list_uploads);
+			return;
+		}
+	} else if (m == HTTP_GET && http_req_query(r->req, "versions")) {
+		if (allowed(r, S3_ACT_LIST)) {
+			submit(r, s3_list_versions);
 			return;
 		}
 	} else if (m == HTTP_GET && http_req_query(r->req, "location")) {
@@ -710,6 +753,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 
 	pthread_mutex_init(&g->sweep_mu, NULL);
 	pthread_cond_init(&g->sweep_cv, NULL);
+	g->buckets = s3_bucket_cache_new();
 	/*
 	 * Bodies pass through in pieces of up to a chunk (4 MiB) allocated on one
 	 * thread and freed on another. glibc raises its mmap threshold after the
@@ -813,6 +857,7 @@ void s3_stop(struct s3_gateway *g)
 	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
 	s3_iam_free(g->iam);
+	s3_bucket_cache_free(g->buckets);
 	free(g->region);
 	free(g->domains);
 	free(g);

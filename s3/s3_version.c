@@ -1,0 +1,639 @@
+/*
+ * Bucket versioning: Put/GetBucketVersioning, and what writes, deletes and
+ * reads of objects do in a bucket that has it (docs/s3-gateway.md).
+ *
+ * DESIGN: the current version of a key stays the plain file
+ * /buckets/<b>/<key>, so the mount and the filer API keep seeing objects as
+ * files; its version id is the xattr s3.version-id ("null" when absent: a
+ * write while versioning was off or suspended, or one made through the
+ * mount). Older versions and delete markers are files of
+ * /buckets/<b>/.versions/<key>/, named so that a listing is the history
+ * newest first: a real version by its id (16 hex digits of 2^64-1 minus the
+ * write time in ns, 8 random), a null one by such a name made from its mtime.
+ * Every change of a key's history is one filer transaction: a write moves
+ * the file it replaces into .versions (create's "moves", guarded by the etag
+ * read just before; a race re-reads and tries again), a delete writes the
+ * marker and moves the current file in the same create, deleting the
+ * current version by id promotes the newest older one with a rename guarded
+ * by the current etag. When there is no current file, the newest file of
+ * .versions is the latest version (a delete marker, normally).
+ */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "client/filer_meta.h"
+#include "log.h"
+#include "s3/s3_int.h"
+#include "s3/s3_meta.h"
+#include "util.h"
+
+#define X_VERSIONING    "s3.versioning"
+#define X_VERSION_ID    "s3.version-id"
+#define X_DELETE_MARKER "s3.delete-marker"
+#define RACE_TRIES      8 /* re-reads of a key whose version changed under a write */
+#define SCAN_PAGE       256
+
+/* ---- version ids ---- */
+
+static void version_name(int64_t ns, char out[S3_VERSION_ID_SIZE])
+{
+	uint32_t rnd = 0;
+	if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
+		rnd = (uint32_t)time_now_ns();
+	snprintf(out, S3_VERSION_ID_SIZE, "%016" PRIx64 "%08" PRIx32, UINT64_MAX - (uint64_t)ns,
+		 rnd);
+}
+
+bool s3_version_id_ok(const char *id)
+{
+	if (!strcmp(id, "null"))
+		return true;
+	if (strlen(id) != S3_VERSION_ID_SIZE - 1)
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return false;
+	return true;
+}
+
+void s3_version_of(const struct filer_entry *e, char out[S3_VERSION_ID_SIZE])
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(e, X_VERSION_ID);
+	if (x && x->value_len == S3_VERSION_ID_SIZE - 1)
+		memcpy(out, x->value, x->value_len), out[x->value_len] = '\0';
+	else
+		strcpy(out, "null");
+}
+
+bool s3_is_delete_marker(const struct filer_entry *e)
+{
+	return filer_entry_xattr_get(e, X_DELETE_MARKER) != NULL;
+}
+
+char *s3_versions_dir(const char *bucket, const char *key)
+{
+	return xasprintf(S3_BUCKETS_DIR "/%s/" S3_VERSIONS_NAME "/%s", bucket, key);
+}
+
+/* ---- the bucket's state ---- */
+
+enum s3_versioning s3_versioning_in(const struct filer_entry *bucket)
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(bucket, X_VERSIONING);
+	if (!x)
+		return S3_UNVERSIONED;
+	return x->value_len == 7 && !memcmp(x->value, "Enabled", 7) ? S3_VERSIONING_ENABLED
+								    : S3_VERSIONING_SUSPENDED;
+}
+
+bool s3_versioning_of(struct s3_req *r, enum s3_versioning *v)
+{
+	struct filer_entry *b = s3_bucket_entry(r);
+	if (!b)
+		return false;
+	*v = s3_versioning_in(b);
+	filer_entry_free(b);
+	return true;
+}
+
+void s3_get_versioning(struct s3_req *r)
+{
+	enum s3_versioning v;
+	xml_w *w;
+	if (!s3_versioning_of(r, &v))
+		return;
+	w = xml_w_new(&r->body);
+	xml_open_s3(w, "VersioningConfiguration");
+	if (v != S3_UNVERSIONED)
+		xml_elem(w, "Status", v == S3_VERSIONING_ENABLED ? "Enabled" : "Suspended");
+	s3_xml_ok(r, w);
+}
+
+void s3_put_versioning(struct s3_req *r)
+{
+	struct xml_node *root = NULL;
+	const char *st, *mfa;
+	char msg[128];
+	buf doc = BUF_INIT;
+
+	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
+	    strcmp(root->name, "VersioningConfiguration")) {
+		s3_error(r, S3_MALFORMED_XML, "The XML you provided was not well-formed");
+	} else if (!(st = xml_child_text(root, "Status")) ||
+		   (strcmp(st, "Enabled") && strcmp(st, "Suspended"))) {
+		s3_error(r, S3_MALFORMED_XML, "Status must be Enabled or Suspended");
+	} else if ((mfa = xml_child_text(root, "MfaDelete")) && strcmp(mfa, "Disabled")) {
+		s3_error(r, S3_INVALID_ARGUMENT, "MFA delete is not supported here");
+	} else {
+		buf_append(&doc, st, strlen(st));
+		s3_bucket_config_set(r, X_VERSIONING, &doc, "storing the versioning state");
+	}
+	buf_free(&doc);
+	xml_free(root);
+}
+
+/* ---- finding versions ---- */
+
+/* Whether a file of a key's version directory is the one looked for. */
+typedef bool (*version_match)(const struct filer_entry *e, const void *arg);
+
+/* The first file of vdir (newest first) that match accepts: 0, ENOENT, or a filer errno. */
+static int scan_versions(struct s3_gateway *g, const char *vdir, version_match match,
+			 const void *arg, struct filer_entry **out)
+{
+	char *start = NULL;
+	int rc;
+	*out = NULL;
+	do {
+		struct filer_meta_page pg;
+		rc = filer_meta_list_from(g->filer, vdir, start ? start : "", false, NULL,
+					  SCAN_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (rc)
+			return rc == ENOTDIR ? ENOENT : rc;
+		for (size_t i = 0; i < pg.n && !*out; i++)
+			if (S_ISREG(pg.entries[i]->attr.mode) && match(pg.entries[i], arg))
+				*out = filer_entry_dup(pg.entries[i]);
+		if (!*out && pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	} while (start);
+	return *out ? 0 : ENOENT;
+}
+
+static bool any_version(const struct filer_entry *e, const void *arg)
+{
+	(void)e;
+	(void)arg;
+	return true;
+}
+
+static bool null_version(const struct filer_entry *e, const void *arg)
+{
+	char vid[S3_VERSION_ID_SIZE];
+	(void)arg;
+	s3_version_of(e, vid);
+	return !strcmp(vid, "null");
+}
+
+/* The newest file of vdir: the key's latest noncurrent version or marker. */
+static int newest_version(struct s3_gateway *g, const char *vdir, struct filer_entry **out)
+{
+	return scan_versions(g, vdir, any_version, NULL, out);
+}
+
+/* The file of vdir holding version id (a "null" one is searched for). */
+static int find_version(struct s3_gateway *g, const char *vdir, const char *id,
+			struct filer_entry **out)
+{
+	char *p;
+	int rc;
+	if (!strcmp(id, "null"))
+		return scan_versions(g, vdir, null_version, NULL, out);
+	p = xasprintf("%s/%s", vdir, id);
+	rc = filer_meta_lookup(g->filer, p, out);
+	free(p);
+	if (!rc && !S_ISREG((*out)->attr.mode))
+		rc = ENOENT;
+	if (rc) {
+		filer_entry_free(*out);
+		*out = NULL;
+	}
+	return rc == ENOTDIR ? ENOENT : rc;
+}
+
+/* The filer path of a file found in vdir (caller frees). */
+static char *in_dir(const char *vdir, const struct filer_entry *e)
+{
+	return xasprintf("%s/%s", vdir, e->name);
+}
+
+/* The current file of path with its filer etag: 0, ENOENT, or a filer errno. */
+static int current(struct s3_gateway *g, const char *path, struct filer_entry **e, char etag[17])
+{
+	int rc = filer_meta_lookup_etag(g->filer, path, e, etag);
+	if (rc == ENOTDIR)
+		rc = ENOENT;
+	if (!rc && !S_ISREG((*e)->attr.mode))
+		rc = EISDIR;
+	if (rc) {
+		filer_entry_free(*e);
+		*e = NULL;
+	}
+	return rc;
+}
+
+int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
+		    struct filer_entry **out)
+{
+	struct filer_entry *e = NULL;
+	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *path = s3_object_path(bucket, key);
+	int rc = path ? current(g, path, &e, etag) : ENOENT;
+
+	free(path);
+	*out = NULL;
+	if (!rc) {
+		s3_version_of(e, vid);
+		if (!strcmp(vid, id)) {
+			*out = e;
+			return 0;
+		}
+		filer_entry_free(e);
+	} else if (rc != ENOENT && rc != EISDIR) {
+		return rc;
+	}
+	vdir = s3_versions_dir(bucket, key);
+	rc = find_version(g, vdir, id, out);
+	free(vdir);
+	return rc;
+}
+
+void s3_version_headers(struct s3_req *r, const struct filer_entry *e)
+{
+	char vid[S3_VERSION_ID_SIZE];
+	s3_version_of(e, vid);
+	if (strcmp(vid, "null") || http_req_query(r->req, "versionId"))
+		s3_header(r, "x-amz-version-id", vid);
+	if (s3_is_delete_marker(e))
+		s3_header(r, "x-amz-delete-marker", "true");
+}
+
+void s3_version_missing(struct s3_req *r)
+{
+	struct filer_entry *m = NULL;
+	char *vdir = s3_versions_dir(r->bucket, r->key);
+	if (!newest_version(r->g, vdir, &m) && s3_is_delete_marker(m))
+		s3_version_headers(r, m);
+	filer_entry_free(m);
+	free(vdir);
+}
+
+/* ---- writes ---- */
+
+/* The xattrs of nw plus one (name, value): a new array (caller frees; values borrowed). */
+static struct filer_xattr *xattrs_plus(const struct filer_meta_new *nw, const char *name,
+				       const char *value)
+{
+	struct filer_xattr *x = xcalloc(nw->n_xattrs + 1, sizeof(*x));
+	size_t n = 0;
+	for (size_t i = 0; i < nw->n_xattrs; i++)
+		if (strcmp(nw->xattrs[i].name, name))
+			x[n++] = nw->xattrs[i];
+	x[n].name = (char *)name;
+	x[n].value = (uint8_t *)value;
+	x[n].value_len = strlen(value);
+	return x;
+}
+
+/* What a write does to the key's history, planned from the current file. */
+struct plan {
+	struct filer_meta_move move; /* the current file into .versions */
+	bool has_move;
+	char *to;             /* the move's target (owned) */
+	const char **consume; /* the caller's consumed files plus a replaced null version */
+	size_t n_consume;
+	struct filer_entry *null_old; /* the noncurrent null version a suspended write replaces */
+};
+
+static void plan_free(struct plan *p)
+{
+	free(p->to);
+	free(p->consume);
+	filer_entry_free(p->null_old);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Plans a write of a version with id vid ("null" when suspended) over cur
+ * (NULL: no current file; etag its filer etag): the current file moves into
+ * vdir unless it is a null version being replaced by another null one; a
+ * suspended write also replaces a noncurrent null version.
+ */
+static int plan_write(struct s3_gateway *g, struct plan *p, const char *path, const char *vdir,
+		      const struct filer_entry *cur, const char *etag, bool null_write,
+		      const char *const *consume, size_t n_consume, bool *replace_cur)
+{
+	char vid[S3_VERSION_ID_SIZE], name[S3_VERSION_ID_SIZE];
+	int rc;
+
+	*replace_cur = false;
+	if (cur) {
+		s3_version_of(cur, vid);
+		if (null_write && !strcmp(vid, "null")) {
+			*replace_cur = true;
+		} else {
+			if (!strcmp(vid, "null"))
+				version_name(cur->attr.mtime_ns, name);
+			else
+				memcpy(name, vid, sizeof(name));
+			p->to = xasprintf("%s/%s", vdir, name);
+			p->move = (struct filer_meta_move){
+				.from = path, .to = p->to, .if_etag = etag};
+			p->has_move = true;
+		}
+	}
+	p->consume = xcalloc(n_consume + 1, sizeof(*p->consume));
+	for (size_t i = 0; i < n_consume; i++)
+		p->consume[p->n_consume++] = consume[i];
+	if (null_write) {
+		rc = find_version(g, vdir, "null", &p->null_old);
+		if (rc && rc != ENOENT)
+			return rc;
+	}
+	return 0;
+}
+
+static void precondition_failed(struct s3_req *r)
+{
+	s3_error(r, S3_PRECONDITION_FAILED,
+		 "At least one of the pre-conditions you specified did not hold");
+}
+
+/* Whether cur meets the write's conditions c (may be NULL); else r answered. */
+static bool conditions_hold(struct s3_req *r, const struct filer_entry *cur,
+			    const struct s3_cond *c)
+{
+	char etag[S3_ETAG_MAX];
+	if (!c)
+		return true;
+	if (c->if_absent && cur) {
+		precondition_failed(r);
+		return false;
+	}
+	if (c->if_match && !cur) {
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+		return false;
+	}
+	if (c->if_match) {
+		s3_etag(cur, etag);
+		if (!s3_etag_listed(c->if_match, etag)) {
+			precondition_failed(r);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A write that lost a race with another writer of the key: read again. */
+static bool raced(int rc) { return rc == ESTALE || rc == EEXIST || rc == ENOENT; }
+
+static void too_busy(struct s3_req *r)
+{
+	s3_error(r, S3_SERVICE_UNAVAILABLE,
+		 "The key is being changed by other writers at the same time; please retry");
+}
+
+int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			const struct s3_cond *c, enum s3_versioning v)
+{
+	struct filer_meta_new w = *nw;
+	struct filer_xattr *xs = NULL;
+	char vid[S3_VERSION_ID_SIZE] = "null", *vdir;
+	size_t bl = strlen(S3_BUCKETS_DIR) + 2 + strlen(r->bucket);
+	bool answered = false;
+	int rc = 0, tries;
+
+	vdir = s3_versions_dir(r->bucket, path + bl); /* path's key (CopyObject: the target) */
+	if (v == S3_VERSIONING_ENABLED) {
+		if (!w.time_ns)
+			w.time_ns = (int64_t)time_now_ns();
+		version_name(w.time_ns, vid);
+		xs = xattrs_plus(nw, X_VERSION_ID, vid);
+		w.xattrs = xs;
+		w.n_xattrs = nw->n_xattrs + 1;
+	}
+	w.parents = true; /* the bucket is there (s3_versioning_of read it) */
+	for (tries = 0; tries < RACE_TRIES; tries++) {
+		struct filer_entry *cur = NULL;
+		struct plan p = {0};
+		char etag[17];
+		bool replace;
+
+		rc = current(r->g, path, &cur, etag);
+		if (rc && rc != ENOENT)
+			break;
+		if (!conditions_hold(r, cur, c)) {
+			filer_entry_free(cur);
+			answered = true;
+			rc = EPERM;
+			break;
+		}
+		rc = plan_write(r->g, &p, path, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
+				nw->consume, nw->n_consume, &replace);
+		filer_entry_free(cur);
+		if (!rc) {
+			if (p.null_old)
+				p.consume[p.n_consume++] = in_dir(vdir, p.null_old);
+			w.moves = p.has_move ? &p.move : NULL;
+			w.n_moves = p.has_move;
+			w.consume = p.consume;
+			w.n_consume = p.n_consume;
+			w.if_etag = replace ? etag : NULL;
+			w.exclusive = !replace;
+			rc = filer_meta_create(r->g->filer, path, &w, NULL);
+			if (p.null_old)
+				free((char *)p.consume[p.n_consume - 1]);
+		}
+		plan_free(&p);
+		/* a consumed part gone is a racing CompleteMultipartUpload: no retry */
+		if (!rc || !(rc == ESTALE || rc == EEXIST || (rc == ENOENT && !nw->n_consume)))
+			break;
+	}
+	if (!rc && v == S3_VERSIONING_ENABLED)
+		s3_header(r, "x-amz-version-id", vid);
+	else if (tries == RACE_TRIES)
+		too_busy(r);
+	else if (rc && !answered)
+		s3_commit_error(r, rc, c);
+	free(xs);
+	free(vdir);
+	return rc;
+}
+
+/* ---- deletes ---- */
+
+/* Makes the missing directories above path (a file of r's bucket). */
+static int make_parents(struct s3_gateway *g, const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	struct filer_meta_new d = {.mode = S_IFDIR | 0770, .parents = true};
+	int rc;
+	*slash = '\0';
+	rc = filer_meta_create(g->filer, dir, &d, NULL);
+	free(dir);
+	return rc == EEXIST ? 0 : rc;
+}
+
+/*
+ * With no current file, the newest version of the key (unless a delete
+ * marker) becomes the current file again: after its marker or the version
+ * above it was deleted. A write racing in first wins (noReplace).
+ */
+static void promote_if_uncovered(struct s3_req *r, const char *path, const char *vdir)
+{
+	struct filer_entry *n = NULL, *cur = NULL;
+	char etag[17], *from;
+	if (current(r->g, path, &cur, etag) != ENOENT) {
+		filer_entry_free(cur);
+		return;
+	}
+	if (newest_version(r->g, vdir, &n) || s3_is_delete_marker(n)) {
+		filer_entry_free(n);
+		return;
+	}
+	from = in_dir(vdir, n);
+	if (!make_parents(r->g, path))
+		(void)filer_meta_rename(r->g->filer, from, path, true, false);
+	free(from);
+	filer_entry_free(n);
+}
+
+/* DELETE ?versionId=id: that version goes; the current one is replaced by the newest older. */
+static int delete_version(struct s3_req *r, const char *path, const char *vdir, const char *id,
+			  struct s3_deleted *out)
+{
+	int rc = 0;
+	for (int tries = 0; tries < RACE_TRIES; tries++) {
+		struct filer_entry *cur = NULL, *older = NULL, *old = NULL;
+		char etag[17], vid[S3_VERSION_ID_SIZE], *p;
+
+		rc = current(r->g, path, &cur, etag);
+		if (rc && rc != ENOENT && rc != EISDIR)
+			return rc;
+		if (cur)
+			s3_version_of(cur, vid);
+		if (cur && !strcmp(vid, id)) {
+			char *moved = NULL;
+			rc = newest_version(r->g, vdir, &older);
+			if (!rc && !s3_is_delete_marker(older)) {
+				moved = in_dir(vdir, older);
+				rc = filer_meta_rename_if(r->g->filer, moved, path, etag);
+			} else if (!rc || rc == ENOENT) {
+				rc = filer_meta_delete_if(r->g->filer, path, etag);
+				if (!rc) {
+					p = xstrdup(path);
+					s3_drop_empty_parents(r->g, r->bucket, p);
+					free(p);
+				}
+			}
+			if (!rc && moved)
+				s3_drop_empty_parents(r->g, r->bucket, moved);
+			free(moved);
+			filer_entry_free(older);
+			filer_entry_free(cur);
+			if (rc == ESTALE || rc == ENOENT)
+				continue; /* the current version changed meanwhile */
+			return rc;
+		}
+		filer_entry_free(cur);
+		rc = find_version(r->g, vdir, id, &old);
+		if (rc == ENOENT)
+			return 0; /* no such version: nothing to do, as S3 answers */
+		if (rc)
+			return rc;
+		out->marker = s3_is_delete_marker(old);
+		p = in_dir(vdir, old);
+		rc = filer_meta_delete(r->g->filer, p, false);
+		filer_entry_free(old);
+		if (!rc || rc == ENOENT) {
+			promote_if_uncovered(r, path, vdir);
+			s3_drop_empty_parents(r->g, r->bucket, p);
+			rc = 0;
+		}
+		free(p);
+		return rc;
+	}
+	return EBUSY;
+}
+
+/* DELETE without a version: a delete marker becomes the latest version. */
+static int delete_current(struct s3_req *r, const char *path, const char *vdir,
+			  enum s3_versioning v, struct s3_deleted *out)
+{
+	bool suspended = v == S3_VERSIONING_SUSPENDED;
+	char name[S3_VERSION_ID_SIZE], *marker = NULL;
+	struct filer_meta_new m = {
+		.mode = S_IFREG | 0644, .has_content = true, .parents = true, .exclusive = true};
+	struct filer_xattr x[2] = {
+		{.name = X_DELETE_MARKER, .value = (uint8_t *)"1", .value_len = 1}};
+	int rc = 0;
+
+	m.time_ns = (int64_t)time_now_ns();
+	version_name(m.time_ns, name);
+	snprintf(out->version_id, sizeof(out->version_id), "%s", suspended ? "null" : name);
+	m.xattrs = x;
+	m.n_xattrs = 1;
+	if (!suspended) {
+		x[1] = (struct filer_xattr){
+			.name = X_VERSION_ID, .value = (uint8_t *)name, .value_len = strlen(name)};
+		m.n_xattrs = 2;
+	}
+	marker = xasprintf("%s/%s", vdir, name);
+	for (int tries = 0; tries < RACE_TRIES; tries++) {
+		struct filer_entry *cur = NULL;
+		struct plan p = {0};
+		char etag[17];
+		bool replace;
+		rc = current(r->g, path, &cur, etag);
+		if (rc == EISDIR)
+			rc = ENOENT; /* a prefix, not an object: only the marker */
+		if (rc && rc != ENOENT)
+			break;
+		rc = plan_write(r->g, &p, path, vdir, cur, etag, suspended, NULL, 0, &replace);
+		filer_entry_free(cur);
+		if (!rc) {
+			if (replace) /* a null current version is what the null marker replaces */
+				p.consume[p.n_consume++] = path;
+			if (p.null_old) {
+				p.consume =
+					xrealloc(p.consume, (p.n_consume + 1) * sizeof(*p.consume));
+				p.consume[p.n_consume++] = in_dir(vdir, p.null_old);
+			}
+			m.moves = p.has_move ? &p.move : NULL;
+			m.n_moves = p.has_move;
+			m.consume = p.consume;
+			m.n_consume = p.n_consume;
+			rc = filer_meta_create(r->g->filer, marker, &m, NULL);
+			if (p.null_old)
+				free((char *)p.consume[p.n_consume - 1]);
+		}
+		plan_free(&p);
+		if (!rc || !raced(rc))
+			break;
+		rc = EBUSY;
+	}
+	free(marker);
+	if (!rc) {
+		char *pp = xstrdup(path);
+		out->marker = true;
+		s3_drop_empty_parents(r->g, r->bucket, pp);
+		free(pp);
+	}
+	return rc;
+}
+
+int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+			struct s3_deleted *out)
+{
+	char *path = s3_object_path(r->bucket, key), *vdir;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if (!path)
+		return 0; /* no such key can exist */
+	vdir = s3_versions_dir(r->bucket, key);
+	if (id) {
+		snprintf(out->version_id, sizeof(out->version_id), "%s", id);
+		rc = delete_version(r, path, vdir, id, out);
+	} else {
+		rc = delete_current(r, path, vdir, v, out);
+	}
+	free(vdir);
+	free(path);
+	return rc;
+}

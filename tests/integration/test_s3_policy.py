@@ -1,0 +1,154 @@
+"""Bucket policies through the S3 gateway: stored and validated (MalformedPolicy), and
+enforced together with the identities' grants: anonymous access a policy opens, named
+principals, explicit Deny over any grant, aws:SourceIp, s3:prefix, s3:if-none-match,
+DeleteObjects key by key, copy sources, and the Admin's way out of a lockout."""
+
+import json
+
+import pytest
+import requests
+
+from s3_fixtures import client, code_of, mini_gateway
+
+ALICE = ("AKALICE", "alice-secret")  # Admin
+BOB = ("AKBOB", "bob-secret")        # Read and List on pub* only
+
+
+@pytest.fixture(scope="module")
+def gw(module_cluster):
+    return mini_gateway(module_cluster)
+
+
+def policy(bucket, *statements):
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def stmt(effect, principal, action, resource, condition=None):
+    s = {"Effect": effect, "Principal": principal, "Action": action, "Resource": resource}
+    if condition:
+        s["Condition"] = condition
+    return s
+
+
+def anon(g, method, path, **kw):
+    return requests.request(method, "http://%s/%s" % (g.url, path), timeout=10, **kw)
+
+
+def test_policy_stored_and_validated(gw):
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-conf")
+    assert code_of(alice.get_bucket_policy, Bucket="pol-conf") == "NoSuchBucketPolicy"
+    doc = policy("pol-conf", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::pol-conf/*"))
+    alice.put_bucket_policy(Bucket="pol-conf", Policy=doc)
+    assert json.loads(alice.get_bucket_policy(Bucket="pol-conf")["Policy"]) == json.loads(doc)
+    for bad in ("not json", "{}",
+                policy("x", stmt("Allow", "*", "s3:Fly", "arn:aws:s3:::pol-conf/*")),
+                policy("x", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::other/*")),
+                policy("x", stmt("Maybe", "*", "s3:GetObject", "arn:aws:s3:::pol-conf/*")),
+                policy("x", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::pol-conf/*",
+                                 {"IpAddress": {"aws:SourceIp": "300.1.2.3/8"}}))):
+        assert code_of(alice.put_bucket_policy, Bucket="pol-conf", Policy=bad) == \
+            "MalformedPolicy", bad
+    # the stored policy is unchanged by the refusals; bob (no Admin) may not touch it
+    assert json.loads(alice.get_bucket_policy(Bucket="pol-conf")["Policy"]) == json.loads(doc)
+    assert code_of(bob.put_bucket_policy, Bucket="pol-conf", Policy=doc) == "AccessDenied"
+    assert code_of(bob.delete_bucket_policy, Bucket="pol-conf") == "AccessDenied"
+    alice.delete_bucket_policy(Bucket="pol-conf")
+    assert code_of(alice.get_bucket_policy, Bucket="pol-conf") == "NoSuchBucketPolicy"
+    assert code_of(alice.put_bucket_policy, Bucket="pol-none", Policy=doc) == "NoSuchBucket"
+
+
+def test_anonymous_access_a_policy_opens(gw):
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-web")
+    for k in ("site/index.html", "private/key"):
+        alice.put_object(Bucket="pol-web", Key=k, Body=k.encode())
+    assert anon(g, "GET", "pol-web/site/index.html").status_code == 403
+    alice.put_bucket_policy(Bucket="pol-web", Policy=policy("pol-web", stmt(
+        "Allow", "*", ["s3:GetObject"], "arn:aws:s3:::pol-web/site/*"), stmt(
+        "Allow", {"AWS": "*"}, "s3:ListBucket", "arn:aws:s3:::pol-web",
+        {"StringEquals": {"s3:prefix": "site/"}})))
+    r = anon(g, "GET", "pol-web/site/index.html")
+    assert r.status_code == 200 and r.content == b"site/index.html"
+    assert anon(g, "HEAD", "pol-web/site/index.html").status_code == 200
+    r = anon(g, "GET", "pol-web/private/key")
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text
+    assert anon(g, "PUT", "pol-web/site/new", data=b"x").status_code == 403
+    assert anon(g, "DELETE", "pol-web/site/index.html").status_code == 403
+    r = anon(g, "GET", "pol-web", params={"list-type": "2", "prefix": "site/"})
+    assert r.status_code == 200 and "<Key>site/index.html</Key>" in r.text
+    assert anon(g, "GET", "pol-web", params={"list-type": "2"}).status_code == 403
+    assert anon(g, "GET", "").status_code == 403  # ListBuckets has no bucket policy
+    assert alice.get_object(Bucket="pol-web", Key="site/index.html")["Body"].read()
+
+
+def test_named_principals_and_explicit_deny(gw):
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-team")
+    alice.put_object(Bucket="pol-team", Key="keep/x", Body=b"x")
+    alice.put_object(Bucket="pol-team", Key="tmp/y", Body=b"y")
+    assert code_of(bob.put_object, Bucket="pol-team", Key="bob/a", Body=b"a") == "AccessDenied"
+    alice.put_bucket_policy(Bucket="pol-team", Policy=policy("pol-team", stmt(
+        "Allow", {"AWS": ["arn:aws:iam::000000000000:user/bob"]},
+        ["s3:PutObject", "s3:GetObject"], "arn:aws:s3:::pol-team/bob/*"), stmt(
+        "Deny", "*", "s3:DeleteObject", "arn:aws:s3:::pol-team/keep/*")))
+    # bob may now write and read under bob/ (no grant of his own there), nowhere else
+    bob.put_object(Bucket="pol-team", Key="bob/a", Body=b"a")
+    assert bob.get_object(Bucket="pol-team", Key="bob/a")["Body"].read() == b"a"
+    assert code_of(bob.put_object, Bucket="pol-team", Key="other", Body=b"") == "AccessDenied"
+    assert code_of(bob.get_object, Bucket="pol-team", Key="keep/x") == "AccessDenied"
+    # a Deny wins over alice's Admin grant; DeleteObjects is judged key by key
+    assert code_of(alice.delete_object, Bucket="pol-team", Key="keep/x") == "AccessDenied"
+    r = alice.delete_objects(Bucket="pol-team", Delete={"Objects": [{"Key": "keep/x"},
+                                                                    {"Key": "tmp/y"}]})
+    assert [d["Key"] for d in r["Deleted"]] == ["tmp/y"]
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("keep/x", "AccessDenied")]
+    assert alice.get_object(Bucket="pol-team", Key="keep/x")["Body"].read() == b"x"
+    # a copy needs the source's GetObject: bob copies what the policy lets him read
+    alice.create_bucket(Bucket="pub-dst")
+    alice.put_bucket_policy(Bucket="pub-dst", Policy=policy("pub-dst", stmt(
+        "Allow", {"AWS": "bob"}, "s3:PutObject", "arn:aws:s3:::pub-dst/*")))
+    bob.copy_object(Bucket="pub-dst", Key="c", CopySource={"Bucket": "pol-team",
+                                                           "Key": "bob/a"})
+    assert code_of(bob.copy_object, Bucket="pub-dst", Key="d",
+                   CopySource={"Bucket": "pol-team", "Key": "keep/x"}) == "AccessDenied"
+
+
+def test_conditions_source_ip_and_if_none_match(gw):
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-cond")
+    # write-once keys: a PutObject without If-None-Match is denied
+    alice.put_bucket_policy(Bucket="pol-cond", Policy=policy("pol-cond", stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-cond/*",
+        {"Null": {"s3:if-none-match": "true"}})))
+    assert code_of(alice.put_object, Bucket="pol-cond", Key="k", Body=b"1") == "AccessDenied"
+    alice.put_object(Bucket="pol-cond", Key="k", Body=b"1", IfNoneMatch="*")
+    assert code_of(alice.put_object, Bucket="pol-cond", Key="k", Body=b"2",
+                   IfNoneMatch="*") == "PreconditionFailed"
+    # requests from outside 10.0.0.0/8 are denied; from inside (none here) they would not be
+    alice.put_bucket_policy(Bucket="pol-cond", Policy=policy("pol-cond", stmt(
+        "Deny", "*", "s3:GetObject", "arn:aws:s3:::pol-cond/*",
+        {"NotIpAddress": {"aws:SourceIp": ["10.0.0.0/8", "::1/128"]}})))
+    assert code_of(alice.get_object, Bucket="pol-cond", Key="k") == "AccessDenied"
+    alice.put_bucket_policy(Bucket="pol-cond", Policy=policy("pol-cond", stmt(
+        "Deny", "*", "s3:GetObject", "arn:aws:s3:::pol-cond/*",
+        {"NotIpAddress": {"aws:SourceIp": "127.0.0.0/8"}})))
+    assert alice.get_object(Bucket="pol-cond", Key="k")["Body"].read() == b"1"
+
+
+def test_admin_undoes_a_lockout(gw):
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-lock")
+    alice.put_object(Bucket="pol-lock", Key="k", Body=b"k")
+    alice.put_bucket_policy(Bucket="pol-lock", Policy=policy("pol-lock", stmt(
+        "Deny", "*", "s3:*", ["arn:aws:s3:::pol-lock", "arn:aws:s3:::pol-lock/*"])))
+    assert code_of(alice.get_object, Bucket="pol-lock", Key="k") == "AccessDenied"
+    assert code_of(alice.list_objects_v2, Bucket="pol-lock") == "AccessDenied"
+    assert alice.get_bucket_policy(Bucket="pol-lock")["Policy"]
+    alice.delete_bucket_policy(Bucket="pol-lock")
+    assert alice.get_object(Bucket="pol-lock", Key="k")["Body"].read() == b"k"
