@@ -240,6 +240,23 @@ bool http_date_parse(const char *s, time_t *out)
 	return true;
 }
 
+bool iso8601_parse(const char *s, time_t *out)
+{
+	struct tm tm = {0};
+	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return false;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (strcmp(p, "Z") || !date_valid(&tm))
+		return false;
+	*out = timegm(&tm);
+	return true;
+}
+
 /* ---- MIME ---- */
 
 static const struct {

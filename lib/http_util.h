@@ -30,6 +30,8 @@ wfs_err http_parse_range(const char *header, uint64_t size, struct http_range *o
 void http_date_format(time_t t, char *out, size_t outlen);
 /* Parses an HTTP date (IMF-fixdate, RFC 850 or asctime); false if malformed. */
 bool http_date_parse(const char *s, time_t *out);
+/* An ISO 8601 UTC time as S3 writes it, "2026-12-01T12:00:00.000Z" (fraction optional). */
+bool iso8601_parse(const char *s, time_t *out);
 
 /* A MIME type for a file name by its extension, or NULL if unknown. */
 const char *http_mime_by_ext(const char *name);

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 #include "s3/post_policy.h"
+#include "http_util.h"
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,24 +45,6 @@ static enum s3_err fail(struct pctx *c, enum s3_err e, const char *fmt, ...)
 		vsnprintf(c->msg, c->msglen, fmt, ap);
 	va_end(ap);
 	return e;
-}
-
-/* "2026-12-01T12:00:00.000Z" (fraction optional) as unix seconds; false if malformed. */
-static bool parse_time(const char *s, int64_t *out)
-{
-	struct tm tm = {0};
-	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		return false;
-	if (*p == '.') {
-		p++;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (strcmp(p, "Z"))
-		return false;
-	*out = (int64_t)timegm(&tm);
-	return true;
 }
 
 /* The value of the field named name ("$" already stripped) and marks it covered; "" if absent. */
@@ -143,7 +126,7 @@ enum s3_err post_policy_check(const char *policy_b64, size_t len, const char *bu
 	yajl_val root = NULL, conds;
 	const char *exp;
 	char err[128];
-	int64_t until;
+	time_t until;
 	enum s3_err e = S3_OK;
 	int dl;
 
@@ -177,7 +160,7 @@ enum s3_err post_policy_check(const char *policy_b64, size_t len, const char *bu
 			 "the policy must be a JSON object with \"expiration\" and \"conditions\"");
 		goto out;
 	}
-	if (!parse_time(exp, &until)) {
+	if (!iso8601_parse(exp, &until)) {
 		e = fail(c, S3_INVALID_POLICY, "the policy's expiration is not an ISO 8601 time");
 		goto out;
 	}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
@@ -94,14 +95,17 @@ void s3_list_buckets(struct s3_req *r)
 	s3_xml_ok(r, w);
 }
 
-int s3_bucket_make(struct s3_gateway *g, const char *bucket)
+int s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
+			size_t nx)
 {
-	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true};
+	struct filer_meta_new n = {
+		.mode = S_IFDIR | 0755, .exclusive = true, .xattrs = x, .n_xattrs = nx};
+	struct filer_meta_new top = {.mode = S_IFDIR | 0755, .exclusive = true};
 	char *path = s3_bucket_path(bucket);
 	int e = filer_meta_create(g->filer, path, &n, NULL);
 
 	if (e == ENOENT) { /* the first bucket: make /buckets, then retry */
-		int e2 = filer_meta_create(g->filer, S3_BUCKETS_DIR, &n, NULL);
+		int e2 = filer_meta_create(g->filer, S3_BUCKETS_DIR, &top, NULL);
 		if (!e2 || e2 == EEXIST)
 			e = filer_meta_create(g->filer, path, &n, NULL);
 	}
@@ -109,9 +113,17 @@ int s3_bucket_make(struct s3_gateway *g, const char *bucket)
 	return e;
 }
 
+int s3_bucket_make(struct s3_gateway *g, const char *bucket)
+{
+	return s3_bucket_make_with(g, bucket, NULL, 0);
+}
+
 void s3_create_bucket(struct s3_req *r)
 {
-	int e = s3_bucket_make(r->g, r->bucket);
+	const char *lock = http_req_header(r->req, "x-amz-bucket-object-lock-enabled");
+	struct filer_xattr x[2];
+	size_t nx = lock && !strcasecmp(lock, "true") ? s3_lock_bucket_xattrs(x) : 0;
+	int e = s3_bucket_make_with(r->g, r->bucket, x, nx);
 
 	if (e == EEXIST) {
 		s3_error(r, S3_BUCKET_OWNED,

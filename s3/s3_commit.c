@@ -96,15 +96,11 @@ void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
 		s3_filer_error(r, rc, "committing the object");
 }
 
-int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-		     const struct s3_cond *c)
+/* s3_commit_object in a bucket without versioning. */
+static int commit_plain(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			const struct s3_cond *c)
 {
-	enum s3_versioning v;
 	int rc;
-	if (!s3_versioning_of(r, &v))
-		return ENOENT;
-	if (v != S3_UNVERSIONED)
-		return s3_commit_versioned(r, path, nw, c, v);
 	if (c) {
 		nw->exclusive = c->if_absent;
 		nw->if_etag = c->if_match ? c->filer_etag : NULL;
@@ -119,6 +115,35 @@ int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *
 	}
 	if (rc)
 		s3_commit_error(r, rc, c);
+	return rc;
+}
+
+int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+		     const struct s3_cond *c)
+{
+	struct filer_entry *b;
+	struct filer_xattr *lock_xattrs = NULL;
+	char *lock_values = NULL;
+	const struct filer_xattr *xattrs = nw->xattrs;
+	size_t n_xattrs = nw->n_xattrs;
+	enum s3_versioning v;
+	size_t bl = strlen(S3_BUCKETS_DIR) + 2 + strlen(r->bucket);
+	int rc;
+	if (!strncmp(path + bl, S3_UPLOADS_NAME "/", strlen(S3_UPLOADS_NAME) + 1))
+		return commit_plain(r, path, nw, c); /* a part: no versions, no lock */
+	if (!(b = s3_bucket_entry(r)))
+		return ENOENT;
+	v = s3_versioning_in(b);
+	rc = s3_lock_apply(r, b, nw, &lock_xattrs, &lock_values) ? 0 : EPERM;
+	filer_entry_free(b);
+	if (!rc && v != S3_UNVERSIONED)
+		rc = s3_commit_versioned(r, path, nw, c, v);
+	else if (!rc)
+		rc = commit_plain(r, path, nw, c);
+	nw->xattrs = xattrs; /* the caller's again */
+	nw->n_xattrs = n_xattrs;
+	free(lock_xattrs);
+	free(lock_values);
 	return rc;
 }
 

@@ -25,6 +25,7 @@
 	X(S3_INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403)                    \
 	X(S3_INVALID_ARGUMENT, "InvalidArgument", 400)                         \
 	X(S3_INVALID_BUCKET_NAME, "InvalidBucketName", 400)                    \
+	X(S3_INVALID_BUCKET_STATE, "InvalidBucketState", 409)                  \
 	X(S3_INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400)                 \
 	X(S3_INVALID_DIGEST, "InvalidDigest", 400)                             \
 	X(S3_INVALID_PART, "InvalidPart", 400)                                 \
@@ -32,6 +33,7 @@
 	X(S3_INVALID_PART_ORDER, "InvalidPartOrder", 400)                      \
 	X(S3_INVALID_RANGE, "InvalidRange", 416)                               \
 	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                           \
+	X(S3_INVALID_RETENTION, "InvalidRetentionPeriod", 400)                 \
 	X(S3_INVALID_TAG, "InvalidTag", 400)                                   \
 	X(S3_INVALID_URI, "InvalidURI", 400)                                   \
 	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                             \
@@ -48,6 +50,8 @@
 	X(S3_NO_SUCH_BUCKET, "NoSuchBucket", 404)                              \
 	X(S3_NO_SUCH_CORS, "NoSuchCORSConfiguration", 404)                     \
 	X(S3_NO_SUCH_KEY, "NoSuchKey", 404)                                    \
+	X(S3_NO_LOCK_CONFIG, "ObjectLockConfigurationNotFoundError", 404)      \
+	X(S3_NO_LOCK_CONFIG_OBJECT, "NoSuchObjectLockConfiguration", 404)      \
 	X(S3_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404)           \
 	X(S3_NO_SUCH_POLICY, "NoSuchBucketPolicy", 404)                        \
 	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \

@@ -252,6 +252,7 @@ static void object_read(struct s3_req *r, bool head)
 	s3_header(r, "ETag", etag);
 	s3_header(r, "Last-Modified", when);
 	s3_version_headers(r, e);
+	s3_lock_headers(r, e);
 	cond = preconditions(r, etag, mtime);
 	if (cond == 412) {
 		s3_error(r, S3_PRECONDITION_FAILED,

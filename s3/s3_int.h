@@ -110,6 +110,10 @@ void s3_head_bucket(struct s3_req *r);
 void s3_bucket_location(struct s3_req *r);
 /* Makes the bucket's directory (and /buckets); 0 or a filer errno (EEXIST). Any thread. */
 int s3_bucket_make(struct s3_gateway *g, const char *bucket);
+/* The same with the directory's first xattrs (its configuration). */
+struct filer_xattr;
+int s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
+			size_t nx);
 /* Looks r's bucket up: true if it exists, else r holds the error answer. */
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
@@ -356,5 +360,34 @@ int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum 
 			struct s3_deleted *out);
 /* ListObjectVersions (GET /bucket?versions), on a worker. */
 void s3_list_versions(struct s3_req *r);
+
+/* Object Lock (s3_lock.c): bucket ?object-lock, object ?retention and ?legal-hold (PUT
+   bodies in r->in); on a worker. */
+void s3_get_lock_config(struct s3_req *r);
+void s3_put_lock_config(struct s3_req *r);
+void s3_get_retention(struct s3_req *r);
+void s3_put_retention(struct s3_req *r);
+void s3_get_legal_hold(struct s3_req *r);
+void s3_put_legal_hold(struct s3_req *r);
+/* Whether the bucket (its directory entry) has Object Lock. */
+bool s3_lock_enabled(const struct filer_entry *bucket);
+/* The xattrs (out[0..2)) of a bucket made with Object Lock (and versioning) on: 2. */
+size_t s3_lock_bucket_xattrs(struct filer_xattr *out);
+/* A write's x-amz-object-lock-* headers into into's xattrs; false with r's answer. */
+bool s3_lock_header(struct s3_req *r, struct filer_entry *into);
+/* Copies the lock xattrs of from (a multipart upload) to into. */
+void s3_lock_inherit(struct filer_entry *into, const struct filer_entry *from);
+/*
+ * The lock of a new version nw in bucket: refused (false, r answered) when the
+ * write asks for one the bucket lacks Object Lock for; the bucket's default
+ * retention added when the write names none (nw->xattrs then points at
+ * *scratch, its values in *values: the caller frees both).
+ */
+bool s3_lock_apply(struct s3_req *r, const struct filer_entry *bucket, struct filer_meta_new *nw,
+		   struct filer_xattr **scratch, char **values);
+/* Whether e (a version of key) may not be deleted now. */
+bool s3_lock_forbids_delete(struct s3_req *r, const char *key, const struct filer_entry *e);
+/* e's lock in GET/HEAD answer headers. */
+void s3_lock_headers(struct s3_req *r, const struct filer_entry *e);
 
 #endif

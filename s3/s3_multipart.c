@@ -377,6 +377,7 @@ void s3_complete_multipart(struct s3_req *r)
 		goto out;
 	m.e = filer_entry_new("/", "object");
 	s3_meta_from_entry(&m, dir);
+	s3_lock_inherit(m.e, dir);
 	ctype = xattr_str(dir, X_CTYPE);
 	nw.mode = S_IFREG | 0644;
 	nw.time_ns = (int64_t)time_now_ns();

@@ -142,7 +142,10 @@ void s3_delete_object(struct s3_req *r)
 	if (!version_id_valid(r, id) || !s3_versioning_of(r, &v))
 		return;
 	rc = delete_key(r, r->key, id, v, &d);
-	if (rc) {
+	if (rc == EACCES) {
+		s3_error(r, S3_ACCESS_DENIED,
+			 "Access Denied because object protected by object lock.");
+	} else if (rc) {
 		s3_filer_error(r, rc, "deleting the object");
 	} else {
 		deleted_headers(r, &d);
@@ -211,7 +214,7 @@ void s3_delete_objects(struct s3_req *r)
 		}
 		if (rc == EACCES) {
 			xml_elem(w, "Code", "AccessDenied");
-			xml_elem(w, "Message", "Access Denied");
+			xml_elem(w, "Message", "Access Denied"); /* by the policy or a lock */
 		} else if (rc == EINVAL) {
 			xml_elem(w, "Code", "InvalidArgument");
 			xml_elem(w, "Message", "Invalid version id specified");

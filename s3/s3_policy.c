@@ -84,6 +84,9 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 		return get   ? "s3:GetBucketPolicy"
 		       : put ? "s3:PutBucketPolicy"
 			     : "s3:DeleteBucketPolicy";
+	if (has(r, "object-lock"))
+		return get ? "s3:GetBucketObjectLockConfiguration"
+			   : "s3:PutBucketObjectLockConfiguration";
 	if (has(r, "versioning"))
 		return get ? "s3:GetBucketVersioning" : "s3:PutBucketVersioning";
 	if (has(r, "cors"))
@@ -114,6 +117,10 @@ static const char *object_action(const struct s3_req *r, enum http_method m)
 			return version ? "s3:PutObjectVersionTagging" : "s3:PutObjectTagging";
 		return version ? "s3:DeleteObjectVersionTagging" : "s3:DeleteObjectTagging";
 	}
+	if (has(r, "retention"))
+		return m == HTTP_GET ? "s3:GetObjectRetention" : "s3:PutObjectRetention";
+	if (has(r, "legal-hold"))
+		return m == HTTP_GET ? "s3:GetObjectLegalHold" : "s3:PutObjectLegalHold";
 	switch (m) {
 	case HTTP_GET:
 		if (upload)

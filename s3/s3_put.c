@@ -227,9 +227,6 @@ static bool unsupported(struct s3_req *r)
 		"x-amz-server-side-encryption",
 		"x-amz-server-side-encryption-customer-algorithm",
 		"x-amz-server-side-encryption-aws-kms-key-id",
-		"x-amz-object-lock-mode",
-		"x-amz-object-lock-retain-until-date",
-		"x-amz-object-lock-legal-hold",
 		"x-amz-website-redirect-location",
 	};
 	for (size_t i = 0; i < ARRAY_LEN(refused); i++)

@@ -377,6 +377,9 @@ static const char *unsupported_param(const struct s3_req *r)
 		"versionId",
 		"version-id-marker",
 		"policy",
+		"object-lock",
+		"retention",
+		"legal-hold",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
@@ -461,6 +464,27 @@ static void cors_read(struct s3_req *r) { submit(r, s3_put_cors); }
 static void tagging_read(struct s3_req *r) { submit(r, s3_put_tagging); }
 static void versioning_read(struct s3_req *r) { submit(r, s3_put_versioning); }
 static void policy_read(struct s3_req *r) { submit(r, s3_put_policy); }
+static void lock_config_read(struct s3_req *r) { submit(r, s3_put_lock_config); }
+static void retention_read(struct s3_req *r) { submit(r, s3_put_retention); }
+static void legal_hold_read(struct s3_req *r) { submit(r, s3_put_legal_hold); }
+
+/* An object's ?retention or ?legal-hold: GET (Read) or PUT (Write, its body read whole). */
+static void route_lock(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
+		       void (*get)(struct s3_req *r))
+{
+	if (m == HTTP_GET && allowed(r, S3_ACT_READ)) {
+		submit(r, get);
+		return;
+	}
+	if (m == HTTP_PUT && allowed(r, S3_ACT_WRITE)) {
+		read_body(r, S3_CONFIG_BODY_MAX, put_read);
+		return;
+	}
+	if (m != HTTP_GET && m != HTTP_PUT)
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against this resource.");
+	s3_send_answer(r);
+}
 
 /* ?tagging of an object or a bucket: Read (GET) or Tagging (PUT, DELETE). */
 static void route_tagging(struct s3_req *r, enum http_method m)
@@ -507,6 +531,14 @@ static void route_object(struct s3_req *r, enum http_method m)
 			return;
 		}
 		route_tagging(r, m);
+		return;
+	}
+	if (http_req_query(r->req, "retention")) {
+		route_lock(r, m, retention_read, s3_get_retention);
+		return;
+	}
+	if (http_req_query(r->req, "legal-hold")) {
+		route_lock(r, m, legal_hold_read, s3_get_legal_hold);
 		return;
 	}
 	if (http_req_query(r->req, "attributes") && m != HTTP_GET) {
@@ -627,6 +659,9 @@ static void route(struct s3_req *r)
 		return;
 	} else if (http_req_query(r->req, "policy")) {
 		route_config(r, m, policy_read, s3_get_policy, s3_delete_policy);
+		return;
+	} else if (http_req_query(r->req, "object-lock")) {
+		route_config(r, m, lock_config_read, s3_get_lock_config, NULL);
 		return;
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {

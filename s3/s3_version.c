@@ -117,6 +117,7 @@ void s3_get_versioning(struct s3_req *r)
 void s3_put_versioning(struct s3_req *r)
 {
 	struct xml_node *root = NULL;
+	struct filer_entry *b = NULL;
 	const char *st, *mfa;
 	char msg[128];
 	buf doc = BUF_INIT;
@@ -129,10 +130,15 @@ void s3_put_versioning(struct s3_req *r)
 		s3_error(r, S3_MALFORMED_XML, "Status must be Enabled or Suspended");
 	} else if ((mfa = xml_child_text(root, "MfaDelete")) && strcmp(mfa, "Disabled")) {
 		s3_error(r, S3_INVALID_ARGUMENT, "MFA delete is not supported here");
-	} else {
+	} else if (!strcmp(st, "Suspended") && (b = s3_bucket_entry(r)) && s3_lock_enabled(b)) {
+		s3_error(r, S3_INVALID_BUCKET_STATE,
+			 "An Object Lock configuration is present on this bucket, so the "
+			 "versioning state cannot be changed.");
+	} else if (b || !strcmp(st, "Enabled")) {
 		buf_append(&doc, st, strlen(st));
 		s3_bucket_config_set(r, X_VERSIONING, &doc, "storing the versioning state");
 	}
+	filer_entry_free(b);
 	buf_free(&doc);
 	xml_free(root);
 }
@@ -408,7 +414,7 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 		w.xattrs = xs;
 		w.n_xattrs = nw->n_xattrs + 1;
 	}
-	w.parents = true; /* the bucket is there (s3_versioning_of read it) */
+	w.parents = true; /* the bucket is there (s3_commit_object read it) */
 	for (tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL;
 		struct plan p = {0};
@@ -494,9 +500,12 @@ static void promote_if_uncovered(struct s3_req *r, const char *path, const char 
 	filer_entry_free(n);
 }
 
-/* DELETE ?versionId=id: that version goes; the current one is replaced by the newest older. */
-static int delete_version(struct s3_req *r, const char *path, const char *vdir, const char *id,
-			  struct s3_deleted *out)
+/*
+ * DELETE ?versionId=id: that version goes (EACCES while Object Lock keeps
+ * it); the current one is replaced by the newest older.
+ */
+static int delete_version(struct s3_req *r, const char *key, const char *path, const char *vdir,
+			  const char *id, struct s3_deleted *out)
 {
 	int rc = 0;
 	for (int tries = 0; tries < RACE_TRIES; tries++) {
@@ -508,6 +517,10 @@ static int delete_version(struct s3_req *r, const char *path, const char *vdir, 
 			return rc;
 		if (cur)
 			s3_version_of(cur, vid);
+		if (cur && !strcmp(vid, id) && s3_lock_forbids_delete(r, key, cur)) {
+			filer_entry_free(cur);
+			return EACCES;
+		}
 		if (cur && !strcmp(vid, id)) {
 			char *moved = NULL;
 			rc = newest_version(r->g, vdir, &older);
@@ -538,6 +551,10 @@ static int delete_version(struct s3_req *r, const char *path, const char *vdir, 
 		if (rc)
 			return rc;
 		out->marker = s3_is_delete_marker(old);
+		if (s3_lock_forbids_delete(r, key, old)) {
+			filer_entry_free(old);
+			return EACCES;
+		}
 		p = in_dir(vdir, old);
 		rc = filer_meta_delete(r->g->filer, p, false);
 		filer_entry_free(old);
@@ -629,7 +646,7 @@ int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum 
 	vdir = s3_versions_dir(r->bucket, key);
 	if (id) {
 		snprintf(out->version_id, sizeof(out->version_id), "%s", id);
-		rc = delete_version(r, path, vdir, id, out);
+		rc = delete_version(r, key, path, vdir, id, out);
 	} else {
 		rc = delete_current(r, path, vdir, v, out);
 	}

@@ -54,6 +54,11 @@ static void test_dates(void)
 	ok(http_date_parse("Sun Nov  6 08:49:37 1994", &t) && t == 784111777, "parse asctime");
 	ok(http_date_parse("Thu, 01 Jan 1970 00:00:00 GMT", &t) && t == 0, "epoch");
 	ok(!http_date_parse("Sun, 06 Nov 1994 08:49:37", &t), "missing GMT rejected");
+	ok(iso8601_parse("1994-11-06T08:49:37Z", &t) && t == 784111777, "ISO 8601");
+	ok(iso8601_parse("1994-11-06T08:49:37.123Z", &t) && t == 784111777, "ISO 8601 fraction");
+	ok(!iso8601_parse("1994-11-06T08:49:37", &t), "ISO 8601 without Z rejected");
+	ok(!iso8601_parse("1994-02-30T08:49:37Z", &t), "ISO 8601 Feb 30 rejected");
+	ok(!iso8601_parse("1994-11-06T08:49:37Z+", &t), "ISO 8601 trailing bytes rejected");
 	ok(!http_date_parse("Sun, 32 Nov 1994 08:49:37 GMT", &t), "bad day rejected");
 	ok(!http_date_parse("Sun, 06 Foo 1994 08:49:37 GMT", &t), "bad month rejected");
 	ok(!http_date_parse("Sun, 06 Nov 1994 25:49:37 GMT", &t), "bad hour rejected");
