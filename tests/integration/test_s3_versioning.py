@@ -11,7 +11,8 @@ import os
 import botocore
 import pytest
 
-from s3_fixtures import client, code_of, mini_gateway
+from conftest import wait_until
+from s3_fixtures import IDENTITIES, client, code_of, mini_gateway, start_gateway
 
 AK, SK = "AKALICE", "alice-secret"
 
@@ -241,3 +242,22 @@ def test_copy_and_multipart_make_versions(s3, gw):
                                                                       r["VersionId"]]
     assert s3.get_object(Bucket=b, Key="dst", VersionId=r["VersionId"])["Body"].read() == \
         b"old source"
+
+
+def test_lifecycle_expiration_makes_markers(module_cluster, gw, monkeypatch):
+    """In a versioned bucket, expiring an object hides it behind a delete marker: its
+    data stays as a noncurrent version (a lifecycle day lasts 1 s here)."""
+    monkeypatch.setenv("WEEDFS_S3_LIFECYCLE_DAY_SECONDS", "1")
+    g = start_gateway(module_cluster, gw[0], IDENTITIES, extra=["-lifecycleSeconds=1"]).start()
+    s3 = client(g, AK, SK)
+    b = new_bucket(s3, "vlife")
+    v = s3.put_object(Bucket=b, Key="tmp/k", Body=b"data")["VersionId"]
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": [
+        {"ID": "tmp", "Status": "Enabled", "Filter": {"Prefix": "tmp/"},
+         "Expiration": {"Days": 1}}]})
+    wait_until(lambda: s3.list_objects_v2(Bucket=b).get("KeyCount") == 0, timeout=20,
+               what="expiration")
+    got = versions(s3, b)
+    assert [(vid == v, latest, m) for _, vid, latest, m, _ in got] == \
+        [(False, True, True), (True, False, False)]
+    assert s3.get_object(Bucket=b, Key="tmp/k", VersionId=v)["Body"].read() == b"data"
