@@ -430,6 +430,8 @@ int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_me
 		write_consume(w, n->consume, n->n_consume);
 	if (n->n_moves)
 		write_moves(w, n->moves, n->n_moves);
+	if (!out) /* the entry is not wanted back: skip encoding and parsing it */
+		jw_kv_bool(w, "quiet", true);
 	jw_obj_end(w);
 	jw_free(w);
 	return call_entry_etag(r, "create", &b, out, etag);

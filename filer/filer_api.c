@@ -853,7 +853,15 @@ static void op_create(struct fjob *j, struct api_req *r)
 		api_store_error(j, err, "commit");
 		goto out;
 	}
-	respond_entry(j, e);
+	if (r->quiet) {
+		char etag[17];
+		entry_etag(e, etag);
+		buf_reset(&j->body);
+		buf_printf(&j->body, "{\"etag\":\"%s\"}", etag);
+		j->ctype = "application/json";
+	} else {
+		respond_entry(j, e);
+	}
 	j->status = old ? 200 : 201;
 out:
 	filer_store_rollback(tx);

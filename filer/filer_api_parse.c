@@ -36,20 +36,117 @@ static bool fail(struct pctx *c, const char *fmt, ...)
 
 /* ---- base64 ---- */
 
-static int b64_value(int ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
+/* The 6-bit value of each base64 digit, -1 for other bytes (a table: entries carry KiBs). */
+static const signed char b64_table[256] = {
+#define B64_ROW16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	62,
+	-1,
+	-1,
+	-1,
+	63, /* + / */
+	52,
+	53,
+	54,
+	55,
+	56,
+	57,
+	58,
+	59,
+	60,
+	61,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1, /* 0-9 */
+	-1,
+	0,
+	1,
+	2,
+	3,
+	4,
+	5,
+	6,
+	7,
+	8,
+	9,
+	10,
+	11,
+	12,
+	13,
+	14, /* A-O */
+	15,
+	16,
+	17,
+	18,
+	19,
+	20,
+	21,
+	22,
+	23,
+	24,
+	25,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1, /* P-Z */
+	-1,
+	26,
+	27,
+	28,
+	29,
+	30,
+	31,
+	32,
+	33,
+	34,
+	35,
+	36,
+	37,
+	38,
+	39,
+	40, /* a-o */
+	41,
+	42,
+	43,
+	44,
+	45,
+	46,
+	47,
+	48,
+	49,
+	50,
+	51,
+	-1,
+	-1,
+	-1,
+	-1,
+	-1, /* p-z */
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+	B64_ROW16(-1),
+#undef B64_ROW16
+};
 
 bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
 {
@@ -61,7 +158,18 @@ bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
 	if (n % 4 || n / 4 * 3 > max + 2)
 		return false;
 	p = xmalloc(n / 4 * 3 + 1);
-	for (size_t i = 0; i < n; i += 4) {
+	/* every group but the last has no padding */
+	for (size_t i = 0; i + 4 < n; i += 4) {
+		const unsigned char *q = (const unsigned char *)s + i;
+		int a = b64_table[q[0]], b = b64_table[q[1]], c = b64_table[q[2]],
+		    d = b64_table[q[3]];
+		if ((a | b | c | d) < 0)
+			goto bad;
+		p[o++] = (uint8_t)(a << 2 | b >> 4);
+		p[o++] = (uint8_t)(b << 4 | c >> 2);
+		p[o++] = (uint8_t)(c << 6 | d);
+	}
+	for (size_t i = n >= 4 ? n - 4 : n; i < n; i += 4) {
 		int v[4];
 		int pad = 0;
 		for (int k = 0; k < 4; k++) {
@@ -72,7 +180,7 @@ bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
 			}
 			if (pad) /* data after padding */
 				goto bad;
-			v[k] = b64_value((unsigned char)s[i + k]);
+			v[k] = b64_table[(unsigned char)s[i + k]];
 			if (v[k] < 0)
 				goto bad;
 		}
@@ -266,8 +374,8 @@ static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct fil
 
 static const char *const k_lookup[] = {"path", NULL};
 static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "prefix", NULL};
-static const char *const k_create[] = {"entry",   "exclusive", "parents", "ifEtag",
-				       "consume", "moves",     NULL};
+static const char *const k_create[] = {"entry",  "quiet",   "exclusive", "parents",
+				       "ifEtag", "consume", "moves",     NULL};
 static const char *const k_move[] = {"from", "to", "ifEtag", NULL};
 static const char *const k_entry[] = {
 	"path", "mode",    "uid",    "gid",  "mtimeNs", "atimeNs", "ctimeNs",       "crtimeNs",
@@ -697,6 +805,7 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		if (!check_keys(c, root, "the request", k_create) ||
 		    !get_bool(c, root, "exclusive", &r->exclusive) ||
 		    !get_bool(c, root, "parents", &r->parents) ||
+		    !get_bool(c, root, "quiet", &r->quiet) ||
 		    !get_str(c, root, "ifEtag", 64, &r->if_etag))
 			return false;
 		if (r->if_etag && !is_etag(r->if_etag))

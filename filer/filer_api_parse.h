@@ -84,6 +84,7 @@ struct api_req {
 	struct filer_entry *entry;
 	bool exclusive;
 	bool parents; /* create: make missing parent directories */
+	bool quiet;   /* create: answer only the new entry's etag */
 	/* create: canonical paths of regular files to delete in the same transaction,
 	   sorted by byte value, no duplicates, none equal to path; 0..API_CONSUME_MAX */
 	char **consume;

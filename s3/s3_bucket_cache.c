@@ -105,6 +105,13 @@ static void remember(struct s3_bucket_cache *c, const char *bucket, const struct
 	pthread_mutex_unlock(&c->mu);
 }
 
+bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry **out)
+{
+	bool found;
+	*out = cached(g->buckets, bucket, &found);
+	return found;
+}
+
 int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out)
 {
 	char *path;

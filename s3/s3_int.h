@@ -128,6 +128,8 @@ void s3_bucket_cache_free(struct s3_bucket_cache *c);
  */
 struct filer_entry;
 struct filer_entry *s3_bucket_entry(struct s3_req *r);
+/* The cached entry of bucket, if the cache holds a fresh one (no filer request). */
+bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
 /* The same for any bucket: 0 (*out set), ENOENT, or a filer errno. Worker. */
 int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
 /* Drops what the cache holds of bucket (its configuration changed here). */
@@ -290,6 +292,12 @@ bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const c
  * when neither the identity's grant act nor a bucket policy could allow any.
  */
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
+/*
+ * s3_authorize of r's own operation when its bucket's entry is cached: 1
+ * allowed, 0 denied (r answered), -1 not cached (authorize on a worker).
+ * Any thread (the loop: no filer request).
+ */
+int s3_authorize_cached(struct s3_req *r, enum s3_action act);
 
 /* Writes a key-like element, URL-encoded when url (encoding-type=url). */
 void s3_xml_key(xml_w *w, bool url, const char *name, const char *v);

@@ -183,18 +183,13 @@ static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
 /* ---- authorization ---- */
 
 /* What the policy of bucket says of action on key (NULL: the bucket); NO_MATCH without one. */
-static enum policy_effect policy_says(struct s3_req *r, const char *bucket, const char *key,
-				      const char *action)
+/* What the policy of bucket (its entry b, NULL when missing) says of action on key. */
+static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *b,
+				    const char *bucket, const char *key, const char *action)
 {
-	struct filer_entry *b = NULL;
-	const struct filer_xattr *x;
+	const struct filer_xattr *x = b ? filer_entry_xattr_get(b, X_POLICY) : NULL;
 	enum policy_effect eff = POLICY_NO_MATCH;
 
-	int rc = s3_bucket_lookup(r->g, bucket, &b);
-	if (rc && rc != ENOENT && rc != ENOTDIR)
-		return POLICY_DENY; /* its policy unknown: fail closed */
-	/* a missing bucket has no policy: the operation itself says NoSuchBucket */
-	x = b ? filer_entry_xattr_get(b, X_POLICY) : NULL;
 	if (x) {
 		char msg[128];
 		struct bucket_policy *p = bucket_policy_parse((const char *)x->value, x->value_len,
@@ -217,22 +212,57 @@ static enum policy_effect policy_says(struct s3_req *r, const char *bucket, cons
 		bucket_policy_free(p);
 		free(resource);
 	}
+	return eff;
+}
+
+static enum policy_effect policy_says(struct s3_req *r, const char *bucket, const char *key,
+				      const char *action)
+{
+	struct filer_entry *b = NULL;
+	enum policy_effect eff;
+	int rc = s3_bucket_lookup(r->g, bucket, &b);
+	if (rc && rc != ENOENT && rc != ENOTDIR)
+		return POLICY_DENY; /* its policy unknown: fail closed */
+	/* a missing bucket has no policy: the operation itself says NoSuchBucket */
+	eff = policy_in(r, b, bucket, key, action);
 	filer_entry_free(b);
 	return eff;
+}
+
+/* The decision once the policy's effect is known. */
+static bool decide(struct s3_req *r, const char *bucket, const char *action, enum s3_action act,
+		   enum policy_effect eff)
+{
+	bool granted =
+		s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
+	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
+	if (admin && strstr(action, "BucketPolicy"))
+		return true; /* the owner can always undo a policy that locks everyone out */
+	return eff == POLICY_ALLOW || (eff == POLICY_NO_MATCH && granted);
+}
+
+int s3_authorize_cached(struct s3_req *r, enum s3_action act)
+{
+	struct filer_entry *b = NULL;
+	const char *action;
+	bool ok;
+	if (!s3_bucket_peek(r->g, r->bucket, &b))
+		return -1;
+	action = s3_policy_action(r);
+	ok = decide(r, r->bucket, action, act, policy_in(r, b, r->bucket, r->key, action));
+	filer_entry_free(b);
+	if (!ok)
+		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+	return ok;
 }
 
 bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		  enum s3_action act)
 {
-	bool granted =
-		s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
 	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
-	enum policy_effect eff;
-
 	if (admin && strstr(action, "BucketPolicy"))
-		return true; /* the owner can always undo a policy that locks everyone out */
-	eff = policy_says(r, bucket, key, action);
-	return eff == POLICY_ALLOW || (eff == POLICY_NO_MATCH && granted);
+		return true; /* no need to read the policy */
+	return decide(r, bucket, action, act, policy_says(r, bucket, key, action));
 }
 
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act)

@@ -292,10 +292,12 @@ static bool authenticate(struct s3_req *r)
 /* Loop thread: false (with an AccessDenied answer) when the identity lacks the grant. */
 static bool allowed(struct s3_req *r, enum s3_action act)
 {
-	if (r->bucket) { /* decided on the worker, with the bucket's policy (work_run) */
-		r->authorize = true;
+	if (r->bucket) {
+		/* with the bucket's policy: here when its entry is cached, else on the worker */
+		int now = s3_authorize_cached(r, act);
+		r->authorize = now < 0;
 		r->act = act;
-		return true;
+		return now != 0;
 	}
 	if (s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
 		return true;
@@ -566,7 +568,8 @@ static void route_object(struct s3_req *r, enum http_method m)
 			run = s3_copy_object;
 			break;
 		}
-		/* PutObject or UploadPart: authorized on a worker, then the body streams */
+		/* PutObject or UploadPart: authorized (on a worker if need be), then the body
+		   streams on the loop */
 		act = S3_ACT_WRITE;
 		run = put_start;
 		break;
@@ -585,11 +588,14 @@ static void route_object(struct s3_req *r, enum http_method m)
 	default:
 		break;
 	}
-	if (!run)
+	if (!run) {
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against this resource.");
-	else if (allowed(r, act)) {
-		submit(r, run);
+	} else if (allowed(r, act)) {
+		if (run == put_start && !r->authorize)
+			s3_put_object(r); /* authorized already: no worker hop */
+		else
+			submit(r, run);
 		return;
 	}
 	s3_send_answer(r);

@@ -272,8 +272,14 @@ void s3_version_headers(struct s3_req *r, const struct filer_entry *e)
 
 void s3_version_missing(struct s3_req *r)
 {
-	struct filer_entry *m = NULL;
-	char *vdir = s3_versions_dir(r->bucket, r->key);
+	struct filer_entry *m = NULL, *b = NULL;
+	char *vdir;
+	bool versioned = !s3_bucket_lookup(r->g, r->bucket, &b) &&
+			 s3_versioning_in(b) != S3_UNVERSIONED;
+	filer_entry_free(b);
+	if (!versioned)
+		return; /* no history to look at (the lookup is cached: no filer request) */
+	vdir = s3_versions_dir(r->bucket, r->key);
 	if (!newest_version(r->g, vdir, &m) && s3_is_delete_marker(m))
 		s3_version_headers(r, m);
 	filer_entry_free(m);

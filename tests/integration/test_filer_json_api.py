@@ -1287,6 +1287,20 @@ def test_create_moves_exclusive(mini_filer):
     assert f.get("/mx/k").content == b"new" and f.get("/mx/old").content == b"cur"
 
 
+def test_create_quiet(mini_filer):
+    """quiet: the answer is only the new entry's etag, the one lookup shows; a bad value
+    is 400."""
+    f = mini_filer
+    mkdir(f, "/mq")
+    body = {"entry": {"path": "/mq/k", "mode": S_IFREG | 0o644, "content": b64(b"x" * 4096)},
+            "quiet": True}
+    got = ok(f, "create", body, status=(201,))
+    assert list(got) == ["etag"] and got["etag"] == ok(f, "lookup", {"path": "/mq/k"})["etag"]
+    assert list(ok(f, "create", body, status=(200,))) == ["etag"]
+    err(f, "create", dict(body, quiet="yes"), 400, "EINVAL")
+    assert f.get("/mq/k").content == b"x" * 4096
+
+
 def test_create_moves_refusals(mini_filer):
     """A stale ifEtag (412), a missing from (404), an existing to (409), a directory
     (409 EISDIR), another kind or a hard-linked file (400): nothing changes, no parent

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
 #include "filer/entry.h"
+#include "filer/filer_api_parse.h"
 #include "tap.h"
 #include "util.h"
 
@@ -429,8 +431,36 @@ static void test_golden(void)
 	filer_entry_free(e);
 }
 
+/* The JSON API's base64: every length round-trips, bad digits and padding are refused. */
+static void test_base64(void)
+{
+	unsigned char raw[300], enc[401];
+	uint8_t *out;
+	size_t len;
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (unsigned char)(i * 37 + 11);
+	for (size_t n = 0; n <= sizeof(raw); n++) {
+		EVP_EncodeBlock(enc, raw, (int)n);
+		if (!api_base64_decode((const char *)enc, sizeof(raw), &out, &len) || len != n ||
+		    memcmp(out, raw, n))
+			all = false;
+		free(out);
+	}
+	ok(all, "base64: lengths 0..300 round-trip");
+	ok(!api_base64_decode("QUJD*EVG", 16, &out, &len), "base64: a bad digit is refused");
+	ok(!api_base64_decode("QQ==QUJD", 16, &out, &len), "base64: data after padding is refused");
+	ok(!api_base64_decode("QUJ", 16, &out, &len), "base64: a short group is refused");
+	ok(!api_base64_decode("QUJDREVG", 5, &out, &len), "base64: over max is refused");
+	ok(api_base64_decode("QQ==", 16, &out, &len) && len == 1 && out[0] == 'A',
+	   "base64: padding");
+	free(out);
+}
+
 int main(void)
 {
+	test_base64();
 	test_golden();
 	test_path_split();
 	test_roundtrip();
