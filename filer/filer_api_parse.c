@@ -8,6 +8,7 @@
  * scanned for that escape first and refused.
  */
 #include "config.h"
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,122 +38,24 @@ static bool fail(struct pctx *c, const char *fmt, ...)
 /* ---- base64 ---- */
 
 /* The 6-bit value of each base64 digit, -1 for other bytes (a table: entries carry KiBs). */
-static const signed char b64_table[256] = {
-#define B64_ROW16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	62,
-	-1,
-	-1,
-	-1,
-	63, /* + / */
-	52,
-	53,
-	54,
-	55,
-	56,
-	57,
-	58,
-	59,
-	60,
-	61,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1, /* 0-9 */
-	-1,
-	0,
-	1,
-	2,
-	3,
-	4,
-	5,
-	6,
-	7,
-	8,
-	9,
-	10,
-	11,
-	12,
-	13,
-	14, /* A-O */
-	15,
-	16,
-	17,
-	18,
-	19,
-	20,
-	21,
-	22,
-	23,
-	24,
-	25,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1, /* P-Z */
-	-1,
-	26,
-	27,
-	28,
-	29,
-	30,
-	31,
-	32,
-	33,
-	34,
-	35,
-	36,
-	37,
-	38,
-	39,
-	40, /* a-o */
-	41,
-	42,
-	43,
-	44,
-	45,
-	46,
-	47,
-	48,
-	49,
-	50,
-	51,
-	-1,
-	-1,
-	-1,
-	-1,
-	-1, /* p-z */
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-	B64_ROW16(-1),
-#undef B64_ROW16
-};
+static signed char b64_table[256];
+static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
+
+static void b64_table_init(void)
+{
+	static const char digits[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	memset(b64_table, -1, sizeof(b64_table));
+	for (int i = 0; i < 64; i++)
+		b64_table[(unsigned char)digits[i]] = (signed char)i;
+}
 
 bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
 {
 	size_t n = strlen(s), o = 0;
 	uint8_t *p;
 
+	pthread_once(&b64_once, b64_table_init);
 	*out = NULL;
 	*outlen = 0;
 	if (n % 4 || n / 4 * 3 > max + 2)
