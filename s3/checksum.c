@@ -13,6 +13,11 @@
  * - SHA1 and SHA256 are OpenSSL EVP digests; the EVP context is the only
  *   allocation, freed by final or clear.
  * - The CRCs' digest bytes are big-endian, which is how S3 base64-encodes them.
+ * - Combining CRCs (s3_crc_combine) is zlib's method, for any reflected CRC
+ *   that starts from and ends with all ones: crc(A||B) = crc(A) * x^(8|B|) mod
+ *   P xor crc(B). Polynomials are held reflected (the top bit is x^0), products
+ *   are shift-and-add modulo P, and x^(8|B|) is assembled from a table of
+ *   x^(2^k) mod P (k < 67, so any 64-bit length), built once per CRC.
  */
 #include "config.h"
 #include <assert.h>
@@ -105,6 +110,85 @@ uint64_t crc64nvme_update(uint64_t crc, const void *p, size_t n)
 	return ~crc;
 }
 
+/* ---- combining CRCs ---- */
+
+#define X2N_MAX 67 /* x^(2^k) for k < 67: lengths in bytes up to 2^64 - 1, in bits */
+
+struct crc_shape {
+	uint64_t poly; /* reflected */
+	int width;
+	uint64_t x2n[X2N_MAX];
+};
+
+static struct crc_shape crc_shapes[3] = {
+	{0xedb88320u, 32, {0}},         /* CRC32 */
+	{0x82f63b78u, 32, {0}},         /* CRC32C */
+	{CRC64NVME_POLY_REFL, 64, {0}}, /* CRC64NVME */
+};
+static pthread_once_t x2n_once = PTHREAD_ONCE_INIT;
+
+/* a * b modulo the shape's polynomial, both reflected. */
+static uint64_t mult_mod(const struct crc_shape *c, uint64_t a, uint64_t b)
+{
+	uint64_t m = 1ULL << (c->width - 1), p = 0;
+	for (; m; m >>= 1) {
+		if (a & m) {
+			p ^= b;
+			if (!(a & (m - 1)))
+				break;
+		}
+		b = b & 1 ? b >> 1 ^ c->poly : b >> 1;
+	}
+	return p;
+}
+
+static void x2n_make(void)
+{
+	for (size_t i = 0; i < ARRAY_LEN(crc_shapes); i++) {
+		struct crc_shape *c = &crc_shapes[i];
+		c->x2n[0] = 1ULL << (c->width - 2); /* x^1 */
+		for (int k = 1; k < X2N_MAX; k++)
+			c->x2n[k] = mult_mod(c, c->x2n[k - 1], c->x2n[k - 1]);
+	}
+}
+
+static const struct crc_shape *shape_of(enum s3_cksum a)
+{
+	assert(s3_cksum_is_crc(a));
+	pthread_once(&x2n_once, x2n_make);
+	return &crc_shapes[a == S3_CKSUM_CRC32 ? 0 : a == S3_CKSUM_CRC32C ? 1 : 2];
+}
+
+bool s3_cksum_is_crc(enum s3_cksum a)
+{
+	return a == S3_CKSUM_CRC32 || a == S3_CKSUM_CRC32C || a == S3_CKSUM_CRC64NVME;
+}
+
+uint64_t s3_crc_from_digest(enum s3_cksum a, const uint8_t *d)
+{
+	return a == S3_CKSUM_CRC64NVME ? get_be64(d) : get_be32(d);
+}
+
+size_t s3_crc_to_digest(enum s3_cksum a, uint64_t crc, uint8_t out[S3_CKSUM_DIGEST_MAX])
+{
+	if (a == S3_CKSUM_CRC64NVME)
+		put_be64(out, crc);
+	else
+		put_be32(out, (uint32_t)crc);
+	return s3_cksum_digest_len(a);
+}
+
+uint64_t s3_crc_combine(enum s3_cksum a, uint64_t crc1, uint64_t crc2, uint64_t len2)
+{
+	const struct crc_shape *c = shape_of(a);
+	uint64_t xn = 1ULL << (c->width - 1); /* x^0 */
+	/* x^(8 * len2): the bits of len2 pick x^(2^(k+3)) */
+	for (int k = 3; len2; len2 >>= 1, k++)
+		if (len2 & 1)
+			xn = mult_mod(c, c->x2n[k], xn);
+	return mult_mod(c, xn, crc1) ^ crc2;
+}
+
 /* ---- running checksums ---- */
 
 void s3_cksum_init(struct s3_cksum_ctx *c, enum s3_cksum a)
@@ -193,6 +277,11 @@ void s3_cksum_b64(enum s3_cksum a, const void *p, size_t n, char out[S3_CKSUM_B6
 	s3_cksum_final_b64(&c, out);
 }
 
+void s3_cksum_digest_b64(enum s3_cksum a, const uint8_t *d, char out[S3_CKSUM_B64_SIZE])
+{
+	EVP_EncodeBlock((unsigned char *)out, d, (int)s3_cksum_digest_len(a)); /* and a NUL */
+}
+
 static bool b64_char(char ch)
 {
 	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
@@ -208,4 +297,15 @@ bool s3_cksum_b64_valid(enum s3_cksum a, const char *v, size_t len)
 		if (i < len - pad ? !b64_char(v[i]) : v[i] != '=')
 			return false;
 	return true;
+}
+
+size_t s3_cksum_b64_decode(enum s3_cksum a, const char *v, uint8_t out[S3_CKSUM_DIGEST_MAX])
+{
+	uint8_t d[S3_CKSUM_B64_SIZE]; /* 3 bytes per 4 characters, padding included */
+	size_t len = s3_cksum_digest_len(a);
+	if (!v || !s3_cksum_b64_valid(a, v, strlen(v)) ||
+	    EVP_DecodeBlock(d, (const unsigned char *)v, (int)strlen(v)) < (int)len)
+		return 0;
+	memcpy(out, d, len);
+	return len;
 }

@@ -83,6 +83,29 @@ void s3_cksum_b64(enum s3_cksum a, const void *p, size_t n, char out[S3_CKSUM_B6
 bool s3_cksum_b64_valid(enum s3_cksum a, const char *v, size_t len);
 
 /*
+ * Decodes v (borrowed, NUL-terminated), the base64 of a digest of algorithm a,
+ * into out: the digest's length, or 0 when v is not such a value
+ * (s3_cksum_b64_valid).
+ */
+size_t s3_cksum_b64_decode(enum s3_cksum a, const char *v, uint8_t out[S3_CKSUM_DIGEST_MAX]);
+/* Writes the digest d of algorithm a (not NONE) as S3 writes it: base64, NUL-terminated. */
+void s3_cksum_digest_b64(enum s3_cksum a, const uint8_t *d, char out[S3_CKSUM_B64_SIZE]);
+
+/* Whether a is one of the CRCs (CRC32, CRC32C, CRC64NVME): they can be combined. */
+bool s3_cksum_is_crc(enum s3_cksum a);
+/* A CRC's value from its digest bytes (big-endian), and back. a is a CRC. */
+uint64_t s3_crc_from_digest(enum s3_cksum a, const uint8_t *d);
+size_t s3_crc_to_digest(enum s3_cksum a, uint64_t crc, uint8_t out[S3_CKSUM_DIGEST_MAX]);
+/*
+ * The CRC (algorithm a, a CRC) of A followed by B from the CRC of A, the CRC
+ * of B and B's length in bytes, without the bytes: zlib's crc32_combine for
+ * the three reflected CRCs (each starts from and ends with all ones, so the
+ * conditioning cancels). Multipart uploads make a FULL_OBJECT checksum from
+ * the parts' CRCs this way. Any thread.
+ */
+uint64_t s3_crc_combine(enum s3_cksum a, uint64_t crc1, uint64_t crc2, uint64_t len2);
+
+/*
  * CRC-64/NVME (reflected polynomial 0xad93d23594c93659, initial value and
  * final xor all ones): extends crc (0 to start) over n bytes at p.
  * crc64nvme_update(0, "123456789", 9) == 0xae8b14860a799888. Any thread.

@@ -31,6 +31,7 @@
 	X(S3_INVALID_PART, "InvalidPart", 400)                                 \
 	X(S3_INVALID_POLICY, "InvalidPolicyDocument", 400)                     \
 	X(S3_INVALID_PART_ORDER, "InvalidPartOrder", 400)                      \
+	X(S3_INVALID_PART_NUMBER, "InvalidPartNumber", 416)                    \
 	X(S3_INVALID_RANGE, "InvalidRange", 416)                               \
 	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                           \
 	X(S3_INVALID_RETENTION, "InvalidRetentionPeriod", 400)                 \

@@ -11,6 +11,10 @@
  * object's size. The head goes out with the first piece: a volume server that
  * is down answers a 503 rather than a 200 whose body breaks off; a later
  * failure closes the connection, which clients see as a short body.
+ *
+ * ?partNumber=N reads part N of an object made by CompleteMultipartUpload
+ * (its part sizes are recorded: s3_meta_part) as a 206 with Content-Range and
+ * x-amz-mp-parts-count; any other object is one part, answered whole.
  */
 #include "config.h"
 #include <errno.h>
@@ -101,6 +105,57 @@ static bool pick_range(struct s3_req *r, uint64_t size, struct http_range *rg, b
 	snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, rg->start,
 		 rg->start + rg->len - 1, size);
 	s3_header(r, "Content-Range", cr);
+	return true;
+}
+
+/* ?partNumber: an integer 1..10000, and no Range with it; false with r's answer. */
+static bool part_param(struct s3_req *r, uint32_t *n)
+{
+	const char *pn = http_req_query(r->req, "partNumber");
+	*n = 0;
+	if (!pn)
+		return true;
+	if (!parse_u32(pn, n) || *n < 1 || *n > S3_PARTS_MAX) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "Part number must be an integer between 1 and %d, inclusive",
+			 S3_PARTS_MAX);
+		return false;
+	}
+	if (http_req_header(r->req, "Range")) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "Cannot specify both Range header and partNumber query parameter");
+		return false;
+	}
+	return true;
+}
+
+/* Part n of e into *rg (size: the object's); false: r holds the 416. */
+static bool pick_part(struct s3_req *r, const struct filer_entry *e, uint32_t n, uint64_t size,
+		      struct http_range *rg, bool *partial)
+{
+	uint64_t off = 0, len = size;
+	uint32_t count = s3_meta_part(e, n, &off, &len);
+	char v[96];
+
+	rg->start = 0;
+	rg->len = size;
+	*partial = false;
+	if (n > (count ? count : 1)) {
+		s3_error(r, S3_INVALID_PART_NUMBER, "The requested partnumber is not satisfiable");
+		return false;
+	}
+	if (!count)
+		return true; /* not multipart: part 1 is the whole object */
+	rg->start = off;
+	rg->len = len;
+	*partial = true;
+	snprintf(v, sizeof(v), "%" PRIu32, count);
+	s3_header(r, "x-amz-mp-parts-count", v);
+	if (len) {
+		snprintf(v, sizeof(v), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
+			 size);
+		s3_header(r, "Content-Range", v);
+	}
 	return true;
 }
 
@@ -235,16 +290,17 @@ static struct filer_entry *object_lookup(struct s3_req *r)
 /* GetObject (head false) and HeadObject. */
 static void object_read(struct s3_req *r, bool head)
 {
-	struct filer_entry *e = object_lookup(r);
+	struct filer_entry *e;
 	struct http_range rg;
 	char etag[S3_ETAG_MAX], when[64];
 	const char *v;
 	uint64_t size;
+	uint32_t part;
 	bool partial;
 	time_t mtime;
 	int cond;
 
-	if (!e)
+	if (!part_param(r, &part) || !(e = object_lookup(r)))
 		return;
 	s3_etag(e, etag);
 	mtime = (time_t)(e->attr.mtime_ns / 1000000000);
@@ -264,9 +320,10 @@ static void object_read(struct s3_req *r, bool head)
 		goto out;
 	}
 	size = e->has_content ? e->content_len : e->attr.size;
-	if (!pick_range(r, size, &rg, &partial))
+	if (part ? !pick_part(r, e, part, size, &rg, &partial)
+		 : !pick_range(r, size, &rg, &partial))
 		goto out;
-	s3_meta_answer(r, e, !partial); /* a whole-object checksum does not fit a range */
+	s3_meta_answer(r, e, !partial); /* a whole-object checksum does not fit a range or part */
 	for (size_t i = 0; !head && i < ARRAY_LEN(overrides); i++)
 		if ((v = http_req_query(r->req, overrides[i][0])))
 			s3_header_replace(r, overrides[i][1], v);
@@ -298,7 +355,7 @@ static bool asked(const char *list, const char *attr)
 void s3_get_object_attributes(struct s3_req *r)
 {
 	const char *want = http_req_header(r->req, "x-amz-object-attributes");
-	char etag[S3_ETAG_MAX], when[64], cksum[S3_CKSUM_B64_SIZE], elem[32];
+	char etag[S3_ETAG_MAX], when[64], cksum[S3_CKSUM_VALUE_MAX], elem[32];
 	struct filer_entry *e;
 	enum s3_cksum alg;
 	const char *dash;
@@ -322,12 +379,15 @@ void s3_get_object_attributes(struct s3_req *r)
 	if (asked(want, "Checksum") && (alg = s3_meta_checksum(e, cksum))) {
 		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
 		xml_open(w, "Checksum");
-		xml_elem(w, elem, cksum);
+		/* a COMPOSITE value without its "-N": the part count is in ObjectParts */
+		xml_elem_len(w, elem, cksum, strcspn(cksum, "-"));
+		xml_elem(w, "ChecksumType", s3_meta_checksum_type(cksum));
 		xml_close(w);
 	}
 	if (asked(want, "ObjectParts") && (dash = strchr(etag, '-'))) {
 		xml_open(w, "ObjectParts");
-		xml_elem_len(w, "TotalPartsCount", dash + 1, strlen(dash + 1) - 1);
+		/* S3's element (boto3's TotalPartsCount) */
+		xml_elem_len(w, "PartsCount", dash + 1, strlen(dash + 1) - 1);
 		xml_close(w);
 	}
 	if (asked(want, "StorageClass"))

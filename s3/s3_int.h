@@ -26,6 +26,7 @@
 
 struct blob_client;
 struct s3_bucket_cache;
+struct s3_budget;
 
 struct s3_gateway {
 	struct s3_iam *iam;
@@ -46,6 +47,7 @@ struct s3_gateway {
 	pthread_cond_t sweep_cv;
 	_Atomic uint64_t next_id;        /* request ids: a random start, then counting */
 	struct s3_bucket_cache *buckets; /* bucket entries read lately (s3_bucket_cache.c) */
+	struct s3_budget *upload_mem;    /* what uploads may hold at once (s3_budget.c) */
 };
 
 /* One request, from its head to its answer. */
@@ -118,6 +120,19 @@ int s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct f
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
 bool s3_bucket_name_ok(const char *name);
+/* The upload memory budget (s3_budget.c): any thread. */
+struct s3_budget *s3_budget_new(uint64_t bytes);
+void s3_budget_free(struct s3_budget *b);
+/*
+ * Reserves n bytes for the upload of req: true when taken now; false when it
+ * must wait: go(req, arg) then runs on req's loop thread once they are taken.
+ */
+bool s3_budget_take(struct s3_budget *b, http_req *req, uint64_t n, http_defer_fn go, void *arg);
+/* Returns n bytes taken; starts the waiting uploads they make room for. */
+void s3_budget_give(struct s3_budget *b, uint64_t n);
+/* The bytes reserved now. */
+uint64_t s3_budget_used(struct s3_budget *b);
+
 /* The bucket entry cache (s3_bucket_cache.c): any thread. */
 struct s3_bucket_cache *s3_bucket_cache_new(void);
 void s3_bucket_cache_free(struct s3_bucket_cache *c);
@@ -207,7 +222,11 @@ void s3_post_answer(struct s3_req *r, const struct s3_form *f, const char *etag)
 #define S3_PARTS_MAX    10000
 /* The path of part n of upload id in r's bucket; NULL when id is malformed. */
 char *s3_part_path(const struct s3_req *r, const char *id, uint32_t n);
-/* Whether upload id exists for r's key (else r holds NoSuchUpload); *dir (may be NULL) its entry.
+/*
+ * Whether upload id exists for r's key (else r holds NoSuchUpload); *dir (may
+ * be NULL) its entry. For a PUT (UploadPart, UploadPartCopy) also whether the
+ * part carries the upload's checksum algorithm (else InvalidRequest or
+ * NotImplemented).
  */
 struct filer_entry;
 bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir);

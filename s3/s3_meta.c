@@ -17,6 +17,7 @@
 #define X_CKSUM  "s3.cksum."
 #define X_META   "s3.meta."
 #define X_HEADER "s3.h."
+#define X_PARTS  "s3.parts"
 
 /* The content headers S3 stores with an object and gives back on reads. */
 static const char *const content_headers[] = {
@@ -146,6 +147,28 @@ void s3_meta_stamp(struct s3_meta *m, int64_t mtime_ns, const char *etag, enum s
 	}
 }
 
+void s3_meta_stamp_parts(struct s3_meta *m, int64_t mtime_ns, const uint64_t *sizes, size_t n)
+{
+	buf b = BUF_INIT;
+	char *v;
+	size_t len;
+	for (size_t i = 0, run; i < n; i += run) {
+		char item[48];
+		for (run = 1; i + run < n && sizes[i + run] == sizes[i]; run++)
+			;
+		if (run > 1)
+			snprintf(item, sizeof(item), "%s%" PRIu64 "*%zu", i ? "," : "", sizes[i],
+				 run);
+		else
+			snprintf(item, sizeof(item), "%s%" PRIu64, i ? "," : "", sizes[i]);
+		buf_append(&b, item, strlen(item));
+	}
+	buf_append(&b, "", 1);
+	v = buf_steal(&b, &len);
+	set_stamped(m, X_PARTS, v, mtime_ns);
+	free(v);
+}
+
 void s3_meta_free(struct s3_meta *m)
 {
 	filer_entry_free(m->e);
@@ -155,10 +178,11 @@ void s3_meta_free(struct s3_meta *m)
 }
 
 /*
- * A stamped attribute's value (without its stamp) into out when it is
- * current for e; false when absent, malformed or stale.
+ * A stamped attribute's value (without its stamp, *len bytes, not
+ * NUL-terminated) when it is current for e; NULL when absent, malformed or
+ * stale.
  */
-static bool get_stamped(const struct filer_entry *e, const char *name, char *out, size_t outlen)
+static const char *stamped(const struct filer_entry *e, const char *name, size_t *len)
 {
 	const struct filer_xattr *x = filer_entry_xattr_get(e, name);
 	char stamp[32];
@@ -166,16 +190,26 @@ static bool get_stamped(const struct filer_entry *e, const char *name, char *out
 	size_t n;
 
 	if (!x || !x->value_len)
-		return false;
+		return NULL;
 	at = memrchr(x->value, '@', x->value_len);
 	if (!at)
-		return false;
+		return NULL;
 	n = (size_t)(at - (const char *)x->value);
 	snprintf(stamp, sizeof(stamp), "%" PRId64, e->attr.mtime_ns);
-	if (x->value_len - n - 1 != strlen(stamp) || memcmp(at + 1, stamp, strlen(stamp)) ||
-	    n + 1 > outlen)
+	if (x->value_len - n - 1 != strlen(stamp) || memcmp(at + 1, stamp, strlen(stamp)))
+		return NULL;
+	*len = n;
+	return (const char *)x->value;
+}
+
+/* The same into out (NUL-terminated); false also when it does not fit. */
+static bool get_stamped(const struct filer_entry *e, const char *name, char *out, size_t outlen)
+{
+	size_t n;
+	const char *v = stamped(e, name, &n);
+	if (!v || n + 1 > outlen)
 		return false;
-	memcpy(out, x->value, n);
+	memcpy(out, v, n);
 	out[n] = '\0';
 	return true;
 }
@@ -199,7 +233,7 @@ void s3_etag(const struct filer_entry *e, char out[S3_ETAG_MAX])
 	XXH64_freeState(st);
 }
 
-enum s3_cksum s3_meta_checksum(const struct filer_entry *e, char out[S3_CKSUM_B64_SIZE])
+enum s3_cksum s3_meta_checksum(const struct filer_entry *e, char out[S3_CKSUM_VALUE_MAX])
 {
 	for (size_t i = 0; i < e->n_xattrs; i++) {
 		const char *name = e->xattrs[i].name;
@@ -209,10 +243,71 @@ enum s3_cksum s3_meta_checksum(const struct filer_entry *e, char out[S3_CKSUM_B6
 			continue;
 		snprintf(header, sizeof(header), "x-amz-checksum-%s", name + strlen(X_CKSUM));
 		a = s3_cksum_from_header(header);
-		if (a && get_stamped(e, name, out, S3_CKSUM_B64_SIZE))
+		if (a && get_stamped(e, name, out, S3_CKSUM_VALUE_MAX))
 			return a;
 	}
 	return S3_CKSUM_NONE;
+}
+
+bool s3_meta_checksum_alg(const struct filer_entry *e, enum s3_cksum a,
+			  char out[S3_CKSUM_VALUE_MAX])
+{
+	char name[32];
+	if (!s3_cksum_header(a))
+		return false;
+	snprintf(name, sizeof(name), X_CKSUM "%s", s3_cksum_header(a) + 15);
+	return get_stamped(e, name, out, S3_CKSUM_VALUE_MAX);
+}
+
+const char *s3_meta_checksum_type(const char *value)
+{
+	return strchr(value, '-') ? "COMPOSITE" : "FULL_OBJECT";
+}
+
+/* Reads a decimal number of v[*i..n) (no sign, no leading '+'); false when none or too big. */
+static bool parts_number(const char *v, size_t n, size_t *i, uint64_t *out)
+{
+	size_t start = *i;
+	uint64_t x = 0;
+	for (; *i < n && v[*i] >= '0' && v[*i] <= '9'; (*i)++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(v[*i] - '0');
+	}
+	*out = x;
+	return *i > start;
+}
+
+uint32_t s3_meta_part(const struct filer_entry *e, uint32_t n, uint64_t *off, uint64_t *len)
+{
+	size_t vlen, i = 0;
+	const char *v = stamped(e, X_PARTS, &vlen);
+	uint64_t count = 0, pos = 0, size = e->has_content ? e->content_len : e->attr.size;
+
+	if (!v)
+		return 0;
+	while (i < vlen) {
+		uint64_t sz, run = 1;
+		if (!parts_number(v, vlen, &i, &sz))
+			return 0;
+		if (i < vlen && v[i] == '*') {
+			i++;
+			if (!parts_number(v, vlen, &i, &run) || !run)
+				return 0;
+		}
+		if (i < vlen && (v[i] != ',' || ++i == vlen))
+			return 0; /* items are separated by ',', and one follows it */
+		if (run > S3_PARTS_MAX - count || (sz && run > (UINT64_MAX - pos) / sz))
+			return 0;
+		if (n > count && n <= count + run) {
+			*off = pos + (n - count - 1) * sz;
+			*len = sz;
+		}
+		count += run;
+		pos += run * sz;
+	}
+	/* a record that does not add up to the object is no record */
+	return pos == size && count ? (uint32_t)count : 0;
 }
 
 void s3_meta_answer(struct s3_req *r, const struct filer_entry *e, bool whole)
@@ -242,10 +337,11 @@ void s3_meta_answer(struct s3_req *r, const struct filer_entry *e, bool whole)
 			free(value);
 			free(name);
 		} else if (cksum && !strncmp(x->name, X_CKSUM, strlen(X_CKSUM))) {
-			char v[S3_CKSUM_B64_SIZE];
+			char v[S3_CKSUM_VALUE_MAX];
 			if (get_stamped(e, x->name, v, sizeof(v))) {
 				name = xasprintf("x-amz-checksum-%s", x->name + strlen(X_CKSUM));
 				s3_header(r, name, v);
+				s3_header(r, "x-amz-checksum-type", s3_meta_checksum_type(v));
 				free(name);
 			}
 		}

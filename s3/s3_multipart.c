@@ -15,6 +15,20 @@
  * of parts left out are freed, and no byte is copied. Two racing completes
  * cannot both win: the second finds its parts consumed (NoSuchUpload).
  * Listings of the bucket never show the .uploads directory.
+ *
+ * CHECKSUMS: an upload may name a checksum algorithm and type at creation
+ * (x-amz-checksum-algorithm, x-amz-checksum-type; the type defaults to
+ * FULL_OBJECT for CRC64NVME and COMPOSITE otherwise, FULL_OBJECT only for the
+ * CRCs). Each part then carries that checksum: UploadPart stores it with the
+ * part like PutObject does, and refuses a part without it when it checks its
+ * upload (s3_upload_check, at commit). Completing takes the parts' stored
+ * checksums, never their bytes: COMPOSITE is the checksum of the parts' raw
+ * checksums followed by "-N"; FULL_OBJECT is the CRC of the whole object,
+ * combined from the parts' CRCs and sizes (s3_crc_combine). A checksum a
+ * <Part> names must equal the stored one (InvalidPart).
+ *
+ * PARTS: the completed object records its part sizes (s3_meta_stamp_parts),
+ * so GetObject/HeadObject ?partNumber=N can answer one part.
  */
 #include "config.h"
 #include <errno.h>
@@ -34,6 +48,7 @@
 #define X_KEY         "s3.upload.key"
 #define X_CTYPE       "s3.upload.content-type"
 #define X_CKSUM_ALG   "s3.upload.checksum-algorithm"
+#define X_CKSUM_TYPE  "s3.upload.checksum-type" /* COMPOSITE or FULL_OBJECT */
 /* S3's smallest part but the last. */
 #define PART_MIN (5u << 20)
 #define LIST_MAX 1000
@@ -69,6 +84,65 @@ static char *xattr_str(const struct filer_entry *e, const char *name)
 	return x ? xstrndup((const char *)x->value, x->value_len) : NULL;
 }
 
+/*
+ * The checksum an upload's directory names (NONE: none), and in *full whether
+ * its type is FULL_OBJECT. An upload made before types were recorded has the
+ * default type.
+ */
+static enum s3_cksum upload_cksum(const struct filer_entry *dir, bool *full)
+{
+	char *alg = xattr_str(dir, X_CKSUM_ALG), *type = xattr_str(dir, X_CKSUM_TYPE);
+	enum s3_cksum a = s3_cksum_from_name(alg);
+	*full = a && (type ? !strcmp(type, "FULL_OBJECT") : a == S3_CKSUM_CRC64NVME);
+	free(alg);
+	free(type);
+	return a;
+}
+
+static const char *type_name(bool full) { return full ? "FULL_OBJECT" : "COMPOSITE"; }
+
+/*
+ * UploadPart and UploadPartCopy (the PUTs that check their upload): in an
+ * upload with a checksum algorithm each part carries that checksum, as a
+ * header, a trailer or x-amz-sdk-checksum-algorithm (the gateway computes it
+ * then), which s3_put.c stores with the part. False with r's answer.
+ */
+static bool part_checksum_ok(struct s3_req *r, const struct filer_entry *dir)
+{
+	bool full;
+	enum s3_cksum want = upload_cksum(dir, &full), got = S3_CKSUM_NONE;
+	const char *name, *value;
+
+	if (!want)
+		return true;
+	if (http_req_header(r->req, "x-amz-copy-source")) {
+		s3_error(r, S3_NOT_IMPLEMENTED,
+			 "This gateway does not implement UploadPartCopy into an upload with a "
+			 "checksum algorithm (%s)",
+			 s3_cksum_name(want));
+		return false;
+	}
+	if (r->trailer[0])
+		got = s3_cksum_from_header(r->trailer);
+	for (size_t i = 0; !got && http_req_header_at(r->req, i, &name, &value); i++)
+		got = s3_cksum_from_header(name);
+	if (!got)
+		got = s3_cksum_from_name(http_req_header(r->req, "x-amz-sdk-checksum-algorithm"));
+	if (got == want)
+		return true;
+	if (!got)
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The upload was created with the %s checksum algorithm: %s is required "
+			 "for each part",
+			 s3_cksum_name(want), s3_cksum_header(want));
+	else
+		s3_error(r, S3_INVALID_REQUEST,
+			 "Checksum Type mismatch occurred, expected checksum Type: %s, actual "
+			 "checksum Type: %s",
+			 s3_cksum_header(want) + 15, s3_cksum_header(got) + 15);
+	return false;
+}
+
 bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir)
 {
 	struct filer_entry *e = NULL;
@@ -100,6 +174,10 @@ bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir)
 		filer_entry_free(e);
 		return false;
 	}
+	if (http_req_method(r->req) == HTTP_PUT && !part_checksum_ok(r, e)) {
+		filer_entry_free(e);
+		return false;
+	}
 	if (dir)
 		*dir = e;
 	else
@@ -114,6 +192,9 @@ void s3_create_multipart(struct s3_req *r)
 	struct s3_meta m = {0};
 	struct filer_meta_new nw = {0};
 	const char *alg = http_req_header(r->req, "x-amz-checksum-algorithm");
+	const char *type = http_req_header(r->req, "x-amz-checksum-type");
+	enum s3_cksum a = s3_cksum_from_name(alg);
+	bool full = false;
 	char *path = s3_object_path(r->bucket, r->key), *dir = NULL;
 	uint8_t rnd[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
@@ -124,9 +205,30 @@ void s3_create_multipart(struct s3_req *r)
 		s3_error(r, S3_INVALID_ARGUMENT, "The key cannot name a file here");
 		goto out;
 	}
-	if (alg && s3_cksum_from_name(alg) == S3_CKSUM_NONE) {
+	if (alg && a == S3_CKSUM_NONE) {
 		s3_error(r, S3_INVALID_REQUEST, "Checksum algorithm %.32s is not supported", alg);
 		goto out;
+	}
+	if (type && strcasecmp(type, "COMPOSITE") && strcasecmp(type, "FULL_OBJECT")) {
+		s3_error(r, S3_INVALID_REQUEST, "Value for x-amz-checksum-type header is invalid.");
+		goto out;
+	}
+	if (type && !alg) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The x-amz-checksum-type header can only be used with the "
+			 "x-amz-checksum-algorithm header.");
+		goto out;
+	}
+	if (a) {
+		full = type ? !strcasecmp(type, "FULL_OBJECT") : a == S3_CKSUM_CRC64NVME;
+		/* FULL_OBJECT needs a CRC; S3 makes CRC64NVME checksums FULL_OBJECT only */
+		if ((full && !s3_cksum_is_crc(a)) || (!full && a == S3_CKSUM_CRC64NVME)) {
+			s3_error(r, S3_INVALID_REQUEST,
+				 "The %s checksum type cannot be used with the %s checksum "
+				 "algorithm.",
+				 type_name(full), s3_cksum_name(a));
+			goto out;
+		}
 	}
 	if (!s3_meta_from_request(r, &m) || !s3_bucket_exists(r))
 		goto out;
@@ -138,9 +240,10 @@ void s3_create_multipart(struct s3_req *r)
 	filer_entry_xattr_set(m.e, X_KEY, r->key, strlen(r->key));
 	if (m.mime)
 		filer_entry_xattr_set(m.e, X_CTYPE, m.mime, strlen(m.mime));
-	if (alg)
-		filer_entry_xattr_set(m.e, X_CKSUM_ALG, s3_cksum_name(s3_cksum_from_name(alg)),
-				      strlen(s3_cksum_name(s3_cksum_from_name(alg))));
+	if (a) {
+		filer_entry_xattr_set(m.e, X_CKSUM_ALG, s3_cksum_name(a), strlen(s3_cksum_name(a)));
+		filer_entry_xattr_set(m.e, X_CKSUM_TYPE, type_name(full), strlen(type_name(full)));
+	}
 	dir = upload_dir(r, id);
 	nw.mode = S_IFDIR | 0755;
 	nw.xattrs = m.e->xattrs;
@@ -158,8 +261,10 @@ void s3_create_multipart(struct s3_req *r)
 	xml_elem(w, "Key", r->key);
 	xml_elem(w, "UploadId", id);
 	s3_xml_ok(r, w);
-	if (alg)
-		s3_header(r, "x-amz-checksum-algorithm", s3_cksum_name(s3_cksum_from_name(alg)));
+	if (a) {
+		s3_header(r, "x-amz-checksum-algorithm", s3_cksum_name(a));
+		s3_header(r, "x-amz-checksum-type", type_name(full));
+	}
 out:
 	s3_meta_free(&m);
 	free(dir);
@@ -247,15 +352,93 @@ static bool part_matches(const struct filer_entry *e, const char *etag)
 	return strlen(have) == n + 2 && !memcmp(have + 1, etag, n);
 }
 
+/* The object's checksum, made from the parts' stored ones. */
+struct mp_sum {
+	enum s3_cksum alg;              /* the upload's; NONE: the object gets none */
+	bool full;                      /* FULL_OBJECT (a CRC), else COMPOSITE */
+	struct s3_cksum_ctx comp;       /* COMPOSITE: the checksum of the parts' raw checksums */
+	uint64_t crc;                   /* FULL_OBJECT: the CRC of the parts so far */
+	char value[S3_CKSUM_VALUE_MAX]; /* the result, as stored and answered */
+};
+
+/* The Checksum<ALG> elements a <Part> may carry must equal the part's stored checksums. */
+static bool part_checksums_match(struct s3_req *r, const struct xml_node *part,
+				 const struct filer_entry *e, uint32_t num)
+{
+	for (int a = S3_CKSUM_NONE + 1; a < S3_CKSUM_COUNT; a++) {
+		char elem[32], have[S3_CKSUM_VALUE_MAX];
+		const char *want;
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name((enum s3_cksum)a));
+		want = xml_child_text(part, elem);
+		if (want &&
+		    (!s3_meta_checksum_alg(e, (enum s3_cksum)a, have) || strcmp(have, want))) {
+			s3_error(r, S3_INVALID_PART,
+				 "One or more of the specified parts could not be found. The part "
+				 "may not have been uploaded, or the specified entity tag may not "
+				 "match the part's entity tag (part %u: its %s checksum is not "
+				 "the one given).",
+				 num, s3_cksum_name((enum s3_cksum)a));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Adds part e (the count-th) to the object's checksum; false with r's answer. */
+static bool sum_part(struct s3_req *r, struct mp_sum *sum, const struct filer_entry *e,
+		     uint32_t num, size_t count)
+{
+	char v[S3_CKSUM_VALUE_MAX];
+	uint8_t d[S3_CKSUM_DIGEST_MAX];
+	size_t n;
+
+	if (!sum->alg)
+		return true;
+	if (!s3_meta_checksum_alg(e, sum->alg, v) || !(n = s3_cksum_b64_decode(sum->alg, v, d))) {
+		s3_error(r, S3_INVALID_PART,
+			 "Part %u has no %s checksum: the upload was created with that checksum "
+			 "algorithm, so each part must be uploaded with %s",
+			 num, s3_cksum_name(sum->alg), s3_cksum_header(sum->alg));
+		return false;
+	}
+	if (!sum->full)
+		s3_cksum_update(&sum->comp, d, n);
+	else if (count == 1)
+		sum->crc = s3_crc_from_digest(sum->alg, d);
+	else
+		sum->crc = s3_crc_combine(sum->alg, sum->crc, s3_crc_from_digest(sum->alg, d),
+					  e->attr.size);
+	return true;
+}
+
+/* The object's checksum value of count parts into sum->value. */
+static void sum_finish(struct mp_sum *sum, size_t count)
+{
+	char b64[S3_CKSUM_B64_SIZE];
+	uint8_t d[S3_CKSUM_DIGEST_MAX];
+
+	if (!sum->alg)
+		return;
+	if (sum->full) {
+		s3_crc_to_digest(sum->alg, sum->crc, d);
+		s3_cksum_digest_b64(sum->alg, d, sum->value);
+		return;
+	}
+	s3_cksum_final_b64(&sum->comp, b64);
+	snprintf(sum->value, sizeof(sum->value), "%s-%u", b64, (unsigned)count);
+}
+
 /*
  * Checks the request's part list against the stored parts and builds the
- * object's chunk list and ETag; false with r's error answer.
+ * object's chunk list, ETag, checksum (into sum) and part sizes (sizes[],
+ * one per <Part>); false with r's error answer.
  */
 static bool assemble(struct s3_req *r, const struct xml_node *root, const struct parts *stored,
-		     struct filer_entry *obj, char etag[S3_ETAG_MAX])
+		     struct filer_entry *obj, char etag[S3_ETAG_MAX], struct mp_sum *sum,
+		     uint64_t *sizes)
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char sum[EVP_MAX_MD_SIZE];
+	unsigned char digest[EVP_MAX_MD_SIZE];
 	uint64_t base = 0;
 	uint32_t last = 0;
 	size_t count = 0, total = xml_count(root, "Part");
@@ -263,6 +446,8 @@ static bool assemble(struct s3_req *r, const struct xml_node *root, const struct
 	char hex[33];
 
 	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	if (sum->alg && !sum->full)
+		s3_cksum_init(&sum->comp, sum->alg);
 	/* the list's form first: numbers, then their order */
 	xml_foreach(part, root, "Part")
 	{
@@ -307,6 +492,9 @@ static bool assemble(struct s3_req *r, const struct xml_node *root, const struct
 				 num);
 			goto out;
 		}
+		if (!part_checksums_match(r, part, e, num) || !sum_part(r, sum, e, num, count))
+			goto out;
+		sizes[count - 1] = e->attr.size;
 		if (count < total && e->attr.size < PART_MIN) {
 			s3_error(r, S3_ENTITY_TOO_SMALL,
 				 "Your proposed upload is smaller than the minimum allowed size "
@@ -338,14 +526,58 @@ static bool assemble(struct s3_req *r, const struct xml_node *root, const struct
 		s3_error(r, S3_MALFORMED_XML, "You must specify at least one part");
 		goto out;
 	}
-	EVP_DigestFinal_ex(md, sum, NULL);
-	hex_encode(sum, 16, hex);
+	EVP_DigestFinal_ex(md, digest, NULL);
+	hex_encode(digest, 16, hex);
 	snprintf(etag, S3_ETAG_MAX, "%s-%zu", hex, count);
+	sum_finish(sum, count);
 	obj->attr.size = base;
 	ok = true;
 out:
+	s3_cksum_clear(&sum->comp);
 	EVP_MD_CTX_free(md);
 	return ok;
+}
+
+/*
+ * What the Complete request says of the object's checksum, against what the
+ * parts made of it: x-amz-checksum-type must be the upload's, an
+ * x-amz-checksum-<alg> header (the whole object's checksum; for COMPOSITE its
+ * value with or without "-N") must be the upload's algorithm and equal the
+ * result (else BadDigest). False with r's answer.
+ */
+static bool complete_claims_ok(struct s3_req *r, const struct mp_sum *sum)
+{
+	const char *type = http_req_header(r->req, "x-amz-checksum-type"), *name, *value;
+
+	if (type && (!sum->alg || strcasecmp(type, type_name(sum->full)))) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "The upload was created with %s%s checksum type, not %.32s",
+			 sum->alg ? "the " : "no", sum->alg ? type_name(sum->full) : "", type);
+		return false;
+	}
+	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
+		enum s3_cksum a = s3_cksum_from_header(name);
+		size_t n = strcspn(sum->value, "-");
+		if (!a)
+			continue;
+		if (a != sum->alg) {
+			s3_error(r, S3_INVALID_REQUEST,
+				 "The upload was created with %s%s checksum algorithm: %s does "
+				 "not apply",
+				 sum->alg ? "the " : "no", sum->alg ? s3_cksum_name(sum->alg) : "",
+				 s3_cksum_header(a));
+			return false;
+		}
+		value = value ? value : "";
+		if (strcmp(value, sum->value) &&
+		    (strlen(value) != n || strncmp(value, sum->value, n))) {
+			s3_error(r, S3_BAD_DIGEST,
+				 "The %s you specified did not match the calculated checksum.",
+				 s3_cksum_name(a));
+			return false;
+		}
+	}
+	return true;
 }
 
 void s3_complete_multipart(struct s3_req *r)
@@ -360,6 +592,8 @@ void s3_complete_multipart(struct s3_req *r)
 	char **consume = NULL, *path = s3_object_path(r->bucket, r->key), msg[128],
 	     etag[S3_ETAG_MAX];
 	char *ctype = NULL, *dpath = NULL;
+	struct mp_sum sum = {0};
+	uint64_t *sizes = NULL;
 	xml_w *w;
 	int rc;
 
@@ -372,7 +606,11 @@ void s3_complete_multipart(struct s3_req *r)
 		goto out;
 	}
 	if (!path || !s3_cond_read(r, &c) || !s3_upload_check(r, id, &dir) ||
-	    !parts_read(r, id, &stored) || !assemble(r, root, &stored, obj, etag) ||
+	    !parts_read(r, id, &stored))
+		goto out;
+	sum.alg = upload_cksum(dir, &sum.full);
+	sizes = xcalloc(xml_count(root, "Part") + 1, sizeof(*sizes));
+	if (!assemble(r, root, &stored, obj, etag, &sum, sizes) || !complete_claims_ok(r, &sum) ||
 	    !s3_cond_check(r, path, &c))
 		goto out;
 	m.e = filer_entry_new("/", "object");
@@ -381,7 +619,8 @@ void s3_complete_multipart(struct s3_req *r)
 	ctype = xattr_str(dir, X_CTYPE);
 	nw.mode = S_IFREG | 0644;
 	nw.time_ns = (int64_t)time_now_ns();
-	s3_meta_stamp(&m, nw.time_ns, etag, S3_CKSUM_NONE, NULL);
+	s3_meta_stamp(&m, nw.time_ns, etag, sum.alg, sum.value);
+	s3_meta_stamp_parts(&m, nw.time_ns, sizes, xml_count(root, "Part"));
 	nw.mime = ctype;
 	nw.xattrs = m.e->xattrs;
 	nw.n_xattrs = m.e->n_xattrs;
@@ -414,8 +653,15 @@ void s3_complete_multipart(struct s3_req *r)
 		snprintf(q, sizeof(q), "\"%s\"", etag);
 		xml_elem(w, "ETag", q);
 	}
+	if (sum.alg) {
+		char elem[32];
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(sum.alg));
+		xml_elem(w, elem, sum.value);
+		xml_elem(w, "ChecksumType", type_name(sum.full));
+	}
 	s3_xml_ok(r, w);
 out:
+	free(sizes);
 	for (size_t i = 0; consume && i < stored.n; i++)
 		free(consume[i]);
 	free(consume);
@@ -479,7 +725,8 @@ void s3_list_parts(struct s3_req *r)
 	struct parts p = {0};
 	struct filer_entry *dir = NULL;
 	size_t shown = 0, i;
-	char when[32], etag[S3_ETAG_MAX], *alg = NULL;
+	char when[32], etag[S3_ETAG_MAX], *alg = NULL, cksum[S3_CKSUM_VALUE_MAX];
+	enum s3_cksum a;
 	xml_w *w;
 
 	if (!uint_param(r, "max-parts", &max) || !uint_param(r, "part-number-marker", &marker) ||
@@ -495,8 +742,12 @@ void s3_list_parts(struct s3_req *r)
 	owner(r, w, "Owner");
 	xml_elem(w, "StorageClass", "STANDARD");
 	xml_elem_u64(w, "PartNumberMarker", marker);
-	if ((alg = xattr_str(dir, X_CKSUM_ALG)))
+	if ((alg = xattr_str(dir, X_CKSUM_ALG))) {
+		bool full;
+		upload_cksum(dir, &full);
 		xml_elem(w, "ChecksumAlgorithm", alg);
+		xml_elem(w, "ChecksumType", type_name(full));
+	}
 	xml_elem_u64(w, "MaxParts", max);
 	for (i = 0; i < p.n && p.num[i] <= marker; i++)
 		;
@@ -508,6 +759,11 @@ void s3_list_parts(struct s3_req *r)
 		xml_elem(w, "LastModified", when);
 		xml_elem(w, "ETag", etag);
 		xml_elem_u64(w, "Size", p.v[i]->attr.size);
+		if ((a = s3_meta_checksum(p.v[i], cksum))) {
+			char elem[32];
+			snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(a));
+			xml_elem(w, elem, cksum);
+		}
 		xml_close(w);
 	}
 	if (shown)
@@ -524,6 +780,8 @@ out:
 struct upload {
 	char *key, *id;
 	int64_t initiated;
+	enum s3_cksum alg;
+	bool full;
 };
 
 static int upload_cmp(const void *a, const void *b)
@@ -569,6 +827,7 @@ void s3_list_uploads(struct s3_req *r)
 			u = xrealloc(u, (n + 1) * sizeof(*u));
 			u[n].key = key;
 			u[n].id = xstrdup(pg.entries[k]->name);
+			u[n].alg = upload_cksum(pg.entries[k], &u[n].full);
 			u[n++].initiated = pg.entries[k]->attr.crtime_ns;
 		}
 		if (pg.more && pg.last_name)
@@ -604,6 +863,10 @@ void s3_list_uploads(struct s3_req *r)
 		owner(r, w, "Owner");
 		xml_elem(w, "StorageClass", "STANDARD");
 		xml_elem(w, "Initiated", when);
+		if (u[i].alg) {
+			xml_elem(w, "ChecksumAlgorithm", s3_cksum_name(u[i].alg));
+			xml_elem(w, "ChecksumType", type_name(u[i].full));
+		}
 		xml_close(w);
 	}
 	if (shown) {

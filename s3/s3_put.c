@@ -65,10 +65,14 @@ struct s3_put {
 	struct s3_form *form;      /* PostObject: the form around the file */
 	uint64_t len_min, len_max; /* PostObject: the policy's content-length-range */
 	bool answered;             /* r already holds the error answer of err */
+	uint64_t reserved;         /* bytes of the upload memory budget held (s3_budget.c) */
+	struct s3_gateway *g;      /* (r is freed with the answer, before p) */
 };
 
 static void put_free(struct s3_put *p)
 {
+	if (p->reserved)
+		s3_budget_give(p->g->upload_mem, p->reserved);
 	free(p->path);
 	s3_meta_free(&p->meta);
 	chunk_writer_free(p->cw); /* deletes what an unfinished writer uploaded */
@@ -593,18 +597,43 @@ static void on_end(http_req *req, wfs_err err, void *arg)
 	pump(p);
 }
 
+/* The body may stream now: its memory is reserved. Loop thread. */
+static void body_start(http_req *req, void *arg)
+{
+	struct s3_put *p = arg;
+	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
+	http_req_stream_body(req, (uint64_t)http_req_content_length(req), on_data, on_end, p);
+}
+
+/*
+ * Reserves what the upload can hold at most (two pieces and the chunk
+ * writer's buffers, or its length when smaller), then streams its body, now
+ * or when earlier uploads have made room.
+ */
+static void reserve_then_stream(struct s3_put *p, int64_t payload)
+{
+	struct s3_gateway *g = p->g;
+	uint64_t writer = (CHUNK_IN_FLIGHT_DEFAULT + 1) * g->chunk_size, n = writer + 2 * PIECE;
+	if (payload >= 0)
+		n = MIN((uint64_t)payload, writer) + MIN((uint64_t)payload, 2 * PIECE);
+	p->reserved = n;
+	if (s3_budget_take(g->upload_mem, p->r->req, n, body_start, p))
+		body_start(p->r->req, p);
+}
+
 /* PutObject and UploadPart: the target comes from the query. */
 void s3_put_object(struct s3_req *r)
 {
 	struct s3_put *p = xcalloc(1, sizeof(*p));
 	p->r = r;
+	p->g = r->g;
 	if (!prepare(p)) {
 		s3_send_answer(r);
 		put_free(p);
 		return;
 	}
-	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
-	http_req_stream_body(r->req, (uint64_t)http_req_content_length(r->req), on_data, on_end, p);
+	reserve_then_stream(p, r->decoded_length >= 0 ? r->decoded_length
+						      : http_req_content_length(r->req));
 }
 
 /* ---- PostObject ---- */
@@ -656,6 +685,7 @@ void s3_post_object(struct s3_req *r)
 	int64_t len = http_req_content_length(r->req);
 
 	p->r = r;
+	p->g = r->g;
 	p->form = s3_form_new(http_req_header(r->req, "Content-Type"), post_start, post_file, p);
 	if (!p->form)
 		s3_error(r, S3_MALFORMED_POST,
@@ -668,5 +698,5 @@ void s3_post_object(struct s3_req *r)
 		put_free(p);
 		return;
 	}
-	http_req_stream_body(r->req, (uint64_t)len, on_data, on_end, p);
+	reserve_then_stream(p, len);
 }

@@ -50,6 +50,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->chunk_mb = 4;
 	o->inline_kb = 4;
 	o->lifecycle_s = 3600;
+	o->upload_mem_mb = 256;
 }
 
 /* ---- answers ---- */
@@ -519,9 +520,13 @@ static void route_object(struct s3_req *r, enum http_method m)
 		s3_send_answer(r);
 		return;
 	}
-	if (http_req_query(r->req, "partNumber") && !(m == HTTP_PUT && upload)) {
+	/* partNumber: UploadPart(Copy), or GetObject/HeadObject of one part */
+	if (http_req_query(r->req, "partNumber") && !(m == HTTP_PUT && upload) &&
+	    !((m == HTTP_GET || m == HTTP_HEAD) && !upload &&
+	      !http_req_query(r->req, "attributes") && !http_req_query(r->req, "tagging") &&
+	      !http_req_query(r->req, "retention") && !http_req_query(r->req, "legal-hold"))) {
 		s3_error(r, S3_NOT_IMPLEMENTED,
-			 "This gateway does not implement reads of one part (partNumber)");
+			 "This gateway does not implement partNumber with this request");
 		s3_send_answer(r);
 		return;
 	}
@@ -834,6 +839,12 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 		*err = WFS_EINVAL;
 		goto fail;
 	}
+	if (o->upload_mem_mb < 1) {
+		log_error("-uploadMemoryMB must be at least 1");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	g->upload_mem = s3_budget_new((uint64_t)o->upload_mem_mb << 20);
 	g->chunk_size = (uint64_t)o->chunk_mb << 20;
 	g->inline_max = (size_t)o->inline_kb << 10;
 	g->filer = filer_rpc_new(o->filer, 30000, 10, 0);
@@ -899,6 +910,7 @@ void s3_stop(struct s3_gateway *g)
 	filer_rpc_free(g->filer);
 	s3_iam_free(g->iam);
 	s3_bucket_cache_free(g->buckets);
+	s3_budget_free(g->upload_mem);
 	free(g->region);
 	free(g->domains);
 	free(g);
@@ -930,6 +942,8 @@ int s3_main(int argc, char **argv)
 		 "seconds between passes that carry out lifecycle expiration (0: never)"},
 		{"inlineKB", FLAG_INT, &o.inline_kb,
 		 "objects up to this many KiB (0..64) are kept in their filer entry"},
+		{"uploadMemoryMB", FLAG_INT, &o.upload_mem_mb,
+		 "MiB the uploads in progress may hold together; more wait their turn"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

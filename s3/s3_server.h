@@ -18,6 +18,7 @@ struct s3_opts {
 	int chunk_mb;       /* object data is uploaded in chunks of this many MiB */
 	int inline_kb;      /* objects up to this many KiB (0..64) live in their filer entry */
 	int lifecycle_s;    /* seconds between lifecycle expiration passes; 0: none */
+	int upload_mem_mb;  /* MiB that uploads in progress may hold together */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 };

@@ -111,24 +111,18 @@ static const char *mini_s3_url(const char *ip, int port)
  * one from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the buckets named in
  * S3_BUCKET (comma list) made now. NULL on failure (logged).
  */
-static struct s3_gateway *mini_s3_start(const char *ip, int port, int fport, const char *config,
-					const char *domain)
+static struct s3_gateway *mini_s3_start(const char *ip, int fport, struct s3_opts *so)
 {
-	struct s3_opts so;
 	struct s3_gateway *g;
 	char *filer = xasprintf("%s:%d", ip, fport);
 	const char *buckets = getenv("S3_BUCKET");
 	wfs_err err;
 
-	s3_opts_default(&so);
-	so.ip = ip;
-	so.port = port;
-	so.filer = filer;
-	so.config = config;
-	so.domain = domain;
-	so.admin_access_key = getenv("AWS_ACCESS_KEY_ID");
-	so.admin_secret_key = getenv("AWS_SECRET_ACCESS_KEY");
-	g = s3_start(&so, &err);
+	so->ip = ip;
+	so->filer = filer;
+	so->admin_access_key = getenv("AWS_ACCESS_KEY_ID");
+	so->admin_secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	g = s3_start(so, &err);
 	if (!g)
 		log_error("could not start the S3 gateway: %s", wfs_strerror(err));
 	else if (buckets && *buckets && s3_make_buckets(g, buckets))
@@ -146,11 +140,11 @@ static const char mini_summary[] =
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
-	const char *mount_dir = NULL, *s3_config = NULL, *s3_domain = NULL;
+	const char *mount_dir = NULL;
+	struct s3_opts so; /* -s3.* flags */
 	pid_t mount_pid = 0;
 	bool s3_on = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
-	int s3port = 8333;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
@@ -168,12 +162,14 @@ int mini_main(int argc, char **argv)
 		{"mount.dir", FLAG_STRING, &mount_dir,
 		 "also mount the filer at this directory (weedfs-mount)"},
 		{"s3", FLAG_BOOL, &s3_on, "serve S3 over the filer (-s3=false: do not)"},
-		{"s3.port", FLAG_INT, &s3port, "S3 port"},
-		{"s3.config", FLAG_STRING, &s3_config,
+		{"s3.port", FLAG_INT, &so.port, "S3 port"},
+		{"s3.config", FLAG_STRING, &so.config,
 		 "S3 identities file (weedfs-s3(1)); AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
 		 "in the environment add an admin identity, S3_BUCKET (comma list) buckets"},
-		{"s3.domainName", FLAG_STRING, &s3_domain,
+		{"s3.domainName", FLAG_STRING, &so.domain,
 		 "S3 domains (comma list) for virtual-hosted requests: Host <bucket>.<domain>"},
+		{"s3.uploadMemoryMB", FLAG_INT, &so.upload_mem_mb,
+		 "MiB the S3 uploads in progress may hold together; more wait their turn"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -189,6 +185,7 @@ int mini_main(int argc, char **argv)
 	wfs_err err = WFS_OK;
 	int rc;
 
+	s3_opts_default(&so);
 	rc = daemon_parse_flags("mini", mini_summary, flags, ARRAY_LEN(flags), argc, argv, &level);
 	if (rc >= 0)
 		return rc;
@@ -247,7 +244,7 @@ int mini_main(int argc, char **argv)
 		goto out;
 	}
 	if (s3_on) {
-		gw = mini_s3_start(ip, s3port, filer_port(fl), s3_config, s3_domain);
+		gw = mini_s3_start(ip, filer_port(fl), &so);
 		if (!gw)
 			goto out;
 	}

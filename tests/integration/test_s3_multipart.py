@@ -1,17 +1,21 @@
 """Multipart uploads through the S3 gateway: parts stream to the volume servers,
 completing is a metadata operation (the object's chunks are the parts' chunks), the
-part rules are enforced, and awscli / boto3 transfers that go multipart work."""
+part rules are enforced, and awscli / boto3 transfers that go multipart work; the
+object's checksum (COMPOSITE or FULL_OBJECT) is made from the parts', and GetObject /
+HeadObject ?partNumber read one part."""
 
+import base64
 import concurrent.futures
 import hashlib
 import os
 import subprocess
+import zlib
 
 import botocore
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from s3_fixtures import client, code_of, mini_gateway
+from s3_fixtures import client, code_of, crc32c, crc64nvme, mini_gateway, signed
 
 AK, SK = "AKALICE", "alice-secret"
 MIB = 1 << 20
@@ -211,3 +215,202 @@ def test_delete_bucket_with_uploads_in_progress(gw):
     s3.delete_object(Bucket="mpu-gone", Key="obj")
     s3.delete_bucket(Bucket="mpu-gone")
     assert code_of(s3.head_bucket, Bucket="mpu-gone") == "404"
+
+
+# ---- checksums (COMPOSITE and FULL_OBJECT) and partNumber reads ----
+
+def b64(b):
+    return base64.b64encode(b).decode()
+
+
+# the raw checksum of data: CRCs computed here (botocore needs awscrt for two of them)
+RAW = {"CRC32": lambda d: zlib.crc32(d).to_bytes(4, "big"), "CRC32C": crc32c,
+       "CRC64NVME": crc64nvme, "SHA1": lambda d: hashlib.sha1(d).digest(),
+       "SHA256": lambda d: hashlib.sha256(d).digest()}
+
+
+def upload_with_checksums(s3, key, alg, parts, ctype=None):
+    """An upload of parts, each sent with its checksum of alg (computed here); returns
+    (upload id, the Complete part list with the checksums)."""
+    kw = {"ChecksumType": ctype} if ctype else {}
+    up = s3.create_multipart_upload(Bucket="mpu", Key=key, ChecksumAlgorithm=alg, **kw)
+    assert up["ChecksumAlgorithm"] == alg
+    assert up["ChecksumType"] == (ctype or ("FULL_OBJECT" if alg == "CRC64NVME"
+                                            else "COMPOSITE"))
+    done = []
+    for n, data in enumerate(parts, 1):
+        want = b64(RAW[alg](data))
+        r = s3.upload_part(Bucket="mpu", Key=key, UploadId=up["UploadId"], PartNumber=n,
+                           Body=data, **{"Checksum" + alg: want})
+        assert r["Checksum" + alg] == want
+        done.append({"PartNumber": n, "ETag": r["ETag"], "Checksum" + alg: want})
+    return up["UploadId"], done
+
+
+@pytest.mark.parametrize("alg", ["SHA256", "CRC32C"])
+def test_composite_checksum(gw, alg):
+    """COMPOSITE: the checksum of the parts' raw checksums, then -N; answered by
+    Complete, HEAD/GET with ChecksumMode (botocore does not check a -N value) and
+    GetObjectAttributes (without -N); ListParts shows the parts' checksums."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    key = "ck/composite-" + alg
+    parts = [os.urandom(5 * MIB), os.urandom(1000)]
+    uid, done = upload_with_checksums(s3, key, alg, parts)
+    lp = s3.list_parts(Bucket="mpu", Key=key, UploadId=uid)
+    assert lp["ChecksumAlgorithm"] == alg and lp["ChecksumType"] == "COMPOSITE"
+    assert [p["Checksum" + alg] for p in lp["Parts"]] == [p["Checksum" + alg] for p in done]
+    ups = [u for u in s3.list_multipart_uploads(Bucket="mpu")["Uploads"] if u["Key"] == key]
+    assert [(u["ChecksumAlgorithm"], u["ChecksumType"]) for u in ups] == [(alg, "COMPOSITE")]
+    want = "%s-%d" % (b64(RAW[alg](b"".join(RAW[alg](p) for p in parts))), len(parts))
+    r = s3.complete_multipart_upload(Bucket="mpu", Key=key, UploadId=uid,
+                                     MultipartUpload={"Parts": done})
+    assert r["Checksum" + alg] == want and r["ChecksumType"] == "COMPOSITE"
+    h = s3.head_object(Bucket="mpu", Key=key, ChecksumMode="ENABLED")
+    assert h["Checksum" + alg] == want and h["ChecksumType"] == "COMPOSITE"
+    got = s3.get_object(Bucket="mpu", Key=key, ChecksumMode="ENABLED")
+    assert got["Body"].read() == b"".join(parts) and got["Checksum" + alg] == want
+    # without ChecksumMode no checksum is answered
+    assert "Checksum" + alg not in s3.head_object(Bucket="mpu", Key=key)
+    at = s3.get_object_attributes(Bucket="mpu", Key=key,
+                                  ObjectAttributes=["Checksum", "ObjectParts"])
+    assert at["Checksum"] == {"Checksum" + alg: want.split("-")[0], "ChecksumType": "COMPOSITE"}
+    assert at["ObjectParts"]["TotalPartsCount"] == 2
+
+
+@pytest.mark.parametrize("alg,ctype", [("CRC64NVME", None), ("CRC32", "FULL_OBJECT")])
+def test_full_object_checksum(gw, alg, ctype):
+    """FULL_OBJECT: the CRC of the whole object, combined from the parts' CRCs and
+    sizes without reading a byte; GET with ChecksumMode lets botocore check it too."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    key = "ck/full-" + alg
+    parts = [os.urandom(5 * MIB), os.urandom(1000)]
+    if alg == "CRC32":
+        parts.insert(1, os.urandom(5 * MIB + 3))
+    whole = b"".join(parts)
+    want = b64(RAW[alg](whole))
+    uid, done = upload_with_checksums(s3, key, alg, parts, ctype)
+    r = s3.complete_multipart_upload(Bucket="mpu", Key=key, UploadId=uid,
+                                     MultipartUpload={"Parts": done})
+    assert r["Checksum" + alg] == want and r["ChecksumType"] == "FULL_OBJECT"
+    h = s3.head_object(Bucket="mpu", Key=key, ChecksumMode="ENABLED")
+    assert h["Checksum" + alg] == want and h["ChecksumType"] == "FULL_OBJECT"
+    got = s3.get_object(Bucket="mpu", Key=key, ChecksumMode="ENABLED")
+    assert got["Checksum" + alg] == want and got["Body"].read() == whole
+    at = s3.get_object_attributes(Bucket="mpu", Key=key, ObjectAttributes=["Checksum"])
+    assert at["Checksum"] == {"Checksum" + alg: want, "ChecksumType": "FULL_OBJECT"}
+
+
+def test_checksum_rules(gw):
+    """The algorithm/type pairs S3 refuses; parts without the upload's checksum or with
+    another one; a Complete naming a checksum a part does not have: InvalidPart, and
+    nothing completed."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    for alg, ctype in (("SHA256", "FULL_OBJECT"), ("SHA1", "FULL_OBJECT"),
+                       ("CRC64NVME", "COMPOSITE")):
+        assert code_of(s3.create_multipart_upload, Bucket="mpu", Key="ck/rules",
+                       ChecksumAlgorithm=alg, ChecksumType=ctype) == "InvalidRequest"
+    r = signed(g, AK, SK, "POST", "/mpu/ck/rules", query="uploads=",
+               headers={"x-amz-checksum-algorithm": "CRC32", "x-amz-checksum-type": "BOTH"})
+    assert r.status_code == 400 and b"InvalidRequest" in r.content
+    r = signed(g, AK, SK, "POST", "/mpu/ck/rules", query="uploads=",
+               headers={"x-amz-checksum-type": "COMPOSITE"})
+    assert r.status_code == 400 and b"InvalidRequest" in r.content
+
+    parts = [os.urandom(5 * MIB), b"tail"]
+    uid, done = upload_with_checksums(s3, "ck/rules", "CRC32", parts)
+    # a part without the upload's checksum, or with another one, is refused
+    r = signed(g, AK, SK, "PUT", "/mpu/ck/rules", body=b"x",
+               query="partNumber=3&uploadId=" + uid)
+    assert r.status_code == 400 and b"x-amz-checksum-crc32 is required" in r.content
+    assert code_of(s3.upload_part, Bucket="mpu", Key="ck/rules", UploadId=uid, PartNumber=3,
+                   Body=b"x", ChecksumSHA256=b64(RAW["SHA256"](b"x"))) == "InvalidRequest"
+    # UploadPartCopy would need the gateway to compute the part's checksum
+    assert code_of(s3.upload_part_copy, Bucket="mpu", Key="ck/rules", UploadId=uid,
+                   PartNumber=3, CopySource="mpu/pn/plain") == "NotImplemented"
+    assert [p["PartNumber"] for p in s3.list_parts(Bucket="mpu", Key="ck/rules",
+                                                    UploadId=uid)["Parts"]] == [1, 2]
+
+    def complete(parts):
+        return code_of(s3.complete_multipart_upload, Bucket="mpu", Key="ck/rules",
+                       UploadId=uid, MultipartUpload={"Parts": parts})
+    bad = dict(done[0], ChecksumCRC32=b64(RAW["CRC32"](b"other")))
+    assert complete([bad, done[1]]) == "InvalidPart"
+    other = dict(done[1], ChecksumSHA1=b64(RAW["SHA1"](parts[1])))
+    assert complete([done[0], other]) == "InvalidPart"  # the part has no SHA1
+    assert code_of(s3.head_object, Bucket="mpu", Key="ck/rules") == "404"
+    # the upload is intact: the right list completes it (checksums may be left out)
+    r = s3.complete_multipart_upload(
+        Bucket="mpu", Key="ck/rules", UploadId=uid,
+        MultipartUpload={"Parts": [done[0], {"PartNumber": 2, "ETag": done[1]["ETag"]}]})
+    assert r["ChecksumCRC32"] == "%s-2" % b64(zlib.crc32(b"".join(
+        RAW["CRC32"](p) for p in parts)).to_bytes(4, "big"))
+
+
+def test_full_object_checksum_claimed_on_complete(gw):
+    """A client may send the whole object's checksum with Complete (FULL_OBJECT):
+    compared with the one the parts make, BadDigest when it differs."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    parts = [os.urandom(5 * MIB), b"end"]
+    uid, done = upload_with_checksums(s3, "ck/claimed", "CRC32", parts, "FULL_OBJECT")
+    assert code_of(s3.complete_multipart_upload, Bucket="mpu", Key="ck/claimed", UploadId=uid,
+                   ChecksumCRC32=b64(RAW["CRC32"](b"wrong")), ChecksumType="FULL_OBJECT",
+                   MultipartUpload={"Parts": done}) == "BadDigest"
+    want = b64(RAW["CRC32"](b"".join(parts)))
+    r = s3.complete_multipart_upload(Bucket="mpu", Key="ck/claimed", UploadId=uid,
+                                     ChecksumCRC32=want, ChecksumType="FULL_OBJECT",
+                                     MultipartUpload={"Parts": done})
+    assert r["ChecksumCRC32"] == want
+
+
+def test_get_part_number(gw):
+    """GET/HEAD ?partNumber=N of a multipart object: that part's bytes (206,
+    Content-Range, x-amz-mp-parts-count); past the last part 416; with Range 400. Any
+    other object (or one changed behind the gateway) is one part."""
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    parts = [os.urandom(5 * MIB), os.urandom(5 * MIB + 17), os.urandom(1234)]
+    up = s3.create_multipart_upload(Bucket="mpu", Key="pn/obj")
+    done = [{"PartNumber": n, "ETag": s3.upload_part(Bucket="mpu", Key="pn/obj",
+                                                     UploadId=up["UploadId"], PartNumber=n,
+                                                     Body=d)["ETag"]}
+            for n, d in enumerate(parts, 1)]
+    etag = s3.complete_multipart_upload(Bucket="mpu", Key="pn/obj", UploadId=up["UploadId"],
+                                        MultipartUpload={"Parts": done})["ETag"]
+    size, off = sum(map(len, parts)), 0
+    for n, data in enumerate(parts, 1):
+        got = s3.get_object(Bucket="mpu", Key="pn/obj", PartNumber=n)
+        assert got["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert got["Body"].read() == data and got["PartsCount"] == 3 and got["ETag"] == etag
+        assert got["ContentRange"] == "bytes %d-%d/%d" % (off, off + len(data) - 1, size)
+        h = s3.head_object(Bucket="mpu", Key="pn/obj", PartNumber=n, ChecksumMode="ENABLED")
+        assert h["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert h["ContentLength"] == len(data) and h["PartsCount"] == 3
+        off += len(data)
+    assert code_of(s3.get_object, Bucket="mpu", Key="pn/obj", PartNumber=4) == \
+        "InvalidPartNumber"
+    assert code_of(s3.head_object, Bucket="mpu", Key="pn/obj", PartNumber=4) == "416"
+    assert code_of(s3.get_object, Bucket="mpu", Key="pn/obj", PartNumber=1,
+                   Range="bytes=0-9") == "InvalidRequest"
+    for bad in ("0", "10001", "abc", "1.5", ""):
+        r = signed(g, AK, SK, "GET", "/mpu/pn/obj", query="partNumber=" + bad)
+        assert r.status_code == 400 and b"InvalidArgument" in r.content, (bad, r.content)
+    # other methods still refuse partNumber
+    r = signed(g, AK, SK, "DELETE", "/mpu/pn/obj", query="partNumber=1")
+    assert r.status_code == 501
+    # a plain object is one part
+    s3.put_object(Bucket="mpu", Key="pn/plain", Body=b"plain bytes")
+    got = s3.get_object(Bucket="mpu", Key="pn/plain", PartNumber=1)
+    assert got["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert got["Body"].read() == b"plain bytes" and "PartsCount" not in got
+    assert code_of(s3.get_object, Bucket="mpu", Key="pn/plain", PartNumber=2) == \
+        "InvalidPartNumber"
+    # bytes changed through the filer: the part record is stale, the object one part
+    assert filer.put("/buckets/mpu/pn/obj", b"rewritten").status_code in (200, 201)
+    got = s3.get_object(Bucket="mpu", Key="pn/obj", PartNumber=1)
+    assert got["Body"].read() == b"rewritten" and "PartsCount" not in got
+    assert code_of(s3.get_object, Bucket="mpu", Key="pn/obj", PartNumber=2) == \
+        "InvalidPartNumber"

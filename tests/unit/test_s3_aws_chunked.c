@@ -3,7 +3,8 @@
  *
  * Checksums: the "123456789" check values of the CRC catalogue, FIPS 180
  * vectors for SHA-1 and SHA-256, the CRC32C AWS's trailer example carries,
- * names, header names and base64 forms.
+ * names, header names and base64 forms; CRC combination (crc(A||B) from
+ * crc(A), crc(B) and |B|) at every split, and base64 decoding.
  *
  * Decoder: AWS's 65 KiB chunked-upload examples (plain and with a signed
  * trailer), with a real SigV4 chunk-signature chain built here from the
@@ -171,6 +172,115 @@ static void test_incremental(void)
 				     sizeof(data) - cut) != crc64nvme_bitwise(data, sizeof(data)))
 			bad++;
 	is_int(bad, 0, "crc64nvme_update chains at every cut");
+}
+
+/* A CRC's value as s3_cksum computes it. */
+static uint64_t crc_of(enum s3_cksum a, const void *p, size_t n)
+{
+	struct s3_cksum_ctx c;
+	uint8_t d[S3_CKSUM_DIGEST_MAX];
+	s3_cksum_init(&c, a);
+	s3_cksum_update(&c, p, n);
+	s3_cksum_final(&c, d);
+	return s3_crc_from_digest(a, d);
+}
+
+static void test_crc_combine(void)
+{
+	static const enum s3_cksum crcs[] = {S3_CKSUM_CRC32, S3_CKSUM_CRC32C, S3_CKSUM_CRC64NVME};
+	size_t n = 3001, zn = (1u << 20) + 7;
+	uint8_t *data = xmalloc(n), *zeros = xcalloc(1, zn), d[S3_CKSUM_DIGEST_MAX];
+	uint32_t x = 777;
+	char b64[S3_CKSUM_B64_SIZE];
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245 + 12345;
+		data[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t k = 0; k < ARRAY_LEN(crcs); k++) {
+		enum s3_cksum a = crcs[k];
+		const char *name = s3_cksum_name(a);
+		uint64_t whole = crc_of(a, data, n), c1, c2, c3, big1, big2, l1, l2;
+		size_t bad = 0, bad3 = 0;
+
+		ok(s3_cksum_is_crc(a), "%s is a CRC", name);
+		/* every split into two */
+		for (size_t cut = 0; cut <= n; cut++)
+			if (s3_crc_combine(a, crc_of(a, data, cut), crc_of(a, data + cut, n - cut),
+					   n - cut) != whole)
+				bad++;
+		ok(!bad, "%s: combine(crc(a), crc(b), len(b)) == crc(a||b) at every cut", name);
+		/* three pieces, combined left to right and right to left */
+		for (size_t i = 0; i <= n; i += 97)
+			for (size_t j = i; j <= n; j += 131) {
+				c1 = crc_of(a, data, i);
+				c2 = crc_of(a, data + i, j - i);
+				c3 = crc_of(a, data + j, n - j);
+				if (s3_crc_combine(a, s3_crc_combine(a, c1, c2, j - i), c3,
+						   n - j) != whole ||
+				    s3_crc_combine(a, c1, s3_crc_combine(a, c2, c3, n - j),
+						   n - i) != whole)
+					bad3++;
+			}
+		ok(!bad3, "%s: three pieces combine either way round", name);
+		/* a long second piece (5 MiB parts are the usual case) */
+		{
+			uint8_t *both = xmalloc(n + zn);
+			memcpy(both, data, n);
+			memcpy(both + n, zeros, zn);
+			ok(s3_crc_combine(a, whole, crc_of(a, zeros, zn), zn) ==
+				   crc_of(a, both, n + zn),
+			   "%s: a 1 MiB + 7 second piece", name);
+			free(both);
+		}
+		ok(s3_crc_combine(a, whole, crc_of(a, "", 0), 0) == whole,
+		   "%s: an empty second piece changes nothing", name);
+		ok(s3_crc_combine(a, crc_of(a, "", 0), whole, n) == whole,
+		   "%s: an empty first piece changes nothing", name);
+		/* lengths far past any buffer: crc(A||B||C) either way round */
+		l1 = (1ULL << 40) + 12345;
+		l2 = (1ULL << 62) + 999;
+		big1 = s3_crc_combine(a, s3_crc_combine(a, whole, c1 = crc_of(a, data, 17), l1),
+				      c2 = crc_of(a, data + 17, 33), l2);
+		big2 = s3_crc_combine(a, whole, s3_crc_combine(a, c1, c2, l2), l1 + l2);
+		ok(big1 == big2, "%s: combines of 2^40- and 2^62-byte lengths associate", name);
+		if (a != S3_CKSUM_CRC64NVME)
+			ok(whole <= 0xffffffffu && big1 <= 0xffffffffu, "%s: values stay 32-bit",
+			   name);
+		/* digests and back */
+		s3_crc_to_digest(a, whole, d);
+		s3_cksum_digest_b64(a, d, b64);
+		{
+			char want[S3_CKSUM_B64_SIZE];
+			s3_cksum_b64(a, data, n, want);
+			ok(!strcmp(b64, want), "%s: value -> digest -> base64 is the checksum",
+			   name);
+		}
+		memset(d, 0, sizeof(d));
+		ok(s3_cksum_b64_decode(a, b64, d) == s3_cksum_digest_len(a) &&
+			   s3_crc_from_digest(a, d) == whole,
+		   "%s: base64 decodes to the CRC", name);
+	}
+	ok(!s3_cksum_is_crc(S3_CKSUM_SHA1) && !s3_cksum_is_crc(S3_CKSUM_SHA256) &&
+		   !s3_cksum_is_crc(S3_CKSUM_NONE),
+	   "SHA1, SHA256 and NONE are not CRCs");
+	/* zlib's own crc32_combine on a known pair: "1234" + "56789" */
+	ok(s3_crc_combine(S3_CKSUM_CRC32, crc_of(S3_CKSUM_CRC32, "1234", 4),
+			  crc_of(S3_CKSUM_CRC32, "56789", 5), 5) == 0xcbf43926u,
+	   "CRC32 of \"1234\" combined with \"56789\" is the check value");
+	ok(s3_crc_combine(S3_CKSUM_CRC64NVME, crc_of(S3_CKSUM_CRC64NVME, "12345678", 8),
+			  crc_of(S3_CKSUM_CRC64NVME, "9", 1), 1) == 0xae8b14860a799888ULL,
+	   "CRC64NVME of \"12345678\" combined with \"9\" is the check value");
+	is_int(s3_cksum_b64_decode(S3_CKSUM_SHA256,
+				   "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=", d),
+	       32, "SHA256 base64 decodes to 32 bytes");
+	ok(d[0] == 0xba && d[31] == 0xad, "SHA256 of abc decoded");
+	is_int(s3_cksum_b64_decode(S3_CKSUM_CRC32, "y/Q5Jg=", d), 0, "malformed base64: 0");
+	is_int(s3_cksum_b64_decode(S3_CKSUM_CRC32, "rosUhgp5mIg=", d), 0,
+	       "another algorithm's length: 0");
+	is_int(s3_cksum_b64_decode(S3_CKSUM_CRC32, NULL, d), 0, "NULL: 0");
+	free(data);
+	free(zeros);
 }
 
 static void test_names(void)
@@ -1259,6 +1369,7 @@ int main(void)
 {
 	test_check_values();
 	test_incremental();
+	test_crc_combine();
 	test_names();
 	test_b64_valid();
 	test_mode_names();
