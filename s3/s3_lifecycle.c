@@ -8,11 +8,15 @@
  * buckets, and for each with enabled rules walks the bucket's tree and deletes
  * the objects a rule expires (Expiration Days after the object's mtime, or a
  * Date passed; filtered by prefix, tags and size), and removes multipart
- * uploads older than AbortIncompleteMultipartUpload's days. Several gateways
- * over one filer sweep the same buckets: deletes are idempotent, so the only
- * cost is repeated listing. An object rewritten between the sweeper's listing
- * and its delete can be deleted (the filer's delete takes no condition);
- * expirations are days long, so the window is the length of one walk.
+ * uploads older than AbortIncompleteMultipartUpload's days. In a bucket with
+ * versioning, expiring makes a delete marker; NoncurrentVersionExpiration
+ * deletes older versions some days after a newer one replaced them (keeping
+ * NewerNoncurrentVersions of them), and ExpiredObjectDeleteMarker removes a
+ * delete marker left with no version under it; locked versions stay. Several
+ * gateways over one filer sweep the same buckets: deletes are idempotent, so
+ * the only cost is repeated listing. An object is deleted only in the version
+ * the rule was checked against (delete with ifEtag), so one rewritten
+ * meanwhile stays.
  *
  * Testing hook: WEEDFS_S3_LIFECYCLE_DAY_SECONDS (read once, default 86400)
  * is how long a lifecycle "day" lasts.
@@ -44,6 +48,9 @@ struct lc_rule {
 	int64_t days;              /* Expiration Days; 0: none */
 	int64_t date;              /* Expiration Date (unix s); 0: none */
 	int64_t abort_days;        /* AbortIncompleteMultipartUpload; 0: none */
+	int64_t noncurrent_days;   /* NoncurrentVersionExpiration NoncurrentDays; 0: none */
+	int64_t newer_noncurrent;  /* ... NewerNoncurrentVersions kept; 0: none */
+	bool expired_marker;       /* Expiration ExpiredObjectDeleteMarker */
 	uint64_t size_gt, size_lt; /* ObjectSizeGreaterThan / LessThan; 0: none */
 };
 
@@ -137,6 +144,7 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 		const char *st = xml_child_text(n, "Status"), *id = xml_child_text(n, "ID");
 		const struct xml_node *exp = xml_child(n, "Expiration");
 		const struct xml_node *ab = xml_child(n, "AbortIncompleteMultipartUpload");
+		const struct xml_node *nve = xml_child(n, "NoncurrentVersionExpiration");
 		struct lc_rule *r;
 
 		c->r = xrealloc(c->r, (c->n + 1) * sizeof(*c->r));
@@ -150,9 +158,15 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 			why = read_filter(r, n);
 		if (!why && exp) {
 			const char *d = xml_child_text(exp, "Days"),
-				   *t = xml_child_text(exp, "Date");
-			if ((d && t) || (!d && !t))
-				why = "Expiration takes Days or Date";
+				   *t = xml_child_text(exp, "Date"),
+				   *m = xml_child_text(exp, "ExpiredObjectDeleteMarker");
+			if (!!d + !!t + !!m != 1)
+				why = "Expiration takes one of Days, Date or "
+				      "ExpiredObjectDeleteMarker";
+			else if (m && strcmp(m, "true") && strcmp(m, "false"))
+				why = "ExpiredObjectDeleteMarker must be true or false";
+			else if (m && (r->expired_marker = !strcmp(m, "true")) && r->ntags)
+				why = "ExpiredObjectDeleteMarker cannot be used with a tag filter";
 			else if (d && !positive(d, &r->days))
 				why = "Expiration Days must be a positive integer";
 			else if (t && !parse_date(t, &r->date))
@@ -163,8 +177,16 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 			why = "DaysAfterInitiation must be a positive integer";
 		if (!why && ab && r->ntags)
 			why = "AbortIncompleteMultipartUpload cannot be used with a tag filter";
-		if (!why && !exp && !ab)
-			why = "A rule needs an action: Expiration or "
+		if (!why && nve) {
+			const char *k = xml_child_text(nve, "NewerNoncurrentVersions");
+			if (!positive(xml_child_text(nve, "NoncurrentDays"), &r->noncurrent_days))
+				why = "NoncurrentDays must be a positive integer";
+			else if (k &&
+				 (!positive(k, &r->newer_noncurrent) || r->newer_noncurrent > 100))
+				why = "NewerNoncurrentVersions must be an integer 1..100";
+		}
+		if (!why && !exp && !ab && !nve)
+			why = "A rule needs an action: Expiration, NoncurrentVersionExpiration or "
 			      "AbortIncompleteMultipartUpload";
 		if (why)
 			break;
@@ -205,14 +227,23 @@ static void lc_write(const struct lc *c, buf *out)
 			xml_close(w);
 		xml_close(w);
 		xml_elem(w, "Status", r->enabled ? "Enabled" : "Disabled");
-		if (r->days || r->date) {
+		if (r->days || r->date || r->expired_marker) {
 			xml_open(w, "Expiration");
-			if (r->days)
+			if (r->days) {
 				xml_elem_i64(w, "Days", r->days);
-			else {
+			} else if (r->date) {
 				s3_iso8601(r->date * 1000000000, date);
 				xml_elem(w, "Date", date);
+			} else {
+				xml_elem(w, "ExpiredObjectDeleteMarker", "true");
 			}
+			xml_close(w);
+		}
+		if (r->noncurrent_days) {
+			xml_open(w, "NoncurrentVersionExpiration");
+			xml_elem_i64(w, "NoncurrentDays", r->noncurrent_days);
+			if (r->newer_noncurrent)
+				xml_elem_i64(w, "NewerNoncurrentVersions", r->newer_noncurrent);
 			xml_close(w);
 		}
 		if (r->abort_days) {
@@ -300,25 +331,10 @@ struct sweep {
 	enum s3_versioning v; /* expiring a current version makes a delete marker */
 };
 
-/* Expires the object key at path: 0 or a filer errno. */
-static int expire(struct sweep *s, const char *key, char *path)
+/* Whether rule r applies to the version e of key (prefix, size and tag filters). */
+static bool rule_covers(const struct lc_rule *r, const char *key, const struct filer_entry *e)
 {
-	struct s3_req r = {.g = s->g, .bucket = (char *)s->bucket};
-	struct s3_deleted d;
-	int rc;
-	if (s->v != S3_UNVERSIONED)
-		return s3_delete_versioned(&r, key, NULL, s->v, &d);
-	rc = filer_meta_delete(s->g->filer, path, false);
-	if (!rc)
-		s3_drop_empty_parents(s->g, s->bucket, path);
-	return rc;
-}
-
-static bool rule_expires(const struct lc_rule *r, const char *key, const struct filer_entry *e,
-			 int64_t now)
-{
-	int64_t mtime = e->attr.mtime_ns / 1000000000;
-	if (!r->enabled || (!r->days && !r->date) || strncmp(key, r->prefix, strlen(r->prefix)))
+	if (!r->enabled || strncmp(key, r->prefix, strlen(r->prefix)))
 		return false;
 	if ((r->size_gt && e->attr.size <= r->size_gt) ||
 	    (r->size_lt && e->attr.size >= r->size_lt))
@@ -326,7 +342,51 @@ static bool rule_expires(const struct lc_rule *r, const char *key, const struct 
 	for (size_t k = 0; k < r->ntags; k++)
 		if (!s3_tags_have(e, r->tag_k[k], r->tag_v[k]))
 			return false;
+	return true;
+}
+
+static bool rule_expires(const struct lc_rule *r, const char *key, const struct filer_entry *e,
+			 int64_t now)
+{
+	int64_t mtime = e->attr.mtime_ns / 1000000000;
+	if ((!r->days && !r->date) || !rule_covers(r, key, e))
+		return false;
 	return r->days ? mtime + r->days * day_seconds() <= now : r->date <= now;
+}
+
+/* The first rule that expires e (the current version of key), or NULL. */
+static const struct lc_rule *expiring_rule(const struct sweep *s, const char *key,
+					   const struct filer_entry *e)
+{
+	for (size_t k = 0; k < s->c->n; k++)
+		if (rule_expires(&s->c->r[k], key, e, s->now))
+			return &s->c->r[k];
+	return NULL;
+}
+
+/*
+ * Expires the object key at path: in a versioned bucket a delete marker hides
+ * it; otherwise it is deleted if, read again, it is still expired, and only in
+ * that version (a rewrite meanwhile wins). 0 or a filer errno.
+ */
+static int expire(struct sweep *s, const char *key, char *path)
+{
+	struct s3_req r = {.g = s->g, .bucket = (char *)s->bucket};
+	struct filer_entry *e = NULL;
+	struct s3_deleted d;
+	char etag[17];
+	int rc;
+	if (s->v != S3_UNVERSIONED)
+		return s3_delete_versioned(&r, key, NULL, s->v, &d);
+	rc = filer_meta_lookup_etag(s->g->filer, path, &e, etag);
+	if (!rc && !expiring_rule(s, key, e))
+		rc = ESTALE;
+	if (!rc)
+		rc = filer_meta_delete_if(s->g->filer, path, etag);
+	if (!rc)
+		s3_drop_empty_parents(s->g, s->bucket, path);
+	filer_entry_free(e);
+	return rc;
 }
 
 static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
@@ -350,13 +410,9 @@ static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
 					sweep_dir(s, path, sub);
 					free(sub);
 				}
-			} else if (S_ISREG(e->attr.mode)) {
-				for (size_t k = 0; k < s->c->n; k++)
-					if (rule_expires(&s->c->r[k], key, e, s->now)) {
-						if (!expire(s, key, path))
-							s->deleted++;
-						break;
-					}
+			} else if (S_ISREG(e->attr.mode) && expiring_rule(s, key, e) &&
+				   !expire(s, key, path)) {
+				s->deleted++;
 			}
 			free(key);
 			free(path);
@@ -365,6 +421,122 @@ static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
 			start = xstrdup(pg.last_name);
 		filer_meta_page_free(&pg);
 	}
+}
+
+/* ---- older versions (buckets with versioning) ---- */
+
+/* The entries of a key's version directory: its versions (files), newest first. */
+struct history {
+	struct filer_entry **v;
+	size_t n;
+	bool *gone; /* deleted by this pass */
+};
+
+/* Whether some rule expires the noncurrent version i of h (replaced at since, unix s). */
+static bool noncurrent_expires(const struct sweep *s, const char *key, const struct filer_entry *e,
+			       int64_t since, size_t newer)
+{
+	for (size_t k = 0; k < s->c->n; k++) {
+		const struct lc_rule *r = &s->c->r[k];
+		if (r->noncurrent_days && rule_covers(r, key, e) &&
+		    newer >= (size_t)r->newer_noncurrent &&
+		    since + r->noncurrent_days * day_seconds() <= s->now)
+			return true;
+	}
+	return false;
+}
+
+static bool marker_rule(const struct sweep *s, const char *key)
+{
+	for (size_t k = 0; k < s->c->n; k++) {
+		const struct lc_rule *r = &s->c->r[k];
+		if (r->enabled && r->expired_marker && !strncmp(key, r->prefix, strlen(r->prefix)))
+			return true;
+	}
+	return false;
+}
+
+/* Deletes version i of key (the file dir/<name>) unless Object Lock keeps it. */
+static void drop_version(struct sweep *s, const char *key, const char *dir, struct history *h,
+			 size_t i)
+{
+	struct s3_req r = {.g = s->g, .bucket = (char *)s->bucket};
+	char *path;
+	if (s3_lock_forbids_delete(&r, key, h->v[i]))
+		return;
+	path = xasprintf("%s/%s", dir, h->v[i]->name);
+	if (!filer_meta_delete(s->g->filer, path, false)) {
+		h->gone[i] = true;
+		s->deleted++;
+		s3_drop_empty_parents(s->g, s->bucket, path);
+	}
+	free(path);
+}
+
+/* Applies the noncurrent and delete-marker rules to one key's history. */
+static void sweep_history(struct sweep *s, const char *key, const char *dir, struct history *h)
+{
+	char *cur_path = s3_object_path(s->bucket, key);
+	struct filer_entry *cur = NULL;
+	size_t newer = 0, left = 0;
+	bool has_cur;
+
+	has_cur = cur_path && !filer_meta_lookup(s->g->filer, cur_path, &cur) &&
+		  S_ISREG(cur->attr.mode);
+	h->gone = xcalloc(h->n, sizeof(*h->gone));
+	/* without a current file the newest version is the latest, not noncurrent */
+	for (size_t i = has_cur ? 0 : 1; i < h->n; i++) {
+		const struct filer_entry *replaced_by = i ? h->v[i - 1] : cur;
+		if (noncurrent_expires(s, key, h->v[i], replaced_by->attr.mtime_ns / 1000000000,
+				       newer))
+			drop_version(s, key, dir, h, i);
+		newer++;
+	}
+	for (size_t i = 0; i < h->n; i++)
+		left += !h->gone[i];
+	if (!has_cur && left == 1 && !h->gone[0] && s3_is_delete_marker(h->v[0]) &&
+	    marker_rule(s, key))
+		drop_version(s, key, dir, h, 0);
+	filer_entry_free(cur);
+	free(cur_path);
+}
+
+/* Walks the .versions directory dir of key ("" for the root): its files are key's versions. */
+static void sweep_versions(struct sweep *s, const char *dir, const char *key)
+{
+	struct history h = {0};
+	char *start = xstrdup("");
+	while (start) {
+		struct filer_meta_page pg;
+		int rc = filer_meta_list(s->g->filer, dir, start, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (rc)
+			break;
+		for (size_t i = 0; i < pg.n; i++) {
+			struct filer_entry *e = pg.entries[i];
+			if (S_ISREG(e->attr.mode) && *key) {
+				h.v = xrealloc(h.v, (h.n + 1) * sizeof(*h.v));
+				h.v[h.n++] = filer_entry_dup(e);
+			} else if (S_ISDIR(e->attr.mode)) {
+				char *sub = xasprintf("%s/%s", dir, e->name);
+				char *sub_key =
+					*key ? xasprintf("%s/%s", key, e->name) : xstrdup(e->name);
+				sweep_versions(s, sub, sub_key);
+				free(sub);
+				free(sub_key);
+			}
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	}
+	if (h.n)
+		sweep_history(s, key, dir, &h);
+	for (size_t i = 0; i < h.n; i++)
+		filer_entry_free(h.v[i]);
+	free(h.v);
+	free(h.gone);
 }
 
 /* Removes the uploads an AbortIncompleteMultipartUpload rule has given up on. */
@@ -424,6 +596,11 @@ void s3_lifecycle_sweep(struct s3_gateway *g)
 			dir = xasprintf(S3_BUCKETS_DIR "/%s", b->name);
 			sweep_dir(&s, dir, "");
 			sweep_uploads(&s, dir);
+			if (s.v != S3_UNVERSIONED) {
+				char *vdir = xasprintf("%s/" S3_VERSIONS_NAME, dir);
+				sweep_versions(&s, vdir, "");
+				free(vdir);
+			}
 			if (s.deleted)
 				log_info("lifecycle: %zu objects of bucket %s expired", s.deleted,
 					 b->name);

@@ -261,3 +261,44 @@ def test_lifecycle_expiration_makes_markers(module_cluster, gw, monkeypatch):
     assert [(vid == v, latest, m) for _, vid, latest, m, _ in got] == \
         [(False, True, True), (True, False, False)]
     assert s3.get_object(Bucket=b, Key="tmp/k", VersionId=v)["Body"].read() == b"data"
+
+
+def test_lifecycle_noncurrent_versions_and_lone_markers(module_cluster, gw, monkeypatch):
+    """NoncurrentVersionExpiration deletes versions a day after a newer one replaced
+    them, keeping NewerNoncurrentVersions; ExpiredObjectDeleteMarker removes a marker
+    left alone; other keys keep their history (a lifecycle day lasts 1 s here)."""
+    monkeypatch.setenv("WEEDFS_S3_LIFECYCLE_DAY_SECONDS", "1")
+    g = start_gateway(module_cluster, gw[0], IDENTITIES, extra=["-lifecycleSeconds=1"]).start()
+    s3 = client(g, AK, SK)
+    b = new_bucket(s3, "vlife2")
+    old = [s3.put_object(Bucket=b, Key="old/k", Body=b"%d" % i)["VersionId"] for i in range(3)]
+    kept = [s3.put_object(Bucket=b, Key="keep/k", Body=b"%d" % i)["VersionId"]
+            for i in range(2)]
+    v = s3.put_object(Bucket=b, Key="gone/k", Body=b"x")["VersionId"]
+    s3.delete_object(Bucket=b, Key="gone/k")
+    s3.delete_object(Bucket=b, Key="gone/k", VersionId=v)  # only the marker is left
+    rules = [{"ID": "nc", "Status": "Enabled", "Filter": {"Prefix": "old/"},
+              "NoncurrentVersionExpiration": {"NoncurrentDays": 1,
+                                              "NewerNoncurrentVersions": 1}},
+             {"ID": "dm", "Status": "Enabled", "Filter": {"Prefix": "gone/"},
+              "Expiration": {"ExpiredObjectDeleteMarker": True}}]
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": rules})
+    got = s3.get_bucket_lifecycle_configuration(Bucket=b)["Rules"]
+    assert got[0]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 1,
+                                                     "NewerNoncurrentVersions": 1}
+    assert got[1]["Expiration"] == {"ExpiredObjectDeleteMarker": True}
+
+    def left():
+        return [(k, vid) for k, vid, _, _, _ in versions(s3, b)]
+    wait_until(lambda: left() == [("keep/k", kept[1]), ("keep/k", kept[0]),
+                                  ("old/k", old[2]), ("old/k", old[1])],
+               timeout=20, what="noncurrent expiration")
+    assert s3.get_object(Bucket=b, Key="old/k")["Body"].read() == b"2"
+    for bad in ({"Expiration": {"Days": 1, "ExpiredObjectDeleteMarker": True}},
+                {"NoncurrentVersionExpiration": {"NoncurrentDays": 0}},
+                {"NoncurrentVersionExpiration": {"NoncurrentDays": 1,
+                                                 "NewerNoncurrentVersions": 101}}):
+        rule = dict({"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}}, **bad)
+        assert code_of(s3.put_bucket_lifecycle_configuration, Bucket=b,
+                       LifecycleConfiguration={"Rules": [rule]}) in ("InvalidRequest",
+                                                                     "MalformedXML")
