@@ -369,6 +369,13 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 /* The file holding version id of key: 0, ENOENT, or a filer errno. Worker. */
 int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
 		    struct filer_entry **out);
+/*
+ * The version of r's key that r's ?versionId names (else the current one)
+ * and its file's path (caller frees both); NULL with r's answer: bad id
+ * (InvalidArgument), NoSuchVersion, NoSuchKey, a delete marker
+ * (MethodNotAllowed). Worker.
+ */
+struct filer_entry *s3_version_target(struct s3_req *r, char **path);
 /* x-amz-version-id (real ids, or any asked for) and x-amz-delete-marker of e, on r's answer. */
 void s3_version_headers(struct s3_req *r, const struct filer_entry *e);
 /* A key found missing: when its latest version is a delete marker, say so in r's headers. */

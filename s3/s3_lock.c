@@ -327,51 +327,14 @@ void s3_lock_headers(struct s3_req *r, const struct filer_entry *e)
  */
 static struct filer_entry *locked_version(struct s3_req *r, char **path)
 {
-	const char *id = http_req_query(r->req, "versionId");
-	struct filer_entry *b = s3_bucket_entry(r), *e = NULL;
-	char *p;
-	int rc;
+	struct filer_entry *b = s3_bucket_entry(r);
+	bool locking = b && s3_lock_enabled(b);
 
 	*path = NULL;
-	if (!b)
-		return NULL;
-	if (!s3_lock_enabled(b)) {
-		filer_entry_free(b);
+	if (b && !locking)
 		s3_error(r, S3_INVALID_REQUEST, "Bucket is missing Object Lock Configuration");
-		return NULL;
-	}
 	filer_entry_free(b);
-	if (id && !s3_version_id_ok(id)) {
-		s3_error(r, S3_INVALID_ARGUMENT, "Invalid version id specified");
-		return NULL;
-	}
-	if (id) {
-		rc = s3_version_read(r->g, r->bucket, r->key, id, &e);
-	} else {
-		p = s3_object_path(r->bucket, r->key);
-		rc = p ? filer_meta_lookup(r->g->filer, p, &e) : ENOENT;
-		free(p);
-		if (!rc && !S_ISREG(e->attr.mode))
-			rc = ENOENT;
-	}
-	if (!rc && s3_is_delete_marker(e)) {
-		s3_error(r, S3_METHOD_NOT_ALLOWED,
-			 "The specified method is not allowed against a delete marker.");
-		rc = EPERM;
-	} else if (rc == ENOENT || rc == ENOTDIR) {
-		if (id)
-			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
-		else
-			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-	} else if (rc) {
-		s3_filer_error(r, rc, "looking the object up");
-	}
-	if (rc) {
-		filer_entry_free(e);
-		return NULL;
-	}
-	*path = xasprintf("%s/%s", e->dir, e->name);
-	return e;
+	return locking ? s3_version_target(r, path) : NULL;
 }
 
 /* Sets (value non-NULL) or removes one lock xattr of the file at path; false with r's answer. */

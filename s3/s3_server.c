@@ -531,12 +531,6 @@ static void route_object(struct s3_req *r, enum http_method m)
 		return;
 	}
 	if (http_req_query(r->req, "tagging")) {
-		if (http_req_query(r->req, "versionId")) {
-			s3_error(r, S3_NOT_IMPLEMENTED,
-				 "This gateway does not implement tags of one version (versionId)");
-			s3_send_answer(r);
-			return;
-		}
 		route_tagging(r, m);
 		return;
 	}

@@ -168,22 +168,25 @@ size_t s3_tag_count(const struct filer_entry *e)
 
 /* ---- the operations ---- */
 
-/* The entry tagged: r's object, or its bucket; NULL with r's answer. *path set (caller frees). */
+/*
+ * The entry tagged: r's object (the version ?versionId names), or its bucket;
+ * NULL with r's answer. *path set (caller frees).
+ */
 static struct filer_entry *target(struct s3_req *r, char **path)
 {
 	struct filer_entry *e = NULL;
 	int rc;
-	*path = r->key ? s3_object_path(r->bucket, r->key) : s3_bucket_path(r->bucket);
+	if (r->key)
+		return s3_version_target(r, path); /* ?versionId: that version's tags */
+	*path = s3_bucket_path(r->bucket);
 	rc = *path ? filer_meta_lookup(r->g->filer, *path, &e) : ENOENT;
-	if (!rc && (r->key ? S_ISREG(e->attr.mode) : S_ISDIR(e->attr.mode)))
+	if (!rc && S_ISDIR(e->attr.mode))
 		return e;
 	filer_entry_free(e);
 	if (rc && rc != ENOENT && rc != ENOTDIR)
-		s3_filer_error(r, rc, "looking the tagged entry up");
-	else if (!r->key || s3_bucket_exists(r))
-		s3_error(r, r->key ? S3_NO_SUCH_KEY : S3_NO_SUCH_BUCKET,
-			 r->key ? "The specified key does not exist."
-				: "The specified bucket does not exist");
+		s3_filer_error(r, rc, "looking the bucket up");
+	else
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
 	return NULL;
 }
 

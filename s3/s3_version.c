@@ -260,6 +260,50 @@ int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, c
 	return rc;
 }
 
+struct filer_entry *s3_version_target(struct s3_req *r, char **path)
+{
+	const char *id = http_req_query(r->req, "versionId");
+	struct filer_entry *e = NULL;
+	char *p;
+	int rc;
+
+	*path = NULL;
+	if (id && !s3_version_id_ok(id)) {
+		s3_error(r, S3_INVALID_ARGUMENT, "Invalid version id specified");
+		return NULL;
+	}
+	if (id) {
+		rc = s3_version_read(r->g, r->bucket, r->key, id, &e);
+	} else {
+		p = s3_object_path(r->bucket, r->key);
+		rc = p ? filer_meta_lookup(r->g->filer, p, &e) : ENOENT;
+		free(p);
+		if (!rc && !S_ISREG(e->attr.mode))
+			rc = ENOENT;
+	}
+	if (!rc && s3_is_delete_marker(e)) {
+		s3_version_headers(r, e);
+		s3_error(r, S3_METHOD_NOT_ALLOWED,
+			 "The specified method is not allowed against a delete marker.");
+		rc = EPERM;
+	} else if (rc == ENOENT || rc == ENOTDIR) {
+		if (id)
+			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
+		else if (s3_bucket_exists(r))
+			s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	} else if (rc) {
+		s3_filer_error(r, rc, "looking the object up");
+	}
+	if (rc) {
+		filer_entry_free(e);
+		return NULL;
+	}
+	if (id)
+		s3_header(r, "x-amz-version-id", id);
+	*path = xasprintf("%s/%s", e->dir, e->name);
+	return e;
+}
+
 void s3_version_headers(struct s3_req *r, const struct filer_entry *e)
 {
 	char vid[S3_VERSION_ID_SIZE];
@@ -274,8 +318,8 @@ void s3_version_missing(struct s3_req *r)
 {
 	struct filer_entry *m = NULL, *b = NULL;
 	char *vdir;
-	bool versioned = !s3_bucket_lookup(r->g, r->bucket, &b) &&
-			 s3_versioning_in(b) != S3_UNVERSIONED;
+	bool versioned =
+		!s3_bucket_lookup(r->g, r->bucket, &b) && s3_versioning_in(b) != S3_UNVERSIONED;
 	filer_entry_free(b);
 	if (!versioned)
 		return; /* no history to look at (the lookup is cached: no filer request) */

@@ -302,3 +302,25 @@ def test_lifecycle_noncurrent_versions_and_lone_markers(module_cluster, gw, monk
         assert code_of(s3.put_bucket_lifecycle_configuration, Bucket=b,
                        LifecycleConfiguration={"Rules": [rule]}) in ("InvalidRequest",
                                                                      "MalformedXML")
+
+
+def test_tags_of_one_version(s3):
+    b = new_bucket(s3, "vtags")
+    v1 = s3.put_object(Bucket=b, Key="k", Body=b"1", Tagging="gen=one")["VersionId"]
+    v2 = s3.put_object(Bucket=b, Key="k", Body=b"2", Tagging="gen=two")["VersionId"]
+    got = s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)
+    assert got["TagSet"] == [{"Key": "gen", "Value": "one"}] and got["VersionId"] == v1
+    s3.put_object_tagging(Bucket=b, Key="k", VersionId=v1,
+                          Tagging={"TagSet": [{"Key": "kept", "Value": "yes"}]})
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"] == \
+        [{"Key": "kept", "Value": "yes"}]
+    assert s3.get_object_tagging(Bucket=b, Key="k")["TagSet"] == [{"Key": "gen", "Value": "two"}]
+    s3.delete_object_tagging(Bucket=b, Key="k", VersionId=v1)
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v1)["TagSet"] == []
+    assert s3.get_object_tagging(Bucket=b, Key="k", VersionId=v2)["TagSet"] == \
+        [{"Key": "gen", "Value": "two"}]
+    marker = s3.delete_object(Bucket=b, Key="k")["VersionId"]
+    assert code_of(s3.get_object_tagging, Bucket=b, Key="k", VersionId=marker) == \
+        "MethodNotAllowed"
+    assert code_of(s3.get_object_tagging, Bucket=b, Key="k", VersionId="0" * 24) == \
+        "NoSuchVersion"
