@@ -929,6 +929,38 @@ static bool stmt_match(const struct stmt *s, const struct policy_request *r)
 	return true;
 }
 
+bool bucket_policy_is_public(const struct bucket_policy *p)
+{
+	/* condition keys that tie a grant to fixed callers: it is then not public */
+	static const char *const narrowing[] = {
+		"aws:PrincipalAccount",
+		"aws:PrincipalArn",
+		"aws:PrincipalOrgID",
+		"aws:SourceAccount",
+		"aws:SourceArn",
+		"aws:SourceIp",
+		"aws:SourceOwner",
+		"aws:SourceVpc",
+		"aws:SourceVpce",
+		"aws:userid",
+		"aws:username",
+		"s3:DataAccessPointArn",
+		"s3:DataAccessPointAccount",
+	};
+	for (size_t i = 0; p && i < p->nst; i++) {
+		const struct stmt *s = &p->st[i];
+		bool narrowed = false;
+		if (s->deny || !s->anyone)
+			continue;
+		for (size_t k = 0; k < s->nc && !narrowed; k++)
+			for (size_t j = 0; j < sizeof(narrowing) / sizeof(*narrowing); j++)
+				narrowed |= !strcasecmp(s->c[k].key, narrowing[j]);
+		if (!narrowed)
+			return true;
+	}
+	return false;
+}
+
 enum policy_effect bucket_policy_eval(const struct bucket_policy *p, const struct policy_request *r)
 {
 	bool allow = false;

@@ -21,6 +21,7 @@
 #ifndef WEEDFS_S3_BUCKET_POLICY_H
 #define WEEDFS_S3_BUCKET_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The longest policy document taken (AWS's limit: 20 KiB). */
@@ -70,5 +71,13 @@ void bucket_policy_free(struct bucket_policy *p);
  */
 enum policy_effect bucket_policy_eval(const struct bucket_policy *p,
 				      const struct policy_request *r);
+
+/*
+ * Whether p is public in AWS's sense (GetBucketPolicyStatus): some Allow
+ * statement grants to "*" without a condition on a key that ties it to fixed
+ * callers (aws:SourceIp, aws:SourceVpc(e), aws:SourceArn/Account/Owner,
+ * aws:Principal*, aws:userid/username, s3:DataAccessPoint*).
+ */
+bool bucket_policy_is_public(const struct bucket_policy *p);
 
 #endif

@@ -295,6 +295,7 @@ void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c);
 void s3_put_policy(struct s3_req *r);
 void s3_get_policy(struct s3_req *r);
 void s3_delete_policy(struct s3_req *r);
+void s3_get_policy_status(struct s3_req *r); /* GET ?policyStatus: IsPublic */
 /* The policy action r performs ("s3:GetObject"). Any thread. */
 const char *s3_policy_action(const struct s3_req *r);
 /*

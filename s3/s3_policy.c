@@ -64,6 +64,27 @@ void s3_get_policy(struct s3_req *r)
 	filer_entry_free(b);
 }
 
+void s3_get_policy_status(struct s3_req *r)
+{
+	struct filer_entry *b = s3_bucket_entry(r);
+	const struct filer_xattr *x = b ? filer_entry_xattr_get(b, X_POLICY) : NULL;
+	struct bucket_policy *p;
+	char msg[128];
+	xml_w *w;
+	if (b && !x)
+		s3_error(r, S3_NO_SUCH_POLICY, "The bucket policy does not exist");
+	if (x) {
+		p = bucket_policy_parse((const char *)x->value, x->value_len, r->bucket, msg,
+					sizeof(msg));
+		w = xml_w_new(&r->body);
+		xml_open_s3(w, "PolicyStatus");
+		xml_elem_bool(w, "IsPublic", bucket_policy_is_public(p));
+		s3_xml_ok(r, w);
+		bucket_policy_free(p);
+	}
+	filer_entry_free(b);
+}
+
 void s3_delete_policy(struct s3_req *r)
 {
 	s3_bucket_config_remove(r, X_POLICY, "removing the bucket policy");
@@ -80,6 +101,8 @@ static bool has(const struct s3_req *r, const char *param)
 static const char *bucket_action(const struct s3_req *r, enum http_method m)
 {
 	bool get = m == HTTP_GET, put = m == HTTP_PUT;
+	if (has(r, "policyStatus"))
+		return "s3:GetBucketPolicyStatus";
 	if (has(r, "policy"))
 		return get   ? "s3:GetBucketPolicy"
 		       : put ? "s3:PutBucketPolicy"

@@ -380,6 +380,7 @@ static const char *unsupported_param(const struct s3_req *r)
 		"versionId",
 		"version-id-marker",
 		"policy",
+		"policyStatus",
 		"object-lock",
 		"retention",
 		"legal-hold",
@@ -601,13 +602,13 @@ static void route_object(struct s3_req *r, enum http_method m)
 }
 
 /*
- * A bucket configuration (?cors, ?lifecycle, ?versioning): GET, PUT (its body
- * read whole), DELETE (del NULL: none); Admin.
+ * A bucket configuration (?cors, ?lifecycle, ?versioning, ...): GET, PUT (its
+ * body read whole; put_read NULL: none), DELETE (del NULL: none); Admin.
  */
 static void route_config(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
 			 void (*get)(struct s3_req *r), void (*del)(struct s3_req *r))
 {
-	if (m != HTTP_GET && m != HTTP_PUT && (m != HTTP_DELETE || !del)) {
+	if (m != HTTP_GET && (m != HTTP_PUT || !put_read) && (m != HTTP_DELETE || !del)) {
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against this resource.");
 	} else if (allowed(r, S3_ACT_ADMIN)) {
@@ -661,6 +662,9 @@ static void route(struct s3_req *r)
 		return;
 	} else if (http_req_query(r->req, "versioning")) {
 		route_config(r, m, versioning_read, s3_get_versioning, NULL);
+		return;
+	} else if (http_req_query(r->req, "policyStatus")) {
+		route_config(r, m, NULL, s3_get_policy_status, NULL);
 		return;
 	} else if (http_req_query(r->req, "policy")) {
 		route_config(r, m, policy_read, s3_get_policy, s3_delete_policy);

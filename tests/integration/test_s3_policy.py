@@ -39,9 +39,15 @@ def test_policy_stored_and_validated(gw):
     alice, bob = client(g, *ALICE), client(g, *BOB)
     alice.create_bucket(Bucket="pol-conf")
     assert code_of(alice.get_bucket_policy, Bucket="pol-conf") == "NoSuchBucketPolicy"
+    assert code_of(alice.get_bucket_policy_status, Bucket="pol-conf") == "NoSuchBucketPolicy"
+    narrow = policy("pol-conf", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::pol-conf/*",
+                                     {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}))
+    alice.put_bucket_policy(Bucket="pol-conf", Policy=narrow)
+    assert alice.get_bucket_policy_status(Bucket="pol-conf")["PolicyStatus"]["IsPublic"] is False
     doc = policy("pol-conf", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::pol-conf/*"))
     alice.put_bucket_policy(Bucket="pol-conf", Policy=doc)
     assert json.loads(alice.get_bucket_policy(Bucket="pol-conf")["Policy"]) == json.loads(doc)
+    assert alice.get_bucket_policy_status(Bucket="pol-conf")["PolicyStatus"]["IsPublic"] is True
     for bad in ("not json", "{}",
                 policy("x", stmt("Allow", "*", "s3:Fly", "arn:aws:s3:::pol-conf/*")),
                 policy("x", stmt("Allow", "*", "s3:GetObject", "arn:aws:s3:::other/*")),

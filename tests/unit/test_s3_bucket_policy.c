@@ -683,8 +683,41 @@ static void test_ip_ops(void)
 		KV("aws:SourceIp", "10.0.0.1"), 0, "NotIpAddressIfExists: present is compared");
 }
 
+/* GetBucketPolicyStatus: public unless the grant to "*" is tied to fixed callers. */
+static void test_is_public(void)
+{
+	struct {
+		const char *cond;
+		bool public;
+	} cases[] = {
+		{"\"StringEquals\":{\"s3:prefix\":\"pub/\"}", true},
+		{"\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}", false},
+		{"\"StringEquals\":{\"aws:SourceVpc\":\"vpc-1\"}", false},
+		{"\"StringEquals\":{\"aws:username\":\"alice\"}", false},
+	};
+	struct bucket_policy *p;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		p = with_cond(cases[i].cond);
+		ok(p && bucket_policy_is_public(p) == cases[i].public, "is_public %s: %d",
+		   cases[i].cond, cases[i].public);
+		bucket_policy_free(p);
+	}
+	p = parse("{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+		  "\"Principal\":{\"AWS\":\"bob\"},\"Action\":\"s3:*\",\"Resource\":\"" ARN
+		  "\"},{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+		  "\"Resource\":\"" ARN "\"}]}");
+	ok(p && !bucket_policy_is_public(p), "named principals and a public Deny: not public");
+	bucket_policy_free(p);
+	p = parse("{\"Version\":\"2012-10-17\",\"Statement\":{\"Effect\":\"Allow\","
+		  "\"Principal\":{\"AWS\":\"*\"},\"Action\":\"s3:GetObject\",\"Resource\":\"" ARN
+		  "/*\"}}");
+	ok(p && bucket_policy_is_public(p), "Allow {AWS: *} without conditions: public");
+	bucket_policy_free(p);
+}
+
 int main(void)
 {
+	test_is_public();
 	test_malformed();
 	test_size_limit();
 	test_forms();
