@@ -451,7 +451,12 @@ void http_resp_send_json(http_req *c, int status, const buf *b)
 static void resp_error_msg(http_req *c, int status, const char *msg)
 {
 	buf b = BUF_INIT;
-	json_w *w = jw_new(&b, false);
+	json_w *w;
+	if (c->l->s->o.error_answer) {
+		c->l->s->o.error_answer(c, status, msg, c->l->s->ctx);
+		return;
+	}
+	w = jw_new(&b, false);
 	jw_obj_begin(w);
 	jw_kv_str(w, "error", msg);
 	jw_obj_end(w);

@@ -46,6 +46,13 @@ struct http_server_opts {
 	size_t max_uri_bytes;    /* default 8 KiB (414 beyond) */
 	int idle_timeout_sec;    /* close idle keep-alive connections; default 120 */
 	int max_connections;     /* default 16384; beyond it new connections are closed */
+	/*
+	 * The answers the server gives by itself (a head it cannot parse, 431, 414,
+	 * a body over its limit): NULL sends {"error": msg} as JSON; a server
+	 * speaking another protocol's errors (S3's XML) writes its own with
+	 * http_resp_header / http_resp_send. ctx is http_server_new's.
+	 */
+	void (*error_answer)(http_req *req, int status, const char *msg, void *ctx);
 };
 
 /*

@@ -725,6 +725,30 @@ static bool is_form(http_req *req)
 	return ct && !strncasecmp(ct, "multipart/form-data", 19);
 }
 
+/* The HTTP server's own refusals (a head over 64 KiB, an unparsable request) as S3 XML. */
+static void server_error(http_req *req, int status, const char *msg, void *ctx)
+{
+	struct s3_gateway *g = ctx;
+	const char *code = status == 431   ? "RequestHeaderSectionTooLarge"
+			   : status == 414 ? "InvalidURI"
+			   : status == 413 ? "EntityTooLarge"
+					   : "InvalidRequest";
+	char id[17];
+	buf b = BUF_INIT;
+	xml_w *w = xml_w_new(&b);
+
+	snprintf(id, sizeof(id), "%016llX", (unsigned long long)atomic_fetch_add(&g->next_id, 1));
+	xml_open(w, "Error");
+	xml_elem(w, "Code", code);
+	xml_elem(w, "Message", msg);
+	xml_elem(w, "RequestId", id);
+	xml_w_free(w);
+	http_resp_header(req, "x-amz-request-id", id);
+	http_resp_header(req, "Content-Type", "application/xml");
+	http_resp_send(req, status, b.data, b.len);
+	buf_free(&b);
+}
+
 static void handler(http_req *req, void *ctx)
 {
 	struct s3_gateway *g = ctx;
@@ -851,6 +875,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
+	ho.error_answer = server_error;
 	g->http = http_server_new(&ho, handler, g, err);
 	if (!g->http)
 		goto fail;

@@ -3,6 +3,7 @@ and the same buckets seen through the filer's HTTP API. Object data: test_s3_obj
 
 import json
 import os
+import socket
 import subprocess
 
 import boto3
@@ -117,6 +118,29 @@ def test_bad_input(gw):
                      timeout=10)
     assert r.status_code == 400 and "XAmzContentSHA256Mismatch" in r.text, r.text
     assert "bad-in3" not in [b["Name"] for b in alice.list_buckets()["Buckets"]]
+
+
+def test_server_refusals_are_s3_xml(gw):
+    """What the HTTP server refuses by itself (a head over 64 KiB, a request it cannot
+    parse) is answered in S3's XML with a request id, like every other error."""
+    _, g = gw
+    host, port = g.url.split(":")
+    for raw, status, code in (
+            (b"GET /b HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (70 << 10) + b"\r\n\r\n",
+             431, "RequestHeaderSectionTooLarge"),
+            (b"GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, "InvalidRequest")):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(raw)
+            got = b""
+            while b"</Error>" not in got:
+                more = sock.recv(65536)
+                if not more:
+                    break
+                got += more
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 %d" % status), head
+        assert b"x-amz-request-id:" in head.lower() and b"application/xml" in head
+        assert b"<Code>%s</Code>" % code.encode() in body, body
 
 
 def test_open_gateway_and_bad_config(module_cluster, gw):
