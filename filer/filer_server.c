@@ -292,6 +292,7 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	}
 	*err = open_store(o, &f->store);
+	f->local_store = !strcmp(o->store, "sqlite");
 	if (*err)
 		goto fail;
 	f->bc = blob_client_new(o->master, NULL);
