@@ -644,6 +644,21 @@ static bool consume_find(struct fjob *j, struct filer_tx *tx, struct api_req *r,
 }
 
 /*
+ * Inside tx, makes dir and its missing parents (for what, named in errors):
+ * false with j's error (409 ENOTDIR when a file is in the way).
+ */
+static bool make_parents(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs,
+			 const char *dir, const char *what)
+{
+	wfs_err err = filer_mkdir_p(j->f, tx, evs, dir);
+	if (err == WFS_EPERM)
+		api_error(j, 409, "ENOTDIR", "a parent of %s is not a directory", what);
+	else if (err)
+		api_store_error(j, err, "creating parent directories");
+	return !err;
+}
+
+/*
  * Inside tx, renames the regular file m->from to m->to for create's "moves",
  * making to's missing parents (0770, an event each): the entry keeps its
  * chunks (neither freed nor claimed), content, xattrs and times but ctime,
@@ -693,15 +708,8 @@ static bool move_file(struct fjob *j, struct filer_tx *tx, const struct api_move
 			goto out;
 		}
 	}
-	err = filer_mkdir_p(f, tx, evs, d2);
-	if (err == WFS_EPERM) {
-		api_error(j, 409, "ENOTDIR", "move: a parent of %s is not a directory", m->to);
+	if (!make_parents(j, tx, evs, d2, m->to))
 		goto out;
-	}
-	if (err) {
-		api_store_error(j, err, "move: creating parent directories");
-		goto out;
-	}
 	err = filer_store_find(f->store, tx, d2, n2, &dst);
 	if (!err) {
 		api_error(j, 409, "EEXIST", "move: %s already exists", m->to);
@@ -763,15 +771,8 @@ static void op_create(struct fjob *j, struct api_req *r)
 		goto out;
 	}
 	if (r->parents) {
-		err = filer_mkdir_p(f, tx, &evs, r->dir);
-		if (err == WFS_EPERM) {
-			api_error(j, 409, "ENOTDIR", "a parent of %s is not a directory", r->path);
+		if (!make_parents(j, tx, &evs, r->dir, r->path))
 			goto out;
-		}
-		if (err) {
-			api_store_error(j, err, "creating parent directories");
-			goto out;
-		}
 	} else if (!parent_ok(j, tx, r->dir)) {
 		goto out;
 	}
