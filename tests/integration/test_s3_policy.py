@@ -8,7 +8,8 @@ import json
 import pytest
 import requests
 
-from s3_fixtures import client, code_of, mini_gateway
+from conftest import wait_until
+from s3_fixtures import IDENTITIES, client, code_of, mini_gateway, start_gateway
 
 ALICE = ("AKALICE", "alice-secret")  # Admin
 BOB = ("AKBOB", "bob-secret")        # Read and List on pub* only
@@ -158,3 +159,27 @@ def test_admin_undoes_a_lockout(gw):
     assert alice.get_bucket_policy(Bucket="pol-lock")["Policy"]
     alice.delete_bucket_policy(Bucket="pol-lock")
     assert alice.get_object(Bucket="pol-lock", Key="k")["Body"].read() == b"k"
+
+
+def test_two_gateways_share_policies_and_versions(module_cluster, gw):
+    """Gateways keep nothing of their own: a policy or versioning state set through one
+    is in force in another within the bucket cache's second; objects immediately."""
+    filer, a = gw
+    b = start_gateway(module_cluster, filer, IDENTITIES).start()
+    alice_a, alice_b = client(a, *ALICE), client(b, *ALICE)
+    alice_a.create_bucket(Bucket="pol-two")
+    alice_b.head_bucket(Bucket="pol-two")
+    assert anon(b, "GET", "pol-two/k").status_code == 403  # b has the bucket cached now
+    alice_a.put_object(Bucket="pol-two", Key="k", Body=b"shared")
+    assert alice_b.get_object(Bucket="pol-two", Key="k")["Body"].read() == b"shared"
+    alice_a.put_bucket_policy(Bucket="pol-two", Policy=policy("pol-two", stmt(
+        "Allow", "*", "s3:GetObject", "arn:aws:s3:::pol-two/*")))
+    wait_until(lambda: anon(b, "GET", "pol-two/k").status_code == 200, timeout=5,
+               what="the policy through the other gateway")
+    alice_a.delete_bucket_policy(Bucket="pol-two")
+    wait_until(lambda: anon(b, "GET", "pol-two/k").status_code == 403, timeout=5,
+               what="the policy's removal through the other gateway")
+    alice_a.put_bucket_versioning(Bucket="pol-two", VersioningConfiguration={"Status": "Enabled"})
+    wait_until(lambda: "VersionId" in alice_b.put_object(Bucket="pol-two", Key="k", Body=b"2"),
+               timeout=5, what="versioning through the other gateway")
+    assert len(alice_a.list_object_versions(Bucket="pol-two")["Versions"]) >= 2
