@@ -254,6 +254,30 @@ int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t lim
 	return filer_meta_list_from(r, dir, start, false, NULL, limit, out);
 }
 
+#define EACH_PAGE 1000
+
+int filer_meta_each(filer_rpc *r, const char *dir,
+		    bool (*fn)(const struct filer_entry *e, void *arg), void *arg)
+{
+	char *start = xstrdup("");
+	bool go = true;
+	int rc = 0;
+	while (start) {
+		struct filer_meta_page pg;
+		rc = filer_meta_list(r, dir, start, EACH_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (rc)
+			break;
+		for (size_t i = 0; i < pg.n && go; i++)
+			go = fn(pg.entries[i], arg);
+		if (go && pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	}
+	return rc;
+}
+
 int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
 			 const char *prefix, size_t limit, struct filer_meta_page *out)
 {

@@ -40,6 +40,13 @@ void filer_meta_page_free(struct filer_meta_page *p);
 /* list: entries of dir after start ("" = from the first), at most limit. */
 int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
 		    struct filer_meta_page *out);
+/*
+ * Calls fn for every entry of dir in name order, page after page, until fn
+ * returns false: 0, or the filer errno of the listing that failed (ENOENT:
+ * no such directory). Entries are borrowed for the call.
+ */
+int filer_meta_each(filer_rpc *r, const char *dir,
+		    bool (*fn)(const struct filer_entry *e, void *arg), void *arg);
 /* The same from start (inclusive: at it), names beginning with prefix (NULL: all). */
 int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
 			 const char *prefix, size_t limit, struct filer_meta_page *out);

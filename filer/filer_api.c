@@ -1712,28 +1712,22 @@ static void api_run(struct fjob *j)
 	api_req_free(r);
 }
 
+/* Runs j's operation and frees its request (the answer is left in j). */
+static void api_job_do(struct fjob *j)
+{
+	struct api_job *a = j->ext;
+	api_run(j);
+	j->ext = NULL;
+	free(a->op);
+	free(a->body);
+	free(a);
+}
+
 static void api_job_run(void *arg)
 {
 	struct fjob *j = arg;
-	struct api_job *a = j->ext;
-	api_run(j);
-	j->ext = NULL;
-	free(a->op);
-	free(a->body);
-	free(a);
+	api_job_do(j);
 	fjob_respond_deferred(j);
-}
-
-/* api_job_run on the loop thread. */
-static void api_job_run_here(struct fjob *j)
-{
-	struct api_job *a = j->ext;
-	api_run(j);
-	j->ext = NULL;
-	free(a->op);
-	free(a->body);
-	free(a);
-	fjob_respond(j);
 }
 
 static void api_body(http_req *req, const char *data, size_t len, void *arg)
@@ -1753,7 +1747,8 @@ static void api_body(http_req *req, const char *data, size_t len, void *arg)
 	j->ext = a;
 	if (f->local_store && !strcmp(a->op, "lookup")) {
 		/* a read of a local database: cheaper here than two thread hops */
-		api_job_run_here(j);
+		api_job_do(j);
+		fjob_respond(j);
 		return;
 	}
 	if (!filer_submit(f, false, api_job_run, j)) {

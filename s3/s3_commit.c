@@ -55,25 +55,46 @@ static void precondition_failed(struct s3_req *r)
 		 "At least one of the pre-conditions you specified did not hold");
 }
 
+bool s3_cond_holds(struct s3_req *r, const struct filer_entry *cur, const struct s3_cond *c)
+{
+	char etag[S3_ETAG_MAX];
+	if (!c)
+		return true;
+	if (c->if_absent && cur) {
+		precondition_failed(r);
+		return false;
+	}
+	if (c->if_match && !cur) {
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+		return false;
+	}
+	if (c->if_match) {
+		s3_etag(cur, etag);
+		if (!s3_etag_listed(c->if_match, etag)) {
+			precondition_failed(r);
+			return false;
+		}
+	}
+	return true;
+}
+
 bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 {
 	struct filer_entry *e = NULL;
-	char etag[S3_ETAG_MAX];
 	bool ok = false;
 	int rc;
 
 	if (!c->if_match)
 		return true;
 	rc = filer_meta_lookup_etag(r->g->filer, path, &e, c->filer_etag);
-	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(e->attr.mode))) {
-		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-	} else if (rc) {
+	if (rc && rc != ENOENT && rc != ENOTDIR) {
 		s3_filer_error(r, rc, "looking the object up");
 	} else {
-		s3_etag(e, etag);
-		ok = s3_etag_listed(c->if_match, etag);
-		if (!ok)
-			precondition_failed(r);
+		if (!rc && !S_ISREG(e->attr.mode)) {
+			filer_entry_free(e);
+			e = NULL;
+		}
+		ok = s3_cond_holds(r, rc ? NULL : e, c);
 	}
 	filer_entry_free(e);
 	return ok;

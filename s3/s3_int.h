@@ -274,6 +274,9 @@ struct s3_cond {
 /* Reads r's conditional headers into c; false with r's error answer. Any thread. */
 bool s3_cond_read(struct s3_req *r, struct s3_cond *c);
 void s3_cond_free(struct s3_cond *c);
+/* Whether cur (the object now; NULL: none) meets c (may be NULL); else r answered. */
+struct filer_entry;
+bool s3_cond_holds(struct s3_req *r, const struct filer_entry *cur, const struct s3_cond *c);
 /* If-Match: whether the object at path has a listed ETag (else r answered). Worker. */
 bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c);
 /*

@@ -38,7 +38,6 @@
 #define X_LIFECYCLE "s3.lifecycle"
 #define RULES_MAX   1000
 #define TAGS_MAX    10
-#define LIST_PAGE   1000
 
 struct lc_rule {
 	char *id, *prefix;
@@ -389,38 +388,40 @@ static int expire(struct sweep *s, const char *key, char *path)
 	return rc;
 }
 
+/* A directory being swept: the bucket's tree, its .versions tree or its uploads. */
+struct walk {
+	struct sweep *s;
+	const char *dir, *key; /* key: the keys' prefix ("" or "a/"), or .versions' key */
+	struct history *h;     /* sweep_versions: the key's versions */
+};
+
+static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix);
+
+static bool sweep_entry(const struct filer_entry *e, void *arg)
+{
+	struct walk *w = arg;
+	char *key = xasprintf("%s%s", w->key, e->name);
+	char *path = xasprintf("%s/%s", w->dir, e->name);
+	if (S_ISDIR(e->attr.mode)) {
+		if (*w->key ||
+		    (strcmp(e->name, S3_UPLOADS_NAME) && strcmp(e->name, S3_VERSIONS_NAME))) {
+			char *sub = xasprintf("%s/", key);
+			sweep_dir(w->s, path, sub);
+			free(sub);
+		}
+	} else if (S_ISREG(e->attr.mode) && expiring_rule(w->s, key, e) &&
+		   !expire(w->s, key, path)) {
+		w->s->deleted++;
+	}
+	free(key);
+	free(path);
+	return true;
+}
+
 static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix)
 {
-	char *start = xstrdup("");
-	while (start) {
-		struct filer_meta_page pg;
-		int rc = filer_meta_list(s->g->filer, dir, start, LIST_PAGE, &pg);
-		free(start);
-		start = NULL;
-		if (rc)
-			return;
-		for (size_t i = 0; i < pg.n; i++) {
-			const struct filer_entry *e = pg.entries[i];
-			char *key = xasprintf("%s%s", key_prefix, e->name);
-			char *path = xasprintf("%s/%s", dir, e->name);
-			if (S_ISDIR(e->attr.mode)) {
-				if (*key_prefix || (strcmp(e->name, S3_UPLOADS_NAME) &&
-						    strcmp(e->name, S3_VERSIONS_NAME))) {
-					char *sub = xasprintf("%s/", key);
-					sweep_dir(s, path, sub);
-					free(sub);
-				}
-			} else if (S_ISREG(e->attr.mode) && expiring_rule(s, key, e) &&
-				   !expire(s, key, path)) {
-				s->deleted++;
-			}
-			free(key);
-			free(path);
-		}
-		if (pg.more && pg.last_name)
-			start = xstrdup(pg.last_name);
-		filer_meta_page_free(&pg);
-	}
+	struct walk w = {.s = s, .dir = dir, .key = key_prefix};
+	(void)filer_meta_each(s->g->filer, dir, sweep_entry, &w);
 }
 
 /* ---- older versions (buckets with versioning) ---- */
@@ -501,36 +502,30 @@ static void sweep_history(struct sweep *s, const char *key, const char *dir, str
 	free(cur_path);
 }
 
+static void sweep_versions(struct sweep *s, const char *dir, const char *key);
+
+static bool history_entry(const struct filer_entry *e, void *arg)
+{
+	struct walk *w = arg;
+	if (S_ISREG(e->attr.mode) && *w->key) {
+		w->h->v = xrealloc(w->h->v, (w->h->n + 1) * sizeof(*w->h->v));
+		w->h->v[w->h->n++] = filer_entry_dup(e);
+	} else if (S_ISDIR(e->attr.mode)) {
+		char *sub = xasprintf("%s/%s", w->dir, e->name);
+		char *sub_key = *w->key ? xasprintf("%s/%s", w->key, e->name) : xstrdup(e->name);
+		sweep_versions(w->s, sub, sub_key);
+		free(sub);
+		free(sub_key);
+	}
+	return true;
+}
+
 /* Walks the .versions directory dir of key ("" for the root): its files are key's versions. */
 static void sweep_versions(struct sweep *s, const char *dir, const char *key)
 {
 	struct history h = {0};
-	char *start = xstrdup("");
-	while (start) {
-		struct filer_meta_page pg;
-		int rc = filer_meta_list(s->g->filer, dir, start, LIST_PAGE, &pg);
-		free(start);
-		start = NULL;
-		if (rc)
-			break;
-		for (size_t i = 0; i < pg.n; i++) {
-			struct filer_entry *e = pg.entries[i];
-			if (S_ISREG(e->attr.mode) && *key) {
-				h.v = xrealloc(h.v, (h.n + 1) * sizeof(*h.v));
-				h.v[h.n++] = filer_entry_dup(e);
-			} else if (S_ISDIR(e->attr.mode)) {
-				char *sub = xasprintf("%s/%s", dir, e->name);
-				char *sub_key =
-					*key ? xasprintf("%s/%s", key, e->name) : xstrdup(e->name);
-				sweep_versions(s, sub, sub_key);
-				free(sub);
-				free(sub_key);
-			}
-		}
-		if (pg.more && pg.last_name)
-			start = xstrdup(pg.last_name);
-		filer_meta_page_free(&pg);
-	}
+	struct walk w = {.s = s, .dir = dir, .key = key, .h = &h};
+	(void)filer_meta_each(s->g->filer, dir, history_entry, &w);
 	if (h.n)
 		sweep_history(s, key, dir, &h);
 	for (size_t i = 0; i < h.n; i++)
@@ -539,76 +534,66 @@ static void sweep_versions(struct sweep *s, const char *dir, const char *key)
 	free(h.gone);
 }
 
+static bool upload_entry(const struct filer_entry *e, void *arg)
+{
+	struct walk *w = arg;
+	const struct filer_xattr *kx = filer_entry_xattr_get(e, "s3.upload.key");
+	char *key = kx ? xstrndup((const char *)kx->value, kx->value_len) : xstrdup("");
+	int64_t started = e->attr.crtime_ns / 1000000000;
+	for (size_t k = 0; k < w->s->c->n; k++) {
+		const struct lc_rule *r = &w->s->c->r[k];
+		if (r->enabled && r->abort_days && !strncmp(key, r->prefix, strlen(r->prefix)) &&
+		    started + r->abort_days * day_seconds() <= w->s->now) {
+			char *up = xasprintf("%s/%s", w->dir, e->name);
+			(void)filer_meta_delete(w->s->g->filer, up, true);
+			free(up);
+			break;
+		}
+	}
+	free(key);
+	return true;
+}
+
 /* Removes the uploads an AbortIncompleteMultipartUpload rule has given up on. */
 static void sweep_uploads(struct sweep *s, const char *bucket_dir)
 {
 	char *dir = xasprintf("%s/" S3_UPLOADS_NAME, bucket_dir);
-	struct filer_meta_page pg;
-	if (!filer_meta_list(s->g->filer, dir, "", LIST_PAGE, &pg)) {
-		for (size_t i = 0; i < pg.n; i++) {
-			const struct filer_entry *e = pg.entries[i];
-			const struct filer_xattr *kx = filer_entry_xattr_get(e, "s3.upload.key");
-			char *key =
-				kx ? xstrndup((const char *)kx->value, kx->value_len) : xstrdup("");
-			int64_t started = e->attr.crtime_ns / 1000000000;
-			for (size_t k = 0; k < s->c->n; k++) {
-				const struct lc_rule *r = &s->c->r[k];
-				if (r->enabled && r->abort_days &&
-				    !strncmp(key, r->prefix, strlen(r->prefix)) &&
-				    started + r->abort_days * day_seconds() <= s->now) {
-					char *up = xasprintf("%s/%s", dir, e->name);
-					(void)filer_meta_delete(s->g->filer, up, true);
-					free(up);
-					break;
-				}
-			}
-			free(key);
-		}
-		filer_meta_page_free(&pg);
-	}
+	struct walk w = {.s = s, .dir = dir};
+	(void)filer_meta_each(s->g->filer, dir, upload_entry, &w);
 	free(dir);
+}
+
+/* One bucket of the sweep: its rules carried out, if it has any. */
+static bool sweep_bucket(const struct filer_entry *b, void *arg)
+{
+	struct s3_gateway *g = arg;
+	const struct filer_xattr *x = filer_entry_xattr_get(b, X_LIFECYCLE);
+	struct sweep s = {
+		.g = g, .bucket = b->name, .now = (int64_t)time(NULL), .v = s3_versioning_in(b)};
+	struct lc c;
+	bool malformed;
+	char *dir;
+
+	if (!S_ISDIR(b->attr.mode) || !x ||
+	    lc_parse((const char *)x->value, x->value_len, &c, &malformed))
+		return true;
+	s.c = &c;
+	dir = xasprintf(S3_BUCKETS_DIR "/%s", b->name);
+	sweep_dir(&s, dir, "");
+	sweep_uploads(&s, dir);
+	if (s.v != S3_UNVERSIONED) {
+		char *vdir = xasprintf("%s/" S3_VERSIONS_NAME, dir);
+		sweep_versions(&s, vdir, "");
+		free(vdir);
+	}
+	if (s.deleted)
+		log_info("lifecycle: %zu objects of bucket %s expired", s.deleted, b->name);
+	free(dir);
+	lc_free(&c);
+	return true;
 }
 
 void s3_lifecycle_sweep(struct s3_gateway *g)
 {
-	char *start = xstrdup("");
-	while (start) {
-		struct filer_meta_page pg;
-		int rc = filer_meta_list(g->filer, S3_BUCKETS_DIR, start, LIST_PAGE, &pg);
-		free(start);
-		start = NULL;
-		if (rc)
-			return;
-		for (size_t i = 0; i < pg.n; i++) {
-			const struct filer_entry *b = pg.entries[i];
-			const struct filer_xattr *x = filer_entry_xattr_get(b, X_LIFECYCLE);
-			struct lc c;
-			bool malformed;
-			char *dir;
-			struct sweep s = {.g = g,
-					  .bucket = b->name,
-					  .now = (int64_t)time(NULL),
-					  .v = s3_versioning_in(b)};
-			if (!S_ISDIR(b->attr.mode) || !x ||
-			    lc_parse((const char *)x->value, x->value_len, &c, &malformed))
-				continue;
-			s.c = &c;
-			dir = xasprintf(S3_BUCKETS_DIR "/%s", b->name);
-			sweep_dir(&s, dir, "");
-			sweep_uploads(&s, dir);
-			if (s.v != S3_UNVERSIONED) {
-				char *vdir = xasprintf("%s/" S3_VERSIONS_NAME, dir);
-				sweep_versions(&s, vdir, "");
-				free(vdir);
-			}
-			if (s.deleted)
-				log_info("lifecycle: %zu objects of bucket %s expired", s.deleted,
-					 b->name);
-			free(dir);
-			lc_free(&c);
-		}
-		if (pg.more && pg.last_name)
-			start = xstrdup(pg.last_name);
-		filer_meta_page_free(&pg);
-	}
+	(void)filer_meta_each(g->filer, S3_BUCKETS_DIR, sweep_bucket, g);
 }

@@ -36,7 +36,6 @@
 #define X_VERSION_ID    "s3.version-id"
 #define X_DELETE_MARKER "s3.delete-marker"
 #define RACE_TRIES      8 /* re-reads of a key whose version changed under a write */
-#define SCAN_PAGE       256
 
 /* ---- version ids ---- */
 
@@ -148,29 +147,30 @@ void s3_put_versioning(struct s3_req *r)
 /* Whether a file of a key's version directory is the one looked for. */
 typedef bool (*version_match)(const struct filer_entry *e, const void *arg);
 
+struct scan {
+	version_match match;
+	const void *arg;
+	struct filer_entry *found;
+};
+
+static bool scan_entry(const struct filer_entry *e, void *arg)
+{
+	struct scan *sc = arg;
+	if (S_ISREG(e->attr.mode) && sc->match(e, sc->arg))
+		sc->found = filer_entry_dup(e);
+	return !sc->found;
+}
+
 /* The first file of vdir (newest first) that match accepts: 0, ENOENT, or a filer errno. */
 static int scan_versions(struct s3_gateway *g, const char *vdir, version_match match,
 			 const void *arg, struct filer_entry **out)
 {
-	char *start = NULL;
-	int rc;
-	*out = NULL;
-	do {
-		struct filer_meta_page pg;
-		rc = filer_meta_list_from(g->filer, vdir, start ? start : "", false, NULL,
-					  SCAN_PAGE, &pg);
-		free(start);
-		start = NULL;
-		if (rc)
-			return rc == ENOTDIR ? ENOENT : rc;
-		for (size_t i = 0; i < pg.n && !*out; i++)
-			if (S_ISREG(pg.entries[i]->attr.mode) && match(pg.entries[i], arg))
-				*out = filer_entry_dup(pg.entries[i]);
-		if (!*out && pg.more && pg.last_name)
-			start = xstrdup(pg.last_name);
-		filer_meta_page_free(&pg);
-	} while (start);
-	return *out ? 0 : ENOENT;
+	struct scan sc = {.match = match, .arg = arg};
+	int rc = filer_meta_each(g->filer, vdir, scan_entry, &sc);
+	*out = sc.found;
+	if (rc)
+		return rc == ENOTDIR ? ENOENT : rc;
+	return sc.found ? 0 : ENOENT;
 }
 
 static bool any_version(const struct filer_entry *e, const void *arg)
@@ -405,37 +405,6 @@ static int plan_write(struct s3_gateway *g, struct plan *p, const char *path, co
 	return 0;
 }
 
-static void precondition_failed(struct s3_req *r)
-{
-	s3_error(r, S3_PRECONDITION_FAILED,
-		 "At least one of the pre-conditions you specified did not hold");
-}
-
-/* Whether cur meets the write's conditions c (may be NULL); else r answered. */
-static bool conditions_hold(struct s3_req *r, const struct filer_entry *cur,
-			    const struct s3_cond *c)
-{
-	char etag[S3_ETAG_MAX];
-	if (!c)
-		return true;
-	if (c->if_absent && cur) {
-		precondition_failed(r);
-		return false;
-	}
-	if (c->if_match && !cur) {
-		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
-		return false;
-	}
-	if (c->if_match) {
-		s3_etag(cur, etag);
-		if (!s3_etag_listed(c->if_match, etag)) {
-			precondition_failed(r);
-			return false;
-		}
-	}
-	return true;
-}
-
 /* A write that lost a race with another writer of the key: read again. */
 static bool raced(int rc) { return rc == ESTALE || rc == EEXIST || rc == ENOENT; }
 
@@ -474,7 +443,7 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 		rc = current(r->g, path, &cur, etag);
 		if (rc && rc != ENOENT)
 			break;
-		if (!conditions_hold(r, cur, c)) {
+		if (!s3_cond_holds(r, cur, c)) {
 			filer_entry_free(cur);
 			answered = true;
 			rc = EPERM;

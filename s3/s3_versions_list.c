@@ -20,8 +20,7 @@
 #include "s3/s3_meta.h"
 #include "util.h"
 
-#define MAX_KEYS  1000
-#define LIST_PAGE 1000
+#define MAX_KEYS 1000
 
 struct vlist {
 	struct s3_req *r;
@@ -89,41 +88,37 @@ static bool emit_version(struct vlist *l, const char *key, const struct filer_en
 	return true;
 }
 
+/* The older versions of one key being written out. */
+struct older {
+	struct vlist *l;
+	const char *key;
+	bool latest; /* the next one is the latest version (the key has no current file) */
+};
+
+static bool older_entry(const struct filer_entry *e, void *arg)
+{
+	struct older *o = arg;
+	if (!S_ISREG(e->attr.mode))
+		return true; /* the directory of a longer key */
+	if (!emit_version(o->l, o->key, e, o->latest))
+		return false;
+	o->latest = false;
+	return true;
+}
+
 /* Every version of key, cur (may be NULL) first: false when the page filled up. */
 static bool emit_key(struct vlist *l, const char *key, const struct filer_entry *cur)
 {
-	char *vdir = s3_versions_dir(l->r->bucket, key), *start = NULL;
-	bool latest = true;
+	struct older o = {.l = l, .key = key, .latest = !cur};
+	char *vdir;
+	int rc;
 
-	if (cur) {
-		if (!emit_version(l, key, cur, true)) {
-			free(vdir);
-			return false;
-		}
-		latest = false;
-	}
-	do {
-		struct filer_meta_page pg;
-		int rc = filer_meta_list_from(l->r->g->filer, vdir, start ? start : "", false, NULL,
-					      LIST_PAGE, &pg);
-		free(start);
-		start = NULL;
-		if (rc) {
-			if (rc != ENOENT && rc != ENOTDIR)
-				l->err = rc;
-			break;
-		}
-		for (size_t i = 0; i < pg.n && !l->truncated; i++) {
-			if (!S_ISREG(pg.entries[i]->attr.mode))
-				continue;
-			if (!emit_version(l, key, pg.entries[i], latest))
-				break;
-			latest = false;
-		}
-		if (pg.more && pg.last_name && !l->truncated)
-			start = xstrdup(pg.last_name);
-		filer_meta_page_free(&pg);
-	} while (start);
+	if (cur && !emit_version(l, key, cur, true))
+		return false;
+	vdir = s3_versions_dir(l->r->bucket, key);
+	rc = filer_meta_each(l->r->g->filer, vdir, older_entry, &o);
+	if (rc && rc != ENOENT && rc != ENOTDIR)
+		l->err = rc;
 	free(vdir);
 	return !l->truncated && !l->err;
 }
