@@ -5,6 +5,7 @@
  * name changes and deferred atimes. See the DESIGN comment in fuse_ops.c.
  */
 #include "config.h"
+#include <pthread.h>
 #include "fuse_ops_int.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -114,6 +115,7 @@ void *touch_main(void *arg)
 {
 	struct mount_ctx *m = arg;
 
+	pthread_setname_np(pthread_self(), "wfs-touch"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&m->touch_mu);
 	for (;;) {
 		struct inode **v;

@@ -5,6 +5,7 @@
  * See the DESIGN comment in fuse_ops.c.
  */
 #include "config.h"
+#include <pthread.h>
 #include "fuse_ops_int.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -236,6 +237,7 @@ void *commit_main(void *arg)
 	struct mount_ctx *m = arg;
 	uint64_t inos[64];
 
+	pthread_setname_np(pthread_self(), "wfs-commit"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&m->touch_mu);
 	while (!m->touch_stop) {
 		struct timespec until;

@@ -14,6 +14,7 @@
  * process-wide: a weedfs-mount process serves one mount.
  */
 #include "config.h"
+#include <pthread.h>
 #include "fuse_locks.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +95,7 @@ static void *renew_main(void *arg)
 	struct mount_ctx *m = arg;
 	struct timespec ts;
 
+	pthread_setname_np(pthread_self(), "wfs-locks"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
 		mono_deadline(&ts, RENEW_MS);

@@ -6,13 +6,15 @@
  * (filer_rpc), the data path (mount_data), the inode table and the FUSE
  * session (low-level API, default_permissions, 1 MiB writes), starts the
  * event follower and runs the multi-threaded loop. SIGTERM, SIGINT and SIGHUP
- * end the loop (libfuse's handlers); then every dirty open file is committed
+ * end the loop (our handlers, see on_stop_signal); then every dirty open file is committed
  * before the file system is unmounted, so stopping a mount never drops data
  * that could still be written.
  */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,40 @@ static char *canonical_root(const char *p)
 		buf_append_byte(&b, '/');
 	buf_append_byte(&b, '\0');
 	return buf_steal(&b, NULL);
+}
+
+/*
+ * libfuse's loop notices the session's exit flag only when a signal interrupts
+ * one of its own threads (the main thread sleeps in sem_wait, the workers in
+ * read). libfuse's handler just raises the flag, so a stop signal the kernel
+ * hands to any other thread (event follower, commit, lock renewal, pool
+ * workers, curl's resolver) left the mount running. Ours passes it on to the
+ * loop's thread, whose sem_wait it interrupts.
+ */
+static struct fuse_session *stop_session;
+static pthread_t loop_thread;
+
+static void on_stop_signal(int sig)
+{
+	fuse_session_exit(stop_session);
+	if (!pthread_equal(pthread_self(), loop_thread))
+		pthread_kill(loop_thread, sig);
+}
+
+/* Called by the thread that will run the loop; on false, back to the defaults. */
+static void stop_signals_install(struct fuse_session *se, bool on)
+{
+	static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {0};
+
+	stop_session = se;
+	loop_thread = pthread_self();
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on ? on_stop_signal : SIG_DFL;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigaction(stops[i], &sa, NULL);
+	sa.sa_handler = on ? SIG_IGN : SIG_DFL;
+	sigaction(SIGPIPE, &sa, NULL);
 }
 
 static uint64_t random_id(void)
@@ -284,10 +320,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	m.se = se;
-	if (fuse_set_signal_handlers(se)) {
-		log_error("could not install signal handlers");
-		goto out;
-	}
+	stop_signals_install(se, true);
 	if (fuse_session_mount(se, mountpoint)) {
 		log_error("could not mount on %s", mountpoint);
 		goto out_signals;
@@ -325,7 +358,7 @@ int main(int argc, char **argv)
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
-	fuse_remove_signal_handlers(se);
+	stop_signals_install(NULL, false);
 out:
 	meta_follower_stop(mf);
 	if (se)

@@ -13,6 +13,7 @@
  * (the kernel may call back into the file system).
  */
 #include "config.h"
+#include <pthread.h>
 #include "meta_follower.h"
 #include <curl/curl.h>
 #include <errno.h>
@@ -242,6 +243,7 @@ static void *follower_main(void *arg)
 	CURL *c = curl_easy_init();
 	long backoff_ms = 100;
 
+	pthread_setname_np(pthread_self(), "wfs-follower"); /* top -H, gdb, tests */
 	if (!c) {
 		log_error("event stream: no curl handle; changes by others show after the cache "
 			  "timeouts only");

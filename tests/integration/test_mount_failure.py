@@ -3,14 +3,16 @@ retry budget (-retrySeconds=2 here) is spent, nothing hangs, the mount process
 survives, an upload that cannot happen makes fsync() and close() fail, and
 everything works again once the filer is back."""
 
+import ctypes
 import errno
 import os
+import signal
 import time
 
 import pytest
 
 from filer_fixtures import start_mini_with_filer
-from mount_fixtures import start_mount
+from mount_fixtures import is_mounted, start_mount
 
 RETRY = 2
 # the budget, the request timeout of the last try, and slack for a loaded machine
@@ -86,3 +88,38 @@ def test_sigterm_commits_dirty_data(cluster):
     r = filer.get("/open-at-stop")
     assert r.status_code == 200 and r.content == b"committed by SIGTERM"
     m.unmount()
+
+
+def thread_ids_named(pid, name):
+    tids = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == name:
+                tids.append(int(tid))
+    return tids
+
+
+def tgkill(pid, tid, sig):
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(234, pid, tid, sig) == 0, os.strerror(ctypes.get_errno())  # tgkill
+
+
+@pytest.mark.parametrize("thread", ["wfs-follower", "wfs-touch", "wfs-commit"])
+def test_stop_signal_taken_by_a_helper_thread(cluster, thread):
+    """The kernel may hand a process's SIGTERM to any of its threads; taken by
+    one that is not FUSE's (the event follower sleeping in curl, the commit
+    thread), the mount must still stop, commit and unmount within seconds."""
+    _, filer = start_mini_with_filer(cluster)
+    m = start_mount(cluster, filer.url)
+    pid = m.daemon.proc.pid
+    with open(m.p("written"), "wb") as f:
+        f.write(b"x" * 1000)
+    deadline = time.monotonic() + 10
+    while not thread_ids_named(pid, thread):
+        assert time.monotonic() < deadline, "no %s thread" % thread
+        time.sleep(0.05)
+    time.sleep(0.3)  # the follower has connected and sleeps waiting for events
+    tgkill(pid, thread_ids_named(pid, thread)[0], signal.SIGTERM)
+    assert m.daemon.proc.wait(15) == 0, m.daemon.log_tail()
+    assert not is_mounted(m.path)
+    assert filer.get("/written").content == b"x" * 1000
