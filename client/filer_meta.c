@@ -151,6 +151,13 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 			goto bad;
 		filer_entry_set_content(e, c, len);
 		free(c);
+	} else if (json_get(v, "contentLength")) {
+		/* an inline file whose bytes were left out (listings, events) */
+		uint64_t len;
+		if (!get_u64_opt(v, "contentLength", &len) || len > FILER_CONTENT_MAX)
+			goto bad;
+		e->content_omitted = true;
+		e->content_len = (size_t)len;
 	}
 	if (!decode_xattrs(json_get(v, "xattrs"), e) || !decode_chunks(json_get(v, "chunks"), e))
 		goto bad;

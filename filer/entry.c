@@ -18,9 +18,12 @@
 /* Added after the first release: an i64 atime follows the chunk list, so blobs written
  * before it (bit clear, nothing after the chunks) still decode unchanged. */
 #define ENTRY_FLAG_HAS_ATIME 0x02
-#define ENTRY_FLAGS_KNOWN    (ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME)
-#define CHUNK_FLAG_MANIFEST  0x01
-#define CHUNK_FLAGS_KNOWN    CHUNK_FLAG_MANIFEST
+/* Events: the content's length is there, its bytes are not (filer_entry.content_omitted). */
+#define ENTRY_FLAG_CONTENT_OMITTED 0x04
+#define ENTRY_FLAGS_KNOWN \
+	(ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME | ENTRY_FLAG_CONTENT_OMITTED)
+#define CHUNK_FLAG_MANIFEST 0x01
+#define CHUNK_FLAGS_KNOWN   CHUNK_FLAG_MANIFEST
 /* Smallest encodings, used to bound counts by the bytes remaining. */
 #define CHUNK_MIN_BYTES (2 + 1 + 8 + 8 + 8 + 2 + 1)
 #define XATTR_MIN_BYTES (2 + 1 + 4)
@@ -117,6 +120,9 @@ struct filer_entry *filer_entry_dup(const struct filer_entry *e)
 	}
 	if (e->has_content)
 		filer_entry_set_content(d, e->content, e->content_len);
+	d->content_omitted = e->content_omitted;
+	if (e->content_omitted)
+		d->content_len = e->content_len;
 	if (e->n_chunks) {
 		d->chunks = xcalloc(e->n_chunks, sizeof(*d->chunks));
 		d->n_chunks = d->cap_chunks = e->n_chunks;
@@ -240,6 +246,7 @@ void filer_entry_set_content(struct filer_entry *e, const void *data, size_t len
 	e->content = c;
 	e->content_len = c ? len : 0;
 	e->has_content = true;
+	e->content_omitted = false;
 }
 
 void filer_entry_clear_content(struct filer_entry *e)
@@ -248,6 +255,7 @@ void filer_entry_clear_content(struct filer_entry *e)
 	e->content = NULL;
 	e->content_len = 0;
 	e->has_content = false;
+	e->content_omitted = false;
 }
 
 struct filer_chunk *filer_entry_add_chunk(struct filer_entry *e, const char *fid, uint64_t offset,
@@ -302,6 +310,9 @@ wfs_err filer_entry_check(const struct filer_entry *e)
 	}
 	if (e->has_content &&
 	    (e->content_len > FILER_CONTENT_MAX || (e->content_len && !e->content)))
+		return WFS_EINVAL;
+	if (e->content_omitted &&
+	    (e->has_content || e->content || e->content_len > FILER_CONTENT_MAX))
 		return WFS_EINVAL;
 	if (e->n_chunks > FILER_CHUNKS_MAX)
 		return WFS_EINVAL;
@@ -365,7 +376,8 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 		return err;
 	put8(out, FILER_ENTRY_VERSION);
 	put8(out, (uint8_t)((e->has_content ? ENTRY_FLAG_HAS_CONTENT : 0) |
-			    (a->atime_ns != 0 ? ENTRY_FLAG_HAS_ATIME : 0)));
+			    (a->atime_ns != 0 ? ENTRY_FLAG_HAS_ATIME : 0) |
+			    (e->content_omitted ? ENTRY_FLAG_CONTENT_OMITTED : 0)));
 	put32(out, a->mode);
 	put32(out, a->uid);
 	put32(out, a->gid);
@@ -390,11 +402,10 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 		if (e->xattrs[i].value_len)
 			buf_append(out, e->xattrs[i].value, e->xattrs[i].value_len);
 	}
-	if (e->has_content) {
+	if (e->has_content || e->content_omitted)
 		put32(out, (uint32_t)e->content_len);
-		if (e->content_len)
-			buf_append(out, e->content, e->content_len);
-	}
+	if (e->has_content && e->content_len)
+		buf_append(out, e->content, e->content_len);
 	filer_chunk_list_encode(out, e->chunks, e->n_chunks);
 	if (a->atime_ns != 0)
 		put64(out, (uint64_t)a->atime_ns);
@@ -548,7 +559,8 @@ wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, con
 	a = &e->attr;
 	get8(&r);
 	flags = get8(&r);
-	if (flags & ~ENTRY_FLAGS_KNOWN)
+	if ((flags & ~ENTRY_FLAGS_KNOWN) ||
+	    ((flags & ENTRY_FLAG_HAS_CONTENT) && (flags & ENTRY_FLAG_CONTENT_OMITTED)))
 		goto bad;
 	a->mode = get32(&r);
 	a->uid = get32(&r);
@@ -600,6 +612,12 @@ wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, con
 		e->has_content = true;
 		e->content = get_bytes(&r, cl);
 		e->content_len = e->content ? cl : 0;
+	} else if (flags & ENTRY_FLAG_CONTENT_OMITTED) {
+		uint32_t cl = get32(&r);
+		if (r.bad || cl > FILER_CONTENT_MAX)
+			goto bad;
+		e->content_omitted = true;
+		e->content_len = cl;
 	}
 	chunk_list_read(&r, &e->chunks, &e->n_chunks);
 	e->cap_chunks = e->n_chunks;

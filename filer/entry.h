@@ -73,6 +73,9 @@ struct filer_entry {
 	uint8_t *content; /* owned inline content, meaningful when has_content */
 	size_t content_len;
 	bool has_content;
+	/* Events only: the entry had content_len bytes of inline content, left out (content
+	   NULL, has_content false); a reader who needs them looks the entry up. */
+	bool content_omitted;
 	struct filer_chunk *chunks; /* owned, in write order */
 	size_t n_chunks;
 	size_t cap_chunks;

@@ -151,9 +151,9 @@ void entry_json_write(json_w *w, const struct filer_entry *e, unsigned flags)
 		}
 		jw_obj_end(w);
 	}
-	if (e->has_content) {
+	if (e->has_content || e->content_omitted) {
 		jw_kv_u64(w, "contentLength", e->content_len);
-		if (flags & ENTRY_JSON_CONTENT)
+		if (e->has_content && (flags & ENTRY_JSON_CONTENT))
 			kv_base64(w, "content", e->content, e->content_len);
 	}
 	jw_key(w, "chunks");

@@ -158,7 +158,8 @@ void filer_event_free(struct filer_event *ev);
 /*
  * Appends the event old_entry -> new_entry (both borrowed, encoded now;
  * either may be NULL, not both) inside tx (NULL: in a transaction of its
- * own). A rename is one event with both. The event is written when tx
+ * own). A rename is one event with both. Inline content is left out of
+ * both (content_omitted: its length only). The event is written when tx
  * commits (its time is taken then) and is visible to readers from that
  * commit on; a rollback drops it. *ts_ns (may be NULL) receives the event's
  * time: with tx, when filer_store_commit succeeds (so the pointer must stay

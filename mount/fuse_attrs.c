@@ -5,9 +5,9 @@
  * name changes and deferred atimes. See the DESIGN comment in fuse_ops.c.
  */
 #include "config.h"
-#include <pthread.h>
 #include "fuse_ops_int.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>

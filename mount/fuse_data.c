@@ -5,11 +5,11 @@
  * See the DESIGN comment in fuse_ops.c.
  */
 #include "config.h"
-#include <pthread.h>
 #include "fuse_ops_int.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

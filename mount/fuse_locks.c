@@ -14,10 +14,10 @@
  * process-wide: a weedfs-mount process serves one mount.
  */
 #include "config.h"
-#include <pthread.h>
 #include "fuse_locks.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>

@@ -13,10 +13,10 @@
  * (the kernel may call back into the file system).
  */
 #include "config.h"
-#include <pthread.h>
 #include "meta_follower.h"
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +45,30 @@ struct meta_follower {
 };
 
 /* Drops what the mount and the kernel cache for the name at path; e is the new entry or NULL. */
+/*
+ * Events leave inline content out (docs/filer-events.md). For an inode with
+ * open file data the current entry is looked up, content included, so the
+ * data can be reset from it; NULL when nothing is open, or on failure (the
+ * inode is then only invalidated, like a hard link's stub).
+ */
+static struct filer_entry *content_for_reset(struct meta_follower *f, struct inode *n,
+					     const char *path, const struct filer_entry *e)
+{
+	struct filer_entry *got = NULL;
+	bool open;
+
+	pthread_mutex_lock(&n->mu);
+	open = n->fd && !file_data_dirty(n->fd);
+	pthread_mutex_unlock(&n->mu);
+	if (!open || filer_meta_lookup(f->m->rpc, path, &got))
+		return NULL;
+	if (got->attr.ctime_ns < e->attr.ctime_ns || got->content_omitted) {
+		filer_entry_free(got);
+		return NULL;
+	}
+	return got;
+}
+
 static void invalidate_path(struct meta_follower *f, const char *path, const struct filer_entry *e,
 			    bool name_changed)
 {
@@ -68,21 +92,27 @@ static void invalidate_path(struct meta_follower *f, const char *path, const str
 	n = itable_get_name(m->it, pino, name);
 	if (n && e) {
 		bool current = false, reset = false;
-		bool stub =
-			e->attr.hard_link_id_len && !e->n_chunks && !e->has_content && e->attr.size;
+		struct filer_entry *full = e->content_omitted && !name_changed
+						   ? content_for_reset(f, n, path, e)
+						   : NULL;
+		const struct filer_entry *base = full ? full : e;
+		bool stub = (e->attr.hard_link_id_len && !e->n_chunks && !e->has_content &&
+			     e->attr.size) ||
+			    (e->content_omitted && !full);
 		pthread_mutex_lock(&n->mu);
 		if (n->cached && n->attr.ctime_ns >= e->attr.ctime_ns && n->cached_until)
 			current = true; /* the mount has read this change back already */
 		/* a rename moves a name, not data (and may carry a hard link's stub) */
-		if (n->fd && !name_changed && !stub && e->attr.ctime_ns > n->base_ctime_ns &&
+		if (n->fd && !name_changed && !stub && base->attr.ctime_ns > n->base_ctime_ns &&
 		    !file_data_dirty(n->fd)) {
-			file_data_reset(n->fd, e);
-			n->base_ctime_ns = e->attr.ctime_ns;
+			file_data_reset(n->fd, base);
+			n->base_ctime_ns = base->attr.ctime_ns;
 			reset = true;
 		}
 		if (!current)
 			n->cached_until = 0;
 		pthread_mutex_unlock(&n->mu);
+		filer_entry_free(full);
 		if (!current || reset)
 			fuse_lowlevel_notify_inval_inode(m->se, n->ino, 0, 0);
 	} else if (n) {

@@ -117,7 +117,9 @@ def test_stream_prefix_order_and_resume(cluster):
     assert all(e["directory"] == "/a/b" for e in evs)
     ts = [e["tsNs"] for e in evs]
     assert ts == sorted(ts) and len(set(ts)) == 4 and ts[0] > s.start_ts
-    assert evs[1]["newEntry"]["content"]  # inline content travels in events
+    # inline content stays out of events (its length says there is some)
+    assert "content" not in evs[1]["newEntry"] and evs[1]["newEntry"]["contentLength"] == 3
+    assert "content" not in evs[1]["oldEntry"] and evs[1]["oldEntry"]["contentLength"] == 3
     assert s.quiet(0.3) == []  # nothing outside the prefix
     s.close()
 

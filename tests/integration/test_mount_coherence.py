@@ -104,6 +104,8 @@ def test_open_file_sees_other_writer_after_reopen(two_mounts):
     assert held.read() == b"first"
     with open(a.p("o"), "wb") as f:
         f.write(b"second!")
+    # the open file itself is reset from the filer's entry (events carry no inline bytes)
+    within(lambda: os.pread(held.fileno(), 100, 0) == b"second!", "change to an open file")
     # close-to-open: a new open in b sees the new data
     within(lambda: read_or_none(b.p("o")) == b"second!", "rewrite while open elsewhere")
     held.close()

@@ -92,7 +92,8 @@ static bool entries_equal(const struct filer_entry *a, const struct filer_entry 
 	    (x->hard_link_id_len && memcmp(x->hard_link_id, y->hard_link_id, x->hard_link_id_len)))
 		return false;
 	if (a->n_xattrs != b->n_xattrs || a->has_content != b->has_content ||
-	    a->content_len != b->content_len || a->n_chunks != b->n_chunks)
+	    a->content_omitted != b->content_omitted || a->content_len != b->content_len ||
+	    a->n_chunks != b->n_chunks)
 		return false;
 	for (size_t i = 0; i < a->n_xattrs; i++)
 		if (strcmp(a->xattrs[i].name, b->xattrs[i].name) ||
@@ -100,7 +101,7 @@ static bool entries_equal(const struct filer_entry *a, const struct filer_entry 
 		    (a->xattrs[i].value_len &&
 		     memcmp(a->xattrs[i].value, b->xattrs[i].value, a->xattrs[i].value_len)))
 			return false;
-	if (a->content_len && memcmp(a->content, b->content, a->content_len))
+	if (a->has_content && a->content_len && memcmp(a->content, b->content, a->content_len))
 		return false;
 	for (size_t i = 0; i < a->n_chunks; i++) {
 		const struct filer_chunk *p = &a->chunks[i], *q = &b->chunks[i];
@@ -166,6 +167,38 @@ static void test_roundtrip(void)
 	is_int(filer_entry_decode((uint8_t *)b.data, b.len, "/", "x", &d), WFS_OK, "decode");
 	ok(d && d->has_content && d->content_len == 0, "empty inline content survives");
 	filer_entry_free(d);
+	filer_entry_free(e);
+	buf_free(&b);
+}
+
+/* Events keep an inline file's content length without its bytes. */
+static void test_content_omitted(void)
+{
+	struct filer_entry *e = filer_entry_new("/d", "f"), *d = NULL, *c;
+	buf b = BUF_INIT;
+
+	e->attr.mode = S_IFREG | 0644;
+	e->attr.size = 4096;
+	e->content_omitted = true;
+	e->content_len = 4096;
+	is_int(filer_entry_encode(e, &b), WFS_OK, "omitted content encodes");
+	is_int(b.len, 84, "as its length only");
+	ok(b.data[1] == 0x04, "flag 0x04");
+	is_int(filer_entry_decode((uint8_t *)b.data, b.len, "/d", "f", &d), WFS_OK, "decodes");
+	ok(d && entries_equal(e, d) && !d->content, "round trip");
+	c = filer_entry_dup(e);
+	ok(entries_equal(e, c), "dup keeps it");
+	filer_entry_free(c);
+	filer_entry_free(d);
+	d = NULL;
+	b.data[1] = 0x05; /* content and omitted content at once */
+	is_int(filer_entry_decode((uint8_t *)b.data, b.len, "/d", "f", &d), WFS_ECORRUPT,
+	       "both content flags: refused");
+	filer_entry_set_content(e, "x", 1);
+	ok(!e->content_omitted, "setting content clears the flag");
+	e->content_omitted = true;
+	buf_reset(&b);
+	is_int(filer_entry_encode(e, &b), WFS_EINVAL, "content and omitted at once: not encoded");
 	filer_entry_free(e);
 	buf_free(&b);
 }
@@ -464,6 +497,7 @@ int main(void)
 	test_golden();
 	test_path_split();
 	test_roundtrip();
+	test_content_omitted();
 	test_hostile();
 	test_chunk_list_codec();
 	test_atime();

@@ -28,6 +28,7 @@ static struct filer_entry *mk(const char *dir, const char *name)
 	e->attr.mode = S_IFREG | 0644;
 	e->attr.size = 3;
 	e->attr.mtime_ns = (int64_t)time_now_ns();
+	filer_entry_set_content(e, "abc", 3);
 	return e;
 }
 
@@ -365,6 +366,13 @@ static void test_json(void)
 				   json_get_str(json_get(v, "newEntry"), "name", &s) &&
 				   !strcmp(s, "j"),
 			   "stored event as JSON");
+			ok(got->new_entry && got->new_entry->content_omitted &&
+				   !got->new_entry->has_content && got->new_entry->content_len == 3,
+			   "the event keeps the inline content's length, not its bytes");
+			ok(v && !json_get(json_get(v, "newEntry"), "content") &&
+				   json_get_i64(json_get(v, "newEntry"), "contentLength", &i64) &&
+				   i64 == 3,
+			   "as JSON: contentLength without content");
 			yajl_tree_free(v);
 			buf_free(&b);
 			filer_event_free(got);
