@@ -115,13 +115,18 @@ AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk S3_BUCKET=$bucket \
 mini_pid=$!
 
 failed=()
+# the mini's user + system CPU time so far, in clock ticks (/proc/<pid>/stat fields 14, 15;
+# the command name before them is in parentheses and has no spaces here)
+mini_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$mini_pid/stat"; }
 # load TAG flags...: runs s3_load into $tmp/load-TAG.txt (its first failure in load-TAG.err);
 # a run with failed requests is noted, not fatal
 load() {
-	local tag=$1 rc=0
+	local tag=$1 rc=0 cpu0
 	shift
+	cpu0=$(mini_cpu_ticks)
 	"$bdir/tests/bench/s3_load" -endpoint="127.0.0.1:$sport" -bucket="$bucket" -ak="$ak" \
 		-sk="$sk" -c="$C" "$@" >"$tmp/load-$tag.txt" 2>"$tmp/load-$tag.err" || rc=$?
+	echo $(($(mini_cpu_ticks) - cpu0)) >"$tmp/cpu-$tag.txt"
 	((rc == 1)) && failed+=("$tag: $(sed -n 's/.*errors by status: //p' "$tmp/load-$tag.txt")
 $(head -n 3 "$tmp/load-$tag.err" | sed 's/^/    /')")
 	((rc <= 1)) || { cat "$tmp/load-$tag.err" >&2; return 1; }
@@ -246,6 +251,11 @@ fi
 cpu_line="s3_load CPU time (s):"
 for t in sput sget shead bput bget bdel mixed; do
 	[[ -f $tmp/load-$t.txt ]] && cpu_line+=" $t $(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^cpu_s=/) print substr($i, 7)}' "$tmp/load-$t.txt") / $(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^secs=/) {print substr($i, 6); exit}}' "$tmp/load-$t.txt")s;"
+done
+# the mini's CPU per request: steadier than rates on a shared machine for comparing builds
+cpu_line+=$'\n'"weedfs mini CPU per request (us):"
+for t in sput sget shead bput bget bdel mixed; do
+	[[ -f $tmp/cpu-$t.txt ]] && cpu_line+=" $t $(awk -v t="$(cat "$tmp/cpu-$t.txt")" -v hz="$(getconf CLK_TCK)" -v n="$(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^ops=/) { print substr($i, 5); exit } }' "$tmp/load-$t.txt")" 'BEGIN { if (n + 0 > 0) printf "%.0f", t / hz * 1e6 / n; else print "?" }');"
 done
 fail_line="failed requests: none"
 ((${#failed[@]} == 0)) || fail_line="FAILED requests (and the first failures): $(printf '%s\n' "${failed[@]}")"
