@@ -416,7 +416,10 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 	const uint8_t *data;
 	size_t len;
 
-	if (p->form && !size_in_range(p))
+	/* a form's identity was checked before its file (s3_form_authorize); its bucket's
+	   policy, which may need a filer read, here on the worker */
+	if (p->form && (!size_in_range(p) ||
+			!s3_authorize(r, r->bucket, r->key, "s3:PutObject", S3_ACT_WRITE)))
 		return false;
 	if (!digests_ok(p, md5_hex, cksum) || !s3_cond_check(r, p->path, &p->cond))
 		return false;

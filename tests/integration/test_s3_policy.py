@@ -5,8 +5,10 @@ DeleteObjects key by key, copy sources, and the Admin's way out of a lockout."""
 
 import json
 
+import boto3
 import pytest
 import requests
+from botocore.config import Config
 
 from conftest import wait_until
 from s3_fixtures import IDENTITIES, client, code_of, mini_gateway, start_gateway
@@ -122,6 +124,29 @@ def test_named_principals_and_explicit_deny(gw):
                                                            "Key": "bob/a"})
     assert code_of(bob.copy_object, Bucket="pub-dst", Key="d",
                    CopySource={"Bucket": "pol-team", "Key": "keep/x"}) == "AccessDenied"
+
+
+def test_browser_post_obeys_the_bucket_policy(gw):
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-post")
+    alice.put_bucket_policy(Bucket="pol-post", Policy=policy("pol-post", stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-post/blocked/*")))
+
+    signer = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=ALICE[0],
+                          aws_secret_access_key=ALICE[1], region_name="us-east-1",
+                          config=Config(signature_version="s3v4"))  # a SigV4 form
+
+    def post(key):
+        form = signer.generate_presigned_post("pol-post", key, ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"form body"},
+                             timeout=30)
+
+    r = post("blocked/x")
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, r.text
+    assert code_of(alice.head_object, Bucket="pol-post", Key="blocked/x") == "404"
+    assert post("open/x").status_code == 204
+    assert alice.get_object(Bucket="pol-post", Key="open/x")["Body"].read() == b"form body"
 
 
 def test_conditions_source_ip_and_if_none_match(gw):
