@@ -406,7 +406,7 @@ static bool entry_ok(const struct filer_entry *e)
  * Encodes e as events keep it: without its inline bytes, only their length.
  * The bytes would be the bulk of a small file's event row (written, and
  * logged by SQLite's WAL, once more for every create and overwrite: 4 KiB S3
- * PUTs ran 10-20% faster without them); a follower that needs them looks
+ * PUTs ran about 10% faster without them); a follower that needs them looks
  * the entry up (docs/filer-events.md).
  */
 static wfs_err encode_for_event(const struct filer_entry *e, buf *out)

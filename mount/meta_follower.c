@@ -44,7 +44,6 @@ struct meta_follower {
 	buf line;          /* thread only: a partial line */
 };
 
-/* Drops what the mount and the kernel cache for the name at path; e is the new entry or NULL. */
 /*
  * Events leave inline content out (docs/filer-events.md). For an inode with
  * open file data the current entry is looked up, content included, so the
@@ -69,6 +68,7 @@ static struct filer_entry *content_for_reset(struct meta_follower *f, struct ino
 	return got;
 }
 
+/* Drops what the mount and the kernel cache for the name at path; e is the new entry or NULL. */
 static void invalidate_path(struct meta_follower *f, const char *path, const struct filer_entry *e,
 			    bool name_changed)
 {
