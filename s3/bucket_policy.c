@@ -218,19 +218,23 @@ static inline bool ceq(char a, char b, bool icase)
 }
 
 /*
- * p[0..pn) with '*' (any run) and '?' (one character) against s[0..sn).
- * After a mismatch only the last '*' is retried, one character further on:
- * a later '*' subsumes what an earlier one could match, so this is exact.
+ * p[0..pn) with '*' (any run) and '?' (one character) against s[0..sn);
+ * where lit (NULL: nowhere) is set, p's byte stands for itself (text a
+ * policy variable put there). After a mismatch only the last '*' is retried,
+ * one character further on: a later '*' subsumes what an earlier one could
+ * match, so this is exact.
  */
-static bool glob(const char *p, size_t pn, const char *s, size_t sn, bool icase)
+static bool glob_lit(const char *p, const bool *lit, size_t pn, const char *s, size_t sn,
+		     bool icase)
 {
 	size_t pi = 0, si = 0, star = SIZE_MAX, mark = 0;
 
+#define WILD(c) (pi < pn && p[pi] == (c) && !(lit && lit[pi]))
 	while (si < sn) {
-		if (pi < pn && p[pi] == '*') {
+		if (WILD('*')) {
 			star = pi++;
 			mark = si;
-		} else if (pi < pn && p[pi] == '?') {
+		} else if (WILD('?')) {
 			pi++;
 			/* one character, not one byte, of UTF-8 */
 			si++;
@@ -250,9 +254,15 @@ static bool glob(const char *p, size_t pn, const char *s, size_t sn, bool icase)
 			return false;
 		}
 	}
-	while (pi < pn && p[pi] == '*')
+	while (WILD('*'))
 		pi++;
+#undef WILD
 	return pi == pn;
+}
+
+static bool glob(const char *p, size_t pn, const char *s, size_t sn, bool icase)
+{
+	return glob_lit(p, NULL, pn, s, sn, icase);
 }
 
 static bool glob_str(const char *p, const char *s, bool icase)
@@ -825,14 +835,6 @@ static bool principal_match(const struct stmt *s, const char *who)
 	return false;
 }
 
-static bool any_glob(const struct strs *pats, const char *subject, bool icase)
-{
-	for (size_t i = 0; i < pats->n; i++)
-		if (glob_str(pats->v[i], subject, icase))
-			return true;
-	return false;
-}
-
 static const char *ctx_get(const struct policy_request *r, const char *key)
 {
 	for (size_t i = 0; i < r->nctx; i++)
@@ -841,17 +843,112 @@ static const char *ctx_get(const struct policy_request *r, const char *key)
 	return NULL;
 }
 
+/*
+ * Policy variables: "${key}" in a Resource or a String condition value is the
+ * request's value of key (aws:username, aws:SourceIp, s3:prefix, ...); ${*},
+ * ${?} and ${$} are a literal '*', '?' and '$'. *out (free it) is p expanded,
+ * with (*lit)[i] set where the text came from a variable, so it never acts as
+ * a wildcard. False when a variable's key is not in the request: the element
+ * then matches nothing, as in AWS. p without "${" is copied as it is.
+ */
+static bool expand_vars(const char *p, const struct policy_request *r, char **out, bool **lit)
+{
+	size_t n = 0, cap = strlen(p) + 1;
+	char *o = xmalloc(cap);
+	bool *l = xmalloc(cap * sizeof(*l));
+
+	while (*p) {
+		const char *end = p[0] == '$' && p[1] == '{' ? strchr(p + 2, '}') : NULL;
+		const char *val = NULL, *lone = p;
+		size_t vl = 1;
+		bool from_var = end != NULL;
+
+		if (end) {
+			size_t kl = (size_t)(end - p - 2);
+			if (kl == 1 && strchr("*?$", p[2])) {
+				lone = p + 2;
+			} else {
+				char *key = xstrndup(p + 2, kl);
+				val = ctx_get(r, key);
+				free(key);
+				if (!val) {
+					free(o);
+					free(l);
+					return false;
+				}
+				vl = strlen(val);
+			}
+			p = end + 1;
+		} else {
+			p++;
+		}
+		if (n + vl + 1 > cap) {
+			cap = (n + vl + 1) * 2;
+			o = xrealloc(o, cap);
+			l = xrealloc(l, cap * sizeof(*l));
+		}
+		memcpy(o + n, val ? val : lone, vl);
+		for (size_t i = 0; i < vl; i++)
+			l[n + i] = from_var;
+		n += vl;
+	}
+	o[n] = '\0';
+	*out = o;
+	*lit = l;
+	return true;
+}
+
+/* glob_str of a pattern that may hold policy variables. */
+static bool glob_vars(const char *pat, const char *subject, bool icase,
+		      const struct policy_request *r)
+{
+	char *x;
+	bool *lit, m;
+	if (!strstr(pat, "${"))
+		return glob_str(pat, subject, icase);
+	if (!expand_vars(pat, r, &x, &lit))
+		return false;
+	m = glob_lit(x, lit, strlen(x), subject, strlen(subject), icase);
+	free(x);
+	free(lit);
+	return m;
+}
+
+static bool any_glob(const struct strs *pats, const char *subject, bool icase)
+{
+	for (size_t i = 0; i < pats->n; i++)
+		if (glob_str(pats->v[i], subject, icase))
+			return true;
+	return false;
+}
+
+/* A string policy value equals have (either case when icase), variables expanded. */
+static bool str_equal_vars(const char *want, const char *have, bool icase,
+			   const struct policy_request *r)
+{
+	char *x;
+	bool *lit, eq;
+	if (!strstr(want, "${"))
+		return icase ? !strcasecmp(want, have) : !strcmp(want, have);
+	if (!expand_vars(want, r, &x, &lit))
+		return false;
+	eq = icase ? !strcasecmp(x, have) : !strcmp(x, have);
+	free(x);
+	free(lit);
+	return eq;
+}
+
 /* Whether the request value have equals / matches / satisfies one policy value. */
 static bool cval_match(enum cmp cmp, const struct cval *v, const char *have, double num,
-		       const struct cidr *ip, bool b)
+		       const struct cidr *ip, bool b, const struct policy_request *r)
 {
 	switch (cmp) {
 	case C_STR_EQ:
-		return !strcmp(v->s, have);
+		return str_equal_vars(v->s, have, false, r);
 	case C_STR_EQ_IC:
-		return !strcasecmp(v->s, have);
+		return str_equal_vars(v->s, have, true, r);
 	case C_STR_LIKE:
-		return glob_str(v->s, have, false);
+		return glob_vars(v->s, have, false, r);
 	case C_NUM_EQ:
 		return num == v->num;
 	case C_NUM_LT:
@@ -908,8 +1005,17 @@ static bool cond_match(const struct cond *cd, const struct policy_request *r)
 		break;
 	}
 	for (size_t i = 0; i < cd->n && !any; i++)
-		any = cval_match(cd->op->cmp, &cd->v[i], have, num, &ip, b);
+		any = cval_match(cd->op->cmp, &cd->v[i], have, num, &ip, b, r);
 	return cd->op->neg ? !any : any;
+}
+
+static bool resource_match(const struct stmt *s, const char *resource,
+			   const struct policy_request *r)
+{
+	for (size_t i = 0; i < s->resource.n; i++)
+		if (glob_vars(s->resource.v[i], resource, false, r))
+			return true;
+	return false;
 }
 
 static bool stmt_match(const struct stmt *s, const struct policy_request *r)
@@ -921,7 +1027,7 @@ static bool stmt_match(const struct stmt *s, const struct policy_request *r)
 		return false;
 	if (any_glob(&s->action, action, true) == s->not_action)
 		return false;
-	if (any_glob(&s->resource, resource, false) == s->not_resource)
+	if (resource_match(s, resource, r) == s->not_resource)
 		return false;
 	for (size_t i = 0; i < s->nc; i++)
 		if (!cond_match(&s->c[i], r))

@@ -13,7 +13,10 @@
  * IpAddress/NotIpAddress and Null operators (each but Null also as
  * ...IfExists). Not supported, refused as malformed: NotPrincipal, non-AWS
  * principals, ForAnyValue:/ForAllValues: and the Date/Arn/Binary operators.
- * Policy variables ("${aws:username}") are taken literally.
+ * Policy variables ("${aws:username}", any condition key of the request;
+ * ${*}, ${?}, ${$} for the characters) are expanded in Resource and String
+ * condition values at evaluation; their text never acts as a wildcard, and a
+ * key the request lacks makes the element match nothing.
  *
  * Pure: no I/O, no globals; a parsed policy is read-only, so any number of
  * threads may evaluate it at once. The fuzz target drives it directly.

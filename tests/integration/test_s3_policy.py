@@ -126,6 +126,21 @@ def test_named_principals_and_explicit_deny(gw):
                    CopySource={"Bucket": "pol-team", "Key": "keep/x"}) == "AccessDenied"
 
 
+def test_home_folders_by_policy_variable(gw):
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-home")
+    alice.put_bucket_policy(Bucket="pol-home", Policy=policy("pol-home", stmt(
+        "Allow", {"AWS": "*"}, ["s3:PutObject", "s3:GetObject"],
+        "arn:aws:s3:::pol-home/home/${aws:username}/*")))
+    bob.put_object(Bucket="pol-home", Key="home/bob/notes", Body=b"mine")
+    assert bob.get_object(Bucket="pol-home", Key="home/bob/notes")["Body"].read() == b"mine"
+    assert code_of(bob.put_object, Bucket="pol-home", Key="home/alice/x",
+                   Body=b"") == "AccessDenied"
+    assert code_of(bob.put_object, Bucket="pol-home", Key="home/${aws:username}/x",
+                   Body=b"") == "AccessDenied"
+
+
 def test_browser_post_obeys_the_bucket_policy(gw):
     _, g = gw
     alice = client(g, *ALICE)

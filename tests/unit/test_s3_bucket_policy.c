@@ -424,6 +424,20 @@ static void test_actions_resources(void)
 	       "another bucket");
 	is_int(ev(p, NULL, NULL, NULL, NULL), POLICY_NO_MATCH, "no action or resource");
 	bucket_policy_free(p);
+	/* a home folder per identity: ${aws:username} in the Resource */
+	p = parse(STMT("Allow", "{\"AWS\":\"*\"}",
+		       "\"Action\":\"s3:*\",\"Resource\":\"" OBJ("home/${aws:username}/*") "\""));
+	is_int(ev(p, "alice", "s3:PutObject", OBJ("home/alice/x"), KV("aws:username", "alice")),
+	       POLICY_ALLOW, "${aws:username} in a Resource: own folder");
+	is_int(ev(p, "alice", "s3:PutObject", OBJ("home/bob/x"), KV("aws:username", "alice")),
+	       POLICY_NO_MATCH, "${aws:username} in a Resource: another folder");
+	is_int(ev(p, "st*", "s3:PutObject", OBJ("home/steve/x"), KV("aws:username", "st*")),
+	       POLICY_NO_MATCH, "a name holding '*' is no wildcard");
+	is_int(ev(p, "st*", "s3:PutObject", OBJ("home/st*/x"), KV("aws:username", "st*")),
+	       POLICY_ALLOW, "a name holding '*' matches itself");
+	is_int(ev(p, NULL, "s3:GetObject", OBJ("home/${aws:username}/x"), NULL), POLICY_NO_MATCH,
+	       "anonymous: no username, no match");
+	bucket_policy_free(p);
 
 	/* "deny everything but reads", the NotAction idiom */
 	p = parse("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
@@ -541,10 +555,21 @@ static void test_string_ops(void)
 		"a number value is its text");
 	COND_IS("\"StringEquals\":{\"k\":true}", KV("k", "true"), 1, "a boolean value is its text");
 	COND_IS("\"StringEquals\":{\"s3:prefix\":\"home/${aws:username}/\"}",
-		KV("s3:prefix", "home/alice/", "aws:username", "alice"), 0,
-		"policy variables are not expanded");
+		KV("s3:prefix", "home/alice/", "aws:username", "alice"), 1,
+		"a policy variable is the request's value");
 	COND_IS("\"StringEquals\":{\"s3:prefix\":\"home/${aws:username}/\"}",
-		KV("s3:prefix", "home/${aws:username}/"), 1, "policy variables are literal");
+		KV("s3:prefix", "home/bob/", "aws:username", "alice"), 0,
+		"a policy variable: another value");
+	COND_IS("\"StringEquals\":{\"s3:prefix\":\"home/${aws:username}/\"}",
+		KV("s3:prefix", "home/${aws:username}/"), 0,
+		"a variable whose key the request lacks matches nothing");
+	COND_IS("\"StringLike\":{\"s3:prefix\":\"${aws:username}/*\"}",
+		KV("s3:prefix", "alice/x", "aws:username", "alice"), 1, "a variable in StringLike");
+	COND_IS("\"StringLike\":{\"s3:prefix\":\"${aws:username}/*\"}",
+		KV("s3:prefix", "bob/x", "aws:username", "*"), 0,
+		"a variable's '*' is no wildcard");
+	COND_IS("\"StringEquals\":{\"s3:prefix\":\"a${*}b${$}c${?}\"}", KV("s3:prefix", "a*b$c?"),
+		1, "${*}, ${$} and ${?} are literal characters");
 	COND_IS("\"StringEquals\":{\"k\":\"v\"}", KV("k", "v", "k", "w"), 1,
 		"a key given twice counts by its first value");
 }
