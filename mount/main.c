@@ -93,17 +93,24 @@ static void on_stop_signal(int sig)
 		pthread_kill(loop_thread, sig);
 }
 
-/* Called by the thread that will run the loop; on false, back to the defaults. */
-static void stop_signals_install(struct fuse_session *se, bool on)
+/*
+ * With se: installs the handlers (called by the thread that will run the
+ * loop). With NULL: back to the defaults (se stays known to a handler still
+ * running).
+ */
+static void stop_signals_install(struct fuse_session *se)
 {
 	static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
 	struct sigaction sa = {0};
+	bool on = se != NULL;
 
-	stop_session = se;
-	loop_thread = pthread_self();
+	if (on) {
+		stop_session = se;
+		loop_thread = pthread_self();
+	}
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = on ? on_stop_signal : SIG_DFL;
-	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+	for (size_t i = 0; i < ARRAY_LEN(stops); i++)
 		sigaction(stops[i], &sa, NULL);
 	sa.sa_handler = on ? SIG_IGN : SIG_DFL;
 	sigaction(SIGPIPE, &sa, NULL);
@@ -320,7 +327,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	m.se = se;
-	stop_signals_install(se, true);
+	stop_signals_install(se);
 	if (fuse_session_mount(se, mountpoint)) {
 		log_error("could not mount on %s", mountpoint);
 		goto out_signals;
@@ -358,7 +365,7 @@ int main(int argc, char **argv)
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
-	stop_signals_install(NULL, false);
+	stop_signals_install(NULL);
 out:
 	meta_follower_stop(mf);
 	if (se)

@@ -265,11 +265,6 @@ static bool glob(const char *p, size_t pn, const char *s, size_t sn, bool icase)
 	return glob_lit(p, NULL, pn, s, sn, icase);
 }
 
-static bool glob_str(const char *p, const char *s, bool icase)
-{
-	return glob(p, strlen(p), s, strlen(s), icase);
-}
-
 /* A decimal number: [-+]digits[.digits][e[-+]digits], no spaces, hex, inf or nan. */
 static bool parse_num(const char *s, double *out)
 {
@@ -898,44 +893,37 @@ static bool expand_vars(const char *p, const struct policy_request *r, char **ou
 	return true;
 }
 
-/* glob_str of a pattern that may hold policy variables. */
-static bool glob_vars(const char *pat, const char *subject, bool icase,
-		      const struct policy_request *r)
+/*
+ * Whether the policy value want, its variables expanded, matches have: as a
+ * pattern ('*', '?') or as text; either case when icase.
+ */
+static bool match_vars(const char *want, const char *have, bool pattern, bool icase,
+		       const struct policy_request *r)
 {
-	char *x;
-	bool *lit, m;
-	if (!strstr(pat, "${"))
-		return glob_str(pat, subject, icase);
-	if (!expand_vars(pat, r, &x, &lit))
-		return false;
-	m = glob_lit(x, lit, strlen(x), subject, strlen(subject), icase);
+	char *x = NULL;
+	bool *lit = NULL, m;
+
+	if (strstr(want, "${")) {
+		if (!expand_vars(want, r, &x, &lit))
+			return false;
+		want = x;
+	}
+	if (pattern)
+		m = glob_lit(want, lit, strlen(want), have, strlen(have), icase);
+	else
+		m = icase ? !strcasecmp(want, have) : !strcmp(want, have);
 	free(x);
 	free(lit);
 	return m;
 }
 
-static bool any_glob(const struct strs *pats, const char *subject, bool icase)
+static bool any_glob(const struct strs *pats, const char *subject, bool icase,
+		     const struct policy_request *r)
 {
 	for (size_t i = 0; i < pats->n; i++)
-		if (glob_str(pats->v[i], subject, icase))
+		if (match_vars(pats->v[i], subject, true, icase, r))
 			return true;
 	return false;
-}
-
-/* A string policy value equals have (either case when icase), variables expanded. */
-static bool str_equal_vars(const char *want, const char *have, bool icase,
-			   const struct policy_request *r)
-{
-	char *x;
-	bool *lit, eq;
-	if (!strstr(want, "${"))
-		return icase ? !strcasecmp(want, have) : !strcmp(want, have);
-	if (!expand_vars(want, r, &x, &lit))
-		return false;
-	eq = icase ? !strcasecmp(x, have) : !strcmp(x, have);
-	free(x);
-	free(lit);
-	return eq;
 }
 
 /* Whether the request value have equals / matches / satisfies one policy value. */
@@ -944,11 +932,11 @@ static bool cval_match(enum cmp cmp, const struct cval *v, const char *have, dou
 {
 	switch (cmp) {
 	case C_STR_EQ:
-		return str_equal_vars(v->s, have, false, r);
+		return match_vars(v->s, have, false, false, r);
 	case C_STR_EQ_IC:
-		return str_equal_vars(v->s, have, true, r);
+		return match_vars(v->s, have, false, true, r);
 	case C_STR_LIKE:
-		return glob_vars(v->s, have, false, r);
+		return match_vars(v->s, have, true, false, r);
 	case C_NUM_EQ:
 		return num == v->num;
 	case C_NUM_LT:
@@ -1009,15 +997,6 @@ static bool cond_match(const struct cond *cd, const struct policy_request *r)
 	return cd->op->neg ? !any : any;
 }
 
-static bool resource_match(const struct stmt *s, const char *resource,
-			   const struct policy_request *r)
-{
-	for (size_t i = 0; i < s->resource.n; i++)
-		if (glob_vars(s->resource.v[i], resource, false, r))
-			return true;
-	return false;
-}
-
 static bool stmt_match(const struct stmt *s, const struct policy_request *r)
 {
 	const char *action = r->action ? r->action : "";
@@ -1025,9 +1004,9 @@ static bool stmt_match(const struct stmt *s, const struct policy_request *r)
 
 	if (!principal_match(s, r->principal))
 		return false;
-	if (any_glob(&s->action, action, true) == s->not_action)
+	if (any_glob(&s->action, action, true, r) == s->not_action)
 		return false;
-	if (resource_match(s, resource, r) == s->not_resource)
+	if (any_glob(&s->resource, resource, false, r) == s->not_resource)
 		return false;
 	for (size_t i = 0; i < s->nc; i++)
 		if (!cond_match(&s->c[i], r))
