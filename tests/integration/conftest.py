@@ -10,9 +10,11 @@ SIGTERM, then SIGKILL after a timeout.
 The binary is $WEEDFS_BIN, else ./weedfs, ./build/weedfs or /tmp/build-ci/weedfs.
 """
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -328,16 +330,31 @@ def cluster(tmp_path):
     c.teardown()
 
 
+@contextlib.contextmanager
+def module_scratch(request, name):
+    """A module fixture's directory, removed afterwards when none of the module's tests
+    failed: pytest's "failed" retention (pytest.ini) covers only tmp_path, and volumes
+    and caches kept until the session ends filled CI's disk. Leave it only after
+    stopping every daemon and mount that uses it; an exception out of the block keeps it."""
+    failed_before = request.session.testsfailed
+    path = request.getfixturevalue("tmp_path_factory").mktemp(name)
+    yield path
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def module_cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    yield c
-    c.teardown()
-    # Exit-time reports (leaks) come after the last test's guard ran.
-    reports = ["%s:\n%s" % (d.name, r) for d in c.daemons for r in [d.new_sanitizer_reports()] if r]
-    _live[:] = [d for d in _live if not d.reaped]
-    if reports:
-        pytest.fail("sanitizer report in daemon log:\n" + "\n".join(reports), pytrace=False)
+def module_cluster(request):
+    with module_scratch(request, "cluster") as path:
+        c = Cluster(path)
+        yield c
+        c.teardown()
+        # Exit-time reports (leaks) come after the last test's guard ran.
+        reports = ["%s:\n%s" % (d.name, r) for d in c.daemons
+                   for r in [d.new_sanitizer_reports()] if r]
+        _live[:] = [d for d in _live if not d.reaped]
+        if reports:
+            pytest.fail("sanitizer report in daemon log:\n" + "\n".join(reports), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -12,13 +12,17 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
-from conftest import Daemon, free_port, wait_until
+from conftest import Daemon, free_port, module_scratch, wait_until
 from mount_fixtures import is_mounted
 
 
 @pytest.fixture(scope="module")
-def mini_mounted(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("s3mount")
+def mini_mounted(request):
+    with module_scratch(request, "s3mount") as tmp:
+        yield from _mini_mounted(tmp)
+
+
+def _mini_mounted(tmp):
     mnt = tmp / "mnt"
     mnt.mkdir()
     s3port, fport = free_port(), free_port()
