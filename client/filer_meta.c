@@ -230,17 +230,30 @@ int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
 	return filer_meta_lookup_etag(r, path, out, NULL);
 }
 
-int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17])
+void filer_meta_lookup_body(buf *b, const char *path)
 {
-	buf b;
-	json_w *w;
-
-	buf_init(&b);
-	w = jw_new(&b, false);
+	json_w *w = jw_new(b, false);
 	jw_obj_begin(w);
 	entry_json_kv_bytes(w, "path", path);
 	jw_obj_end(w);
 	jw_free(w);
+}
+
+int filer_meta_entry_answer(const char *body, size_t len, struct filer_entry **out)
+{
+	yajl_val tree = json_parse(body, len, NULL, 0);
+	*out = tree ? filer_meta_entry_from_json(tree) : NULL;
+	if (tree)
+		yajl_tree_free(tree);
+	return *out ? 0 : EIO;
+}
+
+int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17])
+{
+	buf b;
+
+	buf_init(&b);
+	filer_meta_lookup_body(&b, path);
 	return call_entry_etag(r, "lookup", &b, out, etag);
 }
 
@@ -413,14 +426,9 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 	return filer_meta_create_etag(r, path, n, out, NULL);
 }
 
-int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
-			   struct filer_entry **out, char etag[17])
+void filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n, bool quiet)
 {
-	json_w *w;
-	buf b;
-
-	buf_init(&b);
-	w = jw_new(&b, false);
+	json_w *w = jw_new(b, false);
 	jw_obj_begin(w);
 	jw_key(w, "entry");
 	jw_obj_begin(w);
@@ -461,10 +469,19 @@ int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_me
 		write_consume(w, n->consume, n->n_consume);
 	if (n->n_moves)
 		write_moves(w, n->moves, n->n_moves);
-	if (!out) /* the entry is not wanted back: skip encoding and parsing it */
+	if (quiet) /* the entry is not wanted back: skip encoding and parsing it */
 		jw_kv_bool(w, "quiet", true);
 	jw_obj_end(w);
 	jw_free(w);
+}
+
+int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			   struct filer_entry **out, char etag[17])
+{
+	buf b;
+
+	buf_init(&b);
+	filer_meta_create_body(&b, path, n, !out);
 	return call_entry_etag(r, "create", &b, out, etag);
 }
 

@@ -21,6 +21,11 @@
  */
 struct filer_entry *filer_meta_entry_from_json(yajl_val v);
 
+/* lookup's request body for path, appended to b (for callers that send it themselves). */
+void filer_meta_lookup_body(buf *b, const char *path);
+/* A successful entry answer's body decoded: 0 with *out (caller frees), or EIO. */
+int filer_meta_entry_answer(const char *body, size_t len, struct filer_entry **out);
+
 /* lookup: *out (caller frees) is the entry at path. */
 int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);
 /*
@@ -98,6 +103,8 @@ struct filer_meta_new {
  */
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out);
+/* create's request body, appended to b; quiet: the answer leaves the entry out. */
+void filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n, bool quiet);
 /* filer_meta_create that also returns the new entry's etag (16 hex + NUL; may be NULL). */
 int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 			   struct filer_entry **out, char etag[17]);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http_client.h"
+#include "http_util.h"
 #include "json.h"
 #include "log.h"
 #include "client/filer_rpc.h"
@@ -104,15 +105,14 @@ static int code_errno(const char *code)
 	return EIO;
 }
 
-/* The errno of an error answer (status >= 300). */
-static int answer_errno(const struct http_result *res)
+int filer_rpc_answer_errno(int status, const char *body, size_t len)
 {
-	yajl_val v = res->body.len ? json_parse(res->body.data, res->body.len, NULL, 0) : NULL;
+	yajl_val v = len ? json_parse(body, len, NULL, 0) : NULL;
 	const char *code = NULL;
 	int e;
 	if (v)
 		json_get_str(v, "code", &code);
-	e = code ? code_errno(code) : (res->status == 404 ? ENOSYS : EIO);
+	e = code ? code_errno(code) : (status == 404 ? ENOSYS : EIO);
 	if (v)
 		yajl_tree_free(v);
 	return e;
@@ -121,30 +121,19 @@ static int answer_errno(const struct http_result *res)
 /* Whether host:port refuses a TCP connection right now (nothing listens there). */
 static bool filer_refuses(const char *addr, long timeout_ms)
 {
-	char host[256];
-	const char *colon = strrchr(addr, ':');
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct sockaddr_storage ss;
 	bool refused = false;
-	size_t hl;
+	unsigned len;
 
-	if (!colon || (hl = (size_t)(colon - addr)) >= sizeof(host))
+	if (!host_port_resolve(addr, &ss, &len))
 		return false;
-	memcpy(host, addr, hl);
-	host[hl] = '\0';
-	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = '\0';
-	}
-	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
-		return false;
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
 		struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		refused = connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno == ECONNREFUSED;
+		refused = connect(fd, (struct sockaddr *)&ss, len) < 0 && errno == ECONNREFUSED;
 		close(fd);
 	}
-	freeaddrinfo(ai);
 	return refused;
 }
 
@@ -176,7 +165,7 @@ int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, b
 			break;
 		}
 		if (!err) {
-			e = answer_errno(&res);
+			e = filer_rpc_answer_errno(res.status, res.body.data, res.body.len);
 			/* a 503 changed nothing: repeat it whatever the op */
 			retry = res.status == 503;
 			if (!retry)

@@ -41,6 +41,9 @@ void filer_rpc_free(filer_rpc *r);
  */
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp);
 
+/* The errno (as filer_rpc_call's) of an error answer (status >= 300) with body. */
+int filer_rpc_answer_errno(int status, const char *body, size_t len);
+
 /* The filer's address as given ("host:port"; borrowed from r). */
 const char *filer_rpc_addr(const filer_rpc *r);
 

@@ -81,6 +81,7 @@ struct loop {
 	const struct timeval *idle_tv;
 	time_t date_sec;
 	char date[40];
+	void *data; /* the handler's (http_req_loop_data) */
 };
 
 struct http_server {
@@ -713,6 +714,10 @@ void http_req_resume_body(http_req *c)
 	conn_release(c);
 }
 
+struct event_base *http_req_event_base(const http_req *c) { return c->l->base; }
+
+void **http_req_loop_data(http_req *c) { return &c->l->data; }
+
 void http_req_defer(http_req *c, http_defer_fn fn, void *arg)
 {
 	struct defer_item *d = xmalloc(sizeof(*d));
@@ -1064,6 +1069,9 @@ static void loop_destroy(struct loop *l)
 {
 	struct defer_item *d, *next;
 	conn *c, *cn;
+	if (l->data && l->s->o.loop_data_free)
+		l->s->o.loop_data_free(l->data, l->s->ctx);
+	l->data = NULL;
 	for (c = l->conns; c; c = cn) {
 		cn = c->next;
 		if (c->bev)

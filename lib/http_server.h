@@ -53,6 +53,9 @@ struct http_server_opts {
 	 * http_resp_header / http_resp_send. ctx is http_server_new's.
 	 */
 	void (*error_answer)(http_req *req, int status, const char *msg, void *ctx);
+	/* Frees what the handler kept in a loop's slot (http_req_loop_data), on
+	 * http_server_free, before that loop's event_base goes. NULL: nothing kept. */
+	void (*loop_data_free)(void *data, void *ctx);
 };
 
 /*
@@ -96,6 +99,13 @@ bool http_req_closed(const http_req *req);
 /* A per-request slot for the handler's state; never touched by the server. */
 void http_req_set_data(http_req *req, void *data);
 void *http_req_data(const http_req *req);
+
+/* The request's loop's event_base: I/O a handler starts there runs on this thread. */
+struct event_base;
+struct event_base *http_req_event_base(const http_req *req);
+/* The handler's slot on the request's loop (what it keeps per loop thread, such as client
+ * connections): NULL until it stores something; freed by opts.loop_data_free. */
+void **http_req_loop_data(http_req *req);
 
 /* ---- request body ---- */
 /*

@@ -9,6 +9,8 @@
  */
 #include "config.h"
 #include <ctype.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -780,3 +782,26 @@ fail:
 }
 
 wfs_err multipart_finish(multipart *m) { return m->state == MP_EPILOGUE ? WFS_OK : WFS_EINVAL; }
+
+bool host_port_resolve(const char *host_port, struct sockaddr_storage *ss, unsigned *len)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	const char *colon = strrchr(host_port, ':');
+	char host[256];
+	size_t hl;
+
+	if (!colon || (hl = (size_t)(colon - host_port)) >= sizeof(host) || !hl)
+		return false;
+	memcpy(host, host_port, hl);
+	host[hl] = '\0';
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
+		return false;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = (unsigned)ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return true;
+}

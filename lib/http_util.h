@@ -44,6 +44,11 @@ void url_encode_path(const char *s, buf *out);
 /* Percent-encodes s for a query component (keeps only unreserved characters). */
 void url_encode_query(const char *s, buf *out);
 
+/* "host:port" ("[v6]:port" too) resolved into *ss (its length in *len); false when it
+ * has no port or does not resolve. May block on DNS. */
+struct sockaddr_storage;
+bool host_port_resolve(const char *host_port, struct sockaddr_storage *ss, unsigned *len);
+
 /*
  * Streaming multipart/form-data parser. Feed the body in pieces of any size;
  * callbacks fire as parts are recognised. Part headers are bounded (8 KiB).

@@ -6,6 +6,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/err.c lib/err.h \
 	lib/flags.c lib/flags.h \
 	lib/http_client.c lib/http_client.h \
+	lib/http_loop_client.c lib/http_loop_client.h \
 	lib/http_parse.c lib/http_parse.h \
 	lib/http_response_parser.c lib/http_response_parser.h \
 	lib/http_server.c lib/http_server.h \
@@ -49,3 +50,9 @@ tests_fuzz_fuzz_http_response_SOURCES = tests/fuzz/fuzz_http_response.c
 tests_fuzz_fuzz_http_response_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_http_response_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# The event-loop client (the gateway's filer lookups).
+check_PROGRAMS += tests/unit/test_http_loop_client
+TESTS += tests/unit/test_http_loop_client
+tests_unit_test_http_loop_client_SOURCES = tests/unit/test_http_loop_client.c tests/unit/tap.h
+tests_unit_test_http_loop_client_LDADD = $(UNIT_LDADD)

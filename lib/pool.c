@@ -16,6 +16,7 @@ struct pool {
 	pthread_cond_t cond;
 	struct job *head, *tail; /* protected by lock */
 	bool stopping;           /* protected by lock */
+	bool stopped;            /* workers joined: submits run inline; protected by lock */
 	int idle;                /* workers waiting for a job; protected by lock */
 	int nthreads;
 	pthread_t *threads;
@@ -64,6 +65,12 @@ void pool_submit(pool *p, pool_fn fn, void *arg)
 	struct job *j = xmalloc(sizeof(*j));
 	j->fn = fn, j->arg = arg, j->next = NULL;
 	pthread_mutex_lock(&p->lock);
+	if (p->stopped) {
+		pthread_mutex_unlock(&p->lock);
+		free(j);
+		fn(arg);
+		return;
+	}
 	if (p->tail)
 		p->tail->next = j;
 	else
@@ -77,16 +84,39 @@ void pool_submit(pool *p, pool_fn fn, void *arg)
 		pthread_cond_signal(&p->cond);
 }
 
-void pool_free(pool *p)
+void pool_stop(pool *p)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
+	if (p->stopped) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	p->stopping = true;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	for (int i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
+	/* a job queued after the last worker looked: run here, then submits run inline */
+	pthread_mutex_lock(&p->lock);
+	p->stopped = true;
+	struct job *j = p->head;
+	p->head = p->tail = NULL;
+	pthread_mutex_unlock(&p->lock);
+	while (j) {
+		struct job *next = j->next;
+		j->fn(j->arg);
+		free(j);
+		j = next;
+	}
+}
+
+void pool_free(pool *p)
+{
+	if (!p)
+		return;
+	pool_stop(p);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p->threads);

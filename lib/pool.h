@@ -9,7 +9,13 @@ typedef void (*pool_fn)(void *arg);
 pool *pool_new(int nthreads);
 /* Queues fn(arg) to run on some worker. Any thread. Never blocks on the work itself. */
 void pool_submit(pool *p, pool_fn fn, void *arg);
-/* Runs every queued job, joins the workers, frees p. pool_free(NULL) does nothing. */
+/*
+ * Runs every queued job and joins the workers. p stays valid: a job submitted
+ * afterwards runs at once on the submitting thread (at shutdown, event loops
+ * that are still running may hand work over; it must not be lost). NULL does nothing.
+ */
+void pool_stop(pool *p);
+/* pool_stop, then frees p. pool_free(NULL) does nothing. */
 void pool_free(pool *p);
 
 #endif

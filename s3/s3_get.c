@@ -272,7 +272,14 @@ static struct filer_entry *object_lookup(struct s3_req *r)
 		free(path);
 		return version_lookup(r, id);
 	}
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	if (r->looked_up) { /* on the loop (s3_loop.c) */
+		r->looked_up = false;
+		rc = r->lookup_rc;
+		e = r->found;
+		r->found = NULL;
+	} else {
+		rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	}
 	free(path);
 	if (!rc && S_ISREG(e->attr.mode))
 		return e;

@@ -48,6 +48,9 @@ struct s3_gateway {
 	_Atomic uint64_t next_id;        /* request ids: a random start, then counting */
 	struct s3_bucket_cache *buckets; /* bucket entries read lately (s3_bucket_cache.c) */
 	struct s3_budget *upload_mem;    /* what uploads may hold at once (s3_budget.c) */
+	atomic_bool closing;             /* s3_stop has begun: loops start no more work */
+	pthread_mutex_t live_mu;
+	struct s3_req *live; /* requests not answered yet (protected by live_mu) */
 };
 
 /* One request, from its head to its answer. */
@@ -78,8 +81,19 @@ struct s3_req {
 	bool authorize;
 	enum s3_action act; /* the grant the identity needs (without a policy's Allow) */
 	void (*then)(struct s3_req *r); /* on the loop, once a body read whole is in */
+	/* GetObject/HeadObject: the object's lookup, made from the loop (s3_loop.c) */
+	bool looked_up;
+	int lookup_rc;             /* 0 (found set) or the filer errno */
+	struct filer_entry *found; /* freed with r */
+	/* in g->live until freed: s3_stop frees what the stopped loops left half done,
+	   with drop(drop_state) for a module's state that outlives r (an upload's) */
+	struct s3_req *live_prev, *live_next;
+	void (*drop)(void *state);
+	void *drop_state;
 };
 
+/* Loop thread: runs fn(r) on a worker, then answers (CORS headers, r->on_loop). */
+void s3_submit(struct s3_req *r, void (*fn)(struct s3_req *r));
 /* Loop thread: sends r's answer and frees r. */
 void s3_send_answer(struct s3_req *r);
 /* Loop thread: adds x-amz-request-id and r's headers to the response (streamed answers). */
@@ -168,9 +182,23 @@ bool s3_content_md5_valid(struct s3_req *r);
 /* Whether md5 matches the Content-MD5 header, if any; else r holds BadDigest/InvalidDigest. */
 bool s3_content_md5_matches(struct s3_req *r, const unsigned char md5[16]);
 
-/* GetObject and HeadObject (s3_get.c), on a worker. */
+/* GetObject and HeadObject (s3_get.c), on a worker; on the loop once r->looked_up holds a
+ * regular file's entry and the answer needs no stream (inline bytes, or HEAD). */
 void s3_get_object(struct s3_req *r);
 void s3_head_object(struct s3_req *r);
+/*
+ * Loop thread: answers GetObject or HeadObject (by the method) through an
+ * asynchronous lookup (s3_loop.c), on the loop when it can, else on a worker;
+ * false when the request does not qualify (the caller submits it).
+ */
+bool s3_read_on_loop(struct s3_req *r);
+/* The filer client of r's loop (s3_loop.c), made on first use; NULL if its address does
+ * not resolve. Loop thread. */
+struct hlc;
+struct hlc *s3_loop_filer(struct s3_req *r);
+#define S3_LOOP_FILER_TIMEOUT_MS 30000
+/* http_server_opts.loop_data_free: the loop's filer connections. */
+void s3_loop_data_free(void *data, void *ctx);
 /* GetObjectAttributes (GET ?attributes), on a worker. */
 void s3_get_object_attributes(struct s3_req *r);
 /* Whether a query parameter is one of GetObject's response-* header overrides. */

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include "client/filer_meta.h"
 #include "filer/chunk_io.h"
+#include "http_loop_client.h"
 #include "log.h"
 #include "s3/aws_chunked.h"
 #include "s3/s3_int.h"
@@ -67,6 +68,9 @@ struct s3_put {
 	bool answered;             /* r already holds the error answer of err */
 	uint64_t reserved;         /* bytes of the upload memory budget held (s3_budget.c) */
 	struct s3_gateway *g;      /* (r is freed with the answer, before p) */
+	/* the commit: the entry (its bytes or chunks borrowed) and the answer's digests */
+	struct filer_meta_new nw;
+	char md5_hex[33], cksum[S3_CKSUM_B64_SIZE];
 };
 
 static void put_free(struct s3_put *p)
@@ -87,6 +91,14 @@ static void put_free(struct s3_put *p)
 	free(p->upload_id);
 	s3_form_free(p->form);
 	free(p);
+}
+
+/* r->drop: an upload the stopped gateway left half done (its memory budget goes too). */
+static void put_drop(void *state)
+{
+	struct s3_put *p = state;
+	p->reserved = 0;
+	put_free(p);
 }
 
 /* Records the first failure; the loop answers it once no job is out. */
@@ -407,57 +419,73 @@ static bool size_in_range(struct s3_put *p)
 	return size >= p->len_min && size <= p->len_max;
 }
 
+/* The entry of the stored body into p->nw. */
+static void entry_build(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
+{
+	struct filer_meta_new *nw = &p->nw;
+	const uint8_t *data;
+	size_t len;
+
+	memset(nw, 0, sizeof(*nw));
+	nw->mode = S_IFREG | 0644;
+	nw->time_ns = (int64_t)time_now_ns();
+	s3_meta_stamp(&p->meta, nw->time_ns, p->md5_hex, p->ck_alg, p->cksum);
+	nw->mime = p->meta.mime;
+	nw->xattrs = p->meta.e->xattrs;
+	nw->n_xattrs = p->meta.e->n_xattrs;
+	if (chunk_writer_inline(p->cw, &data, &len)) {
+		nw->has_content = true;
+		nw->content = data;
+		nw->content_len = len;
+	} else {
+		nw->chunks = chunks;
+		nw->n_chunks = n;
+	}
+}
+
+/* The answer of a committed object. */
+static void answer_stored(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	char etag[36];
+
+	r->status = 200;
+	snprintf(etag, sizeof(etag), "\"%s\"", p->md5_hex);
+	s3_header(r, "ETag", etag);
+	if (p->form)
+		s3_post_answer(r, p->form, etag);
+	if (p->ck_alg)
+		s3_header(r, s3_cksum_header(p->ck_alg), p->cksum);
+}
+
 /* Commits the entry of the stored body: true when it is visible. */
 static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 {
 	struct s3_req *r = p->r;
-	struct filer_meta_new nw = {0};
-	char md5_hex[33], cksum[S3_CKSUM_B64_SIZE], etag[36];
-	const uint8_t *data;
-	size_t len;
 
 	/* a form's identity was checked before its file (s3_form_authorize); its bucket's
 	   policy, which may need a filer read, here on the worker */
 	if (p->form && (!size_in_range(p) ||
 			!s3_authorize(r, r->bucket, r->key, "s3:PutObject", S3_ACT_WRITE)))
 		return false;
-	if (!digests_ok(p, md5_hex, cksum) || !s3_cond_check(r, p->path, &p->cond))
+	if (!digests_ok(p, p->md5_hex, p->cksum) || !s3_cond_check(r, p->path, &p->cond))
 		return false;
 	if (p->upload_id && !s3_upload_check(r, p->upload_id, NULL))
 		return false;
-	nw.mode = S_IFREG | 0644;
-	nw.time_ns = (int64_t)time_now_ns();
-	s3_meta_stamp(&p->meta, nw.time_ns, md5_hex, p->ck_alg, cksum);
-	nw.mime = p->meta.mime;
-	nw.xattrs = p->meta.e->xattrs;
-	nw.n_xattrs = p->meta.e->n_xattrs;
-	if (chunk_writer_inline(p->cw, &data, &len)) {
-		nw.has_content = true;
-		nw.content = data;
-		nw.content_len = len;
-	} else {
-		nw.chunks = chunks;
-		nw.n_chunks = n;
-	}
+	entry_build(p, chunks, n);
 	if (p->upload_id) {
 		/* a part replaces an earlier upload of the same number */
-		int rc = filer_meta_create(r->g->filer, p->path, &nw, NULL);
+		int rc = filer_meta_create(r->g->filer, p->path, &p->nw, NULL);
 		if (rc == ENOENT)
 			s3_error(r, S3_NO_SUCH_UPLOAD, "The specified upload does not exist.");
 		else if (rc)
 			s3_filer_error(r, rc, "storing the part");
 		if (rc)
 			return false;
-	} else if (s3_commit_object(r, p->path, &nw, &p->cond)) {
+	} else if (s3_commit_object(r, p->path, &p->nw, &p->cond)) {
 		return false;
 	}
-	r->status = 200;
-	snprintf(etag, sizeof(etag), "\"%s\"", md5_hex);
-	s3_header(r, "ETag", etag);
-	if (p->form)
-		s3_post_answer(r, p->form, etag);
-	if (p->ck_alg)
-		s3_header(r, s3_cksum_header(p->ck_alg), cksum);
+	answer_stored(p);
 	return true;
 }
 
@@ -492,6 +520,102 @@ static void job_abort(void *arg)
 	http_req_defer(p->r->req, respond, p);
 }
 
+/* ---- a small object's commit from the loop ---- */
+
+/* The create the loop could not settle, on a worker: the whole commit path (a missing
+ * parent directory made, the filer's retries). The create is a plain one, so a repeat
+ * after one that may have been applied leaves the same object. */
+static void job_create(void *arg)
+{
+	struct s3_put *p = arg;
+	if (!s3_commit_object(p->r, p->path, &p->nw, &p->cond))
+		answer_stored(p);
+	http_req_defer(p->r->req, respond, p);
+}
+
+static void created(void *arg, wfs_err err, int status, const char *body, size_t len)
+{
+	struct s3_put *p = arg;
+	int rc;
+
+	if (err == WFS_EINTERNAL || atomic_load(&p->g->closing)) { /* the gateway is stopping */
+		s3_req_free(p->r);
+		put_free(p);
+		return;
+	}
+	rc = err || status == 503 ? EAGAIN
+	     : status / 100 == 2  ? 0
+				  : filer_rpc_answer_errno(status, body, len);
+	if (rc == EAGAIN || rc == ENOENT) {
+		pool_submit(p->g->work, job_create, p);
+		return;
+	}
+	if (rc)
+		s3_commit_error(p->r, rc, &p->cond);
+	else
+		answer_stored(p);
+	respond(p->r->req, p);
+}
+
+/*
+ * The commonest PUT, a small object (kept inline in its entry) without
+ * conditions in an unversioned bucket whose entry is cached, is committed by
+ * one filer create sent from the loop (s3_loop.c's client): no worker hop, no
+ * curl. Its body is all in fill: hashing and keeping it inline do no I/O.
+ * False when the upload does not qualify (job_commit takes it); true once the
+ * loop has it (p may be freed already).
+ */
+static bool commit_on_loop(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	struct filer_xattr *lock_x;
+	struct filer_meta_new nw;
+	struct filer_entry *b = NULL;
+	struct filer_chunk *none;
+	struct hlc *c;
+	char *lock_v;
+	size_t nn;
+	wfs_err err;
+	bool ok;
+	buf body;
+
+	if (p->form || p->upload_id || p->cond.if_absent || p->cond.if_match ||
+	    p->fill.len > p->g->inline_max || chunk_writer_size(p->cw) ||
+	    http_req_header(r->req, "Origin") || !(c = s3_loop_filer(r)) ||
+	    !s3_bucket_peek(p->g, r->bucket, &b) || !b)
+		return false;
+	if (s3_versioning_in(b) != S3_UNVERSIONED) {
+		filer_entry_free(b);
+		return false;
+	}
+	err = store(p, p->fill.data, p->fill.len);
+	buf_reset(&p->fill);
+	if (!err)
+		err = chunk_writer_finish(p->cw, &none, &nn); /* inline: no chunks */
+	ok = !err && digests_ok(p, p->md5_hex, p->cksum);
+	if (err)
+		s3_error(r, S3_INTERNAL, "could not store the object: %s", wfs_strerror(err));
+	if (ok) {
+		entry_build(p, NULL, 0);
+		nw = p->nw; /* with the bucket's default retention, for this create only */
+		ok = s3_lock_apply(r, b, &nw, &lock_x, &lock_v);
+	}
+	filer_entry_free(b);
+	if (!ok) {
+		respond(r->req, p);
+		return true;
+	}
+	buf_init(&body);
+	filer_meta_create_body(&body, p->path, &nw, true);
+	free(lock_x);
+	free(lock_v);
+	p->inflight = true;
+	hlc_request(c, "POST", "/.api/v1/create", "Content-Type: application/json\r\n", body.data,
+		    body.len, 1u << 20, S3_LOOP_FILER_TIMEOUT_MS, created, p);
+	buf_free(&body);
+	return true;
+}
+
 /* ---- the body (loop thread) ---- */
 
 /* Hands fill to a job. Nothing in flight. */
@@ -520,7 +644,8 @@ static void pump(struct s3_put *p)
 		return;
 	}
 	if (p->body_done) {
-		submit(p, job_commit);
+		if (!commit_on_loop(p))
+			submit(p, job_commit);
 		return;
 	}
 	if (p->fill.len >= PIECE)
@@ -630,6 +755,8 @@ void s3_put_object(struct s3_req *r)
 	struct s3_put *p = xcalloc(1, sizeof(*p));
 	p->r = r;
 	p->g = r->g;
+	r->drop = put_drop;
+	r->drop_state = p;
 	if (!prepare(p)) {
 		s3_send_answer(r);
 		put_free(p);
@@ -689,6 +816,8 @@ void s3_post_object(struct s3_req *r)
 
 	p->r = r;
 	p->g = r->g;
+	r->drop = put_drop;
+	r->drop_state = p;
 	p->form = s3_form_new(http_req_header(r->req, "Content-Type"), post_start, post_file, p);
 	if (!p->form)
 		s3_error(r, S3_MALFORMED_POST,

@@ -29,6 +29,7 @@
 #include "daemon.h"
 #include "filer/blob_client.h"
 #include "filer/chunk_io.h"
+#include "filer/chunk_stream.h"
 #include "log.h"
 #include "s3/s3_int.h"
 #include "s3/sigv4.h"
@@ -148,8 +149,33 @@ void s3_headers_clear(struct s3_req *r)
 	r->nh = 0;
 }
 
+static void live_add(struct s3_req *r)
+{
+	struct s3_gateway *g = r->g;
+	pthread_mutex_lock(&g->live_mu);
+	r->live_next = g->live;
+	if (g->live)
+		g->live->live_prev = r;
+	g->live = r;
+	pthread_mutex_unlock(&g->live_mu);
+}
+
+static void live_remove(struct s3_req *r)
+{
+	struct s3_gateway *g = r->g;
+	pthread_mutex_lock(&g->live_mu);
+	if (r->live_prev)
+		r->live_prev->live_next = r->live_next;
+	else
+		g->live = r->live_next;
+	if (r->live_next)
+		r->live_next->live_prev = r->live_prev;
+	pthread_mutex_unlock(&g->live_mu);
+}
+
 void s3_req_free(struct s3_req *r)
 {
+	live_remove(r);
 	free(r->bucket);
 	free(r->key);
 	buf_free(&r->in);
@@ -158,6 +184,7 @@ void s3_req_free(struct s3_req *r)
 	free(r->hnames);
 	free(r->hvalues);
 	free(r->chain);
+	filer_entry_free(r->found);
 	free(r);
 }
 
@@ -213,8 +240,7 @@ static void work_run(void *arg)
 	http_req_defer(r->req, answer_deferred, r);
 }
 
-/* Loop thread: runs fn on a worker, then answers. */
-static void submit(struct s3_req *r, void (*fn)(struct s3_req *r))
+void s3_submit(struct s3_req *r, void (*fn)(struct s3_req *r))
 {
 	r->run = fn;
 	pool_submit(r->g->work, work_run, r);
@@ -435,7 +461,7 @@ static void create_bucket_parsed(struct s3_req *r)
 	char msg[128];
 
 	if (!r->in.len) {
-		submit(r, s3_create_bucket);
+		s3_submit(r, s3_create_bucket);
 		return;
 	}
 	if (xml_parse(r->in.data, r->in.len, NULL, &root, msg, sizeof(msg)) ||
@@ -448,7 +474,7 @@ static void create_bucket_parsed(struct s3_req *r)
 			 r->g->region);
 	} else {
 		xml_free(root);
-		submit(r, s3_create_bucket);
+		s3_submit(r, s3_create_bucket);
 		return;
 	}
 	xml_free(root);
@@ -460,24 +486,24 @@ static void delete_objects(struct s3_req *r)
 	if (s3_authorize_keys(r, S3_ACT_WRITE))
 		s3_delete_objects(r);
 }
-static void delete_objects_read(struct s3_req *r) { submit(r, delete_objects); }
+static void delete_objects_read(struct s3_req *r) { s3_submit(r, delete_objects); }
 
-static void complete_read(struct s3_req *r) { submit(r, s3_complete_multipart); }
-static void lifecycle_read(struct s3_req *r) { submit(r, s3_put_lifecycle); }
-static void cors_read(struct s3_req *r) { submit(r, s3_put_cors); }
-static void tagging_read(struct s3_req *r) { submit(r, s3_put_tagging); }
-static void versioning_read(struct s3_req *r) { submit(r, s3_put_versioning); }
-static void policy_read(struct s3_req *r) { submit(r, s3_put_policy); }
-static void lock_config_read(struct s3_req *r) { submit(r, s3_put_lock_config); }
-static void retention_read(struct s3_req *r) { submit(r, s3_put_retention); }
-static void legal_hold_read(struct s3_req *r) { submit(r, s3_put_legal_hold); }
+static void complete_read(struct s3_req *r) { s3_submit(r, s3_complete_multipart); }
+static void lifecycle_read(struct s3_req *r) { s3_submit(r, s3_put_lifecycle); }
+static void cors_read(struct s3_req *r) { s3_submit(r, s3_put_cors); }
+static void tagging_read(struct s3_req *r) { s3_submit(r, s3_put_tagging); }
+static void versioning_read(struct s3_req *r) { s3_submit(r, s3_put_versioning); }
+static void policy_read(struct s3_req *r) { s3_submit(r, s3_put_policy); }
+static void lock_config_read(struct s3_req *r) { s3_submit(r, s3_put_lock_config); }
+static void retention_read(struct s3_req *r) { s3_submit(r, s3_put_retention); }
+static void legal_hold_read(struct s3_req *r) { s3_submit(r, s3_put_legal_hold); }
 
 /* An object's ?retention or ?legal-hold: GET (Read) or PUT (Write, its body read whole). */
 static void route_lock(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
 		       void (*get)(struct s3_req *r))
 {
 	if (m == HTTP_GET && allowed(r, S3_ACT_READ)) {
-		submit(r, get);
+		s3_submit(r, get);
 		return;
 	}
 	if (m == HTTP_PUT && allowed(r, S3_ACT_WRITE)) {
@@ -494,14 +520,14 @@ static void route_lock(struct s3_req *r, enum http_method m, void (*put_read)(st
 static void route_tagging(struct s3_req *r, enum http_method m)
 {
 	if (m == HTTP_GET && allowed(r, r->key ? S3_ACT_READ : S3_ACT_LIST)) {
-		submit(r, s3_get_tagging);
+		s3_submit(r, s3_get_tagging);
 		return;
 	}
 	if ((m == HTTP_PUT || m == HTTP_DELETE) && allowed(r, S3_ACT_TAGGING)) {
 		if (m == HTTP_PUT)
 			read_body(r, S3_CONFIG_BODY_MAX, tagging_read);
 		else
-			submit(r, s3_delete_tagging);
+			s3_submit(r, s3_delete_tagging);
 		return;
 	}
 	if (m != HTTP_GET && m != HTTP_PUT && m != HTTP_DELETE)
@@ -594,8 +620,11 @@ static void route_object(struct s3_req *r, enum http_method m)
 	} else if (allowed(r, act)) {
 		if (run == put_start && !r->authorize)
 			s3_put_object(r); /* authorized already: no worker hop */
+		else if ((run == s3_get_object || run == s3_head_object) && !r->authorize &&
+			 s3_read_on_loop(r))
+			; /* looked up from the loop */
 		else
-			submit(r, run);
+			s3_submit(r, run);
 		return;
 	}
 	s3_send_answer(r);
@@ -615,7 +644,7 @@ static void route_config(struct s3_req *r, enum http_method m, void (*put_read)(
 		if (m == HTTP_PUT)
 			read_body(r, S3_CONFIG_BODY_MAX, put_read);
 		else
-			submit(r, m == HTTP_GET ? get : del);
+			s3_submit(r, m == HTTP_GET ? get : del);
 		return;
 	}
 	s3_send_answer(r);
@@ -634,7 +663,7 @@ static void route(struct s3_req *r)
 			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the request is not signed");
 		} else {
 			/* any identity may list; it sees the buckets it has a grant on */
-			submit(r, s3_list_buckets);
+			s3_submit(r, s3_list_buckets);
 			return;
 		}
 		s3_send_answer(r);
@@ -679,12 +708,12 @@ static void route(struct s3_req *r)
 		}
 	} else if (m == HTTP_DELETE) {
 		if (allowed(r, S3_ACT_WRITE)) {
-			submit(r, s3_delete_bucket);
+			s3_submit(r, s3_delete_bucket);
 			return;
 		}
 	} else if (m == HTTP_HEAD) {
 		if (allowed(r, S3_ACT_LIST)) {
-			submit(r, s3_head_bucket);
+			s3_submit(r, s3_head_bucket);
 			return;
 		}
 	} else if (m == HTTP_POST && http_req_query(r->req, "delete")) {
@@ -693,22 +722,22 @@ static void route(struct s3_req *r)
 		return;
 	} else if (m == HTTP_GET && http_req_query(r->req, "uploads")) {
 		if (allowed(r, S3_ACT_LIST)) {
-			submit(r, s3_list_uploads);
+			s3_submit(r, s3_list_uploads);
 			return;
 		}
 	} else if (m == HTTP_GET && http_req_query(r->req, "versions")) {
 		if (allowed(r, S3_ACT_LIST)) {
-			submit(r, s3_list_versions);
+			s3_submit(r, s3_list_versions);
 			return;
 		}
 	} else if (m == HTTP_GET && http_req_query(r->req, "location")) {
 		if (allowed(r, S3_ACT_LIST)) {
-			submit(r, s3_bucket_location);
+			s3_submit(r, s3_bucket_location);
 			return;
 		}
 	} else if (m == HTTP_GET) {
 		if (allowed(r, S3_ACT_LIST)) {
-			submit(r, s3_list_objects);
+			s3_submit(r, s3_list_objects);
 			return;
 		}
 	} else {
@@ -767,6 +796,7 @@ static void handler(http_req *req, void *ctx)
 
 	r->g = g;
 	r->req = req;
+	live_add(r);
 	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
 	buf_init(&r->body);
 	buf_init(&r->in);
@@ -782,7 +812,7 @@ static void handler(http_req *req, void *ctx)
 	}
 	if (http_req_method(req) == HTTP_OPTIONS && r->bucket) {
 		/* a CORS preflight: browsers send it without credentials */
-		submit(r, s3_cors_preflight);
+		s3_submit(r, s3_cors_preflight);
 		return;
 	}
 	if (!authenticate(r)) {
@@ -820,6 +850,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	struct http_server_opts ho = {0};
 
 	pthread_mutex_init(&g->sweep_mu, NULL);
+	pthread_mutex_init(&g->live_mu, NULL);
 	pthread_cond_init(&g->sweep_cv, NULL);
 	g->buckets = s3_bucket_cache_new();
 	/*
@@ -876,6 +907,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	ho.port = o->port;
 	ho.threads = o->threads;
 	ho.error_answer = server_error;
+	ho.loop_data_free = s3_loop_data_free;
 	g->http = http_server_new(&ho, handler, g, err);
 	if (!g->http)
 		goto fail;
@@ -926,9 +958,25 @@ void s3_stop(struct s3_gateway *g)
 		pthread_join(g->sweeper, NULL);
 	pthread_mutex_destroy(&g->sweep_mu);
 	pthread_cond_destroy(&g->sweep_cv);
-	/* queued work answers through the loops: finish it while they still run */
-	pool_free(g->work);
+	/* queued work answers through the loops: finish it while they still run; what the
+	   loops hand over meanwhile runs at once (pool_stop), and filer answers arriving at
+	   the loops now are dropped (closing) */
+	atomic_store(&g->closing, true);
+	pool_stop(g->work);
 	http_server_free(g->http);
+	pool_free(g->work);
+	/* requests the loops left half done (a body still coming, an upload waiting for
+	   memory, a stream): nothing can touch them any more */
+	while (g->live) {
+		struct s3_req *r = g->live;
+		void (*drop)(void *state) = r->drop;
+		void *state = r->drop_state;
+		chunk_stream_free(r->stream);
+		s3_req_free(r);
+		if (drop)
+			drop(state);
+	}
+	pthread_mutex_destroy(&g->live_mu);
 	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
 	s3_iam_free(g->iam);

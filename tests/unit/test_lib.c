@@ -208,6 +208,19 @@ static void test_pool(void)
 	pool_free(p);
 	is_int(pool_counter, 10000, "pool runs every queued job before freeing");
 	pool_free(NULL);
+	pool_stop(NULL);
+
+	/* stopped: queued jobs done, later ones run at once on the submitting thread */
+	p = pool_new(2);
+	pool_counter = 0;
+	for (int i = 0; i < 1000; i++)
+		pool_submit(p, pool_job, &one);
+	pool_stop(p);
+	is_int(pool_counter, 1000, "pool_stop runs every queued job");
+	pool_submit(p, pool_job, &one);
+	is_int(pool_counter, 1001, "a job submitted after pool_stop has run when submit returns");
+	pool_stop(p);
+	pool_free(p);
 }
 
 static void test_atomic_write(void)

@@ -1,0 +1,93 @@
+/*
+ * Requests answered from the loop thread, with the loop's own client of the
+ * filer (http_loop_client.h: connections kept alive per loop): GetObject's
+ * and HeadObject's lookup here, the small PutObject's create in s3_put.c. An
+ * inline object, or the head of any object, is answered right where it was
+ * parsed: no worker hop, no curl request.
+ *
+ * DESIGN: only the lookup moves. Its result is handed to s3_get_object /
+ * s3_head_object (s3_get.c), which decide every answer as they do on a
+ * worker; they run on the loop only when they will not block (a regular file
+ * whose answer needs no stream). The rest goes on to a worker with the lookup
+ * done: a chunked object's stream, a miss (NoSuchBucket or NoSuchKey takes
+ * one more lookup; versioned buckets look for a delete marker). A transport
+ * failure or a 503 leaves the lookup to the worker, whose client retries.
+ * Requests the loop cannot judge alone stay on workers from the start: a
+ * versionId, an Origin (CORS reads the bucket), a policy not yet cached.
+ */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include "client/filer_meta.h"
+#include "http_loop_client.h"
+#include "s3/s3_int.h"
+
+/* Bounds the lookup's answer: an entry with a long chunk list (a 5 TiB object's is ~60 MB)
+ * goes to a worker, whose client takes any size. */
+#define LOOKUP_ANSWER_MAX (8u << 20)
+
+void s3_loop_data_free(void *data, void *ctx)
+{
+	(void)ctx;
+	hlc_free(data);
+}
+
+hlc *s3_loop_filer(struct s3_req *r)
+{
+	void **slot = http_req_loop_data(r->req);
+	wfs_err err;
+	if (!*slot)
+		*slot = hlc_new(http_req_event_base(r->req), filer_rpc_addr(r->g->filer), &err);
+	return *slot;
+}
+
+static void looked_up(void *arg, wfs_err err, int status, const char *body, size_t len)
+{
+	struct s3_req *r = arg;
+	bool head = http_req_method(r->req) == HTTP_HEAD;
+	void (*run)(struct s3_req * r) = head ? s3_head_object : s3_get_object;
+	const struct filer_entry *e;
+
+	if (err == WFS_EINTERNAL || atomic_load(&r->g->closing)) {
+		s3_req_free(r); /* the gateway is stopping: its connections go with it */
+		return;
+	}
+	if (err || status == 503) {
+		s3_submit(r, run); /* the worker looks it up again, with retries */
+		return;
+	}
+	r->looked_up = true;
+	r->lookup_rc = status / 100 == 2 ? filer_meta_entry_answer(body, len, &r->found)
+					 : filer_rpc_answer_errno(status, body, len);
+	e = r->found;
+	if (r->lookup_rc || !S_ISREG(e->attr.mode) ||
+	    !(head || e->has_content || e->attr.size == 0)) {
+		s3_submit(r, run);
+		return;
+	}
+	run(r); /* a regular file answered from its entry (no stream): nothing blocks */
+	s3_send_answer(r);
+}
+
+bool s3_read_on_loop(struct s3_req *r)
+{
+	char *path;
+	hlc *c;
+	buf b;
+
+	if (http_req_query(r->req, "versionId") || http_req_header(r->req, "Origin") ||
+	    !(path = s3_object_path(r->bucket, r->key)))
+		return false;
+	if (!(c = s3_loop_filer(r))) {
+		free(path);
+		return false;
+	}
+	buf_init(&b);
+	filer_meta_lookup_body(&b, path);
+	free(path);
+	hlc_request(c, "POST", "/.api/v1/lookup", "Content-Type: application/json\r\n", b.data,
+		    b.len, LOOKUP_ANSWER_MAX, S3_LOOP_FILER_TIMEOUT_MS, looked_up, r);
+	buf_free(&b);
+	return true;
+}
