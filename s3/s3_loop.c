@@ -19,27 +19,52 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "client/filer_meta.h"
 #include "http_loop_client.h"
+#include "log.h"
 #include "s3/s3_int.h"
+#include "util.h"
 
 /* Bounds the lookup's answer: an entry with a long chunk list (a 5 TiB object's is ~60 MB)
  * goes to a worker, whose client takes any size. */
 #define LOOKUP_ANSWER_MAX (8u << 20)
 
+/* Seconds before a loop tries again to resolve a filer address that did not resolve:
+ * DNS blocks the loop, and meanwhile the workers' client serves every request. */
+#define RESOLVE_RETRY_S 10
+
+/* What each loop thread keeps (http_req_loop_data). */
+struct s3_loop {
+	hlc *filer;
+	time_t failed_at; /* when resolving the filer's address last failed; 0: never */
+};
+
 void s3_loop_data_free(void *data, void *ctx)
 {
+	struct s3_loop *l = data;
 	(void)ctx;
-	hlc_free(data);
+	hlc_free(l->filer);
+	free(l);
 }
 
 hlc *s3_loop_filer(struct s3_req *r)
 {
 	void **slot = http_req_loop_data(r->req);
+	struct s3_loop *l = *slot;
+	time_t now = time(NULL);
 	wfs_err err;
-	if (!*slot)
-		*slot = hlc_new(http_req_event_base(r->req), filer_rpc_addr(r->g->filer), &err);
-	return *slot;
+
+	if (!l)
+		*slot = l = xcalloc(1, sizeof(*l));
+	if (!l->filer && (!l->failed_at || now - l->failed_at >= RESOLVE_RETRY_S)) {
+		l->filer = hlc_new(http_req_event_base(r->req), filer_rpc_addr(r->g->filer), &err);
+		if (!l->filer)
+			log_warn("filer %s: %s: requests take the workers' client",
+				 filer_rpc_addr(r->g->filer), wfs_strerror(err));
+		l->failed_at = l->filer ? 0 : now;
+	}
+	return l->filer;
 }
 
 static void looked_up(void *arg, wfs_err err, int status, const char *body, size_t len)
