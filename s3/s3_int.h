@@ -24,6 +24,9 @@
 /* The filer directory that holds the buckets. */
 #define S3_BUCKETS_DIR "/buckets"
 
+/* How long a call to the filer may take, from a worker or a loop. */
+#define S3_FILER_TIMEOUT_MS 30000
+
 struct blob_client;
 struct s3_bucket_cache;
 struct s3_budget;
@@ -196,7 +199,6 @@ bool s3_read_on_loop(struct s3_req *r);
  * not resolve. Loop thread. */
 struct hlc;
 struct hlc *s3_loop_filer(struct s3_req *r);
-#define S3_LOOP_FILER_TIMEOUT_MS 30000
 /* http_server_opts.loop_data_free: the loop's filer connections. */
 void s3_loop_data_free(void *data, void *ctx);
 /* GetObjectAttributes (GET ?attributes), on a worker. */

@@ -112,7 +112,7 @@ bool s3_read_on_loop(struct s3_req *r)
 	filer_meta_lookup_body(&b, path);
 	free(path);
 	hlc_request(c, "POST", "/.api/v1/lookup", "Content-Type: application/json\r\n", b.data,
-		    b.len, LOOKUP_ANSWER_MAX, S3_LOOP_FILER_TIMEOUT_MS, looked_up, r);
+		    b.len, LOOKUP_ANSWER_MAX, S3_FILER_TIMEOUT_MS, looked_up, r);
 	buf_free(&b);
 	return true;
 }

@@ -611,7 +611,7 @@ static bool commit_on_loop(struct s3_put *p)
 	free(lock_v);
 	p->inflight = true;
 	hlc_request(c, "POST", "/.api/v1/create", "Content-Type: application/json\r\n", body.data,
-		    body.len, 1u << 20, S3_LOOP_FILER_TIMEOUT_MS, created, p);
+		    body.len, 1u << 20, S3_FILER_TIMEOUT_MS, created, p);
 	buf_free(&body);
 	return true;
 }

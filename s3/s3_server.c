@@ -900,7 +900,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->upload_mem = s3_budget_new((uint64_t)o->upload_mem_mb << 20);
 	g->chunk_size = (uint64_t)o->chunk_mb << 20;
 	g->inline_max = (size_t)o->inline_kb << 10;
-	g->filer = filer_rpc_new(o->filer, 30000, 10, 0);
+	g->filer = filer_rpc_new(o->filer, S3_FILER_TIMEOUT_MS, 10, 0);
 	g->bc = blob_client_new_filer(o->filer, NULL);
 	g->work = pool_new(16);
 	ho.host = o->ip;
