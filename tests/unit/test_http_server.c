@@ -359,6 +359,34 @@ static void test_raw(void)
 	ok(closed && has(&out, "Connection: close"), "Connection: close honoured");
 	close(fd);
 
+	/*
+	 * A 3 MiB body streamed with pauses, the next request right behind it in
+	 * the same write: the server reads past libevent's 4 KiB per event
+	 * (read_more) yet stops at the paused body's watermark, and the bytes
+	 * after the body stay for the next request.
+	 */
+	{
+		buf big = BUF_INIT;
+		uint64_t sum = 0;
+		char want[64];
+		const size_t n = 3u << 20;
+		buf_printf(&big, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)(i * 7 % 251);
+			buf_append_byte(&big, (char)c);
+			sum += c;
+		}
+		buf_append_str(&big, "GET /echo?a=after HTTP/1.1\r\nHost: x\r\n\r\n");
+		fd = raw_connect();
+		raw_send(fd, big.data, big.len);
+		raw_read(fd, 2, &out);
+		snprintf(want, sizeof(want), "\r\n\r\n%zu %llu", n, (unsigned long long)sum);
+		ok(has(&out, want), "a 3 MiB streamed body arrives whole");
+		ok(has(&out, "a=after"), "the request behind it is answered");
+		close(fd);
+		buf_free(&big);
+	}
+
 	/* Chunked upload, decoded for read_body. */
 	fd = raw_connect();
 	const char *ch = "POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
