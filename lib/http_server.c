@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "bigbuf.h"
 #include "http_parse.h"
 #include "http_server.h"
 #include "http_util.h"
@@ -526,7 +527,7 @@ bool http_resp_write(http_req *c, const void *data, size_t len)
 static void take_cleanup(const void *data, size_t len, void *arg)
 {
 	(void)len, (void)arg;
-	free((void *)data);
+	bigbuf_put((void *)data);
 }
 
 bool http_resp_write_take(http_req *c, void *data, size_t len)
@@ -535,7 +536,7 @@ bool http_resp_write_take(http_req *c, void *data, size_t len)
 	if (!c->resp_started || c->resp_ended || c->resp_head_only || !out || len == 0 ||
 	    c->resp_remaining < 0 || (uint64_t)len > (uint64_t)c->resp_remaining) {
 		bool more = http_resp_write(c, data, len);
-		free(data);
+		bigbuf_put(data);
 		return more;
 	}
 	c->resp_remaining -= (int64_t)len;
@@ -864,16 +865,16 @@ static void conn_process(conn *c)
 		}
 		if (c->rstate != RS_BODY)
 			break; /* the handler has it */
-		if (!c->body_err && !c->hp.msg_done && !c->body_paused) {
-			if (evbuffer_get_length(in)) {
-				enum hp_event ev = conn_feed(c);
-				if (ev == HP_EV_ERROR)
-					c->body_err = c->hp.error_status == 413 ? WFS_ETOOBIG
-										: WFS_EINVAL;
-			} else if (c->eof) {
-				c->body_err = WFS_EIO;
-			}
+		if (!c->body_err && !c->hp.msg_done && !c->body_paused && evbuffer_get_length(in)) {
+			enum hp_event ev = conn_feed(c);
+			if (ev == HP_EV_ERROR)
+				c->body_err = c->hp.error_status == 413 ? WFS_ETOOBIG : WFS_EINVAL;
 		}
+		/* checked after the feed too: libevent reports the EOF once, and the
+		   last bytes may have waited behind a paused body until now */
+		if (!c->body_err && !c->hp.msg_done && !c->body_paused && c->eof &&
+		    !evbuffer_get_length(in))
+			c->body_err = WFS_EIO;
 		if (c->body_err || c->hp.msg_done) {
 			conn_body_end(c);
 			continue;

@@ -150,7 +150,7 @@ void http_resp_start(http_req *req, int status, int64_t content_length);
 bool http_resp_write(http_req *req, const void *data, size_t len);
 /*
  * Like http_resp_write, but takes data (malloc'ed; ownership moves): it is queued
- * without a copy and freed once sent or dropped (on the loop thread).
+ * without a copy and handed to bigbuf_put once sent or dropped (on the loop thread).
  */
 bool http_resp_write_take(http_req *req, void *data, size_t len);
 /* Called once when queued output falls below the low-water mark. */

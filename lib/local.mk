@@ -1,5 +1,6 @@
 noinst_LIBRARIES += lib/libweedfs.a
 lib_libweedfs_a_SOURCES = \
+	lib/bigbuf.c lib/bigbuf.h \
 	lib/buf.c lib/buf.h \
 	lib/crc32c.c lib/crc32c.h \
 	lib/daemon.c lib/daemon.h \
@@ -50,6 +51,12 @@ tests_fuzz_fuzz_http_response_SOURCES = tests/fuzz/fuzz_http_response.c
 tests_fuzz_fuzz_http_response_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_http_response_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# The large-buffer stash.
+check_PROGRAMS += tests/unit/test_bigbuf
+TESTS += tests/unit/test_bigbuf
+tests_unit_test_bigbuf_SOURCES = tests/unit/test_bigbuf.c tests/unit/tap.h
+tests_unit_test_bigbuf_LDADD = $(UNIT_LDADD)
 
 # The event-loop client (the gateway's filer lookups).
 check_PROGRAMS += tests/unit/test_http_loop_client

@@ -5,7 +5,8 @@
  * - The answer is a list of segments, each some bytes held in memory (the
  *   part headers of a multi-range answer) followed by a range of the data.
  *   A piece of PIECE bytes is pread on the loop thread (like the small read
- *   path) and queued while http_resp_write accepts more; once it reports the
+ *   path) into a recycled block (bigbuf.h) that is queued as it is
+ *   (http_resp_write_take) while the output accepts more; once it reports the
  *   output above its high-water mark, the stream waits for the drain
  *   callback. So a download holds one piece whatever the needle's size, and
  *   a slow client costs no more than that plus the server's output buffer.
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "bigbuf.h"
 #include "crc32c.h"
 #include "http_util.h"
 #include "log.h"
@@ -50,14 +52,12 @@ struct download {
 	uint64_t pos; /* within the current segment's range */
 	bool check;
 	uint32_t crc, want;
-	char *piece;
 };
 
 static void download_free(struct download *d)
 {
 	close(d->fd);
 	buf_free(&d->mem);
-	free(d->piece);
 	free(d);
 }
 
@@ -82,7 +82,8 @@ static void pump(http_req *req, void *arg)
 
 	for (;;) {
 		struct segment *s;
-		size_t n;
+		size_t n, cap;
+		char *piece;
 		wfs_err err;
 
 		if (http_req_closed(req)) {
@@ -110,16 +111,18 @@ static void pump(http_req *req, void *arg)
 			continue;
 		}
 		n = (size_t)MIN((uint64_t)PIECE, s->len - d->pos);
-		err = pread_full(d->fd, d->piece, n, d->data_off + s->off + d->pos);
+		piece = bigbuf_get(n, &cap);
+		err = pread_full(d->fd, piece, n, d->data_off + s->off + d->pos);
 		if (err) {
 			log_error("needle %" PRIx64 ": read failed while streaming: %s", d->key,
 				  wfs_strerror(err));
+			bigbuf_put(piece);
 			http_resp_abort(req);
 			download_free(d);
 			return;
 		}
 		if (d->check)
-			d->crc = crc32c_update(d->crc, d->piece, n);
+			d->crc = crc32c_update(d->crc, piece, n);
 		d->pos += n;
 		if (d->check && d->pos == s->len && !needle_crc_matches(d->want, d->crc)) {
 			/* the last piece is held back, so the transfer is visibly short */
@@ -127,11 +130,13 @@ static void pump(http_req *req, void *arg)
 				  ": CRC mismatch while streaming (stored %08" PRIx32
 				  ", data %08" PRIx32 "); connection aborted",
 				  d->key, d->want, d->crc);
+			bigbuf_put(piece);
 			http_resp_abort(req);
 			download_free(d);
 			return;
 		}
-		if (!http_resp_write(req, d->piece, n))
+		/* the piece goes out as it is: no copy into the output buffer */
+		if (!http_resp_write_take(req, piece, n))
 			break;
 	}
 	http_resp_on_drain(req, pump, d);
@@ -210,6 +215,5 @@ void vs_stream_needle(http_req *req, const struct needle *n, struct needle_blob 
 		return;
 	}
 	http_resp_start(req, status, (int64_t)total);
-	d->piece = xmalloc(PIECE);
 	pump(req, d);
 }

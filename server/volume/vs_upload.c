@@ -43,7 +43,6 @@
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -54,6 +53,7 @@
 #include <unistd.h>
 #include "common/fid.h"
 #include "common/placement.h"
+#include "bigbuf.h"
 #include "crc32c.h"
 #include "http_util.h"
 #include "json.h"
@@ -76,39 +76,6 @@
  */
 static _Atomic uint64_t mem_held;
 static _Atomic uint64_t mem_uploads, spill_uploads; /* uploads that took each path */
-
-/*
- * In-memory bodies reuse the buffers of finished ones (up to SPARE_MAX kept):
- * a fresh buffer faults in, and zeroes, every page the body is copied into,
- * which cost as much as the copy itself. Only pages a body touched are
- * resident, so a spare holds at most the largest body it carried.
- */
-#define MEM_BUF_CAP (MEMORY_MAX + MULTIPART_SLACK)
-#define SPARE_MAX   4
-static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *spare[SPARE_MAX]; /* protected by spare_mu */
-static int nspare;             /* protected by spare_mu */
-
-static char *mem_buf_get(void)
-{
-	char *p = NULL;
-	pthread_mutex_lock(&spare_mu);
-	if (nspare)
-		p = spare[--nspare];
-	pthread_mutex_unlock(&spare_mu);
-	return p ? p : xmalloc(MEM_BUF_CAP);
-}
-
-static void mem_buf_put(char *p)
-{
-	pthread_mutex_lock(&spare_mu);
-	if (nspare < SPARE_MAX) {
-		spare[nspare++] = p;
-		p = NULL;
-	}
-	pthread_mutex_unlock(&spare_mu);
-	free(p);
-}
 
 /* Reserves n bytes of the budget; false (nothing reserved) when they do not fit. */
 static bool mem_reserve(uint64_t n)
@@ -486,7 +453,7 @@ static void mem_release(struct upload *u)
 {
 	if (!u->mem)
 		return;
-	mem_buf_put(u->mem);
+	bigbuf_put(u->mem); /* the next body reuses its pages, already faulted in */
 	u->mem = NULL;
 	atomic_fetch_sub(&mem_held, (uint64_t)u->mem_cap);
 }
@@ -1005,8 +972,9 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 	/* a body of known, moderate length collects in memory if the budget has room */
 	if (cl > 0 && (uint64_t)cl <= MEMORY_MAX + (is_mp ? MULTIPART_SLACK : 0) &&
 	    mem_reserve((uint64_t)cl)) {
+		size_t cap;
 		u->mem_cap = (size_t)cl;
-		u->mem = mem_buf_get();
+		u->mem = bigbuf_get(u->mem_cap, &cap);
 		if (u->m.md5) {
 			u->mem_md5 = EVP_MD_CTX_new();
 			if (!u->mem_md5 || !EVP_DigestInit_ex(u->mem_md5, EVP_md5(), NULL))

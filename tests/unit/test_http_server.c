@@ -370,7 +370,8 @@ static void test_raw(void)
 		uint64_t sum = 0;
 		char want[64];
 		const size_t n = 3u << 20;
-		buf_printf(&big, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n", n);
+		buf_printf(&big, "POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
+			   n);
 		for (size_t i = 0; i < n; i++) {
 			unsigned char c = (unsigned char)(i * 7 % 251);
 			buf_append_byte(&big, (char)c);
@@ -490,6 +491,30 @@ static void test_raw(void)
 	for (int i = 0; i < 100 && atomic_load(&stream_errors) < errs_before + 2; i++)
 		usleep(10000);
 	is_int(atomic_load(&stream_errors) - errs_before, 2, "stream on_end saw both failures");
+	/*
+	 * A peer that sends part of a streamed body and leaves at once: the EOF
+	 * arrives while the handler has paused the body with bytes still
+	 * buffered; feeding those later must still end the body with an error.
+	 */
+	for (int i = 0; i < 20; i++) {
+		buf part = BUF_INIT;
+		int before = atomic_load(&stream_errors);
+		buf_append_str(
+			&part,
+			"POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n");
+		for (int k = 0; k < 600000; k++)
+			buf_append_byte(&part, 'x');
+		fd = raw_connect();
+		raw_send(fd, part.data, part.len);
+		close(fd);
+		buf_free(&part);
+		for (int k = 0; k < 300 && atomic_load(&stream_errors) == before; k++)
+			usleep(10000);
+		if (!ok(atomic_load(&stream_errors) == before + 1,
+			"a body cut short behind a pause ends in an error (%d)", i))
+			break;
+	}
+
 	/* A download abandoned while the producer waits for drain still ends its response. */
 	int big_before = atomic_load(&big_done);
 	fd = raw_connect();

@@ -1,0 +1,73 @@
+/*
+ * DESIGN: the stash is a short list of (block, usable size) under one mutex,
+ * at most KEEP_BYTES in all: a few dozen blocks of a MiB or more, so a linear
+ * best-fit scan costs nothing beside the megabyte copied into the block. A
+ * block's pages that a body touched stay resident while it waits; the bound
+ * is what that costs in RSS at most.
+ */
+#include "config.h"
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include "bigbuf.h"
+#include "util.h"
+
+#define KEEP_BYTES (64u << 20)
+#define KEEP_MAX   64          /* blocks */
+#define GRAIN      (64u << 10) /* new blocks are rounded up to this */
+
+static pthread_mutex_t stash_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t size;
+} stash[KEEP_MAX];          /* protected by stash_mu */
+static size_t nstash, kept; /* protected by stash_mu */
+
+void *bigbuf_get(size_t n, size_t *cap)
+{
+	void *p = NULL;
+	size_t best = 0;
+
+	if (n < BIGBUF_MIN) {
+		*cap = n;
+		return xmalloc(n ? n : 1);
+	}
+	pthread_mutex_lock(&stash_mu);
+	for (size_t i = 0; i < nstash; i++)
+		if (stash[i].size >= n && stash[i].size / 2 <= n &&
+		    (!p || stash[i].size < stash[best].size)) {
+			p = stash[i].p;
+			best = i;
+		}
+	if (p) {
+		*cap = stash[best].size;
+		kept -= stash[best].size;
+		stash[best] = stash[--nstash];
+	}
+	pthread_mutex_unlock(&stash_mu);
+	if (p)
+		return p;
+	n = (n + GRAIN - 1) / GRAIN * GRAIN;
+	p = xmalloc(n);
+	*cap = malloc_usable_size(p);
+	return p;
+}
+
+void bigbuf_put(void *p)
+{
+	size_t size;
+	if (!p)
+		return;
+	size = malloc_usable_size(p);
+	if (size >= BIGBUF_MIN) {
+		pthread_mutex_lock(&stash_mu);
+		if (nstash < KEEP_MAX && kept + size <= KEEP_BYTES) {
+			stash[nstash].p = p;
+			stash[nstash++].size = size;
+			kept += size;
+			p = NULL;
+		}
+		pthread_mutex_unlock(&stash_mu);
+	}
+	free(p);
+}

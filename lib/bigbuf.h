@@ -1,0 +1,24 @@
+/*
+ * Large transient buffers (request bodies, file pieces) recycled through a
+ * bounded process-wide stash. glibc gives blocks this large back to the kernel
+ * when they are freed, so each new one faulted in and zeroed every page the
+ * next body was copied into: as much CPU as the copy itself.
+ */
+#ifndef WEEDFS_BIGBUF_H
+#define WEEDFS_BIGBUF_H
+
+#include <stddef.h>
+
+/* Requests below this are plain mallocs (glibc reuses those itself). */
+#define BIGBUF_MIN (256u << 10)
+
+/*
+ * A block of at least n bytes (*cap: its usable size), a recycled one when the
+ * stash has one no larger than 2n. Free it with bigbuf_put, or with free().
+ * Any thread.
+ */
+void *bigbuf_get(size_t n, size_t *cap);
+/* Keeps p (from bigbuf_get or any malloc) for reuse while the stash has room, else frees it. */
+void bigbuf_put(void *p);
+
+#endif
