@@ -6,6 +6,8 @@
 #   - small: COUNT objects of 4 KiB: PUT, then GET (cold: drop_caches first) checking each
 #     length, then HEAD: objects/s, MiB/s, latency p50/p99
 #   - big:   BIG_COUNT objects of 64 MiB: PUT, then GET (cold), then DELETE: MiB/s, latency;
+#     MD5's rate on all cores (openssl speed) and the PUT ceiling it sets with the local
+#     write (a PUT's ETag is its MD5: the gateway hashes every byte on the same cores);
 #     and the mini's VmRSS and VmHWM (/proc/<pid>/status) before and after each, to show
 #     whether memory stays flat while 16 x 64 MiB bodies stream through (VmHWM is the
 #     whole mini process: master, volume server, filer and gateway together; as root it
