@@ -26,10 +26,11 @@ static size_t nstash, kept; /* protected by stash_mu */
 void *bigbuf_get(size_t n, size_t *cap)
 {
 	void *p = NULL;
-	size_t best = 0;
+	size_t best = 0, size = 0;
 
 	if (n < BIGBUF_MIN) {
-		*cap = n;
+		if (cap)
+			*cap = n;
 		return xmalloc(n ? n : 1);
 	}
 	pthread_mutex_lock(&stash_mu);
@@ -40,16 +41,17 @@ void *bigbuf_get(size_t n, size_t *cap)
 			best = i;
 		}
 	if (p) {
-		*cap = stash[best].size;
-		kept -= stash[best].size;
+		size = stash[best].size;
+		kept -= size;
 		stash[best] = stash[--nstash];
 	}
 	pthread_mutex_unlock(&stash_mu);
-	if (p)
-		return p;
-	n = (n + GRAIN - 1) / GRAIN * GRAIN;
-	p = xmalloc(n);
-	*cap = malloc_usable_size(p);
+	if (!p) {
+		p = xmalloc((n + GRAIN - 1) / GRAIN * GRAIN);
+		size = malloc_usable_size(p);
+	}
+	if (cap)
+		*cap = size;
 	return p;
 }
 

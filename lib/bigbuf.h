@@ -13,9 +13,9 @@
 #define BIGBUF_MIN (256u << 10)
 
 /*
- * A block of at least n bytes (*cap: its usable size), a recycled one when the
- * stash has one no larger than 2n. Free it with bigbuf_put, or with free().
- * Any thread.
+ * A block of at least n bytes (*cap, unless cap is NULL: its usable size), a
+ * recycled one when the stash has one no larger than 2n. Free it with
+ * bigbuf_put, or with free(). Any thread.
  */
 void *bigbuf_get(size_t n, size_t *cap);
 /* Keeps p (from bigbuf_get or any malloc) for reuse while the stash has room, else frees it. */

@@ -70,9 +70,9 @@ static size_t client_header(char *data, size_t size, size_t n, void *arg)
 		return len;
 	if (len > 15 && !strncasecmp(data, "Content-Length:", 15)) {
 		unsigned long long cl = strtoull(data + 15, NULL, 10);
-		/* the body lands in one allocation instead of a chain of doublings; a
-		   large one in a recycled block (bigbuf.h) when the result is new */
-		if (!res->body.data && cl + 1 >= BIGBUF_MIN && cl <= (256ull << 20)) {
+		/* the body lands in one allocation instead of a chain of doublings, a
+		   large one recycled (bigbuf.h) */
+		if (!res->body.data && cl <= (256ull << 20)) {
 			res->body.data = bigbuf_get((size_t)cl + 1, &res->body.cap);
 			res->body.data[0] = '\0';
 		} else if (cl > res->body.len && cl <= (256ull << 20)) {

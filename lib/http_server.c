@@ -40,7 +40,6 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include "bigbuf.h"
 #include "http_parse.h"
@@ -56,10 +55,11 @@ _Static_assert((int)HTTP_GET == HP_GET && (int)HTTP_HEAD == HP_HEAD && (int)HTTP
 		       (int)HTTP_OTHER == HP_OTHER,
 	       "enum http_method and enum hp_method must agree");
 
-#define OUT_HIGH  (1u << 20)
-#define OUT_LOW   (256u << 10)
-#define IO_MAX    (256 << 10)
-#define BODY_KEEP (1u << 20) /* read_body storage kept per connection up to this */
+#define OUT_HIGH   (1u << 20)
+#define OUT_LOW    (256u << 10)
+#define IO_MAX     (256 << 10)
+#define READ_PIECE (128u << 10) /* read_more's largest read */
+#define BODY_KEEP  (1u << 20)   /* read_body storage kept per connection up to this */
 
 struct defer_item {
 	struct http_req *c;
@@ -834,6 +834,12 @@ static void conn_body_end(conn *c)
 	}
 }
 
+/* Whether c's body still wants bytes: not failed, not complete, not paused. */
+static bool body_reading(const conn *c)
+{
+	return !c->body_err && !c->hp.msg_done && !c->body_paused;
+}
+
 static void conn_process(conn *c)
 {
 	if (c->in_process)
@@ -865,15 +871,14 @@ static void conn_process(conn *c)
 		}
 		if (c->rstate != RS_BODY)
 			break; /* the handler has it */
-		if (!c->body_err && !c->hp.msg_done && !c->body_paused && evbuffer_get_length(in)) {
+		if (body_reading(c) && evbuffer_get_length(in)) {
 			enum hp_event ev = conn_feed(c);
 			if (ev == HP_EV_ERROR)
 				c->body_err = c->hp.error_status == 413 ? WFS_ETOOBIG : WFS_EINVAL;
 		}
 		/* checked after the feed too: libevent reports the EOF once, and the
 		   last bytes may have waited behind a paused body until now */
-		if (!c->body_err && !c->hp.msg_done && !c->body_paused && c->eof &&
-		    !evbuffer_get_length(in))
+		if (body_reading(c) && c->eof && !evbuffer_get_length(in))
 			c->body_err = WFS_EIO;
 		if (c->body_err || c->hp.msg_done) {
 			conn_body_end(c);
@@ -893,7 +898,6 @@ static void conn_process(conn *c)
  * loop's other connections get their turn). EOF and errors are left for
  * libevent's next read to report.
  */
-#define READ_PIECE (128u << 10)
 static void read_more(struct bufferevent *bev)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -903,42 +907,21 @@ static void read_more(struct bufferevent *bev)
 	bufferevent_getwatermark(bev, EV_READ, NULL, &high);
 	evbuffer_unfreeze(in, 0); /* bufferevents keep their input's end frozen between reads */
 	while (taken < IO_MAX) {
-		size_t len = evbuffer_get_length(in);
-		size_t want = MIN(READ_PIECE, IO_MAX - taken);
-		struct evbuffer_iovec v[2];
-		struct iovec iov[2];
-		struct msghdr mh = {.msg_iov = iov};
-		size_t left;
+		size_t len = evbuffer_get_length(in), want = MIN(READ_PIECE, IO_MAX - taken);
+		struct evbuffer_iovec v;
 		ssize_t n;
-		int nv;
 
-		if (high) {
-			if (len >= high)
-				break;
+		if (high && len >= high)
+			break;
+		if (high)
 			want = MIN(want, high - len);
-		}
-		nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
-		if (nv <= 0)
+		if (evbuffer_reserve_space(in, (ev_ssize_t)want, &v, 1) != 1)
 			break;
-		for (int i = 0; i < nv; i++) {
-			iov[i].iov_base = v[i].iov_base;
-			iov[i].iov_len = MIN(v[i].iov_len, want);
-			want -= iov[i].iov_len;
-			v[i].iov_len = iov[i].iov_len;
-		}
-		mh.msg_iovlen = (size_t)nv;
-		want = iov[0].iov_len + (nv > 1 ? iov[1].iov_len : 0);
-		n = recvmsg(fd, &mh, MSG_DONTWAIT);
-		if (n <= 0) {
-			evbuffer_commit_space(in, v, 0);
+		n = recv(fd, v.iov_base, want, MSG_DONTWAIT);
+		v.iov_len = n > 0 ? (size_t)n : 0;
+		evbuffer_commit_space(in, &v, n > 0 ? 1 : 0);
+		if (n <= 0)
 			break;
-		}
-		left = (size_t)n;
-		for (int i = 0; i < nv; i++) {
-			v[i].iov_len = MIN(iov[i].iov_len, left);
-			left -= v[i].iov_len;
-		}
-		evbuffer_commit_space(in, v, v[nv - 1].iov_len ? nv : 1);
 		taken += (size_t)n;
 		if ((size_t)n < want)
 			break; /* the socket is drained */

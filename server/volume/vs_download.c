@@ -82,7 +82,7 @@ static void pump(http_req *req, void *arg)
 
 	for (;;) {
 		struct segment *s;
-		size_t n, cap;
+		size_t n;
 		char *piece;
 		wfs_err err;
 
@@ -111,7 +111,7 @@ static void pump(http_req *req, void *arg)
 			continue;
 		}
 		n = (size_t)MIN((uint64_t)PIECE, s->len - d->pos);
-		piece = bigbuf_get(n, &cap);
+		piece = bigbuf_get(n, NULL);
 		err = pread_full(d->fd, piece, n, d->data_off + s->off + d->pos);
 		if (err) {
 			log_error("needle %" PRIx64 ": read failed while streaming: %s", d->key,

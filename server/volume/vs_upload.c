@@ -972,9 +972,8 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 	/* a body of known, moderate length collects in memory if the budget has room */
 	if (cl > 0 && (uint64_t)cl <= MEMORY_MAX + (is_mp ? MULTIPART_SLACK : 0) &&
 	    mem_reserve((uint64_t)cl)) {
-		size_t cap;
 		u->mem_cap = (size_t)cl;
-		u->mem = bigbuf_get(u->mem_cap, &cap);
+		u->mem = bigbuf_get(u->mem_cap, NULL);
 		if (u->m.md5) {
 			u->mem_md5 = EVP_MD_CTX_new();
 			if (!u->mem_md5 || !EVP_DigestInit_ex(u->mem_md5, EVP_md5(), NULL))
