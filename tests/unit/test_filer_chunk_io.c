@@ -599,7 +599,7 @@ static void test_threads(blob_client *bc)
 static void test_failover(blob_client *bc)
 {
 	const uint64_t cs = 64 * KiB;
-	size_t len = 5 * cs / 2, n = 0;
+	size_t len = 41 * cs / 2, n = 0; /* 21 chunks: some read from each replica */
 	uint8_t *data = xmalloc(len);
 	struct filer_chunk *c = NULL;
 	struct chunk_writer_opts o = {.chunk_size = cs, .replication = "001"};
