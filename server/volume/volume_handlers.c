@@ -692,7 +692,7 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	if (n.flags & NEEDLE_FLAG_COMPRESSED)
 		http_resp_header(req, "Content-Encoding", "gzip");
 	if (blob.fd >= 0) {
-		vs_stream_needle(req, &n, &blob, range_h, ctype);
+		vs_stream_needle(vs, req, &n, &blob, range_h, ctype);
 		goto out;
 	}
 	if (range_h && *range_h) {

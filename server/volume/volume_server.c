@@ -45,16 +45,27 @@ void volume_server_opts_default(struct volume_server_opts *o)
 	o->threads = 0;
 }
 
-bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg)
+/* Runs fn(arg) on *which unless the server is stopping (*which is NULL). */
+static bool submit_to(struct volume_server *vs, pool *const *which, pool_fn fn, void *arg)
 {
 	bool ok = false;
 	pthread_rwlock_rdlock(&vs->pool_lock);
-	if (vs->pool) {
-		pool_submit(vs->pool, fn, arg);
+	if (*which) {
+		pool_submit(*which, fn, arg);
 		ok = true;
 	}
 	pthread_rwlock_unlock(&vs->pool_lock);
 	return ok;
+}
+
+bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg)
+{
+	return submit_to(vs, &vs->pool, fn, arg);
+}
+
+bool vs_submit_read(struct volume_server *vs, pool_fn fn, void *arg)
+{
+	return submit_to(vs, &vs->read_pool, fn, arg);
 }
 
 void vs_heartbeat_now(struct volume_server *vs)
@@ -500,6 +511,7 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	snprintf(vs->self, sizeof(vs->self), "%s:%d", vs->ip, vs->port);
 	vs->public_url = xstrdup(o->public_url && *o->public_url ? o->public_url : vs->self);
 	vs->pool = pool_new(MAX(4, cpu_count() * 2));
+	vs->read_pool = pool_new(VS_READ_THREADS);
 	http_server_start(vs->http);
 	/* also runs without a master: it sweeps expired TTL volumes */
 	if (pthread_create(&vs->hb_thread, NULL, heartbeat_main, vs) != 0) {
@@ -528,7 +540,7 @@ int volume_server_port(const struct volume_server *vs) { return vs->port; }
 
 void volume_server_stop(struct volume_server *vs)
 {
-	pool *p;
+	pool *p, *rp;
 	if (!vs)
 		return;
 	if (vs->hb_started) {
@@ -541,9 +553,11 @@ void volume_server_stop(struct volume_server *vs)
 	/* finish background jobs while the loops still run (they answer through them) */
 	pthread_rwlock_wrlock(&vs->pool_lock);
 	p = vs->pool;
-	vs->pool = NULL;
+	rp = vs->read_pool;
+	vs->pool = vs->read_pool = NULL;
 	pthread_rwlock_unlock(&vs->pool_lock);
 	pool_free(p);
+	pool_free(rp);
 	http_server_free(vs->http);
 	store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {

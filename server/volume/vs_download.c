@@ -4,12 +4,20 @@
  * DESIGN
  * - The answer is a list of segments, each some bytes held in memory (the
  *   part headers of a multi-range answer) followed by a range of the data.
- *   A piece of PIECE bytes is pread on the loop thread (like the small read
- *   path) into a recycled block (bigbuf.h) that is queued as it is
- *   (http_resp_write_take) while the output accepts more; once it reports the
- *   output above its high-water mark, the stream waits for the drain
- *   callback. So a download holds one piece whatever the needle's size, and
- *   a slow client costs no more than that plus the server's output buffer.
+ *   A piece of PIECE bytes is read into a recycled block (bigbuf.h) that is
+ *   queued as it is (http_resp_write_take) while the output accepts more;
+ *   once it reports the output above its high-water mark, the stream waits
+ *   for the drain callback. So a download holds one piece whatever the
+ *   needle's size, and a slow client costs no more than that plus the
+ *   server's output buffer.
+ * - The loop reads only what the page cache holds (preadv2 RWF_NOWAIT, which
+ *   still starts the kernel's readahead). A piece that needs the disk is read
+ *   by the read pool (vs_submit_read), which first asks the kernel for the
+ *   next ADVISE bytes of the range (WILLNEED starts the reads without waiting
+ *   for them): a loop that waited for the disk would stall every connection
+ *   it serves and give the disk a queue of one per loop. The volume's streams
+ *   share one descriptor's readahead state, and their interleaved reads look
+ *   random to the kernel, hence the explicit hint.
  * - A full read runs the data through CRC32C; if the sum differs from the
  *   stored one, the last piece is not sent: the error is logged and the
  *   connection aborted, so the client sees a truncated transfer rather than
@@ -22,10 +30,13 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "bigbuf.h"
 #include "crc32c.h"
@@ -34,7 +45,8 @@
 #include "util.h"
 #include "vs_int.h"
 
-#define PIECE (256u << 10)
+#define PIECE  (256u << 10)
+#define ADVISE (8u << 20) /* bytes of a range hinted ahead of a read from the disk */
 
 struct segment {
 	size_t mem_off, mem_len; /* bytes of d->mem sent first */
@@ -42,6 +54,8 @@ struct segment {
 };
 
 struct download {
+	struct volume_server *vs;
+	http_req *req;
 	int fd;
 	uint64_t data_off; /* where the data starts in fd */
 	uint64_t key;
@@ -52,6 +66,12 @@ struct download {
 	uint64_t pos; /* within the current segment's range */
 	bool check;
 	uint32_t crc, want;
+	/* a piece read by the read pool: its job owns these until it defers back */
+	char *piece;
+	size_t piece_len;
+	uint64_t piece_off, advised; /* file offsets: the piece's, and the hint's end */
+	wfs_err piece_err;
+	bool piece_ready;
 };
 
 static void download_free(struct download *d)
@@ -75,7 +95,103 @@ static wfs_err pread_full(int fd, char *p, size_t len, uint64_t off)
 	return WFS_OK;
 }
 
-/* Sends pieces until the output is full (then waits for the drain) or the end. Loop thread. */
+/*
+ * Reads what the page cache holds of [off, off+len) into p without waiting for
+ * the disk: the bytes read (0: none cached, or RWF_NOWAIT unsupported), or -1
+ * with errno.
+ */
+static ssize_t read_cached(int fd, char *p, size_t len, uint64_t off)
+{
+	static atomic_bool unsupported;
+	size_t done = 0;
+	while (done < len && !atomic_load_explicit(&unsupported, memory_order_relaxed)) {
+		struct iovec iov = {p + done, len - done};
+		ssize_t r = preadv2(fd, &iov, 1, (off_t)(off + done), RWF_NOWAIT);
+		if (r > 0) {
+			done += (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EOPNOTSUPP || errno == EINVAL))
+			atomic_store(&unsupported, true); /* an old kernel or file system */
+		else if (r < 0 && errno != EAGAIN)
+			return -1;
+		break;
+	}
+	return (ssize_t)done;
+}
+
+static void pump(http_req *req, void *arg);
+
+/* The read pool's piece is in. Loop thread. */
+static void piece_read(http_req *req, void *arg)
+{
+	struct download *d = arg;
+	d->piece_ready = true;
+	pump(req, d);
+}
+
+/* Reads d's piece from the disk, hinting the range ahead first. Read pool. */
+static void piece_read_run(void *arg)
+{
+	struct download *d = arg;
+	const struct segment *s = &d->seg[d->cur];
+	uint64_t end = d->data_off + s->off + s->len;
+	if (d->advised < d->piece_off + d->piece_len) {
+		d->advised = MIN(end, d->piece_off + ADVISE);
+		(void)posix_fadvise(d->fd, (off_t)d->piece_off, (off_t)(d->advised - d->piece_off),
+				    POSIX_FADV_WILLNEED);
+	}
+	d->piece_err = pread_full(d->fd, d->piece, d->piece_len, d->piece_off);
+	http_req_defer(d->req, piece_read, d);
+}
+
+/*
+ * The next piece of the current segment into *piece, *n: from the page cache
+ * on the loop, or handed to the read pool (false: piece_read resumes the
+ * pump). Loop thread.
+ */
+static bool next_piece(struct download *d, char **piece, size_t *n, wfs_err *err)
+{
+	const struct segment *s = &d->seg[d->cur];
+	uint64_t off = d->data_off + s->off + d->pos;
+	ssize_t got;
+
+	*err = WFS_OK;
+	if (d->piece_ready) {
+		d->piece_ready = false;
+		*piece = d->piece;
+		*n = d->piece_len;
+		*err = d->piece_err;
+		d->piece = NULL;
+		return true;
+	}
+	*n = (size_t)MIN((uint64_t)PIECE, s->len - d->pos);
+	*piece = bigbuf_get(*n, NULL);
+	got = read_cached(d->fd, *piece, *n, off);
+	if (got > 0) {
+		*n = (size_t)got;
+		return true;
+	}
+	if (got < 0) {
+		*err = wfs_err_from_errno(errno);
+		return true;
+	}
+	d->piece = *piece;
+	d->piece_len = *n;
+	d->piece_off = off;
+	if (vs_submit_read(d->vs, piece_read_run, d))
+		return false;
+	d->piece = NULL;
+	*err = pread_full(d->fd, *piece, *n, off); /* stopping: read here */
+	return true;
+}
+
+/*
+ * Sends pieces until the output is full (then waits for the drain), a piece
+ * needs the disk (then waits for the read pool) or the end. Loop thread.
+ */
 static void pump(http_req *req, void *arg)
 {
 	struct download *d = arg;
@@ -87,7 +203,8 @@ static void pump(http_req *req, void *arg)
 		wfs_err err;
 
 		if (http_req_closed(req)) {
-			http_resp_end(req); /* nobody listens; the short body closes it */
+			bigbuf_put(d->piece); /* a piece read for nobody */
+			http_resp_end(req);   /* nobody listens; the short body closes it */
 			download_free(d);
 			return;
 		}
@@ -108,11 +225,11 @@ static void pump(http_req *req, void *arg)
 			d->cur++;
 			d->mem_sent = false;
 			d->pos = 0;
+			d->advised = 0;
 			continue;
 		}
-		n = (size_t)MIN((uint64_t)PIECE, s->len - d->pos);
-		piece = bigbuf_get(n, NULL);
-		err = pread_full(d->fd, piece, n, d->data_off + s->off + d->pos);
+		if (!next_piece(d, &piece, &n, &err))
+			return;
 		if (err) {
 			log_error("needle %" PRIx64 ": read failed while streaming: %s", d->key,
 				  wfs_strerror(err));
@@ -152,8 +269,8 @@ static void add_segment(struct download *d, size_t mem_from, uint64_t off, uint6
 	s->len = len;
 }
 
-void vs_stream_needle(http_req *req, const struct needle *n, struct needle_blob *blob,
-		      const char *range_h, const char *ctype)
+void vs_stream_needle(struct volume_server *vs, http_req *req, const struct needle *n,
+		      struct needle_blob *blob, const char *range_h, const char *ctype)
 {
 	struct download *d;
 	struct http_range r[HTTP_MAX_RANGES];
@@ -172,6 +289,8 @@ void vs_stream_needle(http_req *req, const struct needle *n, struct needle_blob 
 		}
 	}
 	d = xcalloc(1, sizeof(*d));
+	d->vs = vs;
+	d->req = req;
 	d->fd = blob->fd;
 	blob->fd = -1;
 	d->data_off = blob->off;

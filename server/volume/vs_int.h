@@ -43,8 +43,9 @@ struct volume_server {
 	store *store;
 	http_server *http;
 
-	pthread_rwlock_t pool_lock; /* guards pool against stop */
+	pthread_rwlock_t pool_lock; /* guards pool and read_pool against stop */
 	pool *pool;                 /* protected by pool_lock; NULL once stopping */
+	pool *read_pool;            /* disk reads that would block a loop; as pool */
 
 	pthread_t hb_thread;
 	bool hb_started;
@@ -57,11 +58,20 @@ struct volume_server {
 	int ncache;
 };
 
+/* Threads of the read pool: as deep a disk queue as 16 clients reading at once. */
+#define VS_READ_THREADS 16
+
 /* The boundary of multipart/byteranges answers. */
 #define VS_RANGE_BOUNDARY "weedfs3d6b6a416f9b5e5d"
 
 /* Runs fn(arg) on the worker pool; false if the server is stopping. Any thread. */
 bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg);
+/*
+ * Runs fn(arg) on the pool of disk reads (VS_READ_THREADS threads that only
+ * wait for the disk, so slow admin jobs never hold them up); false if the
+ * server is stopping. Any thread.
+ */
+bool vs_submit_read(struct volume_server *vs, pool_fn fn, void *arg);
 /* Wakes the heartbeat thread for an immediate heartbeat. Any thread. */
 void vs_heartbeat_now(struct volume_server *vs);
 
@@ -116,7 +126,7 @@ void vs_upload_status(json_w *w);
  * blob->fd; n's fields borrow memory valid for this call only. ctype and the
  * headers already added stay. Loop thread.
  */
-void vs_stream_needle(http_req *req, const struct needle *n, struct needle_blob *blob,
-		      const char *range_h, const char *ctype);
+void vs_stream_needle(struct volume_server *vs, http_req *req, const struct needle *n,
+		      struct needle_blob *blob, const char *range_h, const char *ctype);
 
 #endif

@@ -5,7 +5,8 @@ to a volume server started with -fileSizeLimitMB=512, read back and compared by
 SHA-256; the server's peak RSS (VmHWM) must stay within 64 MiB of its idle
 value. Also: ranges of a big needle, chunked and multipart streamed uploads,
 the "unchanged" answer, a client hanging up mid-body, bodies over the limit,
-DELETE ?ts= and the redirect for a volume held by another server.
+DELETE ?ts= the redirect for a volume held by another server, and reads
+of needles whose pages are not in the page cache (the read pool's path).
 """
 
 import hashlib
@@ -13,6 +14,7 @@ import os
 import socket
 import struct
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -403,3 +405,74 @@ def test_streamed_read_of_a_corrupt_needle_is_cut_short(cluster):
         pass  # urllib3 2 reports the short body; older versions just end it
     assert len(got) < len(data)
     wait_until(lambda: "CRC mismatch" in v.log_text(), 10, "CRC error logged")
+
+
+def evict(v):
+    """Drops v's volume files from the page cache, so the next read needs the disk."""
+    for path in Path(v.dir).glob("*.dat"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def test_cold_streamed_reads(cluster):
+    """Pieces the page cache does not hold are read by the read pool, not on the loop."""
+    m = cluster.master()
+    v = cluster.volume(m)
+    fids, datas = [], []
+    for i in range(4):
+        fid, url = new_fid(m)
+        data = os.urandom(6 * MiB + 1234 * i)
+        assert requests.put("http://%s/%s" % (url, fid), data=data, timeout=60).status_code == 201
+        fids.append(fid)
+        datas.append(data)
+
+    # whole reads (CRC checked), four at once, while small reads keep being answered
+    evict(v)
+    with ThreadPoolExecutor(4) as ex:
+        gets = [ex.submit(requests.get, "http://%s/%s" % (v.url, f), timeout=60) for f in fids]
+        assert requests.get("http://%s/status" % v.url, timeout=10).status_code == 200
+        for g, data in zip(gets, datas):
+            r = g.result()
+            assert r.status_code == 200 and r.content == data
+
+    # ranges, single and multiple
+    evict(v)
+    base = "http://%s/%s" % (v.url, fids[1])
+    r = requests.get(base, headers={"Range": "bytes=%d-%d" % (MiB - 5, 5 * MiB)}, timeout=30)
+    assert r.status_code == 206 and r.content == datas[1][MiB - 5:5 * MiB + 1]
+    evict(v)
+    r = requests.get(base, headers={"Range": "bytes=0-9,%d-" % (6 * MiB)}, timeout=30)
+    assert r.status_code == 206
+    assert datas[1][:10] in r.content and datas[1][6 * MiB:] in r.content
+
+    # a client that leaves while a piece is being read: the server carries on
+    for _ in range(8):
+        evict(v)
+        s = socket.create_connection((v.url.split(":")[0], int(v.url.split(":")[1])))
+        s.sendall(b"GET /%s HTTP/1.1\r\nHost: x\r\n\r\n" % fids[2].encode())
+        s.recv(100)
+        s.close()
+    r = requests.get("http://%s/%s" % (v.url, fids[2]), timeout=60)
+    assert r.status_code == 200 and r.content == datas[2]
+
+    # a needle damaged on disk is still cut short when its pieces come from the disk
+    dat = next(Path(v.dir).glob("%s.dat" % fids[3].split(",")[0]))
+    pos = dat.read_bytes().find(datas[3][:64])
+    assert pos > 0
+    with open(dat, "r+b") as f:
+        f.seek(pos + 5 * MiB)
+        f.write(bytes([datas[3][5 * MiB] ^ 0xFF]))
+    evict(v)
+    got = b""
+    try:
+        with requests.get("http://%s/%s" % (v.url, fids[3]), stream=True, timeout=30) as g:
+            assert g.status_code == 200
+            for piece in g.iter_content(64 * 1024):
+                got += piece
+    except requests.exceptions.RequestException:
+        pass
+    assert len(got) < len(datas[3])
