@@ -29,15 +29,17 @@
 #include "common/fid.h"
 #include "filer/blob_client.h"
 #include "http_client.h"
+#include "http_fetch.h"
 #include "http_util.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
-#define LOC_BUCKETS 256
-#define SAVE_TRIES  4 /* uploads (and failed assignments) per blob */
-#define DOWN_SLOTS  16
-#define DOWN_NS     (60 * 1000000000ull)
+#define LOC_BUCKETS    256
+#define SAVE_TRIES     4 /* uploads (and failed assignments) per blob */
+#define DOWN_SLOTS     16
+#define FETCH_IDLE_MAX 64 /* kept-alive connections to volume servers */
+#define DOWN_NS        (60 * 1000000000ull)
 /* Assignments to servers known down skipped per blob. With half the writable
    volumes on a dead server, 8 skips and 4 failed uploads in a row ended ~1 in
    100 writes of 20 blobs; 32 + 4 in a row is a 2^-36 chance per blob. */
@@ -64,6 +66,7 @@ struct blob_client {
 	long timeout_ms;
 	uint64_t ttl_ns;
 	pool *workers;
+	http_fetcher *fetch; /* blob reads (no libcurl: bodies land in place) */
 	pthread_mutex_t mu;
 	struct loc_entry *buckets[LOC_BUCKETS]; /* protected by mu */
 	struct blob_client_stats stats;         /* protected by mu */
@@ -77,6 +80,7 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16);
+	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX);
 	pthread_mutex_init(&bc->mu, NULL);
 	return bc;
 }
@@ -93,6 +97,7 @@ void blob_client_free(blob_client *bc)
 	if (!bc)
 		return;
 	pool_free(bc->workers);
+	http_fetcher_free(bc->fetch);
 	for (size_t i = 0; i < LOC_BUCKETS; i++) {
 		struct loc_entry *e = bc->buckets[i], *next;
 		for (; e; e = next) {
@@ -605,13 +610,16 @@ static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint6
 	char range[80];
 	const char *hdr[] = {range, NULL};
 	struct http_result r;
-	char *u = xasprintf("http://%s/%s", url, fid);
+	char *u = xasprintf("/%s", fid);
 	wfs_err err;
 
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
 	http_result_init(&r);
 	/* A whole-blob read (len 0) sends no Range: the volume server then checks its CRC. */
-	err = http_request("GET", u, len ? hdr : NULL, NULL, 0, bc->timeout_ms, &r);
+	err = http_fetch_get(bc->fetch, url, u, len ? hdr : NULL, bc->timeout_ms,
+			     len ? UINT64_MAX : max_whole, &r);
+	if (err == WFS_ETOOBIG)
+		goto out; /* it answered, with more than the caller takes whole */
 	if (err) {
 		log_warn("read of %s from %s: %s", fid, url, wfs_strerror(err));
 		if (err != WFS_ETIMEDOUT)

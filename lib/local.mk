@@ -8,6 +8,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/flags.c lib/flags.h \
 	lib/http_client.c lib/http_client.h \
 	lib/http_loop_client.c lib/http_loop_client.h \
+	lib/http_fetch.c lib/http_fetch.h \
 	lib/http_parse.c lib/http_parse.h \
 	lib/http_response_parser.c lib/http_response_parser.h \
 	lib/http_server.c lib/http_server.h \
@@ -59,7 +60,14 @@ tests_unit_test_bigbuf_SOURCES = tests/unit/test_bigbuf.c tests/unit/tap.h
 tests_unit_test_bigbuf_LDADD = $(UNIT_LDADD)
 
 # The event-loop client (the gateway's filer lookups).
+check_PROGRAMS += tests/unit/test_http_fetch
+TESTS += tests/unit/test_http_fetch
+tests_unit_test_http_fetch_SOURCES = tests/unit/test_http_fetch.c tests/unit/http_peer.h \
+	tests/unit/tap.h
+tests_unit_test_http_fetch_LDADD = $(UNIT_LDADD)
+
 check_PROGRAMS += tests/unit/test_http_loop_client
 TESTS += tests/unit/test_http_loop_client
-tests_unit_test_http_loop_client_SOURCES = tests/unit/test_http_loop_client.c tests/unit/tap.h
+tests_unit_test_http_loop_client_SOURCES = tests/unit/test_http_loop_client.c \
+	tests/unit/http_peer.h tests/unit/tap.h
 tests_unit_test_http_loop_client_LDADD = $(UNIT_LDADD)

@@ -15,18 +15,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "http_loop_client.h"
+#include "http_peer.h"
 #include "tap.h"
 #include "util.h"
 
-/* What the peer does with the requests it reads. */
+/* What the peer does with the requests it reads: a fault (http_peer.h) or these. */
 enum mode {
-	ANSWER,     /* 200 with "<path>|<body>", kept alive */
-	DROP_KEPT,  /* answers a connection's first request, closes at a later one */
-	DROP_FIRST, /* closes at a connection's first request, unanswered */
-	SILENT,     /* reads, never answers */
-	GARBAGE,    /* not HTTP */
-	BIG,        /* a 100000-byte body */
-	CUT,        /* declares 100 bytes, sends 3, closes */
+	ANSWER = PEER_FAULTS, /* 200 with "<path>|<body>", kept alive */
+	BIG,                  /* a 100000-byte body */
 };
 
 static _Atomic int mode;
@@ -57,41 +53,22 @@ static bool read_request(int fd, char *out, size_t cap, size_t *len)
 	return true;
 }
 
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k <= 0)
-			return;
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 static void serve(int fd)
 {
 	static char req[1 << 16], resp[200000];
 	size_t len;
 	for (int nth = 1; read_request(fd, req, sizeof(req), &len); nth++) {
 		int m = mode;
-		if (m == SILENT)
+		enum peer_step step = peer_play(fd, m, nth);
+		if (step == PEER_SKIP)
 			continue;
-		if ((m == DROP_KEPT && nth > 1) || m == DROP_FIRST)
+		if (step == PEER_HANG_UP)
 			return;
-		if (m == GARBAGE) {
-			write_all(fd, "NOT HTTP AT ALL\r\n\r\n", 19);
-			return;
-		}
-		if (m == CUT) {
-			const char *c = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc";
-			write_all(fd, c, strlen(c));
-			return;
-		}
 		if (m == BIG) {
 			int h = snprintf(resp, sizeof(resp),
 					 "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n");
 			memset(resp + h, 'x', 100000);
-			write_all(fd, resp, (size_t)h + 100000);
+			peer_write_all(fd, resp, (size_t)h + 100000);
 			continue;
 		}
 		/* "<path>|<body>" */
@@ -102,7 +79,7 @@ static void serve(int fd)
 				  sp + 1, (int)(req + len - body), body);
 		int h = snprintf(resp, sizeof(resp),
 				 "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", pl, payload);
-		write_all(fd, resp, (size_t)h);
+		peer_write_all(fd, resp, (size_t)h);
 	}
 }
 
@@ -186,13 +163,13 @@ int main(void)
 	is_str(a.body, "/b|", "a second request, no body");
 	is_int(accepts, 1, "on the same connection (kept alive)");
 
-	mode = DROP_KEPT;
+	mode = PEER_DROP_KEPT;
 	a = call(base, c, "/c", "x", 0);
 	ok(!a.err && a.status == 200, "a kept connection the peer closed unanswered: sent again");
 	is_str(a.body, "/c|x", "and answered on a new connection");
 	is_int(accepts, 2, "one more connection");
 
-	mode = DROP_FIRST;
+	mode = PEER_DROP_FIRST;
 	a = call(base, c, "/d", NULL, 0);
 	is_int(a.err, WFS_EUNAVAIL,
 	       "dropped on the kept connection and on the new one: unavailable");
@@ -201,19 +178,19 @@ int main(void)
 	is_int(a.err, WFS_EUNAVAIL, "a new connection closed unanswered: not repeated");
 	is_int(accepts, 4, "one connection for it");
 
-	mode = SILENT;
+	mode = PEER_SILENT;
 	uint64_t t0 = time_mono_ns();
 	a = call(base, c, "/f", NULL, 300);
 	is_int(a.err, WFS_ETIMEDOUT, "a silent peer: timed out");
 	ok(time_mono_ns() - t0 < 5000000000ull, "after about the timeout");
 
-	mode = GARBAGE;
+	mode = PEER_GARBAGE;
 	a = call(base, c, "/g", NULL, 0);
 	is_int(a.err, WFS_ECORRUPT, "an answer that is not HTTP: corrupt");
 	mode = BIG;
 	a = call(base, c, "/h", NULL, 0);
 	is_int(a.err, WFS_ECORRUPT, "a body over the limit: corrupt");
-	mode = CUT;
+	mode = PEER_CUT;
 	a = call(base, c, "/i", NULL, 0);
 	is_int(a.err, WFS_EUNAVAIL, "a body cut off: unavailable");
 
@@ -222,7 +199,7 @@ int main(void)
 	is_str(a.body, "/j|again", "answers again after the failures");
 
 	/* a request in flight when the client goes */
-	mode = SILENT;
+	mode = PEER_SILENT;
 	struct answer pending = {0};
 	hlc_request(c, "GET", "/k", NULL, NULL, 0, 1024, 10000, on_done, &pending);
 	event_base_loop(base, EVLOOP_NONBLOCK);
