@@ -38,7 +38,8 @@
 #define LOC_BUCKETS    256
 #define SAVE_TRIES     4 /* uploads (and failed assignments) per blob */
 #define DOWN_SLOTS     16
-#define FETCH_IDLE_MAX 64 /* kept-alive connections to volume servers */
+#define FETCH_IDLE_MAX 64   /* kept-alive connections to volume servers */
+#define FETCH_KEEP_MS  2000 /* how long one may stay idle */
 #define DOWN_NS        (60 * 1000000000ull)
 /* Assignments to servers known down skipped per blob. With half the writable
    volumes on a dead server, 8 skips and 4 failed uploads in a row ended ~1 in
@@ -80,7 +81,7 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16);
-	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX);
+	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX, FETCH_KEEP_MS);
 	pthread_mutex_init(&bc->mu, NULL);
 	return bc;
 }

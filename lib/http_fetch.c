@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include "bigbuf.h"
 #include "buf.h"
@@ -25,20 +26,60 @@
 struct idle_conn {
 	char host[HOST_MAX];
 	int fd;
+	uint64_t since_ns; /* idle since */
 };
 
 struct http_fetcher {
 	pthread_mutex_t mu;
+	pthread_cond_t wake;    /* the reaper's */
 	struct idle_conn *idle; /* protected by mu */
 	size_t n, max;
+	uint64_t keep_ns;
+	bool stop; /* protected by mu */
+	pthread_t reaper;
 };
 
-http_fetcher *http_fetcher_new(size_t max_idle)
+/* Closes the connections idle for longer than keep_ns, twice per keep_ns. */
+static void *reaper_main(void *arg)
+{
+	http_fetcher *f = arg;
+	pthread_mutex_lock(&f->mu);
+	while (!f->stop) {
+		uint64_t now = time_mono_ns();
+		struct timespec until;
+		for (size_t i = f->n; i-- > 0;) {
+			if (now - f->idle[i].since_ns > f->keep_ns) {
+				close(f->idle[i].fd);
+				f->idle[i] = f->idle[--f->n];
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (time_t)(f->keep_ns / 2000000000u);
+		until.tv_nsec += (long)(f->keep_ns / 2 % 1000000000u);
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&f->wake, &f->mu, &until);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+http_fetcher *http_fetcher_new(size_t max_idle, long keep_idle_ms)
 {
 	http_fetcher *f = xcalloc(1, sizeof(*f));
+	pthread_condattr_t ca;
 	pthread_mutex_init(&f->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	f->max = max_idle;
+	f->keep_ns = (uint64_t)(keep_idle_ms > 0 ? keep_idle_ms : 1) * 1000000u;
 	f->idle = xcalloc(max_idle ? max_idle : 1, sizeof(*f->idle));
+	if (pthread_create(&f->reaper, NULL, reaper_main, f) != 0)
+		f->max = 0; /* no reaper: keep nothing idle */
 	return f;
 }
 
@@ -46,9 +87,16 @@ void http_fetcher_free(http_fetcher *f)
 {
 	if (!f)
 		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = true;
+	pthread_cond_signal(&f->wake);
+	pthread_mutex_unlock(&f->mu);
+	if (f->max)
+		pthread_join(f->reaper, NULL);
 	for (size_t i = 0; i < f->n; i++)
 		close(f->idle[i].fd);
 	free(f->idle);
+	pthread_cond_destroy(&f->wake);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
@@ -74,6 +122,7 @@ static void give_back(http_fetcher *f, const char *host, int fd)
 	pthread_mutex_lock(&f->mu);
 	if (f->n < f->max && strlen(host) < HOST_MAX) {
 		memcpy(f->idle[f->n].host, host, strlen(host) + 1);
+		f->idle[f->n].since_ns = time_mono_ns();
 		f->idle[f->n++].fd = fd;
 		fd = -1;
 	}

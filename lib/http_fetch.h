@@ -8,7 +8,8 @@
  *
  * DESIGN: connections are kept alive in a small pool shared by the threads
  * of one fetcher, keyed by "host:port"; a request takes one and gives it back
- * after a complete answer that allows it. hrp (http_response_parser.h)
+ * after a complete answer that allows it, and one left idle for keep_idle_ms
+ * is closed. hrp (http_response_parser.h)
  * parses; once the head is in and the body's length is known, recv() targets
  * the body buffer and hrp is fed those bytes in place (its body callback
  * finds them already where they belong). A request that fails on a kept-alive
@@ -29,8 +30,12 @@
 
 typedef struct http_fetcher http_fetcher;
 
-/* A fetcher keeping at most max_idle idle connections (never NULL). */
-http_fetcher *http_fetcher_new(size_t max_idle);
+/*
+ * A fetcher keeping at most max_idle idle connections, each for at most
+ * keep_idle_ms (a thread closes older ones, so an idle process holds no
+ * connections for long). Never NULL.
+ */
+http_fetcher *http_fetcher_new(size_t max_idle, long keep_idle_ms);
 /* Closes the idle connections and frees f; no request may be running. NULL does nothing. */
 void http_fetcher_free(http_fetcher *f);
 

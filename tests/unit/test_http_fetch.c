@@ -252,6 +252,24 @@ static void test_failures(http_fetcher *f)
 	http_result_free(&r);
 }
 
+static void test_idle_expiry(void)
+{
+	http_fetcher *f = http_fetcher_new(8, 200);
+	struct http_result r;
+	int a0;
+	http_result_init(&r);
+	mode = ANSWER;
+	a0 = accepts;
+	is_int(get(f, "/size/10", NULL, 2000, 100, &r), WFS_OK, "GET");
+	is_int(get(f, "/size/10", NULL, 2000, 100, &r), WFS_OK, "GET at once");
+	is_int(accepts - a0, 1, "the idle connection was reused");
+	usleep(600 * 1000);
+	is_int(get(f, "/size/10", NULL, 2000, 100, &r), WFS_OK, "GET after 600 ms");
+	is_int(accepts - a0, 2, "the connection idle for longer than 200 ms was closed");
+	http_result_free(&r);
+	http_fetcher_free(f);
+}
+
 struct worker {
 	http_fetcher *f;
 	int id;
@@ -277,7 +295,7 @@ static void *worker_main(void *arg)
 
 static void test_threads(void)
 {
-	http_fetcher *f = http_fetcher_new(4); /* fewer idle slots than threads */
+	http_fetcher *f = http_fetcher_new(4, 5000); /* fewer idle slots than threads */
 	pthread_t t[6];
 	struct worker w[6];
 	bool all = true;
@@ -310,11 +328,12 @@ int main(void)
 	pthread_create(&peer, NULL, peer_main, NULL);
 	pthread_detach(peer);
 
-	f = http_fetcher_new(8);
+	f = http_fetcher_new(8, 5000);
 	test_answers(f);
 	test_failures(f);
 	http_fetcher_free(f);
 	test_threads();
+	test_idle_expiry();
 	http_fetcher_free(NULL);
 	return done_testing();
 }
