@@ -20,8 +20,9 @@
 #include "http_response_parser.h"
 #include "util.h"
 
-#define HOST_MAX  256
-#define HEAD_READ (16u << 10) /* bytes read while the head is not complete */
+#define HOST_MAX    256
+#define HEAD_READ   (16u << 10)  /* bytes read while the head is not complete */
+#define PRESIZE_MAX (256u << 20) /* a declared body up to this is allocated at once */
 
 struct idle_conn {
 	char host[HOST_MAX];
@@ -230,8 +231,8 @@ static void size_body(struct exchange *x)
 	if (x->sized || !hrp_status(x->p))
 		return;
 	x->sized = true;
-	if (cl <= 0 || (uint64_t)cl > x->max_body)
-		return; /* unknown (it grows as it comes) or refused by the parser */
+	if (cl <= 0 || (uint64_t)cl > x->max_body || (uint64_t)cl > PRESIZE_MAX)
+		return; /* unknown or huge (it grows as it comes), or refused by the parser */
 	if (!b->data) {
 		b->data = bigbuf_get((size_t)cl + 1, &b->cap);
 		b->data[0] = '\0';

@@ -31,8 +31,8 @@
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
