@@ -38,6 +38,7 @@ struct http_fetcher {
 	uint64_t keep_ns;
 	bool stop; /* protected by mu */
 	pthread_t reaper;
+	bool reaper_started;
 };
 
 /* Closes the connections idle for longer than keep_ns, twice per keep_ns. */
@@ -79,8 +80,9 @@ http_fetcher *http_fetcher_new(size_t max_idle, long keep_idle_ms)
 	f->max = max_idle;
 	f->keep_ns = (uint64_t)(keep_idle_ms > 0 ? keep_idle_ms : 1) * 1000000u;
 	f->idle = xcalloc(max_idle ? max_idle : 1, sizeof(*f->idle));
-	if (pthread_create(&f->reaper, NULL, reaper_main, f) != 0)
-		f->max = 0; /* no reaper: keep nothing idle */
+	f->reaper_started = pthread_create(&f->reaper, NULL, reaper_main, f) == 0;
+	if (!f->reaper_started)
+		f->max = 0; /* nothing would close them: keep nothing idle */
 	return f;
 }
 
@@ -92,7 +94,7 @@ void http_fetcher_free(http_fetcher *f)
 	f->stop = true;
 	pthread_cond_signal(&f->wake);
 	pthread_mutex_unlock(&f->mu);
-	if (f->max)
+	if (f->reaper_started)
 		pthread_join(f->reaper, NULL);
 	for (size_t i = 0; i < f->n; i++)
 		close(f->idle[i].fd);

@@ -334,6 +334,19 @@ int main(void)
 	http_fetcher_free(f);
 	test_threads();
 	test_idle_expiry();
+	{
+		/* keeping no idle connection: each GET on its own */
+		http_fetcher *none = http_fetcher_new(0, 1000);
+		struct http_result r;
+		int a0 = accepts;
+		http_result_init(&r);
+		ok(get(none, "/size/7", NULL, 2000, 100, &r) == WFS_OK &&
+			   get(none, "/size/7", NULL, 2000, 100, &r) == WFS_OK,
+		   "a fetcher that keeps nothing idle");
+		is_int(accepts - a0, 2, "one connection per GET");
+		http_result_free(&r);
+		http_fetcher_free(none);
+	}
 	http_fetcher_free(NULL);
 	return done_testing();
 }
