@@ -35,16 +35,16 @@
 #include "log.h"
 #include "util.h"
 
-#define LOC_BUCKETS    256
-#define SAVE_TRIES     4 /* uploads (and failed assignments) per blob */
-#define DOWN_SLOTS     16
-#define FETCH_IDLE_MAX 64   /* kept-alive connections to volume servers */
-#define FETCH_KEEP_MS  2000 /* how long one may stay idle */
-#define DOWN_NS        (60 * 1000000000ull)
+#define LOC_BUCKETS 256
+#define SAVE_TRIES  4 /* uploads (and failed assignments) per blob */
+#define DOWN_SLOTS  16
+#define DOWN_NS     (60 * 1000000000ull)
 /* Assignments to servers known down skipped per blob. With half the writable
    volumes on a dead server, 8 skips and 4 failed uploads in a row ended ~1 in
    100 writes of 20 blobs; 32 + 4 in a row is a 2^-36 chance per blob. */
 #define DOWN_SKIPS_MAX 32
+#define FETCH_IDLE_MAX 64   /* kept-alive connections to volume servers */
+#define FETCH_KEEP_MS  2000 /* how long one may stay idle */
 
 /* A volume server that did not answer: uploads avoid it and reads try it last for a while,
  * since the master only notices after several missed heartbeats. */
@@ -611,13 +611,13 @@ static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint6
 	char range[80];
 	const char *hdr[] = {range, NULL};
 	struct http_result r;
-	char *u = xasprintf("/%s", fid);
+	char *path = xasprintf("/%s", fid);
 	wfs_err err;
 
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
 	http_result_init(&r);
 	/* A whole-blob read (len 0) sends no Range: the volume server then checks its CRC. */
-	err = http_fetch_get(bc->fetch, url, u, len ? hdr : NULL, bc->timeout_ms,
+	err = http_fetch_get(bc->fetch, url, path, len ? hdr : NULL, bc->timeout_ms,
 			     len ? UINT64_MAX : max_whole, &r);
 	if (err == WFS_ETOOBIG)
 		goto out; /* it answered, with more than the caller takes whole */
@@ -657,7 +657,7 @@ out:
 		log_debug("read of %s from %s: %s (status %d)", fid, url, wfs_strerror(err),
 			  r.status);
 	http_result_free(&r);
-	free(u);
+	free(path);
 	return err;
 }
 

@@ -73,3 +73,15 @@ void bigbuf_put(void *p)
 	}
 	free(p);
 }
+
+void bigbuf_presize(buf *b, uint64_t total)
+{
+	if (total > BIGBUF_PRESIZE_MAX)
+		return;
+	if (!b->data) {
+		b->data = bigbuf_get((size_t)total + 1, &b->cap);
+		b->data[0] = '\0';
+	} else if (total > b->len) {
+		buf_reserve_exact(b, (size_t)total - b->len);
+	}
+}

@@ -69,15 +69,7 @@ static size_t client_header(char *data, size_t size, size_t n, void *arg)
 	if (len <= 2 || !memchr(data, ':', len))
 		return len;
 	if (len > 15 && !strncasecmp(data, "Content-Length:", 15)) {
-		unsigned long long cl = strtoull(data + 15, NULL, 10);
-		/* the body lands in one allocation instead of a chain of doublings, a
-		   large one recycled (bigbuf.h) */
-		if (!res->body.data && cl <= (256ull << 20)) {
-			res->body.data = bigbuf_get((size_t)cl + 1, &res->body.cap);
-			res->body.data[0] = '\0';
-		} else if (cl > res->body.len && cl <= (256ull << 20)) {
-			buf_reserve_exact(&res->body, (size_t)cl - res->body.len);
-		}
+		bigbuf_presize(&res->body, strtoull(data + 15, NULL, 10));
 	}
 	buf_append(&res->headers, data, len);
 	if (len < 2 || data[len - 2] != '\r') {

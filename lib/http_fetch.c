@@ -20,9 +20,8 @@
 #include "http_response_parser.h"
 #include "util.h"
 
-#define HOST_MAX    256
-#define HEAD_READ   (16u << 10)  /* bytes read while the head is not complete */
-#define PRESIZE_MAX (256u << 20) /* a declared body up to this is allocated at once */
+#define HOST_MAX  256
+#define HEAD_READ (16u << 10) /* bytes read while the head is not complete */
 
 struct idle_conn {
 	char host[HOST_MAX];
@@ -225,22 +224,15 @@ static bool on_header(void *arg, const char *name, size_t nlen, const char *valu
 	return true;
 }
 
-/* Once the head is in: room for the whole declared body (recycled when large). */
+/* Once the head is in: room for the whole declared body (bigbuf_presize). */
 static void size_body(struct exchange *x)
 {
 	int64_t cl = hrp_content_length(x->p);
-	buf *b = &x->res->body;
 	if (x->sized || !hrp_status(x->p))
 		return;
 	x->sized = true;
-	if (cl <= 0 || (uint64_t)cl > x->max_body || (uint64_t)cl > PRESIZE_MAX)
-		return; /* unknown or huge (it grows as it comes), or refused by the parser */
-	if (!b->data) {
-		b->data = bigbuf_get((size_t)cl + 1, &b->cap);
-		b->data[0] = '\0';
-	} else {
-		buf_reserve_exact(b, (size_t)cl);
-	}
+	if (cl > 0 && (uint64_t)cl <= x->max_body) /* over it, the parser refuses the answer */
+		bigbuf_presize(&x->res->body, (uint64_t)cl);
 }
 
 /* Body bytes: already in place when they were received into the body's buffer. */

@@ -50,5 +50,20 @@ int main(void)
 	ok(reused > 32 && reused <= 64, "%d of 100 blocks reused (kept at most 64 MiB)", reused);
 	for (int i = 0; i < 100; i++)
 		free(again[i]); /* free() is fine for a stash block too */
+
+	/* last: its blocks go to free(), which moves glibc's mmap threshold */
+	{
+		buf body = BUF_INIT;
+		bigbuf_presize(&body, 2u << 20);
+		ok(body.data && body.cap > 2u << 20 && body.len == 0 && body.data[0] == '\0',
+		   "a declared 2 MiB body: room for all of it and the NUL, empty");
+		buf_append(&body, "abc", 3);
+		bigbuf_presize(&body, 3u << 20);
+		ok(body.cap > 3u << 20 && !memcmp(body.data, "abc", 3),
+		   "more declared later: grown, the bytes kept");
+		buf_free(&body);
+		bigbuf_presize(&body, (uint64_t)BIGBUF_PRESIZE_MAX + 1);
+		ok(!body.data, "an absurd length reserves nothing");
+	}
 	return done_testing();
 }
