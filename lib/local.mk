@@ -15,6 +15,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/http_util.c lib/http_util.h \
 	lib/json.c lib/json.h \
 	lib/log.c lib/log.h \
+	lib/md5.c lib/md5.h lib/md5_rounds.h lib/md5_x8.c lib/md5_x8.h \
 	lib/pool.c lib/pool.h \
 	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
@@ -71,3 +72,9 @@ TESTS += tests/unit/test_http_loop_client
 tests_unit_test_http_loop_client_SOURCES = tests/unit/test_http_loop_client.c \
 	tests/unit/http_peer.h tests/unit/tap.h
 tests_unit_test_http_loop_client_LDADD = $(UNIT_LDADD)
+
+# MD5 and its hashing groups.
+check_PROGRAMS += tests/unit/test_md5
+TESTS += tests/unit/test_md5
+tests_unit_test_md5_SOURCES = tests/unit/test_md5.c tests/unit/tap.h
+tests_unit_test_md5_LDADD = $(UNIT_LDADD)

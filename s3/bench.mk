@@ -4,3 +4,8 @@
 noinst_PROGRAMS += tests/bench/s3_load
 tests_bench_s3_load_SOURCES = tests/bench/s3_load.c
 tests_bench_s3_load_LDADD = s3/libs3.a $(UNIT_LDADD)
+
+# MD5's rate (tests/bench/md5_rate.c): OpenSSL's, and weedfs's with and without its AVX2 lanes.
+noinst_PROGRAMS += tests/bench/md5_rate
+tests_bench_md5_rate_SOURCES = tests/bench/md5_rate.c
+tests_bench_md5_rate_LDADD = $(UNIT_LDADD)

@@ -14,7 +14,6 @@
 #include "config.h"
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "client/filer_meta.h"
 #include "filer/chunk_io.h"
 #include "http_util.h"
+#include "md5.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
 #include "util.h"
@@ -176,13 +176,13 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 
 struct copy_sink {
 	chunk_writer *cw;
-	EVP_MD_CTX *md5;
+	struct md5_ctx md5;
 };
 
 static wfs_err sink(void *arg, const void *data, size_t len)
 {
 	struct copy_sink *k = arg;
-	EVP_DigestUpdate(k->md5, data, len);
+	md5_update(&k->md5, data, len);
 	return chunk_writer_write(k->cw, data, len);
 }
 
@@ -193,7 +193,7 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 {
 	struct chunk_writer_opts wo = {.chunk_size = r->g->chunk_size};
 	struct copy_sink k = {0};
-	unsigned char sum[EVP_MAX_MD_SIZE];
+	unsigned char sum[MD5_SIZE];
 	const uint8_t *data;
 	size_t len;
 	wfs_err err;
@@ -204,8 +204,7 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 		s3_error(r, S3_INTERNAL, "could not start the copy: %s", wfs_strerror(err));
 		return false;
 	}
-	k.md5 = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(k.md5, EVP_md5(), NULL);
+	md5_init(&k.md5);
 	if (s->e->has_content)
 		err = sink(&k, s->e->content + s->start, (size_t)s->len);
 	else
@@ -213,8 +212,7 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 				 s->len, sink, &k);
 	if (!err)
 		err = chunk_writer_finish(k.cw, chunks, n);
-	EVP_DigestFinal_ex(k.md5, sum, NULL);
-	EVP_MD_CTX_free(k.md5);
+	md5_final(&k.md5, sum);
 	if (err) {
 		s3_error(r, err == WFS_EUNAVAIL ? S3_SERVICE_UNAVAILABLE : S3_INTERNAL,
 			 "Copying the source failed: %s", wfs_strerror(err));

@@ -37,6 +37,7 @@
 #include "filer/chunk_io.h"
 #include "http_loop_client.h"
 #include "log.h"
+#include "md5.h"
 #include "s3/aws_chunked.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
@@ -57,8 +58,9 @@ struct s3_put {
 	char msg[256];
 	wfs_err job_err; /* a write job's failure, handed to the loop with the job */
 	/* digests, advanced by the jobs in body order */
-	EVP_MD_CTX *md5, *sha256; /* sha256: only when the payload hash is signed */
-	struct s3_cksum_ctx ck;   /* a checksum named by header (a trailer's is the decoder's) */
+	struct md5_ctx md5;
+	EVP_MD_CTX *sha256;     /* only when the payload hash is signed */
+	struct s3_cksum_ctx ck; /* a checksum named by header (a trailer's is the decoder's) */
 	enum s3_cksum ck_alg;
 	char *ck_claim; /* the x-amz-checksum-* header's value; NULL: none or a trailer */
 	struct s3_cond cond;
@@ -83,7 +85,6 @@ static void put_free(struct s3_put *p)
 	aws_chunked_free(p->dec);
 	buf_free(&p->fill);
 	buf_free(&p->wbuf);
-	EVP_MD_CTX_free(p->md5);
 	EVP_MD_CTX_free(p->sha256);
 	s3_cksum_clear(&p->ck);
 	free(p->ck_claim);
@@ -302,8 +303,7 @@ static bool start_writer(struct s3_put *p, bool may_inline)
 		s3_error(r, S3_INTERNAL, "could not start the upload: %s", wfs_strerror(err));
 		return false;
 	}
-	p->md5 = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(p->md5, EVP_md5(), NULL);
+	md5_init(&p->md5);
 	if (r->payload == SIGV4_PAYLOAD_HASH) {
 		p->sha256 = EVP_MD_CTX_new();
 		EVP_DigestInit_ex(p->sha256, EVP_sha256(), NULL);
@@ -337,7 +337,7 @@ static wfs_err store(struct s3_put *p, const void *data, size_t n)
 {
 	if (!n)
 		return WFS_OK;
-	EVP_DigestUpdate(p->md5, data, n);
+	md5_update(&p->md5, data, n);
 	if (p->sha256)
 		EVP_DigestUpdate(p->sha256, data, n);
 	if (p->ck.alg)
@@ -376,10 +376,10 @@ static void respond(http_req *req, void *arg)
 static bool digests_ok(struct s3_put *p, char md5_hex[33], char cksum[S3_CKSUM_B64_SIZE])
 {
 	struct s3_req *r = p->r;
-	unsigned char md5[EVP_MAX_MD_SIZE], sha[EVP_MAX_MD_SIZE];
+	unsigned char md5[MD5_SIZE], sha[EVP_MAX_MD_SIZE];
 	const char *trailer;
 
-	EVP_DigestFinal_ex(p->md5, md5, NULL);
+	md5_final(&p->md5, md5);
 	hex_encode(md5, 16, md5_hex);
 	if (p->sha256) {
 		EVP_DigestFinal_ex(p->sha256, sha, NULL);
