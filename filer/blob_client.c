@@ -42,9 +42,10 @@
 /* Assignments to servers known down skipped per blob. With half the writable
    volumes on a dead server, 8 skips and 4 failed uploads in a row ended ~1 in
    100 writes of 20 blobs; 32 + 4 in a row is a 2^-36 chance per blob. */
-#define DOWN_SKIPS_MAX 32
-#define FETCH_IDLE_MAX 64   /* kept-alive connections to volume servers */
-#define FETCH_KEEP_MS  2000 /* how long one may stay idle */
+#define DOWN_SKIPS_MAX    32
+#define FETCH_IDLE_MAX    64          /* kept-alive connections to volume servers */
+#define FETCH_KEEP_MS     2000        /* how long one may stay idle */
+#define UPLOAD_ANSWER_MAX (64u << 10) /* an upload's JSON answer */
 
 /* A volume server that did not answer: uploads avoid it and reads try it last for a while,
  * since the master only notices after several missed heartbeats. */
@@ -67,7 +68,7 @@ struct blob_client {
 	long timeout_ms;
 	uint64_t ttl_ns;
 	pool *workers;
-	http_fetcher *fetch; /* blob reads (no libcurl: bodies land in place) */
+	http_fetcher *fetch; /* blob reads and uploads (no libcurl: no copies, see http_fetch.h) */
 	pthread_mutex_t mu;
 	struct loc_entry *buckets[LOC_BUCKETS]; /* protected by mu */
 	struct blob_client_stats stats;         /* protected by mu */
@@ -485,7 +486,7 @@ wfs_err blob_client_upload(blob_client *bc, const char *url, const char *fid, co
 	yajl_val v = NULL;
 	wfs_err err;
 
-	buf_printf(&u, "http://%s/%s", url, fid);
+	buf_printf(&u, "/%s", fid);
 	if (p && p->ttl && *p->ttl) {
 		buf_append_str(&u, "?ttl=");
 		url_encode_query(p->ttl, &u);
@@ -493,8 +494,9 @@ wfs_err blob_client_upload(blob_client *bc, const char *url, const char *fid, co
 	if (p && p->fsync)
 		buf_append_str(&u, strchr(u.data, '?') ? "&fsync=true" : "?fsync=true");
 	http_result_init(&r);
-	/* A non-NULL body even for 0 bytes, so curl sends Content-Length: 0. */
-	err = http_request("PUT", u.data, hdr, data ? data : "", len, bc->timeout_ms, &r);
+	/* A non-NULL body even for 0 bytes, so that Content-Length: 0 is sent. */
+	err = http_fetch_request(bc->fetch, "PUT", url, u.data, hdr, data ? data : "", len,
+				 bc->timeout_ms, UPLOAD_ANSWER_MAX, &r);
 	if (err) {
 		log_warn("upload of %s to %s: %s", fid, url, wfs_strerror(err));
 		if (err != WFS_ETIMEDOUT)

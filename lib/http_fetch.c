@@ -1,4 +1,4 @@
-/* Blocking GETs received in place (see http_fetch.h). */
+/* Blocking requests, answers received in place (see http_fetch.h). */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "bigbuf.h"
@@ -211,7 +212,9 @@ struct exchange {
 	struct http_result *res;
 	hrp_parser *p;
 	uint64_t max_body;
-	bool sized; /* the body's buffer holds the declared length */
+	bool sized;       /* the body's buffer holds the declared length */
+	const void *body; /* the request's body */
+	size_t body_len;
 };
 
 static bool on_header(void *arg, const char *name, size_t nlen, const char *value, size_t vlen)
@@ -250,17 +253,28 @@ static bool on_body(void *arg, const char *data, size_t len)
 	return true;
 }
 
-static wfs_err send_all(int fd, const char *p, size_t len)
+/* Sends the head and the body (len bytes, may be 0) with as few calls as the socket allows. */
+static wfs_err send_all(int fd, const buf *head, const void *body, size_t len)
 {
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+	struct iovec iov[2] = {{head->data, head->len}, {(void *)body, len}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+
+	while (m.msg_iovlen) {
+		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return errno == EAGAIN || errno == EWOULDBLOCK ? WFS_ETIMEDOUT
 								       : WFS_EUNAVAIL;
-		p += n;
-		len -= (size_t)n;
+		while (m.msg_iovlen && (size_t)n >= m.msg_iov->iov_len) {
+			n -= (ssize_t)m.msg_iov->iov_len;
+			m.msg_iov++;
+			m.msg_iovlen--;
+		}
+		if (m.msg_iovlen) {
+			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + n;
+			m.msg_iov->iov_len -= (size_t)n;
+		}
 	}
 	return WFS_OK;
 }
@@ -273,11 +287,13 @@ static wfs_err exchange(int fd, const buf *req, struct exchange *x, uint64_t dea
 			bool *answered, bool *reusable)
 {
 	char head[HEAD_READ];
-	wfs_err err;
+	/* a server may answer early (413) and close while a body is still being sent:
+	   its answer is still read */
+	wfs_err send_err = send_all(fd, req, x->body, x->body_len);
 
 	*answered = *reusable = false;
-	if ((err = send_all(fd, req->data, req->len)))
-		return err;
+	if (send_err == WFS_ETIMEDOUT)
+		return send_err;
 	for (;;) {
 		buf *b = &x->res->body;
 		uint64_t pending = hrp_body_pending(x->p);
@@ -309,7 +325,7 @@ static wfs_err exchange(int fd, const buf *req, struct exchange *x, uint64_t dea
 		}
 		if (r == HRP_DONE) {
 			/* bytes past the answer were never asked for: do not reuse */
-			*reusable = used == (size_t)n && hrp_keep_alive(x->p);
+			*reusable = !send_err && used == (size_t)n && hrp_keep_alive(x->p);
 			return WFS_OK;
 		}
 		if (time_mono_ns() > deadline_ns)
@@ -317,17 +333,19 @@ static wfs_err exchange(int fd, const buf *req, struct exchange *x, uint64_t dea
 	}
 }
 
-wfs_err http_fetch_get(http_fetcher *f, const char *host_port, const char *path,
-		       const char *const *headers, long timeout_ms, uint64_t max_body,
-		       struct http_result *res)
+wfs_err http_fetch_request(http_fetcher *f, const char *method, const char *host_port,
+			   const char *path, const char *const *headers, const void *body,
+			   size_t len, long timeout_ms, uint64_t max_body, struct http_result *res)
 {
 	struct hrp_opts o = {.on_header = on_header, .on_body = on_body};
-	struct exchange x = {res, NULL, max_body, false};
+	struct exchange x = {res, NULL, max_body, false, body, body ? len : 0};
 	uint64_t deadline = time_mono_ns() + (uint64_t)timeout_ms * 1000000u;
 	buf req = BUF_INIT;
 	wfs_err err = WFS_EUNAVAIL;
 
-	buf_printf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, host_port);
+	buf_printf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\n", method, path, host_port);
+	if (body)
+		buf_printf(&req, "Content-Length: %zu\r\n", len);
 	for (size_t i = 0; headers && headers[i]; i++)
 		buf_printf(&req, "%s\r\n", headers[i]);
 	buf_append(&req, "\r\n", 2);
@@ -342,7 +360,7 @@ wfs_err http_fetch_get(http_fetcher *f, const char *host_port, const char *path,
 			set_io_timeout(fd, timeout_ms);
 		http_result_free(res);
 		x.sized = false;
-		hrp_begin(x.p, 0, max_body);
+		hrp_begin(x.p, strcmp(method, "HEAD") ? 0 : HRP_HEAD, max_body);
 		err = exchange(fd, &req, &x, deadline, &answered, &reusable);
 		res->status = err ? 0 : hrp_status(x.p);
 		if (!err && reusable)
@@ -358,4 +376,12 @@ wfs_err http_fetch_get(http_fetcher *f, const char *host_port, const char *path,
 	hrp_free(x.p);
 	buf_free(&req);
 	return err;
+}
+
+wfs_err http_fetch_get(http_fetcher *f, const char *host_port, const char *path,
+		       const char *const *headers, long timeout_ms, uint64_t max_body,
+		       struct http_result *res)
+{
+	return http_fetch_request(f, "GET", host_port, path, headers, NULL, 0, timeout_ms, max_body,
+				  res);
 }

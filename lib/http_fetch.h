@@ -1,10 +1,13 @@
 /*
- * http_fetch: blocking HTTP/1.1 GETs whose body is received straight into the
- * result's buffer. libcurl hands a body over from its own receive buffer, a
- * second copy of every byte after the kernel's (12% of the gateway's CPU on
- * 64 MiB GETs); here recv() writes each byte where it stays. For the hot path
- * of reading blobs from volume servers (blob_client.h); every other request
- * uses http_client.h.
+ * http_fetch: blocking HTTP/1.1 requests for the hot path of blobs, reads and
+ * writes between the gateway, filer or mount and the volume servers
+ * (blob_client.h); every other request uses http_client.h (libcurl).
+ * - An answer's body is received straight into the result's buffer: libcurl
+ *   hands a body over from its own receive buffer, a second copy of every
+ *   byte after the kernel's (12% of the gateway's CPU on 64 MiB GETs).
+ * - A request's body goes out with the head in one sendmsg() from the
+ *   caller's buffer: libcurl copies an upload through its 64 KiB buffer and
+ *   asks for 100 Continue first, a round trip per chunk.
  *
  * DESIGN: connections are kept alive in a small pool shared by the threads
  * of one fetcher, keyed by "host:port"; a request takes one and gives it back
@@ -14,8 +17,10 @@
  * the body buffer and hrp is fed those bytes in place (its body callback
  * finds them already where they belong). A request that fails on a kept-alive
  * connection before any byte of the answer arrived is sent once more on a new
- * connection (the server may have closed it while idle): GETs are safe to
- * repeat. timeout_ms bounds the connect and each wait for the peer, and the
+ * connection (the server may have closed it while idle), so only idempotent
+ * methods belong here (GET, HEAD, PUT, DELETE). An answer that arrives while
+ * the body is still being sent (a server refusing it early) is read and
+ * returned. timeout_ms bounds the connect and each wait for the peer, and the
  * exchange gives up once that much time has passed in all.
  *
  * Threads: any; a fetcher is shared (its pool has a lock), a request is not.
@@ -52,5 +57,12 @@ void http_fetcher_free(http_fetcher *f);
 wfs_err http_fetch_get(http_fetcher *f, const char *host_port, const char *path,
 		       const char *const *headers, long timeout_ms, uint64_t max_body,
 		       struct http_result *res);
+/*
+ * The same for any idempotent method, with a body of len bytes when body is
+ * not NULL (sent with its Content-Length; borrowed for the call).
+ */
+wfs_err http_fetch_request(http_fetcher *f, const char *method, const char *host_port,
+			   const char *path, const char *const *headers, const void *body,
+			   size_t len, long timeout_ms, uint64_t max_body, struct http_result *res);
 
 #endif

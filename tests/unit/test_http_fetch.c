@@ -1,6 +1,7 @@
 /*
- * The in-place GET client (lib/http_fetch.c) against a scripted peer on
- * 127.0.0.1: bodies small and large (received in place), ranges, chunked
+ * The in-place client (lib/http_fetch.c) against a scripted peer on
+ * 127.0.0.1: PUT bodies sent whole (small, 8 MiB, empty, again on a new
+ * connection, refused early), bodies small and large (received in place), ranges, chunked
  * bodies, interim 100 answers, keep-alive and its limits, a kept connection
  * the peer dropped (sent again), refusal, silence (timeout), garbage, a
  * cut-off or oversized body, bad addresses, and threads sharing one fetcher.
@@ -26,6 +27,7 @@ enum mode {
 	CHUNKED,              /* the same body, chunked */
 	CONTINUE,             /* an interim 100 first */
 	CLOSE,                /* answers with Connection: close, then closes */
+	REFUSE,               /* a PUT: 413 before reading its body, then drains it and closes */
 };
 
 static _Atomic int mode;
@@ -42,18 +44,64 @@ static bool pattern_matches(const char *p, uint64_t off, size_t len)
 	return true;
 }
 
-/* Reads one request head into out (NUL-terminated); false at EOF. */
-static bool read_request(int fd, char *out, size_t cap)
+/*
+ * Reads one request head into out (NUL-terminated); 0 at EOF, else the bytes
+ * read, which may go on past the head into a body.
+ */
+static size_t read_request(int fd, char *out, size_t cap)
 {
 	size_t n = 0;
 	while (!memmem(out, n, "\r\n\r\n", 4)) {
 		ssize_t k = n + 1 < cap ? read(fd, out + n, cap - 1 - n) : -1;
 		if (k <= 0)
-			return false;
+			return 0;
 		n += (size_t)k;
 	}
 	out[n] = '\0';
-	return true;
+	return n;
+}
+
+/*
+ * A PUT whose head (and maybe the body's first bytes) is req[0, n): reads
+ * the rest of its body and answers 201 with "<length> ok" when the body is
+ * the pattern ("<length> bad" when not). REFUSE answers 413 first.
+ */
+static bool serve_put(int fd, const char *req, size_t n, int m)
+{
+	unsigned long long cl = 0;
+	const char *clh = strstr(req, "\r\nContent-Length: ");
+	size_t head = (size_t)((const char *)memmem(req, n, "\r\n\r\n", 4) - req) + 4, have;
+	char *body, answer[256], text[64];
+	int h, t;
+	bool good;
+
+	if (!clh || sscanf(clh, "\r\nContent-Length: %llu", &cl) != 1 || cl > (64u << 20))
+		return false;
+	if (m == REFUSE) {
+		static const char no[] = "HTTP/1.1 413 Payload Too Large\r\nConnection: "
+					 "close\r\nContent-Length: 0\r\n\r\n";
+		char sink[65536];
+		peer_write_all(fd, no, strlen(no));
+		while (read(fd, sink, sizeof(sink)) > 0)
+			;
+		return false;
+	}
+	body = xmalloc(cl + 1);
+	have = MIN(n - head, (size_t)cl);
+	memcpy(body, req + head, have);
+	while (have < cl) {
+		ssize_t k = read(fd, body + have, cl - have);
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+	}
+	good = have == cl && pattern_matches(body, 0, cl);
+	free(body);
+	t = snprintf(text, sizeof(text), "%llu %s", cl, good ? "ok" : "bad");
+	h = snprintf(answer, sizeof(answer), "HTTP/1.1 201 Created\r\nContent-Length: %d\r\n\r\n%s",
+		     t, text);
+	peer_write_all(fd, answer, (size_t)h);
+	return have == cl;
 }
 
 /* The pattern's bytes [off, off+len) as the body of an answer on fd. */
@@ -81,7 +129,8 @@ static void send_pattern(int fd, uint64_t off, size_t len, bool chunked)
 static void serve(int fd)
 {
 	char req[8192], head[512];
-	for (int nth = 1; read_request(fd, req, sizeof(req)); nth++) {
+	size_t got;
+	for (int nth = 1; (got = read_request(fd, req, sizeof(req))); nth++) {
 		int m = mode;
 		unsigned long long size = 0, a = 0, b = 0;
 		const char *range = strstr(req, "\r\nRange: bytes=");
@@ -92,6 +141,11 @@ static void serve(int fd)
 			continue;
 		if (step == PEER_HANG_UP)
 			return;
+		if (!strncmp(req, "PUT ", 4)) {
+			if (!serve_put(fd, req, got, m))
+				return;
+			continue;
+		}
 		sscanf(req, "GET /size/%llu", &size);
 		if (ranged && (b >= size || a > b))
 			ranged = false;
@@ -252,6 +306,54 @@ static void test_failures(http_fetcher *f)
 	http_result_free(&r);
 }
 
+/* A PUT of len pattern bytes to /put: the peer's answer, "" when none arrived. */
+static wfs_err put(http_fetcher *f, size_t len, long ms, struct http_result *r)
+{
+	char *b = xmalloc(len ? len : 1);
+	wfs_err err;
+	for (size_t i = 0; i < len; i++)
+		b[i] = (char)pattern_at(i);
+	err = http_fetch_request(f, "PUT", host, "/put", NULL, b, len, ms, 1 << 10, r);
+	free(b);
+	return err;
+}
+
+static void test_put(http_fetcher *f)
+{
+	struct http_result r;
+	int a0;
+	http_result_init(&r);
+
+	mode = ANSWER;
+	a0 = accepts;
+	is_int(put(f, 8 << 20, 5000, &r), WFS_OK, "8 MiB PUT");
+	ok(r.status == 201 && !strcmp(r.body.data, "8388608 ok"), "the peer got every byte (%s)",
+	   r.body.data ? r.body.data : "");
+	is_int(put(f, 0, 5000, &r), WFS_OK, "empty PUT");
+	ok(r.status == 201 && !strcmp(r.body.data, "0 ok"), "Content-Length: 0 sent");
+	is_int(put(f, 100, 5000, &r), WFS_OK, "small PUT");
+	ok(r.status == 201 && !strcmp(r.body.data, "100 ok"), "its 100 bytes");
+	ok(accepts - a0 <= 1, "all on one kept connection");
+
+	mode = PEER_DROP_KEPT;
+	is_int(put(f, 1 << 20, 5000, &r), WFS_OK,
+	       "the peer dropped the kept connection: PUT sent again");
+	ok(r.status == 201 && !strcmp(r.body.data, "1048576 ok"), "the whole body, once more");
+
+	mode = REFUSE;
+	is_int(put(f, 4 << 20, 5000, &r), WFS_OK, "a PUT refused before its body was read");
+	is_int(r.status, 413, "the early answer is returned");
+	mode = ANSWER;
+	a0 = accepts;
+	is_int(put(f, 10, 5000, &r), WFS_OK, "next PUT");
+	is_int(accepts - a0, 1, "on a new connection (the refusing one was not kept)");
+
+	mode = PEER_SILENT;
+	is_int(put(f, 10, 300, &r), WFS_ETIMEDOUT, "a PUT nobody answers: timeout");
+	mode = ANSWER;
+	http_result_free(&r);
+}
+
 static void test_idle_expiry(void)
 {
 	http_fetcher *f = http_fetcher_new(8, 200);
@@ -331,6 +433,7 @@ int main(void)
 	f = http_fetcher_new(8, 5000);
 	test_answers(f);
 	test_failures(f);
+	test_put(f);
 	http_fetcher_free(f);
 	test_threads();
 	test_idle_expiry();
