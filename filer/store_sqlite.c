@@ -13,6 +13,21 @@
  * (dirhash, name), and the directory column keeps colliding hashes apart.
  * TEXT compares with the BINARY collation, i.e. bytewise.
  *
+ * Checkpoints: a checkpoint copies the WAL's pages into the database file and
+ * fsyncs both. SQLite's default runs one in the committing thread every 1000
+ * WAL pages, and every writer waited for its fsyncs (7-11 ms each on a virtio
+ * disk, every ~120 ms at 3,000 creates/s: a quarter of the write rate and a
+ * p99 of 23 ms). Here commits only note the WAL's size (a WAL hook, which
+ * turns the automatic checkpoint off) and a thread of the store's own, with
+ * its own connection, runs PASSIVE checkpoints (they wait for no reader or
+ * writer: the same kind SQLite's automatic one is) once the WAL holds
+ * CHECKPOINT_PAGES, and within CHECKPOINT_IDLE_MS of any commit otherwise,
+ * which also bounds how long a commit stays only in the unsynced WAL. While
+ * writes go on, such checkpoints never quite catch up, and SQLite starts the
+ * WAL over only once all of it is in the database; so when the WAL reaches
+ * WAL_CATCH_UP_PAGES the checkpointer holds the write mutex for one (writers
+ * wait for one checkpoint in four instead of every one).
+ *
  * Event log and garbage queue (store.h): filer_clock (one row, the last
  * event ts), filer_events keyed by ts, filer_gc(fid, due, attempts) indexed
  * by due. Writers are serialised anyway, so the clock bump is free of races.
@@ -20,8 +35,10 @@
 #include "config.h"
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "filer/store_impl.h"
 #include "log.h"
 #include "util.h"
@@ -113,12 +130,23 @@ struct sq_conn {
 	struct sq_conn *next; /* in the idle list */
 };
 
+#define CHECKPOINT_PAGES   1000 /* SQLite's default automatic checkpoint size */
+#define CHECKPOINT_IDLE_MS 1000
+#define WAL_CATCH_UP_PAGES (4 * CHECKPOINT_PAGES)
+
 struct sq_store {
 	struct filer_store base;
 	char *path;
 	pthread_mutex_t mu;       /* protects idle */
 	struct sq_conn *idle;     /* protected by mu */
 	pthread_mutex_t write_mu; /* held for each write statement or write transaction */
+	/* the checkpointer */
+	pthread_t ckpt_thread;
+	bool ckpt_started;
+	pthread_mutex_t ckpt_mu;
+	pthread_cond_t ckpt_wake;
+	bool ckpt_stop;       /* protected by ckpt_mu */
+	atomic_int wal_pages; /* the WAL's size after the last commit; 0: checkpointed */
 };
 
 struct sq_tx {
@@ -163,6 +191,20 @@ static void conn_free(struct sq_conn *c)
 	free(c);
 }
 
+/* After each commit (SQLite's WAL hook): wakes the checkpointer when the WAL is large. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct sq_store *s = arg;
+	(void)db, (void)name;
+	atomic_store(&s->wal_pages, pages);
+	if (pages >= CHECKPOINT_PAGES) {
+		pthread_mutex_lock(&s->ckpt_mu);
+		pthread_cond_signal(&s->ckpt_wake);
+		pthread_mutex_unlock(&s->ckpt_mu);
+	}
+	return SQLITE_OK;
+}
+
 static wfs_err conn_open(struct sq_store *s, struct sq_conn **out)
 {
 	struct sq_conn *c = xcalloc(1, sizeof(*c));
@@ -184,6 +226,7 @@ static wfs_err conn_open(struct sq_store *s, struct sq_conn **out)
 		conn_free(c);
 		return err;
 	}
+	sqlite3_wal_hook(c->db, wal_hook, s);
 	*out = c;
 	return WFS_OK;
 }
@@ -574,9 +617,64 @@ static void sq_rollback(struct filer_tx *ftx)
 	tx_end(tx);
 }
 
+/* The checkpointer: PASSIVE checkpoints on its own connection (see DESIGN). */
+static void *ckpt_main(void *arg)
+{
+	struct sq_store *s = arg;
+	struct sq_conn *c = NULL;
+
+	pthread_mutex_lock(&s->ckpt_mu);
+	while (!s->ckpt_stop) {
+		struct timespec until;
+		int pages = atomic_load(&s->wal_pages);
+		if (pages < CHECKPOINT_PAGES) {
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += CHECKPOINT_IDLE_MS / 1000;
+			until.tv_nsec += (long)(CHECKPOINT_IDLE_MS % 1000) * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&s->ckpt_wake, &s->ckpt_mu, &until);
+			if (s->ckpt_stop || !atomic_load(&s->wal_pages))
+				continue;
+		}
+		pthread_mutex_unlock(&s->ckpt_mu);
+		pages = atomic_exchange(&s->wal_pages, 0); /* a commit meanwhile sets it again */
+		if (c || conn_open(s, &c) == WFS_OK) {
+			/* with writers going on, a checkpoint never quite catches up, and the
+			   WAL starts over only once all of it is in the database: now and
+			   then, hold them off for one */
+			bool catch_up = pages >= WAL_CATCH_UP_PAGES;
+			int rc;
+			if (catch_up)
+				pthread_mutex_lock(&s->write_mu);
+			rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+						       NULL);
+			if (catch_up)
+				pthread_mutex_unlock(&s->write_mu);
+			if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+				log_warn("sqlite checkpoint of \"%s\": %s", s->path,
+					 sqlite3_errmsg(c->db));
+		}
+		pthread_mutex_lock(&s->ckpt_mu);
+	}
+	pthread_mutex_unlock(&s->ckpt_mu);
+	if (c)
+		conn_free(c);
+	return NULL;
+}
+
 static void sq_close(struct filer_store *fs)
 {
 	struct sq_store *s = (struct sq_store *)fs;
+	if (s->ckpt_started) {
+		pthread_mutex_lock(&s->ckpt_mu);
+		s->ckpt_stop = true;
+		pthread_cond_signal(&s->ckpt_wake);
+		pthread_mutex_unlock(&s->ckpt_mu);
+		pthread_join(s->ckpt_thread, NULL);
+	}
 	while (s->idle) {
 		struct sq_conn *c = s->idle;
 		s->idle = c->next;
@@ -584,6 +682,8 @@ static void sq_close(struct filer_store *fs)
 	}
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->write_mu);
+	pthread_mutex_destroy(&s->ckpt_mu);
+	pthread_cond_destroy(&s->ckpt_wake);
 	free(s->path);
 	free(s);
 }
@@ -604,6 +704,7 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 {
 	struct sq_store *s;
 	struct sq_conn *c;
+	pthread_condattr_t ca;
 	char *errmsg = NULL;
 	wfs_err err;
 	int rc;
@@ -615,6 +716,11 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 	s->path = xstrdup(path);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->write_mu, NULL);
+	pthread_mutex_init(&s->ckpt_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->ckpt_wake, &ca);
+	pthread_condattr_destroy(&ca);
 	err = conn_open(s, &c);
 	if (err)
 		goto fail;
@@ -634,6 +740,9 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 		goto fail;
 	}
 	conn_put(s, c);
+	if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s))
+		fatal("could not start the sqlite checkpointer");
+	s->ckpt_started = true;
 	*out = &s->base;
 	return WFS_OK;
 fail:

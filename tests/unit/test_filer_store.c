@@ -1248,6 +1248,78 @@ static void test_pg_outage(void)
 	free(d);
 }
 
+static long long file_size(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) ? -1 : (long long)sb.st_size;
+}
+
+/* Inserts /ckpt/f<from>..f<to-1>, one commit each. */
+static wfs_err insert_many(struct filer_store *s, int from, int to)
+{
+	wfs_err err = WFS_OK;
+	for (int i = from; i < to && !err; i++) {
+		char name[32];
+		struct filer_entry *e;
+		snprintf(name, sizeof(name), "f%05d", i);
+		e = mk("/ckpt", name, (uint64_t)i);
+		err = filer_store_insert(s, NULL, e);
+		filer_entry_free(e);
+	}
+	return err;
+}
+
+/* Waits up to 5 s for path to grow past size; its last size. */
+static long long wait_growth(const char *path, long long size)
+{
+	long long now = file_size(path);
+	for (int waited = 0; waited < 100 && now <= size; waited++) {
+		usleep(50 * 1000);
+		now = file_size(path);
+	}
+	return now;
+}
+
+/*
+ * SQLite's checkpoints run on the store's own thread (store_sqlite.c), none in
+ * the committing one: a few commits reach the database file within about a
+ * second, and 10,000 one-row commits leave a bounded WAL (with no checkpoint
+ * it would hold some 22,000 pages, 90 MB).
+ */
+static void test_sqlite_checkpoints(void)
+{
+	char dir[] = "/tmp/test_filer_ckpt.XXXXXX";
+	char *dsn, *db, *wal, *shm;
+	struct filer_store *s;
+	long long db0, db1;
+
+	if (strcmp(filer_store_name(st), "sqlite") || !mkdtemp(dir)) {
+		ok(1, "# SKIP checkpoints (not sqlite)");
+		return;
+	}
+	dsn = xasprintf("sqlite://%s/c.db", dir);
+	db = xasprintf("%s/c.db", dir);
+	wal = xasprintf("%s/c.db-wal", dir);
+	shm = xasprintf("%s/c.db-shm", dir);
+	is_int(filer_store_open(dsn, &s), WFS_OK, "open a fresh sqlite store");
+	db0 = file_size(db);
+	is_int(insert_many(s, 0, 10), WFS_OK, "10 commits");
+	db1 = wait_growth(db, db0);
+	ok(db1 > db0, "they reached the database file while idle (%lld -> %lld bytes)", db0, db1);
+	is_int(insert_many(s, 10, 10000), WFS_OK, "9,990 more");
+	ok(wait_growth(db, db1 + (1 << 20)) > db1 + (1 << 20), "they reached the database file");
+	ok(file_size(wal) < (64 << 20), "the WAL stayed bounded (%lld bytes)", file_size(wal));
+	filer_store_close(s);
+	unlink(db);
+	unlink(wal);
+	unlink(shm);
+	rmdir(dir);
+	free(db);
+	free(wal);
+	free(shm);
+	free(dsn);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dsn = argc > 1 ? argv[1] : getenv("WEEDFS_TEST_STORE_DSN");
@@ -1295,6 +1367,7 @@ int main(int argc, char **argv)
 		test_gc_race();
 	}
 	test_pg_outage();
+	test_sqlite_checkpoints();
 	filer_store_close(st2);
 	filer_store_close(st);
 	if (own) {
