@@ -196,15 +196,7 @@ static bool collect(void *ctx, struct filer_event *ev)
 
 static struct timespec deadline_ms(int ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
+	return time_deadline(CLOCK_REALTIME, (uint64_t)ms * 1000000u);
 }
 
 static void *sub_main(void *arg)

@@ -125,14 +125,8 @@ static void *worker_main(void *arg)
 			continue; /* more may be due right now */
 		pthread_mutex_lock(&q->mu);
 		if (!q->kicked && !q->stop) {
-			struct timespec dl;
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_sec += q->opts.idle_ms / 1000;
-			dl.tv_nsec += (long)(q->opts.idle_ms % 1000) * 1000000;
-			if (dl.tv_nsec >= 1000000000) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000;
-			}
+			struct timespec dl = time_deadline(CLOCK_MONOTONIC,
+							   (uint64_t)q->opts.idle_ms * 1000000u);
 			while (!q->kicked && !q->stop &&
 			       pthread_cond_timedwait(&q->cv, &q->mu, &dl) != ETIMEDOUT)
 				;

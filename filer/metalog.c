@@ -54,15 +54,7 @@ void metalog_opts_default(struct metalog_opts *o)
 /* An absolute CLOCK_MONOTONIC time ms from now. */
 static struct timespec deadline_in(int64_t ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return ts;
+	return time_deadline(CLOCK_MONOTONIC, (uint64_t)ms * 1000000u);
 }
 
 /* Wakes the waiters that do not skip sig (all of them for sig 0). */

@@ -625,16 +625,10 @@ static void *ckpt_main(void *arg)
 
 	pthread_mutex_lock(&s->ckpt_mu);
 	while (!s->ckpt_stop) {
-		struct timespec until;
 		int pages = atomic_load(&s->wal_pages);
 		if (pages < CHECKPOINT_PAGES) {
-			clock_gettime(CLOCK_MONOTONIC, &until);
-			until.tv_sec += CHECKPOINT_IDLE_MS / 1000;
-			until.tv_nsec += (long)(CHECKPOINT_IDLE_MS % 1000) * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			struct timespec until =
+				time_deadline(CLOCK_MONOTONIC, CHECKPOINT_IDLE_MS * 1000000ull);
 			pthread_cond_timedwait(&s->ckpt_wake, &s->ckpt_mu, &until);
 			if (s->ckpt_stop || !atomic_load(&s->wal_pages))
 				continue;

@@ -55,13 +55,7 @@ static void *reaper_main(void *arg)
 				f->idle[i] = f->idle[--f->n];
 			}
 		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += (time_t)(f->keep_ns / 2000000000u);
-		until.tv_nsec += (long)(f->keep_ns / 2 % 1000000000u);
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = time_deadline(CLOCK_MONOTONIC, f->keep_ns / 2);
 		pthread_cond_timedwait(&f->wake, &f->mu, &until);
 	}
 	pthread_mutex_unlock(&f->mu);

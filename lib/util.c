@@ -73,6 +73,19 @@ static uint64_t clock_ns(clockid_t id)
 uint64_t time_now_ns(void) { return clock_ns(CLOCK_REALTIME); }
 uint64_t time_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
+struct timespec time_deadline(int clock, uint64_t ns)
+{
+	struct timespec ts;
+	clock_gettime((clockid_t)clock, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 void hex_encode(const void *p, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -24,6 +24,9 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Wall clock in nanoseconds since the epoch, and a monotonic clock in ns. */
 uint64_t time_now_ns(void);
 uint64_t time_mono_ns(void);
+/* The time on clock (CLOCK_REALTIME, CLOCK_MONOTONIC) ns from now, as
+ * pthread_cond_timedwait wants it (for a condition variable on that clock). */
+struct timespec time_deadline(int clock, uint64_t ns);
 
 static inline void put_be16(uint8_t *p, uint16_t v)
 {

@@ -1242,12 +1242,7 @@ static int budget_reserve(file_data *fd, uint64_t want)
 
 		pthread_mutex_lock(&md->bmu);
 		md->st.budget_waits++;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = time_deadline(CLOCK_REALTIME, 100 * 1000000u);
 		if (md->dirty > 0 && md->dirty + want > md->dirty_max)
 			pthread_cond_timedwait(&md->bcond, &md->bmu, &ts);
 	}

@@ -126,13 +126,7 @@ void *touch_main(void *arg)
 			break; /* stopping, nothing left */
 		if (!m->touch_stop) {
 			/* let the burst of changes gather */
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += TOUCH_DELAY_NS;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
+			struct timespec until = time_deadline(CLOCK_REALTIME, TOUCH_DELAY_NS);
 			while (!m->touch_stop &&
 			       pthread_cond_timedwait(&m->touch_cv, &m->touch_mu, &until) == 0)
 				;

@@ -56,13 +56,7 @@ static uint64_t session_id(const struct mount_ctx *m) { return m->mount_id ? m->
 
 static void mono_deadline(struct timespec *ts, long ms)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
+	*ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)ms * 1000000u);
 }
 
 /* Renews the session; warns when the filer had forgotten it (its locks are gone). */

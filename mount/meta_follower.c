@@ -285,13 +285,7 @@ static void *follower_main(void *arg)
 		if (f->got_line)
 			backoff_ms = 100;
 		pthread_mutex_lock(&f->mu);
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += backoff_ms / 1000;
-		dl.tv_nsec += (backoff_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		dl = time_deadline(CLOCK_REALTIME, (uint64_t)backoff_ms * 1000000u);
 		while (!atomic_load(&f->stop))
 			if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) == ETIMEDOUT)
 				break;

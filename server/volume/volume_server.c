@@ -417,13 +417,7 @@ static void *heartbeat_main(void *arg)
 			wait_ms = backoff_ms;
 			backoff_ms = MIN(backoff_ms * 2, (uint64_t)vs->pulse_seconds * 1000);
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)(wait_ms / 1000);
-		ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = time_deadline(CLOCK_REALTIME, wait_ms * 1000000u);
 		pthread_mutex_lock(&vs->hb_lock);
 		while (!vs->hb_stop && !vs->hb_kick)
 			if (pthread_cond_timedwait(&vs->hb_cond, &vs->hb_lock, &ts) == ETIMEDOUT)
