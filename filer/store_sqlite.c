@@ -26,7 +26,12 @@
  * writes go on, such checkpoints never quite catch up, and SQLite starts the
  * WAL over only once all of it is in the database; so when the WAL reaches
  * WAL_CATCH_UP_PAGES the checkpointer holds the write mutex for one (writers
- * wait for one checkpoint in four instead of every one).
+ * wait for one checkpoint in four instead of every one). Between 1000 pages
+ * and that one, the checkpointer runs one PASSIVE checkpoint after another
+ * (the hook reports the WAL's size, which only falls when it starts over):
+ * that keeps what the held-off one has left to copy small. Checkpointing
+ * only every 1000 new pages was tried: the held-off checkpoint then had more
+ * to copy and the 4 KiB PUT's p99 doubled (38 against 17-19 ms).
  *
  * Event log and garbage queue (store.h): filer_clock (one row, the last
  * event ts), filer_events keyed by ts, filer_gc(fid, due, attempts) indexed

@@ -6,12 +6,7 @@
 #include <string.h>
 #include "md5.h"
 #include "tap.h"
-
-static void hex(const uint8_t d[MD5_SIZE], char out[33])
-{
-	for (int i = 0; i < MD5_SIZE; i++)
-		sprintf(out + 2 * i, "%02x", d[i]);
-}
+#include "util.h"
 
 static bool matches_openssl(const uint8_t *data, size_t len, const uint8_t got[MD5_SIZE])
 {
@@ -107,7 +102,7 @@ int main(void)
 
 	for (size_t i = 0; i < sizeof(rfc) / sizeof(rfc[0]); i++) {
 		md5_digest(rfc[i].in, strlen(rfc[i].in), d);
-		hex(d, h);
+		hex_encode(d, MD5_SIZE, h);
 		is_str(h, rfc[i].md5, "RFC 1321 test suite");
 	}
 
