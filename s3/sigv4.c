@@ -90,8 +90,26 @@ static void hmac_str(const uint8_t key[32], const char *s, uint8_t out[32])
 	hmac(key, 32, s, strlen(s), out);
 }
 
-void sigv4_signing_key(const char *secret, const char *date8, const char *region,
-		       const char *service, uint8_t out[32])
+/*
+ * A signing key changes once a day per identity, region and service, and its
+ * four HMACs cost as much as the rest of a request's check: each thread keeps
+ * the last few it derived. Matched on the secret's bytes, never its address
+ * (a reloaded configuration may put another secret there).
+ */
+#define KEY_CACHE_SLOTS 4
+#define KEY_CACHE_FIELD 128
+
+struct key_slot {
+	char secret[KEY_CACHE_FIELD]; /* "" for a free slot */
+	char scope[KEY_CACHE_FIELD];  /* date8/region/service */
+	uint8_t key[32];
+};
+
+static __thread struct key_slot key_cache[KEY_CACHE_SLOTS];
+static __thread unsigned key_cache_next;
+
+static void derive_signing_key(const char *secret, const char *date8, const char *region,
+			       const char *service, uint8_t out[32])
 {
 	char *k0 = xasprintf("AWS4%s", secret);
 	uint8_t k1[32], k2[32];
@@ -103,6 +121,32 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 	hmac_str(k1, TERMINAL, out);
 	OPENSSL_cleanse(k1, sizeof(k1));
 	OPENSSL_cleanse(k2, sizeof(k2));
+}
+
+void sigv4_signing_key(const char *secret, const char *date8, const char *region,
+		       const char *service, uint8_t out[32])
+{
+	char scope[KEY_CACHE_FIELD];
+	struct key_slot *slot;
+	int n = snprintf(scope, sizeof(scope), "%s/%s/%s", date8, region, service);
+
+	if (!*secret || strlen(secret) >= KEY_CACHE_FIELD || n < 0 || (size_t)n >= sizeof(scope)) {
+		derive_signing_key(secret, date8, region, service, out);
+		return;
+	}
+	for (size_t i = 0; i < KEY_CACHE_SLOTS; i++) {
+		slot = &key_cache[i];
+		if (!strcmp(slot->secret, secret) && !strcmp(slot->scope, scope)) {
+			memcpy(out, slot->key, 32);
+			return;
+		}
+	}
+	derive_signing_key(secret, date8, region, service, out);
+	slot = &key_cache[key_cache_next++ % KEY_CACHE_SLOTS];
+	OPENSSL_cleanse(slot, sizeof(*slot));
+	memcpy(slot->secret, secret, strlen(secret) + 1);
+	memcpy(slot->scope, scope, (size_t)n + 1);
+	memcpy(slot->key, out, 32);
 }
 
 void sigv4_hmac_hex(const uint8_t key[32], const char *msg, size_t len, char out[65])

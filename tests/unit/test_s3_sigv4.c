@@ -354,6 +354,49 @@ static void test_aws_chunked(bool trailer)
 	free(data);
 }
 
+/*
+ * Keys come from each thread's cache of the last few: a hit gives the key of
+ * exactly that secret and scope, whatever else went through since.
+ */
+static void test_signing_key_cache(const uint8_t published[32])
+{
+	static const char *const secrets[] = {"wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+					      "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEZ", "s",
+					      "secret-of-another-identity"};
+	static const char *const dates[] = {"20150830", "20150831"};
+	uint8_t first[2][4][2][32], again[32];
+	char long_secret[300];
+	bool same = true, distinct = true;
+
+	for (int round = 0; round < 2; round++) /* the second round finds what the first left */
+		for (int s = 0; s < 4; s++)
+			for (int d = 0; d < 2; d++)
+				sigv4_signing_key(secrets[s], dates[d], "us-east-1", "iam",
+						  first[round][s][d]);
+	for (int s = 0; s < 4; s++)
+		for (int d = 0; d < 2; d++) {
+			same &= !memcmp(first[0][s][d], first[1][s][d], 32);
+			for (int t = 0; t < 4; t++)
+				for (int e = 0; e < 2; e++)
+					if ((s != t || d != e) &&
+					    !memcmp(first[0][s][d], first[0][t][e], 32))
+						distinct = false;
+		}
+	ok(same, "key cache: the same key for the same secret and scope, evicted or not");
+	ok(distinct, "key cache: another secret or date never gets a cached key");
+	ok(!memcmp(first[1][0][0], published, 32), "key cache: the published key again");
+	sigv4_signing_key(secrets[0], "20150830", "us-east-2", "iam", again);
+	ok(memcmp(again, published, 32) != 0, "key cache: another region, another key");
+	sigv4_signing_key(secrets[0], "20150830", "us-east-1", "s3", again);
+	ok(memcmp(again, published, 32) != 0, "key cache: another service, another key");
+	memset(long_secret, 'k', sizeof(long_secret) - 1);
+	long_secret[sizeof(long_secret) - 1] = '\0';
+	sigv4_signing_key(long_secret, "20150830", "us-east-1", "iam", again);
+	sigv4_signing_key(long_secret, "20150830", "us-east-1", "iam", first[0][0][0]);
+	ok(!memcmp(again, first[0][0][0], 32) && memcmp(again, published, 32),
+	   "key cache: a secret too long to keep is derived every time");
+}
+
 static void test_signing_key(void)
 {
 	uint8_t k[32];
@@ -369,6 +412,7 @@ static void test_signing_key(void)
 	hex[64] = '\0';
 	is_str(hex, "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9",
 	       "signing key as published");
+	test_signing_key_cache(k);
 	sigv4_sha256_hex("", 0, hex);
 	is_str(hex, EMPTY, "SHA-256 of nothing");
 	sigv4_hmac_hex(k, "", 0, hex);
