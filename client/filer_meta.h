@@ -23,8 +23,14 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v);
 
 /* lookup's request body for path, appended to b (for callers that send it themselves). */
 void filer_meta_lookup_body(buf *b, const char *path);
-/* A successful entry answer's body decoded: 0 with *out (caller frees), or EIO. */
-int filer_meta_entry_answer(const char *body, size_t len, struct filer_entry **out);
+/*
+ * A successful entry answer's body decoded, in either form (JSON, or the
+ * stored encoding a lookup sent with Accept: FILER_ENTRY_MEDIA_TYPE gets, the
+ * entry then named path): 0 with *out (caller frees) and the filer etag
+ * (16 hex digits + NUL), each unless NULL; EIO for a malformed answer.
+ */
+int filer_meta_entry_answer(const char *body, size_t len, const char *path,
+			    struct filer_entry **out, char etag[17]);
 
 /* lookup: *out (caller frees) is the entry at path. */
 int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);

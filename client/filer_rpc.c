@@ -146,7 +146,15 @@ static void sleep_ms(long ms)
 
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
 {
-	const char *const hdr[] = {"Content-Type: application/json", r->sig_header, NULL};
+	return filer_rpc_call_as(r, op, json, len, "application/json", resp);
+}
+
+int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
+		      const char *accept, buf *resp)
+{
+	char *accept_header = xasprintf("Accept: %s", accept);
+	const char *const hdr[] = {"Content-Type: application/json", accept_header, r->sig_header,
+				   NULL};
 	struct http_result res;
 	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
 	uint64_t deadline = time_mono_ns() + r->retry_ns;
@@ -191,5 +199,6 @@ int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, b
 	}
 	http_result_free(&res);
 	free(url);
+	free(accept_header);
 	return e;
 }

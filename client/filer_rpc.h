@@ -1,8 +1,8 @@
 /*
  * The client of the filer's JSON entry API (docs/api-filer-json.md) that
  * weedfs-mount and the gateways share: one call is POST /.api/v1/<op> with a
- * JSON body, answered with JSON or with {"error", "code"}, which becomes an
- * errno.
+ * JSON body, answered with JSON (or, asked for it, a lookup with the entry's
+ * stored encoding) or with {"error", "code"}, which becomes an errno.
  *
  * Retries: an unreachable filer or a 503 is retried with exponential back-off
  * (50 ms doubling up to 2 s) until the budget runs out, then EIO. Operations
@@ -40,6 +40,10 @@ void filer_rpc_free(filer_rpc *r);
  * else or once the retry budget is spent.
  */
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp);
+/* The same asking for the answer as the media type accept (a lookup's entry can come in
+   its stored encoding: FILER_ENTRY_MEDIA_TYPE). */
+int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
+		      const char *accept, buf *resp);
 
 /* The errno (as filer_rpc_call's) of an error answer (status >= 300) with body. */
 int filer_rpc_answer_errno(int status, const char *body, size_t len);

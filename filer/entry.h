@@ -19,6 +19,9 @@
 
 #define FILER_ENTRY_VERSION 1
 
+/* The media type of an entry sent in this encoding (lookup's binary answer, api-filer-json.md). */
+#define FILER_ENTRY_MEDIA_TYPE "application/x-weedfs-entry"
+
 /* Bounds enforced by both the encoder's callers (filer_entry_check) and the decoder. */
 #define FILER_NAME_MAX        255          /* bytes of one path component */
 #define FILER_PATH_MAX        4096         /* bytes of a full path, symlink target */

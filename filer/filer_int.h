@@ -146,7 +146,8 @@ const char *fjob_header(const struct fjob *j, const char *name);
 /* A boolean parameter: def when absent; false and a 400 set on j when malformed. */
 bool fjob_query_bool(struct fjob *j, const char *name, bool def, bool *out);
 /* Sets a {"error": msg, "code": code} response (no "code" when code is NULL). */
-void fjob_verror(struct fjob *j, int status, const char *code, const char *fmt, va_list ap);
+void fjob_verror(struct fjob *j, int status, const char *code, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 /* Sets a {"error": msg} response. */
 void fjob_error(struct fjob *j, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -3,6 +3,7 @@ operation, the POSIX rename rules, atomic conditions under races, error codes an
 bad input."""
 
 import base64
+import struct
 import threading
 
 import pytest
@@ -120,6 +121,35 @@ def test_create_lookup_round_trip_exact_64bit(mini_filer):
     assert f.get("/j1/a").content == b"hello"
     root = ok(f, "lookup", {"path": "/"})
     assert root["isDirectory"] is True
+
+
+def test_lookup_in_stored_encoding(mini_filer):
+    """Accept: application/x-weedfs-entry gets the entry as stored
+    (docs/filer-entry-format.md) instead of JSON; errors stay JSON."""
+    f = mini_filer
+    mkdir(f, "/j7")
+    big = 9007199254740993
+    mkfile(f, "/j7/a", b"hello", uid=4000000000, mtimeNs=big, mime="text/x-j7")
+    url = f.u("/.api/v1/lookup")
+    binary = {"Accept": "application/x-weedfs-entry"}
+    r = requests.post(url, json={"path": "/j7/a"}, headers=binary, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "application/x-weedfs-entry"
+    b = r.content
+    assert b[0] == 1  # the version
+    mode, uid = struct.unpack(">II", b[2:10])
+    size, mtime = struct.unpack(">Qq", b[14:30])
+    assert (mode, uid, size, mtime) == (S_IFREG | 0o644, 4000000000, 5, big)
+    assert b[62:64] == struct.pack(">H", 9) and b[64:73] == b"text/x-j7"
+    assert b"\x00\x00\x00\x05hello" in b  # the inline content, length first
+    # anything else asked (or nothing) is JSON
+    for h in ({}, {"Accept": "application/json"}, {"Accept": "*/*"}):
+        j = requests.post(url, json={"path": "/j7/a"}, headers=h, timeout=60)
+        assert j.status_code == 200 and j.json()["size"] == 5, (h, j.text)
+    miss = requests.post(url, json={"path": "/j7/none"}, headers=binary, timeout=60)
+    assert miss.status_code == 404 and miss.json()["code"] == "ENOENT"
+    bad = requests.post(url, data=b"{", headers=binary, timeout=60)
+    assert bad.status_code == 400 and bad.json()["code"] == "EINVAL"
 
 
 def test_symlink_and_device(mini_filer):

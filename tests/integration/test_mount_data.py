@@ -49,6 +49,8 @@ def test_filer_rpc_against_a_filer(cluster):
     # the real-filer part ran, not only the scripted-server part
     assert any("lookup / succeeds" in p for p in passed), out
     assert any("exclusive create again is EEXIST" in p for p in passed), out
+    # lookups come in the stored encoding; the JSON form decodes to the same entry
+    assert any("meta: to the same entry" in p for p in passed), out
     assert len(passed) >= 35, out
 
 

@@ -44,6 +44,10 @@ static void test_real_filer(const char *addr)
 	e = call(r, "lookup", "{\"path\":\"/\"}", &out);
 	is_int(e, 0, "lookup / succeeds");
 	ok(has(&out, "\"fullPath\""), "lookup answer is an entry");
+	buf_reset(&out);
+	is_int(filer_rpc_call_as(r, "lookup", "{\"path\":\"/\"}", 12, FILER_ENTRY_MEDIA_TYPE, &out),
+	       0, "lookup / in the stored encoding");
+	ok(out.len && (uint8_t)out.data[0] == FILER_ENTRY_VERSION, "answers the version first");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/none\"}", base);
 	is_int(call(r, "lookup", body, &out), ENOENT, "lookup of a missing path is ENOENT");
 
@@ -90,6 +94,38 @@ static void test_real_filer(const char *addr)
 }
 
 /* client/filer_meta's create options (xattrs, parents, ifEtag, consume) against the filer. */
+/* A lookup answered in JSON (asked without Accept) decodes to e, the stored encoding's
+   (filer_meta's lookups ask for that). */
+static void lookup_forms_agree(const char *addr, const char *path, const struct filer_entry *e,
+			       const char *etag)
+{
+	const char *const hdr[] = {"Content-Type: application/json", NULL};
+	char *url = xasprintf("http://%s/.api/v1/lookup", addr);
+	struct filer_entry *j = NULL;
+	struct http_result res;
+	buf req = BUF_INIT, a = BUF_INIT, b = BUF_INIT;
+	char etag_json[17] = "";
+
+	http_result_init(&res);
+	filer_meta_lookup_body(&req, path);
+	is_int(http_request("POST", url, hdr, req.data, req.len, 5000, &res), WFS_OK,
+	       "meta: lookup without Accept");
+	ok(res.status == 200 && res.body.len && res.body.data[0] == '{', "meta: answers JSON");
+	is_int(filer_meta_entry_answer(res.body.data, res.body.len, path, &j, etag_json), 0,
+	       "meta: the JSON answer decodes");
+	is_str(etag_json, etag, "meta: with the etag of the stored encoding's");
+	ok(e && j && !filer_entry_encode(e, &a) && !filer_entry_encode(j, &b) && a.len == b.len &&
+		   !memcmp(a.data, b.data, a.len),
+	   "meta: to the same entry");
+	ok(j && !strcmp(j->dir, e->dir) && !strcmp(j->name, e->name), "meta: at the same path");
+	filer_entry_free(j);
+	http_result_free(&res);
+	buf_free(&req);
+	buf_free(&a);
+	buf_free(&b);
+	free(url);
+}
+
 static void test_real_filer_meta(const char *addr)
 {
 	filer_rpc *r = filer_rpc_new(addr, 5000, 5, 0);
@@ -130,6 +166,7 @@ static void test_real_filer_meta(const char *addr)
 	e = NULL;
 	is_int(filer_meta_lookup_etag(r, path, &e, etag2), 0, "meta: lookup_etag");
 	is_str(etag2, etag, "meta: lookup's etag is create's");
+	lookup_forms_agree(addr, path, e, etag2);
 	filer_entry_free(e);
 	e = NULL;
 	snprintf(dir, sizeof(dir), "%s/a", base);
