@@ -109,8 +109,13 @@ struct filer_meta_new {
  */
 int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 		      struct filer_entry **out);
-/* create's request body, appended to b; quiet: the answer leaves the entry out. */
-void filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n, bool quiet);
+/*
+ * create's request body, appended to b; quiet: the answer leaves the entry
+ * out. Returns the bytes of content at its end, sent raw after the JSON (the
+ * request says so with API_RAW_CONTENT_HEADER), or -1 for none.
+ */
+int64_t filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n,
+			       bool quiet);
 /* filer_meta_create that also returns the new entry's etag (16 hex + NUL; may be NULL). */
 int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
 			   struct filer_entry **out, char etag[17]);

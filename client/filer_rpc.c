@@ -17,8 +17,10 @@
 #include "config.h"
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,6 +31,7 @@
 #include "json.h"
 #include "log.h"
 #include "client/filer_rpc.h"
+#include "filer/filer_api_parse.h"
 #include "util.h"
 
 #define BACKOFF_FIRST_MS 50
@@ -146,15 +149,23 @@ static void sleep_ms(long ms)
 
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
 {
-	return filer_rpc_call_as(r, op, json, len, "application/json", resp);
+	return filer_rpc_call_as(r, op, json, len, "application/json", -1, resp);
 }
 
 int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
-		      const char *accept, buf *resp)
+		      const char *accept, int64_t raw_content, buf *resp)
 {
 	char *accept_header = xasprintf("Accept: %s", accept);
-	const char *const hdr[] = {"Content-Type: application/json", accept_header, r->sig_header,
-				   NULL};
+	char raw_header[64] = "";
+	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
+	size_t nh = 2;
+
+	if (raw_content >= 0) {
+		snprintf(raw_header, sizeof(raw_header), "%s: %" PRId64, API_RAW_CONTENT_HEADER,
+			 raw_content);
+		hdr[nh++] = raw_header;
+	}
+	hdr[nh] = r->sig_header;
 	struct http_result res;
 	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
 	uint64_t deadline = time_mono_ns() + r->retry_ns;

@@ -40,10 +40,14 @@ void filer_rpc_free(filer_rpc *r);
  * else or once the retry budget is spent.
  */
 int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp);
-/* The same asking for the answer as the media type accept (a lookup's entry can come in
-   its stored encoding: FILER_ENTRY_MEDIA_TYPE). */
+/*
+ * The same asking for the answer as the media type accept (a lookup's entry
+ * can come in its stored encoding: FILER_ENTRY_MEDIA_TYPE), the body's last
+ * raw_content bytes (-1: none) being content sent raw after the JSON
+ * (API_RAW_CONTENT_HEADER).
+ */
 int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
-		      const char *accept, buf *resp);
+		      const char *accept, int64_t raw_content, buf *resp);
 
 /* The errno (as filer_rpc_call's) of an error answer (status >= 300) with body. */
 int filer_rpc_answer_errno(int status, const char *body, size_t len);

@@ -17,16 +17,16 @@ void entry_json_base64(const void *p, size_t n, buf *out)
 	static const char tab[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const uint8_t *s = p;
-	char q[4];
+	char *q;
 	size_t i;
 	buf_reserve(out, (n + 2) / 3 * 4 + 1);
-	for (i = 0; i + 3 <= n; i += 3) {
+	q = out->data + out->len; /* written in place: reserved above */
+	for (i = 0; i + 3 <= n; i += 3, q += 4) {
 		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
 		q[0] = tab[v >> 18];
 		q[1] = tab[v >> 12 & 63];
 		q[2] = tab[v >> 6 & 63];
 		q[3] = tab[v & 63];
-		buf_append(out, q, 4);
 	}
 	if (i < n) {
 		uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
@@ -34,8 +34,10 @@ void entry_json_base64(const void *p, size_t n, buf *out)
 		q[1] = tab[v >> 12 & 63];
 		q[2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
 		q[3] = '=';
-		buf_append(out, q, 4);
+		q += 4;
 	}
+	out->len = (size_t)(q - out->data);
+	out->data[out->len] = '\0';
 }
 
 static void kv_text(json_w *w, const char *key, const char *v)

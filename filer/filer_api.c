@@ -1683,9 +1683,19 @@ static void api_run(struct fjob *j)
 	struct api_req *r = NULL;
 	wfs_err err;
 
+	const char *raw_header = fjob_header(j, API_RAW_CONTENT_HEADER);
+	uint64_t raw_len = 0;
+
 	if (filer_lock_api(j, a->op, a->body, a->len))
 		return; /* lock, getLock, lockSession: filer_lock.c */
-	err = api_req_parse(a->op, a->body, a->len, &r, msg, sizeof(msg));
+	if (raw_header && (!parse_u64(raw_header, &raw_len) || raw_len > a->len)) {
+		api_error(j, 400, "EINVAL", "%s: \"%.32s\" is not a count of the body's bytes",
+			  API_RAW_CONTENT_HEADER, raw_header);
+		return;
+	}
+	err = api_req_parse(a->op, a->body, a->len - raw_len,
+			    raw_header ? (const uint8_t *)a->body + a->len - raw_len : NULL,
+			    (size_t)raw_len, &r, msg, sizeof(msg));
 	if (err == WFS_ENOENT) {
 		api_error(j, 404, "ENOSYS", "%s", msg);
 		return;

@@ -23,6 +23,9 @@
 struct pctx {
 	char *msg;
 	size_t msglen;
+	const uint8_t *raw; /* content sent raw after the JSON, NULL for none */
+	size_t raw_len;
+	bool raw_taken; /* an operation took raw as its content */
 };
 
 static bool fail(struct pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -161,6 +164,41 @@ static bool get_str(struct pctx *c, yajl_val obj, const char *key, size_t max, c
 		return fail(c, "\"%s\" is longer than %zu bytes", key, max);
 	free(*out);
 	*out = xstrdup(v->u.string);
+	return true;
+}
+
+/*
+ * Where a content comes from: the raw bytes after the JSON, or else field's
+ * base64 in obj. *data (caller frees) stays NULL when there is neither.
+ */
+static bool get_content(struct pctx *c, yajl_val obj, const char *field, uint8_t **data,
+			size_t *len)
+{
+	char *text = NULL;
+	bool ok;
+
+	*data = NULL;
+	*len = 0;
+	if (c->raw) {
+		if (json_get(obj, field))
+			return fail(c,
+				    "the content is sent raw after the JSON (%s), not also "
+				    "as \"%s\"",
+				    API_RAW_CONTENT_HEADER, field);
+		if (c->raw_len > API_CONTENT_MAX)
+			return fail(c, "the raw content is over %u bytes", API_CONTENT_MAX);
+		*data = xmalloc(c->raw_len + 1);
+		memcpy(*data, c->raw, c->raw_len);
+		*len = c->raw_len;
+		c->raw_taken = true;
+		return true;
+	}
+	if (!get_str(c, obj, field, API_CONTENT_MAX * 4 / 3 + 4, &text))
+		return false;
+	ok = !text || api_base64_decode(text, API_CONTENT_MAX, data, len);
+	free(text);
+	if (!ok)
+		return fail(c, "\"%s\" must be base64 of at most %u bytes", field, API_CONTENT_MAX);
 	return true;
 }
 
@@ -500,7 +538,8 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	uint64_t mode = 0, uid = 0, gid = 0, rdev = 0, ttl = 0;
 	int64_t mt = 0, at = 0, ct = 0, crt = 0;
 	bool has_mt, has_at, has_ct, has_crt, has_mode;
-	char *content = NULL;
+	uint8_t *content = NULL;
+	size_t content_len = 0;
 	struct filer_entry *e;
 	bool ok;
 
@@ -520,7 +559,7 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	     get_i64(c, ev, "crtimeNs", &crt, &has_crt) &&
 	     get_bytes_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
 	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
-	     get_str(c, ev, "content", API_CONTENT_MAX * 4 / 3 + 4, &content) &&
+	     get_content(c, ev, "content", &content, &content_len) &&
 	     get_chunks(c, ev, "chunks", e) && get_xattrs(c, ev, e);
 	if (!ok)
 		goto out;
@@ -550,16 +589,8 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 		goto out;
 	}
 	if (content) {
-		uint8_t *data;
-		size_t n;
-		if (!api_base64_decode(content, API_CONTENT_MAX, &data, &n)) {
-			ok = fail(c, "\"content\" must be base64 of at most %u bytes",
-				  API_CONTENT_MAX);
-			goto out;
-		}
-		filer_entry_set_content(e, data, n);
-		free(data);
-		e->attr.size = n;
+		filer_entry_set_content(e, content, content_len);
+		e->attr.size = content_len;
 		if (e->n_chunks) {
 			ok = fail(c, "\"content\" and \"chunks\" exclude each other");
 			goto out;
@@ -660,19 +691,12 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 			return false;
 		r->set |= API_SET_DROP;
 	}
-	if (json_get(s, "content")) {
-		char *text = NULL;
-		bool ok;
+	if (json_get(s, "content") || c->raw) {
 		if (r->set & (API_SET_CHUNKS | API_SET_APPEND | API_SET_SIZE))
 			return fail(c, "\"content\" excludes \"chunks\", \"appendChunks\" and "
 				       "\"size\" (it sets them)");
-		if (!get_str(c, s, "content", API_CONTENT_MAX * 4 / 3 + 4, &text))
+		if (!get_content(c, s, "content", &r->content, &r->content_len))
 			return false;
-		ok = api_base64_decode(text, API_CONTENT_MAX, &r->content, &r->content_len);
-		free(text);
-		if (!ok)
-			return fail(c, "\"content\" must be base64 of at most %u bytes",
-				    API_CONTENT_MAX);
 		r->set |= API_SET_CONTENT;
 	}
 	return true;
@@ -841,10 +865,10 @@ static bool has_nul_escape(const char *s, size_t len)
 	return false;
 }
 
-wfs_err api_req_parse(const char *op, const char *body, size_t len, struct api_req **out, char *msg,
-		      size_t msglen)
+wfs_err api_req_parse(const char *op, const char *body, size_t len, const uint8_t *raw,
+		      size_t raw_len, struct api_req **out, char *msg, size_t msglen)
 {
-	struct pctx c = {msg, msglen};
+	struct pctx c = {msg, msglen, raw, raw_len, false};
 	struct api_req *r;
 	yajl_val root;
 	size_t i;
@@ -870,7 +894,9 @@ wfs_err api_req_parse(const char *op, const char *body, size_t len, struct api_r
 		return WFS_EINVAL;
 	r = xcalloc(1, sizeof(*r));
 	r->op = ops[i].op;
-	if (!parse_body(&c, r, root)) {
+	if (!parse_body(&c, r, root) ||
+	    (raw && !c.raw_taken &&
+	     !fail(&c, "%s: this request has no content to send raw", API_RAW_CONTENT_HEADER))) {
 		api_req_free(r);
 		yajl_tree_free(root);
 		return WFS_EINVAL;

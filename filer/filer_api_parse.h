@@ -21,6 +21,9 @@
 #define API_LIST_MAX 10000
 /* Largest inline content a create may carry (decoded bytes). */
 #define API_CONTENT_MAX (64u << 10)
+/* The request header saying that the body's last N bytes are the content, raw, after the
+   JSON (create's entry content, update's content) instead of base64 inside it. */
+#define API_RAW_CONTENT_HEADER "X-Weedfs-Content-Length"
 /* Chunks one create or update may carry. */
 #define API_CHUNKS_MAX 65536
 /* File ids one assign may ask for. */
@@ -122,12 +125,13 @@ struct api_req {
 
 /*
  * Parses the body of operation op (e.g. "lookup"); len bytes, need not be
- * NUL-terminated. On WFS_OK *out is owned by the caller. WFS_ENOENT for an
- * unknown op, WFS_EINVAL for a bad body; either way msg holds a reason.
- * Any thread.
+ * NUL-terminated. raw (raw_len bytes; NULL for none) is the content sent raw
+ * after the JSON, which only create and update take. On WFS_OK *out is owned
+ * by the caller. WFS_ENOENT for an unknown op, WFS_EINVAL for a bad body;
+ * either way msg holds a reason. Any thread.
  */
-wfs_err api_req_parse(const char *op, const char *body, size_t len, struct api_req **out, char *msg,
-		      size_t msglen);
+wfs_err api_req_parse(const char *op, const char *body, size_t len, const uint8_t *raw,
+		      size_t raw_len, struct api_req **out, char *msg, size_t msglen);
 /* Frees r. NULL does nothing. */
 void api_req_free(struct api_req *r);
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "filer/chunk_io.h"
+#include "filer/filer_api_parse.h"
 #include "filer/filer_hardlink.h"
 #include "filer/entry_json.h"
 #include "filer/filer_int.h"
@@ -23,7 +24,9 @@
 
 /* Request headers a handler may need later on a worker. */
 static const char *const copied_headers[] = {
-	"Accept", "Range", "If-None-Match", "If-Modified-Since", "Content-Type",
+	"Accept",        "Range",
+	"If-None-Match", "If-Modified-Since",
+	"Content-Type",  API_RAW_CONTENT_HEADER,
 };
 
 /* ---- jobs ---- */

@@ -26,6 +26,7 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include <sys/stat.h>
 #include "client/filer_meta.h"
 #include "filer/chunk_io.h"
+#include "filer/filer_api_parse.h"
 #include "http_loop_client.h"
 #include "log.h"
 #include "md5.h"
@@ -574,7 +576,9 @@ static bool commit_on_loop(struct s3_put *p)
 	struct filer_chunk *none;
 	struct hlc *c;
 	char *lock_v;
-	size_t nn;
+	char headers[128] = "Content-Type: application/json\r\n";
+	size_t hlen = strlen(headers), nn;
+	int64_t raw;
 	wfs_err err;
 	bool ok;
 	buf body;
@@ -606,12 +610,15 @@ static bool commit_on_loop(struct s3_put *p)
 		return true;
 	}
 	buf_init(&body);
-	filer_meta_create_body(&body, p->path, &nw, true);
+	raw = filer_meta_create_body(&body, p->path, &nw, true);
 	free(lock_x);
 	free(lock_v);
+	if (raw >= 0) /* the content follows the JSON */
+		snprintf(headers + hlen, sizeof(headers) - hlen, "%s: %" PRId64 "\r\n",
+			 API_RAW_CONTENT_HEADER, raw);
 	p->inflight = true;
-	hlc_request(c, "POST", "/.api/v1/create", "Content-Type: application/json\r\n", body.data,
-		    body.len, 1u << 20, S3_FILER_TIMEOUT_MS, created, p);
+	hlc_request(c, "POST", "/.api/v1/create", headers, body.data, body.len, 1u << 20,
+		    S3_FILER_TIMEOUT_MS, created, p);
 	buf_free(&body);
 	return true;
 }

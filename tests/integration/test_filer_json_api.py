@@ -3,6 +3,7 @@ operation, the POSIX rename rules, atomic conditions under races, error codes an
 bad input."""
 
 import base64
+import json
 import struct
 import threading
 
@@ -150,6 +151,53 @@ def test_lookup_in_stored_encoding(mini_filer):
     assert miss.status_code == 404 and miss.json()["code"] == "ENOENT"
     bad = requests.post(url, data=b"{", headers=binary, timeout=60)
     assert bad.status_code == 400 and bad.json()["code"] == "EINVAL"
+
+
+def raw_call(f, op, doc, raw, header=None):
+    """op with raw content after the JSON, X-Weedfs-Content-Length saying how much."""
+    body = json.dumps(doc).encode() + raw
+    h = {"X-Weedfs-Content-Length": str(len(raw)) if header is None else header}
+    return requests.post(f.u("/.api/v1/" + op), data=body, headers=h, timeout=60)
+
+
+def test_raw_content_after_the_json(mini_filer):
+    """create's and update's content may follow the JSON as raw bytes instead of
+    base64 inside it; every misuse is 400 EINVAL and changes nothing."""
+    f = mini_filer
+    mkdir(f, "/j8")
+    data = bytes(range(256)) * 256  # 64 KiB, NULs and bytes that are not UTF-8
+    r = raw_call(f, "create", {"entry": {"path": "/j8/a", "mode": S_IFREG | 0o644}}, data)
+    assert r.status_code == 201, r.text
+    e = r.json()
+    assert e["size"] == len(data) and base64.b64decode(e["content"]) == data
+    assert f.get("/j8/a").content == data
+    r = raw_call(f, "create", {"entry": {"path": "/j8/empty", "mode": S_IFREG | 0o644}}, b"")
+    assert r.status_code == 201 and r.json()["size"] == 0, r.text
+    assert "content" in ok(f, "lookup", {"path": "/j8/empty"})  # an empty inline file
+    r = raw_call(f, "update", {"path": "/j8/a", "set": {"mtimeNs": 5}}, b"new\x00")
+    assert r.status_code == 200, r.text
+    assert base64.b64decode(ok(f, "lookup", {"path": "/j8/a"})["content"]) == b"new\x00"
+    before = ok(f, "lookup", {"path": "/j8/a"})["etag"]
+
+    def refused(op, doc, raw, header=None, why=""):
+        r = raw_call(f, op, doc, raw, header)
+        assert r.status_code == 400 and r.json()["code"] == "EINVAL", (op, header, r.text)
+        assert why in r.json()["error"], r.text
+
+    new = {"entry": {"path": "/j8/b", "mode": S_IFREG | 0o644}}
+    both = {"entry": {"path": "/j8/b", "mode": S_IFREG | 0o644, "content": b64(b"x")}}
+    refused("create", both, b"y", why="not also")
+    refused("create", {"entry": {"path": "/j8/b", "mode": S_IFDIR | 0o755}}, b"y")
+    refused("create", new, data + b"!", why="over")
+    for bad in ("abc", "-1", "", "1x", "99999999999999999999", "100000"):
+        refused("create", new, b"xyz", header=bad)
+    refused("lookup", {"path": "/j8/a"}, b"xyz", why="no content")
+    refused("delete", {"path": "/j8/a"}, b"", why="no content")
+    refused("update", {"path": "/j8/a", "set": {"size": 1}}, b"z", why="excludes")
+    # the JSON must end where the header says: a count one too small leaves it torn
+    refused("create", new, b"xyz", header="2")
+    assert not exists(f, "/j8/b")
+    assert ok(f, "lookup", {"path": "/j8/a"})["etag"] == before
 
 
 def test_symlink_and_device(mini_filer):

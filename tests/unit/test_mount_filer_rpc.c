@@ -45,7 +45,7 @@ static void test_real_filer(const char *addr)
 	is_int(e, 0, "lookup / succeeds");
 	ok(has(&out, "\"fullPath\""), "lookup answer is an entry");
 	buf_reset(&out);
-	is_int(filer_rpc_call_as(r, "lookup", "{\"path\":\"/\"}", 12, FILER_ENTRY_MEDIA_TYPE, &out),
+	is_int(filer_rpc_call_as(r, "lookup", "{\"path\":\"/\"}", 12, FILER_ENTRY_MEDIA_TYPE, -1, &out),
 	       0, "lookup / in the stored encoding");
 	ok(out.len && (uint8_t)out.data[0] == FILER_ENTRY_VERSION, "answers the version first");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/none\"}", base);
