@@ -352,9 +352,11 @@ static uint64_t tus_max_size(const struct filer *f) { return f->chunk_size * TUS
 /* ---- completing: the entry at the target ---- */
 
 /*
- * Inside tx (tus_lock held): makes the file s describes at its target,
- * deletes session id and commits tx (released either way). Sets the job's
- * error on failure. Worker thread.
+ * Inside tx (tus_lock and the target's path lock held, the path lock taken
+ * before tx began as every writer does: taken inside a transaction, it could
+ * wait for a writer that holds it and waits for the store): makes the file s
+ * describes at its target, deletes session id and commits tx (released
+ * either way). Sets the job's error on failure. Worker thread.
  */
 static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_session *s)
 {
@@ -366,7 +368,6 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 	struct filer_evs evs = {0};
 	char *dir = NULL, *name = NULL;
 	int64_t now = (int64_t)time_now_ns();
-	bool locked = false;
 	wfs_err err;
 
 	err = filer_path_split(s->target, &dir, &name);
@@ -389,8 +390,6 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 		list = packed;
 		nlist = npacked;
 	}
-	filer_lock_path(f, s->target);
-	locked = true;
 	err = filer_write_target(j, tx, &evs, dir, name, true, &old);
 	if (err)
 		goto out;
@@ -446,8 +445,6 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 	log_debug("tus upload %s complete: %s (%" PRIu64 " bytes)", t->id, s->target, s->length);
 out:
 	filer_store_rollback(tx);
-	if (locked)
-		filer_unlock_path(f, s->target);
 	if (err && npacked) {
 		/* only the manifest blobs go: their members still belong to the session */
 		const char **fids = xcalloc(npacked, sizeof(*fids));
@@ -492,15 +489,21 @@ static void create_run(void *arg)
 		goto out;
 	}
 	pthread_mutex_lock(&tus_lock);
-	err = filer_store_begin(f->store, &tx);
-	if (!err && t->s.length == 0) {
+	if (t->s.length == 0) {
 		/* nothing to wait for: the empty file exists at once */
-		err = finalize(t, tx, &t->s);
+		filer_lock_path(f, t->s.target);
+		err = filer_store_begin(f->store, &tx);
+		if (!err)
+			err = finalize(t, tx, &t->s);
+		else
+			fjob_store_error(j, err, "begin");
 		tx = NULL;
+		filer_unlock_path(f, t->s.target);
 		pthread_mutex_unlock(&tus_lock);
 		if (err)
 			goto out;
 	} else {
+		err = filer_store_begin(f->store, &tx);
 		t->s.touched_ns = (int64_t)time_now_ns();
 		if (!err)
 			err = session_save(f, tx, t->id, &t->s);
@@ -632,9 +635,18 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 	struct filer *f = j->f;
 	struct filer_tx *tx = NULL;
 	struct tus_session s = {0};
+	char *target = NULL; /* path-locked: this PATCH completes the upload */
 	wfs_err err;
 
 	pthread_mutex_lock(&tus_lock);
+	/* sessions change only under tus_lock: what this read finds, the transaction finds */
+	if (!session_load(f, NULL, t->id, &s) && s.offset == t->start &&
+	    s.offset + size == s.length) {
+		target = xstrdup(s.target);
+		filer_lock_path(f, target); /* before the transaction (finalize) */
+	}
+	tus_session_clear(&s);
+	memset(&s, 0, sizeof(s));
 	err = filer_store_begin(f->store, &tx);
 	if (!err)
 		err = session_load(f, tx, t->id, &s);
@@ -657,7 +669,13 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 		if (err) {
 			fjob_store_error(j, err, "claiming the uploaded chunks");
 		} else if (s.offset == s.length) {
-			err = finalize(t, tx, &s);
+			if (target && !strcmp(target, s.target)) {
+				err = finalize(t, tx, &s);
+			} else { /* cannot be while sessions change under tus_lock only */
+				err = WFS_EINTERNAL;
+				fjob_error(j, 503, "the upload changed meanwhile: retry the PATCH");
+				filer_store_rollback(tx);
+			}
 			tx = NULL;
 		} else {
 			err = session_save(f, tx, t->id, &s);
@@ -676,6 +694,9 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 		}
 	}
 	filer_store_rollback(tx);
+	if (target)
+		filer_unlock_path(f, target);
+	free(target);
 	pthread_mutex_unlock(&tus_lock);
 	if (!err) {
 		/* the session (or the entry) references them now */

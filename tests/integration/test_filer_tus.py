@@ -4,6 +4,7 @@ termination), against a real master, volume server and filer."""
 import base64
 import hashlib
 import os
+import threading
 
 import pytest
 import requests
@@ -281,3 +282,43 @@ def test_upload_over_a_hard_linked_name_leaves_the_group(tus):
     assert requests.delete(f.u("/tuslink/b"), timeout=60).status_code in (200, 202, 204)
     wait_until(lambda: delete_count(v) > deleted0, timeout=30,
                what="the last name's shared chunks freed")
+
+
+def test_completion_races_writes_to_the_target(tus):
+    """Completing an upload writes its target under the target's path lock, taken
+    before the store transaction like every writer's: taken inside it (as it once
+    was), a PUT holding that lock and waiting for the store deadlocked the filer."""
+    f, _ = tus
+    stop = threading.Event()
+    errors = []
+
+    def writer(i):
+        n = 0
+        while not stop.is_set():
+            try:
+                r = requests.put(f.u("/race/target"), data=b"w%d-%d" % (i, n), timeout=20)
+                if r.status_code not in (200, 201):
+                    errors.append(r.status_code)
+            except requests.RequestException as e:
+                errors.append(repr(e))
+                return
+            n += 1
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(30):
+            empty = create(f, "/race/target", 0)  # completes at once
+            assert empty.status_code == 201, empty.text
+            r = create(f, "/race/target", 5)
+            assert r.status_code == 201, r.text
+            p = patch(f, r.headers["Location"], 0, b"tus%02d" % k)
+            assert p.status_code == 204, p.text
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    assert not errors, errors[:5]
+    assert all(not t.is_alive() for t in threads)
+    assert requests.get(f.u("/race/target"), timeout=20).status_code == 200
