@@ -159,6 +159,14 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 	char raw_header[64] = "";
 	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
 	size_t nh = 2;
+	struct http_result res;
+	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
+	uint64_t deadline = time_mono_ns() + r->retry_ns;
+	long backoff = BACKOFF_FIRST_MS;
+	/* the JSON ends where raw content starts */
+	size_t json_len = raw_content >= 0 ? len - (size_t)raw_content : len;
+	bool repeatable = op_idempotent(op, json, json_len);
+	int e = EIO;
 
 	if (raw_content >= 0) {
 		snprintf(raw_header, sizeof(raw_header), "%s: %" PRId64, API_RAW_CONTENT_HEADER,
@@ -166,12 +174,6 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 		hdr[nh++] = raw_header;
 	}
 	hdr[nh] = r->sig_header;
-	struct http_result res;
-	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
-	uint64_t deadline = time_mono_ns() + r->retry_ns;
-	long backoff = BACKOFF_FIRST_MS;
-	bool repeatable = op_idempotent(op, json, len);
-	int e = EIO;
 
 	http_result_init(&res);
 	for (;;) {

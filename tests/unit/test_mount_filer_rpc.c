@@ -45,7 +45,8 @@ static void test_real_filer(const char *addr)
 	is_int(e, 0, "lookup / succeeds");
 	ok(has(&out, "\"fullPath\""), "lookup answer is an entry");
 	buf_reset(&out);
-	is_int(filer_rpc_call_as(r, "lookup", "{\"path\":\"/\"}", 12, FILER_ENTRY_MEDIA_TYPE, -1, &out),
+	is_int(filer_rpc_call_as(r, "lookup", "{\"path\":\"/\"}", 12, FILER_ENTRY_MEDIA_TYPE, -1,
+				 &out),
 	       0, "lookup / in the stored encoding");
 	ok(out.len && (uint8_t)out.data[0] == FILER_ENTRY_VERSION, "answers the version first");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/none\"}", base);
@@ -354,6 +355,21 @@ static void test_retries(void)
 	is_int(fake_requests(&f), 3, "lookup retried once");
 	is_int(call(r, "update", "{\"path\":\"/a\",\"ifEtag\":\"x\"}", &out), 0,
 	       "conditional update is repeatable");
+	filer_rpc_free(r);
+	fake_stop(&f);
+
+	/* raw content after the JSON: the JSON alone says whether a repeat is safe */
+	fake_start(&f, sdrop, 3);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
+	r = filer_rpc_new(addr, 2000, 5, 0);
+	{
+		static const char body[] = "{\"path\":\"/a\",\"ifEtag\":\"x\"}{raw";
+		buf_reset(&out);
+		is_int(filer_rpc_call_as(r, "update", body, sizeof(body) - 1, "application/json", 4,
+					 &out),
+		       0, "conditional update with raw content is repeated");
+		is_int(fake_requests(&f), 3, "through two dropped connections");
+	}
 	filer_rpc_free(r);
 	fake_stop(&f);
 
