@@ -155,8 +155,7 @@ int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, b
 int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
 		      const char *accept, int64_t raw_content, buf *resp)
 {
-	char *accept_header = xasprintf("Accept: %s", accept);
-	char raw_header[64] = "";
+	char accept_header[128], raw_header[64];
 	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
 	size_t nh = 2;
 	struct http_result res;
@@ -168,6 +167,7 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 	bool repeatable = op_idempotent(op, json, json_len);
 	int e = EIO;
 
+	snprintf(accept_header, sizeof(accept_header), "Accept: %s", accept);
 	if (raw_content >= 0) {
 		snprintf(raw_header, sizeof(raw_header), "%s: %" PRId64, API_RAW_CONTENT_HEADER,
 			 raw_content);
@@ -212,6 +212,5 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 	}
 	http_result_free(&res);
 	free(url);
-	free(accept_header);
 	return e;
 }

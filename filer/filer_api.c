@@ -1681,10 +1681,9 @@ static void api_run(struct fjob *j)
 	struct api_job *a = j->ext;
 	char msg[256] = "";
 	struct api_req *r = NULL;
-	wfs_err err;
-
 	const char *raw_header = fjob_header(j, API_RAW_CONTENT_HEADER);
 	uint64_t raw_len = 0;
+	wfs_err err;
 
 	if (filer_lock_api(j, a->op, a->body, a->len))
 		return; /* lock, getLock, lockSession: filer_lock.c */

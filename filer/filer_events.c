@@ -194,11 +194,6 @@ static bool collect(void *ctx, struct filer_event *ev)
 	return ((buf *)ctx)->len < SUB_BUF_HIGH;
 }
 
-static struct timespec deadline_ms(int ms)
-{
-	return time_deadline(CLOCK_REALTIME, (uint64_t)ms * 1000000u);
-}
-
 static void *sub_main(void *arg)
 {
 	struct sub *s = arg;
@@ -234,7 +229,8 @@ static void *sub_main(void *arg)
 			request_pump_locked(s);
 		}
 		while (!s->gone && s->out.len >= SUB_BUF_HIGH) {
-			struct timespec dl = deadline_ms(s->heartbeat_ms);
+			struct timespec dl =
+				time_deadline(CLOCK_REALTIME, (uint64_t)s->heartbeat_ms * 1000000u);
 			if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT)
 				request_pump_locked(s); /* lets the loop notice a client gone */
 		}

@@ -639,14 +639,14 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 	wfs_err err;
 
 	pthread_mutex_lock(&tus_lock);
-	/* sessions change only under tus_lock: what this read finds, the transaction finds */
+	/* this filer changes sessions only under tus_lock, so the transaction's read below
+	   finds the same (another filer sharing the store may race: see there) */
 	if (!session_load(f, NULL, t->id, &s) && s.offset == t->start &&
 	    s.offset + size == s.length) {
 		target = xstrdup(s.target);
 		filer_lock_path(f, target); /* before the transaction (finalize) */
 	}
 	tus_session_clear(&s);
-	memset(&s, 0, sizeof(s));
 	err = filer_store_begin(f->store, &tx);
 	if (!err)
 		err = session_load(f, tx, t->id, &s);
@@ -671,7 +671,7 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 		} else if (s.offset == s.length) {
 			if (target && !strcmp(target, s.target)) {
 				err = finalize(t, tx, &s);
-			} else { /* cannot be while sessions change under tus_lock only */
+			} else { /* another filer on the same store moved it between the reads */
 				err = WFS_EINTERNAL;
 				fjob_error(j, 503, "the upload changed meanwhile: retry the PATCH");
 				filer_store_rollback(tx);

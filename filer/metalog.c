@@ -51,12 +51,6 @@ void metalog_opts_default(struct metalog_opts *o)
 	o->batch = 1000;
 }
 
-/* An absolute CLOCK_MONOTONIC time ms from now. */
-static struct timespec deadline_in(int64_t ms)
-{
-	return time_deadline(CLOCK_MONOTONIC, (uint64_t)ms * 1000000u);
-}
-
 /* Wakes the waiters that do not skip sig (all of them for sig 0). */
 static void bump(struct metalog *m, int32_t sig)
 {
@@ -76,7 +70,8 @@ static void *poller_main(void *arg)
 	int64_t last = -1, clock;
 	pthread_mutex_lock(&m->mu);
 	while (!m->poller_stop) {
-		struct timespec dl = deadline_in(m->opts.poll_ms);
+		struct timespec dl =
+			time_deadline(CLOCK_MONOTONIC, (uint64_t)m->opts.poll_ms * 1000000u);
 		pthread_mutex_unlock(&m->mu);
 		if (filer_store_event_clock(m->store, &clock) == WFS_OK && clock != last) {
 			if (last != -1)
@@ -202,7 +197,8 @@ wfs_err metalog_wait(struct metalog_cursor *c, int timeout_ms, filer_event_fn fn
 {
 	struct metalog *m = c->m;
 	struct deliver d = {.fn = fn, .ctx = ctx};
-	struct timespec dl = deadline_in(timeout_ms > 0 ? timeout_ms : 0);
+	struct timespec dl = time_deadline(CLOCK_MONOTONIC,
+					   timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000u : 0);
 	wfs_err err = WFS_OK;
 
 	for (;;) {

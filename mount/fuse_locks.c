@@ -54,11 +54,6 @@ static struct {
 
 static uint64_t session_id(const struct mount_ctx *m) { return m->mount_id ? m->mount_id : 1; }
 
-static void mono_deadline(struct timespec *ts, long ms)
-{
-	*ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)ms * 1000000u);
-}
-
 /* Renews the session; warns when the filer had forgotten it (its locks are gone). */
 static void renew_once(struct mount_ctx *m)
 {
@@ -92,7 +87,7 @@ static void *renew_main(void *arg)
 	pthread_setname_np(pthread_self(), "wfs-locks"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
-		mono_deadline(&ts, RENEW_MS);
+		ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)RENEW_MS * 1000000u);
 		while (!g.stop && pthread_cond_timedwait(&g.cv, &g.mu, &ts) != ETIMEDOUT)
 			;
 		if (g.stop)
@@ -349,7 +344,7 @@ static int lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool w
 		pthread_mutex_unlock(&e->mu);
 		if (rc != EAGAIN || !wait)
 			break;
-		mono_deadline(&ts, backoff);
+		ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)backoff * 1000000u);
 		pthread_mutex_lock(&w.mu);
 		while (!w.interrupted && pthread_cond_timedwait(&w.cv, &w.mu, &ts) != ETIMEDOUT)
 			;

@@ -87,6 +87,7 @@ struct s3_req {
 	/* GetObject/HeadObject: the object's lookup, made from the loop (s3_loop.c) */
 	bool looked_up;
 	int lookup_rc;             /* 0 (found set) or the filer errno */
+	char *lookup_path;         /* the loop's lookup: the object's filer path; freed with r */
 	struct filer_entry *found; /* freed with r */
 	/* in g->live until freed: s3_stop frees what the stopped loops left half done,
 	   with drop(drop_state) for a module's state that outlives r (an upload's) */

@@ -73,7 +73,6 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 	bool head = http_req_method(r->req) == HTTP_HEAD;
 	void (*run)(struct s3_req * r) = head ? s3_head_object : s3_get_object;
 	const struct filer_entry *e;
-	char *path;
 
 	if (err == WFS_EINTERNAL || atomic_load(&r->g->closing)) {
 		s3_req_free(r); /* the gateway is stopping: its connections go with it */
@@ -84,13 +83,9 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 		return;
 	}
 	r->looked_up = true;
-	if (status / 100 == 2) {
-		path = s3_object_path(r->bucket, r->key);
-		r->lookup_rc = filer_meta_entry_answer(body, len, path, &r->found, NULL);
-		free(path);
-	} else {
-		r->lookup_rc = filer_rpc_answer_errno(status, body, len);
-	}
+	r->lookup_rc = status / 100 == 2
+			       ? filer_meta_entry_answer(body, len, r->lookup_path, &r->found, NULL)
+			       : filer_rpc_answer_errno(status, body, len);
 	e = r->found;
 	if (r->lookup_rc || !S_ISREG(e->attr.mode) ||
 	    !(head || e->has_content || e->attr.size == 0)) {
@@ -103,20 +98,14 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 
 bool s3_read_on_loop(struct s3_req *r)
 {
-	char *path;
 	hlc *c;
 	buf b;
 
 	if (http_req_query(r->req, "versionId") || http_req_header(r->req, "Origin") ||
-	    !(path = s3_object_path(r->bucket, r->key)))
+	    !(c = s3_loop_filer(r)) || !(r->lookup_path = s3_object_path(r->bucket, r->key)))
 		return false;
-	if (!(c = s3_loop_filer(r))) {
-		free(path);
-		return false;
-	}
 	buf_init(&b);
-	filer_meta_lookup_body(&b, path);
-	free(path);
+	filer_meta_lookup_body(&b, r->lookup_path);
 	hlc_request(c, "POST", "/.api/v1/lookup",
 		    "Content-Type: application/json\r\nAccept: " FILER_ENTRY_MEDIA_TYPE "\r\n",
 		    b.data, b.len, LOOKUP_ANSWER_MAX, S3_FILER_TIMEOUT_MS, looked_up, r);

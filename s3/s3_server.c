@@ -185,6 +185,7 @@ void s3_req_free(struct s3_req *r)
 	free(r->hvalues);
 	free(r->chain);
 	filer_entry_free(r->found);
+	free(r->lookup_path);
 	free(r);
 }
 
