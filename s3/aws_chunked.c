@@ -34,6 +34,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include "s3/aws_chunked.h"
+#include "s3/sigv4.h"
 #include "util.h"
 
 #define SIG_HEX          64
@@ -162,7 +163,7 @@ static enum s3_err verify_chunk(aws_chunked *d)
 
 static void start_chunk_hash(aws_chunked *d)
 {
-	if (!EVP_DigestInit_ex(d->chunk_md, EVP_sha256(), NULL))
+	if (!EVP_DigestInit_ex(d->chunk_md, sigv4_sha256_md(), NULL))
 		abort();
 }
 
@@ -220,7 +221,7 @@ static enum s3_err trailer_complete(aws_chunked *d)
 		uint8_t h[32];
 		if (!d->have_sig)
 			return S3_MALFORMED_TRAILER;
-		if (!EVP_Digest(d->canon, d->canon_len, h, NULL, EVP_sha256(), NULL))
+		if (!EVP_Digest(d->canon, d->canon_len, h, NULL, sigv4_sha256_md(), NULL))
 			abort();
 		if (!d->o.verify_trailer(d->o.ctx, h, d->trailer_sig))
 			return S3_SIGNATURE_MISMATCH;

@@ -308,7 +308,7 @@ static bool start_writer(struct s3_put *p, bool may_inline)
 	md5_init(&p->md5);
 	if (r->payload == SIGV4_PAYLOAD_HASH) {
 		p->sha256 = EVP_MD_CTX_new();
-		EVP_DigestInit_ex(p->sha256, EVP_sha256(), NULL);
+		EVP_DigestInit_ex(p->sha256, sigv4_sha256_md(), NULL);
 	}
 	return true;
 }

@@ -27,8 +27,7 @@
 #include "config.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,11 +77,64 @@ static bool hex_decode32(const char *s, size_t n, uint8_t out[32])
 	return true;
 }
 
+/*
+ * SHA-256 through a digest fetched once and a context per thread. OpenSSL 3's
+ * one-shot SHA256() and HMAC() look the algorithm up by name on every call,
+ * which cost far more than hashing a request's few hundred bytes (perf: 4.5%
+ * of a 4 KiB PUT's CPU under sigv4_verify, most of it EVP_MD_fetch).
+ */
+static EVP_MD *sha256_md;
+static pthread_key_t sha256_ctx_key;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_ctx_free(void *ctx) { EVP_MD_CTX_free(ctx); }
+
+static void sha256_setup(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (!sha256_md || pthread_key_create(&sha256_ctx_key, sha256_ctx_free))
+		fatal("could not set up SHA-256");
+}
+
+const EVP_MD *sigv4_sha256_md(void)
+{
+	pthread_once(&sha256_once, sha256_setup);
+	return sha256_md;
+}
+
+/* SHA-256 of a then b (blen may be 0). */
+static void sha256_two(const void *a, size_t alen, const void *b, size_t blen, uint8_t out[32])
+{
+	const EVP_MD *md = sigv4_sha256_md();
+	EVP_MD_CTX *ctx = pthread_getspecific(sha256_ctx_key);
+	unsigned int len = 0;
+	if (!ctx) {
+		ctx = EVP_MD_CTX_new();
+		if (!ctx || pthread_setspecific(sha256_ctx_key, ctx))
+			fatal("out of memory");
+	}
+	if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, a, alen) ||
+	    (blen && !EVP_DigestUpdate(ctx, b, blen)) || !EVP_DigestFinal_ex(ctx, out, &len) ||
+	    len != 32)
+		fatal("SHA-256 failed");
+}
+
+/* HMAC-SHA256 (RFC 2104: 64-byte blocks, keys longer than a block hashed first). */
 static void hmac(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32])
 {
-	unsigned int len = 32;
-	if (!HMAC(EVP_sha256(), key, (int)klen, msg, n, out, &len) || len != 32)
-		fatal("HMAC-SHA256 failed");
+	uint8_t k[64] = {0}, pad[64], inner[32];
+	if (klen > sizeof(k))
+		sha256_two(key, klen, NULL, 0, k);
+	else
+		memcpy(k, key, klen);
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_two(pad, sizeof(pad), msg, n, inner);
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_two(pad, sizeof(pad), inner, sizeof(inner), out);
+	OPENSSL_cleanse(k, sizeof(k));
+	OPENSSL_cleanse(pad, sizeof(pad));
 }
 
 static void hmac_str(const uint8_t key[32], const char *s, uint8_t out[32])
@@ -159,7 +211,7 @@ void sigv4_hmac_hex(const uint8_t key[32], const char *msg, size_t len, char out
 void sigv4_sha256_hex(const void *p, size_t len, char out[65])
 {
 	uint8_t md[32];
-	SHA256(p, len, md);
+	sha256_two(p, len, NULL, 0, md);
 	hex_encode(md, 32, out);
 }
 

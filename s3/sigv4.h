@@ -15,6 +15,7 @@
 #ifndef WEEDFS_S3_SIGV4_H
 #define WEEDFS_S3_SIGV4_H
 
+#include <openssl/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -173,6 +174,8 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 void sigv4_hmac_hex(const uint8_t key[32], const char *msg, size_t len, char out[65]);
 /* Lowercase hex SHA-256 of p[0..len). */
 void sigv4_sha256_hex(const void *p, size_t len, char out[65]);
+/* SHA-256, fetched once: EVP_sha256() makes each EVP_DigestInit_ex look it up again. */
+const EVP_MD *sigv4_sha256_md(void);
 /* Appends s[0..n) to out with AWS's URI encoding: A-Za-z0-9-._~ kept, '/' kept if
  * keep_slash, every other byte %XX (uppercase). */
 void sigv4_uri_encode(const char *s, size_t n, bool keep_slash, buf *out);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include "s3/sigv4.h"
 #include "tap.h"
@@ -397,6 +399,53 @@ static void test_signing_key_cache(const uint8_t published[32])
 	   "key cache: a secret too long to keep is derived every time");
 }
 
+static void hex_of(const uint8_t *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+/*
+ * The HMAC and SHA-256 of our own (a digest fetched once) agree with
+ * OpenSSL's one-shot HMAC() and SHA256() around the 64-byte block edges and
+ * for a key longer than a block (a secret of more than 60 characters).
+ */
+static void test_hmac_against_openssl(void)
+{
+	static const size_t lens[] = {0, 1, 55, 56, 63, 64, 65, 119, 120, 1000};
+	uint8_t key[32], msg[1000], mac[32], k[32], want_k[32];
+	char got[65], want[65];
+	const char *secret =
+		"0123456789012345678901234567890123456789012345678901234567890123456789";
+	char *k0 = xasprintf("AWS4%s", secret);
+	bool hmac_same = true, sha_same = true;
+	unsigned int len;
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 7 + 1);
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 31 + 5);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		sigv4_hmac_hex(key, (const char *)msg, lens[i], got);
+		HMAC(EVP_sha256(), key, sizeof(key), msg, lens[i], mac, &len);
+		hex_of(mac, 32, want);
+		hmac_same &= !strcmp(got, want);
+		sigv4_sha256_hex(msg, lens[i], got);
+		SHA256(msg, lens[i], mac);
+		hex_of(mac, 32, want);
+		sha_same &= !strcmp(got, want);
+	}
+	ok(hmac_same, "HMAC-SHA256 equals OpenSSL's for messages of 0 to 1000 bytes");
+	ok(sha_same, "SHA-256 equals OpenSSL's for messages of 0 to 1000 bytes");
+	HMAC(EVP_sha256(), k0, (int)strlen(k0), (const uint8_t *)"20150830", 8, want_k, &len);
+	HMAC(EVP_sha256(), want_k, 32, (const uint8_t *)"us-east-1", 9, mac, &len);
+	HMAC(EVP_sha256(), mac, 32, (const uint8_t *)"iam", 3, want_k, &len);
+	HMAC(EVP_sha256(), want_k, 32, (const uint8_t *)"aws4_request", 12, mac, &len);
+	sigv4_signing_key(secret, "20150830", "us-east-1", "iam", k);
+	ok(!memcmp(k, mac, 32), "a signing key from a secret longer than an HMAC block");
+	free(k0);
+}
+
 static void test_signing_key(void)
 {
 	uint8_t k[32];
@@ -413,6 +462,7 @@ static void test_signing_key(void)
 	is_str(hex, "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9",
 	       "signing key as published");
 	test_signing_key_cache(k);
+	test_hmac_against_openssl();
 	sigv4_sha256_hex("", 0, hex);
 	is_str(hex, EMPTY, "SHA-256 of nothing");
 	sigv4_hmac_hex(k, "", 0, hex);
