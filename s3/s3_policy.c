@@ -13,6 +13,7 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,7 +206,85 @@ static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
 
 /* ---- authorization ---- */
 
-/* What the policy of bucket says of action on key (NULL: the bucket); NO_MATCH without one. */
+/*
+ * Parsed policies, per thread: parsing the stored JSON for every request cost
+ * a 4 KiB GET on a bucket with a three-statement policy a third of its CPU.
+ * A slot is matched on the bucket and the policy's exact bytes, so a changed
+ * policy (the bucket cache refreshes the entry) is parsed again.
+ */
+#define POLICY_CACHE_SLOTS 8
+
+struct parsed_policy {
+	char *bucket; /* NULL: a free slot */
+	char *text;
+	size_t len;
+	struct bucket_policy *p;
+};
+
+struct policy_cache {
+	struct parsed_policy slot[POLICY_CACHE_SLOTS];
+	unsigned next;
+};
+
+static pthread_key_t policy_cache_key;
+static pthread_once_t policy_cache_once = PTHREAD_ONCE_INIT;
+
+static void slot_clear(struct parsed_policy *s)
+{
+	free(s->bucket);
+	free(s->text);
+	bucket_policy_free(s->p);
+	memset(s, 0, sizeof(*s));
+}
+
+static void policy_cache_free(void *arg)
+{
+	struct policy_cache *c = arg;
+	for (size_t i = 0; i < POLICY_CACHE_SLOTS; i++)
+		slot_clear(&c->slot[i]);
+	free(c);
+}
+
+static void policy_cache_init(void)
+{
+	if (pthread_key_create(&policy_cache_key, policy_cache_free))
+		fatal("could not set up the policy cache");
+}
+
+/* bucket's policy text, parsed (NULL when it does not parse: msg says why); the thread's. */
+static const struct bucket_policy *policy_parsed(const char *bucket, const char *text, size_t len,
+						 char *msg, size_t msglen)
+{
+	struct policy_cache *c;
+	struct parsed_policy *s;
+	struct bucket_policy *p;
+
+	pthread_once(&policy_cache_once, policy_cache_init);
+	c = pthread_getspecific(policy_cache_key);
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		if (pthread_setspecific(policy_cache_key, c))
+			fatal("out of memory");
+	}
+	for (size_t i = 0; i < POLICY_CACHE_SLOTS; i++) {
+		s = &c->slot[i];
+		if (s->bucket && s->len == len && !strcmp(s->bucket, bucket) &&
+		    !memcmp(s->text, text, len))
+			return s->p;
+	}
+	p = bucket_policy_parse(text, len, bucket, msg, msglen);
+	if (!p)
+		return NULL; /* not kept: the warning comes with every request it denies */
+	s = &c->slot[c->next++ % POLICY_CACHE_SLOTS];
+	slot_clear(s);
+	s->bucket = xstrdup(bucket);
+	s->text = xmalloc(len ? len : 1);
+	memcpy(s->text, text, len);
+	s->len = len;
+	s->p = p;
+	return p;
+}
+
 /* What the policy of bucket (its entry b, NULL when missing) says of action on key. */
 static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *b,
 				    const char *bucket, const char *key, const char *action)
@@ -215,8 +294,8 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 
 	if (x) {
 		char msg[128];
-		struct bucket_policy *p = bucket_policy_parse((const char *)x->value, x->value_len,
-							      bucket, msg, sizeof(msg));
+		const struct bucket_policy *p = policy_parsed(bucket, (const char *)x->value,
+							      x->value_len, msg, sizeof(msg));
 		struct policy_kv kv[16];
 		char *resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 				     : xasprintf("arn:aws:s3:::%s", bucket);
@@ -232,7 +311,6 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 		if (!p)
 			log_warn("bucket %s: its stored policy does not parse (%s): denying",
 				 bucket, msg);
-		bucket_policy_free(p);
 		free(resource);
 	}
 	return eff;

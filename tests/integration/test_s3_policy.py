@@ -93,6 +93,38 @@ def test_anonymous_access_a_policy_opens(gw):
     assert alice.get_object(Bucket="pol-web", Key="site/index.html")["Body"].read()
 
 
+def test_a_changed_policy_applies_at_once(gw):
+    """Gateway threads keep parsed policies: a replaced policy of the same length, and
+    more policed buckets than a thread keeps, still decide every request by what is
+    stored now."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-swap")
+    for k in ("a/x", "b/x"):
+        alice.put_object(Bucket="pol-swap", Key=k, Body=k.encode())
+
+    def only(prefix):
+        return policy("pol-swap", stmt("Allow", "*", "s3:GetObject",
+                                       "arn:aws:s3:::pol-swap/%s/*" % prefix))
+    for open_prefix, shut_prefix in (("a", "b"), ("b", "a"), ("a", "b")):
+        alice.put_bucket_policy(Bucket="pol-swap", Policy=only(open_prefix))
+        for _ in range(24):  # enough to reach every worker thread
+            assert anon(g, "GET", "pol-swap/%s/x" % open_prefix).status_code == 200
+            assert anon(g, "GET", "pol-swap/%s/x" % shut_prefix).status_code == 403
+    buckets = ["pol-many-%d" % i for i in range(12)]
+    for i, b in enumerate(buckets):
+        alice.create_bucket(Bucket=b)
+        alice.put_object(Bucket=b, Key="k%d" % i, Body=b"v")
+        alice.put_bucket_policy(Bucket=b, Policy=policy(b, stmt(
+            "Allow", "*", "s3:GetObject", "arn:aws:s3:::%s/k%d" % (b, i))))
+    for _ in range(3):
+        for i, b in enumerate(buckets):
+            assert anon(g, "GET", "%s/k%d" % (b, i)).status_code == 200
+            assert anon(g, "GET", "%s/k%d" % (b, i + 1)).status_code == 403
+    alice.delete_bucket_policy(Bucket="pol-swap")
+    assert anon(g, "GET", "pol-swap/a/x").status_code == 403
+
+
 def test_named_principals_and_explicit_deny(gw):
     _, g = gw
     alice, bob = client(g, *ALICE), client(g, *BOB)
