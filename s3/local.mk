@@ -6,6 +6,7 @@ s3_libs3_a_SOURCES = s3/s3_err.c s3/s3_err.h
 S3_TEST_LDADD = s3/libs3.a $(UNIT_LDADD) $(EXPAT_LIBS)
 
 include s3/sigv4.mk
+include s3/sigv2.mk
 include s3/aws_chunked.mk
 include s3/xml.mk
 include s3/iam.mk

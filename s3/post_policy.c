@@ -114,7 +114,8 @@ static enum s3_err cond_array(struct pctx *c, yajl_val a)
 static bool exempt(const char *name)
 {
 	return !strcasecmp(name, "policy") || !strcasecmp(name, "x-amz-signature") ||
-	       !strcasecmp(name, "file") || !strncasecmp(name, "x-ignore-", 9);
+	       !strcasecmp(name, "file") || !strncasecmp(name, "x-ignore-", 9) ||
+	       !strcasecmp(name, "AWSAccessKeyId") || !strcasecmp(name, "signature"); /* SigV2 */
 }
 
 enum s3_err post_policy_check(const char *policy_b64, size_t len, const char *bucket,

@@ -1,5 +1,7 @@
 /* S3 error codes (s3_err.h). */
 #include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
 #include "s3/s3_err.h"
 
 static const struct {
@@ -17,3 +19,14 @@ const char *s3_err_code(enum s3_err e)
 }
 
 int s3_err_status(enum s3_err e) { return (unsigned)e < S3_ERR_COUNT ? table[e].status : 500; }
+
+enum s3_err s3_err_msg(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
+{
+	if (msg && msglen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, msglen, fmt, ap);
+		va_end(ap);
+	}
+	return e;
+}

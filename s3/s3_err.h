@@ -6,6 +6,8 @@
 #ifndef WEEDFS_S3_ERR_H
 #define WEEDFS_S3_ERR_H
 
+#include <stddef.h>
+
 /* X(name, "Code", status) */
 #define S3_ERRORS(X)                                                           \
 	X(S3_OK, "OK", 200)                                                    \
@@ -77,5 +79,8 @@ enum s3_err {
 const char *s3_err_code(enum s3_err e);
 /* The HTTP status S3 answers e with (500 for an unknown value). */
 int s3_err_status(enum s3_err e);
+/* Writes the message of e into msg (when msglen > 0, always terminated) and returns e. */
+enum s3_err s3_err_msg(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

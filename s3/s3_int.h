@@ -62,6 +62,7 @@ struct s3_req {
 	http_req *req;
 	char id[17];                   /* x-amz-request-id */
 	char *bucket, *key;            /* decoded; NULL when the path names none */
+	bool virtual_host;             /* the bucket came from the Host header */
 	const struct s3_identity *who; /* NULL: anonymous or an open gateway */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */

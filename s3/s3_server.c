@@ -32,6 +32,7 @@
 #include "filer/chunk_stream.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/sigv2.h"
 #include "s3/sigv4.h"
 #include "util.h"
 
@@ -249,6 +250,45 @@ void s3_submit(struct s3_req *r, void (*fn)(struct s3_req *r))
 
 /* ---- authentication ---- */
 
+/* The identity of access_key with its secret, or an error in msg: S3_OK or the error. */
+static enum s3_err identify(struct s3_req *r, const char *access_key, const char **secret,
+			    char *msg, size_t msglen)
+{
+	r->who = s3_iam_lookup(r->g->iam, access_key, secret);
+	if (!r->who && !s3_iam_is_open(r->g->iam)) {
+		snprintf(msg, msglen,
+			 "The AWS Access Key Id you provided does not exist in our records.");
+		return S3_INVALID_ACCESS_KEY;
+	}
+	return S3_OK;
+}
+
+#define MSG_SIGNATURE_MISMATCH                                                            \
+	"The request signature we calculated does not match the signature you provided. " \
+	"Check your key and signing method."
+
+/* SigV2 (legacy clients, boto3's default presigned URLs): no payload is signed. */
+static bool authenticate_v2(struct s3_req *r, const struct sigv4_input *in)
+{
+	struct sigv2_auth a;
+	char msg[512];
+	const char *secret;
+	enum s3_err e = sigv2_parse(in, &a, msg, sizeof(msg));
+	if (!e)
+		e = identify(r, a.access_key, &secret, msg, sizeof(msg));
+	if (!e && r->who &&
+	    sigv2_verify(in, &a, r->virtual_host ? r->bucket : NULL, secret) != S3_OK) {
+		e = S3_SIGNATURE_MISMATCH;
+		snprintf(msg, sizeof(msg), MSG_SIGNATURE_MISMATCH);
+	}
+	if (e) {
+		s3_error(r, e, "%s", msg);
+		return false;
+	}
+	r->payload = SIGV4_PAYLOAD_UNSIGNED;
+	return true;
+}
+
 /* Loop thread: false when r got an error answer. */
 static bool authenticate(struct s3_req *r)
 {
@@ -280,20 +320,18 @@ static bool authenticate(struct s3_req *r)
 	in.nheaders = n;
 	in.now = (int64_t)time(NULL);
 	in.region = r->g->region;
+	if (sigv2_present(&in)) {
+		bool ok = authenticate_v2(r, &in);
+		free(raw_path);
+		return ok;
+	}
 	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
 	/* an unsigned request goes on as anonymous: a bucket policy may allow it */
 	if (!e && !anonymous) {
-		r->who = s3_iam_lookup(r->g->iam, a.access_key, &secret);
-		if (!r->who && !s3_iam_is_open(r->g->iam)) {
-			e = S3_INVALID_ACCESS_KEY;
-			snprintf(msg, sizeof(msg),
-				 "The AWS Access Key Id you provided does not exist in our "
-				 "records.");
-		} else if (r->who && sigv4_verify(&in, &a, secret, key) != S3_OK) {
+		e = identify(r, a.access_key, &secret, msg, sizeof(msg));
+		if (!e && r->who && sigv4_verify(&in, &a, secret, key) != S3_OK) {
 			e = S3_SIGNATURE_MISMATCH;
-			snprintf(msg, sizeof(msg),
-				 "The request signature we calculated does not match the signature "
-				 "you provided. Check your key and signing method.");
+			snprintf(msg, sizeof(msg), MSG_SIGNATURE_MISMATCH);
 		}
 	}
 	free(raw_path);
@@ -352,6 +390,7 @@ static bool virtual_host(struct s3_req *r)
 		if (dl && hl > dl + 1 && host[hl - dl - 1] == '.' &&
 		    !strncasecmp(host + hl - dl, d, dl)) {
 			r->bucket = xstrndup(host, hl - dl - 1);
+			r->virtual_host = true;
 			p = http_req_path(r->req) + 1;
 			if (*p)
 				r->key = xstrdup(p);
@@ -411,6 +450,9 @@ static const char *unsupported_param(const struct s3_req *r)
 		"object-lock",
 		"retention",
 		"legal-hold",
+		"AWSAccessKeyId", /* a SigV2 presigned URL's */
+		"Signature",
+		"Expires",
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {

@@ -28,7 +28,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,7 +238,7 @@ void sigv4_uri_encode(const char *s, size_t n, bool keep_slash, buf *out)
 }
 
 /* Appends s[0..n) percent-decoded ('+' stays '+'); false on a bad escape. */
-static bool pct_decode(const char *s, size_t n, buf *out)
+bool sigv4_pct_decode(const char *s, size_t n, buf *out)
 {
 	buf_reserve(out, n);
 	for (size_t i = 0; i < n; i++) {
@@ -324,7 +323,7 @@ static bool parse_iso_basic(const char *s, int64_t *t)
 }
 
 /* RFC 1123 "Fri, 24 May 2013 00:00:00 GMT" (also "+0000" or "UTC" for the zone). */
-static bool parse_http_date(const char *s, int64_t *t)
+bool sigv4_parse_http_date(const char *s, int64_t *t)
 {
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 	size_t n = strlen(s);
@@ -388,7 +387,7 @@ static bool name_is(const char *name, const char *s, size_t n)
 }
 
 /* The value of header name, NULL if absent; *count says how many lines carry it. */
-static const char *header_find(const struct sigv4_input *in, const char *name, size_t *count)
+const char *sigv4_header_find(const struct sigv4_input *in, const char *name, size_t *count)
 {
 	const char *v = NULL;
 	*count = 0;
@@ -479,7 +478,7 @@ static bool canonical_query(const char *q, bool presigned, buf *out)
 	pairs = xcalloc(n ? n : 1, sizeof(*pairs));
 	for (size_t i = 0; i < n; i++) {
 		buf_reset(&dec);
-		if (!pct_decode(p[i].name, p[i].nlen, &dec))
+		if (!sigv4_pct_decode(p[i].name, p[i].nlen, &dec))
 			goto out;
 		if (presigned && dec.len == 15 && !memcmp(dec.data, "X-Amz-Signature", 15))
 			continue;
@@ -487,7 +486,7 @@ static bool canonical_query(const char *q, bool presigned, buf *out)
 		sigv4_uri_encode(dec.data ? dec.data : "", dec.len, false, &enc);
 		pairs[m].nl = enc.len - pairs[m].no;
 		buf_reset(&dec);
-		if (!pct_decode(p[i].value, p[i].vlen, &dec))
+		if (!sigv4_pct_decode(p[i].value, p[i].vlen, &dec))
 			goto out;
 		pairs[m].vo = enc.len;
 		sigv4_uri_encode(dec.data ? dec.data : "", dec.len, false, &enc);
@@ -544,7 +543,7 @@ static bool build_canonical(const struct sigv4_input *in, bool presigned, const 
 	buf dec = BUF_INIT;
 	buf_append_str(out, in->method ? in->method : "");
 	buf_append_byte(out, '\n');
-	if (!pct_decode(path, strlen(path), &dec)) {
+	if (!sigv4_pct_decode(path, strlen(path), &dec)) {
 		buf_free(&dec);
 		return false;
 	}
@@ -635,19 +634,6 @@ enum s3_err sigv4_verify(const struct sigv4_input *in, const struct sigv4_auth *
 
 /* ---- parsing ---- */
 
-static enum s3_err fail(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static enum s3_err fail(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
-{
-	if (msg && msglen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(msg, msglen, fmt, ap);
-		va_end(ap);
-	}
-	return e;
-}
-
 /* Copies s[0..n) into dst[cap] if it fits and holds printable ASCII only (no space). */
 static bool copy_field(char *dst, size_t cap, const char *s, size_t n)
 {
@@ -692,18 +678,20 @@ static enum s3_err parse_credential(const struct sigv4_input *in, const char *s,
 	    digits(a->date, 8) < 0 || !copy_field(a->region, sizeof(a->region), part[2], len[2]) ||
 	    !copy_field(a->service, sizeof(a->service), part[3], len[3]) || len[4] == 0 ||
 	    len[4] > 32)
-		return fail(msg, msglen, o->err, "%s" MSG_CREDENTIAL, o->prefix);
+		return s3_err_msg(msg, msglen, o->err, "%s" MSG_CREDENTIAL, o->prefix);
 	if (in->region && *in->region && strcmp(in->region, a->region))
-		return fail(msg, msglen, o->err, "%sthe region '%s' is wrong; expecting '%.64s'",
-			    o->prefix, a->region, in->region);
+		return s3_err_msg(msg, msglen, o->err,
+				  "%sthe region '%s' is wrong; expecting '%.64s'", o->prefix,
+				  a->region, in->region);
 	if (strcmp(a->service, "s3"))
-		return fail(msg, msglen, o->err,
-			    "%sincorrect service \"%s\". This endpoint belongs to \"s3\".",
-			    o->prefix, a->service);
+		return s3_err_msg(msg, msglen, o->err,
+				  "%sincorrect service \"%s\". This endpoint belongs to \"s3\".",
+				  o->prefix, a->service);
 	if (len[4] != strlen(TERMINAL) || memcmp(part[4], TERMINAL, len[4]))
-		return fail(msg, msglen, o->err,
-			    "%sincorrect terminal \"%.*s\". This endpoint uses \"" TERMINAL "\".",
-			    o->prefix, (int)len[4], part[4]);
+		return s3_err_msg(msg, msglen, o->err,
+				  "%sincorrect terminal \"%.*s\". This endpoint uses \"" TERMINAL
+				  "\".",
+				  o->prefix, (int)len[4], part[4]);
 	return S3_OK;
 }
 
@@ -720,10 +708,10 @@ static enum s3_err parse_signed_headers(const char *s, size_t n, const struct or
 	const char *what = o->query ? "X-Amz-SignedHeaders" : "SignedHeaders";
 	enum s3_err err = o->query ? S3_AUTH_QUERY_ERROR : S3_AUTH_HEADER_MALFORMED;
 	if (n == 0 || n > SIGV4_MAX_SIGNED_LEN)
-		return fail(msg, msglen, err, "%s is empty or longer than %d bytes", what,
-			    SIGV4_MAX_SIGNED_LEN);
+		return s3_err_msg(msg, msglen, err, "%s is empty or longer than %d bytes", what,
+				  SIGV4_MAX_SIGNED_LEN);
 	if (s[n - 1] == ';')
-		return fail(msg, msglen, err, "%s has an empty header name", what);
+		return s3_err_msg(msg, msglen, err, "%s has an empty header name", what);
 	memcpy(a->signed_headers, s, n);
 	a->signed_headers[n] = '\0';
 	a->nsigned = 0;
@@ -731,22 +719,23 @@ static enum s3_err parse_signed_headers(const char *s, size_t n, const struct or
 		size_t len = 0;
 		while (i + len < n && s[i + len] != ';') {
 			if (!token_char((unsigned char)s[i + len]))
-				return fail(msg, msglen, err,
-					    "%s must list lowercase header names separated by ';'",
-					    what);
+				return s3_err_msg(
+					msg, msglen, err,
+					"%s must list lowercase header names separated by ';'",
+					what);
 			len++;
 		}
 		if (len == 0)
-			return fail(msg, msglen, err, "%s has an empty header name", what);
+			return s3_err_msg(msg, msglen, err, "%s has an empty header name", what);
 		if (++a->nsigned > SIGV4_MAX_SIGNED)
-			return fail(msg, msglen, err, "%s lists more than %d headers", what,
-				    SIGV4_MAX_SIGNED);
+			return s3_err_msg(msg, msglen, err, "%s lists more than %d headers", what,
+					  SIGV4_MAX_SIGNED);
 		/* a repeat of an earlier name */
 		for (size_t j = 0; j < i;) {
 			size_t l2 = strcspn(s + j, ";");
 			if (l2 == len && !memcmp(s + j, s + i, len))
-				return fail(msg, msglen, err, "%s lists \"%.*s\" twice", what,
-					    (int)len, s + i);
+				return s3_err_msg(msg, msglen, err, "%s lists \"%.*s\" twice", what,
+						  (int)len, s + i);
 			j += l2 + 1;
 		}
 		i += len + 1;
@@ -771,9 +760,10 @@ static enum s3_err parse_signature(const char *s, size_t n, const struct origin 
 {
 	uint8_t raw[32];
 	if (!hex_decode32(s, n, raw))
-		return fail(msg, msglen, o->query ? S3_AUTH_QUERY_ERROR : S3_AUTH_HEADER_MALFORMED,
-			    "%s must be 64 hexadecimal digits",
-			    o->query ? "X-Amz-Signature" : "Signature");
+		return s3_err_msg(msg, msglen,
+				  o->query ? S3_AUTH_QUERY_ERROR : S3_AUTH_HEADER_MALFORMED,
+				  "%s must be 64 hexadecimal digits",
+				  o->query ? "X-Amz-Signature" : "Signature");
 	hex_encode(raw, 32, a->signature);
 	return S3_OK;
 }
@@ -811,9 +801,10 @@ static enum s3_err check_unsigned(const struct sigv4_input *in, const struct sig
 		}
 	}
 	if (missing)
-		return fail(msg, msglen, S3_ACCESS_DENIED,
-			    "There were headers present in the request which were not signed: %s",
-			    list);
+		return s3_err_msg(
+			msg, msglen, S3_ACCESS_DENIED,
+			"There were headers present in the request which were not signed: %s",
+			list);
 	return S3_OK;
 }
 
@@ -827,9 +818,9 @@ static enum s3_err check_signed_values(const struct sigv4_input *in, const struc
 			continue;
 		for (const char *v = in->headers[i].value; *v; v++)
 			if (((unsigned char)*v < ' ' && *v != '\t') || *v == 0x7f)
-				return fail(msg, msglen, S3_INVALID_ARGUMENT,
-					    "Header %.64s holds a control character",
-					    in->headers[i].name);
+				return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT,
+						  "Header %.64s holds a control character",
+						  in->headers[i].name);
 	}
 	return S3_OK;
 }
@@ -852,16 +843,17 @@ static enum s3_err header_time(const struct sigv4_input *in, struct sigv4_auth *
 {
 	char v[64];
 	size_t cnt;
-	const char *xd = header_find(in, "x-amz-date", &cnt);
+	const char *xd = sigv4_header_find(in, "x-amz-date", &cnt);
 	bool ok;
 	if (xd)
 		ok = cnt == 1 && copy_trimmed(v, sizeof(v), xd) && parse_iso_basic(v, &a->time);
-	else if ((xd = header_find(in, "date", &cnt)))
-		ok = cnt == 1 && copy_trimmed(v, sizeof(v), xd) && parse_http_date(v, &a->time);
+	else if ((xd = sigv4_header_find(in, "date", &cnt)))
+		ok = cnt == 1 && copy_trimmed(v, sizeof(v), xd) &&
+		     sigv4_parse_http_date(v, &a->time);
 	else
 		ok = false;
 	if (!ok)
-		return fail(msg, msglen, S3_ACCESS_DENIED, MSG_NO_DATE);
+		return s3_err_msg(msg, msglen, S3_ACCESS_DENIED, MSG_NO_DATE);
 	sigv4_format_time(a->time, a->amz_date);
 	return S3_OK;
 }
@@ -872,10 +864,10 @@ static enum s3_err header_payload(const struct sigv4_input *in, struct sigv4_aut
 {
 	char v[80];
 	size_t cnt;
-	const char *cs = header_find(in, "x-amz-content-sha256", &cnt);
+	const char *cs = sigv4_header_find(in, "x-amz-content-sha256", &cnt);
 	if (!cs)
-		return fail(msg, msglen, S3_INVALID_REQUEST,
-			    "Missing required header for this request: x-amz-content-sha256");
+		return s3_err_msg(msg, msglen, S3_INVALID_REQUEST,
+				  "Missing required header for this request: x-amz-content-sha256");
 	bool found = cnt == 1 && copy_trimmed(v, sizeof(v), cs);
 	if (found) {
 		found = false;
@@ -890,30 +882,31 @@ static enum s3_err header_payload(const struct sigv4_input *in, struct sigv4_aut
 			found = true;
 		}
 		if (!found && !strncmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", 40))
-			return fail(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
+			return s3_err_msg(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
 	}
 	if (!found)
-		return fail(
+		return s3_err_msg(
 			msg, msglen, S3_INVALID_ARGUMENT,
 			"x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
 			"STREAMING-UNSIGNED-PAYLOAD-TRAILER, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, "
 			"STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.");
-	const char *dl = header_find(in, "x-amz-decoded-content-length", &cnt);
+	const char *dl = sigv4_header_find(in, "x-amz-decoded-content-length", &cnt);
 	if (dl && (cnt != 1 || !copy_trimmed(v, 24, dl) || !parse_i64(v, &a->decoded_length) ||
 		   a->decoded_length < 0))
-		return fail(msg, msglen, S3_INVALID_ARGUMENT,
-			    "x-amz-decoded-content-length must be one non-negative integer");
-	const char *tr = header_find(in, "x-amz-trailer", &cnt);
+		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT,
+				  "x-amz-decoded-content-length must be one non-negative integer");
+	const char *tr = sigv4_header_find(in, "x-amz-trailer", &cnt);
 	if (tr) {
 		bool ok = cnt == 1 && copy_trimmed(a->trailer, sizeof(a->trailer), tr);
 		for (const char *p = a->trailer; ok && *p; p++)
 			ok = *p >= ' ' && *p <= '~';
 		if (!ok) {
 			a->trailer[0] = '\0';
-			return fail(msg, msglen, S3_INVALID_ARGUMENT,
-				    "x-amz-trailer must be one header of printable text, at most "
-				    "%d bytes",
-				    SIGV4_MAX_TRAILER);
+			return s3_err_msg(
+				msg, msglen, S3_INVALID_ARGUMENT,
+				"x-amz-trailer must be one header of printable text, at most "
+				"%d bytes",
+				SIGV4_MAX_TRAILER);
 		}
 	}
 	return S3_OK;
@@ -925,10 +918,11 @@ static enum s3_err check_date(const struct sigv4_auth *a, const struct origin *o
 {
 	if (!memcmp(a->date, a->amz_date, 8))
 		return S3_OK;
-	return fail(msg, msglen, o->err,
-		    "%sInvalid credential date \"%s\". This date is not the same as X-Amz-Date: "
-		    "\"%.8s\".",
-		    o->query ? "" : o->prefix, a->date, a->amz_date);
+	return s3_err_msg(
+		msg, msglen, o->err,
+		"%sInvalid credential date \"%s\". This date is not the same as X-Amz-Date: "
+		"\"%.8s\".",
+		o->query ? "" : o->prefix, a->date, a->amz_date);
 }
 
 /* Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=... */
@@ -940,19 +934,21 @@ static enum s3_err parse_header_auth(const struct sigv4_input *in, const char *v
 	size_t vlen[3] = {0, 0, 0}, n = strnlen(v, SIGV4_MAX_AUTH_LEN + 1), alen = 0;
 	enum s3_err e;
 	if (n > SIGV4_MAX_AUTH_LEN)
-		return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED, "%sit is longer than %d bytes",
-			    from_header.prefix, SIGV4_MAX_AUTH_LEN);
+		return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+				  "%sit is longer than %d bytes", from_header.prefix,
+				  SIGV4_MAX_AUTH_LEN);
 	v = trim(v, &n);
 	while (alen < n && !is_space(v[alen]))
 		alen++;
 	if ((alen == 3 && !memcmp(v, "AWS", 3)) ||
 	    (alen == 22 && !memcmp(v, "AWS4-ECDSA-P256-SHA256", 22)))
-		return fail(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
+		return s3_err_msg(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
 	if (alen != strlen(ALGO) || memcmp(v, ALGO, alen)) {
 		if (alen >= 5 && !memcmp(v, "AWS4-", 5))
-			return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-				    "%sthe algorithm must be " ALGO, from_header.prefix);
-		return fail(msg, msglen, S3_INVALID_ARGUMENT, "Unsupported Authorization Type");
+			return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+					  "%sthe algorithm must be " ALGO, from_header.prefix);
+		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT,
+				  "Unsupported Authorization Type");
 	}
 	for (size_t i = alen; i < n;) {
 		size_t len = 0, plen;
@@ -966,34 +962,37 @@ static enum s3_err parse_header_auth(const struct sigv4_input *in, const char *v
 			if (name_is(keys[j], p, (size_t)(eq - p)))
 				k = j;
 		if (k < 0 || eq + 1 == p + plen)
-			return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-				    "%sthe authorization component \"%.*s\" is malformed.",
-				    from_header.prefix, (int)(plen > 64 ? 64 : plen), p);
+			return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+					  "%sthe authorization component \"%.*s\" is malformed.",
+					  from_header.prefix, (int)(plen > 64 ? 64 : plen), p);
 		if (val[k])
-			return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-				    "%sthe component %s appears twice.", from_header.prefix,
-				    keys[k]);
+			return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+					  "%sthe component %s appears twice.", from_header.prefix,
+					  keys[k]);
 		val[k] = eq + 1;
 		vlen[k] = (size_t)(p + plen - val[k]);
 		i += len + 1;
 	}
 	if (v[n - 1] == ',')
-		return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-			    "%sthe authorization header ends with a comma.", from_header.prefix);
+		return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+				  "%sthe authorization header ends with a comma.",
+				  from_header.prefix);
 	if (!val[0] || !val[1] || !val[2])
-		return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-			    "%sthe authorization header requires three components: Credential, "
-			    "SignedHeaders, and Signature.",
-			    from_header.prefix);
+		return s3_err_msg(
+			msg, msglen, S3_AUTH_HEADER_MALFORMED,
+			"%sthe authorization header requires three components: Credential, "
+			"SignedHeaders, and Signature.",
+			from_header.prefix);
 	if ((e = parse_credential(in, val[0], vlen[0], &from_header, a, msg, msglen)) ||
 	    (e = parse_signed_headers(val[1], vlen[1], &from_header, a, msg, msglen)) ||
 	    (e = parse_signature(val[2], vlen[2], &from_header, a, msg, msglen)) ||
 	    (e = header_time(in, a, msg, msglen)) || (e = check_date(a, &from_header, msg, msglen)))
 		return e;
 	if (in->now < a->time - SIGV4_MAX_SKEW || in->now > a->time + SIGV4_MAX_SKEW)
-		return fail(msg, msglen, S3_REQUEST_TIME_SKEWED,
-			    "The difference between the request time and the current time is too "
-			    "large.");
+		return s3_err_msg(
+			msg, msglen, S3_REQUEST_TIME_SKEWED,
+			"The difference between the request time and the current time is too "
+			"large.");
 	return S3_OK;
 }
 
@@ -1053,16 +1052,19 @@ static enum s3_err parse_expires(const buf *v, struct sigv4_auth *a, char *msg, 
 {
 	const char *s = v->data ? v->data : "";
 	if (v->len && s[0] == '-' && v->len > 1 && digits(s + 1, (int)(v->len - 1)) >= 0)
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR, "X-Amz-Expires must be non-negative");
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Expires must be non-negative");
 	if (v->len == 0 || v->len > 9 || digits(s, (int)v->len) < 0)
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR, "X-Amz-Expires should be a number");
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Expires should be a number");
 	a->expires = digits(s, (int)v->len);
 	if (a->expires > SIGV4_MAX_EXPIRES)
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR,
-			    "X-Amz-Expires must be less than a week (in seconds) that is %d",
-			    SIGV4_MAX_EXPIRES);
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Expires must be less than a week (in seconds) that is %d",
+				  SIGV4_MAX_EXPIRES);
 	if (a->expires < 1)
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR, "X-Amz-Expires must be at least 1");
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Expires must be at least 1");
 	return S3_OK;
 }
 
@@ -1084,12 +1086,12 @@ static enum s3_err query_auth_fields(const struct sigv4_input *in, struct sigv4_
 		if (k < 0 || k == QP_N)
 			continue;
 		if (seen[k])
-			e = fail(msg, msglen, S3_AUTH_QUERY_ERROR, "%s appears more than once",
-				 qp_names[k]);
-		else if (!pct_decode(p[i].value, p[i].vlen, &v[k]) ||
+			e = s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				       "%s appears more than once", qp_names[k]);
+		else if (!sigv4_pct_decode(p[i].value, p[i].vlen, &v[k]) ||
 			 memchr(v[k].data, 0, v[k].len))
-			e = fail(msg, msglen, S3_AUTH_QUERY_ERROR, "%s is badly encoded",
-				 qp_names[k]);
+			e = s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR, "%s is badly encoded",
+				       qp_names[k]);
 		seen[k] = true;
 	}
 	free(p);
@@ -1097,19 +1099,20 @@ static enum s3_err query_auth_fields(const struct sigv4_input *in, struct sigv4_
 		return e;
 	if (seen[QP_ALGORITHM] && !buf_is(&v[QP_ALGORITHM], ALGO)) {
 		if (buf_is(&v[QP_ALGORITHM], "AWS4-ECDSA-P256-SHA256"))
-			return fail(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR,
-			    "X-Amz-Algorithm only supports \"" ALGO "\"");
+			return s3_err_msg(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Algorithm only supports \"" ALGO "\"");
 	}
 	for (int k = 0; k < QP_SHA256; k++)
 		if (!seen[k])
-			return fail(msg, msglen, S3_AUTH_QUERY_ERROR, MSG_QUERY_MISSING);
+			return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR, MSG_QUERY_MISSING);
 	a->payload = SIGV4_PAYLOAD_UNSIGNED;
 	if (!seen[QP_SHA256] || buf_is(&v[QP_SHA256], UNSIGNED))
 		return S3_OK;
 	if (!hex_decode32(v[QP_SHA256].data, v[QP_SHA256].len, a->payload_sha256))
-		return fail(msg, msglen, S3_AUTH_QUERY_ERROR,
-			    "X-Amz-Content-Sha256 must be " UNSIGNED " or a valid sha256 value");
+		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+				  "X-Amz-Content-Sha256 must be " UNSIGNED
+				  " or a valid sha256 value");
 	a->payload = SIGV4_PAYLOAD_HASH;
 	memcpy(a->payload_hash, v[QP_SHA256].data, 64);
 	a->payload_hash[64] = '\0';
@@ -1136,9 +1139,9 @@ static enum s3_err parse_query_auth(const struct sigv4_input *in, struct sigv4_a
 				 msglen)))
 		goto out;
 	if (!parse_iso_basic(v[QP_DATE].data, &a->time)) {
-		e = fail(msg, msglen, S3_AUTH_QUERY_ERROR,
-			 "X-Amz-Date must be in the ISO8601 Long Format "
-			 "\"yyyyMMdd'T'HHmmss'Z'\"");
+		e = s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+			       "X-Amz-Date must be in the ISO8601 Long Format "
+			       "\"yyyyMMdd'T'HHmmss'Z'\"");
 		goto out;
 	}
 	sigv4_format_time(a->time, a->amz_date);
@@ -1147,9 +1150,9 @@ static enum s3_err parse_query_auth(const struct sigv4_input *in, struct sigv4_a
 	    (e = check_date(a, &from_query, msg, msglen)))
 		goto out;
 	if (in->now < a->time - SIGV4_MAX_SKEW)
-		e = fail(msg, msglen, S3_ACCESS_DENIED, "Request is not valid yet");
+		e = s3_err_msg(msg, msglen, S3_ACCESS_DENIED, "Request is not valid yet");
 	else if (in->now > a->time + a->expires)
-		e = fail(msg, msglen, S3_EXPIRED_REQUEST, "Request has expired");
+		e = s3_err_msg(msg, msglen, S3_EXPIRED_REQUEST, "Request has expired");
 out:
 	for (int k = 0; k < QP_N; k++)
 		buf_free(&v[k]);
@@ -1157,34 +1160,35 @@ out:
 }
 
 /* The bounds, and an encoding the canonical form can be built from. */
-static enum s3_err check_request(const struct sigv4_input *in, char *msg, size_t msglen)
+enum s3_err sigv4_check_request(const struct sigv4_input *in, char *msg, size_t msglen)
 {
 	size_t total = 0, plen, n;
 	if (in->nheaders > SIGV4_MAX_HEADERS)
-		return fail(msg, msglen, S3_HEADER_TOO_LARGE, "More than %d request headers",
-			    SIGV4_MAX_HEADERS);
+		return s3_err_msg(msg, msglen, S3_HEADER_TOO_LARGE, "More than %d request headers",
+				  SIGV4_MAX_HEADERS);
 	for (size_t i = 0; i < in->nheaders && total <= SIGV4_MAX_HEADER_BYTES; i++)
 		total += strnlen(in->headers[i].name, SIGV4_MAX_HEADER_BYTES + 1) +
 			 strnlen(in->headers[i].value, SIGV4_MAX_HEADER_BYTES + 1);
 	if (total > SIGV4_MAX_HEADER_BYTES)
-		return fail(msg, msglen, S3_HEADER_TOO_LARGE, "Request headers exceed %d bytes",
-			    SIGV4_MAX_HEADER_BYTES);
+		return s3_err_msg(msg, msglen, S3_HEADER_TOO_LARGE,
+				  "Request headers exceed %d bytes", SIGV4_MAX_HEADER_BYTES);
 	if (!in->method || !*in->method || strlen(in->method) > 32)
-		return fail(msg, msglen, S3_INVALID_ARGUMENT, "Bad request method");
+		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT, "Bad request method");
 	plen = in->raw_path ? strnlen(in->raw_path, SIGV4_MAX_PATH + 1) : 0;
 	if (plen == 0 || in->raw_path[0] != '/' || plen > SIGV4_MAX_PATH ||
 	    !pct_valid(in->raw_path, plen))
-		return fail(msg, msglen, S3_INVALID_URI,
-			    "The request path is empty, longer than %d bytes or badly "
-			    "percent-encoded",
-			    SIGV4_MAX_PATH);
+		return s3_err_msg(msg, msglen, S3_INVALID_URI,
+				  "The request path is empty, longer than %d bytes or badly "
+				  "percent-encoded",
+				  SIGV4_MAX_PATH);
 	if (!in->raw_query)
 		return S3_OK;
 	n = strnlen(in->raw_query, SIGV4_MAX_QUERY + 1);
 	if (n > SIGV4_MAX_QUERY || !pct_valid(in->raw_query, n))
-		return fail(msg, msglen, S3_INVALID_URI,
-			    "The query string is longer than %d bytes or badly percent-encoded",
-			    SIGV4_MAX_QUERY);
+		return s3_err_msg(
+			msg, msglen, S3_INVALID_URI,
+			"The query string is longer than %d bytes or badly percent-encoded",
+			SIGV4_MAX_QUERY);
 	size_t params = 0;
 	for (const char *q = in->raw_query; *q;) {
 		size_t len = strcspn(q, "&");
@@ -1192,8 +1196,8 @@ static enum s3_err check_request(const struct sigv4_input *in, char *msg, size_t
 		q += len + (q[len] == '&');
 	}
 	if (params > SIGV4_MAX_PARAMS)
-		return fail(msg, msglen, S3_INVALID_ARGUMENT, "More than %d query parameters",
-			    SIGV4_MAX_PARAMS);
+		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT, "More than %d query parameters",
+				  SIGV4_MAX_PARAMS);
 	return S3_OK;
 }
 
@@ -1207,26 +1211,26 @@ enum s3_err sigv4_parse(const struct sigv4_input *in, struct sigv4_auth *a, bool
 	*anonymous = false;
 	if (msg && msglen)
 		msg[0] = '\0';
-	const char *auth = header_find(in, "authorization", &nauth);
+	const char *auth = sigv4_header_find(in, "authorization", &nauth);
 	int kind = query_auth_kind(in->raw_query);
 	if (!auth && !kind) {
 		*anonymous = true;
 		return S3_OK;
 	}
-	if ((e = check_request(in, msg, msglen)))
+	if ((e = sigv4_check_request(in, msg, msglen)))
 		return e;
 	if (auth && kind)
-		return fail(
+		return s3_err_msg(
 			msg, msglen, S3_INVALID_ARGUMENT,
 			"Only one auth mechanism allowed; only the X-Amz-Algorithm query "
 			"parameter, Signature query string parameter or the Authorization header "
 			"should be specified");
 	if (nauth > 1)
-		return fail(msg, msglen, S3_AUTH_HEADER_MALFORMED,
-			    "%sthe request has more than one Authorization header.",
-			    from_header.prefix);
+		return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
+				  "%sthe request has more than one Authorization header.",
+				  from_header.prefix);
 	if (kind == QUERY_V2)
-		return fail(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
+		return s3_err_msg(msg, msglen, S3_INVALID_REQUEST, MSG_UNSUPPORTED);
 	e = auth ? parse_header_auth(in, auth, a, msg, msglen)
 		 : parse_query_auth(in, a, msg, msglen);
 	if (!e)
@@ -1350,7 +1354,7 @@ static bool presign_payload(const char *q, buf *out)
 		size_t len = strcspn(q, "&"), nlen = strcspn(q, "=&");
 		if (qp_which(q, nlen) == QP_SHA256 && nlen < len) {
 			buf_reset(out);
-			if (!pct_decode(q + nlen + 1, len - nlen - 1, out))
+			if (!sigv4_pct_decode(q + nlen + 1, len - nlen - 1, out))
 				return false;
 		}
 		q += len + (q[len] == '&');

@@ -108,8 +108,9 @@ struct sigv4_auth {
  *                             value, an empty method, too many parameters
  *   S3_INVALID_URI            bad percent-encoding in the path or query, a
  *                             path or query bound exceeded
- *   S3_INVALID_REQUEST        SigV2 or SigV4a (header, query, or streaming
- *                             mode); missing x-amz-content-sha256
+ *   S3_INVALID_REQUEST        SigV2 (the gateway hands it to sigv2.h first) or
+ *                             SigV4a (header, query, or streaming mode);
+ *                             missing x-amz-content-sha256
  *   S3_HEADER_TOO_LARGE       too many or too large headers
  *   S3_ACCESS_DENIED          no valid date; unsigned host or x-amz-* headers
  *                             (msg then lists them); presigned not valid yet
@@ -172,6 +173,14 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 		       const char *service, uint8_t out[32]);
 /* Lowercase hex HMAC-SHA256 of msg[0..len) under key (POST policy signatures). */
 void sigv4_hmac_hex(const uint8_t key[32], const char *msg, size_t len, char out[65]);
+/* The value of header name in in (any case), NULL if absent; *count: how many lines carry it. */
+const char *sigv4_header_find(const struct sigv4_input *in, const char *name, size_t *count);
+/* The bounds above, and a percent-encoding of path and query that decodes (SigV2 shares them). */
+enum s3_err sigv4_check_request(const struct sigv4_input *in, char *msg, size_t msglen);
+/* Appends s[0..n) percent-decoded ('+' stays '+'); false on a bad escape. */
+bool sigv4_pct_decode(const char *s, size_t n, buf *out);
+/* RFC 1123 "Fri, 24 May 2013 00:00:00 GMT" (zone GMT, UTC or +0000) to unix seconds. */
+bool sigv4_parse_http_date(const char *s, int64_t *t);
 /* Lowercase hex SHA-256 of p[0..len). */
 void sigv4_sha256_hex(const void *p, size_t len, char out[65]);
 /* SHA-256, fetched once: EVP_sha256() makes each EVP_DigestInit_ex look it up again. */
