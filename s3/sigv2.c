@@ -400,7 +400,8 @@ static void append_resource(const struct sigv4_input *in, const char *vhost_buck
 	struct subresource_list l = {0};
 	append_path(in, vhost_bucket, other_form, out);
 	query_each(in->raw_query, collect_subresource, &l);
-	qsort(l.v, l.n, sizeof(*l.v), subresource_cmp);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), subresource_cmp);
 	for (size_t i = 0; i < l.n; i++) {
 		buf_append_byte(out, i ? '&' : '?');
 		buf_append(out, l.v[i].name, l.v[i].nlen);
