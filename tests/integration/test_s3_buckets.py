@@ -289,7 +289,8 @@ def test_list_objects_parameters(listing):
 
 
 def test_awscli_buckets_and_listing(gw, tmp_path):
-    """awscli (s3 and s3api) against the gateway, signing with alice's key."""
+    """awscli (s3 and s3api) against the gateway, signing with alice's key; its presigned
+    URL (SigV2) fetched with requests."""
     filer, g = gw
     env = dict(os.environ, AWS_ACCESS_KEY_ID="AKALICE", AWS_SECRET_ACCESS_KEY="alice-secret",
                AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=str(tmp_path / "none"),
@@ -313,6 +314,11 @@ def test_awscli_buckets_and_listing(gw, tmp_path):
     assert rc == 0 and json.loads(out)["Contents"][0]["Key"] == "dir/one.txt"
     rc, out = aws("s3", "rb", "s3://cli-b")
     assert rc != 0 and "BucketNotEmpty" in out
+    # `aws s3 presign` signs with SigV2 by default (AWSAccessKeyId, Expires, Signature)
+    rc, url = aws("s3", "presign", "s3://cli-b/two.txt", "--expires-in", "60")
+    assert rc == 0 and "AWSAccessKeyId=AKALICE" in url, url
+    r = requests.get(url.strip(), timeout=10)
+    assert r.status_code == 200 and r.content == b"22"
     env["AWS_SECRET_ACCESS_KEY"] = "wrong"
     rc, out = aws("s3", "ls")
     assert rc != 0 and "SignatureDoesNotMatch" in out
