@@ -26,6 +26,8 @@
 
 /* How long a call to the filer may take, from a worker or a loop. */
 #define S3_FILER_TIMEOUT_MS 30000
+/* InvalidAccessKeyId's message (header, query and form authentication). */
+#define S3_MSG_UNKNOWN_KEY "The AWS Access Key Id you provided does not exist in our records."
 
 struct blob_client;
 struct s3_bucket_cache;

@@ -185,8 +185,7 @@ static enum s3_err check_signature_v2(struct s3_req *r, const struct s3_form *f,
 	}
 	r->who = s3_iam_lookup(r->g->iam, ak, &secret);
 	if (!r->who) {
-		snprintf(msg, msglen,
-			 "The AWS Access Key Id you provided does not exist in our records.");
+		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
 	}
 	sigv2_sign(secret, policy, strlen(policy), want);
@@ -225,9 +224,7 @@ static enum s3_err check_signature(struct s3_req *r, const struct s3_form *f, co
 	}
 	r->who = s3_iam_lookup(r->g->iam, ak, &secret);
 	if (!r->who) {
-		snprintf(msg, msglen,
-			 "The AWS Access Key Id you provided does not exist in our "
-			 "records.");
+		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
 	}
 	sigv4_signing_key(secret, d8, region, "s3", key);

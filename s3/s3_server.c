@@ -256,8 +256,7 @@ static enum s3_err identify(struct s3_req *r, const char *access_key, const char
 {
 	r->who = s3_iam_lookup(r->g->iam, access_key, secret);
 	if (!r->who && !s3_iam_is_open(r->g->iam)) {
-		snprintf(msg, msglen,
-			 "The AWS Access Key Id you provided does not exist in our records.");
+		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
 	}
 	return S3_OK;

@@ -66,17 +66,11 @@ static const char *const subresources[] = {
 	"website",
 };
 
-static bool is_space(char c) { return c == ' ' || c == '\t'; }
-
-/* Appends v[0..n) without the spaces and tabs around it. */
-static void append_trimmed(buf *out, const char *v, size_t n)
+/* Appends v without the spaces and tabs around it. */
+static void append_trimmed(buf *out, const char *v)
 {
-	while (n && is_space(*v)) {
-		v++;
-		n--;
-	}
-	while (n && is_space(v[n - 1]))
-		n--;
+	size_t n = strlen(v);
+	v = sigv4_trim(v, &n);
 	buf_append(out, v, n);
 }
 
@@ -94,22 +88,6 @@ static void query_each(const char *q,
 			return;
 		q += len + (q[len] == '&');
 	}
-}
-
-bool sigv2_present(const struct sigv4_input *in)
-{
-	size_t n;
-	const char *auth = sigv4_header_find(in, "authorization", &n);
-	const char *q = in->raw_query;
-	if (auth && !strncmp(auth, "AWS ", 4))
-		return true;
-	while (q && *q) {
-		size_t len = strcspn(q, "&"), nlen = strcspn(q, "=&");
-		if (nlen == 14 && !memcmp(q, "AWSAccessKeyId", 14))
-			return true;
-		q += len + (q[len] == '&');
-	}
-	return false;
 }
 
 /* ---- parsing ---- */
@@ -148,6 +126,34 @@ static bool read_field(void *ctx, const char *name, size_t nlen, const char *val
 	return true;
 }
 
+/* The SigV2 and SigV4 parameters of the raw query q, decoded into f (freed by fields_free). */
+static void fields_read(const char *q, struct query_fields *f)
+{
+	memset(f, 0, sizeof(*f));
+	query_each(q, read_field, f);
+}
+
+static void fields_free(struct query_fields *f)
+{
+	buf_free(&f->key);
+	buf_free(&f->signature);
+	buf_free(&f->expires);
+}
+
+bool sigv2_present(const struct sigv4_input *in)
+{
+	struct query_fields f;
+	size_t n;
+	const char *auth = sigv4_header_find(in, "authorization", &n);
+	if (auth && !strncmp(auth, "AWS ", 4))
+		return true;
+	if (!in->raw_query)
+		return false;
+	fields_read(in->raw_query, &f);
+	fields_free(&f);
+	return f.seen_key > 0;
+}
+
 /* Copies b into dst[cap] as a string; false if it does not fit or holds a NUL. */
 static bool copy_field(char *dst, size_t cap, const buf *b)
 {
@@ -162,10 +168,10 @@ static bool copy_field(char *dst, size_t cap, const buf *b)
 static enum s3_err parse_query(const struct sigv4_input *in, struct sigv2_auth *a, char *msg,
 			       size_t msglen)
 {
-	struct query_fields f = {0};
+	struct query_fields f;
 	enum s3_err e = S3_OK;
 	char *end;
-	query_each(in->raw_query, read_field, &f);
+	fields_read(in->raw_query, &f);
 	a->presigned = true;
 	if (f.v4)
 		e = s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT, MSG_BOTH);
@@ -183,64 +189,38 @@ static enum s3_err parse_query(const struct sigv4_input *in, struct sigv2_auth *
 			       "Invalid date (should be seconds since epoch): %s", a->expires);
 	else if (in->now > a->time)
 		e = s3_err_msg(msg, msglen, S3_EXPIRED_REQUEST, "Request has expired");
-	buf_free(&f.key);
-	buf_free(&f.signature);
-	buf_free(&f.expires);
+	fields_free(&f);
 	return e;
-}
-
-static bool query_has_v2_or_v4(const char *q)
-{
-	struct query_fields f = {0};
-	bool any;
-	query_each(q, read_field, &f);
-	any = f.seen_key || f.seen_signature || f.v4;
-	buf_free(&f.key);
-	buf_free(&f.signature);
-	buf_free(&f.expires);
-	return any;
 }
 
 /* The request time of header auth: x-amz-date, else Date (RFC 1123 either way). */
 static bool header_time(const struct sigv4_input *in, int64_t *t)
 {
 	char v[64];
-	size_t cnt, n;
+	size_t cnt;
 	const char *d = sigv4_header_find(in, "x-amz-date", &cnt);
 	if (!d)
 		d = sigv4_header_find(in, "date", &cnt);
-	if (!d || cnt != 1)
-		return false;
-	while (is_space(*d))
-		d++;
-	n = strlen(d);
-	while (n && is_space(d[n - 1]))
-		n--;
-	if (n >= sizeof(v))
-		return false;
-	memcpy(v, d, n);
-	v[n] = '\0';
-	return sigv4_parse_http_date(v, t);
+	return d && cnt == 1 && sigv4_copy_trimmed(v, sizeof(v), d) && sigv4_parse_http_date(v, t);
 }
 
 static enum s3_err parse_header(const struct sigv4_input *in, const char *v, size_t count,
 				struct sigv2_auth *a, char *msg, size_t msglen)
 {
+	struct query_fields f;
 	const char *colon;
-	size_t klen, slen;
+	size_t n = strlen(v + 4), klen, slen;
 	if (count > 1)
 		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT,
 				  "The request has more than one Authorization header");
-	if (query_has_v2_or_v4(in->raw_query))
+	fields_read(in->raw_query, &f);
+	fields_free(&f);
+	if (f.seen_key || f.seen_signature || f.v4)
 		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT, MSG_BOTH);
-	v += 4;
-	while (is_space(*v))
-		v++;
-	colon = strchr(v, ':');
+	v = sigv4_trim(v + 4, &n);
+	colon = memchr(v, ':', n);
 	klen = colon ? (size_t)(colon - v) : 0;
-	slen = colon ? strlen(colon + 1) : 0;
-	while (slen && is_space(colon[slen]))
-		slen--;
+	slen = colon ? n - klen - 1 : 0;
 	if (!klen || !slen || klen >= sizeof(a->access_key) || slen >= sizeof(a->signature) ||
 	    memchr(v, ' ', klen))
 		return s3_err_msg(
@@ -277,10 +257,8 @@ enum s3_err sigv2_parse(const struct sigv4_input *in, struct sigv2_auth *a, char
 	if (auth && strncmp(auth, "AWS ", 4)) /* another scheme, and AWSAccessKeyId in the query */
 		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT, MSG_BOTH);
 	e = auth ? parse_header(in, auth, count, a, msg, msglen) : parse_query(in, a, msg, msglen);
-	if (e) {
+	if (e)
 		memset(a, 0, sizeof(*a));
-		a->presigned = !auth;
-	}
 	return e;
 }
 
@@ -322,7 +300,7 @@ static void append_amz_headers(const struct sigv4_input *in, buf *out)
 			append_lower(out, h[i].name);
 			buf_append_byte(out, ':');
 		}
-		append_trimmed(out, h[i].value, strlen(h[i].value));
+		append_trimmed(out, h[i].value);
 	}
 	if (n)
 		buf_append_byte(out, '\n');
@@ -375,7 +353,7 @@ static int subresource_cmp(const void *x, const void *y)
  * botocore signs it (ListObjects, a bucket's subresources): with other_form,
  * the one not received.
  */
-static void append_path(const struct sigv4_input *in, const char *vhost_bucket, bool other_form,
+static bool append_path(const struct sigv4_input *in, const char *vhost_bucket, bool other_form,
 			buf *out)
 {
 	size_t start = out->len, slashes = 0;
@@ -385,20 +363,24 @@ static void append_path(const struct sigv4_input *in, const char *vhost_bucket, 
 	}
 	buf_append_str(out, in->raw_path);
 	if (!other_form)
-		return;
+		return false;
 	for (size_t i = start; i < out->len; i++)
 		slashes += out->data[i] == '/';
 	if (slashes == 1 && out->len > start + 1)
 		buf_append_byte(out, '/');
 	else if (slashes == 2 && out->data[out->len - 1] == '/')
 		out->len--;
+	else
+		return false; /* an object's path: one form only */
+	return true;
 }
 
-static void append_resource(const struct sigv4_input *in, const char *vhost_bucket, bool other_form,
+/* Returns whether other_form gave another resource than the received one. */
+static bool append_resource(const struct sigv4_input *in, const char *vhost_bucket, bool other_form,
 			    buf *out)
 {
 	struct subresource_list l = {0};
-	append_path(in, vhost_bucket, other_form, out);
+	bool other = append_path(in, vhost_bucket, other_form, out);
 	query_each(in->raw_query, collect_subresource, &l);
 	if (l.n)
 		qsort(l.v, l.n, sizeof(*l.v), subresource_cmp);
@@ -413,9 +395,11 @@ static void append_resource(const struct sigv4_input *in, const char *vhost_buck
 		}
 	}
 	free(l.v);
+	return other;
 }
 
-static void string_to_sign(const struct sigv4_input *in, const struct sigv2_auth *a,
+/* Returns whether other_form made another string than the received resource's. */
+static bool string_to_sign(const struct sigv4_input *in, const struct sigv2_auth *a,
 			   const char *vhost_bucket, bool other_form, buf *out)
 {
 	size_t cnt;
@@ -426,18 +410,18 @@ static void string_to_sign(const struct sigv4_input *in, const struct sigv2_auth
 	buf_append_str(out, in->method);
 	buf_append_byte(out, '\n');
 	if (md5)
-		append_trimmed(out, md5, strlen(md5));
+		append_trimmed(out, md5);
 	buf_append_byte(out, '\n');
 	if (type)
-		append_trimmed(out, type, strlen(type));
+		append_trimmed(out, type);
 	buf_append_byte(out, '\n');
 	if (a->presigned)
 		buf_append_str(out, a->expires);
 	else if (date && !sigv4_header_find(in, "x-amz-date", &cnt))
-		append_trimmed(out, date, strlen(date));
+		append_trimmed(out, date);
 	buf_append_byte(out, '\n');
 	append_amz_headers(in, out);
-	append_resource(in, vhost_bucket, other_form, out);
+	return append_resource(in, vhost_bucket, other_form, out);
 }
 
 void sigv2_string_to_sign(const struct sigv4_input *in, const struct sigv2_auth *a,
@@ -463,11 +447,14 @@ enum s3_err sigv2_verify(const struct sigv4_input *in, const struct sigv2_auth *
 	buf sts;
 	char want[29];
 	bool match = false;
+	if (strlen(a->signature) != 28)
+		return S3_SIGNATURE_MISMATCH;
 	buf_init(&sts);
 	for (int other_form = 0; other_form < 2 && !match; other_form++) {
-		string_to_sign(in, a, vhost_bucket, other_form, &sts);
+		if (!string_to_sign(in, a, vhost_bucket, other_form, &sts) && other_form)
+			break; /* the same string again */
 		sigv2_sign(secret, sts.data ? sts.data : "", sts.len, want);
-		match = strlen(a->signature) == 28 && !CRYPTO_memcmp(want, a->signature, 28);
+		match = !CRYPTO_memcmp(want, a->signature, 28);
 	}
 	buf_free(&sts);
 	return match ? S3_OK : S3_SIGNATURE_MISMATCH;

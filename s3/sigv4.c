@@ -369,8 +369,7 @@ void sigv4_format_time(int64_t t, char out[17])
 
 static bool is_space(char c) { return c == ' ' || c == '\t'; }
 
-/* Trims spaces and tabs around s[0..*n); returns the new start. */
-static const char *trim(const char *s, size_t *n)
+const char *sigv4_trim(const char *s, size_t *n)
 {
 	while (*n && is_space(*s)) {
 		s++;
@@ -826,10 +825,10 @@ static enum s3_err check_signed_values(const struct sigv4_input *in, const struc
 }
 
 /* Copies the trimmed header value v into dst[cap]; false if it does not fit. */
-static bool copy_trimmed(char *dst, size_t cap, const char *v)
+bool sigv4_copy_trimmed(char *dst, size_t cap, const char *v)
 {
 	size_t n = strnlen(v, cap + 64);
-	v = trim(v, &n);
+	v = sigv4_trim(v, &n);
 	if (n >= cap)
 		return false;
 	memcpy(dst, v, n);
@@ -846,9 +845,10 @@ static enum s3_err header_time(const struct sigv4_input *in, struct sigv4_auth *
 	const char *xd = sigv4_header_find(in, "x-amz-date", &cnt);
 	bool ok;
 	if (xd)
-		ok = cnt == 1 && copy_trimmed(v, sizeof(v), xd) && parse_iso_basic(v, &a->time);
+		ok = cnt == 1 && sigv4_copy_trimmed(v, sizeof(v), xd) &&
+		     parse_iso_basic(v, &a->time);
 	else if ((xd = sigv4_header_find(in, "date", &cnt)))
-		ok = cnt == 1 && copy_trimmed(v, sizeof(v), xd) &&
+		ok = cnt == 1 && sigv4_copy_trimmed(v, sizeof(v), xd) &&
 		     sigv4_parse_http_date(v, &a->time);
 	else
 		ok = false;
@@ -868,7 +868,7 @@ static enum s3_err header_payload(const struct sigv4_input *in, struct sigv4_aut
 	if (!cs)
 		return s3_err_msg(msg, msglen, S3_INVALID_REQUEST,
 				  "Missing required header for this request: x-amz-content-sha256");
-	bool found = cnt == 1 && copy_trimmed(v, sizeof(v), cs);
+	bool found = cnt == 1 && sigv4_copy_trimmed(v, sizeof(v), cs);
 	if (found) {
 		found = false;
 		for (int m = SIGV4_PAYLOAD_UNSIGNED; m <= SIGV4_STREAMING_UNSIGNED_TRAILER; m++)
@@ -891,13 +891,13 @@ static enum s3_err header_payload(const struct sigv4_input *in, struct sigv4_aut
 			"STREAMING-UNSIGNED-PAYLOAD-TRAILER, STREAMING-AWS4-HMAC-SHA256-PAYLOAD, "
 			"STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a valid sha256 value.");
 	const char *dl = sigv4_header_find(in, "x-amz-decoded-content-length", &cnt);
-	if (dl && (cnt != 1 || !copy_trimmed(v, 24, dl) || !parse_i64(v, &a->decoded_length) ||
-		   a->decoded_length < 0))
+	if (dl && (cnt != 1 || !sigv4_copy_trimmed(v, 24, dl) ||
+		   !parse_i64(v, &a->decoded_length) || a->decoded_length < 0))
 		return s3_err_msg(msg, msglen, S3_INVALID_ARGUMENT,
 				  "x-amz-decoded-content-length must be one non-negative integer");
 	const char *tr = sigv4_header_find(in, "x-amz-trailer", &cnt);
 	if (tr) {
-		bool ok = cnt == 1 && copy_trimmed(a->trailer, sizeof(a->trailer), tr);
+		bool ok = cnt == 1 && sigv4_copy_trimmed(a->trailer, sizeof(a->trailer), tr);
 		for (const char *p = a->trailer; ok && *p; p++)
 			ok = *p >= ' ' && *p <= '~';
 		if (!ok) {
@@ -937,7 +937,7 @@ static enum s3_err parse_header_auth(const struct sigv4_input *in, const char *v
 		return s3_err_msg(msg, msglen, S3_AUTH_HEADER_MALFORMED,
 				  "%sit is longer than %d bytes", from_header.prefix,
 				  SIGV4_MAX_AUTH_LEN);
-	v = trim(v, &n);
+	v = sigv4_trim(v, &n);
 	while (alen < n && !is_space(v[alen]))
 		alen++;
 	if ((alen == 3 && !memcmp(v, "AWS", 3)) ||
@@ -955,7 +955,7 @@ static enum s3_err parse_header_auth(const struct sigv4_input *in, const char *v
 		while (i + len < n && v[i + len] != ',')
 			len++;
 		plen = len;
-		const char *p = trim(v + i, &plen);
+		const char *p = sigv4_trim(v + i, &plen);
 		const char *eq = memchr(p, '=', plen);
 		int k = -1;
 		for (int j = 0; j < 3 && eq; j++)

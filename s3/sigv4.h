@@ -179,6 +179,10 @@ const char *sigv4_header_find(const struct sigv4_input *in, const char *name, si
 enum s3_err sigv4_check_request(const struct sigv4_input *in, char *msg, size_t msglen);
 /* Appends s[0..n) percent-decoded ('+' stays '+'); false on a bad escape. */
 bool sigv4_pct_decode(const char *s, size_t n, buf *out);
+/* Trims spaces and tabs around s[0..*n); returns the new start. */
+const char *sigv4_trim(const char *s, size_t *n);
+/* Copies v without the spaces and tabs around it into dst[cap]; false if it does not fit. */
+bool sigv4_copy_trimmed(char *dst, size_t cap, const char *v);
 /* RFC 1123 "Fri, 24 May 2013 00:00:00 GMT" (zone GMT, UTC or +0000) to unix seconds. */
 bool sigv4_parse_http_date(const char *s, int64_t *t);
 /* Lowercase hex SHA-256 of p[0..len). */

@@ -156,39 +156,35 @@ static void test_string_to_sign(void)
 }
 
 /* A bucket's resource signs as "/bucket" (the guide) or "/bucket/" (botocore). */
+struct form_case {
+	const char *what, *signed_resource, *path, *vhost;
+	enum s3_err want;
+};
+
 static void test_bucket_resource_forms(void)
 {
-	struct req r;
-	struct sigv2_auth a;
-	char sig[29], hdr[64];
-	static const char sts_slash[] = "GET\n\n\n" DATE "\n/bkt/?versioning";
-	static const char sts_bare[] = "GET\n\n\n" DATE "\n/bkt?versioning";
-
-	sigv2_sign(SK, sts_slash, strlen(sts_slash), sig);
-	snprintf(hdr, sizeof(hdr), "AWS " AK ":%s", sig);
-	req_init(&r, "GET", "/bkt", "versioning", T_GET);
-	req_add(&r, "Date", DATE);
-	req_add(&r, "Authorization", hdr);
-	is_int(parse(&r, &a), S3_OK, "bucket: parses");
-	is_int(sigv2_verify(&r.in, &a, NULL, SK), S3_OK, "/bkt received, /bkt/ signed: verifies");
-	req_init(&r, "GET", "/", "versioning", T_GET);
-	req_add(&r, "Date", DATE);
-	req_add(&r, "Authorization", hdr);
-	is_int(parse(&r, &a), S3_OK, "virtual-hosted bucket: parses");
-	is_int(sigv2_verify(&r.in, &a, "bkt", SK), S3_OK, "virtual-hosted /, /bkt/ signed");
-	sigv2_sign(SK, sts_bare, strlen(sts_bare), sig);
-	snprintf(hdr, sizeof(hdr), "AWS " AK ":%s", sig);
-	req_init(&r, "GET", "/bkt/", "versioning", T_GET);
-	req_add(&r, "Date", DATE);
-	req_add(&r, "Authorization", hdr);
-	is_int(parse(&r, &a), S3_OK, "bucket with a slash: parses");
-	is_int(sigv2_verify(&r.in, &a, NULL, SK), S3_OK, "/bkt/ received, /bkt signed: verifies");
-	req_init(&r, "GET", "/bkt/k", "versioning", T_GET);
-	req_add(&r, "Date", DATE);
-	req_add(&r, "Authorization", hdr);
-	is_int(parse(&r, &a), S3_OK, "an object: parses");
-	is_int(sigv2_verify(&r.in, &a, NULL, SK), S3_SIGNATURE_MISMATCH,
-	       "an object's path has one form only");
+	static const struct form_case cases[] = {
+		{"/bkt received, /bkt/ signed", "/bkt/", "/bkt", NULL, S3_OK},
+		{"virtual-hosted /, /bkt/ signed", "/bkt/", "/", "bkt", S3_OK},
+		{"/bkt/ received, /bkt signed", "/bkt", "/bkt/", NULL, S3_OK},
+		{"an object's path has one form only", "/bkt", "/bkt/k", NULL,
+		 S3_SIGNATURE_MISMATCH},
+	};
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		const struct form_case *c = &cases[i];
+		struct req r;
+		struct sigv2_auth a;
+		char sts[128], sig[29], hdr[64];
+		int n = snprintf(sts, sizeof(sts), "GET\n\n\n" DATE "\n%s?versioning",
+				 c->signed_resource);
+		sigv2_sign(SK, sts, (size_t)n, sig);
+		snprintf(hdr, sizeof(hdr), "AWS " AK ":%s", sig);
+		req_init(&r, "GET", c->path, "versioning", T_GET);
+		req_add(&r, "Date", DATE);
+		req_add(&r, "Authorization", hdr);
+		is_int(parse(&r, &a), S3_OK, c->what);
+		is_int(sigv2_verify(&r.in, &a, c->vhost, SK), c->want, c->what);
+	}
 }
 
 struct refusal {

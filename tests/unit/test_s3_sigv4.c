@@ -399,12 +399,6 @@ static void test_signing_key_cache(const uint8_t published[32])
 	   "key cache: a secret too long to keep is derived every time");
 }
 
-static void hex_of(const uint8_t *p, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", p[i]);
-}
-
 /*
  * The HMAC and SHA-256 of our own (a digest fetched once) agree with
  * OpenSSL's one-shot HMAC() and SHA256() around the 64-byte block edges and
@@ -428,11 +422,11 @@ static void test_hmac_against_openssl(void)
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		sigv4_hmac_hex(key, (const char *)msg, lens[i], got);
 		HMAC(EVP_sha256(), key, sizeof(key), msg, lens[i], mac, &len);
-		hex_of(mac, 32, want);
+		hex_encode(mac, 32, want);
 		hmac_same &= !strcmp(got, want);
 		sigv4_sha256_hex(msg, lens[i], got);
 		SHA256(msg, lens[i], mac);
-		hex_of(mac, 32, want);
+		hex_encode(mac, 32, want);
 		sha_same &= !strcmp(got, want);
 	}
 	ok(hmac_same, "HMAC-SHA256 equals OpenSSL's for messages of 0 to 1000 bytes");
