@@ -9,3 +9,9 @@ tests_bench_s3_load_LDADD = s3/libs3.a $(UNIT_LDADD)
 noinst_PROGRAMS += tests/bench/md5_rate
 tests_bench_md5_rate_SOURCES = tests/bench/md5_rate.c
 tests_bench_md5_rate_LDADD = $(UNIT_LDADD)
+
+# One loopback TCP hop's rate (tests/bench/tcp_hop.c): what two hops per byte leave of a
+# large transfer through the gateway on one machine.
+noinst_PROGRAMS += tests/bench/tcp_hop
+tests_bench_tcp_hop_SOURCES = tests/bench/tcp_hop.c
+tests_bench_tcp_hop_LDADD = -lpthread

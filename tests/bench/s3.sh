@@ -8,6 +8,8 @@
 #   - big:   BIG_COUNT objects of 64 MiB: PUT, then GET (cold), then DELETE: MiB/s, latency;
 #     MD5's rate on all cores (tests/bench/md5_rate) and the PUT ceiling it sets with the local
 #     write (a PUT's ETag is its MD5: the gateway hashes every byte on the same cores);
+#     one loopback TCP hop's rate (tests/bench/tcp_hop) and the PUT and GET ceilings that
+#     two hops per byte set on these cores;
 #     and the mini's VmRSS and VmHWM (/proc/<pid>/status) before and after each, to show
 #     whether memory stays flat while 16 x 64 MiB bodies stream through (VmHWM is the
 #     whole mini process: master, volume server, filer and gateway together; as root it
@@ -249,6 +251,18 @@ if has_phase big; then
 	row "  PUT ceiling: MD5 + the local write" "$(awk -v m="$md5_mib" -v l="$l_bw" \
 		'BEGIN { if (m + 0 > 0 && l + 0 > 0) printf "%.0f", 1 / (1 / m + 1 / l); else print "?" }')" \
 		"$l_bw" MiB/s
+	# Every byte of a large PUT or GET also crosses two loopback TCP hops on these cores
+	# (client - gateway - volume server), each a copy into the kernel and one out:
+	# tests/bench/tcp_hop measures one hop with nothing else done to the bytes. With MD5 and
+	# the page-cache write, they bound the PUT; alone (the volume server's read taken as
+	# free) they bound the GET.
+	hop_mib=$("$bdir/tests/bench/tcp_hop" "$C" 2 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^mib_s=/) print substr($i, 7) }') || true
+	row "  one loopback TCP hop, $C streams" "${hop_mib:-?}" - MiB/s
+	row "  PUT ceiling: 2 hops + MD5 + the local write" "$(awk -v h="$hop_mib" -v m="$md5_mib" -v l="$l_bw" \
+		'BEGIN { if (h + 0 > 0 && m + 0 > 0 && l + 0 > 0) printf "%.0f", 1 / (2 / h + 1 / m + 1 / l); else print "?" }')" \
+		"$l_bw" MiB/s
+	row "  GET ceiling: 2 hops, the read free" "$(awk -v h="$hop_mib" 'BEGIN { if (h + 0 > 0) printf "%.0f", h / 2; else print "?" }')" \
+		"$l_br" MiB/s
 	mem_big="mini memory around the 64 MiB phases (VmHWM: the peak during that phase$peak_note): before: $mem_b0; after the PUTs: $mem_b1; after the GETs: $mem_b2; after the DELETEs: $(mem)"
 fi
 mixed_line=
