@@ -81,7 +81,7 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->master = xstrdup(master);
 	bc->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
-	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16);
+	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16, "wfs-blob-io");
 	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX, FETCH_KEEP_MS);
 	pthread_mutex_init(&bc->mu, NULL);
 	return bc;

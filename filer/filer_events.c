@@ -204,6 +204,7 @@ static void *sub_main(void *arg)
 	wfs_err err = WFS_OK;
 	buf lines;
 
+	pthread_setname_np(pthread_self(), "wfs-filer-sub"); /* top -H, gdb, perf */
 	buf_init(&lines);
 	if (since < 0) {
 		err = filer_store_event_clock(s->f->store, &since);

@@ -298,14 +298,15 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	f->bc = blob_client_new(o->master, NULL);
 	f->gc = gc_queue_start(f->store, NULL, gc_delete, f);
 	f->metalog = metalog_new(f->store, NULL);
-	f->meta_pool = pool_new(nthreads);
-	f->io_pool = pool_new(MAX(16, nthreads));
+	f->meta_pool = pool_new(nthreads, "wfs-filer-meta");
+	f->io_pool = pool_new(MAX(16, nthreads), "wfs-filer-io");
 	f->events = filer_events_new();
 	f->ttl = filer_ttl_start(f);
 
 	ho.host = f->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
+	ho.thread_name = "wfs-filer-loop";
 	f->http = http_server_new(&ho, handler, f, err);
 	if (!f->http)
 		goto fail;

@@ -199,6 +199,7 @@ static void sweep(struct filer_ttl *t)
 static void *ttl_main(void *arg)
 {
 	struct filer_ttl *t = arg;
+	pthread_setname_np(pthread_self(), "wfs-filer-ttl"); /* top -H, gdb, perf */
 	for (;;) {
 		struct timespec dl;
 		clock_gettime(CLOCK_REALTIME, &dl);

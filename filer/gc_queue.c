@@ -106,6 +106,7 @@ static void run_batch(struct gc_queue *q, struct filer_gc_item *it, size_t n)
 static void *worker_main(void *arg)
 {
 	struct gc_queue *q = arg;
+	pthread_setname_np(pthread_self(), "wfs-filer-gc"); /* top -H, gdb, perf */
 	while (!stopping(q)) {
 		struct filer_gc_item *it = NULL;
 		size_t n = 0;

@@ -68,6 +68,7 @@ static void *poller_main(void *arg)
 {
 	struct metalog *m = arg;
 	int64_t last = -1, clock;
+	pthread_setname_np(pthread_self(), "wfs-metalog"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&m->mu);
 	while (!m->poller_stop) {
 		struct timespec dl =

@@ -628,6 +628,7 @@ static void *ckpt_main(void *arg)
 	struct sq_store *s = arg;
 	struct sq_conn *c = NULL;
 
+	pthread_setname_np(pthread_self(), "wfs-sqlite-ckpt"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&s->ckpt_mu);
 	while (!s->ckpt_stop) {
 		int pages = atomic_load(&s->wal_pages);

@@ -45,6 +45,7 @@ struct http_fetcher {
 static void *reaper_main(void *arg)
 {
 	http_fetcher *f = arg;
+	pthread_setname_np(pthread_self(), "wfs-fetch-reap"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		uint64_t now = time_mono_ns();

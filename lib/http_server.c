@@ -89,6 +89,7 @@ struct loop {
 struct http_server {
 	struct http_server_opts o;
 	char host[64];
+	char thread_name[16]; /* o.thread_name's copy; "" for none */
 	http_handler_fn handler;
 	void *ctx;
 	int port;
@@ -1076,6 +1077,8 @@ static void wake_cb(evutil_socket_t fd, short what, void *arg)
 static void *loop_main(void *arg)
 {
 	struct loop *l = arg;
+	if (l->s->thread_name[0])
+		pthread_setname_np(pthread_self(), l->s->thread_name);
 	event_base_dispatch(l->base);
 	return NULL;
 }
@@ -1154,6 +1157,9 @@ http_server *http_server_new(const struct http_server_opts *opts, http_handler_f
 
 	*err = WFS_OK;
 	s->o = *opts;
+	if (opts->thread_name)
+		snprintf(s->thread_name, sizeof(s->thread_name), "%s", opts->thread_name);
+	s->o.thread_name = s->thread_name;
 	snprintf(s->host, sizeof(s->host), "%s",
 		 opts->host && *opts->host ? opts->host : "127.0.0.1");
 	s->o.host = s->host;

@@ -46,6 +46,7 @@ struct http_server_opts {
 	size_t max_uri_bytes;    /* default 8 KiB (414 beyond) */
 	int idle_timeout_sec;    /* close idle keep-alive connections; default 120 */
 	int max_connections;     /* default 16384; beyond it new connections are closed */
+	const char *thread_name; /* the loop threads' name (top -H, perf; 15 characters kept) */
 	/*
 	 * The answers the server gives by itself (a head it cannot parse, 431, 414,
 	 * a body over its limit): NULL sends {"error": msg} as JSON; a server

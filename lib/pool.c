@@ -1,6 +1,7 @@
 #include "config.h"
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "pool.h"
 #include "util.h"
@@ -20,11 +21,14 @@ struct pool {
 	int idle;                /* workers waiting for a job; protected by lock */
 	int nthreads;
 	pthread_t *threads;
+	char name[16]; /* the workers' thread name; "" for none */
 };
 
 static void *pool_worker(void *arg)
 {
 	pool *p = arg;
+	if (p->name[0])
+		pthread_setname_np(pthread_self(), p->name);
 	for (;;) {
 		struct job *j;
 		pthread_mutex_lock(&p->lock);
@@ -47,9 +51,11 @@ static void *pool_worker(void *arg)
 	}
 }
 
-pool *pool_new(int nthreads)
+pool *pool_new(int nthreads, const char *name)
 {
 	pool *p = xcalloc(1, sizeof(*p));
+	if (name)
+		snprintf(p->name, sizeof(p->name), "%s", name);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->nthreads = nthreads > 0 ? nthreads : 1;

@@ -5,8 +5,11 @@
 typedef struct pool pool;
 typedef void (*pool_fn)(void *arg);
 
-/* Starts nthreads workers (at least 1). */
-pool *pool_new(int nthreads);
+/*
+ * Starts nthreads workers (at least 1), each named name (top -H, gdb, perf;
+ * at most 15 characters are kept; NULL leaves the process's name).
+ */
+pool *pool_new(int nthreads, const char *name);
 /* Queues fn(arg) to run on some worker. Any thread. Never blocks on the work itself. */
 void pool_submit(pool *p, pool_fn fn, void *arg);
 /*

@@ -870,6 +870,7 @@ static void handler(http_req *req, void *ctx)
 static void *sweeper_main(void *arg)
 {
 	struct s3_gateway *g = arg;
+	pthread_setname_np(pthread_self(), "wfs-s3-sweep"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&g->sweep_mu);
 	while (!g->stopping) {
 		struct timespec until;
@@ -944,10 +945,11 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->inline_max = (size_t)o->inline_kb << 10;
 	g->filer = filer_rpc_new(o->filer, S3_FILER_TIMEOUT_MS, 10, 0);
 	g->bc = blob_client_new_filer(o->filer, NULL);
-	g->work = pool_new(16);
+	g->work = pool_new(16, "wfs-s3-work");
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
+	ho.thread_name = "wfs-s3-loop";
 	ho.error_answer = server_error;
 	ho.loop_data_free = s3_loop_data_free;
 	g->http = http_server_new(&ho, handler, g, err);

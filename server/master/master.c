@@ -242,6 +242,7 @@ static void *vacuum_thread_main(void *arg)
 	struct timespec ts;
 	bool stop;
 
+	pthread_setname_np(pthread_self(), "wfs-vacuum"); /* top -H, gdb, perf */
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += MASTER_VACUUM_INTERVAL_SEC;
@@ -300,12 +301,13 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	if (!m->seq)
 		goto fail;
 	m->topo = topology_new(m->volume_size_limit, o->pulse_seconds);
-	m->pool = pool_new(MAX(8, cpu_count()));
+	m->pool = pool_new(MAX(8, cpu_count()), "wfs-master-work");
 	m->growth = growth_new(m->topo, m->seq, m->pool,
 			       o->volume_preallocate ? m->volume_size_limit : 0);
 	ho.host = m->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
+	ho.thread_name = "wfs-master-loop";
 	m->http = http_server_new(&ho, master_handle, m, err);
 	if (!m->http)
 		goto fail;

@@ -396,6 +396,8 @@ static void *heartbeat_main(void *arg)
 	uint64_t backoff_ms = 1000;
 	char why[128];
 
+	pthread_setname_np(pthread_self(), "wfs-heartbeat"); /* top -H, gdb, perf */
+
 	for (;;) {
 		struct timespec ts;
 		uint64_t wait_ms;
@@ -498,14 +500,15 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	ho.host = vs->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
+	ho.thread_name = "wfs-vol-loop";
 	vs->http = http_server_new(&ho, handler, vs, err);
 	if (!vs->http)
 		goto fail;
 	vs->port = http_server_port(vs->http);
 	snprintf(vs->self, sizeof(vs->self), "%s:%d", vs->ip, vs->port);
 	vs->public_url = xstrdup(o->public_url && *o->public_url ? o->public_url : vs->self);
-	vs->pool = pool_new(MAX(4, cpu_count() * 2));
-	vs->read_pool = pool_new(VS_READ_THREADS);
+	vs->pool = pool_new(MAX(4, cpu_count() * 2), "wfs-vol-work");
+	vs->read_pool = pool_new(VS_READ_THREADS, "wfs-vol-read");
 	http_server_start(vs->http);
 	/* also runs without a master: it sweeps expired TTL volumes */
 	if (pthread_create(&vs->hb_thread, NULL, heartbeat_main, vs) != 0) {

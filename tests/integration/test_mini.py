@@ -1,11 +1,12 @@
 """`weedfs mini`, `weedfs benchmark` and the command line itself."""
 
+import os
 import signal
 import subprocess
 
 import requests
 
-from conftest import WEEDFS, assign, free_port, parse_fid, upload
+from conftest import WEEDFS, assign, free_port, parse_fid, upload, wait_until
 
 
 def test_mini_serves_assign_upload_read(cluster):
@@ -33,6 +34,32 @@ def test_mini_serves_assign_upload_read(cluster):
     assert r.status_code == 200 and r.content == b"hello mini"
     b = requests.get("http://%s/dir/assign" % master, timeout=60).json()
     assert parse_fid(b["fid"])[1] > parse_fid(a["fid"])[1]
+
+
+def thread_names(pid):
+    names = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            name = f.read().strip()
+        names[name] = names.get(name, 0) + 1
+    return names
+
+
+def test_mini_threads_are_named_by_role(cluster):
+    """top -H, perf and gdb show what each thread of a mini does: its loops,
+    worker pools and helper threads are named after their server."""
+    mini = cluster.mini()
+    # the gateway answers once its loops run; a request reaches the filer's workers too
+    wait_until(lambda: requests.get("http://127.0.0.1:%d/" % mini.s3_port, timeout=2)
+               .status_code in (200, 403), 30, "the S3 gateway never answered")
+    names = thread_names(mini.proc.pid)
+    for role in ("wfs-master-loop", "wfs-vol-loop", "wfs-filer-loop", "wfs-s3-loop",
+                 "wfs-master-work", "wfs-vol-work", "wfs-vol-read", "wfs-filer-meta",
+                 "wfs-filer-io", "wfs-s3-work", "wfs-blob-io", "wfs-sqlite-ckpt",
+                 "wfs-heartbeat", "wfs-filer-gc"):
+        assert names.get(role), "no %s thread among %s" % (role, sorted(names))
+    # every thread but the main one has a role: none is left with the process's name
+    assert names.get("weedfs", 0) == 1, sorted(names.items())
 
 
 def test_benchmark_against_mini(cluster):

@@ -122,6 +122,10 @@ static void handler(http_req *req, void *ctx)
 		http_resp_header(req, "Content-Type", "text/plain");
 		http_resp_send(req, 200, b.data, b.len);
 		buf_free(&b);
+	} else if (!strcmp(path, "/thread-name")) {
+		char name[16] = "";
+		pthread_getname_np(pthread_self(), name, sizeof(name));
+		http_resp_send(req, 200, name, strlen(name));
 	} else if (!strcmp(path, "/body")) {
 		const char *l = http_req_query(req, "limit");
 		http_req_read_body(req, l ? strtoul(l, NULL, 10) : 1 << 20, body_echo, NULL);
@@ -335,6 +339,11 @@ static void test_raw(void)
 	raw_sends(fd, "GET /echo?a=2 HTTP/1.1\r\nHost: x\r\n\r\n");
 	closed = raw_read(fd, 1, &out);
 	ok(!closed && has(&out, "a=2"), "second request on the same connection");
+
+	/* The handler runs on a loop thread named by the options (top -H, perf). */
+	raw_sends(fd, "GET /thread-name HTTP/1.1\r\nHost: x\r\n\r\n");
+	closed = raw_read(fd, 1, &out);
+	ok(!closed && has(&out, "\r\n\r\nwfs-test-loop"), "loop threads carry the server's name");
 
 	/* A streamed HEAD answer owes no body: the connection stays open for the next. */
 	raw_sends(fd, "HEAD /announced HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -578,12 +587,13 @@ int main(void)
 		.max_header_bytes = 4096,
 		.max_uri_bytes = 1024,
 		.idle_timeout_sec = 10,
+		.thread_name = "wfs-test-loop",
 	};
 	wfs_err err;
 
 	signal(SIGPIPE, SIG_IGN);
 	http_client_global_init();
-	workers = pool_new(2);
+	workers = pool_new(2, NULL);
 	http_server *s = http_server_new(&o, handler, NULL, &err);
 	ok(s != NULL, "server created");
 	if (!s)

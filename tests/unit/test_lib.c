@@ -199,9 +199,33 @@ static void pool_job(void *arg)
 	pthread_mutex_unlock(&pool_lock);
 }
 
+static char pool_thread_name[16];
+
+static void pool_name_job(void *arg)
+{
+	(void)arg;
+	pthread_getname_np(pthread_self(), pool_thread_name, sizeof(pool_thread_name));
+}
+
+static void test_pool_names(void)
+{
+	pool *p = pool_new(1, "wfs-test-pool");
+	pool_submit(p, pool_name_job, NULL);
+	pool_stop(p);
+	is_str(pool_thread_name, "wfs-test-pool", "a pool's workers carry its name");
+	pool_free(p);
+
+	/* the kernel keeps 15 characters: a longer name is cut, not refused */
+	p = pool_new(1, "wfs-a-very-long-pool-name");
+	pool_submit(p, pool_name_job, NULL);
+	pool_stop(p);
+	is_str(pool_thread_name, "wfs-a-very-long", "a long pool name is cut to 15 characters");
+	pool_free(p);
+}
+
 static void test_pool(void)
 {
-	pool *p = pool_new(4);
+	pool *p = pool_new(4, NULL);
 	int one = 1;
 	for (int i = 0; i < 10000; i++)
 		pool_submit(p, pool_job, &one);
@@ -211,7 +235,7 @@ static void test_pool(void)
 	pool_stop(NULL);
 
 	/* stopped: queued jobs done, later ones run at once on the submitting thread */
-	p = pool_new(2);
+	p = pool_new(2, NULL);
 	pool_counter = 0;
 	for (int i = 0; i < 1000; i++)
 		pool_submit(p, pool_job, &one);
@@ -249,6 +273,7 @@ int main(void)
 	test_parsers();
 	test_utf8();
 	test_pool();
+	test_pool_names();
 	test_atomic_write();
 	test_flags(); /* last: closes stderr */
 	return done_testing();
