@@ -6,7 +6,10 @@
  * copy reads the source's bytes from the volume servers and writes them as
  * new chunks, streaming through a chunk reader and a chunk writer on one
  * worker with bounded memory; small sources are copied inline. The copy's
- * ETag is the MD5 of what was copied. Metadata comes from the source
+ * ETag is the MD5 of what was copied, and its checksum, computed from the
+ * same bytes, is of the algorithm x-amz-checksum-algorithm names, else the
+ * source's (S3's default: a copy keeps its source's checksum algorithm); a
+ * part's is its upload's. Metadata comes from the source
  * (x-amz-metadata-directive COPY, the default) or from the request (REPLACE);
  * x-amz-copy-source-if-* test the source, If-None-Match / If-Match the
  * destination, both before anything is written.
@@ -177,19 +180,27 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 struct copy_sink {
 	chunk_writer *cw;
 	struct md5_ctx md5;
+	struct s3_cksum_ctx ck; /* alg NONE: no checksum wanted */
 };
 
 static wfs_err sink(void *arg, const void *data, size_t len)
 {
 	struct copy_sink *k = arg;
 	md5_update(&k->md5, data, len);
+	if (k->ck.alg)
+		s3_cksum_update(&k->ck, data, len);
 	return chunk_writer_write(k->cw, data, len);
 }
 
-/* Copies the source's bytes into new chunks (or inline bytes): 0, or r answered. */
+/*
+ * Copies the source's bytes into new chunks (or inline bytes), with their
+ * MD5 and, unless alg is NONE, their checksum of alg into cksum: 0, or r
+ * answered.
+ */
 static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline,
 		       struct filer_meta_new *nw, struct filer_chunk **chunks, size_t *n,
-		       chunk_writer **cwp, char md5_hex[33])
+		       chunk_writer **cwp, char md5_hex[33], enum s3_cksum alg,
+		       char cksum[S3_CKSUM_B64_SIZE])
 {
 	struct chunk_writer_opts wo = {.chunk_size = r->g->chunk_size};
 	struct copy_sink k = {0};
@@ -205,6 +216,8 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 		return false;
 	}
 	md5_init(&k.md5);
+	if (alg)
+		s3_cksum_init(&k.ck, alg);
 	if (s->e->has_content)
 		err = sink(&k, s->e->content + s->start, (size_t)s->len);
 	else
@@ -214,11 +227,15 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 		err = chunk_writer_finish(k.cw, chunks, n);
 	md5_final(&k.md5, sum);
 	if (err) {
+		s3_cksum_clear(&k.ck);
 		s3_error(r, err == WFS_EUNAVAIL ? S3_SERVICE_UNAVAILABLE : S3_INTERNAL,
 			 "Copying the source failed: %s", wfs_strerror(err));
 		return false;
 	}
 	hex_encode(sum, 16, md5_hex);
+	cksum[0] = '\0';
+	if (alg)
+		s3_cksum_final_b64(&k.ck, cksum);
 	if (chunk_writer_inline(k.cw, &data, &len)) {
 		nw->has_content = true;
 		nw->content = data;
@@ -252,9 +269,13 @@ static bool copy_tags(struct s3_req *r, struct s3_meta *m, const struct filer_en
 	return true;
 }
 
-/* Where the copy goes: the object, or a part; sets *upload_id for parts. False: r answered. */
-static char *copy_target(struct s3_req *r, const char **upload_id)
+/*
+ * Where the copy goes: the object, or a part; sets *upload_id and *part_alg
+ * (the upload's checksum algorithm) for parts. NULL: r answered.
+ */
+static char *copy_target(struct s3_req *r, const char **upload_id, enum s3_cksum *part_alg)
 {
+	struct filer_entry *dir = NULL;
 	const char *pn = http_req_query(r->req, "partNumber");
 	char *path;
 	uint32_t n;
@@ -273,13 +294,34 @@ static char *copy_target(struct s3_req *r, const char **upload_id)
 		return NULL;
 	}
 	path = s3_part_path(r, *upload_id, n);
-	if (!path || !s3_upload_check(r, *upload_id, NULL)) {
+	if (!path || !s3_upload_check(r, *upload_id, &dir)) {
 		if (!path)
 			s3_error(r, S3_NO_SUCH_UPLOAD, "The specified upload does not exist.");
 		free(path);
 		return NULL;
 	}
+	*part_alg = s3_upload_checksum(dir);
+	filer_entry_free(dir);
 	return path;
+}
+
+/*
+ * The checksum algorithm of a CopyObject (see DESIGN) into *alg, NONE for
+ * none. False: r answered.
+ */
+static bool copy_checksum(struct s3_req *r, const struct source *s, enum s3_cksum *alg)
+{
+	const char *name = http_req_header(r->req, "x-amz-checksum-algorithm");
+	char stored[S3_CKSUM_VALUE_MAX];
+
+	if (!name) {
+		*alg = s3_meta_checksum(s->e, stored);
+		return true;
+	}
+	*alg = s3_cksum_from_name(name);
+	if (!*alg)
+		s3_error(r, S3_INVALID_REQUEST, "Checksum algorithm %.32s is not supported", name);
+	return *alg != S3_CKSUM_NONE;
 }
 
 void s3_copy_object(struct s3_req *r)
@@ -291,7 +333,8 @@ void s3_copy_object(struct s3_req *r)
 	struct filer_meta_new nw = {0};
 	struct filer_chunk *chunks = NULL;
 	chunk_writer *cw = NULL;
-	char md5_hex[33], etag[36], when[32], *path = NULL;
+	char md5_hex[33], etag[36], when[32], cksum[S3_CKSUM_B64_SIZE], *path = NULL;
+	enum s3_cksum alg = S3_CKSUM_NONE;
 	bool replace = dir && !strcasecmp(dir, "REPLACE"), committed = false;
 	size_t n = 0;
 	int rc;
@@ -301,8 +344,9 @@ void s3_copy_object(struct s3_req *r)
 		s3_error(r, S3_INVALID_ARGUMENT, "Unknown metadata directive.");
 		return;
 	}
-	path = copy_target(r, &upload_id);
-	if (!path || (!upload_id && !s3_cond_read(r, &c)) || !source_open(r, &s, upload_id))
+	path = copy_target(r, &upload_id, &alg);
+	if (!path || (!upload_id && !s3_cond_read(r, &c)) || !source_open(r, &s, upload_id) ||
+	    (!upload_id && !copy_checksum(r, &s, &alg)))
 		goto out;
 	if (!upload_id && !replace && !strcmp(s.path, path)) {
 		s3_error(r, S3_INVALID_REQUEST,
@@ -325,11 +369,11 @@ void s3_copy_object(struct s3_req *r)
 	if (!upload_id && !copy_tags(r, &m, s.e))
 		goto out;
 	if (!s3_cond_check(r, path, &c) ||
-	    !copy_bytes(r, &s, !upload_id, &nw, &chunks, &n, &cw, md5_hex))
+	    !copy_bytes(r, &s, !upload_id, &nw, &chunks, &n, &cw, md5_hex, alg, cksum))
 		goto out;
 	nw.mode = S_IFREG | 0644;
 	nw.time_ns = (int64_t)time_now_ns();
-	s3_meta_stamp(&m, nw.time_ns, md5_hex, S3_CKSUM_NONE, NULL);
+	s3_meta_stamp(&m, nw.time_ns, md5_hex, alg, cksum);
 	nw.mime = m.mime;
 	nw.xattrs = m.e->xattrs;
 	nw.n_xattrs = m.e->n_xattrs;
@@ -349,6 +393,13 @@ void s3_copy_object(struct s3_req *r)
 	xml_open_s3(w, upload_id ? "CopyPartResult" : "CopyObjectResult");
 	xml_elem(w, "LastModified", when);
 	xml_elem(w, "ETag", etag);
+	if (alg) {
+		char elem[32];
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
+		xml_elem(w, elem, cksum);
+		if (!upload_id)
+			xml_elem(w, "ChecksumType", "FULL_OBJECT");
+	}
 	s3_xml_ok(r, w);
 out:
 	if (!committed && n)

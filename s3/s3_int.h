@@ -13,6 +13,7 @@
 #include "client/filer_rpc.h"
 #include "http_server.h"
 #include "pool.h"
+#include "s3/checksum.h"
 #include "s3/s3_err.h"
 #include "s3/s3_iam.h"
 #include "s3/sigv4.h"
@@ -258,12 +259,13 @@ void s3_post_answer(struct s3_req *r, const struct s3_form *f, const char *etag)
 char *s3_part_path(const struct s3_req *r, const char *id, uint32_t n);
 /*
  * Whether upload id exists for r's key (else r holds NoSuchUpload); *dir (may
- * be NULL) its entry. For a PUT (UploadPart, UploadPartCopy) also whether the
- * part carries the upload's checksum algorithm (else InvalidRequest or
- * NotImplemented).
+ * be NULL) its entry. For UploadPart also whether the part carries the
+ * upload's checksum algorithm (else InvalidRequest); UploadPartCopy computes it.
  */
 struct filer_entry;
 bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir);
+/* The checksum algorithm an upload (its directory, from s3_upload_check) was created with. */
+enum s3_cksum s3_upload_checksum(const struct filer_entry *dir);
 void s3_create_multipart(struct s3_req *r);   /* POST ?uploads, worker */
 void s3_complete_multipart(struct s3_req *r); /* POST ?uploadId, body in r->in, worker */
 void s3_abort_multipart(struct s3_req *r);    /* DELETE ?uploadId, worker */

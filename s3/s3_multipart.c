@@ -101,11 +101,18 @@ static enum s3_cksum upload_cksum(const struct filer_entry *dir, bool *full)
 
 static const char *type_name(bool full) { return full ? "FULL_OBJECT" : "COMPOSITE"; }
 
+enum s3_cksum s3_upload_checksum(const struct filer_entry *dir)
+{
+	bool full;
+	return upload_cksum(dir, &full);
+}
+
 /*
- * UploadPart and UploadPartCopy (the PUTs that check their upload): in an
- * upload with a checksum algorithm each part carries that checksum, as a
- * header, a trailer or x-amz-sdk-checksum-algorithm (the gateway computes it
- * then), which s3_put.c stores with the part. False with r's answer.
+ * UploadPart (a PUT that checks its upload): in an upload with a checksum
+ * algorithm each part carries that checksum, as a header, a trailer or
+ * x-amz-sdk-checksum-algorithm (the gateway computes it then), which
+ * s3_put.c stores with the part. UploadPartCopy sends no bytes: s3_copy.c
+ * computes the part's checksum from the bytes it copies. False with r's answer.
  */
 static bool part_checksum_ok(struct s3_req *r, const struct filer_entry *dir)
 {
@@ -113,15 +120,8 @@ static bool part_checksum_ok(struct s3_req *r, const struct filer_entry *dir)
 	enum s3_cksum want = upload_cksum(dir, &full), got = S3_CKSUM_NONE;
 	const char *name, *value;
 
-	if (!want)
+	if (!want || http_req_header(r->req, "x-amz-copy-source"))
 		return true;
-	if (http_req_header(r->req, "x-amz-copy-source")) {
-		s3_error(r, S3_NOT_IMPLEMENTED,
-			 "This gateway does not implement UploadPartCopy into an upload with a "
-			 "checksum algorithm (%s)",
-			 s3_cksum_name(want));
-		return false;
-	}
 	if (r->trailer[0])
 		got = s3_cksum_from_header(r->trailer);
 	for (size_t i = 0; !got && http_req_header_at(r->req, i, &name, &value); i++)

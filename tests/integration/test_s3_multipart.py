@@ -327,9 +327,6 @@ def test_checksum_rules(gw):
     assert r.status_code == 400 and b"x-amz-checksum-crc32 is required" in r.content
     assert code_of(s3.upload_part, Bucket="mpu", Key="ck/rules", UploadId=uid, PartNumber=3,
                    Body=b"x", ChecksumSHA256=b64(RAW["SHA256"](b"x"))) == "InvalidRequest"
-    # UploadPartCopy would need the gateway to compute the part's checksum
-    assert code_of(s3.upload_part_copy, Bucket="mpu", Key="ck/rules", UploadId=uid,
-                   PartNumber=3, CopySource="mpu/pn/plain") == "NotImplemented"
     assert [p["PartNumber"] for p in s3.list_parts(Bucket="mpu", Key="ck/rules",
                                                     UploadId=uid)["Parts"]] == [1, 2]
 
@@ -347,6 +344,45 @@ def test_checksum_rules(gw):
         MultipartUpload={"Parts": [done[0], {"PartNumber": 2, "ETag": done[1]["ETag"]}]})
     assert r["ChecksumCRC32"] == "%s-2" % b64(zlib.crc32(b"".join(
         RAW["CRC32"](p) for p in parts)).to_bytes(4, "big"))
+
+
+@pytest.mark.parametrize("alg,ctype", [("SHA256", "COMPOSITE"), ("CRC64NVME", "FULL_OBJECT")])
+def test_upload_part_copy_with_checksums(gw, alg, ctype):
+    """UploadPartCopy into an upload with a checksum algorithm: the gateway computes
+    each copied part's checksum from the bytes it copies (the client sends none),
+    answers it in CopyPartResult and stores it like an uploaded part's, so Complete
+    makes the object's checksum from copied and uploaded parts alike."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    src = os.urandom(11 * MIB)
+    s3.put_object(Bucket="mpu", Key="ck/copy-src-" + alg, Body=src)
+    key = "ck/copy-dst-" + alg
+    tail = os.urandom(777)
+    up = s3.create_multipart_upload(Bucket="mpu", Key=key, ChecksumAlgorithm=alg,
+                                    ChecksumType=ctype)
+    uid, parts, done = up["UploadId"], [src[:6 * MIB], src[6 * MIB:]], []
+    for n, (a, b) in enumerate([(0, 6 * MIB - 1), (6 * MIB, 11 * MIB - 1)], 1):
+        r = s3.upload_part_copy(Bucket="mpu", Key=key, UploadId=uid, PartNumber=n,
+                                CopySource="mpu/ck/copy-src-" + alg,
+                                CopySourceRange="bytes=%d-%d" % (a, b))["CopyPartResult"]
+        assert r["Checksum" + alg] == b64(RAW[alg](parts[n - 1])), r
+        assert r["ETag"] == '"%s"' % hashlib.md5(parts[n - 1]).hexdigest()
+        done.append({"PartNumber": n, "ETag": r["ETag"], "Checksum" + alg: r["Checksum" + alg]})
+    r = s3.upload_part(Bucket="mpu", Key=key, UploadId=uid, PartNumber=3, Body=tail,
+                       **{"Checksum" + alg: b64(RAW[alg](tail))})
+    done.append({"PartNumber": 3, "ETag": r["ETag"], "Checksum" + alg: r["Checksum" + alg]})
+    parts.append(tail)
+    lp = s3.list_parts(Bucket="mpu", Key=key, UploadId=uid)["Parts"]
+    assert [p["Checksum" + alg] for p in lp] == [d["Checksum" + alg] for d in done]
+    if ctype == "COMPOSITE":
+        want = "%s-3" % b64(RAW[alg](b"".join(RAW[alg](p) for p in parts)))
+    else:
+        want = b64(RAW[alg](b"".join(parts)))
+    r = s3.complete_multipart_upload(Bucket="mpu", Key=key, UploadId=uid,
+                                     MultipartUpload={"Parts": done})
+    assert r["Checksum" + alg] == want and r["ChecksumType"] == ctype
+    got = s3.get_object(Bucket="mpu", Key=key, ChecksumMode="ENABLED")
+    assert got["Body"].read() == b"".join(parts) and got["Checksum" + alg] == want
 
 
 def test_full_object_checksum_claimed_on_complete(gw):

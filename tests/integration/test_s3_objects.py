@@ -295,6 +295,49 @@ def test_awscli_cp_round_trip(gw, tmp_path):
     assert hashlib.md5(data).hexdigest() in r.stdout
 
 
+def test_copy_object_checksums(gw):
+    """CopyObject computes the copy's checksum from the bytes it copies: of the
+    algorithm x-amz-checksum-algorithm names, else of the source's (S3's default:
+    a copy keeps its source's algorithm, whatever the metadata directive); answered
+    in CopyObjectResult and on HEAD/GET with ChecksumMode. An unknown algorithm is
+    InvalidRequest and writes nothing."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    data = os.urandom((3 << 20) + 5)
+    crc = b64(zlib.crc32(data).to_bytes(4, "big"))
+    s3.put_object(Bucket="objs", Key="cpck/src", Body=data, ChecksumAlgorithm="CRC32")
+    src = {"Bucket": "objs", "Key": "cpck/src"}
+
+    def checksums(key):
+        h = s3.head_object(Bucket="objs", Key=key, ChecksumMode="ENABLED")
+        return {k: v for k, v in h.items() if k.startswith("Checksum")}
+
+    for key, kw in (("cpck/kept", {}),
+                    ("cpck/replaced", {"MetadataDirective": "REPLACE", "Metadata": {"x": "1"}})):
+        r = s3.copy_object(Bucket="objs", Key=key, CopySource=src, **kw)["CopyObjectResult"]
+        assert r["ChecksumCRC32"] == crc and r["ChecksumType"] == "FULL_OBJECT", r
+        assert checksums(key) == {"ChecksumCRC32": crc, "ChecksumType": "FULL_OBJECT"}
+    r = s3.copy_object(Bucket="objs", Key="cpck/sha", CopySource=src,
+                       ChecksumAlgorithm="SHA256")["CopyObjectResult"]
+    sha = b64(hashlib.sha256(data).digest())
+    assert r["ChecksumSHA256"] == sha and "ChecksumCRC32" not in r, r
+    assert checksums("cpck/sha") == {"ChecksumSHA256": sha, "ChecksumType": "FULL_OBJECT"}
+    got = s3.get_object(Bucket="objs", Key="cpck/sha", ChecksumMode="ENABLED")
+    assert got["Body"].read() == data and got["ChecksumSHA256"] == sha
+    # a source with no checksum (boto3 would send its default CRC32) gives a copy with none
+    assert signed(g, AK, SK, "PUT", "/objs/cpck/none", body=b"no checksum").status_code == 200
+    assert checksums("cpck/none") == {}
+    r = s3.copy_object(Bucket="objs", Key="cpck/none-copy",
+                       CopySource={"Bucket": "objs", "Key": "cpck/none"})["CopyObjectResult"]
+    assert not [k for k in r if k.startswith("Checksum")], r
+    assert checksums("cpck/none-copy") == {}
+    # an algorithm S3 does not have: refused, nothing written
+    r = signed(g, AK, SK, "PUT", "/objs/cpck/bad", headers={
+        "x-amz-copy-source": "/objs/cpck/src", "x-amz-checksum-algorithm": "MD5"})
+    assert r.status_code == 400 and b"<Code>InvalidRequest</Code>" in r.content, r.text
+    assert code_of(s3.head_object, Bucket="objs", Key="cpck/bad") == "404"
+
+
 def test_copy_object(gw):
     """CopyObject: across buckets, metadata COPY and REPLACE, source conditions, copy onto
     itself refused unless the metadata changes, a missing source, and the bytes read
