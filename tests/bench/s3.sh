@@ -282,9 +282,15 @@ for t in sput sget shead bput bget bdel mixed; do
 	[[ -f $tmp/load-$t.txt ]] && cpu_line+=" $t $(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^cpu_s=/) print substr($i, 7)}' "$tmp/load-$t.txt") / $(awk '{for (i = 2; i <= NF; i++) if ($i ~ /^secs=/) {print substr($i, 6); exit}}' "$tmp/load-$t.txt")s;"
 done
 # the mini's CPU per request: steadier than rates on a shared machine for comparing builds
+cpu_us() { awk -v t="$(cat "$tmp/cpu-$1.txt")" -v hz="$(getconf CLK_TCK)" -v n="$(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^ops=/) { print substr($i, 5); exit } }' "$tmp/load-$1.txt")" 'BEGIN { if (n + 0 > 0) printf "%.0f", t / hz * 1e6 / n; else print "?" }'; }
 cpu_line+=$'\n'"weedfs mini CPU per request (us):"
 for t in sput sget shead bput bget bdel mixed; do
-	[[ -f $tmp/cpu-$t.txt ]] && cpu_line+=" $t $(awk -v t="$(cat "$tmp/cpu-$t.txt")" -v hz="$(getconf CLK_TCK)" -v n="$(awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^ops=/) { print substr($i, 5); exit } }' "$tmp/load-$t.txt")" 'BEGIN { if (n + 0 > 0) printf "%.0f", t / hz * 1e6 / n; else print "?" }');"
+	[[ -f $tmp/cpu-$t.txt ]] && cpu_line+=" $t $(cpu_us "$t");"
+done
+# what the mini's CPU alone allows on these cores (the load generator shares them here)
+cpu_line+=$'\n'"requests/s the mini's CPU allows on $(nproc) cores (cores / CPU per request):"
+for t in sput sget shead mixed; do
+	[[ -f $tmp/cpu-$t.txt ]] && cpu_line+=" $t $(awk -v u="$(cpu_us "$t")" -v c="$(nproc)" 'BEGIN { if (u + 0 > 0) printf "%.0f", c * 1e6 / u; else print "?" }');"
 done
 fail_line="failed requests: none"
 ((${#failed[@]} == 0)) || fail_line="FAILED requests (and the first failures): $(printf '%s\n' "${failed[@]}")"
