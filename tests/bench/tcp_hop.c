@@ -29,7 +29,7 @@ static int rounds = 2;
 struct conn {
 	int send_fd, recv_fd;
 	pthread_t sender, receiver;
-	int failed;
+	int send_failed, recv_failed; /* each written by its own thread only */
 };
 
 static void *send_all(void *arg)
@@ -37,10 +37,10 @@ static void *send_all(void *arg)
 	struct conn *c = arg;
 	char *b = malloc(IO_SIZE);
 	memset(b, 0x5a, IO_SIZE);
-	for (size_t left = STREAM_BYTES * (size_t)rounds; left && !c->failed;) {
+	for (size_t left = STREAM_BYTES * (size_t)rounds; left && !c->send_failed;) {
 		ssize_t n = write(c->send_fd, b, left < IO_SIZE ? left : IO_SIZE);
 		if (n <= 0)
-			c->failed = 1;
+			c->send_failed = 1;
 		else
 			left -= (size_t)n;
 	}
@@ -61,7 +61,7 @@ static void *recv_all(void *arg)
 		got += (size_t)n;
 	}
 	if (got != STREAM_BYTES * (size_t)rounds)
-		c->failed = 1;
+		c->recv_failed = 1;
 	free(b);
 	return NULL;
 }
@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		pthread_join(c[i].sender, NULL);
 		pthread_join(c[i].receiver, NULL);
-		failed |= c[i].failed;
+		failed |= c[i].send_failed | c[i].recv_failed;
 		close(c[i].send_fd);
 		close(c[i].recv_fd);
 	}
