@@ -14,7 +14,8 @@
  *
  * ?partNumber=N reads part N of an object made by CompleteMultipartUpload
  * (its part sizes are recorded: s3_meta_part) as a 206 with Content-Range and
- * x-amz-mp-parts-count; any other object is one part, answered whole.
+ * x-amz-mp-parts-count, and with x-amz-checksum-mode the part's own checksum;
+ * any other object is one part, answered whole.
  */
 #include "config.h"
 #include <errno.h>
@@ -129,6 +130,18 @@ static bool part_param(struct s3_req *r, uint32_t *n)
 	return true;
 }
 
+/* With x-amz-checksum-mode: ENABLED, part n's own checksum, when recorded. */
+static void part_checksum_header(struct s3_req *r, const struct filer_entry *e, uint32_t n)
+{
+	const char *mode = http_req_header(r->req, "x-amz-checksum-mode");
+	char whole[S3_CKSUM_VALUE_MAX], part[S3_CKSUM_B64_SIZE];
+	enum s3_cksum alg;
+
+	if (mode && !strcasecmp(mode, "ENABLED") && (alg = s3_meta_checksum(e, whole)) &&
+	    s3_meta_part_checksum(e, n, part))
+		s3_header(r, s3_cksum_header(alg), part);
+}
+
 /* Part n of e into *rg (size: the object's); false: r holds the 416. */
 static bool pick_part(struct s3_req *r, const struct filer_entry *e, uint32_t n, uint64_t size,
 		      struct http_range *rg, bool *partial)
@@ -151,6 +164,7 @@ static bool pick_part(struct s3_req *r, const struct filer_entry *e, uint32_t n,
 	*partial = true;
 	snprintf(v, sizeof(v), "%" PRIu32, count);
 	s3_header(r, "x-amz-mp-parts-count", v);
+	part_checksum_header(r, e, n);
 	if (len) {
 		snprintf(v, sizeof(v), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off, off + len - 1,
 			 size);
@@ -359,6 +373,73 @@ static bool asked(const char *list, const char *attr)
 	return false;
 }
 
+/* x-amz-max-parts and x-amz-part-number-marker (GetObjectAttributes); false: r answered. */
+static bool parts_window(struct s3_req *r, uint32_t *max, uint32_t *marker)
+{
+	const char *m = http_req_header(r->req, "x-amz-max-parts");
+	const char *k = http_req_header(r->req, "x-amz-part-number-marker");
+
+	*max = 1000;
+	*marker = 0;
+	if (m && !parse_u32(m, max)) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "Argument max-parts must be an integer between 0 and 2147483647");
+		return false;
+	}
+	if (k && !parse_u32(k, marker)) {
+		s3_error(r, S3_INVALID_ARGUMENT,
+			 "Argument part-number-marker must be an integer between 0 and 2147483647");
+		return false;
+	}
+	*max = MIN(*max, 1000u);
+	return true;
+}
+
+/*
+ * ObjectParts: the part count, and when the parts' checksums are recorded the
+ * parts themselves (number, size, checksum) from after marker, at most max
+ * (S3 lists parts only for objects with checksums).
+ */
+static void object_parts(xml_w *w, const struct filer_entry *e, const char *count, uint32_t max,
+			 uint32_t marker)
+{
+	char whole[S3_CKSUM_VALUE_MAX], elem[32];
+	enum s3_cksum alg = s3_meta_checksum(e, whole);
+	uint64_t off, len;
+	uint32_t n = s3_meta_part(e, 1, &off, &len), listed = 0, last = marker;
+	size_t vlen;
+	const char *v = alg && n ? s3_meta_part_checksums(e, &vlen) : NULL;
+
+	xml_open(w, "ObjectParts");
+	xml_elem_len(w, "PartsCount", count, strlen(count)); /* boto3's TotalPartsCount */
+	if (v) {
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
+		xml_elem_u64(w, "PartNumberMarker", marker);
+		xml_elem_u64(w, "MaxParts", max);
+		for (uint32_t i = 1; i <= n && v && listed < max; i++) {
+			const char *comma = memchr(v, ',', vlen);
+			size_t item = comma ? (size_t)(comma - v) : vlen;
+			if (i > marker && listed < max) {
+				s3_meta_part(e, i, &off, &len);
+				xml_open(w, "Part");
+				xml_elem_u64(w, "PartNumber", i);
+				xml_elem_u64(w, "Size", len);
+				xml_elem_len(w, elem, v, item);
+				xml_close(w);
+				listed++;
+				last = i;
+			}
+			vlen -= comma ? item + 1 : item;
+			v = comma ? comma + 1 : NULL;
+		}
+		/* (a record with fewer checksums than parts ends the listing: no next page) */
+		xml_elem(w, "IsTruncated", last < n && v ? "true" : "false");
+		if (last < n && v)
+			xml_elem_u64(w, "NextPartNumberMarker", last);
+	}
+	xml_close(w);
+}
+
 void s3_get_object_attributes(struct s3_req *r)
 {
 	const char *want = http_req_header(r->req, "x-amz-object-attributes");
@@ -366,6 +447,7 @@ void s3_get_object_attributes(struct s3_req *r)
 	struct filer_entry *e;
 	enum s3_cksum alg;
 	const char *dash;
+	uint32_t max_parts, marker;
 	xml_w *w;
 
 	if (!want || !*want) {
@@ -374,7 +456,7 @@ void s3_get_object_attributes(struct s3_req *r)
 			 "retrieved is either missing or empty");
 		return;
 	}
-	if (!(e = object_lookup(r)))
+	if (!parts_window(r, &max_parts, &marker) || !(e = object_lookup(r)))
 		return;
 	s3_etag(e, etag);
 	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
@@ -392,10 +474,9 @@ void s3_get_object_attributes(struct s3_req *r)
 		xml_close(w);
 	}
 	if (asked(want, "ObjectParts") && (dash = strchr(etag, '-'))) {
-		xml_open(w, "ObjectParts");
-		/* S3's element (boto3's TotalPartsCount) */
-		xml_elem_len(w, "PartsCount", dash + 1, strlen(dash + 1) - 1);
-		xml_close(w);
+		char count[16];
+		snprintf(count, sizeof(count), "%.*s", (int)(strlen(dash + 1) - 1), dash + 1);
+		object_parts(w, e, count, max_parts, marker);
 	}
 	if (asked(want, "StorageClass"))
 		xml_elem(w, "StorageClass", "STANDARD");

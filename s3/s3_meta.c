@@ -13,11 +13,12 @@
 #include "s3/s3_meta.h"
 #include "util.h"
 
-#define X_ETAG   "s3.etag"
-#define X_CKSUM  "s3.cksum."
-#define X_META   "s3.meta."
-#define X_HEADER "s3.h."
-#define X_PARTS  "s3.parts"
+#define X_ETAG        "s3.etag"
+#define X_CKSUM       "s3.cksum."
+#define X_META        "s3.meta."
+#define X_HEADER      "s3.h."
+#define X_PARTS       "s3.parts"
+#define X_PARTS_CKSUM "s3.parts.cksum"
 
 /* The content headers S3 stores with an object and gives back on reads. */
 static const char *const content_headers[] = {
@@ -169,6 +170,11 @@ void s3_meta_stamp_parts(struct s3_meta *m, int64_t mtime_ns, const uint64_t *si
 	free(v);
 }
 
+void s3_meta_stamp_part_checksums(struct s3_meta *m, int64_t mtime_ns, const char *list)
+{
+	set_stamped(m, X_PARTS_CKSUM, list, mtime_ns);
+}
+
 void s3_meta_free(struct s3_meta *m)
 {
 	filer_entry_free(m->e);
@@ -308,6 +314,34 @@ uint32_t s3_meta_part(const struct filer_entry *e, uint32_t n, uint64_t *off, ui
 	}
 	/* a record that does not add up to the object is no record */
 	return pos == size && count ? (uint32_t)count : 0;
+}
+
+const char *s3_meta_part_checksums(const struct filer_entry *e, size_t *len)
+{
+	return stamped(e, X_PARTS_CKSUM, len);
+}
+
+bool s3_meta_part_checksum(const struct filer_entry *e, uint32_t n, char out[S3_CKSUM_B64_SIZE])
+{
+	size_t vlen, len;
+	const char *v = stamped(e, X_PARTS_CKSUM, &vlen), *end;
+
+	if (!v || !n)
+		return false;
+	for (; n > 1; n--) {
+		const char *comma = memchr(v, ',', vlen);
+		if (!comma)
+			return false;
+		vlen -= (size_t)(comma + 1 - v);
+		v = comma + 1;
+	}
+	end = memchr(v, ',', vlen);
+	len = end ? (size_t)(end - v) : vlen;
+	if (!len || len >= S3_CKSUM_B64_SIZE)
+		return false;
+	memcpy(out, v, len);
+	out[len] = '\0';
+	return true;
 }
 
 void s3_meta_answer(struct s3_req *r, const struct filer_entry *e, bool whole)

@@ -10,6 +10,8 @@
  *                      parts' checksums, not of the bytes
  *   s3.parts           a multipart object's part sizes: "<size>" or
  *                      "<size>*<count>" (a run of equal sizes) joined by ','
+ *   s3.parts.cksum     its parts' checksums (of the object's algorithm, base64)
+ *                      joined by ',', when the upload had a checksum algorithm
  *   s3.meta.<name>     user metadata (x-amz-meta-<name>, name in lower case)
  *   s3.h.<Header>      a content header: Cache-Control, Content-Disposition,
  *                      Content-Encoding, Content-Language, Expires
@@ -61,6 +63,8 @@ void s3_meta_stamp(struct s3_meta *m, int64_t mtime_ns, const char *etag, enum s
 		   const char *cksum_b64);
 /* Records a multipart object's part sizes (n of them, in part order), stamped like the ETag. */
 void s3_meta_stamp_parts(struct s3_meta *m, int64_t mtime_ns, const uint64_t *sizes, size_t n);
+/* Records its parts' checksums: list is their base64 values joined by ',', in part order. */
+void s3_meta_stamp_part_checksums(struct s3_meta *m, int64_t mtime_ns, const char *list);
 void s3_meta_free(struct s3_meta *m);
 
 /*
@@ -86,6 +90,14 @@ const char *s3_meta_checksum_type(const char *value);
  * that number, part n's offset and length.
  */
 uint32_t s3_meta_part(const struct filer_entry *e, uint32_t n, uint64_t *off, uint64_t *len);
+/*
+ * Part n's recorded checksum (base64, of the object's algorithm) into out;
+ * false when none is recorded (no checksum algorithm, a stale record) or n is
+ * past the parts.
+ */
+bool s3_meta_part_checksum(const struct filer_entry *e, uint32_t n, char out[S3_CKSUM_B64_SIZE]);
+/* The whole record, "<base64>,<base64>,..." (*len bytes, not NUL-terminated); NULL: none. */
+const char *s3_meta_part_checksums(const struct filer_entry *e, size_t *len);
 
 /*
  * Adds the stored metadata to r's answer (GetObject, HeadObject):

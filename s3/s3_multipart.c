@@ -27,8 +27,10 @@
  * combined from the parts' CRCs and sizes (s3_crc_combine). A checksum a
  * <Part> names must equal the stored one (InvalidPart).
  *
- * PARTS: the completed object records its part sizes (s3_meta_stamp_parts),
- * so GetObject/HeadObject ?partNumber=N can answer one part.
+ * PARTS: the completed object records its part sizes (s3_meta_stamp_parts)
+ * and, with a checksum algorithm, its parts' checksums, so GetObject/HeadObject
+ * ?partNumber=N can answer one part (with its checksum) and GetObjectAttributes
+ * list the parts.
  */
 #include "config.h"
 #include <errno.h>
@@ -359,6 +361,7 @@ struct mp_sum {
 	struct s3_cksum_ctx comp;       /* COMPOSITE: the checksum of the parts' raw checksums */
 	uint64_t crc;                   /* FULL_OBJECT: the CRC of the parts so far */
 	char value[S3_CKSUM_VALUE_MAX]; /* the result, as stored and answered */
+	buf parts;                      /* the parts' own values, joined by ',' */
 };
 
 /* The Checksum<ALG> elements a <Part> may carry must equal the part's stored checksums. */
@@ -401,6 +404,9 @@ static bool sum_part(struct s3_req *r, struct mp_sum *sum, const struct filer_en
 			 num, s3_cksum_name(sum->alg), s3_cksum_header(sum->alg));
 		return false;
 	}
+	if (sum->parts.len)
+		buf_append(&sum->parts, ",", 1);
+	buf_append(&sum->parts, v, strlen(v));
 	if (!sum->full)
 		s3_cksum_update(&sum->comp, d, n);
 	else if (count == 1)
@@ -621,6 +627,10 @@ void s3_complete_multipart(struct s3_req *r)
 	nw.time_ns = (int64_t)time_now_ns();
 	s3_meta_stamp(&m, nw.time_ns, etag, sum.alg, sum.value);
 	s3_meta_stamp_parts(&m, nw.time_ns, sizes, xml_count(root, "Part"));
+	if (sum.alg) {
+		buf_append(&sum.parts, "", 1);
+		s3_meta_stamp_part_checksums(&m, nw.time_ns, sum.parts.data);
+	}
 	nw.mime = ctype;
 	nw.xattrs = m.e->xattrs;
 	nw.n_xattrs = m.e->n_xattrs;
@@ -661,6 +671,7 @@ void s3_complete_multipart(struct s3_req *r)
 	}
 	s3_xml_ok(r, w);
 out:
+	buf_free(&sum.parts);
 	free(sizes);
 	for (size_t i = 0; consume && i < stored.n; i++)
 		free(consume[i]);

@@ -247,6 +247,31 @@ def upload_with_checksums(s3, key, alg, parts, ctype=None):
     return up["UploadId"], done
 
 
+def check_part_checksums(s3, key, alg, parts):
+    """Each part's own checksum: on a partNumber GET or HEAD with ChecksumMode, and in
+    GetObjectAttributes' ObjectParts, one page of MaxParts at a time."""
+    for n, data in enumerate(parts, 1):
+        want = b64(RAW[alg](data))
+        got = s3.get_object(Bucket="mpu", Key=key, PartNumber=n, ChecksumMode="ENABLED")
+        assert got["Body"].read() == data and got["Checksum" + alg] == want
+        h = s3.head_object(Bucket="mpu", Key=key, PartNumber=n, ChecksumMode="ENABLED")
+        assert h["Checksum" + alg] == want and h["PartsCount"] == len(parts)
+    # without ChecksumMode no checksum is answered
+    assert "Checksum" + alg not in s3.head_object(Bucket="mpu", Key=key, PartNumber=1)
+    listed, marker = [], 0
+    while True:
+        op = s3.get_object_attributes(Bucket="mpu", Key=key, ObjectAttributes=["ObjectParts"],
+                                      MaxParts=1, PartNumberMarker=marker)["ObjectParts"]
+        assert op["TotalPartsCount"] == len(parts) and op["MaxParts"] == 1
+        assert op["PartNumberMarker"] == marker and len(op["Parts"]) == 1
+        listed += op["Parts"]
+        if not op["IsTruncated"]:
+            break
+        marker = op["NextPartNumberMarker"]
+    assert listed == [{"PartNumber": n, "Size": len(d), "Checksum" + alg: b64(RAW[alg](d))}
+                      for n, d in enumerate(parts, 1)]
+
+
 @pytest.mark.parametrize("alg", ["SHA256", "CRC32C"])
 def test_composite_checksum(gw, alg):
     """COMPOSITE: the checksum of the parts' raw checksums, then -N; answered by
@@ -276,6 +301,7 @@ def test_composite_checksum(gw, alg):
                                   ObjectAttributes=["Checksum", "ObjectParts"])
     assert at["Checksum"] == {"Checksum" + alg: want.split("-")[0], "ChecksumType": "COMPOSITE"}
     assert at["ObjectParts"]["TotalPartsCount"] == 2
+    check_part_checksums(s3, key, alg, parts)
 
 
 @pytest.mark.parametrize("alg,ctype", [("CRC64NVME", None), ("CRC32", "FULL_OBJECT")])
@@ -300,6 +326,7 @@ def test_full_object_checksum(gw, alg, ctype):
     assert got["Checksum" + alg] == want and got["Body"].read() == whole
     at = s3.get_object_attributes(Bucket="mpu", Key=key, ObjectAttributes=["Checksum"])
     assert at["Checksum"] == {"Checksum" + alg: want, "ChecksumType": "FULL_OBJECT"}
+    check_part_checksums(s3, key, alg, parts)
 
 
 def test_checksum_rules(gw):
@@ -425,7 +452,16 @@ def test_get_part_number(gw):
         h = s3.head_object(Bucket="mpu", Key="pn/obj", PartNumber=n, ChecksumMode="ENABLED")
         assert h["ResponseMetadata"]["HTTPStatusCode"] == 206
         assert h["ContentLength"] == len(data) and h["PartsCount"] == 3
+        assert not [k for k in h if k.startswith("Checksum")], h  # the upload had none
         off += len(data)
+    # without checksums GetObjectAttributes counts the parts but lists none (as S3)
+    op = s3.get_object_attributes(Bucket="mpu", Key="pn/obj",
+                                  ObjectAttributes=["ObjectParts"])["ObjectParts"]
+    assert op == {"TotalPartsCount": 3}, op
+    for hdr in ("x-amz-max-parts", "x-amz-part-number-marker"):
+        r = signed(g, AK, SK, "GET", "/mpu/pn/obj", query="attributes=",
+                   headers={"x-amz-object-attributes": "ObjectParts", hdr: "-1"})
+        assert r.status_code == 400 and b"InvalidArgument" in r.content, (hdr, r.content)
     assert code_of(s3.get_object, Bucket="mpu", Key="pn/obj", PartNumber=4) == \
         "InvalidPartNumber"
     assert code_of(s3.head_object, Bucket="mpu", Key="pn/obj", PartNumber=4) == "416"
