@@ -320,7 +320,7 @@ static bool copy_checksum(struct s3_req *r, const struct source *s, enum s3_cksu
 	}
 	*alg = s3_cksum_from_name(name);
 	if (!*alg)
-		s3_error(r, S3_INVALID_REQUEST, "Checksum algorithm %.32s is not supported", name);
+		s3_error(r, S3_INVALID_REQUEST, S3_MSG_UNKNOWN_CKSUM_ALG, name);
 	return *alg != S3_CKSUM_NONE;
 }
 

@@ -400,8 +400,8 @@ static bool parts_window(struct s3_req *r, uint32_t *max, uint32_t *marker)
  * parts themselves (number, size, checksum) from after marker, at most max
  * (S3 lists parts only for objects with checksums).
  */
-static void object_parts(xml_w *w, const struct filer_entry *e, const char *count, uint32_t max,
-			 uint32_t marker)
+static void object_parts(xml_w *w, const struct filer_entry *e, const char *count, size_t count_len,
+			 uint32_t max, uint32_t marker)
 {
 	char whole[S3_CKSUM_VALUE_MAX], elem[32];
 	enum s3_cksum alg = s3_meta_checksum(e, whole);
@@ -411,26 +411,24 @@ static void object_parts(xml_w *w, const struct filer_entry *e, const char *coun
 	const char *v = alg && n ? s3_meta_part_checksums(e, &vlen) : NULL;
 
 	xml_open(w, "ObjectParts");
-	xml_elem_len(w, "PartsCount", count, strlen(count)); /* boto3's TotalPartsCount */
+	xml_elem_len(w, "PartsCount", count, count_len); /* boto3's TotalPartsCount */
 	if (v) {
 		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
 		xml_elem_u64(w, "PartNumberMarker", marker);
 		xml_elem_u64(w, "MaxParts", max);
 		for (uint32_t i = 1; i <= n && v && listed < max; i++) {
-			const char *comma = memchr(v, ',', vlen);
-			size_t item = comma ? (size_t)(comma - v) : vlen;
-			if (i > marker && listed < max) {
-				s3_meta_part(e, i, &off, &len);
-				xml_open(w, "Part");
-				xml_elem_u64(w, "PartNumber", i);
-				xml_elem_u64(w, "Size", len);
-				xml_elem_len(w, elem, v, item);
-				xml_close(w);
-				listed++;
-				last = i;
-			}
-			vlen -= comma ? item + 1 : item;
-			v = comma ? comma + 1 : NULL;
+			size_t item_len;
+			const char *item = s3_meta_list_next(&v, &vlen, &item_len);
+			if (i <= marker)
+				continue;
+			s3_meta_part(e, i, &off, &len);
+			xml_open(w, "Part");
+			xml_elem_u64(w, "PartNumber", i);
+			xml_elem_u64(w, "Size", len);
+			xml_elem_len(w, elem, item, item_len);
+			xml_close(w);
+			listed++;
+			last = i;
 		}
 		/* (a record with fewer checksums than parts ends the listing: no next page) */
 		xml_elem(w, "IsTruncated", last < n && v ? "true" : "false");
@@ -473,11 +471,8 @@ void s3_get_object_attributes(struct s3_req *r)
 		xml_elem(w, "ChecksumType", s3_meta_checksum_type(cksum));
 		xml_close(w);
 	}
-	if (asked(want, "ObjectParts") && (dash = strchr(etag, '-'))) {
-		char count[16];
-		snprintf(count, sizeof(count), "%.*s", (int)(strlen(dash + 1) - 1), dash + 1);
-		object_parts(w, e, count, max_parts, marker);
-	}
+	if (asked(want, "ObjectParts") && (dash = strchr(etag, '-')))
+		object_parts(w, e, dash + 1, strlen(dash + 1) - 1, max_parts, marker); /* "N\"" */
 	if (asked(want, "StorageClass"))
 		xml_elem(w, "StorageClass", "STANDARD");
 	if (asked(want, "ObjectSize"))

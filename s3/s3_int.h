@@ -29,6 +29,8 @@
 #define S3_FILER_TIMEOUT_MS 30000
 /* InvalidAccessKeyId's message (header, query and form authentication). */
 #define S3_MSG_UNKNOWN_KEY "The AWS Access Key Id you provided does not exist in our records."
+/* An x-amz-checksum-algorithm S3 does not have (a printf format taking the name). */
+#define S3_MSG_UNKNOWN_CKSUM_ALG "Checksum algorithm %.32s is not supported"
 
 struct blob_client;
 struct s3_bucket_cache;

@@ -321,25 +321,26 @@ const char *s3_meta_part_checksums(const struct filer_entry *e, size_t *len)
 	return stamped(e, X_PARTS_CKSUM, len);
 }
 
+const char *s3_meta_list_next(const char **v, size_t *len, size_t *item_len)
+{
+	const char *item = *v, *comma = memchr(item, ',', *len);
+
+	*item_len = comma ? (size_t)(comma - item) : *len;
+	*len -= comma ? *item_len + 1 : *item_len;
+	*v = comma ? comma + 1 : NULL;
+	return item;
+}
+
 bool s3_meta_part_checksum(const struct filer_entry *e, uint32_t n, char out[S3_CKSUM_B64_SIZE])
 {
-	size_t vlen, len;
-	const char *v = stamped(e, X_PARTS_CKSUM, &vlen), *end;
+	size_t vlen, len = 0;
+	const char *v = stamped(e, X_PARTS_CKSUM, &vlen), *item = NULL;
 
-	if (!v || !n)
+	for (; v && n; n--)
+		item = s3_meta_list_next(&v, &vlen, &len);
+	if (n || !item || !len || len >= S3_CKSUM_B64_SIZE)
 		return false;
-	for (; n > 1; n--) {
-		const char *comma = memchr(v, ',', vlen);
-		if (!comma)
-			return false;
-		vlen -= (size_t)(comma + 1 - v);
-		v = comma + 1;
-	}
-	end = memchr(v, ',', vlen);
-	len = end ? (size_t)(end - v) : vlen;
-	if (!len || len >= S3_CKSUM_B64_SIZE)
-		return false;
-	memcpy(out, v, len);
+	memcpy(out, item, len);
 	out[len] = '\0';
 	return true;
 }

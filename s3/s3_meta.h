@@ -98,6 +98,11 @@ uint32_t s3_meta_part(const struct filer_entry *e, uint32_t n, uint64_t *off, ui
 bool s3_meta_part_checksum(const struct filer_entry *e, uint32_t n, char out[S3_CKSUM_B64_SIZE]);
 /* The whole record, "<base64>,<base64>,..." (*len bytes, not NUL-terminated); NULL: none. */
 const char *s3_meta_part_checksums(const struct filer_entry *e, size_t *len);
+/*
+ * Takes the next item of such a record: returns its start and sets *item_len,
+ * moving *v and *len past it and its ','; *v becomes NULL after the last one.
+ */
+const char *s3_meta_list_next(const char **v, size_t *len, size_t *item_len);
 
 /*
  * Adds the stored metadata to r's answer (GetObject, HeadObject):

@@ -208,7 +208,7 @@ void s3_create_multipart(struct s3_req *r)
 		goto out;
 	}
 	if (alg && a == S3_CKSUM_NONE) {
-		s3_error(r, S3_INVALID_REQUEST, "Checksum algorithm %.32s is not supported", alg);
+		s3_error(r, S3_INVALID_REQUEST, S3_MSG_UNKNOWN_CKSUM_ALG, alg);
 		goto out;
 	}
 	if (type && strcasecmp(type, "COMPOSITE") && strcasecmp(type, "FULL_OBJECT")) {
