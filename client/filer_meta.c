@@ -3,7 +3,7 @@
  *
  * DESIGN: request bodies are written with lib/json.h's writer; answers are
  * parsed into a yajl tree and decoded into struct filer_entry by
- * filer_meta_entry_from_json, the inverse of filer/entry_json.c (the filer
+ * filer_meta_entry_from_json, the inverse of client/entry_json.c (the filer
  * has no decoder of its own for that form; its request parser takes the
  * create form, which differs). Base64 reuses the filer's codec. Lookups ask
  * for the entry in its stored encoding instead, which decodes in a fraction
@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-#include "filer/entry_json.h"
-#include "filer/filer_api_parse.h"
+#include "base64.h"
+#include "client/entry_json.h"
+#include "client/filer_wire.h"
 #include "client/filer_meta.h"
 #include "json.h"
 #include "utf8.h"
@@ -96,7 +97,7 @@ static bool decode_xattrs(yajl_val obj, struct filer_entry *e)
 		size_t len = 0;
 
 		if (!YAJL_IS_STRING(v) ||
-		    !api_base64_decode(YAJL_GET_STRING(v), FILER_XATTR_VALUE_MAX, &val, &len))
+		    !base64_decode(YAJL_GET_STRING(v), FILER_XATTR_VALUE_MAX, &val, &len))
 			return false;
 		filer_entry_xattr_set(e, obj->u.object.keys[i], val, len);
 		free(val);
@@ -140,7 +141,7 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 	}
 	if (json_get(v, "hardLinkId")) {
 		if (!json_get_str(v, "hardLinkId", &s) ||
-		    !api_base64_decode(s, FILER_HARDLINK_ID_MAX, &a->hard_link_id,
+		    !base64_decode(s, FILER_HARDLINK_ID_MAX, &a->hard_link_id,
 				       &a->hard_link_id_len))
 			goto bad;
 		if (!a->hard_link_id_len) {
@@ -152,7 +153,7 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 		uint8_t *c = NULL;
 		size_t len = 0;
 		if (!json_get_str(v, "content", &s) ||
-		    !api_base64_decode(s, FILER_CONTENT_MAX, &c, &len))
+		    !base64_decode(s, FILER_CONTENT_MAX, &c, &len))
 			goto bad;
 		filer_entry_set_content(e, c, len);
 		free(c);
@@ -391,7 +392,7 @@ static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
 	buf v64;
 
 	buf_init(&v64);
-	entry_json_base64(p, n, &v64);
+	base64_encode(p, n, &v64);
 	if (key)
 		jw_key(w, key);
 	jw_strn(w, v64.data ? v64.data : "", v64.len);
@@ -657,7 +658,7 @@ int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const
 
 	buf_init(&b);
 	buf_init(&v64);
-	entry_json_base64(value, len, &v64);
+	base64_encode(value, len, &v64);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
 	entry_json_kv_bytes(w, "path", path);

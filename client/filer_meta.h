@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <yajl/yajl_tree.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "client/filer_rpc.h"
 
 /*

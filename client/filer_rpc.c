@@ -31,7 +31,7 @@
 #include "json.h"
 #include "log.h"
 #include "client/filer_rpc.h"
-#include "filer/filer_api_parse.h"
+#include "client/filer_wire.h"
 #include "util.h"
 
 #define BACKOFF_FIRST_MS 50

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "filer/filer_int.h"
 
 struct body_chunks;

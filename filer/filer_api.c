@@ -28,9 +28,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <xxhash.h>
-#include "filer/chunk_io.h"
-#include "filer/chunks.h"
-#include "filer/entry_json.h"
+#include "client/chunk_io.h"
+#include "client/chunks.h"
+#include "client/entry_json.h"
 #include "filer/filer_api_parse.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -40,7 +40,6 @@
 #include "log.h"
 #include "util.h"
 
-#define API_PREFIX "/.api/v1/"
 #define WALK_PAGE  1024
 
 struct api_job {

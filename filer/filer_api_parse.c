@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "common/fid.h"
-#include "filer/entry_json.h"
+#include "base64.h"
+#include "client/fid.h"
+#include "client/entry_json.h"
 #include "filer/filer_api_parse.h"
 #include "json.h"
 #include "util.h"
@@ -38,75 +39,6 @@ static bool fail(struct pctx *c, const char *fmt, ...)
 	return false;
 }
 
-/* ---- base64 ---- */
-
-/* The 6-bit value of each base64 digit, -1 for other bytes (a table: entries carry KiBs). */
-static signed char b64_table[256];
-static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-
-static void b64_table_init(void)
-{
-	static const char digits[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	memset(b64_table, -1, sizeof(b64_table));
-	for (int i = 0; i < 64; i++)
-		b64_table[(unsigned char)digits[i]] = (signed char)i;
-}
-
-bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
-{
-	size_t n = strlen(s), o = 0;
-	uint8_t *p;
-
-	pthread_once(&b64_once, b64_table_init);
-	*out = NULL;
-	*outlen = 0;
-	if (n % 4 || n / 4 * 3 > max + 2)
-		return false;
-	p = xmalloc(n / 4 * 3 + 1);
-	/* every group but the last has no padding */
-	for (size_t i = 0; i + 4 < n; i += 4) {
-		const unsigned char *q = (const unsigned char *)s + i;
-		int a = b64_table[q[0]], b = b64_table[q[1]], c = b64_table[q[2]],
-		    d = b64_table[q[3]];
-		if ((a | b | c | d) < 0)
-			goto bad;
-		p[o++] = (uint8_t)(a << 2 | b >> 4);
-		p[o++] = (uint8_t)(b << 4 | c >> 2);
-		p[o++] = (uint8_t)(c << 6 | d);
-	}
-	for (size_t i = n >= 4 ? n - 4 : n; i < n; i += 4) {
-		int v[4];
-		int pad = 0;
-		for (int k = 0; k < 4; k++) {
-			if (s[i + k] == '=' && i + 4 == n && k >= 2) {
-				v[k] = 0;
-				pad++;
-				continue;
-			}
-			if (pad) /* data after padding */
-				goto bad;
-			v[k] = b64_table[(unsigned char)s[i + k]];
-			if (v[k] < 0)
-				goto bad;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-			     (uint32_t)v[3];
-		p[o++] = (uint8_t)(w >> 16);
-		if (pad < 2)
-			p[o++] = (uint8_t)(w >> 8);
-		if (pad < 1)
-			p[o++] = (uint8_t)w;
-	}
-	if (o > max)
-		goto bad;
-	*out = p;
-	*outlen = o;
-	return true;
-bad:
-	free(p);
-	return false;
-}
 
 /* ---- members ---- */
 
@@ -195,7 +127,7 @@ static bool get_content(struct pctx *c, yajl_val obj, const char *field, uint8_t
 	}
 	if (!get_str(c, obj, field, API_CONTENT_MAX * 4 / 3 + 4, &text))
 		return false;
-	ok = !text || api_base64_decode(text, API_CONTENT_MAX, data, len);
+	ok = !text || base64_decode(text, API_CONTENT_MAX, data, len);
 	free(text);
 	if (!ok)
 		return fail(c, "\"%s\" must be base64 of at most %u bytes", field, API_CONTENT_MAX);
@@ -386,7 +318,7 @@ static bool get_xattrs(struct pctx *c, yajl_val obj, struct filer_entry *e)
 		if (filer_entry_xattr_get(e, name))
 			return fail(c, "\"xattrs\": duplicate name \"%.64s\"", name);
 		if (!YAJL_IS_STRING(x) || strlen(x->u.string) > FILER_XATTR_VALUE_MAX / 3 * 4 + 8 ||
-		    !api_base64_decode(x->u.string, FILER_XATTR_VALUE_MAX, &val, &len))
+		    !base64_decode(x->u.string, FILER_XATTR_VALUE_MAX, &val, &len))
 			return fail(
 				c,
 				"\"xattrs\": the value of \"%.64s\" must be base64 of at most %u "
@@ -438,7 +370,7 @@ static bool get_consume(struct pctx *c, struct api_req *r, yajl_val root)
 			uint8_t *raw = NULL;
 			size_t len = 0;
 			ok = strlen(p->u.string) <= FILER_PATH_MAX / 3 * 4 + 8 &&
-			     api_base64_decode(p->u.string, FILER_PATH_MAX, &raw, &len) &&
+			     base64_decode(p->u.string, FILER_PATH_MAX, &raw, &len) &&
 			     !memchr(raw, '\0', len);
 			if (raw)
 				raw[len] = '\0'; /* the decoder leaves room for it */
@@ -785,7 +717,7 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		if (ok && r->op == API_SET_XATTR) {
 			if (!value)
 				ok = fail(c, "\"value\" is required (base64)");
-			else if (!api_base64_decode(value, FILER_XATTR_VALUE_MAX, &r->xvalue,
+			else if (!base64_decode(value, FILER_XATTR_VALUE_MAX, &r->xvalue,
 						    &r->xvalue_len))
 				ok = fail(c, "\"value\" must be base64 of at most %u bytes",
 					  FILER_XATTR_VALUE_MAX);

@@ -13,27 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/entry.h"
-
-/* Largest request body the API reads. */
-#define API_BODY_MAX (8u << 20)
-/* Largest page of a list request (a larger limit is refused, not clamped). */
-#define API_LIST_MAX 10000
-/* Largest inline content a create may carry (decoded bytes). */
-#define API_CONTENT_MAX (64u << 10)
-/* The request header saying that the body's last N bytes are the content, raw, after the
-   JSON (create's entry content, update's content) instead of base64 inside it. */
-#define API_RAW_CONTENT_HEADER "X-Weedfs-Content-Length"
-/* Chunks one create or update may carry. */
-#define API_CHUNKS_MAX 65536
-/* File ids one assign may ask for. */
-#define API_ASSIGN_MAX 100
-/* File ids one freeChunks may carry (the garbage queue's batch limit). */
-#define API_FREE_MAX 10000
-/* Paths one create may consume (delete in its transaction). */
-#define API_CONSUME_MAX 10000
-/* Files one create may move (rename in its transaction). */
-#define API_MOVES_MAX 16
+#include "client/entry.h"
+#include "client/filer_wire.h"
 
 enum api_op {
 	API_LOOKUP,
@@ -134,11 +115,5 @@ wfs_err api_req_parse(const char *op, const char *body, size_t len, const uint8_
 		      size_t raw_len, struct api_req **out, char *msg, size_t msglen);
 /* Frees r. NULL does nothing. */
 void api_req_free(struct api_req *r);
-
-/*
- * Decodes standard base64 (padding required when the length is not a
- * multiple of 4) into a new buffer of at most max bytes. False on bad input.
- */
-bool api_base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen);
 
 #endif

@@ -4,7 +4,7 @@
  * DESIGN: every linked entry carries the same hard-link id
  * (attr.hard_link_id). The file itself (attributes, xattrs, inline content,
  * chunk list and nlink) lives in ONE record in the store's kv space under
- * "hardlink:" + id, encoded as an entry (filer/entry.h). The entry stored at
+ * "hardlink:" + id, encoded as an entry (client/entry.h). The entry stored at
  * each name is a stub: its attributes as of its last change, its id, and no
  * chunks or content. So a change through any name is seen through all of
  * them (readers merge the record in with filer_hardlink_resolve), nlink is
@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "err.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "filer/store.h"
 
 /* True if e is one name of a hard-linked file. */

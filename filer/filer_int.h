@@ -23,8 +23,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "buf.h"
-#include "filer/blob_client.h"
-#include "filer/entry.h"
+#include "client/blob_client.h"
+#include "client/entry.h"
+#include "client/filer_wire.h"
 #include "filer/filer.h"
 #include "filer/store.h"
 #include "http_server.h"
@@ -128,12 +129,6 @@ unsigned filer_stripe(const char *path);
 /* ---- filer_path.c: jobs, paths, common store operations ---- */
 /* Copies the request's input into a new job. Loop thread. */
 struct fjob *fjob_new(struct filer *f, http_req *req, const char *path, bool trailing_slash);
-/*
- * A client names itself with this header (a nonzero int32) on the requests
- * that change entries; an event stream opened with ?signature= the same
- * number leaves out the events those requests caused (docs/filer-events.md).
- */
-#define FILER_SIGNATURE_HEADER "X-Weedfs-Signature"
 /* *sig is req's signature (0 when absent); false when the header is malformed. */
 bool fjob_signature(http_req *req, int32_t *sig);
 /* Parses a signature: a nonzero 32-bit integer in decimal. */

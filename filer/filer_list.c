@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "filer/filer_hardlink.h"
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/filer_int.h"
 #include "json.h"
 #include "util.h"

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "log.h"

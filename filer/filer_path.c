@@ -12,10 +12,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "filer/filer_api_parse.h"
 #include "filer/filer_hardlink.h"
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/filer_int.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"

@@ -18,9 +18,9 @@
 #include <string.h>
 #include <strings.h>
 #include <xxhash.h>
-#include "filer/chunk_io.h"
-#include "filer/chunk_stream.h"
-#include "filer/chunks.h"
+#include "client/chunk_io.h"
+#include "client/chunk_stream.h"
+#include "client/chunks.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "http_util.h"

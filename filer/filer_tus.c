@@ -41,7 +41,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "filer/body_chunks.h"
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
 #include "filer/tus_codec.h"

@@ -23,9 +23,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include "filer/body_chunks.h"
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/filer_int.h"
 #include "http_util.h"
 #include "log.h"

@@ -1,22 +1,16 @@
-# The filer: entries, chunk lists, the store interface and its SQLite and PostgreSQL backends.
+# The filer daemon: the store interface with its SQLite and PostgreSQL backends, the
+# metadata log, the garbage queue and the HTTP and JSON APIs. Built on client/ (entries,
+# chunk lists, the blob client).
 noinst_LIBRARIES += filer/libfiler.a
 filer_libfiler_a_SOURCES = \
-	filer/entry.c filer/entry.h \
-	filer/chunks.c filer/chunks.h \
-	filer/chunk_stream.c filer/chunk_stream.h \
 	filer/store.c filer/store.h filer/store_impl.h \
 	filer/store_sqlite.c \
 	filer/store_postgres.c
 
 FILER_TEST_LDADD = filer/libfiler.a $(UNIT_LDADD) $(SQLITE_LIBS) $(LIBPQ_LIBS)
 
-check_PROGRAMS += tests/unit/test_filer_entry tests/unit/test_filer_chunks \
-	tests/unit/test_filer_store
-TESTS += tests/unit/test_filer_entry tests/unit/test_filer_chunks tests/unit/test_filer_store
-tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h
-tests_unit_test_filer_entry_LDADD = $(FILER_TEST_LDADD)
-tests_unit_test_filer_chunks_SOURCES = tests/unit/test_filer_chunks.c tests/unit/tap.h
-tests_unit_test_filer_chunks_LDADD = $(FILER_TEST_LDADD)
+check_PROGRAMS += tests/unit/test_filer_store
+TESTS += tests/unit/test_filer_store
 check_PROGRAMS += tests/unit/test_filer_tus_codec
 TESTS += tests/unit/test_filer_tus_codec
 tests_unit_test_filer_tus_codec_SOURCES = tests/unit/test_filer_tus_codec.c tests/unit/tap.h
@@ -32,10 +26,6 @@ tests_bench_filer_store_SOURCES = tests/bench/filer_store.c
 tests_bench_filer_store_LDADD = $(FILER_TEST_LDADD) -lpthread
 
 if ENABLE_FUZZ
-noinst_PROGRAMS += tests/fuzz/fuzz_filer_entry
-tests_fuzz_fuzz_filer_entry_SOURCES = tests/fuzz/fuzz_filer_entry.c
-tests_fuzz_fuzz_filer_entry_LDADD = filer/libfiler.a $(FUZZ_LDADD)
-tests_fuzz_fuzz_filer_entry_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 noinst_PROGRAMS += tests/fuzz/fuzz_filer_tus
 tests_fuzz_fuzz_filer_tus_SOURCES = tests/fuzz/fuzz_filer_tus.c
 tests_fuzz_fuzz_filer_tus_LDADD = filer/libfiler.a $(FUZZ_LDADD)
@@ -43,6 +33,5 @@ tests_fuzz_fuzz_filer_tus_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
 
 # Fragments of the parts written separately (each owns its own).
-include filer/local_blob.mk
 include filer/metalog.mk
 include filer/daemon.mk

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/metalog.h"
 #include "json.h"
 #include "log.h"

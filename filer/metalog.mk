@@ -1,6 +1,5 @@
-# filer/metalog.mk: the metadata event log subscriptions, the garbage worker and entry JSON.
+# filer/metalog.mk: the metadata event log subscriptions and the garbage worker.
 filer_libfiler_a_SOURCES += \
-	filer/entry_json.c filer/entry_json.h \
 	filer/metalog.c filer/metalog.h \
 	filer/gc_queue.c filer/gc_queue.h
 

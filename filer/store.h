@@ -7,7 +7,7 @@
  * as "host=... dbname=..."). Entries are keyed by (directory, name); the table
  * is indexed by a 64-bit xxh64 hash of the directory plus the name, and stores
  * the directory text as well so a hash collision never mixes two directories.
- * The entry itself is one blob in filer/entry.h's encoding.
+ * The entry itself is one blob in client/entry.h's encoding.
  *
  * Threads: a store is shared by all threads. Every operation may be called
  * from any thread at any time; each borrows a database connection from the
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 
 struct filer_store;
 struct filer_tx;

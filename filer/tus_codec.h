@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "buf.h"
 #include "err.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 
 #define TUS_META_MAX 4096 /* longest Upload-Metadata header */
 

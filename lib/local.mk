@@ -1,5 +1,6 @@
 noinst_LIBRARIES += lib/libweedfs.a
 lib_libweedfs_a_SOURCES = \
+	lib/base64.c lib/base64.h \
 	lib/bigbuf.c lib/bigbuf.h \
 	lib/buf.c lib/buf.h \
 	lib/crc32c.c lib/crc32c.h \

@@ -71,9 +71,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "filer/blob_client.h"
-#include "filer/chunk_io.h"
-#include "filer/chunks.h"
+#include "client/blob_client.h"
+#include "client/chunk_io.h"
+#include "client/chunks.h"
 #include "json.h"
 #include "log.h"
 #include "mount/buf_pool.h"

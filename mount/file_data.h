@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 
 struct mount_data_opts {
 	const char *filer;         /* "host:port": assign and lookupVolume go through it */

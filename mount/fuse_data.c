@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "filer/chunks.h"
+#include "client/chunks.h"
 #include "fuse_locks.h"
 #include "log.h"
 #include "util.h"

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"

@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 
 #define ITABLE_ROOT 1
 

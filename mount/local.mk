@@ -11,8 +11,8 @@ mount_libmount_a_SOURCES = \
 	mount/chunk_cache.c mount/chunk_cache.h \
 	mount/buf_pool.c mount/buf_pool.h
 mount_libmount_a_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
-MOUNT_LDADD = mount/libmount.a client/libclient.a filer/libfiler.a server/libcommon.a lib/libweedfs.a \
-	$(FUSE3_LIBS) $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) $(LIBPQ_LIBS) -lpthread
+MOUNT_LDADD = mount/libmount.a client/libclient.a lib/libweedfs.a \
+	$(FUSE3_LIBS) $(WEEDFS_DEP_LIBS) -lpthread
 
 bin_PROGRAMS += weedfs-mount
 weedfs_mount_SOURCES = mount/main.c

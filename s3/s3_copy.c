@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
-#include "filer/chunk_io.h"
+#include "client/chunk_io.h"
 #include "http_util.h"
 #include "md5.h"
 #include "s3/s3_int.h"

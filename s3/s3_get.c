@@ -27,8 +27,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
-#include "filer/chunk_io.h"
-#include "filer/chunk_stream.h"
+#include "client/chunk_io.h"
+#include "client/chunk_stream.h"
 #include "http_util.h"
 #include "log.h"
 #include "s3/s3_int.h"

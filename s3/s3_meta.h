@@ -28,7 +28,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "s3/checksum.h"
 
 struct s3_req;

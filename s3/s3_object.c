@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "http_util.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"

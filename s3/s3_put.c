@@ -35,8 +35,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include "client/filer_meta.h"
-#include "filer/chunk_io.h"
-#include "filer/filer_api_parse.h"
+#include "client/chunk_io.h"
+#include "client/filer_wire.h"
 #include "http_loop_client.h"
 #include "log.h"
 #include "md5.h"

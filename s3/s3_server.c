@@ -27,9 +27,9 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include "daemon.h"
-#include "filer/blob_client.h"
-#include "filer/chunk_io.h"
-#include "filer/chunk_stream.h"
+#include "client/blob_client.h"
+#include "client/chunk_io.h"
+#include "client/chunk_stream.h"
 #include "log.h"
 #include "s3/s3_int.h"
 #include "s3/sigv2.h"

@@ -13,7 +13,7 @@
 #include "http_client.h"
 #include "json.h"
 #include "log.h"
-#include "master/master_int.h"
+#include "server/master/master_int.h"
 #include "util.h"
 
 #define GROW_MAX_COUNT    1000

@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common/fid.h"
+#include "client/fid.h"
 #include "http_client.h"
 #include "json.h"
 #include "log.h"
-#include "master/master_int.h"
+#include "server/master/master_int.h"
 #include "util.h"
 
 #define ASSIGN_MAX_COUNT  1000000

@@ -18,7 +18,7 @@
 #include <openssl/rand.h>
 #include "http_client.h"
 #include "log.h"
-#include "master/growth.h"
+#include "server/master/growth.h"
 #include "util.h"
 
 #define GROW_TIMEOUT_MS 60000

@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "err.h"
-#include "master/placement.h"
-#include "master/sequence.h"
-#include "master/topology.h"
+#include "server/master/placement.h"
+#include "server/master/sequence.h"
+#include "server/master/topology.h"
 #include "pool.h"
 
 typedef struct growth growth;

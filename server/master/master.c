@@ -22,8 +22,8 @@
 #include "flags.h"
 #include "json.h"
 #include "log.h"
-#include "master/master_int.h"
-#include "master/parse.h"
+#include "server/master/master_int.h"
+#include "server/master/parse.h"
 #include "util.h"
 
 #define HEARTBEAT_MAX_BODY (64u << 20)

@@ -6,11 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "http_server.h"
-#include "master/growth.h"
-#include "master/master.h"
-#include "master/parse.h"
-#include "master/sequence.h"
-#include "master/topology.h"
+#include "server/master/growth.h"
+#include "server/master/master.h"
+#include "server/master/parse.h"
+#include "server/master/sequence.h"
+#include "server/master/topology.h"
 #include "pool.h"
 
 struct master {

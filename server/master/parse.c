@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common/fid.h"
+#include "client/fid.h"
 #include "http_util.h"
 #include "json.h"
-#include "master/parse.h"
+#include "server/master/parse.h"
 #include "util.h"
 
 bool master_collection_valid(const char *s)

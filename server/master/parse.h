@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "master/topology.h"
+#include "server/master/topology.h"
 
 /* Bound on the volumes one heartbeat may list. */
 #define HEARTBEAT_MAX_VOLUMES 1000000

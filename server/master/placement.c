@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "master/placement.h"
+#include "server/master/placement.h"
 #include "util.h"
 
 struct grp_rack {

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "common/placement.h"
+#include "server/common/placement.h"
 #include "err.h"
 
 struct place_node {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
-#include "master/sequence.h"
+#include "server/master/sequence.h"
 #include "util.h"
 
 struct sequence {

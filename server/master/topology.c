@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "master/topology.h"
+#include "server/master/topology.h"
 #include "util.h"
 
 struct dnode {

@@ -19,10 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "buf.h"
-#include "common/placement.h"
+#include "server/common/placement.h"
 #include "err.h"
 #include "json.h"
-#include "master/placement.h"
+#include "server/master/placement.h"
 
 typedef struct topology topology;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
-#include "common/fid.h"
+#include "client/fid.h"
 #include "log.h"
 #include "store.h"
 #include "util.h"

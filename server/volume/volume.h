@@ -45,7 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "buf.h"
-#include "common/placement.h"
+#include "server/common/placement.h"
 #include "err.h"
 #include "needle.h"
 

@@ -32,8 +32,8 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-#include "common/fid.h"
-#include "common/placement.h"
+#include "client/fid.h"
+#include "server/common/placement.h"
 #include "http_client.h"
 #include "http_util.h"
 #include "json.h"

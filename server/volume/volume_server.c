@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "common/fid.h"
+#include "client/fid.h"
 #include "daemon.h"
 #include "flags.h"
 #include "http_client.h"

@@ -51,8 +51,8 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
-#include "common/fid.h"
-#include "common/placement.h"
+#include "client/fid.h"
+#include "server/common/placement.h"
 #include "bigbuf.h"
 #include "crc32c.h"
 #include "http_util.h"

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/blob_client.h"
-#include "filer/chunk_io.h"
+#include "client/blob_client.h"
+#include "client/chunk_io.h"
 #include "http_client.h"
 #include "log.h"
 #include "util.h"

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunks.h"
-#include "filer/entry.h"
+#include "client/chunks.h"
+#include "client/entry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

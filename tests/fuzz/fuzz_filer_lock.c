@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "filer/filer_lock.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

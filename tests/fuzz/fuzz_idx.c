@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "util.h"
-#include "volume/volume.h"
+#include "server/volume/volume.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "master/parse.h"
-#include "master/topology.h"
+#include "server/master/parse.h"
+#include "server/master/topology.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

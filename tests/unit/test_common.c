@@ -1,8 +1,8 @@
 /* Unit tests of server/common: file ids, replica placement, TTL. */
 #include "config.h"
 #include <string.h>
-#include "common/fid.h"
-#include "common/placement.h"
+#include "client/fid.h"
+#include "server/common/placement.h"
 #include "tap.h"
 
 static void test_fid(void)

@@ -13,15 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "filer/blob_client.h"
-#include "filer/chunk_io.h"
-#include "filer/chunks.h"
+#include "client/blob_client.h"
+#include "client/chunk_io.h"
+#include "client/chunks.h"
 #include "http_client.h"
 #include "log.h"
-#include "master/master.h"
+#include "server/master/master.h"
 #include "tap.h"
 #include "util.h"
-#include "volume/volume_server.h"
+#include "server/volume/volume_server.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunks.h"
+#include "client/chunks.h"
 #include "tap.h"
 #include "util.h"
 

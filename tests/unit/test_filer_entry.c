@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <openssl/evp.h>
-#include "filer/entry.h"
-#include "filer/filer_api_parse.h"
+#include "base64.h"
+#include "client/entry.h"
 #include "tap.h"
 #include "util.h"
 
@@ -476,17 +476,17 @@ static void test_base64(void)
 		raw[i] = (unsigned char)(i * 37 + 11);
 	for (size_t n = 0; n <= sizeof(raw); n++) {
 		EVP_EncodeBlock(enc, raw, (int)n);
-		if (!api_base64_decode((const char *)enc, sizeof(raw), &out, &len) || len != n ||
+		if (!base64_decode((const char *)enc, sizeof(raw), &out, &len) || len != n ||
 		    memcmp(out, raw, n))
 			all = false;
 		free(out);
 	}
 	ok(all, "base64: lengths 0..300 round-trip");
-	ok(!api_base64_decode("QUJD*EVG", 16, &out, &len), "base64: a bad digit is refused");
-	ok(!api_base64_decode("QQ==QUJD", 16, &out, &len), "base64: data after padding is refused");
-	ok(!api_base64_decode("QUJ", 16, &out, &len), "base64: a short group is refused");
-	ok(!api_base64_decode("QUJDREVG", 5, &out, &len), "base64: over max is refused");
-	ok(api_base64_decode("QQ==", 16, &out, &len) && len == 1 && out[0] == 'A',
+	ok(!base64_decode("QUJD*EVG", 16, &out, &len), "base64: a bad digit is refused");
+	ok(!base64_decode("QQ==QUJD", 16, &out, &len), "base64: data after padding is refused");
+	ok(!base64_decode("QUJ", 16, &out, &len), "base64: a short group is refused");
+	ok(!base64_decode("QUJDREVG", 5, &out, &len), "base64: over max is refused");
+	ok(base64_decode("QQ==", 16, &out, &len) && len == 1 && out[0] == 'A',
 	   "base64: padding");
 	free(out);
 }

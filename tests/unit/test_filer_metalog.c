@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "filer/entry_json.h"
+#include "client/entry_json.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
 #include "json.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "http_client.h"
 #include "json.h"
-#include "master/master.h"
+#include "server/master/master.h"
 #include "tap.h"
 #include "util.h"
 

@@ -2,7 +2,7 @@
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
-#include "master/placement.h"
+#include "server/master/placement.h"
 #include "tap.h"
 
 static struct place_node N(const char *url, const char *dc, const char *rack, int free_slots) {

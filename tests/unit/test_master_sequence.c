@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "master/sequence.h"
+#include "server/master/sequence.h"
 #include "tap.h"
 #include "util.h"
 

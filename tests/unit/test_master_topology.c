@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "master/topology.h"
+#include "server/master/topology.h"
 #include "tap.h"
 #include "util.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "http_client.h"
 #include "json.h"
 #include "log.h"

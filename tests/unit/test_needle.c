@@ -6,8 +6,8 @@
 #include "crc32c.h"
 #include "tap.h"
 #include "util.h"
-#include "volume/needle.h"
-#include "volume/needle_map.h"
+#include "server/volume/needle.h"
+#include "server/volume/needle_map.h"
 
 static size_t flatten(const struct needle_enc *e, uint8_t *out)
 {

@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include "tap.h"
 #include "util.h"
-#include "volume/store.h"
-#include "volume/volume.h"
+#include "server/volume/store.h"
+#include "server/volume/volume.h"
 
 static char dir[256];
 

@@ -11,8 +11,8 @@
 #include "crc32c.h"
 #include "tap.h"
 #include "util.h"
-#include "volume/spill.h"
-#include "volume/volume.h"
+#include "server/volume/spill.h"
+#include "server/volume/volume.h"
 
 #define MiB (1u << 20)
 #define BIG (3 * MiB + 12345)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "tap.h"
 #include "util.h"
-#include "volume/volume.h"
+#include "server/volume/volume.h"
 
 enum { N = 2000 };
 

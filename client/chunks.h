@@ -12,15 +12,15 @@
  * first with chunks_resolve_manifests. All functions are pure and may be
  * called from any thread.
  */
-#ifndef WEEDFS_FILER_CHUNKS_H
-#define WEEDFS_FILER_CHUNKS_H
+#ifndef WEEDFS_CLIENT_CHUNKS_H
+#define WEEDFS_CLIENT_CHUNKS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "buf.h"
 #include "err.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 
 #define CHUNKS_MANIFEST_VERSION 1
 /* Nesting depth of manifests (a manifest listing manifests) that resolution follows. */

@@ -7,38 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "filer/entry_json.h"
-#include "filer/filer_api_parse.h"
+#include "base64.h"
+#include "client/entry_json.h"
+#include "client/filer_wire.h"
 #include "utf8.h"
 #include "util.h"
-
-void entry_json_base64(const void *p, size_t n, buf *out)
-{
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const uint8_t *s = p;
-	char *q;
-	size_t i;
-	buf_reserve(out, (n + 2) / 3 * 4 + 1);
-	q = out->data + out->len; /* written in place: reserved above */
-	for (i = 0; i + 3 <= n; i += 3, q += 4) {
-		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-		q[0] = tab[v >> 18];
-		q[1] = tab[v >> 12 & 63];
-		q[2] = tab[v >> 6 & 63];
-		q[3] = tab[v & 63];
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
-		q[0] = tab[v >> 18];
-		q[1] = tab[v >> 12 & 63];
-		q[2] = i + 1 < n ? tab[v >> 6 & 63] : '=';
-		q[3] = '=';
-		q += 4;
-	}
-	out->len = (size_t)(q - out->data);
-	out->data[out->len] = '\0';
-}
 
 static void kv_text(json_w *w, const char *key, const char *v)
 {
@@ -51,7 +24,7 @@ static void kv_text(json_w *w, const char *key, const char *v)
 static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
 {
 	buf b = BUF_INIT;
-	entry_json_base64(p, n, &b);
+	base64_encode(p, n, &b);
 	if (key)
 		jw_key(w, key);
 	jw_strn(w, b.data ? b.data : "", b.len);
@@ -104,7 +77,7 @@ bool entry_json_get_bytes(yajl_val v, const char *key, size_t max, char **out)
 		*out = xstrdup(s->u.string);
 		return true;
 	}
-	if (!YAJL_IS_STRING(b) || !api_base64_decode(b->u.string, max, &raw, &n) ||
+	if (!YAJL_IS_STRING(b) || !base64_decode(b->u.string, max, &raw, &n) ||
 	    memchr(raw, '\0', n)) {
 		free(raw);
 		return false;

@@ -11,7 +11,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "util.h"
 
 #define ENTRY_FLAG_HAS_CONTENT 0x01

@@ -28,8 +28,8 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunk_io.h"
-#include "filer/chunk_stream.h"
+#include "client/chunk_io.h"
+#include "client/chunk_stream.h"
 #include "util.h"
 
 struct slot {

@@ -8,7 +8,7 @@
  * a long stream does not keep faulting in fresh pages. The first buffer grows
  * geometrically, so a small file costs what it holds, not a whole chunk.
  *
- * Reader: chunks_read_plan (filer/chunks.h) gives the visible pieces of the
+ * Reader: chunks_read_plan (client/chunks.h) gives the visible pieces of the
  * range; they are cut into pieces of at most piece_size, the holes between
  * them become zero pieces, and a window of read_ahead pieces is fetched in
  * parallel on the worker pool while the caller's thread hands finished pieces
@@ -22,8 +22,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunk_io.h"
-#include "filer/chunks.h"
+#include "client/chunk_io.h"
+#include "client/chunks.h"
 #include "log.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
-#include "filer/chunks.h"
+#include "client/chunks.h"
 #include "util.h"
 
 struct span {

@@ -8,8 +8,8 @@
  * by filer_entry_free. Strings that are empty may be NULL; the decoder always
  * yields NULL for an empty string.
  */
-#ifndef WEEDFS_FILER_ENTRY_H
-#define WEEDFS_FILER_ENTRY_H
+#ifndef WEEDFS_CLIENT_ENTRY_H
+#define WEEDFS_CLIENT_ENTRY_H
 
 #include <stdbool.h>
 #include <stddef.h>

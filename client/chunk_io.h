@@ -7,15 +7,15 @@
  * Both are blocking and meant for the filer's worker threads (never a libevent
  * loop thread, never a worker of the blob_client's own pool).
  */
-#ifndef WEEDFS_FILER_CHUNK_IO_H
-#define WEEDFS_FILER_CHUNK_IO_H
+#ifndef WEEDFS_CLIENT_CHUNK_IO_H
+#define WEEDFS_CLIENT_CHUNK_IO_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/blob_client.h"
-#include "filer/entry.h"
+#include "client/blob_client.h"
+#include "client/entry.h"
 
 #define CHUNK_SIZE_DEFAULT      (4u << 20)
 #define CHUNK_SIZE_MAX          (1024u << 20)

@@ -6,10 +6,10 @@
 #include "benchmark.h"
 #include "filer/filer.h"
 #include "http_client.h"
-#include "master/master.h"
+#include "server/master/master.h"
 #include "mini.h"
 #include "s3/s3_server.h"
-#include "volume/volume_server.h"
+#include "server/volume/volume_server.h"
 
 static int version_main(int argc, char **argv);
 static int help_main(int argc, char **argv);

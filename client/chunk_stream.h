@@ -5,15 +5,15 @@
  * The filer's GET (filer_read.c) and the S3 gateway's GetObject share it.
  * chunk_stream.c's DESIGN comment says how the window works.
  */
-#ifndef WEEDFS_FILER_CHUNK_STREAM_H
-#define WEEDFS_FILER_CHUNK_STREAM_H
+#ifndef WEEDFS_CLIENT_CHUNK_STREAM_H
+#define WEEDFS_CLIENT_CHUNK_STREAM_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "err.h"
-#include "filer/blob_client.h"
-#include "filer/entry.h"
+#include "client/blob_client.h"
+#include "client/entry.h"
 #include "http_server.h"
 
 #define CHUNK_STREAM_SLOTS_DEFAULT 16

@@ -8,11 +8,11 @@
  * bytes) and, when its bytes are not UTF-8, also as keyB64 (their base64);
  * in requests a client sends one or the other (docs/api-filer-json.md).
  */
-#ifndef WEEDFS_FILER_ENTRY_JSON_H
-#define WEEDFS_FILER_ENTRY_JSON_H
+#ifndef WEEDFS_CLIENT_ENTRY_JSON_H
+#define WEEDFS_CLIENT_ENTRY_JSON_H
 
 #include "buf.h"
-#include "filer/entry.h"
+#include "client/entry.h"
 #include "json.h"
 
 /* Include inline content ("content", base64) in the object. */
@@ -43,7 +43,5 @@ void entry_json_kv_bytes(json_w *w, const char *key, const char *s);
  */
 bool entry_json_get_bytes(yajl_val v, const char *key, size_t max, char **out);
 
-/* Appends the standard base64 (with padding) of p[0..n) to out. */
-void entry_json_base64(const void *p, size_t n, buf *out);
 
 #endif

@@ -47,7 +47,7 @@
 #include <unistd.h>
 #include "benchmark.h"
 #include "buf.h"
-#include "common/fid.h"
+#include "client/fid.h"
 #include "flags.h"
 #include "http_response_parser.h"
 #include "json.h"

@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "common/fid.h"
-#include "filer/blob_client.h"
+#include "client/fid.h"
+#include "client/blob_client.h"
 #include "http_client.h"
 #include "http_fetch.h"
 #include "http_util.h"

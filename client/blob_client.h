@@ -9,8 +9,8 @@
  * thread and the client's own worker threads. http_client_global_init() must
  * have run before the first call.
  */
-#ifndef WEEDFS_FILER_BLOB_CLIENT_H
-#define WEEDFS_FILER_BLOB_CLIENT_H
+#ifndef WEEDFS_CLIENT_BLOB_CLIENT_H
+#define WEEDFS_CLIENT_BLOB_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * with an optional "_N" suffix (the Nth extra id of a count=N assignment,
  * key + N) and an optional ".ext" that only sets the Content-Type on reads.
  */
-#ifndef WEEDFS_FID_H
-#define WEEDFS_FID_H
+#ifndef WEEDFS_CLIENT_FID_H
+#define WEEDFS_CLIENT_FID_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -21,10 +21,10 @@
 #include "filer/filer.h"
 #include "s3/s3_server.h"
 #include "log.h"
-#include "master/master.h"
+#include "server/master/master.h"
 #include "mini.h"
 #include "util.h"
-#include "volume/volume_server.h"
+#include "server/volume/volume_server.h"
 
 extern char **environ;
 
