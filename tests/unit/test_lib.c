@@ -138,6 +138,27 @@ static void test_errors(void)
 	is_int(wfs_err_http_status(WFS_ERANGE), 416, "range is 416");
 	is_int(wfs_err_from_errno(ENOSPC), WFS_ENOSPC, "ENOSPC maps");
 	ok(strcmp(wfs_strerror((wfs_err)999), "unknown error") == 0, "out of range is safe");
+	/* every code has a wire name of its own that maps back to it */
+	bool names_ok = true;
+	for (int e = 0; e < WFS_ERR_COUNT; e++) {
+		const char *n = wfs_err_name((wfs_err)e);
+		names_ok &= n && n[0] == (e ? 'E' : 'O') && wfs_err_from_name(n) == (wfs_err)e;
+	}
+	ok(names_ok, "every wire name maps back to its code");
+	is_str(wfs_err_name(WFS_EPRECOND), "EPRECOND", "precondition's wire name");
+	is_str(wfs_err_name(WFS_EUNAVAIL), "EAGAIN", "unavailable keeps the wire name EAGAIN");
+	is_int(wfs_err_from_name("ENOPE"), WFS_EIO, "an unknown name is EIO");
+	is_int(wfs_err_from_name(NULL), WFS_EIO, "no name is EIO");
+	is_int(wfs_err_errno(WFS_ENOTEMPTY), ENOTEMPTY, "not empty -> ENOTEMPTY");
+	is_int(wfs_err_errno(WFS_ENOSPC), ENOSPC, "no space -> ENOSPC");
+	is_int(wfs_err_from_errno(EDQUOT), WFS_EQUOTA, "EDQUOT -> quota");
+	is_int(wfs_err_from_errno(EISDIR), WFS_EISDIR, "EISDIR maps");
+	is_int(wfs_err_from_http_status(204), WFS_OK, "2xx is ok");
+	is_int(wfs_err_from_http_status(412), WFS_EPRECOND, "412 is a precondition");
+	is_int(wfs_err_from_http_status(507), WFS_ENOSPC, "507 is no space");
+	is_int(wfs_err_from_http_status(418), WFS_EINVAL, "another 4xx is invalid");
+	is_int(wfs_err_from_http_status(502), WFS_EUNAVAIL, "5xx is unavailable");
+	is_int(wfs_err_http_status(WFS_ENOTDIR), 409, "not a directory is 409");
 }
 
 static void test_parsers(void)
