@@ -1,10 +1,10 @@
-# The volume server: needle storage (needle, needle_map, volume, store) and its HTTP front end.
+# The volume server: needle storage (needle, needle_map, volume, volume_store) and its HTTP front end.
 noinst_LIBRARIES += server/volume/libvolume.a
 server_volume_libvolume_a_SOURCES = \
 	server/volume/needle.c server/volume/needle.h \
 	server/volume/needle_map.c server/volume/needle_map.h \
 	server/volume/volume.c server/volume/volume.h \
-	server/volume/store.c server/volume/store.h \
+	server/volume/volume_store.c server/volume/volume_store.h \
 	server/volume/volume_server.c server/volume/volume_server.h \
 	server/volume/volume_handlers.c server/volume/vs_int.h \
 	server/volume/spill.c server/volume/spill.h \

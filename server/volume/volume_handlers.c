@@ -227,7 +227,7 @@ wfs_err vs_check_replicas(struct volume_server *vs, uint32_t vid, const struct v
 			  int n)
 {
 	struct volume_info in;
-	volume *v = store_get(vs->store, vid);
+	volume *v = volume_store_get(vs->store, vid);
 	int others = 0;
 
 	if (!v)
@@ -455,7 +455,7 @@ static void handle_delete(struct volume_server *vs, http_req *req, const struct 
 	}
 	if (!vs_query_fsync(req, &fsync))
 		return;
-	v = store_get(vs->store, f->vid);
+	v = volume_store_get(vs->store, f->vid);
 	if (!v) {
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
 		return;
@@ -631,7 +631,7 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 		http_resp_error(req, 400, "invalid readDeleted \"%s\"", rd);
 		return;
 	}
-	v = store_get(vs->store, f->vid);
+	v = volume_store_get(vs->store, f->vid);
 	if (!v) {
 		redirect(vs, req, f->vid);
 		return;
@@ -728,7 +728,7 @@ void vs_handle_needle(struct volume_server *vs, http_req *req)
 		return;
 	case HTTP_PUT:
 	case HTTP_POST: {
-		volume *v = store_get(vs->store, f.vid);
+		volume *v = volume_store_get(vs->store, f.vid);
 		if (!v) {
 			http_resp_error(req, 404, "volume %" PRIu32 " not found", f.vid);
 			return;

@@ -81,7 +81,7 @@ void vs_heartbeat_now(struct volume_server *vs)
 static void write_volume_list(struct volume_server *vs, json_w *w, bool internal, uint64_t *max_key)
 {
 	volume **list;
-	size_t n = store_list(vs->store, &list);
+	size_t n = volume_store_list(vs->store, &list);
 	jw_arr_begin(w);
 	for (size_t i = 0; i < n; i++) {
 		struct volume_info in;
@@ -133,8 +133,8 @@ static bool want_pretty(http_req *req)
 
 static void handle_status(struct volume_server *vs, http_req *req)
 {
-	struct store_disk_status ds[MAX_DIRS];
-	size_t nd = store_disk_status(vs->store, ds, MAX_DIRS);
+	struct volume_store_disk_status ds[MAX_DIRS];
+	size_t nd = volume_store_disk_status(vs->store, ds, MAX_DIRS);
 	buf b = BUF_INIT;
 	json_w *w = jw_new(&b, want_pretty(req));
 
@@ -153,7 +153,7 @@ static void handle_status(struct volume_server *vs, http_req *req)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	jw_kv_i64(w, "MaxVolumeCount", store_max_volumes(vs->store));
+	jw_kv_i64(w, "MaxVolumeCount", volume_store_max_volumes(vs->store));
 	vs_upload_status(w);
 	jw_obj_end(w);
 	jw_free(w);
@@ -225,7 +225,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 					"invalid replication, ttl, collection or preallocate");
 			return;
 		}
-		err = store_create_volume(vs->store, vid, coll, &c);
+		err = volume_store_create_volume(vs->store, vid, coll, &c);
 		if (err) {
 			http_resp_error(req, wfs_err_http_status(err),
 					"assign volume %" PRIu32 ": %s", vid, wfs_strerror(err));
@@ -241,7 +241,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 			http_resp_error(req, 400, "missing collection");
 			return;
 		}
-		if (store_delete_collection(vs->store, coll) > 0)
+		if (volume_store_delete_collection(vs->store, coll) > 0)
 			vs_heartbeat_now(vs);
 		send_empty(req);
 		return;
@@ -249,7 +249,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 	if (!query_vid(req, &vid))
 		return;
 	if (!strcmp(path, "/admin/volume/delete")) {
-		err = store_delete_volume(vs->store, vid);
+		err = volume_store_delete_volume(vs->store, vid);
 		if (err) {
 			http_resp_error(req, 404, "volume %" PRIu32 " not found", vid);
 			return;
@@ -258,7 +258,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		send_empty(req);
 		return;
 	}
-	v = store_get(vs->store, vid);
+	v = volume_store_get(vs->store, vid);
 	if (!v) {
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", vid);
 		return;
@@ -348,7 +348,7 @@ static void heartbeat_body(struct volume_server *vs, buf *b)
 	jw_kv_str(w, "publicUrl", vs->public_url);
 	jw_kv_str(w, "dataCenter", vs->data_center);
 	jw_kv_str(w, "rack", vs->rack);
-	jw_kv_i64(w, "maxVolumeCount", store_max_volumes(vs->store));
+	jw_kv_i64(w, "maxVolumeCount", volume_store_max_volumes(vs->store));
 	jw_key(w, "volumes");
 	write_volume_list(vs, w, true, &max_key);
 	jw_kv_u64(w, "maxFileKey", max_key);
@@ -378,7 +378,7 @@ static bool heartbeat_once(struct volume_server *vs, char *why, size_t whylen)
 		yajl_val root = json_parse(res.body.data, res.body.len, err_text, sizeof(err_text));
 		uint64_t limit;
 		if (root && json_get_u64(root, "volumeSizeLimit", &limit) && limit)
-			store_set_size_limit(vs->store, limit);
+			volume_store_set_size_limit(vs->store, limit);
 		if (root)
 			yajl_tree_free(root);
 		ok = true;
@@ -403,7 +403,7 @@ static void *heartbeat_main(void *arg)
 		uint64_t wait_ms;
 		bool up;
 
-		if (store_expire(vs->store, (uint64_t)time(NULL)) > 0)
+		if (volume_store_expire(vs->store, (uint64_t)time(NULL)) > 0)
 			log_info("expired TTL volumes removed");
 		/* standalone (no -mserver): only the TTL sweep */
 		up = !vs->mserver || heartbeat_once(vs, why, sizeof(why));
@@ -453,7 +453,7 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 {
 	struct volume_server *vs = xcalloc(1, sizeof(*vs));
 	struct http_server_opts ho = {0};
-	struct store_dir dirs[MAX_DIRS];
+	struct volume_store_dir dirs[MAX_DIRS];
 	char *dir_s[MAX_DIRS] = {0}, *max_s[MAX_DIRS] = {0};
 	size_t nd, nm;
 
@@ -493,7 +493,7 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 		dirs[i].path = dir_s[i];
 		dirs[i].max = (int)m;
 	}
-	*err = store_open(dirs, nd, &vs->store);
+	*err = volume_store_open(dirs, nd, &vs->store);
 	if (*err)
 		goto fail;
 
@@ -556,7 +556,7 @@ void volume_server_stop(struct volume_server *vs)
 	pool_free(p);
 	pool_free(rp);
 	http_server_free(vs->http);
-	store_free(vs->store);
+	volume_store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {
 		vs_locations_free(vs->cache[i].locs, vs->cache[i].nlocs);
 	}

@@ -8,7 +8,7 @@
 #include "http_server.h"
 #include "json.h"
 #include "pool.h"
-#include "store.h"
+#include "volume_store.h"
 #include "volume_server.h"
 
 /* Where a volume lives, as the master's /dir/lookup says. */
@@ -40,7 +40,7 @@ struct volume_server {
 	int port;
 	int pulse_seconds;
 	uint64_t file_size_limit;
-	store *store;
+	volume_store *store;
 	http_server *http;
 
 	pthread_rwlock_t pool_lock; /* guards pool and read_pool against stop */

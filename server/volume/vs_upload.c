@@ -365,7 +365,7 @@ static void upload_whole(http_req *req, const char *data, size_t len, void *arg)
 		http_resp_error(req, 400, "Content-MD5 does not match the body");
 		goto out;
 	}
-	v = store_get(vs->store, f.vid);
+	v = volume_store_get(vs->store, f.vid);
 	if (!v) {
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", f.vid);
 		goto out;
@@ -947,7 +947,7 @@ void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_
 		return;
 	}
 	u->m.fsync = fsync;
-	u->v = store_get(vs->store, f->vid);
+	u->v = volume_store_get(vs->store, f->vid);
 	if (!u->v || volume_read_only(u->v)) {
 		/* refused before the body is read */
 		if (u->v)

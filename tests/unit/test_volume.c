@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "tap.h"
 #include "util.h"
-#include "server/volume/store.h"
+#include "server/volume/volume_store.h"
 #include "server/volume/volume.h"
 
 static char dir[256];
@@ -256,64 +256,64 @@ static void test_recovery(void)
 static void test_store(void)
 {
 	char d1[300], d2[300];
-	struct store_dir dirs[2];
+	struct volume_store_dir dirs[2];
 	struct volume_create c = {0};
-	store *s;
+	volume_store *s;
 	volume **list, *v;
 	size_t n;
 
 	snprintf(d1, sizeof(d1), "%s/s1", dir);
 	snprintf(d2, sizeof(d2), "%s/s2", dir);
-	dirs[0] = (struct store_dir){d1, 2};
-	dirs[1] = (struct store_dir){d2, 1};
-	ok(store_open(dirs, 2, &s) == WFS_OK, "store open");
-	is_int(store_max_volumes(s), 3, "max volumes");
-	ok(store_create_volume(s, 1, "", &c) == WFS_OK, "create 1");
-	ok(store_create_volume(s, 1, "", &c) == WFS_OK, "create 1 again is idempotent");
-	ok(store_create_volume(s, 1, "other", &c) == WFS_EEXIST, "create 1 with other settings");
-	ok(store_create_volume(s, 2, "pics", &c) == WFS_OK, "create 2 in collection");
-	ok(store_create_volume(s, 3, "pics", &c) == WFS_OK, "create 3");
-	ok(store_create_volume(s, 4, "", &c) == WFS_ENOSPC, "no free slot");
-	ok(store_create_volume(s, 5, "../x", &c) == WFS_EINVAL, "bad collection name");
-	v = store_get(s, 2);
+	dirs[0] = (struct volume_store_dir){d1, 2};
+	dirs[1] = (struct volume_store_dir){d2, 1};
+	ok(volume_store_open(dirs, 2, &s) == WFS_OK, "store open");
+	is_int(volume_store_max_volumes(s), 3, "max volumes");
+	ok(volume_store_create_volume(s, 1, "", &c) == WFS_OK, "create 1");
+	ok(volume_store_create_volume(s, 1, "", &c) == WFS_OK, "create 1 again is idempotent");
+	ok(volume_store_create_volume(s, 1, "other", &c) == WFS_EEXIST, "create 1 with other settings");
+	ok(volume_store_create_volume(s, 2, "pics", &c) == WFS_OK, "create 2 in collection");
+	ok(volume_store_create_volume(s, 3, "pics", &c) == WFS_OK, "create 3");
+	ok(volume_store_create_volume(s, 4, "", &c) == WFS_ENOSPC, "no free slot");
+	ok(volume_store_create_volume(s, 5, "../x", &c) == WFS_EINVAL, "bad collection name");
+	v = volume_store_get(s, 2);
 	ok(v && put(v, 1, 1, "data", NULL) == WFS_OK, "write via store");
 	volume_unref(v);
-	store_free(s);
+	volume_store_free(s);
 
-	ok(store_open(dirs, 2, &s) == WFS_OK, "store reopen");
-	n = store_list(s, &list);
+	ok(volume_store_open(dirs, 2, &s) == WFS_OK, "store reopen");
+	n = volume_store_list(s, &list);
 	is_int(n, 3, "volumes found on startup");
 	ok(n == 3 && volume_id(list[0]) == 1 && volume_id(list[2]) == 3, "sorted by id");
 	ok(n == 3 && !strcmp(volume_collection(list[1]), "pics"), "collection parsed from name");
 	for (size_t i = 0; i < n; i++)
 		volume_unref(list[i]);
 	free(list);
-	v = store_get(s, 2);
+	v = volume_store_get(s, 2);
 	ok(v && has(v, 1, 1, "data"), "data after reopen");
-	is_int(store_delete_collection(s, "pics"), 2, "delete collection");
+	is_int(volume_store_delete_collection(s, "pics"), 2, "delete collection");
 	ok(v && has(v, 1, 1, "data"), "held reference still readable after delete");
 	volume_unref(v);
-	ok(store_get(s, 2) == NULL, "deleted volume gone");
-	ok(store_delete_volume(s, 1) == WFS_OK && store_get(s, 1) == NULL, "delete volume");
-	ok(store_delete_volume(s, 1) == WFS_ENOENT, "delete unknown volume");
-	store_free(s);
-	ok(store_open(dirs, 2, &s) == WFS_OK, "store reopen 2");
-	n = store_list(s, &list);
+	ok(volume_store_get(s, 2) == NULL, "deleted volume gone");
+	ok(volume_store_delete_volume(s, 1) == WFS_OK && volume_store_get(s, 1) == NULL, "delete volume");
+	ok(volume_store_delete_volume(s, 1) == WFS_ENOENT, "delete unknown volume");
+	volume_store_free(s);
+	ok(volume_store_open(dirs, 2, &s) == WFS_OK, "store reopen 2");
+	n = volume_store_list(s, &list);
 	is_int(n, 0, "deleted volumes stay deleted");
 	free(list);
 	{
 		struct volume_create tc = {0};
 		ttl_parse("1m", &tc.ttl);
-		ok(store_create_volume(s, 7, "", &tc) == WFS_OK, "create TTL volume");
-		is_int(store_expire(s, (uint64_t)time(NULL)), 0, "fresh TTL volume kept");
-		is_int(store_expire(s, (uint64_t)time(NULL) + 61), 1, "expired TTL volume removed");
-		ok(store_get(s, 7) == NULL, "expired volume gone");
+		ok(volume_store_create_volume(s, 7, "", &tc) == WFS_OK, "create TTL volume");
+		is_int(volume_store_expire(s, (uint64_t)time(NULL)), 0, "fresh TTL volume kept");
+		is_int(volume_store_expire(s, (uint64_t)time(NULL) + 61), 1, "expired TTL volume removed");
+		ok(volume_store_get(s, 7) == NULL, "expired volume gone");
 	}
 	dirs[0].max = 0;
-	store_free(s);
-	ok(store_open(dirs, 1, &s) == WFS_OK && store_max_volumes(s) >= 8,
+	volume_store_free(s);
+	ok(volume_store_open(dirs, 1, &s) == WFS_OK && volume_store_max_volumes(s) >= 8,
 	   "-max=0 derives a slot count");
-	store_free(s);
+	volume_store_free(s);
 }
 
 static struct volume_info info(volume *v)

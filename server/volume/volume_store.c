@@ -10,7 +10,7 @@
 #include <sys/statvfs.h>
 #include "client/fid.h"
 #include "log.h"
-#include "store.h"
+#include "volume_store.h"
 #include "util.h"
 
 struct sdir {
@@ -26,7 +26,7 @@ struct slot {
 	int dir;
 };
 
-struct store {
+struct volume_store {
 	pthread_rwlock_t lock;
 	struct sdir *dirs;
 	size_t ndirs;
@@ -38,7 +38,7 @@ struct store {
 #define DEFAULT_SIZE_LIMIT (30000ull << 20)
 #define MIN_AUTO_SLOTS     8
 
-static void size_dirs(store *s)
+static void size_dirs(volume_store *s)
 {
 	uint64_t limit = atomic_load(&s->size_limit);
 	for (size_t i = 0; i < s->ndirs; i++) {
@@ -58,7 +58,7 @@ static void size_dirs(store *s)
 	}
 }
 
-static void add_slot(store *s, uint32_t id, volume *v, int dir)
+static void add_slot(volume_store *s, uint32_t id, volume *v, int dir)
 {
 	size_t i;
 	if (s->nvols == s->cap) {
@@ -73,7 +73,7 @@ static void add_slot(store *s, uint32_t id, volume *v, int dir)
 	volume_set_size_limit(v, atomic_load(&s->size_limit));
 }
 
-static ssize_t find_slot(const store *s, uint32_t id)
+static ssize_t find_slot(const volume_store *s, uint32_t id)
 {
 	size_t lo = 0, hi = s->nvols;
 	while (lo < hi) {
@@ -110,7 +110,7 @@ static bool parse_name(const char *name, char *coll, size_t collsz, uint32_t *id
 	return true;
 }
 
-static void load_dir(store *s, int di)
+static void load_dir(volume_store *s, int di)
 {
 	DIR *d = opendir(s->dirs[di].path);
 	struct dirent *de;
@@ -140,9 +140,9 @@ static void load_dir(store *s, int di)
 	closedir(d);
 }
 
-wfs_err store_open(const struct store_dir *dirs, size_t ndirs, store **out)
+wfs_err volume_store_open(const struct volume_store_dir *dirs, size_t ndirs, volume_store **out)
 {
-	store *s = xcalloc(1, sizeof(*s));
+	volume_store *s = xcalloc(1, sizeof(*s));
 	pthread_rwlock_init(&s->lock, NULL);
 	atomic_init(&s->size_limit, DEFAULT_SIZE_LIMIT);
 	s->dirs = xcalloc(ndirs, sizeof(*s->dirs));
@@ -153,7 +153,7 @@ wfs_err store_open(const struct store_dir *dirs, size_t ndirs, store **out)
 		if (!mkdir_p(dirs[i].path)) {
 			log_error("could not create directory \"%s\": %s", dirs[i].path,
 				  strerror(errno));
-			store_free(s);
+			volume_store_free(s);
 			*out = NULL;
 			return WFS_EIO;
 		}
@@ -165,7 +165,7 @@ wfs_err store_open(const struct store_dir *dirs, size_t ndirs, store **out)
 	return WFS_OK;
 }
 
-void store_free(store *s)
+void volume_store_free(volume_store *s)
 {
 	if (!s)
 		return;
@@ -179,7 +179,7 @@ void store_free(store *s)
 	free(s);
 }
 
-volume *store_get(store *s, uint32_t vid)
+volume *volume_store_get(volume_store *s, uint32_t vid)
 {
 	volume *v = NULL;
 	ssize_t i;
@@ -193,7 +193,7 @@ volume *store_get(store *s, uint32_t vid)
 	return v;
 }
 
-wfs_err store_create_volume(store *s, uint32_t vid, const char *collection,
+wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *collection,
 			    const struct volume_create *c)
 {
 	int best = -1, best_free = 0;
@@ -240,7 +240,7 @@ out:
 	return err;
 }
 
-static void remove_at(store *s, size_t i)
+static void remove_at(volume_store *s, size_t i)
 {
 	volume *v = s->vols[i].v;
 	s->dirs[s->vols[i].dir].count--;
@@ -250,7 +250,7 @@ static void remove_at(store *s, size_t i)
 	volume_unref(v);
 }
 
-wfs_err store_delete_volume(store *s, uint32_t vid)
+wfs_err volume_store_delete_volume(volume_store *s, uint32_t vid)
 {
 	ssize_t i;
 	pthread_rwlock_wrlock(&s->lock);
@@ -261,7 +261,7 @@ wfs_err store_delete_volume(store *s, uint32_t vid)
 	return i >= 0 ? WFS_OK : WFS_ENOENT;
 }
 
-int store_delete_collection(store *s, const char *collection)
+int volume_store_delete_collection(volume_store *s, const char *collection)
 {
 	int n = 0;
 	pthread_rwlock_wrlock(&s->lock);
@@ -277,7 +277,7 @@ int store_delete_collection(store *s, const char *collection)
 	return n;
 }
 
-size_t store_list(store *s, volume ***out)
+size_t volume_store_list(volume_store *s, volume ***out)
 {
 	size_t n;
 	pthread_rwlock_rdlock(&s->lock);
@@ -291,7 +291,7 @@ size_t store_list(store *s, volume ***out)
 	return n;
 }
 
-int store_max_volumes(store *s)
+int volume_store_max_volumes(volume_store *s)
 {
 	int n = 0;
 	pthread_rwlock_rdlock(&s->lock);
@@ -301,7 +301,7 @@ int store_max_volumes(store *s)
 	return n;
 }
 
-void store_set_size_limit(store *s, uint64_t limit)
+void volume_store_set_size_limit(volume_store *s, uint64_t limit)
 {
 	if (!limit || atomic_load(&s->size_limit) == limit)
 		return;
@@ -313,14 +313,14 @@ void store_set_size_limit(store *s, uint64_t limit)
 	pthread_rwlock_unlock(&s->lock);
 }
 
-uint64_t store_size_limit(store *s) { return atomic_load(&s->size_limit); }
+uint64_t volume_store_size_limit(volume_store *s) { return atomic_load(&s->size_limit); }
 
-size_t store_disk_status(store *s, struct store_disk_status *out, size_t max)
+size_t volume_store_disk_status(volume_store *s, struct volume_store_disk_status *out, size_t max)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->ndirs && n < max; i++) {
 		struct statvfs sv;
-		struct store_disk_status *d = &out[n++];
+		struct volume_store_disk_status *d = &out[n++];
 		memset(d, 0, sizeof(*d));
 		snprintf(d->dir, sizeof(d->dir), "%s", s->dirs[i].path);
 		if (statvfs(s->dirs[i].path, &sv) == 0) {
@@ -332,7 +332,7 @@ size_t store_disk_status(store *s, struct store_disk_status *out, size_t max)
 	return n;
 }
 
-int store_expire(store *s, uint64_t now_sec)
+int volume_store_expire(volume_store *s, uint64_t now_sec)
 {
 	int n = 0;
 	pthread_rwlock_wrlock(&s->lock);

@@ -7,8 +7,8 @@
  * drops it. -max=0 sizes a directory from its free space and the master's
  * volume size limit (recomputed when the limit changes), at least 8 slots.
  */
-#ifndef WEEDFS_VOLUME_STORE_H
-#define WEEDFS_VOLUME_STORE_H
+#ifndef WEEDFS_VOLUME_VOLUME_STORE_H
+#define WEEDFS_VOLUME_VOLUME_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,46 +16,46 @@
 #include "err.h"
 #include "volume.h"
 
-typedef struct store store;
+typedef struct volume_store volume_store;
 
-struct store_dir {
+struct volume_store_dir {
 	const char *path;
 	int max; /* 0 = from free space */
 };
 
-struct store_disk_status {
+struct volume_store_disk_status {
 	char dir[512];
 	uint64_t all, used, free;
 };
 
 /* Opens every volume found in the directories (created if missing). Blocking. */
-wfs_err store_open(const struct store_dir *dirs, size_t ndirs, store **out);
+wfs_err volume_store_open(const struct volume_store_dir *dirs, size_t ndirs, volume_store **out);
 /* Closes the volumes (each when its last reference drops). NULL does nothing. */
-void store_free(store *s);
+void volume_store_free(volume_store *s);
 
 /* The volume with this id with a reference the caller drops (volume_unref), or NULL. */
-volume *store_get(store *s, uint32_t vid);
+volume *volume_store_get(volume_store *s, uint32_t vid);
 /*
  * Creates volume vid in the directory with the most free slots. An existing
  * volume with the same collection and settings is fine (WFS_OK); different
  * settings give WFS_EEXIST; no free slot WFS_ENOSPC.
  */
-wfs_err store_create_volume(store *s, uint32_t vid, const char *collection,
+wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *collection,
 			    const struct volume_create *c);
 /* Removes the volume and its files. WFS_ENOENT if unknown. */
-wfs_err store_delete_volume(store *s, uint32_t vid);
+wfs_err volume_store_delete_volume(volume_store *s, uint32_t vid);
 /* Removes every volume of collection; returns how many. */
-int store_delete_collection(store *s, const char *collection);
+int volume_store_delete_collection(volume_store *s, const char *collection);
 /* Referenced volumes, sorted by id; caller unrefs each and frees the array. */
-size_t store_list(store *s, volume ***out);
+size_t volume_store_list(volume_store *s, volume ***out);
 /* Sum of the directories' volume slots. */
-int store_max_volumes(store *s);
+int volume_store_max_volumes(volume_store *s);
 /* Sets the master's volume size limit for all volumes (and -max=0 sizing). */
-void store_set_size_limit(store *s, uint64_t limit);
-uint64_t store_size_limit(store *s);
+void volume_store_set_size_limit(volume_store *s, uint64_t limit);
+uint64_t volume_store_size_limit(volume_store *s);
 /* Fills up to max entries; returns the count. */
-size_t store_disk_status(store *s, struct store_disk_status *out, size_t max);
+size_t volume_store_disk_status(volume_store *s, struct volume_store_disk_status *out, size_t max);
 /* Deletes TTL volumes with nothing written for their TTL; returns how many. */
-int store_expire(store *s, uint64_t now_sec);
+int volume_store_expire(volume_store *s, uint64_t now_sec);
 
 #endif
