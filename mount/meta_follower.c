@@ -1,47 +1,29 @@
 /*
  * The metadata event follower (meta_follower.h).
  *
- * DESIGN: one thread, one libcurl stream at a time (lib/http_client.h
- * buffers whole bodies, a stream never ends). Lines are split in the write
- * callback and handled at once. An event names up to two paths (old and new
- * entry); for each, the parent is resolved through the inode table (a name
- * whose parent the kernel does not know cannot be cached by it). The stream
- * is opened with the mount's signature, so the changes the mount made itself
- * do not come back (the filer leaves them out); an entry whose ctime is not
- * newer than the one the mount already cached (it read the change back
- * meanwhile) is kept. Kernel notifications are sent with no table lock held
- * (the kernel may call back into the file system).
+ * DESIGN: the stream itself (connection, resume, back-off, line decoding) is
+ * client/meta_stream.h's; its callbacks run on the stream's thread. An event
+ * names up to two paths (old and new entry); for each, the parent is
+ * resolved through the inode table (a name whose parent the kernel does not
+ * know cannot be cached by it). The stream is opened with the mount's
+ * signature, so the changes the mount made itself do not come back (the
+ * filer leaves them out); an entry whose ctime is not newer than the one the
+ * mount already cached (it read the change back meanwhile) is kept. Kernel
+ * notifications are sent with no table lock held (the kernel may call back
+ * into the file system).
  */
 #include "config.h"
 #include "meta_follower.h"
-#include <curl/curl.h>
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include "client/filer_meta.h"
-#include "json.h"
-#include "log.h"
+#include "client/meta_stream.h"
 #include "util.h"
-
-/* Idle heartbeat the filer sends; a stream silent for STALL_SECONDS is dropped. */
-#define HEARTBEAT_SECONDS 2
-#define STALL_SECONDS     10
-#define LINE_MAX_BYTES    (64u << 20)
 
 struct meta_follower {
 	struct mount_ctx *m;
-	char *filer;
-	pthread_t th;
-	atomic_bool stop;
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* signalled by stop: ends a back-off sleep */
-	int64_t last_ts;   /* thread only: resume point, -1 = none yet */
-	bool got_line;     /* thread only: this stream delivered something */
-	buf line;          /* thread only: a partial line */
+	meta_stream *stream;
 };
 
 /*
@@ -133,37 +115,24 @@ out:
 	free(name);
 }
 
-static void handle_line(struct meta_follower *f, const char *s, size_t len)
+/* The stream (re)opened: what was cached while no event could arrive is suspect. */
+static void on_connected(void *arg)
 {
-	struct filer_entry *oe = NULL, *ne = NULL;
-	yajl_val tree, ov, nv;
-	char msg[128];
-	int64_t ts;
+	struct meta_follower *f = arg;
+	itable_uncache_all(f->m->it);
+	atomic_store(&f->m->following, true);
+}
 
-	tree = json_parse(s, len, msg, sizeof(msg));
-	if (!tree) {
-		log_warn("event stream: bad line: %s", msg);
-		return;
-	}
-	if (json_get_i64(tree, "tsNs", &ts))
-		f->last_ts = ts;
-	if (!f->got_line) {
-		/* (re)connected: what was cached while no event could arrive is suspect */
-		itable_uncache_all(f->m->it);
-		atomic_store(&f->m->following, true);
-	}
-	f->got_line = true;
-	if (!json_get(tree, "directory")) {
-		/* a heartbeat: a quiet moment to give forgotten inodes' memory back */
-		itable_trim(f->m->it);
-		goto out;
-	}
-	ov = json_get(tree, "oldEntry");
-	nv = json_get(tree, "newEntry");
-	if (ov && !YAJL_IS_NULL(ov))
-		oe = filer_meta_entry_from_json(ov);
-	if (nv && !YAJL_IS_NULL(nv))
-		ne = filer_meta_entry_from_json(nv);
+/* A heartbeat: a quiet moment to give forgotten inodes' memory back. */
+static void on_heartbeat(void *arg)
+{
+	struct meta_follower *f = arg;
+	itable_trim(f->m->it);
+}
+
+static void on_event(void *arg, const struct filer_entry *oe, const struct filer_entry *ne)
+{
+	struct meta_follower *f = arg;
 	if (oe && ne) {
 		char *op = filer_entry_full_path(oe), *np = filer_entry_full_path(ne);
 		if (strcmp(op, np)) {
@@ -174,141 +143,39 @@ static void handle_line(struct meta_follower *f, const char *s, size_t len)
 		}
 		free(op);
 		free(np);
-	} else if (oe || ne) {
+	} else {
 		char *p = filer_entry_full_path(oe ? oe : ne);
 		invalidate_path(f, p, ne, true);
 		free(p);
 	}
-out:
-	filer_entry_free(oe);
-	filer_entry_free(ne);
-	yajl_tree_free(tree);
 }
 
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+static void on_disconnected(void *arg)
 {
 	struct meta_follower *f = arg;
-	size_t n = size * nmemb, start = 0;
-
-	if (atomic_load(&f->stop))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ptr[i] != '\n')
-			continue;
-		if (f->line.len) {
-			buf_append(&f->line, ptr + start, i - start);
-			handle_line(f, f->line.data, f->line.len);
-			buf_reset(&f->line);
-		} else if (i > start) {
-			handle_line(f, ptr + start, i - start);
-		}
-		start = i + 1;
-	}
-	if (start < n) {
-		if (f->line.len + (n - start) > LINE_MAX_BYTES)
-			return 0; /* no event is that large: drop the stream */
-		buf_append(&f->line, ptr + start, n - start);
-	}
-	return n;
-}
-
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	struct meta_follower *f = arg;
-
-	(void)dt;
-	(void)dn;
-	(void)ut;
-	(void)un;
-	return atomic_load(&f->stop) ? 1 : 0;
-}
-
-/* One stream until it ends. */
-static void follow_once(struct meta_follower *f, CURL *c)
-{
-	char *prefix = curl_easy_escape(c, f->m->root, 0), *url;
-	long status = 0;
-	CURLcode cc;
-
-	/* signature: the events of this mount's own changes are left out */
-	if (f->last_ts >= 0)
-		url = xasprintf("http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d"
-				"&signature=%d&sinceNs=%lld",
-				f->filer, prefix, HEARTBEAT_SECONDS, (int)f->m->signature,
-				(long long)f->last_ts);
-	else
-		url = xasprintf("http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d"
-				"&signature=%d",
-				f->filer, prefix, HEARTBEAT_SECONDS, (int)f->m->signature);
-	curl_free(prefix);
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)STALL_SECONDS);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, f);
-	buf_reset(&f->line);
-	f->got_line = false;
-	cc = curl_easy_perform(c);
 	atomic_store(&f->m->following, false);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (!atomic_load(&f->stop)) {
-		if (cc != CURLE_OK)
-			log_debug("event stream from %s ended: %s", f->filer,
-				  curl_easy_strerror(cc));
-		else if (status != 200)
-			log_warn("event stream from %s: HTTP %ld", f->filer, status);
-	}
-	free(url);
 }
 
-static void *follower_main(void *arg)
-{
-	struct meta_follower *f = arg;
-	CURL *c = curl_easy_init();
-	long backoff_ms = 100;
-
-	pthread_setname_np(pthread_self(), "wfs-follower"); /* top -H, gdb, tests */
-	if (!c) {
-		log_error("event stream: no curl handle; changes by others show after the cache "
-			  "timeouts only");
-		return NULL;
-	}
-	while (!atomic_load(&f->stop)) {
-		struct timespec dl;
-		follow_once(f, c);
-		if (f->got_line)
-			backoff_ms = 100;
-		pthread_mutex_lock(&f->mu);
-		dl = time_deadline(CLOCK_REALTIME, (uint64_t)backoff_ms * 1000000u);
-		while (!atomic_load(&f->stop))
-			if (pthread_cond_timedwait(&f->cv, &f->mu, &dl) == ETIMEDOUT)
-				break;
-		pthread_mutex_unlock(&f->mu);
-		backoff_ms = backoff_ms * 2 > 2000 ? 2000 : backoff_ms * 2;
-	}
-	curl_easy_cleanup(c);
-	return NULL;
-}
+static const struct meta_stream_ops follower_ops = {
+	.connected = on_connected,
+	.heartbeat = on_heartbeat,
+	.event = on_event,
+	.disconnected = on_disconnected,
+};
 
 meta_follower *meta_follower_start(struct mount_ctx *m, const char *filer_addr)
 {
 	struct meta_follower *f = xcalloc(1, sizeof(*f));
+	/* signature: the events of this mount's own changes are left out */
+	struct meta_stream_opts o = {
+		.filer = filer_addr,
+		.path_prefix = m->root,
+		.signature = m->signature,
+		.thread_name = "wfs-follower",
+	};
 
 	f->m = m;
-	f->filer = xstrdup(filer_addr);
-	f->last_ts = -1;
-	atomic_init(&f->stop, false);
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_cond_init(&f->cv, NULL);
-	buf_init(&f->line);
-	if (pthread_create(&f->th, NULL, follower_main, f))
-		fatal("could not start the event follower thread");
+	f->stream = meta_stream_start(&o, &follower_ops, f);
 	return f;
 }
 
@@ -316,14 +183,6 @@ void meta_follower_stop(meta_follower *f)
 {
 	if (!f)
 		return;
-	pthread_mutex_lock(&f->mu);
-	atomic_store(&f->stop, true);
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	pthread_join(f->th, NULL);
-	pthread_mutex_destroy(&f->mu);
-	pthread_cond_destroy(&f->cv);
-	buf_free(&f->line);
-	free(f->filer);
+	meta_stream_stop(f->stream);
 	free(f);
 }

@@ -7,8 +7,8 @@
  * changed their new base (file_data_reset) unless they hold dirty data.
  * A change made through another mount or the filer's HTTP API is therefore
  * seen within about the stream's latency (milliseconds), well within a
- * second. After a disconnect the thread resumes from the last tsNs it saw,
- * with exponential back-off (100 ms doubling, at most 2 s).
+ * second. The stream, its resume after a disconnect and its back-off are
+ * client/meta_stream.h's.
  */
 #ifndef WEEDFS_MOUNT_META_FOLLOWER_H
 #define WEEDFS_MOUNT_META_FOLLOWER_H
