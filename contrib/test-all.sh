@@ -3,7 +3,9 @@
 #
 #   1. build/default  --enable-werror           make check (unit, TAP) + pytest tests/integration
 #   2. build/asan     --enable-asan --enable-werror   the same, under ASan+UBSan
-#   3. build/fuzz     CC=clang --enable-fuzz    every libFuzzer target, briefly (tests/fuzz/run.sh)
+#   3. build/tsan     --enable-tsan --enable-werror   make check and a mini + mount + S3 smoke,
+#                     under ThreadSanitizer (any data race fails)
+#   4. build/fuzz     CC=clang --enable-fuzz    every libFuzzer target, briefly (tests/fuzz/run.sh)
 #
 # This is the command CI runs (.ci/run). It prints a summary and, as its last
 # line, "N passed, N failed"; it exits non-zero if anything failed.
@@ -11,7 +13,8 @@
 # Environment: JOBS (make -j, default 2), PYTHON (default python3),
 # WEEDFS_BUILD_ROOT (default ./build), FUZZ_SECONDS / FUZZ_TOTAL_SECONDS
 # (see tests/fuzz/run.sh), SKIP="asan fuzz deps" to leave stages out while
-# iterating locally, PYTEST_ARGS (extra pytest arguments, e.g. "-k mini -x").
+# iterating locally (stages: deps asan tsan fuzz), PYTEST_ARGS (extra pytest arguments,
+# e.g. "-k mini -x").
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,12 +72,16 @@ make_check() {
 	return "$rc"
 }
 
-# pytest tests/integration against $1/weedfs; counts results from JUnit XML.
+# pytest against $1/weedfs (tests/integration, or the tests and options given after $2);
+# counts results from JUnit XML.
 integration() {
 	local dir=$1 name=$2 rc counts p f
+	shift 2
+	local what=("$@")
+	[ ${#what[@]} -eq 0 ] && what=(tests/integration)
 	section "$name: integration tests"
 	rm -f "$dir/pytest.xml"
-	WEEDFS_BIN="$dir/weedfs" timeout 1500 "$PYTHON" -m pytest tests/integration -q \
+	WEEDFS_BIN="$dir/weedfs" timeout 1500 "$PYTHON" -m pytest "${what[@]}" -q \
 		-p no:cacheprovider --basetemp="$dir/pytest-tmp" --junitxml="$dir/pytest.xml" \
 		"${PYTEST_EXTRA[@]}"
 	rc=$?
@@ -142,7 +149,28 @@ for cfg in default asan; do
 	unset ASAN_OPTIONS UBSAN_OPTIONS WEEDFS_READY_TIMEOUT WEEDFS_TEST_TIMEOUT
 done
 
-# Stage 3: libFuzzer targets.
+# Stage 3: ThreadSanitizer over every unit test and a smoke of the threaded daemons: mini
+# with its mount, the mount's data path against a cluster, S3 objects. Tests that measure
+# memory or count threads are left out: TSan's shadow memory and its own thread change both.
+TSAN_SMOKE=(tests/integration/test_mini.py tests/integration/test_mount_mini.py
+	tests/integration/test_mount_basic.py tests/integration/test_mount_coherence.py
+	tests/integration/test_mount_data.py tests/integration/test_s3_objects.py
+	tests/integration/test_s3_mount.py
+	-k "not memory and not rss and not flat and not threads_are_named")
+if ! skipped tsan; then
+	dir="$BUILD_ROOT/tsan"
+	if unit "tsan: configure --enable-tsan --enable-werror" configure_in "$dir" --enable-tsan \
+		--enable-werror && unit "tsan: make" make -C "$dir" -j"$JOBS"; then
+		# exitcode 66 after any report: the unit test fails, the harness scans daemon logs
+		export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1"
+		export WEEDFS_READY_TIMEOUT=60 WEEDFS_TEST_TIMEOUT=600
+		make_check "$dir" tsan
+		integration "$dir" tsan "${TSAN_SMOKE[@]}"
+		unset TSAN_OPTIONS WEEDFS_READY_TIMEOUT WEEDFS_TEST_TIMEOUT
+	fi
+fi
+
+# Stage 4: libFuzzer targets.
 if ! skipped fuzz; then
 	dir="$BUILD_ROOT/fuzz"
 	if unit "fuzz: configure CC=clang --enable-fuzz" configure_in "$dir" CC=clang --enable-fuzz &&

@@ -74,6 +74,15 @@ void bigbuf_put(void *p)
 	free(p);
 }
 
+size_t bigbuf_kept_bytes(void)
+{
+	size_t n;
+	pthread_mutex_lock(&stash_mu);
+	n = kept;
+	pthread_mutex_unlock(&stash_mu);
+	return n;
+}
+
 void bigbuf_presize(buf *b, uint64_t total)
 {
 	if (total > BIGBUF_PRESIZE_MAX)

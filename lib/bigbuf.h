@@ -30,5 +30,7 @@ void *bigbuf_get(size_t n, size_t *cap);
 void bigbuf_presize(buf *b, uint64_t total);
 /* Keeps p (from bigbuf_get or any malloc) for reuse while the stash has room, else frees it. */
 void bigbuf_put(void *p);
+/* The bytes the stash keeps now (for tests and status pages). Any thread. */
+size_t bigbuf_kept_bytes(void);
 
 #endif

@@ -34,7 +34,7 @@ PULSE = 1
 
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
-    r"UndefinedBehaviorSanitizer|ERROR: ThreadSanitizer"
+    r"UndefinedBehaviorSanitizer|ERROR: ThreadSanitizer|WARNING: ThreadSanitizer"
 )
 
 

@@ -43,7 +43,8 @@ static void diag(const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+/* per thread: the writer threads of test_threads draw their bytes at once */
+static _Thread_local uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -528,7 +529,7 @@ struct conc_arg {
 	file_data *fd;
 	const uint8_t *data;
 	size_t size;
-	volatile bool done;
+	atomic_bool done; /* set by the writer, polled by the flusher */
 	int err;
 };
 
@@ -542,7 +543,7 @@ static void *conc_writer(void *arg)
 						 MIN(70000, a->size - off));
 			usleep(2000); /* let commits interleave */
 		}
-	a->done = true;
+	atomic_store(&a->done, true);
 	return NULL;
 }
 
@@ -566,7 +567,7 @@ static void test_concurrent_flush(mount_data *md)
 	a.data = data;
 	a.size = SZ;
 	pthread_create(&th, NULL, conc_writer, &a);
-	while (!a.done) {
+	while (!atomic_load(&a.done)) {
 		bad += commit(a.fd, path, NULL) != 0;
 		commits++;
 	}

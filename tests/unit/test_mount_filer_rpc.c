@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -231,7 +232,7 @@ struct fake {
 	int requests; /* protected by mu */
 	pthread_mutex_t mu;
 	pthread_t th;
-	bool stop;
+	atomic_bool stop; /* set by fake_stop, read by the server thread */
 };
 
 static void *fake_main(void *arg)
@@ -241,7 +242,7 @@ static void *fake_main(void *arg)
 		char req[8192];
 		size_t got = 0;
 		int c = accept(f->lfd, NULL, NULL);
-		if (c < 0 || f->stop) {
+		if (c < 0 || atomic_load(&f->stop)) {
 			if (c >= 0)
 				close(c);
 			return NULL;
@@ -309,7 +310,7 @@ static void fake_stop(struct fake *f)
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 				.sin_port = htons((uint16_t)f->port)};
 	int c = socket(AF_INET, SOCK_STREAM, 0);
-	f->stop = true;
+	atomic_store(&f->stop, true);
 	connect(c, (struct sockaddr *)&a, sizeof(a)); /* wakes accept */
 	close(c);
 	pthread_join(f->th, NULL);
