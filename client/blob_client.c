@@ -202,9 +202,28 @@ static const char *error_message(const struct http_result *r, yajl_val *tree)
 	return r->body.data ? r->body.data : "";
 }
 
+/* Maps a transfer outcome to "try elsewhere" errors. */
+static wfs_err status_err(int status)
+{
+	if (status >= 200 && status < 300)
+		return WFS_OK;
+	if (status == 404)
+		return WFS_ENOENT;
+	if (status == 413)
+		return WFS_ETOOBIG;
+	if (status == 416)
+		return WFS_ERANGE;
+	if (status == 507)
+		return WFS_ENOSPC; /* this volume is full: another may have room */
+	if (status >= 400 && status < 500)
+		return WFS_EINVAL;
+	return WFS_EUNAVAIL; /* 3xx (volume moved) and 5xx */
+}
+
 /*
  * Filer mode: POST /.api/v1/<op> with body, the reply in r. Maps the transport and the
- * filer's answer: WFS_OK (2xx), WFS_ENOENT (404), WFS_EINVAL (other 4xx), else WFS_EUNAVAIL.
+ * filer's answer: WFS_OK (2xx), WFS_ENOENT (404), WFS_ENOSPC (507: the cluster is full),
+ * WFS_EINVAL (other 4xx), else WFS_EUNAVAIL.
  */
 static wfs_err filer_post(blob_client *bc, const char *op, const buf *body, struct http_result *r)
 {
@@ -223,9 +242,8 @@ static wfs_err filer_post(blob_client *bc, const char *op, const buf *body, stru
 		log_warn("%s on filer %s: %d %s", op, bc->master, r->status, error_message(r, &v));
 	if (v)
 		yajl_tree_free(v);
-	if (r->status == 404)
-		return WFS_ENOENT;
-	return r->status >= 400 && r->status < 500 ? WFS_EINVAL : WFS_EUNAVAIL;
+	err = status_err(r->status);
+	return err == WFS_ETOOBIG || err == WFS_ERANGE ? WFS_EINVAL : err;
 }
 
 /* blob_client_assign through the filer: {"count": 1, ...} -> {"fids": [{fid, url, publicUrl}]}. */
@@ -303,7 +321,11 @@ wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 	}
 	if (r.status != 200) {
 		log_warn("assign on master %s: %d %s", bc->master, r.status, error_message(&r, &v));
-		err = r.status >= 400 && r.status < 500 ? WFS_EINVAL : WFS_EUNAVAIL;
+		/* 507: no free slot for a new volume, the cluster is full */
+		if (r.status == 507)
+			err = WFS_ENOSPC;
+		else
+			err = r.status >= 400 && r.status < 500 ? WFS_EINVAL : WFS_EUNAVAIL;
 		goto out;
 	}
 	v = json_parse(r.body.data, r.body.len, NULL, 0);
@@ -461,22 +483,6 @@ looked_up:
 	return WFS_OK;
 }
 
-/* Maps a transfer outcome to "try elsewhere" errors. */
-static wfs_err status_err(int status)
-{
-	if (status >= 200 && status < 300)
-		return WFS_OK;
-	if (status == 404)
-		return WFS_ENOENT;
-	if (status == 413)
-		return WFS_ETOOBIG;
-	if (status == 416)
-		return WFS_ERANGE;
-	if (status >= 400 && status < 500)
-		return WFS_EINVAL;
-	return WFS_EUNAVAIL; /* 3xx (volume moved) and 5xx */
-}
-
 wfs_err blob_client_upload(blob_client *bc, const char *url, const char *fid, const void *data,
 			   size_t len, const struct blob_upload_params *p, char *etag)
 {
@@ -560,8 +566,8 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 			back_off = false;
 		}
 		err = blob_client_assign(bc, ap, &a);
-		if (err == WFS_EINVAL)
-			return err;
+		if (err == WFS_EINVAL || err == WFS_ENOSPC)
+			return err; /* asking again cannot help */
 		if (err) {
 			tries++;
 			back_off = true;
@@ -585,8 +591,9 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 			*fid = xstrdup(a.fid);
 			return WFS_OK;
 		}
-		if (err != WFS_EUNAVAIL && err != WFS_ETIMEDOUT)
+		if (err != WFS_EUNAVAIL && err != WFS_ETIMEDOUT && err != WFS_ENOSPC)
 			return err;
+		/* a full volume: another assignment may name one with room */
 		if (!server_is_down(bc, a.url))
 			forget_upload(bc, a.url, a.fid); /* it answered 5xx: drop what it kept */
 		back_off = true;

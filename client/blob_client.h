@@ -89,9 +89,10 @@ long blob_client_timeout_ms(const blob_client *bc);
 void blob_client_get_stats(blob_client *bc, struct blob_client_stats *out);
 
 /*
- * Asks the master for one file id. p may be NULL. WFS_EUNAVAIL if the master is
- * unreachable or has no room (its message is logged), WFS_EINVAL if it refused the
- * parameters (4xx).
+ * Asks the master for one file id. p may be NULL. WFS_ENOSPC when no volume can be
+ * grown for it (the cluster is full: the master's 507), WFS_EUNAVAIL if the master is
+ * unreachable or cannot grow a volume now (its message is logged), WFS_EINVAL if it
+ * refused the parameters (4xx).
  */
 wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 			   struct blob_assignment *out);
@@ -115,15 +116,16 @@ struct blob_upload_params {
 /*
  * PUTs len bytes (borrowed) to http://url/fid. On WFS_OK etag (BLOB_ETAG_MAX bytes,
  * may be NULL) holds the volume's eTag. WFS_EUNAVAIL / WFS_ETIMEDOUT when the
- * server is unreachable or answered 5xx (worth retrying elsewhere), WFS_ETOOBIG on
- * 413, WFS_EINVAL on other 4xx.
+ * server is unreachable or answered 5xx, WFS_ENOSPC when its volume is full (507;
+ * all worth retrying elsewhere), WFS_ETOOBIG on 413, WFS_EINVAL on other 4xx.
  */
 wfs_err blob_client_upload(blob_client *bc, const char *url, const char *fid, const void *data,
 			   size_t len, const struct blob_upload_params *p, char *etag);
 
 /*
  * Assigns and uploads, retrying on a new assignment (up to 4 tries, with back-off)
- * when the master or the volume server fails. A volume server that failed in the
+ * when the master or the volume server fails or the volume is full; an assignment
+ * refused for want of space (WFS_ENOSPC) or parameters ends it at once. A volume server that failed in the
  * last few seconds is skipped (a new id is asked for at once), since the master
  * keeps assigning to it until it misses several heartbeats. On WFS_OK *fid is newly allocated
  * (the caller frees) and etag as for blob_client_upload.

@@ -93,7 +93,7 @@ static void grow_answer(http_req *req, void *arg)
 		http_resp_send_json(req, 200, &out);
 		buf_free(&out);
 	} else {
-		http_resp_error(req, c->err == WFS_EIO ? 500 : 503, "%s", c->msg);
+		http_resp_error(req, growth_error_status(c->err), "%s", c->msg);
 	}
 	free(c);
 }

@@ -216,7 +216,7 @@ static void assign_resume(http_req *req, void *arg)
 	wfs_err err;
 
 	if (c->gerr) {
-		c->finish(c, c->gerr == WFS_EIO ? 500 : 503, c->gmsg, NULL);
+		c->finish(c, growth_error_status(c->gerr), c->gmsg, NULL);
 		return;
 	}
 	err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));

@@ -294,3 +294,8 @@ void growth_request(growth *g, const struct topo_layout_key *key, const struct p
 	pool_submit(g->pool, job_run, j);
 	pthread_mutex_unlock(&g->lock);
 }
+
+int growth_error_status(wfs_err err)
+{
+	return err == WFS_ENOSPC ? 507 : err == WFS_EIO ? 500 : 503;
+}

@@ -43,4 +43,12 @@ int growth_default_count(const struct replica_placement *rp);
 void growth_request(growth *g, const struct topo_layout_key *key, const struct place_prefs *prefs,
 		    int count, int64_t preallocate, bool share, growth_done_fn done, void *arg);
 
+/*
+ * The HTTP status of a failed growth (assign, /vol/grow): 507 when no free slot
+ * can take the volume (WFS_ENOSPC: the cluster is full for that placement, as a
+ * full volume server answers), 500 for a local failure, else 503 (a volume
+ * server could not be reached: worth retrying).
+ */
+int growth_error_status(wfs_err err);
+
 #endif

@@ -140,7 +140,8 @@ static void test_master_client(blob_client *bc)
 		struct blob_assign_params p = {.replication = "0x1"};
 		is_int(blob_client_assign(bc, &p, &a), WFS_EINVAL, "bad replication is refused");
 		p.replication = "200";
-		is_int(blob_client_assign(bc, &p, &a), WFS_EUNAVAIL, "impossible placement");
+		is_int(blob_client_assign(bc, &p, &a), WFS_ENOSPC,
+		       "impossible placement: no room for it");
 	}
 
 	blob_client_get_stats(bc, &st0);

@@ -127,12 +127,12 @@ int main(void)
 	is_int(req("GET", "/dir/assign?count=99999999999999", NULL, &r), 400, "huge count");
 	is_int(req("GET", "/dir/assign?collection=a/b", NULL, &r), 400, "bad collection");
 	is_int(req("GET", "/dir/assign?dataSize=x", NULL, &r), 400, "bad dataSize");
-	is_int(req("GET", "/dir/assign?replication=001", NULL, &r), 503,
-	       "replication impossible on one server");
+	is_int(req("GET", "/dir/assign?replication=001", NULL, &r), 507,
+	       "replication impossible on one server: no free slot for it");
 	ok(strstr(body(&r), "not enough servers on a rack for replication 001: have 1 with free "
 			    "slots, need 2") != NULL,
 	   "growth error names the constraint: %s", body(&r));
-	is_int(req("GET", "/dir/assign?replication=100", NULL, &r), 503, "100 on one dc");
+	is_int(req("GET", "/dir/assign?replication=100", NULL, &r), 507, "100 on one dc");
 	ok(strstr(body(&r),
 		  "not enough data centers for replication 100: have 1 with free slots, need 2") !=
 		   NULL,
@@ -178,7 +178,7 @@ int main(void)
 	is_int(req("GET", "/vol/vacuum?garbageThreshold=x", NULL, &r), 400, "threshold NaN");
 	is_int(req("GET", "/vol/grow", NULL, &r), 400, "grow without count");
 	is_int(req("GET", "/vol/grow?count=0", NULL, &r), 400, "grow count 0");
-	is_int(req("GET", "/vol/grow?count=1&replication=010", NULL, &r), 503,
+	is_int(req("GET", "/vol/grow?count=1&replication=010", NULL, &r), 507,
 	       "grow impossible placement");
 	is_int(req("GET", "/col/delete?collection=nope", NULL, &r), 400,
 	       "delete unknown collection");
