@@ -11,6 +11,7 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_events.c \
 	filer/filer_ttl.c \
 	filer/filer_api.c \
+	filer/namespace.h filer/ns_scope.c filer/ns_tree.c filer/ns_entry.c \
 	filer/filer_tus.c \
 	filer/tus_codec.c filer/tus_codec.h \
 	filer/body_chunks.c filer/body_chunks.h \
