@@ -11,6 +11,7 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_events.c \
 	filer/filer_ttl.c \
 	filer/filer_api.c \
+	filer/namespace.h filer/ns_scope.c filer/ns_tree.c filer/ns_entry.c \
 	filer/filer_tus.c \
 	filer/tus_codec.c filer/tus_codec.h \
 	filer/body_chunks.c filer/body_chunks.h \
@@ -23,6 +24,11 @@ check_PROGRAMS += tests/unit/test_filer_daemon
 TESTS += tests/unit/test_filer_daemon
 tests_unit_test_filer_daemon_SOURCES = tests/unit/test_filer_daemon.c tests/unit/tap.h
 tests_unit_test_filer_daemon_LDADD = $(FILER_TEST_LDADD) -lpthread
+# The namespace core (namespace.h) called directly on an in-process filer over SQLite.
+check_PROGRAMS += tests/unit/test_filer_ns
+TESTS += tests/unit/test_filer_ns
+tests_unit_test_filer_ns_SOURCES = tests/unit/test_filer_ns.c tests/unit/tap.h
+tests_unit_test_filer_ns_LDADD = $(FILER_TEST_LDADD) -lpthread
 # The lock table behind the "lock" ops (filer_lock.h).
 check_PROGRAMS += tests/unit/test_filer_lock
 TESTS += tests/unit/test_filer_lock

@@ -13,7 +13,9 @@
  * Locking: every mutation of one path holds the read side of ns_lock and
  * that path's stripe mutex; a move or a recursive delete (which touch many
  * paths) holds the write side of ns_lock. Lock order: ns_lock, then
- * stripes in increasing index, then the store's own locks.
+ * stripes in increasing index, then the store's own locks; path locks are
+ * taken before the store transaction begins. The namespace core's scope
+ * (namespace.h, struct ns_tx) takes and releases them all.
  */
 #ifndef WEEDFS_FILER_FILER_INT_H
 #define WEEDFS_FILER_FILER_INT_H
@@ -103,7 +105,7 @@ struct fjob {
 	struct fjob_kv *h; /* selected request headers, then the "Seaweed-" ones */
 	size_t nh;
 	bool too_many_tags;
-	int32_t signature; /* the client's X-Weedfs-Signature, 0 when absent (fjob_commit) */
+	int32_t signature; /* the client's X-Weedfs-Signature, 0 when absent (ns_tx_init) */
 	fjob_fn run;       /* on a worker */
 	/* response */
 	int status;
@@ -123,8 +125,6 @@ bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg);
 /* Registers and unregisters a streaming request (see struct filer_live). Any thread. */
 void filer_live_add(struct filer *f, struct filer_live *l);
 void filer_live_remove(struct filer *f, struct filer_live *l);
-/* The stripe index of a full path. */
-unsigned filer_stripe(const char *path);
 
 /* ---- filer_path.c: jobs, paths, common store operations ---- */
 /* Copies the request's input into a new job. Loop thread. */
@@ -148,6 +148,10 @@ void fjob_error(struct fjob *j, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Sets a response from a store error with context. */
 void fjob_store_error(struct fjob *j, wfs_err err, const char *what);
+struct ns_result;
+/* Sets the REST answer to a failed namespace operation (namespace.h): its message, the status
+   fjob_store_error would give its error. */
+void fjob_ns_error(struct fjob *j, const struct ns_result *res);
 /* Adds a response header (copied). */
 void fjob_resp_header(struct fjob *j, const char *name, const char *value);
 /* Runs j->run on the metadata pool, then sends the response on the loop. Loop thread. */
@@ -165,13 +169,6 @@ void fjob_respond_deferred(struct fjob *j);
 wfs_err filer_path_normalize(const char *raw, char **out, bool *trailing);
 /* Joins dir and name into a newly allocated full path. */
 char *filer_path_join(const char *dir, const char *name);
-
-/* Locks for one path (see the locking note). */
-void filer_lock_path(struct filer *f, const char *path);
-void filer_unlock_path(struct filer *f, const char *path);
-/* Locks for moves and recursive deletes. */
-void filer_lock_tree(struct filer *f);
-void filer_unlock_tree(struct filer *f);
 
 /* True if e is a directory. */
 bool filer_entry_is_dir(const struct filer_entry *e);
@@ -241,14 +238,6 @@ void filer_evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_e
 			    const struct filer_entry *old_e, const struct filer_entry *new_e);
 /* Frees the recorded events; the list is empty and reusable afterwards. */
 void filer_evs_clear(struct filer_evs *evs);
-/*
- * Appends evs to the event log inside tx, commits tx (released either way)
- * and wakes subscribers; clears evs. The thread holding tx.
- */
-wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs);
-/* filer_commit for j's request: the events carry its signature (X-Weedfs-Signature). */
-wfs_err fjob_commit(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs);
-
 /* Writes e as the SeaweedFS-style entry JSON object. */
 void filer_entry_json(json_w *w, const struct filer_entry *e);
 

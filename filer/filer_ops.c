@@ -1,16 +1,15 @@
 /*
- * DELETE (files, empty and, with recursive=true, whole directory trees),
- * mv.from (rename or move, directories included) and cp.from (file copy).
+ * The REST API's DELETE (files, empty and, with recursive=true, whole
+ * directory trees), mv.from (rename or move, directories included) and
+ * cp.from (file copy).
  *
- * DESIGN: a directory delete or a move touches many entries, so it holds the
- * namespace's tree lock (filer_int.h) and runs in one store transaction:
- * readers see the tree before or after, never half moved. A directory move
- * re-inserts every descendant under the new path (entries are keyed by their
- * parent directory) and removes the old ones level by level. Chunks that no
- * entry references any more go to the garbage queue in the same transaction
- * (filer_gc_enqueue), so they are freed only if the change commits. A copy
- * duplicates the content (new blobs), so the two files never share a chunk
- * and deleting one cannot free the other's data.
+ * DESIGN: a delete and a move are the namespace core's (namespace.h: the tree
+ * lock, one transaction, an event per change, the freed chunks to the garbage
+ * queue in it); this module reads their parameters and answers with
+ * SeaweedFS's statuses. A copy duplicates the content (new blobs, on the I/O
+ * pool), so the two files never share a chunk and deleting one cannot free
+ * the other's data; its commit runs in a namespace scope under the target's
+ * lock.
  */
 #include "config.h"
 #include <inttypes.h>
@@ -20,230 +19,27 @@
 #include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "filer/namespace.h"
 #include "log.h"
 #include "util.h"
 
-#define WALK_PAGE      1024
 #define COPY_MAX_CHUNK (256u << 20)
-
-/* A growable list of chunks to free after the commit. */
-struct garbage {
-	struct filer_chunk *c;
-	size_t n, cap;
-};
-
-static void garbage_take(struct garbage *g, struct filer_entry *e)
-{
-	for (size_t i = 0; i < e->n_chunks; i++) {
-		if (g->n == g->cap) {
-			g->cap = g->cap ? g->cap * 2 : 16;
-			g->c = xrealloc(g->c, g->cap * sizeof(*g->c));
-		}
-		g->c[g->n++] = e->chunks[i]; /* moves the strings */
-	}
-	free(e->chunks);
-	e->chunks = NULL;
-	e->n_chunks = e->cap_chunks = 0;
-}
-
-/*
- * Accounts for removing the name e: a hard link drops nlink, and the last
- * name moves the shared chunks into g (filer_hardlink.h). Unlinked: nothing.
- */
-static wfs_err drop_name(struct filer *f, struct filer_tx *tx, const struct filer_entry *e,
-			 struct garbage *g)
-{
-	struct filer_entry tmp = {0};
-	wfs_err err = filer_hardlink_drop(f->store, tx, e, &tmp.chunks, &tmp.n_chunks);
-	garbage_take(g, &tmp);
-	return err;
-}
-
-struct page {
-	struct filer_entry **v;
-	size_t n;
-};
-
-static bool page_add(void *ctx, struct filer_entry *e)
-{
-	struct page *p = ctx;
-	p->v[p->n++] = e;
-	return true;
-}
-
-static void page_clear(struct page *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		filer_entry_free(p->v[i]);
-	p->n = 0;
-}
-
-/*
- * Visits every child of dir page by page: fn(ctx, child) for each. Stops at
- * the first error unless ignore is set (then the first error is returned at
- * the end).
- */
-typedef wfs_err (*child_fn)(void *ctx, struct filer_tx *tx, struct filer_entry *child);
-static wfs_err for_children(struct filer *f, struct filer_tx *tx, const char *dir, child_fn fn,
-			    void *ctx, bool ignore)
-{
-	struct page p = {xcalloc(WALK_PAGE, sizeof(struct filer_entry *)), 0};
-	char *start = NULL;
-	wfs_err err = WFS_OK, first = WFS_OK;
-	size_t got;
-
-	for (;;) {
-		err = filer_store_list(f->store, tx, dir, start, false, WALK_PAGE, NULL, page_add,
-				       &p, &got);
-		if (err)
-			break;
-		for (size_t i = 0; i < p.n; i++) {
-			wfs_err e2 = fn(ctx, tx, p.v[i]);
-			if (e2 && !first)
-				first = e2;
-			if (e2 && !ignore) {
-				err = e2;
-				goto out;
-			}
-		}
-		if (got < WALK_PAGE)
-			break;
-		free(start);
-		start = xstrdup(p.v[p.n - 1]->name);
-		page_clear(&p);
-	}
-out:
-	page_clear(&p);
-	free(p.v);
-	free(start);
-	return err ? err : first;
-}
 
 /* ---- delete ---- */
 
-struct del_ctx {
-	struct filer *f;
-	struct garbage g;
-	struct filer_evs evs;
-	bool ignore;
-	uint64_t removed;
-};
-
-static wfs_err delete_tree(struct del_ctx *d, struct filer_tx *tx, const char *dir);
-
-static wfs_err delete_child(void *ctx, struct filer_tx *tx, struct filer_entry *child)
-{
-	struct del_ctx *d = ctx;
-	wfs_err err = WFS_OK;
-	if (filer_entry_is_dir(child)) {
-		char *p = filer_entry_full_path(child);
-		err = delete_tree(d, tx, p);
-		free(p);
-	} else {
-		filer_evs_add(&d->evs, child, NULL);
-		garbage_take(&d->g, child);
-		return drop_name(d->f, tx, child, &d->g);
-	}
-	filer_evs_add(&d->evs, child, NULL);
-	return err;
-}
-
-/* Deletes everything below dir (not dir itself). */
-static wfs_err delete_tree(struct del_ctx *d, struct filer_tx *tx, const char *dir)
-{
-	uint64_t n = 0;
-	wfs_err err = for_children(d->f, tx, dir, delete_child, d, d->ignore);
-	if (err && !d->ignore)
-		return err;
-	err = filer_store_delete_children(d->f->store, tx, dir, &n);
-	d->removed += n;
-	return err;
-}
-
 static void delete_run(struct fjob *j)
 {
-	struct filer *f = j->f;
-	struct del_ctx d = {.f = f};
-	struct filer_entry *e = NULL;
-	struct filer_tx *tx = NULL;
-	bool recursive, skip_chunks, tree = false;
-	wfs_err err;
+	struct ns_delete d = {.path = j->path, .dir = j->dir, .name = j->name};
+	struct ns_result res = {0};
 
-	if (!fjob_query_bool(j, "recursive", false, &recursive) ||
-	    !fjob_query_bool(j, "ignoreRecursiveError", false, &d.ignore) ||
-	    !fjob_query_bool(j, "skipChunkDeletion", false, &skip_chunks))
+	if (!fjob_query_bool(j, "recursive", false, &d.recursive) ||
+	    !fjob_query_bool(j, "ignoreRecursiveError", false, &d.ignore_errors) ||
+	    !fjob_query_bool(j, "skipChunkDeletion", false, &d.keep_chunks))
 		return;
-	if (!strcmp(j->path, "/")) {
-		fjob_error(j, 400, "the root directory cannot be deleted");
-		return;
-	}
-	/* a directory needs the tree lock; take it up front rather than upgrade */
-	filer_lock_tree(f);
-	tree = true;
-	err = filer_store_begin(f->store, &tx);
-	if (err) {
-		fjob_store_error(j, err, "begin");
-		goto out;
-	}
-	err = filer_store_find(f->store, tx, j->dir, j->name, &e);
-	if (err == WFS_ENOENT) {
-		fjob_error(j, 404, "%s: not found", j->path);
-		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "lookup");
-		goto out;
-	}
-	if (filer_entry_is_dir(e)) {
-		struct page p = {xcalloc(1, sizeof(struct filer_entry *)), 0};
-		err = filer_store_list(f->store, tx, j->path, NULL, false, 1, NULL, page_add, &p,
-				       NULL);
-		bool empty = p.n == 0;
-		page_clear(&p);
-		free(p.v);
-		if (err) {
-			fjob_store_error(j, err, "listing");
-			goto out;
-		}
-		if (!empty && !recursive) {
-			fjob_error(j, 409,
-				   "%s is a non-empty directory; delete with recursive=true",
-				   j->path);
-			goto out;
-		}
-		if (!empty) {
-			err = delete_tree(&d, tx, j->path);
-			if (err) {
-				fjob_store_error(j, err, "deleting the directory tree");
-				goto out;
-			}
-		}
-	}
-	filer_evs_add(&d.evs, e, NULL);
-	garbage_take(&d.g, e);
-	err = filer_entry_is_dir(e) ? WFS_OK : drop_name(f, tx, e, &d.g);
-	if (!err)
-		err = filer_store_delete(f->store, tx, j->dir, j->name);
-	if (!err && !skip_chunks)
-		err = filer_gc_enqueue(f, tx, d.g.c, d.g.n);
-	if (!err) {
-		err = fjob_commit(j, tx, &d.evs);
-		tx = NULL;
-	}
-	if (err) {
-		fjob_store_error(j, err, "delete");
-		goto out;
-	}
-	if (!skip_chunks && d.g.n)
-		filer_gc_kick(f);
-	j->status = 204;
-out:
-	filer_store_rollback(tx);
-	if (tree)
-		filer_unlock_tree(f);
-	filer_chunks_free(d.g.c, d.g.n);
-	filer_evs_clear(&d.evs);
-	filer_entry_free(e);
+	if (ns_delete(j->f, j->signature, &d, &res))
+		fjob_ns_error(j, &res);
+	else
+		j->status = 204;
 }
 
 void filer_handle_delete(struct fjob *j)
@@ -253,52 +49,6 @@ void filer_handle_delete(struct fjob *j)
 }
 
 /* ---- move ---- */
-
-struct mv_ctx {
-	struct filer *f;
-	const char *from, *to; /* the moved directory's old and new full paths */
-};
-
-static wfs_err move_tree(struct mv_ctx *m, struct filer_tx *tx, const char *old_dir,
-			 const char *new_dir);
-
-static wfs_err move_child(void *ctx, struct filer_tx *tx, struct filer_entry *child)
-{
-	struct mv_ctx *m = ctx;
-	char *old_dir = xstrdup(child->dir);
-	wfs_err err;
-	/* child->dir lies below m->from: rebase it onto m->to */
-	char *nd = xasprintf("%s%s", m->to, old_dir + strlen(m->from));
-	filer_entry_set_path(child, nd, child->name);
-	err = filer_store_insert(m->f->store, tx, child);
-	if (!err && filer_hardlink_is_linked(child)) {
-		char *op = filer_path_join(old_dir, child->name);
-		char *np = filer_path_join(nd, child->name);
-		err = filer_hardlink_moved(m->f->store, tx, child, op, np);
-		free(op);
-		free(np);
-	}
-	if (!err && filer_entry_is_dir(child)) {
-		char *op = filer_path_join(old_dir, child->name);
-		char *np = filer_path_join(nd, child->name);
-		err = move_tree(m, tx, op, np);
-		free(op);
-		free(np);
-	}
-	free(nd);
-	free(old_dir);
-	return err;
-}
-
-static wfs_err move_tree(struct mv_ctx *m, struct filer_tx *tx, const char *old_dir,
-			 const char *new_dir)
-{
-	wfs_err err = for_children(m->f, tx, old_dir, move_child, m, false);
-	(void)new_dir;
-	if (!err)
-		err = filer_store_delete_children(m->f->store, tx, old_dir, NULL);
-	return err;
-}
 
 /* Parses the source of mv.from or cp.from; 400 set on failure. */
 static bool source_path(struct fjob *j, const char *param, char **out, char **dir, char **name)
@@ -319,152 +69,29 @@ static bool source_path(struct fjob *j, const char *param, char **out, char **di
 	return true;
 }
 
-/*
- * The target of a move or copy of `src_name`: the request path, or inside it
- * when it is an existing directory. Sets *tdir and *tname (newly allocated) and
- * *existing (the entry there, or NULL). Inside tx.
- */
-static wfs_err resolve_target(struct fjob *j, struct filer_tx *tx, const char *src_name,
-			      char **tdir, char **tname, struct filer_entry **existing)
-{
-	struct filer_entry *e = NULL;
-	wfs_err err = filer_find(j->f, tx, j->dir, j->name, &e);
-	*existing = NULL;
-	if (err && err != WFS_ENOENT)
-		return err;
-	if (!err && filer_entry_is_dir(e)) {
-		filer_entry_free(e);
-		e = NULL;
-		*tdir = xstrdup(j->path);
-		*tname = xstrdup(src_name);
-		err = filer_store_find(j->f->store, tx, *tdir, *tname, &e);
-		if (err && err != WFS_ENOENT) {
-			free(*tdir);
-			free(*tname);
-			return err;
-		}
-	} else {
-		*tdir = xstrdup(j->dir);
-		*tname = xstrdup(j->name);
-	}
-	*existing = e;
-	return WFS_OK;
-}
-
 static void move_run(struct fjob *j)
 {
-	struct filer *f = j->f;
-	struct filer_entry *src = NULL, *dst = NULL, *moved = NULL;
-	struct filer_tx *tx = NULL;
-	struct filer_evs evs = {0};
-	struct garbage g = {0};
-	char *from = NULL, *sdir = NULL, *sname = NULL, *tdir = NULL, *tname = NULL, *to = NULL;
-	wfs_err err;
+	struct ns_rename r = {
+		.style = NS_RENAME_SEAWEED,
+		.to = j->path,
+		.to_dir = j->dir,
+		.to_name = j->name,
+	};
+	struct ns_result res = {0};
+	char *from = NULL, *sdir = NULL, *sname = NULL;
 
-	if (!source_path(j, "mv.from", &from, &sdir, &sname))
-		goto out_nolock;
-	filer_lock_tree(f);
-	err = filer_store_begin(f->store, &tx);
-	if (err) {
-		fjob_store_error(j, err, "begin");
-		goto out;
+	if (source_path(j, "mv.from", &from, &sdir, &sname)) {
+		r.from = from;
+		r.from_dir = sdir;
+		r.from_name = sname;
+		if (ns_rename(j->f, j->signature, &r, &res))
+			fjob_ns_error(j, &res);
+		else
+			j->status = 204;
 	}
-	err = filer_store_find(f->store, tx, sdir, sname, &src);
-	if (err == WFS_ENOENT) {
-		fjob_error(j, 404, "%s: not found", from);
-		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "lookup");
-		goto out;
-	}
-	err = resolve_target(j, tx, sname, &tdir, &tname, &dst);
-	if (err) {
-		fjob_store_error(j, err, "lookup");
-		goto out;
-	}
-	to = filer_path_join(tdir, tname);
-	if (!strcmp(to, from)) {
-		j->status = 204; /* onto itself: nothing to do */
-		goto out;
-	}
-	if (!*tname) {
-		fjob_error(j, 400, "cannot move onto the root directory");
-		goto out;
-	}
-	if (filer_entry_is_dir(src)) {
-		size_t fl = strlen(from);
-		if (!strncmp(to, from, fl) && to[fl] == '/') {
-			fjob_error(j, 400, "cannot move %s into itself", from);
-			goto out;
-		}
-	}
-	if (dst) {
-		if (filer_entry_is_dir(dst) || filer_entry_is_dir(src)) {
-			fjob_error(j, 409, "%s exists; only a file replaces a file", to);
-			goto out;
-		}
-		filer_evs_add(&evs, dst, NULL);
-		garbage_take(&g, dst);
-		err = drop_name(f, tx, dst, &g);
-		if (!err)
-			err = filer_store_delete(f->store, tx, tdir, tname);
-		if (err) {
-			fjob_store_error(j, err, "replacing the target");
-			goto out;
-		}
-	}
-	err = filer_mkdir_p(f, tx, &evs, tdir);
-	if (err == WFS_EPERM) {
-		fjob_error(j, 409, "a parent of %s is a file", to);
-		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "creating parent directories");
-		goto out;
-	}
-	moved = filer_entry_dup(src);
-	filer_entry_set_path(moved, tdir, tname);
-	moved->attr.ctime_ns = (int64_t)time_now_ns();
-	err = filer_store_insert(f->store, tx, moved);
-	if (!err)
-		err = filer_hardlink_moved(f->store, tx, moved, from, to);
-	if (!err && filer_entry_is_dir(src)) {
-		struct mv_ctx m = {f, from, to};
-		err = move_tree(&m, tx, from, to);
-	}
-	if (!err)
-		err = filer_store_delete(f->store, tx, sdir, sname);
-	if (!err)
-		err = filer_gc_enqueue(f, tx, g.c, g.n);
-	if (!err) {
-		/* one rename event for the whole tree (store.h: old and new entry) */
-		filer_evs_add_resolved(f, tx, &evs, src, moved);
-		err = fjob_commit(j, tx, &evs);
-		tx = NULL;
-	}
-	if (err) {
-		fjob_store_error(j, err, "move");
-		goto out;
-	}
-	if (g.n)
-		filer_gc_kick(f);
-	j->status = 204;
-out:
-	filer_store_rollback(tx);
-	filer_unlock_tree(f);
-out_nolock:
-	filer_chunks_free(g.c, g.n);
-	filer_evs_clear(&evs);
-	filer_entry_free(src);
-	filer_entry_free(dst);
-	filer_entry_free(moved);
 	free(from);
 	free(sdir);
 	free(sname);
-	free(tdir);
-	free(tname);
-	free(to);
 }
 
 /* ---- copy ---- */
@@ -498,15 +125,70 @@ static wfs_err copy_chunks(struct filer *f, const struct filer_entry *src, struc
 	return err;
 }
 
+/* Queues the blobs of the copy that will not be committed and forgets them. */
+static void copy_discard(struct filer *f, struct filer_entry *copy)
+{
+	filer_free_chunks(f, copy->chunks, copy->n_chunks);
+	copy->chunks = NULL;
+	copy->n_chunks = copy->cap_chunks = 0;
+}
+
+/* Stores copy (its new blobs) at tdir/tname (to), replacing a file there. Sets j's answer. */
+static void copy_commit(struct fjob *j, struct filer_entry *copy, const char *tdir,
+			const char *tname, const char *to)
+{
+	struct filer *f = j->f;
+	struct filer_entry *dst = NULL;
+	struct ns_result res = {0};
+	struct ns_tx t;
+	int64_t now = (int64_t)time_now_ns();
+	wfs_err err;
+
+	err = ns_begin_path(&t, f, j->signature, &res, to);
+	if (err)
+		goto out;
+	err = filer_mkdir_p(f, t.tx, &t.evs, tdir);
+	if (!err)
+		err = filer_store_find(f->store, t.tx, tdir, tname, &dst);
+	if (err == WFS_ENOENT)
+		err = WFS_OK;
+	if (err) {
+		ns_fail_below(&res, err, err == WFS_EPERM ? "a parent is a file" : "copy");
+		goto out;
+	}
+	if (dst && filer_entry_is_dir(dst)) {
+		err = ns_fail(&res, WFS_EEXIST, "%s is a directory", to);
+		goto out;
+	}
+	filer_entry_set_path(copy, tdir, tname);
+	copy->attr.mtime_ns = copy->attr.ctime_ns = copy->attr.crtime_ns = now;
+	err = dst ? filer_store_update(f->store, t.tx, copy) : filer_store_insert(f->store, t.tx, copy);
+	if (!err && dst) {
+		err = ns_drop_name(&t, dst); /* a replaced hard link loses a name */
+		ns_garbage_entry(&t.g, dst);
+	}
+	if (err) {
+		ns_fail_below(&res, err, "copy");
+		goto out;
+	}
+	filer_evs_add(&t.evs, dst, copy);
+	err = ns_commit(&t);
+out:
+	ns_end(&t);
+	if (err) {
+		fjob_ns_error(j, &res);
+		copy_discard(f, copy);
+	} else {
+		j->status = 204;
+	}
+	filer_entry_free(dst);
+}
+
 static void copy_run(struct fjob *j)
 {
 	struct filer *f = j->f;
-	struct filer_entry *src = NULL, *dst = NULL, *copy = NULL;
-	struct filer_tx *tx = NULL;
-	struct filer_evs evs = {0};
-	struct garbage g = {0};
+	struct filer_entry *src = NULL, *copy = NULL;
 	char *from = NULL, *sdir = NULL, *sname = NULL, *tdir = NULL, *tname = NULL, *to = NULL;
-	bool locked = false;
 	wfs_err err;
 
 	if (!source_path(j, "cp.from", &from, &sdir, &sname))
@@ -537,74 +219,24 @@ static void copy_run(struct fjob *j)
 	err = copy_chunks(f, src, copy);
 	if (err) {
 		fjob_store_error(j, err, "copying content");
-		garbage_take(&g, copy);
+		copy_discard(f, copy);
 		goto out;
 	}
-	err = resolve_target(j, NULL, sname, &tdir, &tname, &dst);
+	err = ns_target_into(f, NULL, j->dir, j->name, sname, &tdir, &tname);
 	if (err) {
 		fjob_store_error(j, err, "lookup");
+		copy_discard(f, copy);
 		goto out;
 	}
 	to = filer_path_join(tdir, tname);
-	filer_entry_free(dst);
-	dst = NULL;
 	if (!strcmp(to, from) || !*tname) {
 		fjob_error(j, 400, "cannot copy %s onto itself", from);
-		garbage_take(&g, copy);
+		copy_discard(f, copy);
 		goto out;
 	}
-	filer_lock_path(f, to);
-	locked = true;
-	err = filer_store_begin(f->store, &tx);
-	if (!err)
-		err = filer_mkdir_p(f, tx, &evs, tdir);
-	if (!err) {
-		err = filer_store_find(f->store, tx, tdir, tname, &dst);
-		if (err == WFS_ENOENT)
-			err = WFS_OK;
-	}
-	if (!err && dst && filer_entry_is_dir(dst)) {
-		fjob_error(j, 409, "%s is a directory", to);
-		garbage_take(&g, copy);
-		goto out;
-	}
-	if (!err) {
-		int64_t now = (int64_t)time_now_ns();
-		filer_entry_set_path(copy, tdir, tname);
-		copy->attr.mtime_ns = copy->attr.ctime_ns = copy->attr.crtime_ns = now;
-		err = dst ? filer_store_update(f->store, tx, copy)
-			  : filer_store_insert(f->store, tx, copy);
-	}
-	if (!err && dst) {
-		struct garbage lg = {0};
-		err = drop_name(f, tx, dst, &lg); /* a replaced hard link loses a name */
-		if (!err && lg.n)
-			err = filer_gc_enqueue(f, tx, lg.c, lg.n);
-		filer_chunks_free(lg.c, lg.n);
-	}
-	if (!err && dst)
-		err = filer_gc_enqueue(f, tx, dst->chunks, dst->n_chunks);
-	if (!err) {
-		filer_evs_add(&evs, dst, copy);
-		err = fjob_commit(j, tx, &evs);
-		tx = NULL;
-	}
-	if (err) {
-		fjob_store_error(j, err, err == WFS_EPERM ? "a parent is a file" : "copy");
-		garbage_take(&g, copy);
-		goto out;
-	}
-	if (dst && dst->n_chunks)
-		filer_gc_kick(f);
-	j->status = 204;
+	copy_commit(j, copy, tdir, tname, to);
 out:
-	filer_store_rollback(tx);
-	if (locked)
-		filer_unlock_path(f, to);
-	filer_free_chunks(f, g.c, g.n);
-	filer_evs_clear(&evs);
 	filer_entry_free(src);
-	filer_entry_free(dst);
 	filer_entry_free(copy);
 	free(from);
 	free(sdir);

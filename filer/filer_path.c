@@ -18,7 +18,7 @@
 #include "client/entry_json.h"
 #include "filer/filer_int.h"
 #include "filer/gc_queue.h"
-#include "filer/metalog.h"
+#include "filer/namespace.h"
 #include "log.h"
 #include "util.h"
 
@@ -182,14 +182,23 @@ void fjob_error(struct fjob *j, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
-void fjob_store_error(struct fjob *j, wfs_err err, const char *what)
+/* The REST API's status for err (SeaweedFS's: a peer that times out is 503 too). */
+static int rest_status(wfs_err err)
 {
 	int status = wfs_err_http_status(err);
 	if (err == WFS_EUNAVAIL || err == WFS_ETIMEDOUT)
 		status = 503;
-	if (status < 400)
-		status = 500;
-	fjob_error(j, status, "%s: %s", what, wfs_strerror(err));
+	return status < 400 ? 500 : status;
+}
+
+void fjob_store_error(struct fjob *j, wfs_err err, const char *what)
+{
+	fjob_error(j, rest_status(err), "%s: %s", what, wfs_strerror(err));
+}
+
+void fjob_ns_error(struct fjob *j, const struct ns_result *res)
+{
+	fjob_error(j, rest_status(res->err), "%s", res->msg);
 }
 
 void fjob_resp_header(struct fjob *j, const char *name, const char *value)
@@ -285,29 +294,6 @@ char *filer_path_join(const char *dir, const char *name)
 		return xasprintf("/%s", name);
 	return xasprintf("%s/%s", dir, name);
 }
-
-/* ---- locks ---- */
-
-unsigned filer_stripe(const char *path)
-{
-	return (unsigned)(filer_store_dir_hash(path) % FILER_STRIPES);
-}
-
-void filer_lock_path(struct filer *f, const char *path)
-{
-	pthread_rwlock_rdlock(&f->ns_lock);
-	pthread_mutex_lock(&f->stripes[filer_stripe(path)]);
-}
-
-void filer_unlock_path(struct filer *f, const char *path)
-{
-	pthread_mutex_unlock(&f->stripes[filer_stripe(path)]);
-	pthread_rwlock_unlock(&f->ns_lock);
-}
-
-void filer_lock_tree(struct filer *f) { pthread_rwlock_wrlock(&f->ns_lock); }
-
-void filer_unlock_tree(struct filer *f) { pthread_rwlock_unlock(&f->ns_lock); }
 
 /* ---- common store operations ---- */
 
@@ -452,11 +438,6 @@ void filer_evs_clear(struct filer_evs *evs)
 	evs->n = evs->cap = 0;
 }
 
-static void fanout_add(void *ctx, const struct filer_entry *old_e, const struct filer_entry *new_e)
-{
-	filer_evs_add(ctx, old_e, new_e);
-}
-
 void filer_evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
 			    const struct filer_entry *old_e, const struct filer_entry *new_e)
 {
@@ -475,36 +456,6 @@ void filer_evs_add_resolved(struct filer *f, struct filer_tx *tx, struct filer_e
 	filer_evs_add(evs, e[0] ? e[0] : old_e, e[1] ? e[1] : new_e);
 	filer_entry_free(e[0]);
 	filer_entry_free(e[1]);
-}
-
-wfs_err filer_commit(struct filer *f, struct filer_tx *tx, struct filer_evs *evs)
-{
-	wfs_err err = WFS_OK;
-	if (evs->n) {
-		/* the other names of hard-linked files this tx changed (filer_hardlink.h) */
-		size_t n = evs->n;
-		struct filer_hardlink_change *ch = xmalloc(n * sizeof(*ch));
-		for (size_t i = 0; i < n; i++) {
-			ch[i].old_e = evs->v[i].old_e;
-			ch[i].new_e = evs->v[i].new_e;
-		}
-		err = filer_hardlink_fanout(f->store, tx, ch, n, fanout_add, evs);
-		free(ch);
-	}
-	for (size_t i = 0; !err && i < evs->n; i++)
-		err = metalog_append(f->metalog, tx, evs->v[i].old_e, evs->v[i].new_e, NULL);
-	if (err)
-		filer_store_rollback(tx);
-	else
-		err = metalog_commit(f->metalog, tx);
-	filer_evs_clear(evs);
-	return err;
-}
-
-wfs_err fjob_commit(struct fjob *j, struct filer_tx *tx, struct filer_evs *evs)
-{
-	filer_store_tx_sign(tx, j->signature);
-	return filer_commit(j->f, tx, evs);
 }
 
 /* ---- JSON ---- */

@@ -3,8 +3,9 @@
  * extended attributes of the entry, names canonicalised the way Go's
  * net/http does (Seaweed-k1 becomes Seaweed-K1); DELETE ?tagging=K1,K2
  * removes "Seaweed-K1" and "Seaweed-K2" (matched case-sensitively), and a
- * bare DELETE ?tagging removes every tag. One store transaction under the
- * path's lock, with its metadata event. Tags on a hard-linked name are the
+ * bare DELETE ?tagging removes every tag: a read-modify-write of the entry
+ * in the namespace core (ns_modify: one store transaction under the path's
+ * lock, with its metadata event). Tags on a hard-linked name are the
  * shared file's (filer_hardlink.h), seen through every name.
  */
 #include "config.h"
@@ -13,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "filer/namespace.h"
 #include "log.h"
 #include "util.h"
 
@@ -34,16 +35,19 @@ static char *canonical(const char *name)
 
 static bool is_tag(const char *name) { return !strncmp(name, TAG_PREFIX, strlen(TAG_PREFIX)); }
 
-/* Applies the request to e; false with the job's error set when refused. */
-static bool apply(struct fjob *j, struct filer_entry *e)
+/* Applies the request (the fjob ctx) to e (an ns_edit_fn); a bad tag name is WFS_EINVAL. */
+static wfs_err apply(struct ns_tx *t, const struct filer_entry *old, struct filer_entry *e,
+		     void *ctx)
 {
+	struct fjob *j = ctx;
+	(void)old;
 	if (j->method == HTTP_DELETE) {
 		const char *list = fjob_query(j, "tagging");
 		if (!list || !*list) {
 			for (size_t i = e->n_xattrs; i-- > 0;)
 				if (is_tag(e->xattrs[i].name))
 					filer_entry_xattr_remove(e, e->xattrs[i].name);
-			return true;
+			return WFS_OK;
 		}
 		for (const char *p = list; *p;) {
 			size_t n = strcspn(p, ",");
@@ -56,7 +60,7 @@ static bool apply(struct fjob *j, struct filer_entry *e)
 			if (*p == ',')
 				p++;
 		}
-		return true;
+		return WFS_OK;
 	}
 	for (size_t i = 0; i < j->nh; i++) {
 		char *name;
@@ -64,23 +68,19 @@ static bool apply(struct fjob *j, struct filer_entry *e)
 			continue;
 		if (strlen(j->h[i].name) > FILER_SHORT_MAX ||
 		    strlen(j->h[i].name) == strlen(TAG_PREFIX)) {
-			fjob_error(j, 400, "invalid tag name \"%.60s\"", j->h[i].name);
-			return false;
+			return ns_fail(t->res, WFS_EINVAL, "invalid tag name \"%.60s\"",
+				       j->h[i].name);
 		}
 		name = canonical(j->h[i].name);
 		filer_entry_xattr_set(e, name, j->h[i].value, strlen(j->h[i].value));
 		free(name);
 	}
-	return true;
+	return WFS_OK;
 }
 
 static void tag_run(struct fjob *j)
 {
-	struct filer *f = j->f;
-	struct filer_entry *old = NULL, *e = NULL;
-	struct filer_tx *tx = NULL;
-	struct filer_evs evs = {0};
-	wfs_err err;
+	struct ns_result res = {0};
 
 	if (j->too_many_tags) {
 		fjob_error(j, 400, "more than %d Seaweed- tag headers", FILER_TAGS_MAX);
@@ -90,47 +90,11 @@ static void tag_run(struct fjob *j)
 		fjob_error(j, 400, "the root directory carries no tags");
 		return;
 	}
-	filer_lock_path(f, j->path);
-	err = filer_store_begin(f->store, &tx);
-	if (!err)
-		err = filer_store_find(f->store, tx, j->dir, j->name, &old);
-	if (!err) /* tags of a hard-linked name belong to the shared file */
-		err = filer_hardlink_resolve(f->store, tx, &old);
-	if (err == WFS_ENOENT) {
-		fjob_error(j, 404, "%s: not found", j->path);
-		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "lookup");
-		goto out;
-	}
-	e = filer_entry_dup(old);
-	if (!apply(j, e))
-		goto out;
-	if (filer_entry_check(e)) {
-		fjob_error(j, 400, "tags out of bounds (names <= 255 bytes, <= %d attributes)",
-			   FILER_XATTRS_MAX);
-		goto out;
-	}
-	e->attr.ctime_ns = (int64_t)time_now_ns();
-	err = filer_hardlink_is_linked(e) ? filer_hardlink_save(f->store, tx, e)
-					  : filer_store_update(f->store, tx, e);
-	if (!err) {
-		filer_evs_add(&evs, old, e);
-		err = fjob_commit(j, tx, &evs);
-		tx = NULL;
-	}
-	if (err) {
-		fjob_store_error(j, err, "tagging");
-		goto out;
-	}
-	j->status = 202;
-out:
-	filer_store_rollback(tx);
-	filer_unlock_path(f, j->path);
-	filer_evs_clear(&evs);
-	filer_entry_free(old);
-	filer_entry_free(e);
+	/* tags of a hard-linked name belong to the shared file (ns_modify) */
+	if (ns_modify(j->f, j->signature, j->path, j->dir, j->name, NULL, apply, j, NULL, &res))
+		fjob_ns_error(j, &res);
+	else
+		j->status = 202;
 }
 
 void filer_handle_tagging(struct fjob *j)

@@ -36,13 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "filer/namespace.h"
 #include "log.h"
 #include "util.h"
 
 #define TTL_SWEEP_DEFAULT_S 60
-#define TTL_PAGE            1000
 
 struct filer_ttl {
 	struct filer *f;
@@ -90,110 +89,86 @@ static bool stopping(struct filer_ttl *t)
 /* Deletes dir/name if it is (still) an expired file. *freed counts deletes. Sweeper thread. */
 static wfs_err expire_one(struct filer *f, const char *dir, const char *name, uint64_t *freed)
 {
-	struct filer_evs evs = {0};
+	struct ns_result res = {0};
+	struct ns_tx t;
 	struct filer_entry *e = NULL;
-	struct filer_tx *tx = NULL;
 	char *full = filer_path_join(dir, name);
-	bool gc = false;
 	wfs_err err;
 
-	filer_lock_path(f, full);
-	err = filer_store_begin(f->store, &tx);
-	if (err)
-		goto out;
-	err = filer_store_find(f->store, tx, dir, name, &e);
+	err = ns_begin_path(&t, f, 0, &res, full);
+	if (!err)
+		err = filer_store_find(f->store, t.tx, dir, name, &e);
 	if (err == WFS_ENOENT) {
 		err = WFS_OK; /* gone meanwhile (a client, or another filer's sweep) */
 		goto out;
 	}
 	if (err || !filer_ttl_expired(e))
 		goto out;
-	err = filer_store_delete(f->store, tx, dir, name);
+	err = filer_store_delete(f->store, t.tx, dir, name);
 	if (!err)
-		err = filer_hardlink_release(f->store, tx, e);
-	if (!err && e->n_chunks) {
-		err = filer_gc_enqueue(f, tx, e->chunks, e->n_chunks);
-		gc = true;
-	}
+		err = ns_drop_name(&t, e);
 	if (err)
 		goto out;
-	filer_evs_add(&evs, e, NULL);
-	err = filer_commit(f, tx, &evs);
-	tx = NULL;
+	ns_garbage_entry(&t.g, e);
+	filer_evs_add(&t.evs, e, NULL);
+	err = ns_commit(&t);
 	if (!err) {
 		(*freed)++;
-		if (gc)
-			filer_gc_kick(f);
 		log_debug("ttl: expired %s", full);
 	}
 out:
-	filer_store_rollback(tx);
-	filer_evs_clear(&evs);
-	filer_unlock_path(f, full);
+	ns_end(&t);
 	filer_entry_free(e);
 	free(full);
 	return err;
 }
 
-struct page {
-	struct filer_entry **v;
-	size_t n;
+struct sweep_dir {
+	struct filer_ttl *t;
+	char **stack; /* directories still to sweep */
+	size_t n, cap;
+	uint64_t freed;
 };
 
-static bool page_add(void *ctx, struct filer_entry *e)
+/* One child of a swept directory: a directory is queued, an expired file deleted. */
+static wfs_err sweep_child(void *ctx, struct filer_tx *tx, struct filer_entry *e)
 {
-	struct page *p = ctx;
-	p->v[p->n++] = e;
-	return true;
+	struct sweep_dir *s = ctx;
+	(void)tx;
+	if (stopping(s->t))
+		return WFS_EUNAVAIL; /* ends the walk; not an error of the sweep */
+	if (filer_entry_is_dir(e)) {
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 16;
+			s->stack = xrealloc(s->stack, s->cap * sizeof(*s->stack));
+		}
+		s->stack[s->n++] = filer_entry_full_path(e);
+		return WFS_OK;
+	}
+	return filer_ttl_expired(e) ? expire_one(s->t->f, e->dir, e->name, &s->freed) : WFS_OK;
 }
 
-/* One pass over the whole namespace. Sweeper thread. */
+/* One pass over the whole namespace (ns_walk, no transaction). Sweeper thread. */
 static void sweep(struct filer_ttl *t)
 {
-	struct filer *f = t->f;
-	char **stack = xmalloc(sizeof(char *));
-	size_t nstack = 1, capstack = 1;
-	struct page p = {xcalloc(TTL_PAGE, sizeof(struct filer_entry *)), 0};
-	uint64_t freed = 0;
+	struct sweep_dir s = {.t = t};
 	wfs_err err = WFS_OK;
 
-	stack[0] = xstrdup("/");
-	while (nstack && !err && !stopping(t)) {
-		char *dir = stack[--nstack], *start = NULL;
-		size_t count;
-		do {
-			p.n = 0;
-			err = filer_store_list(f->store, NULL, dir, start, false, TTL_PAGE, NULL,
-					       page_add, &p, &count);
-			for (size_t i = 0; i < p.n; i++) {
-				struct filer_entry *e = p.v[i];
-				if (!err && filer_entry_is_dir(e)) {
-					if (nstack == capstack) {
-						capstack *= 2;
-						stack = xrealloc(stack, capstack * sizeof(char *));
-					}
-					stack[nstack++] = filer_entry_full_path(e);
-				} else if (!err && filer_ttl_expired(e)) {
-					err = expire_one(f, e->dir, e->name, &freed);
-				}
-				if (i + 1 == p.n) {
-					free(start);
-					start = xstrdup(e->name);
-				}
-				filer_entry_free(e);
-			}
-		} while (!err && p.n == TTL_PAGE && !stopping(t));
-		free(start);
+	s.stack = xmalloc(sizeof(*s.stack));
+	s.cap = 1;
+	s.stack[s.n++] = xstrdup("/");
+	while (s.n && !err && !stopping(t)) {
+		char *dir = s.stack[--s.n];
+		err = ns_walk(t->f, NULL, dir, sweep_child, &s, false);
 		free(dir);
 	}
-	if (err)
+	if (err && !stopping(t))
 		log_warn("ttl sweep stopped early: %s", wfs_strerror(err));
-	if (freed)
-		log_info("ttl sweep: %llu expired entries deleted", (unsigned long long)freed);
-	while (nstack)
-		free(stack[--nstack]);
-	free(stack);
-	free(p.v);
+	if (s.freed)
+		log_info("ttl sweep: %llu expired entries deleted", (unsigned long long)s.freed);
+	while (s.n)
+		free(s.stack[--s.n]);
+	free(s.stack);
 }
 
 static void *ttl_main(void *arg)

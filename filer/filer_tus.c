@@ -44,6 +44,7 @@
 #include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
+#include "filer/namespace.h"
 #include "filer/tus_codec.h"
 #include "log.h"
 #include "util.h"
@@ -183,45 +184,38 @@ static bool session_expired(const struct filer *f, const struct tus_session *s)
  */
 static wfs_err session_remove(struct filer *f, const char *id, bool only_expired, bool *removed)
 {
-	struct filer_tx *tx = NULL;
+	struct ns_result res = {0};
+	struct ns_tx nt;
 	struct tus_session s = {0};
-	wfs_err err, e2;
+	wfs_err err;
 
 	*removed = false;
 	pthread_mutex_lock(&tus_lock);
-	err = filer_store_begin(f->store, &tx);
+	ns_tx_init(&nt, f, 0, &res); /* the session's records only: no path lock */
+	err = ns_begin(&nt);
 	if (!err)
-		err = session_load(f, tx, id, &s);
+		err = session_load(f, nt.tx, id, &s);
 	if (err == WFS_ENOENT) {
-		e2 = index_update(f, tx, id, false);
-		if (!e2) {
-			e2 = filer_store_commit(tx);
-			tx = NULL;
-		}
+		wfs_err e2 = index_update(f, nt.tx, id, false);
+		if (!e2)
+			e2 = ns_commit(&nt);
 		if (e2)
 			err = e2;
 	} else if (!err && (!only_expired || session_expired(f, &s))) {
-		err = filer_gc_enqueue(f, tx, s.chunks, s.n);
+		for (size_t i = 0; i < s.n; i++)
+			ns_garbage_add(&nt.g, &s.chunks[i]);
+		err = session_delete(f, nt.tx, id);
 		if (!err)
-			err = session_delete(f, tx, id);
+			err = index_update(f, nt.tx, id, false);
 		if (!err)
-			err = index_update(f, tx, id, false);
-		if (!err) {
-			err = filer_store_commit(tx);
-			tx = NULL;
-		}
+			err = ns_commit(&nt);
 		*removed = !err;
 	}
-	filer_store_rollback(tx);
+	ns_end(&nt);
 	pthread_mutex_unlock(&tus_lock);
-	if (*removed) {
-		if (only_expired)
-			log_info("tus: upload %s to %s expired (%" PRIu64 " of %" PRIu64
-				 " bytes, %zu chunks)",
-				 id, s.target, s.offset, s.length, s.n);
-		if (s.n)
-			filer_gc_kick(f);
-	}
+	if (*removed && only_expired)
+		log_info("tus: upload %s to %s expired (%" PRIu64 " of %" PRIu64 " bytes, %zu chunks)",
+			 id, s.target, s.offset, s.length, s.n);
 	tus_session_clear(&s);
 	return err;
 }
@@ -352,20 +346,19 @@ static uint64_t tus_max_size(const struct filer *f) { return f->chunk_size * TUS
 /* ---- completing: the entry at the target ---- */
 
 /*
- * Inside tx (tus_lock and the target's path lock held, the path lock taken
- * before tx began as every writer does: taken inside a transaction, it could
- * wait for a writer that holds it and waits for the store): makes the file s
- * describes at its target, deletes session id and commits tx (released
- * either way). Sets the job's error on failure. Worker thread.
+ * Inside nt (tus_lock and the target's path lock held, the path lock taken
+ * before the transaction began, as namespace.h requires): makes the file s
+ * describes at its target, deletes session id and commits nt. Sets the job's
+ * error on failure (nt is rolled back then). Worker thread.
  */
-static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_session *s)
+static wfs_err finalize(struct tus_req *t, struct ns_tx *nt, struct tus_session *s)
 {
 	struct fjob *j = t->j;
 	struct filer *f = j->f;
+	struct filer_tx *tx = nt->tx;
 	struct filer_entry *old = NULL, *e = NULL;
 	struct filer_chunk *packed = NULL, *list = s->chunks;
 	size_t npacked = 0, nlist = s->n;
-	struct filer_evs evs = {0};
 	char *dir = NULL, *name = NULL;
 	int64_t now = (int64_t)time_now_ns();
 	wfs_err err;
@@ -390,7 +383,7 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 		list = packed;
 		nlist = npacked;
 	}
-	err = filer_write_target(j, tx, &evs, dir, name, true, &old);
+	err = filer_write_target(j, tx, &nt->evs, dir, name, true, &old);
 	if (err)
 		goto out;
 	if (old) {
@@ -421,7 +414,7 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 	}
 	err = old ? filer_store_update(f->store, tx, e) : filer_store_insert(f->store, tx, e);
 	if (!err && old)
-		err = filer_gc_enqueue(f, tx, old->chunks, old->n_chunks);
+		ns_garbage_entry(&nt->g, old);
 	if (!err) {
 		err = session_delete(f, tx, t->id);
 		if (err == WFS_ENOENT) /* an empty upload never stored a session */
@@ -433,18 +426,16 @@ static wfs_err finalize(struct tus_req *t, struct filer_tx *tx, struct tus_sessi
 		fjob_store_error(j, err, "saving the entry");
 		goto out;
 	}
-	filer_evs_add(&evs, old, e);
-	err = fjob_commit(j, tx, &evs);
-	tx = NULL;
+	filer_evs_add(&nt->evs, old, e);
+	err = ns_commit(nt);
 	if (err) {
-		fjob_store_error(j, err, "commit");
+		fjob_ns_error(j, nt->res);
 		goto out;
 	}
-	if (old && old->n_chunks)
-		filer_gc_kick(f);
 	log_debug("tus upload %s complete: %s (%" PRIu64 " bytes)", t->id, s->target, s->length);
 out:
-	filer_store_rollback(tx);
+	if (err)
+		ns_rollback(nt); /* before the writes without a transaction below */
 	if (err && npacked) {
 		/* only the manifest blobs go: their members still belong to the session */
 		const char **fids = xcalloc(npacked, sizeof(*fids));
@@ -456,7 +447,6 @@ out:
 		free(fids);
 	}
 	filer_chunks_free(packed, npacked);
-	filer_evs_clear(&evs);
 	filer_entry_free(old);
 	filer_entry_free(e);
 	free(dir);
@@ -479,8 +469,8 @@ static void create_run(void *arg)
 {
 	struct tus_req *t = arg;
 	struct fjob *j = t->j;
-	struct filer *f = j->f;
-	struct filer_tx *tx = NULL;
+	struct ns_result res = {0};
+	struct ns_tx nt;
 	char loc[sizeof(TUS_UPLOADS) + TUS_ID_LEN];
 	wfs_err err;
 
@@ -489,40 +479,33 @@ static void create_run(void *arg)
 		goto out;
 	}
 	pthread_mutex_lock(&tus_lock);
+	ns_tx_init(&nt, j->f, j->signature, &res);
 	if (t->s.length == 0) {
 		/* nothing to wait for: the empty file exists at once */
-		filer_lock_path(f, t->s.target);
-		err = filer_store_begin(f->store, &tx);
+		ns_lock_path(&nt, t->s.target);
+		err = ns_begin(&nt);
 		if (!err)
-			err = finalize(t, tx, &t->s);
+			err = finalize(t, &nt, &t->s);
 		else
-			fjob_store_error(j, err, "begin");
-		tx = NULL;
-		filer_unlock_path(f, t->s.target);
-		pthread_mutex_unlock(&tus_lock);
-		if (err)
-			goto out;
+			fjob_ns_error(j, &res);
 	} else {
-		err = filer_store_begin(f->store, &tx);
+		err = ns_begin(&nt);
 		t->s.touched_ns = (int64_t)time_now_ns();
 		if (!err)
-			err = session_save(f, tx, t->id, &t->s);
+			err = session_save(j->f, nt.tx, t->id, &t->s);
 		if (!err)
-			err = index_update(f, tx, t->id, true);
-		if (!err) {
-			err = filer_store_commit(tx);
-			tx = NULL;
-		}
+			err = index_update(j->f, nt.tx, t->id, true);
+		if (!err)
+			err = ns_commit(&nt);
 		if (!err)
 			tus_expires_header(j, &t->s);
-		filer_store_rollback(tx);
-		tx = NULL;
-		pthread_mutex_unlock(&tus_lock);
-		if (err) {
+		else
 			fjob_store_error(j, err, "saving the upload session");
-			goto out;
-		}
 	}
+	ns_end(&nt);
+	pthread_mutex_unlock(&tus_lock);
+	if (err)
+		goto out;
 	snprintf(loc, sizeof(loc), "%s%s", TUS_UPLOADS, t->id);
 	fjob_resp_header(j, "Location", loc);
 	tus_offset_header(j, 0);
@@ -633,23 +616,25 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 	struct tus_req *t = arg;
 	struct fjob *j = t->j;
 	struct filer *f = j->f;
-	struct filer_tx *tx = NULL;
+	struct ns_result res = {0};
+	struct ns_tx nt;
 	struct tus_session s = {0};
 	char *target = NULL; /* path-locked: this PATCH completes the upload */
 	wfs_err err;
 
 	pthread_mutex_lock(&tus_lock);
+	ns_tx_init(&nt, f, j->signature, &res);
 	/* this filer changes sessions only under tus_lock, so the transaction's read below
 	   finds the same (another filer sharing the store may race: see there) */
 	if (!session_load(f, NULL, t->id, &s) && s.offset == t->start &&
 	    s.offset + size == s.length) {
 		target = xstrdup(s.target);
-		filer_lock_path(f, target); /* before the transaction (finalize) */
+		ns_lock_path(&nt, target); /* before the transaction (finalize) */
 	}
 	tus_session_clear(&s);
-	err = filer_store_begin(f->store, &tx);
+	err = ns_begin(&nt);
 	if (!err)
-		err = session_load(f, tx, t->id, &s);
+		err = session_load(f, nt.tx, t->id, &s);
 	if (err == WFS_ENOENT) {
 		fjob_error(j, 404, "the upload was terminated, completed or expired meanwhile");
 	} else if (err) {
@@ -665,24 +650,20 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 		s.n += n;
 		s.offset += size;
 		s.touched_ns = (int64_t)time_now_ns();
-		err = body_chunks_claim(t->bc, tx);
+		err = body_chunks_claim(t->bc, nt.tx);
 		if (err) {
 			fjob_store_error(j, err, "claiming the uploaded chunks");
 		} else if (s.offset == s.length) {
 			if (target && !strcmp(target, s.target)) {
-				err = finalize(t, tx, &s);
+				err = finalize(t, &nt, &s);
 			} else { /* another filer on the same store moved it between the reads */
 				err = WFS_EINTERNAL;
 				fjob_error(j, 503, "the upload changed meanwhile: retry the PATCH");
-				filer_store_rollback(tx);
 			}
-			tx = NULL;
 		} else {
-			err = session_save(f, tx, t->id, &s);
-			if (!err) {
-				err = filer_store_commit(tx);
-				tx = NULL;
-			}
+			err = session_save(f, nt.tx, t->id, &s);
+			if (!err)
+				err = ns_commit(&nt);
 			if (err)
 				fjob_store_error(j, err, "saving the upload session");
 			else
@@ -693,9 +674,7 @@ static bool patch_commit(void *arg, struct filer_chunk *chunks, size_t n, uint64
 			j->status = 204;
 		}
 	}
-	filer_store_rollback(tx);
-	if (target)
-		filer_unlock_path(f, target);
+	ns_end(&nt);
 	free(target);
 	pthread_mutex_unlock(&tus_lock);
 	if (!err) {

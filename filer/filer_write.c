@@ -12,8 +12,9 @@
  * - The commit (small bodies stay inline in the entry) runs under the path's
  *   lock and in one store transaction: makes the parents, reads the old
  *   entry, inserts or replaces it, queues the replaced entry's chunks in the
- *   garbage queue (filer_gc_enqueue) and claims the new ones off it. The
- *   chunks of a failed commit are queued at once (filer_free_chunks).
+ *   garbage queue (the namespace scope, namespace.h) and claims the new ones
+ *   off it. The chunks of a failed commit are queued at once
+ *   (filer_free_chunks).
  */
 #include "config.h"
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 #include "filer/filer_hardlink.h"
 #include "client/entry_json.h"
 #include "filer/filer_int.h"
+#include "filer/namespace.h"
 #include "http_util.h"
 #include "log.h"
 #include "util.h"
@@ -250,16 +252,15 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 	struct fjob *j = u->j;
 	struct filer *f = j->f;
 	struct filer_entry *old = NULL, *e = NULL;
-	struct filer_tx *tx = NULL;
-	const struct filer_chunk *garbage = NULL; /* borrowed from old */
-	size_t ngarbage = 0;
-	struct filer_evs evs = {0};
+	struct ns_result res = {0};
+	struct ns_tx t;
 	const char *dir = j->dir, *name = j->name;
 	char *dirbuf = NULL, *full = NULL;
 	int64_t now = (int64_t)time_now_ns();
-	bool locked = false, committed = false;
+	bool committed = false;
 	wfs_err err;
 
+	ns_tx_init(&t, f, j->signature, &res); /* ns_end is safe from here on */
 	if (j->trailing_slash) {
 		/* a form posted to a directory: the part's file name names the entry */
 		if (!u->part_filename || !name_valid(u->part_filename)) {
@@ -275,14 +276,12 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		goto out;
 	}
 	full = filer_path_join(dir, name);
-	filer_lock_path(f, full);
-	locked = true;
-	err = filer_store_begin(f->store, &tx);
-	if (err) {
-		fjob_store_error(j, err, "begin");
+	ns_lock_path(&t, full);
+	if (ns_begin(&t)) {
+		fjob_ns_error(j, &res);
 		goto out;
 	}
-	if (filer_write_target(j, tx, &evs, dir, name, !u->skip_parent, &old))
+	if (filer_write_target(j, t.tx, &t.evs, dir, name, !u->skip_parent, &old))
 		goto out;
 	if (u->append && old && filer_hardlink_is_linked(old)) {
 		/* The name holds a stub; the content is shared (filer_hardlink.h). */
@@ -290,7 +289,7 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		goto out;
 	}
 	if (!u->append && old) {
-		err = filer_hardlink_release(f->store, tx, old);
+		err = filer_hardlink_release(f->store, t.tx, old);
 		if (err) {
 			fjob_store_error(j, err, "dropping a hard link");
 			goto out;
@@ -323,10 +322,8 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 			filer_entry_add_chunk(e, chunks[i].fid, chunks[i].offset, chunks[i].size,
 					      chunks[i].mtime_ns, chunks[i].etag,
 					      chunks[i].is_manifest);
-		if (old) {
-			garbage = old->chunks;
-			ngarbage = old->n_chunks;
-		}
+		if (old)
+			ns_garbage_entry(&t.g, old);
 	}
 	e->attr.mtime_ns = e->attr.ctime_ns = now;
 	e->attr.ttl_sec = u->ttl_sec ? u->ttl_sec : e->attr.ttl_sec;
@@ -346,35 +343,30 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		fjob_error(j, 400, "entry out of bounds (too many chunks or attributes)");
 		goto out;
 	}
-	err = old ? filer_store_update(f->store, tx, e) : filer_store_insert(f->store, tx, e);
+	err = old ? filer_store_update(f->store, t.tx, e) : filer_store_insert(f->store, t.tx, e);
 	if (err == WFS_EEXIST && !u->append) {
 		/* created by a parallel transaction (another filer on PostgreSQL): replace it */
-		err = filer_store_find(f->store, tx, dir, name, &old);
+		err = filer_store_find(f->store, t.tx, dir, name, &old);
 		if (!err && filer_entry_is_dir(old)) {
 			fjob_error(j, 409, "%s is a directory", full);
 			goto out;
 		}
 		if (!err)
-			err = filer_hardlink_release(f->store, tx, old);
+			err = filer_hardlink_release(f->store, t.tx, old);
 		if (!err) {
-			garbage = old->chunks;
-			ngarbage = old->n_chunks;
-			err = filer_store_update(f->store, tx, e);
+			ns_garbage_entry(&t.g, old);
+			err = filer_store_update(f->store, t.tx, e);
 		}
 	}
 	if (!err)
-		err = filer_gc_enqueue(f, tx, garbage, ngarbage);
-	if (!err)
-		err = body_chunks_claim(u->bc, tx);
+		err = body_chunks_claim(u->bc, t.tx);
 	if (err) {
 		fjob_store_error(j, err, "saving the entry");
 		goto out;
 	}
-	filer_evs_add(&evs, old, e);
-	err = fjob_commit(j, tx, &evs);
-	tx = NULL;
-	if (err) {
-		fjob_store_error(j, err, "commit");
+	filer_evs_add(&t.evs, old, e);
+	if (ns_commit(&t)) {
+		fjob_ns_error(j, &res);
 		goto out;
 	}
 	/* the new chunks now belong to the entry */
@@ -382,8 +374,6 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 	filer_chunks_free(chunks, n);
 	chunks = NULL;
 	n = 0;
-	if (ngarbage)
-		filer_gc_kick(f);
 	{
 		json_w *w = jw_new(&j->body, false);
 		jw_obj_begin(w);
@@ -395,12 +385,9 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		j->ctype = "application/json";
 	}
 out:
-	filer_store_rollback(tx);
-	if (locked)
-		filer_unlock_path(f, full);
+	ns_end(&t);
 	/* chunks still ours: the commit failed, so nothing references them */
 	filer_free_chunks(f, chunks, n);
-	filer_evs_clear(&evs);
 	filer_entry_free(old);
 	filer_entry_free(e);
 	free(dirbuf);
@@ -507,14 +494,38 @@ static const struct body_chunks_ops upload_ops = {
 
 /* ---- mkdir ---- */
 
+/* Inside t, makes the directory j->path (mode) unless it is one already. */
+static wfs_err mkdir_leaf(struct ns_tx *t, struct fjob *j, uint32_t mode)
+{
+	struct filer_entry *e = NULL;
+	wfs_err err = filer_find(t->f, t->tx, j->dir, j->name, &e);
+
+	if (err == WFS_ENOENT) {
+		e = filer_dir_entry_new(j->dir, j->name, mode);
+		err = filer_store_insert(t->f->store, t->tx, e);
+		if (!err) {
+			filer_evs_add(&t->evs, NULL, e);
+		} else if (err == WFS_EEXIST) {
+			/* made by a parallel transaction: fine if it is a directory */
+			filer_entry_free(e);
+			e = NULL;
+			err = filer_find(t->f, t->tx, j->dir, j->name, &e);
+		}
+	}
+	if (err)
+		ns_fail_below(t->res, err, "mkdir");
+	else if (!filer_entry_is_dir(e))
+		err = ns_fail(t->res, WFS_EEXIST, "%s exists and is a file", j->path);
+	filer_entry_free(e);
+	return err;
+}
+
 static void mkdir_run(struct fjob *j)
 {
-	struct filer *f = j->f;
-	struct filer_entry *e = NULL;
-	struct filer_tx *tx = NULL;
+	struct ns_result res = {0};
+	struct ns_tx t;
 	uint32_t mode = 0770;
 	const char *s = fjob_query(j, "mode");
-	struct filer_evs evs = {0};
 	wfs_err err;
 
 	if (s && *s) {
@@ -526,58 +537,21 @@ static void mkdir_run(struct fjob *j)
 		}
 		mode = (uint32_t)m;
 	}
-	filer_lock_path(f, j->path);
-	err = filer_store_begin(f->store, &tx);
+	err = ns_begin_path(&t, j->f, j->signature, &res, j->path);
+	if (!err)
+		err = ns_make_parents(&t, j->dir, j->path);
+	if (!err)
+		err = mkdir_leaf(&t, j, mode);
+	if (!err)
+		err = ns_commit(&t);
+	ns_end(&t);
 	if (err) {
-		fjob_store_error(j, err, "begin");
-		goto out;
-	}
-	err = filer_mkdir_p(f, tx, &evs, j->dir);
-	if (err == WFS_EPERM) {
-		fjob_error(j, 409, "a parent of %s is a file", j->path);
-		goto out;
-	}
-	if (err) {
-		fjob_store_error(j, err, "creating parent directories");
-		goto out;
-	}
-	err = filer_find(f, tx, j->dir, j->name, &e);
-	if (!err && !filer_entry_is_dir(e)) {
-		fjob_error(j, 409, "%s exists and is a file", j->path);
-		goto out;
-	}
-	if (err == WFS_ENOENT) {
-		e = filer_dir_entry_new(j->dir, j->name, mode);
-		err = filer_store_insert(f->store, tx, e);
-		if (!err) {
-			filer_evs_add(&evs, NULL, e);
-		} else if (err == WFS_EEXIST) {
-			/* made by a parallel transaction: fine if it is a directory */
-			filer_entry_free(e);
-			e = NULL;
-			err = filer_find(f, tx, j->dir, j->name, &e);
-			if (!err && !filer_entry_is_dir(e)) {
-				fjob_error(j, 409, "%s exists and is a file", j->path);
-				goto out;
-			}
-		}
-	}
-	if (!err) {
-		err = fjob_commit(j, tx, &evs);
-		tx = NULL;
-	}
-	if (err) {
-		fjob_store_error(j, err, "mkdir");
-		goto out;
+		fjob_ns_error(j, &res);
+		return;
 	}
 	buf_printf(&j->body, "{}");
 	j->status = 201;
 	j->ctype = "application/json";
-out:
-	filer_store_rollback(tx);
-	filer_unlock_path(f, j->path);
-	filer_evs_clear(&evs);
-	filer_entry_free(e);
 }
 
 /* ---- entry point ---- */

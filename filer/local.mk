@@ -5,7 +5,29 @@ noinst_LIBRARIES += filer/libfiler.a
 filer_libfiler_a_SOURCES = \
 	filer/store.c filer/store.h filer/store_impl.h \
 	filer/store_sqlite.c \
-	filer/store_postgres.c
+	filer/store_postgres.c \
+	filer/store_schema.h
+
+# The stores' schemas are SQL files; the build writes them into filer/store_schema.c as the
+# C strings of store_schema.h (each line a literal ending in "\n", quotes and backslashes
+# escaped).
+FILER_SCHEMAS = filer/store_sqlite_schema.sql filer/store_postgres_schema.sql
+EXTRA_DIST += $(FILER_SCHEMAS)
+nodist_filer_libfiler_a_SOURCES = filer/store_schema.c
+CLEANFILES = filer/store_schema.c
+FILER_SQL_TO_C = sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/'
+filer/store_schema.c: $(srcdir)/filer/store_sqlite_schema.sql \
+		$(srcdir)/filer/store_postgres_schema.sql $(srcdir)/filer/local.mk
+	$(AM_V_GEN)$(MKDIR_P) filer && { \
+	  echo '/* Written from $(FILER_SCHEMAS) by filer/local.mk: do not edit. */'; \
+	  echo '#include "filer/store_schema.h"'; \
+	  echo 'const char filer_store_sqlite_schema[] ='; \
+	  $(FILER_SQL_TO_C) $(srcdir)/filer/store_sqlite_schema.sql; \
+	  echo ';'; \
+	  echo 'const char filer_store_postgres_schema[] ='; \
+	  $(FILER_SQL_TO_C) $(srcdir)/filer/store_postgres_schema.sql; \
+	  echo ';'; \
+	} >$@-t && mv $@-t $@
 
 FILER_TEST_LDADD = filer/libfiler.a $(UNIT_LDADD) $(SQLITE_LIBS) $(LIBPQ_LIBS)
 

@@ -14,9 +14,9 @@
  * delete that did happen; it never applies a change twice.) When the server
  * cannot be reached the call fails with WFS_EUNAVAIL.
  *
- * Schema: like the SQLite store, with the name and directory columns in the
- * "C" collation so ordering is bytewise and the primary key index serves the
- * listing range scans. Inside a transaction, find takes the row lock
+ * Schema (filer/store_postgres_schema.sql): like the SQLite store, with the
+ * name and directory columns in the "C" collation so ordering is bytewise and
+ * the primary key index serves the listing range scans. Inside a transaction, find takes the row lock
  * (SELECT ... FOR UPDATE) so a compare-and-swap is safe across filers that
  * share the database.
  *
@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "filer/store_impl.h"
+#include "filer/store_schema.h"
 #include "log.h"
 #include "util.h"
 
@@ -135,33 +136,6 @@ static const char *const ps_sql[PS_COUNT] = {
 	[PS_LIST + 5] = LISTP "AND name>$3::text COLLATE \"C\" AND name<$4::text COLLATE \"C\" "
 			      "ORDER BY name LIMIT $5::int8",
 };
-
-static const char schema_sql[] =
-	"BEGIN;"
-	"SELECT pg_advisory_xact_lock(7306086472374817895);"
-	"CREATE TABLE IF NOT EXISTS filemeta ("
-	" dirhash BIGINT NOT NULL,"
-	" name TEXT COLLATE \"C\" NOT NULL,"
-	" directory TEXT COLLATE \"C\" NOT NULL,"
-	" meta BYTEA NOT NULL,"
-	" PRIMARY KEY (dirhash, name, directory));"
-	"CREATE TABLE IF NOT EXISTS filer_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS filer_clock (id INT PRIMARY KEY, ts BIGINT NOT NULL);"
-	"INSERT INTO filer_clock(id,ts) VALUES(1,0) ON CONFLICT DO NOTHING;"
-	"CREATE TABLE IF NOT EXISTS filer_events ("
-	" ts BIGINT PRIMARY KEY,"
-	" directory TEXT COLLATE \"C\" NOT NULL,"
-	" old_path TEXT COLLATE \"C\", old_meta BYTEA,"
-	" new_path TEXT COLLATE \"C\", new_meta BYTEA,"
-	" sig INT);" /* the writer's signature (store.h), NULL: none */
-	/* a database made before events were signed */
-	"ALTER TABLE filer_events ADD COLUMN IF NOT EXISTS sig INT;"
-	"CREATE TABLE IF NOT EXISTS filer_gc ("
-	" fid TEXT PRIMARY KEY,"
-	" due BIGINT NOT NULL,"
-	" attempts BIGINT NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS filer_gc_due ON filer_gc(due);"
-	"COMMIT;";
 
 struct pg_conn {
 	PGconn *pg;
@@ -664,7 +638,7 @@ static wfs_err pg_open(const char *dsn, struct filer_store **out)
 		err = WFS_EUNAVAIL;
 		goto fail;
 	}
-	r = PQexec(c->pg, schema_sql);
+	r = PQexec(c->pg, filer_store_postgres_schema);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		log_error("could not create the filer tables: %s", PQresultErrorMessage(r));
 		err = map_result(c, r, "schema");

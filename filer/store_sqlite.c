@@ -8,10 +8,11 @@
  * the file). Transactions are BEGIN IMMEDIATE under that mutex, so a
  * read-modify-write inside one can never fail to upgrade its lock.
  *
- * Schema: filemeta(dirhash, name, directory, meta) with primary key
- * (dirhash, name, directory): lookups and listings are index range scans on
- * (dirhash, name), and the directory column keeps colliding hashes apart.
- * TEXT compares with the BINARY collation, i.e. bytewise.
+ * Schema (filer/store_sqlite_schema.sql): filemeta(dirhash, name,
+ * directory, meta) with primary key (dirhash, name, directory): lookups and
+ * listings are index range scans on (dirhash, name), and the directory
+ * column keeps colliding hashes apart. TEXT compares with the BINARY
+ * collation, i.e. bytewise.
  *
  * Checkpoints: a checkpoint copies the WAL's pages into the database file and
  * fsyncs both. SQLite's default runs one in the committing thread every 1000
@@ -45,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 #include "filer/store_impl.h"
+#include "filer/store_schema.h"
 #include "log.h"
 #include "util.h"
 
@@ -105,29 +107,6 @@ static const char *const stmt_sql[ST_LIST] = {
 	[ST_GC_DEFER] = "UPDATE filer_gc SET due=?2 WHERE fid=?1",
 	[ST_GC_COUNT] = "SELECT count(*) FROM filer_gc",
 };
-
-static const char schema_sql[] =
-	"CREATE TABLE IF NOT EXISTS filemeta ("
-	" dirhash INTEGER NOT NULL,"
-	" name TEXT NOT NULL,"
-	" directory TEXT NOT NULL,"
-	" meta BLOB NOT NULL,"
-	" PRIMARY KEY (dirhash, name, directory));"
-	"CREATE TABLE IF NOT EXISTS filer_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL);"
-	/* the event clock: one row holding the last event's ts (see store.h) */
-	"CREATE TABLE IF NOT EXISTS filer_clock (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL);"
-	"INSERT OR IGNORE INTO filer_clock(id,ts) VALUES(1,0);"
-	"CREATE TABLE IF NOT EXISTS filer_events ("
-	" ts INTEGER PRIMARY KEY,"
-	" directory TEXT NOT NULL,"
-	" old_path TEXT, old_meta BLOB,"
-	" new_path TEXT, new_meta BLOB,"
-	" sig INTEGER);" /* the writer's signature (store.h), NULL: none */
-	"CREATE TABLE IF NOT EXISTS filer_gc ("
-	" fid TEXT PRIMARY KEY,"
-	" due INTEGER NOT NULL,"
-	" attempts INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS filer_gc_due ON filer_gc(due);";
 
 struct sq_conn {
 	sqlite3 *db;
@@ -726,7 +705,7 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 		goto fail;
 	rc = sqlite3_exec(c->db, "PRAGMA journal_mode=WAL;", NULL, NULL, &errmsg);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, &errmsg);
+		rc = sqlite3_exec(c->db, filer_store_sqlite_schema, NULL, NULL, &errmsg);
 	if (rc == SQLITE_OK && !has_column(c->db, "filer_events", "sig"))
 		/* a database made before events were signed */
 		rc = sqlite3_exec(c->db, "ALTER TABLE filer_events ADD COLUMN sig INTEGER", NULL,

@@ -1,0 +1,425 @@
+/*
+ * The filer's namespace core (filer/namespace.h) called directly on a filer
+ * running in-process over SQLite in a temp dir: create (parents, exclusive,
+ * ifEtag, moves, consume), update, xattrs, link, rename (POSIX, exchange,
+ * SeaweedFS's into-a-directory), delete (recursive over more than a page of
+ * children, with a hard link), the verdicts each gives and the events each
+ * records. Inline content needs no volume server, so no master runs. After
+ * every operation the namespace locks must be free again.
+ */
+#include "config.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "filer/filer.h"
+#include "filer/filer_hardlink.h"
+#include "filer/filer_int.h"
+#include "filer/namespace.h"
+#include "filer/store.h"
+#include "http_client.h"
+#include "tap.h"
+#include "util.h"
+
+#define MANY 1030 /* children of one directory: more than a page of the walk */
+
+static struct filer *f;
+static int64_t ev_since; /* events before this were looked at already */
+
+/* Whether every namespace lock is free (nothing left held by an operation). */
+static bool unlocked(void)
+{
+	bool free_ = pthread_rwlock_trywrlock(&f->ns_lock) == 0;
+	if (free_)
+		pthread_rwlock_unlock(&f->ns_lock);
+	return free_;
+}
+
+static bool on_event(void *ctx, struct filer_event *ev)
+{
+	buf *log = ctx;
+	char *o = ev->old_entry ? filer_entry_full_path(ev->old_entry) : xstrdup("-");
+	char *n = ev->new_entry ? filer_entry_full_path(ev->new_entry) : xstrdup("-");
+	buf_printf(log, "%s>%s\n", o, n);
+	free(o);
+	free(n);
+	filer_event_free(ev);
+	return true;
+}
+
+/* The events since the last call, one "old>new" line each ("-" for a missing side). */
+static char *events(void)
+{
+	buf log = BUF_INIT;
+	int64_t next = ev_since;
+	wfs_err err;
+	do {
+		ev_since = next;
+		err = filer_store_read_events(f->store, ev_since, NULL, 0, FILER_EVENTS_LIMIT_MAX,
+					      on_event, &log, &next);
+	} while (!err && next != ev_since);
+	buf_append(&log, "", 1);
+	return (char *)log.data;
+}
+
+static void is_events(const char *want, const char *name)
+{
+	char *got = events();
+	is_str(got, want, name);
+	free(got);
+}
+
+/* got is want; shows res's message when not. */
+static void is_err(wfs_err got, wfs_err want, const struct ns_result *res, const char *name)
+{
+	if (!is_int(got, want, name))
+		printf("#   msg: %s\n", res->msg);
+}
+
+/* A regular file entry at path with content s. */
+static struct filer_entry *file_at(const char *path, const char *s)
+{
+	char *d = NULL, *n = NULL;
+	struct filer_entry *e;
+	filer_path_split(path, &d, &n);
+	e = filer_entry_new(d, n);
+	e->attr.mode = S_IFREG | 0644;
+	e->attr.nlink = 1;
+	e->attr.size = strlen(s);
+	filer_entry_set_content(e, s, strlen(s));
+	free(d);
+	free(n);
+	return e;
+}
+
+/* ns_create of a file at path with content s; the error. */
+static wfs_err create(const char *path, const char *s, bool parents, struct ns_result *res)
+{
+	struct filer_entry *e = file_at(path, s);
+	struct ns_create c = {.path = path, .dir = e->dir, .name = e->name, .parents = parents};
+	bool replaced;
+	wfs_err err = ns_create(f, 0, &c, e, &replaced, res);
+	filer_entry_free(e);
+	return err;
+}
+
+static struct filer_entry *find(const char *path)
+{
+	char *d = NULL, *n = NULL;
+	struct filer_entry *e = NULL;
+	filer_path_split(path, &d, &n);
+	if (filer_find(f, NULL, d, n, &e))
+		e = NULL;
+	free(d);
+	free(n);
+	return e;
+}
+
+/* The content of the file at path ("" when missing). */
+static char *content(const char *path)
+{
+	struct filer_entry *e = find(path);
+	char *s = e && e->has_content ? xstrndup((const char *)e->content, e->content_len)
+				      : xstrdup("");
+	filer_entry_free(e);
+	return s;
+}
+
+static void is_content(const char *path, const char *want, const char *name)
+{
+	char *s = content(path);
+	is_str(s, want, name);
+	free(s);
+}
+
+static void test_create(void)
+{
+	struct ns_result res = {0};
+	struct filer_entry *e;
+	char etag[NS_ETAG_SIZE];
+	bool replaced = true;
+
+	is_int(create("/c/a/f", "one", false, &res), WFS_ENOENT, "create without the parent");
+	ok(!res.below, "a missing parent is a verdict: %s", res.msg);
+	is_int(create("/c/a/f", "one", true, &res), WFS_OK, "create with parents");
+	is_events("->/c\n->/c/a\n->/c/a/f\n", "an event per directory made, then the file");
+	is_int(create("/c/a/f/g", "x", true, &res), WFS_ENOTDIR, "a file among the parents");
+	is_events("", "a refused create records nothing");
+	ok(unlocked(), "create released its locks");
+
+	/* exclusive and ifEtag */
+	e = file_at("/c/a/f", "two");
+	{
+		struct ns_create c = {.path = "/c/a/f", .dir = "/c/a", .name = "f",
+				      .exclusive = true};
+		is_int(ns_create(f, 0, &c, e, &replaced, &res), WFS_EEXIST, "exclusive");
+		c.exclusive = false;
+		c.if_etag = "0123456789abcdef";
+		is_int(ns_create(f, 0, &c, e, &replaced, &res), WFS_EPRECOND, "ifEtag mismatch");
+		filer_entry_free(e);
+		e = find("/c/a/f");
+		ns_etag(e, etag);
+		filer_entry_free(e);
+		e = file_at("/c/a/f", "two");
+		for (char *p = etag; *p; p++)
+			*p = (char)(*p >= 'a' ? *p - 'a' + 'A' : *p);
+		c.if_etag = etag; /* any case of the hex digits */
+		is_err(ns_create(f, 0, &c, e, &replaced, &res), WFS_OK, &res, "ifEtag match");
+		ok(replaced, "the create replaced the file");
+	}
+	filer_entry_free(e);
+	is_content("/c/a/f", "two", "replaced content");
+	is_events("/c/a/f>/c/a/f\n", "one update event");
+
+	/* moves and consume in one transaction */
+	is_int(create("/c/p1", "p1", false, &res), WFS_OK, "part 1");
+	is_int(create("/c/p2", "p2", false, &res), WFS_OK, "part 2");
+	events();
+	e = file_at("/c/whole", "p1p2");
+	{
+		const char *consume[] = {"/c/p2"};
+		struct ns_move mv[] = {{"/c/p1", "/c/v/p1", NULL}};
+		struct ns_create c = {.path = "/c/whole", .dir = "/c", .name = "whole",
+				      .consume = consume, .nconsume = 1, .moves = mv,
+				      .nmoves = 1};
+		is_err(ns_create(f, 0, &c, e, &replaced, &res), WFS_OK, &res,
+		       "create with a move and a consumed file");
+		ok(!replaced, "a new entry");
+		consume[0] = "/c/v";
+		mv[0] = (struct ns_move){"/c/nothing", "/c/x", NULL};
+		is_int(ns_create(f, 0, &c, e, &replaced, &res), WFS_ENOENT, "a missing move");
+		c.nmoves = 0;
+		is_int(ns_create(f, 0, &c, e, &replaced, &res), WFS_EISDIR,
+		       "consuming a directory");
+	}
+	filer_entry_free(e);
+	is_events("->/c/v\n/c/p1>/c/v/p1\n->/c/whole\n/c/p2>-\n",
+		  "parents of the move, the move, the entry, the consumed file");
+	is_content("/c/v/p1", "p1", "moved");
+	ok(!find("/c/p1") && !find("/c/p2"), "moved and consumed files gone");
+	ok(unlocked(), "locks released");
+}
+
+/* An ns_edit_fn that refuses. */
+static wfs_err refuse(struct ns_tx *t, const struct filer_entry *old, struct filer_entry *e,
+		      void *ctx)
+{
+	(void)old;
+	(void)e;
+	(void)ctx;
+	return ns_fail(t->res, WFS_EPERM, "refused");
+}
+
+static void test_modify(void)
+{
+	struct ns_result res = {0};
+	struct filer_attr a = {.mode = 0600, .size = 6};
+	struct ns_update u = {.path = "/c/whole", .dir = "/c", .name = "whole",
+			      .set = NS_SET_MODE | NS_SET_SIZE, .attr = &a};
+	struct filer_entry *e = NULL;
+	char etag[NS_ETAG_SIZE];
+
+	is_err(ns_update(f, 0, &u, &e, &res), WFS_OK, &res, "update mode and size");
+	ok(e && (e->attr.mode & 07777) == 0600 && S_ISREG(e->attr.mode), "mode set, type kept");
+	ok(e && e->attr.size == 6 && e->content_len == 6 && !memcmp(e->content, "p1p2\0\0", 6),
+	   "inline content zero-filled to the new size");
+	ns_etag(e, etag);
+	filer_entry_free(e);
+	e = NULL;
+	etag[0] = etag[0] == '0' ? '1' : '0';
+	u.if_etag = etag;
+	is_int(ns_update(f, 0, &u, &e, &res), WFS_EPRECOND, "update's ifEtag mismatch");
+	u = (struct ns_update){.path = "/c/v", .dir = "/c", .name = "v", .set = NS_SET_SIZE,
+			       .attr = &a};
+	is_int(ns_update(f, 0, &u, &e, &res), WFS_EISDIR, "size of a directory");
+	u.path = "/c/none";
+	u.name = "none";
+	is_int(ns_update(f, 0, &u, &e, &res), WFS_ENOENT, "update of a missing entry");
+	is_int(ns_modify(f, 0, "/c/whole", "/c", "whole", NULL, refuse, NULL, NULL, &res),
+	       WFS_EPERM, "an edit's own verdict");
+	is_events("/c/whole>/c/whole\n", "one event: the update that happened");
+
+	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"1", 1,
+			    NS_XATTR_REPLACE, &e, &res),
+	       WFS_ENODATA, "replace of an absent attribute");
+	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"1", 1,
+			    NS_XATTR_CREATE, &e, &res),
+	       WFS_OK, "create an attribute");
+	ok(e && e->n_xattrs == 1, "the entry after has it");
+	filer_entry_free(e);
+	e = NULL;
+	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"2", 1,
+			    NS_XATTR_CREATE, &e, &res),
+	       WFS_EEXIST, "create of an existing attribute");
+	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", &e, &res), WFS_OK,
+	       "remove it");
+	filer_entry_free(e);
+	e = NULL;
+	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", &e, &res),
+	       WFS_ENODATA, "remove of an absent attribute");
+	is_events("/c/whole>/c/whole\n/c/whole>/c/whole\n", "an event per xattr change");
+	ok(unlocked(), "locks released");
+}
+
+static void test_link_rename(void)
+{
+	struct ns_result res = {0};
+	struct filer_entry *made = NULL, *e;
+	struct ns_rename r = {.style = NS_RENAME_POSIX};
+	char *tdir = NULL, *tname = NULL;
+
+	is_int(ns_link(f, 0, "/c/v", "/c", "v", "/c/l", "/c", "l", &made, &res), WFS_EPERM,
+	       "a directory cannot be linked");
+	is_int(ns_link(f, 0, "/c/whole", "/c", "whole", "/c/a/f", "/c/a", "f", &made, &res),
+	       WFS_EEXIST, "a link onto an existing name");
+	is_int(ns_link(f, 0, "/c/whole", "/c", "whole", "/c/nodir/l", "/c/nodir", "l", &made,
+		       &res),
+	       WFS_ENOENT, "a link into a missing directory");
+	is_err(ns_link(f, 0, "/c/whole", "/c", "whole", "/c/a/l", "/c/a", "l", &made, &res),
+	       WFS_OK, &res, "link");
+	ok(made && made->attr.nlink == 2, "two names");
+	filer_entry_free(made);
+	is_events("/c/whole>/c/whole\n->/c/a/l\n", "the target's change and the new name");
+
+	/* POSIX rules */
+	r = (struct ns_rename){.style = NS_RENAME_POSIX, .from = "/c/whole", .from_dir = "/c",
+			       .from_name = "whole", .to = "/c/a/l", .to_dir = "/c/a",
+			       .to_name = "l"};
+	is_int(ns_rename(f, 0, &r, &res), WFS_OK, "onto its own hard link");
+	is_events("", "does nothing");
+	r.to = "/c/a";
+	r.to_dir = "/c";
+	r.to_name = "a";
+	is_int(ns_rename(f, 0, &r, &res), WFS_EISDIR, "a file over a directory");
+	r = (struct ns_rename){.style = NS_RENAME_POSIX, .from = "/c/a", .from_dir = "/c",
+			       .from_name = "a", .to = "/c/a/x", .to_dir = "/c/a",
+			       .to_name = "x"};
+	is_int(ns_rename(f, 0, &r, &res), WFS_EINVAL, "a directory into itself");
+	r.to = "/c/v";
+	r.to_dir = "/c";
+	r.to_name = "v";
+	is_int(ns_rename(f, 0, &r, &res), WFS_ENOTEMPTY, "over a non-empty directory");
+	r.exchange = true;
+	is_err(ns_rename(f, 0, &r, &res), WFS_OK, &res, "exchange two directories");
+	is_content("/c/v/f", "two", "the trees swapped");
+	is_content("/c/a/p1", "p1", "both ways");
+	is_events("/c/a>/c/v\n/c/v>/c/a\n", "two rename events");
+	r.exchange = false;
+	r.from = "/c/v/l";
+	r.from_dir = "/c/v";
+	r.from_name = "l";
+	r.to = "/c/l2";
+	r.to_dir = "/c";
+	r.to_name = "l2";
+	is_err(ns_rename(f, 0, &r, &res), WFS_OK, &res, "move a hard-linked name");
+	e = find("/c/l2");
+	ok(e && filer_hardlink_is_linked(e), "still linked");
+	filer_entry_free(e);
+	events();
+
+	/* SeaweedFS's rules: into an existing directory, parents made, files only replace files */
+	is_int(ns_target_into(f, NULL, "/c", "a", "whole", &tdir, &tname), WFS_OK, "target");
+	is_str(tdir, "/c/a", "into the directory");
+	is_str(tname, "whole", "under the source's name");
+	free(tdir);
+	free(tname);
+	r = (struct ns_rename){.style = NS_RENAME_SEAWEED, .from = "/c/whole",
+			       .from_dir = "/c", .from_name = "whole", .to = "/c/a",
+			       .to_dir = "/c", .to_name = "a"};
+	is_err(ns_rename(f, 0, &r, &res), WFS_OK, &res, "mv.from into a directory");
+	is_events("/c/whole>/c/a/whole\n", "one rename event");
+	r = (struct ns_rename){.style = NS_RENAME_SEAWEED, .from = "/c/v", .from_dir = "/c",
+			       .from_name = "v", .to = "/c/n/m/v", .to_dir = "/c/n/m",
+			       .to_name = "v"};
+	is_err(ns_rename(f, 0, &r, &res), WFS_OK, &res, "mv.from making parents");
+	is_events("->/c/n\n->/c/n/m\n/c/v>/c/n/m/v\n", "parents, then the rename");
+	is_content("/c/n/m/v/f", "two", "the tree moved");
+	r = (struct ns_rename){.style = NS_RENAME_SEAWEED, .from = "/c/n", .from_dir = "/c",
+			       .from_name = "n", .to = "/c/l2", .to_dir = "/c", .to_name = "l2"};
+	is_int(ns_rename(f, 0, &r, &res), WFS_EEXIST, "a directory never replaces a file");
+	ok(unlocked(), "locks released");
+}
+
+static void test_delete(void)
+{
+	struct ns_result res = {0};
+	struct ns_delete d = {.path = "/c/big", .dir = "/c", .name = "big"};
+	struct filer_entry *e;
+	char *ev, path[64];
+	size_t n = 0;
+
+	d.path = "/";
+	d.dir = "/";
+	d.name = "";
+	is_int(ns_delete(f, 0, &d, &res), WFS_EINVAL, "the root");
+	d = (struct ns_delete){.path = "/c/none", .dir = "/c", .name = "none"};
+	is_int(ns_delete(f, 0, &d, &res), WFS_ENOENT, "a missing entry");
+	for (int i = 0; i < MANY; i++) {
+		snprintf(path, sizeof(path), "/c/big/%04d", i);
+		if (create(path, "", true, &res))
+			break;
+	}
+	events();
+	d = (struct ns_delete){.path = "/c/big", .dir = "/c", .name = "big"};
+	is_int(ns_delete(f, 0, &d, &res), WFS_ENOTEMPTY, "a non-empty directory");
+	d.recursive = true;
+	is_err(ns_delete(f, 0, &d, &res), WFS_OK, &res, "recursive");
+	ev = events();
+	for (const char *p = ev; (p = strstr(p, ">-\n")); p += 3)
+		n++;
+	is_int(n, MANY + 1, "an event per child over several pages, and the directory's");
+	ok(strstr(ev, "/c/big>-\n") && !strcmp(strstr(ev, "/c/big>-\n"), "/c/big>-\n"),
+	   "the directory's last");
+	free(ev);
+	ok(!find("/c/big") && !find("/c/big/0000"), "the tree is gone");
+
+	/* a hard-linked name: the other name keeps the file */
+	d = (struct ns_delete){.path = "/c/l2", .dir = "/c", .name = "l2"};
+	is_int(ns_delete(f, 0, &d, &res), WFS_OK, "delete one name of a link");
+	e = find("/c/a/whole");
+	ok(e != NULL, "the other name is there");
+	filer_entry_free(e);
+	{
+		struct filer_entry *m = find("/c/a/whole");
+		if (m && !filer_hardlink_resolve(f->store, NULL, &m))
+			is_int(m->attr.nlink, 1, "one name left");
+		filer_entry_free(m);
+	}
+	d = (struct ns_delete){.path = "/c", .dir = "/", .name = "c", .recursive = true};
+	is_int(ns_delete(f, 0, &d, &res), WFS_OK, "delete everything");
+	ok(unlocked(), "locks released");
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/weedfs-ns-test.XXXXXX";
+	struct filer_opts o;
+	wfs_err err;
+
+	http_client_global_init();
+	ok(mkdtemp(dir) != NULL, "temp dir");
+	filer_opts_default(&o);
+	o.port = 0;
+	o.dir = dir;
+	o.master = "127.0.0.1:1"; /* never asked: everything here is inline */
+	o.threads = 1;
+	f = filer_start(&o, &err);
+	ok(f != NULL, "filer starts");
+	if (f) {
+		events();
+		test_create();
+		test_modify();
+		test_link_rename();
+		test_delete();
+		filer_stop(f);
+	}
+	{
+		char *cmd = xasprintf("rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", dir);
+		free(cmd);
+	}
+	return done_testing();
+}
