@@ -56,17 +56,26 @@ static void api_error(struct fjob *j, wfs_err code, const char *fmt, ...)
 }
 
 /*
- * The code of a failure of the store or the blob client: the codes the API
- * has always sent for those (a timeout is EAGAIN: retry; anything but a
- * missing or existing entry or a bad argument is EIO).
+ * The code of a failure of the store or the blob client: a timeout is EAGAIN
+ * (retry); a missing or existing entry, a bad argument and a cluster or disk
+ * out of space (ENOSPC, EDQUOT: the mount's write fails with them) keep
+ * theirs; anything else is EIO.
  */
 static wfs_err below_code(wfs_err err)
 {
-	if (err == WFS_ETIMEDOUT)
+	switch (err) {
+	case WFS_ETIMEDOUT:
 		return WFS_EUNAVAIL;
-	if (err != WFS_ENOENT && err != WFS_EEXIST && err != WFS_EINVAL && err != WFS_EUNAVAIL)
+	case WFS_ENOENT:
+	case WFS_EEXIST:
+	case WFS_EINVAL:
+	case WFS_EUNAVAIL:
+	case WFS_ENOSPC:
+	case WFS_EQUOTA:
+		return err;
+	default:
 		return WFS_EIO;
-	return err;
+	}
 }
 
 /* The answer to a failure of the store or the blob client while doing what. */
