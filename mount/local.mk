@@ -38,6 +38,10 @@ tests_unit_test_mount_inode_table_LDADD = $(MOUNT_LDADD)
 noinst_PROGRAMS += tests/bench/chunk_cache
 tests_bench_chunk_cache_SOURCES = tests/bench/chunk_cache.c
 tests_bench_chunk_cache_LDADD = $(MOUNT_LDADD)
+# The inode table's operation rates on a million-file tree.
+noinst_PROGRAMS += tests/bench/inode_table
+tests_bench_inode_table_SOURCES = tests/bench/inode_table.c
+tests_bench_inode_table_LDADD = $(MOUNT_LDADD)
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_chunk_cache
 tests_fuzz_fuzz_chunk_cache_SOURCES = tests/fuzz/fuzz_chunk_cache.c
