@@ -36,15 +36,11 @@ static size_t target_cap(const struct hashmap *m)
 	return cap;
 }
 
-/* Relinks every node into buckets of the target size (bucket order, each chain head first). */
-static void resize(struct hashmap *m)
+void hashmap_resize(struct hashmap *m)
 {
 	size_t cap = target_cap(m);
-	struct hashmap_node **b;
+	struct hashmap_node **b = xcalloc(cap, sizeof(*b));
 
-	if (cap == m->cap)
-		return;
-	b = xcalloc(cap, sizeof(*b));
 	for (size_t i = 0; i < m->cap; i++) {
 		struct hashmap_node *n = m->buckets[i], *next;
 		for (; n; n = next) {
@@ -59,34 +55,9 @@ static void resize(struct hashmap *m)
 	m->cap = cap;
 }
 
-void hashmap_insert(struct hashmap *m, struct hashmap_node *n)
+void hashmap_missing(const struct hashmap_node *n)
 {
-	struct hashmap_node **b;
-
-	m->count++;
-	resize(m);
-	b = &m->buckets[m->hash(n) & (m->cap - 1)];
-	n->next = *b;
-	*b = n;
-}
-
-void hashmap_unlink(struct hashmap *m, struct hashmap_node *n)
-{
-	struct hashmap_node **pp = &m->buckets[m->hash(n) & (m->cap - 1)];
-
-	while (*pp && *pp != n)
-		pp = &(*pp)->next;
-	if (!*pp)
-		fatal("%s:%d: hashmap: removing a node that is not in the map", __FILE__, __LINE__);
-	*pp = n->next;
-	n->next = NULL;
-	m->count--;
-}
-
-void hashmap_remove(struct hashmap *m, struct hashmap_node *n)
-{
-	hashmap_unlink(m, n);
-	resize(m);
+	fatal("hashmap: removing node %p, which is not in the map", (const void *)n);
 }
 
 struct hashmap_node *hashmap_first(const struct hashmap *m, struct hashmap_iter *it)

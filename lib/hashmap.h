@@ -5,9 +5,10 @@
  * hashmap_node (one pointer) in its struct and the table chains those nodes in
  * power-of-two buckets, so an entry costs no allocation and one pointer, and
  * the caller's struct stays wherever the caller keeps it. The caller gives the
- * hash function (map-wide, used when the table moves a node: on growth, shrink
- * and removal) and, per lookup, the hash of the key and an equality function;
- * lookups are inline, so a call site's equality test compiles into the loop.
+ * hash function (map-wide: insert, remove and resize call it) and, per lookup,
+ * the hash of the key and an equality function. Lookups, inserts and removals
+ * are inline, so a table costs what a hand-written one does: a call site's
+ * equality test compiles into the lookup loop, and only a resize is a call.
  * The table grows to twice its buckets when it holds more entries than
  * buckets and shrinks to half when it holds fewer than a quarter (never below
  * the minimum given at init), so lookups walk chains of about one node and a
@@ -62,15 +63,55 @@ void hashmap_init(struct hashmap *m, size_t min_cap, hashmap_hash_fn hash);
 /* Frees the buckets; the nodes still linked are the caller's and are not touched. */
 void hashmap_destroy(struct hashmap *m);
 
+/* For the inline functions below only: */
+/* Relinks the nodes into the bucket count m->count calls for. */
+void hashmap_resize(struct hashmap *m);
+/* The fatal error of removing a node that is not in the map. */
+void hashmap_missing(const struct hashmap_node *n) __attribute__((noreturn, cold));
+/* Whether m holds more entries than buckets, or fewer than a quarter above its minimum. */
+static inline bool hashmap_resize_due(const struct hashmap *m)
+{
+	return m->count > m->cap || (m->cap > m->min_cap && m->count < m->cap / 4);
+}
+
 /* Links n (not linked in any map); the map may grow. */
-void hashmap_insert(struct hashmap *m, struct hashmap_node *n);
-/* Unlinks n, which must be linked in m (else a fatal error); the map may shrink. */
-void hashmap_remove(struct hashmap *m, struct hashmap_node *n);
+static inline void hashmap_insert(struct hashmap *m, struct hashmap_node *n)
+{
+	struct hashmap_node **b;
+
+	m->count++;
+	if (hashmap_resize_due(m))
+		hashmap_resize(m);
+	b = &m->buckets[m->hash(n) & (m->cap - 1)];
+	n->next = *b;
+	*b = n;
+}
+
 /*
  * Like hashmap_remove but never resizes: safe for the node an iteration just
  * returned. The next insert or remove brings the buckets back to size.
  */
-void hashmap_unlink(struct hashmap *m, struct hashmap_node *n);
+static inline void hashmap_unlink(struct hashmap *m, struct hashmap_node *n)
+{
+	struct hashmap_node **pp = &m->buckets[m->hash(n) & (m->cap - 1)];
+
+	while (*pp != n) {
+		if (!*pp)
+			hashmap_missing(n);
+		pp = &(*pp)->next;
+	}
+	*pp = n->next;
+	n->next = NULL;
+	m->count--;
+}
+
+/* Unlinks n, which must be linked in m (else a fatal error); the map may shrink. */
+static inline void hashmap_remove(struct hashmap *m, struct hashmap_node *n)
+{
+	hashmap_unlink(m, n);
+	if (hashmap_resize_due(m))
+		hashmap_resize(m);
+}
 
 static inline size_t hashmap_count(const struct hashmap *m) { return m->count; }
 

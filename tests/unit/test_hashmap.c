@@ -50,8 +50,7 @@ static bool consistent(const struct hashmap *m, struct item *items, int n)
 	size_t linked = 0, iterated = 0;
 	bool good = true;
 
-	hashmap_foreach(m, it, p)
-	{
+	hashmap_foreach(m, it, p) {
 		struct item *x = hashmap_entry(p, struct item, node);
 		iterated++;
 		if (x < items || x >= items + n || seen[x - items]++ || !x->linked)
@@ -180,8 +179,7 @@ static void test_remove_while_iterating(void)
 		hashmap_insert(&m, &items[i].node);
 	}
 	cap = m.cap;
-	hashmap_foreach(&m, it, p)
-	{
+	hashmap_foreach(&m, it, p) {
 		struct item *x = hashmap_entry(p, struct item, node);
 		visited++;
 		if (x->key % 3) {
@@ -192,8 +190,7 @@ static void test_remove_while_iterating(void)
 	is_int(visited, N, "removing the current node keeps the iteration whole");
 	is_int(m.cap, cap, "unlink does not resize");
 	ok(consistent(&m, items, N), "the kept third is intact");
-	hashmap_foreach(&m, it, p)
-	{
+	hashmap_foreach(&m, it, p) {
 		hashmap_entry(p, struct item, node)->linked = false;
 		hashmap_unlink(&m, p);
 	}
