@@ -7,7 +7,9 @@ mount_libmount_a_SOURCES = \
 	mount/fuse_names.c mount/fuse_data.c mount/fuse_attrs.c \
 	mount/fuse_locks.c mount/fuse_locks.h \
 	mount/meta_follower.c mount/meta_follower.h \
-	mount/file_data.c mount/file_data.h \
+	mount/file_data.c mount/file_data.h mount/file_data_int.h \
+	mount/file_data_write.c mount/file_data_upload.c mount/file_data_commit.c \
+	mount/file_data_read.c mount/mount_data.c \
 	mount/chunk_cache.c mount/chunk_cache.h \
 	mount/buf_pool.c mount/buf_pool.h
 mount_libmount_a_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
