@@ -201,7 +201,8 @@ bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len)
 	*len = 0;
 	pthread_mutex_lock(&fd->mu);
 	file_data_wait_quiet(fd);
-	if (fd->size > fd->md->inline_max || fd->pend.n || fd->holes_dirty || !file_data_dirty_locked(fd))
+	if (fd->size > fd->md->inline_max || fd->pend.n || fd->holes_dirty ||
+	    !file_data_dirty_locked(fd))
 		goto out;
 	/* the bytes below keep come from the base: known only when it has no chunks */
 	keep = MIN(MIN(fd->base_size, fd->trunc_min), fd->size);

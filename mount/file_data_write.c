@@ -329,8 +329,8 @@ int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 		s = slot_get(fd, idx);
 		revived += tail_before_write(fd, s, pos, piece);
 		added += slot_write(fd, s, pos, p + (pos - off), piece);
-		if (s->n == 1 && s->r[0].len == cs && !fd->flushing)
-			file_data_upload_start(fd, s, 0, NULL, true); /* a full chunk: upload it now */
+		if (s->n == 1 && s->r[0].len == cs && !fd->flushing) /* a full chunk: upload it now */
+			file_data_upload_start(fd, s, 0, NULL, true);
 		pos += piece;
 	}
 	if (end > fd->size)
