@@ -425,7 +425,7 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 	/* a stale entry may have missed a change of the directory's names */
 	if (!n->cached_until || time_mono_ns() >= n->cached_until)
 		atomic_store(&n->dir_complete, false);
-	/* a directory time the mount has not stored yet (fuse_ops.c touch_dir) wins */
+	/* a directory time the mount has not stored yet (fuse_attrs_touch_dir) wins */
 	if (n->touch_pending_ns && n->touch_pending_ns > a.mtime_ns)
 		a.mtime_ns = n->touch_pending_ns;
 	if (n->touch_pending_ns && n->touch_pending_ns > a.ctime_ns)
