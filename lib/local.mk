@@ -7,6 +7,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/daemon.c lib/daemon.h \
 	lib/err.c lib/err.h \
 	lib/flags.c lib/flags.h \
+	lib/hashmap.c lib/hashmap.h \
 	lib/http_client.c lib/http_client.h \
 	lib/http_loop_client.c lib/http_loop_client.h \
 	lib/http_fetch.c lib/http_fetch.h \
@@ -20,6 +21,12 @@ lib_libweedfs_a_SOURCES = \
 	lib/pool.c lib/pool.h \
 	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
+
+# The hash table.
+check_PROGRAMS += tests/unit/test_hashmap
+TESTS += tests/unit/test_hashmap
+tests_unit_test_hashmap_SOURCES = tests/unit/test_hashmap.c tests/unit/tap.h
+tests_unit_test_hashmap_LDADD = $(UNIT_LDADD)
 
 # HTTP layer tests (the echo server is also the wrk benchmark target).
 check_PROGRAMS += tests/unit/test_http_util tests/unit/test_http_server tests/unit/http_echo_server

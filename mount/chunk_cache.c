@@ -2,13 +2,14 @@
  * DESIGN
  * Two levels keyed by the xxh64 of the file id ("key"):
  *
- * Memory: a chained hash table of whole blobs plus an LRU list, bounded by
- * mem_bytes of blob data (a blob larger than the bound is not kept). Entries are
- * reference counted: a reader takes a reference under the lock and copies
- * outside it, so a 1 MiB copy never holds up other threads; an evicted entry is
- * freed by whoever drops the last reference. Copies of at most
- * COPY_UNDER_LOCK_MAX are done under the lock, which is cheaper than the two
- * atomic operations for small ranges (tests/bench/chunk_cache.c measures both).
+ * Memory: a hash table (lib/hashmap.h) of whole blobs plus an LRU list,
+ * bounded by mem_bytes of blob data (a blob larger than the bound is not
+ * kept). Entries are reference counted: a reader takes a reference under the
+ * lock and copies outside it, so a 1 MiB copy never holds up other threads;
+ * an evicted entry is freed by whoever drops the last reference. Copies of
+ * at most COPY_UNDER_LOCK_MAX are done under the lock, which is cheaper than
+ * the two atomic operations for small ranges (tests/bench/chunk_cache.c
+ * measures both).
  *
  * Disk (optional): one file per blob at DIR/hh/<key in hex>, header + data (see
  * chunk_cache.h), written to a temp name and renamed, so the real name never
@@ -44,6 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "hashmap.h"
 #include "log.h"
 #include "mount/buf_pool.h"
 #include "mount/chunk_cache.h"
@@ -88,8 +90,9 @@ static void list_add_tail(struct list *l, struct list *n)
 
 /* A blob in memory. */
 struct mentry {
-	struct list lru;      /* protected by mu */
-	struct mentry *hnext; /* protected by mu; also chains eviction victims */
+	struct list lru;           /* protected by mu */
+	struct hashmap_node hnode; /* in mtab; protected by mu */
+	struct mentry *vnext;      /* victim chain of one insert */
 	uint64_t key;
 	int refs; /* atomic: 1 while in the table, +1 per reader copying */
 	char *fid;
@@ -103,8 +106,8 @@ enum dstate { D_READY, D_PENDING, D_EVICTING };
 
 /* A file in the cache directory. Every field is protected by mu. */
 struct dentry {
-	struct list lru; /* in disk_lru only while READY */
-	struct dentry *hnext;
+	struct list lru;           /* in disk_lru only while READY */
+	struct hashmap_node hnode; /* in dtab */
 	struct dentry *vnext; /* victim chain of one put */
 	uint64_t key, gen, size;
 	uint64_t stamp; /* ns, only during the open scan */
@@ -117,13 +120,11 @@ struct chunk_cache {
 	int lock_fd;
 	uint64_t mem_cap, disk_cap;
 
-	struct mentry **mtab; /* protected by mu */
-	size_t mtab_size, mcount;
+	struct hashmap mtab; /* of struct mentry by key and fid; protected by mu */
 	struct list mem_lru; /* head = most recent; protected by mu */
 	uint64_t mem_used;   /* protected by mu */
 
-	struct dentry **dtab; /* protected by mu */
-	size_t dtab_size, dcount;
+	struct hashmap dtab; /* of struct dentry by key; protected by mu */
 	struct list disk_lru; /* protected by mu */
 	uint64_t disk_used;   /* protected by mu */
 	uint64_t next_gen;    /* protected by mu */
@@ -176,88 +177,46 @@ wfs_err chunk_cache_parse_entry(const void *buf, size_t len, struct chunk_cache_
 	return WFS_OK;
 }
 
-/* ---- hash tables (power-of-two buckets, doubled at load 1) ---- */
+/* ---- the two indexes (callers hold mu) ---- */
 
-static struct mentry *mtab_find(chunk_cache *c, uint64_t key, const char *fid)
+static uint64_t mentry_hash(const struct hashmap_node *n)
 {
-	for (struct mentry *e = c->mtab[key & (c->mtab_size - 1)]; e; e = e->hnext)
-		if (e->key == key && !strcmp(e->fid, fid))
-			return e;
-	return NULL;
+	return hashmap_entry(n, struct mentry, hnode)->key;
 }
 
-static void mtab_insert(chunk_cache *c, struct mentry *e)
+struct mkey {
+	uint64_t key;
+	const char *fid;
+};
+
+static bool mentry_eq(const struct hashmap_node *n, const void *key)
 {
-	if (c->mcount >= c->mtab_size) {
-		size_t n = c->mtab_size * 2;
-		struct mentry **t = xcalloc(n, sizeof(*t));
-		for (size_t i = 0; i < c->mtab_size; i++) {
-			struct mentry *x = c->mtab[i], *next;
-			for (; x; x = next) {
-				next = x->hnext;
-				x->hnext = t[x->key & (n - 1)];
-				t[x->key & (n - 1)] = x;
-			}
-		}
-		free(c->mtab);
-		c->mtab = t;
-		c->mtab_size = n;
-	}
-	struct mentry **b = &c->mtab[e->key & (c->mtab_size - 1)];
-	e->hnext = *b;
-	*b = e;
-	c->mcount++;
+	const struct mentry *e = hashmap_entry(n, struct mentry, hnode);
+	const struct mkey *k = key;
+
+	return e->key == k->key && !strcmp(e->fid, k->fid);
 }
 
-static void mtab_remove(chunk_cache *c, struct mentry *e)
+static inline struct mentry *mtab_find(chunk_cache *c, uint64_t key, const char *fid)
 {
-	struct mentry **pp = &c->mtab[e->key & (c->mtab_size - 1)];
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	e->hnext = NULL;
-	c->mcount--;
+	struct mkey k = {key, fid};
+
+	return hashmap_entry(hashmap_find(&c->mtab, key, mentry_eq, &k), struct mentry, hnode);
 }
 
-static struct dentry *dtab_find(chunk_cache *c, uint64_t key)
+static uint64_t dentry_hash(const struct hashmap_node *n)
 {
-	for (struct dentry *d = c->dtab[key & (c->dtab_size - 1)]; d; d = d->hnext)
-		if (d->key == key)
-			return d;
-	return NULL;
+	return hashmap_entry(n, struct dentry, hnode)->key;
 }
 
-static void dtab_insert(chunk_cache *c, struct dentry *d)
+static bool dentry_eq(const struct hashmap_node *n, const void *key)
 {
-	if (c->dcount >= c->dtab_size) {
-		size_t n = c->dtab_size * 2;
-		struct dentry **t = xcalloc(n, sizeof(*t));
-		for (size_t i = 0; i < c->dtab_size; i++) {
-			struct dentry *x = c->dtab[i], *next;
-			for (; x; x = next) {
-				next = x->hnext;
-				x->hnext = t[x->key & (n - 1)];
-				t[x->key & (n - 1)] = x;
-			}
-		}
-		free(c->dtab);
-		c->dtab = t;
-		c->dtab_size = n;
-	}
-	struct dentry **b = &c->dtab[d->key & (c->dtab_size - 1)];
-	d->hnext = *b;
-	*b = d;
-	c->dcount++;
+	return hashmap_entry(n, struct dentry, hnode)->key == *(const uint64_t *)key;
 }
 
-static void dtab_remove(chunk_cache *c, struct dentry *d)
+static inline struct dentry *dtab_find(chunk_cache *c, uint64_t key)
 {
-	struct dentry **pp = &c->dtab[d->key & (c->dtab_size - 1)];
-	while (*pp != d)
-		pp = &(*pp)->hnext;
-	*pp = d->hnext;
-	d->hnext = NULL;
-	c->dcount--;
+	return hashmap_entry(hashmap_find(&c->dtab, key, dentry_eq, &key), struct dentry, hnode);
 }
 
 /* ---- memory level ---- */
@@ -309,16 +268,16 @@ static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *allo
 			list_add_head(&c->mem_lru, &old->lru);
 			victims = e; /* ours is the duplicate */
 		} else {
-			mtab_insert(c, e);
+			hashmap_insert(&c->mtab, &e->hnode);
 			list_add_head(&c->mem_lru, &e->lru);
 			c->mem_used += len;
 			while (c->mem_used > c->mem_cap) {
 				struct mentry *v =
 					container_of(c->mem_lru.prev, struct mentry, lru);
 				list_del(&v->lru);
-				mtab_remove(c, v);
+				hashmap_remove(&c->mtab, &v->hnode);
 				c->mem_used -= v->len;
-				v->hnext = victims;
+				v->vnext = victims;
 				victims = v;
 			}
 		}
@@ -327,7 +286,7 @@ static void mem_insert(chunk_cache *c, uint64_t key, const char *fid, void *allo
 	if (!e)
 		release(pool, alloc);
 	while (victims) {
-		struct mentry *next = victims->hnext;
+		struct mentry *next = victims->vnext;
 		mentry_unref(victims);
 		victims = next;
 	}
@@ -361,7 +320,7 @@ static void disk_forget_locked(chunk_cache *c, struct dentry *victims)
 {
 	while (victims) {
 		struct dentry *next = victims->vnext;
-		dtab_remove(c, victims);
+		hashmap_remove(&c->dtab, &victims->hnode);
 		c->disk_used -= victims->size;
 		free(victims);
 		victims = next;
@@ -550,7 +509,7 @@ static void disk_put(chunk_cache *c, uint64_t key, const char *fid, const void *
 	d->size = fsize;
 	d->state = D_PENDING;
 	list_init(&d->lru);
-	dtab_insert(c, d);
+	hashmap_insert(&c->dtab, &d->hnode);
 	c->disk_used += fsize;
 	uint64_t seq = ++c->tmp_seq;
 	pthread_mutex_unlock(&c->mu);
@@ -566,7 +525,7 @@ static void disk_put(chunk_cache *c, uint64_t key, const char *fid, const void *
 	pthread_mutex_lock(&c->mu);
 	disk_forget_locked(c, victims);
 	if (err) {
-		dtab_remove(c, d);
+		hashmap_remove(&c->dtab, &d->hnode);
 		c->disk_used -= fsize;
 		free(d);
 	} else {
@@ -653,7 +612,7 @@ static void disk_scan(chunk_cache *c)
 	if (n)
 		qsort(all, n, sizeof(*all), stamp_cmp);
 	for (size_t i = 0; i < n; i++) { /* oldest first, so the newest ends at the head */
-		dtab_insert(c, all[i]);
+		hashmap_insert(&c->dtab, &all[i]->hnode);
 		list_add_head(&c->disk_lru, &all[i]->lru);
 		c->disk_used += all[i]->size;
 	}
@@ -680,9 +639,8 @@ chunk_cache *chunk_cache_open(const char *dir, uint64_t mem_bytes, uint64_t disk
 	c->lock_fd = -1;
 	c->mem_cap = mem_bytes;
 	c->disk_cap = disk_bytes;
-	c->mtab_size = c->dtab_size = TABLE_MIN;
-	c->mtab = xcalloc(c->mtab_size, sizeof(*c->mtab));
-	c->dtab = xcalloc(c->dtab_size, sizeof(*c->dtab));
+	hashmap_init(&c->mtab, TABLE_MIN, mentry_hash);
+	hashmap_init(&c->dtab, TABLE_MIN, dentry_hash);
 	list_init(&c->mem_lru);
 	list_init(&c->disk_lru);
 	*err = WFS_OK;
@@ -717,24 +675,17 @@ fail:
 
 void chunk_cache_close(chunk_cache *c)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *n;
+
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->mtab_size; i++) {
-		struct mentry *e = c->mtab[i], *next;
-		for (; e; e = next) {
-			next = e->hnext;
-			mentry_unref(e);
-		}
-	}
-	for (size_t i = 0; i < c->dtab_size; i++) {
-		struct dentry *d = c->dtab[i], *next;
-		for (; d; d = next) {
-			next = d->hnext;
-			free(d);
-		}
-	}
-	free(c->mtab);
-	free(c->dtab);
+	hashmap_foreach(&c->mtab, it, n)
+		mentry_unref(hashmap_entry(n, struct mentry, hnode));
+	hashmap_foreach(&c->dtab, it, n)
+		free(hashmap_entry(n, struct dentry, hnode));
+	hashmap_destroy(&c->mtab);
+	hashmap_destroy(&c->dtab);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd); /* releases the flock */
 	free(c->dir);

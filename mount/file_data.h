@@ -13,6 +13,7 @@
  * fsync and release. Dirty memory is bounded per mount: a writer waits.
  *
  * Functions return 0 or a positive errno. A file_data is thread-safe.
+ * file_data_int.h lists the modules that implement this interface.
  */
 #ifndef WEEDFS_MOUNT_FILE_DATA_H
 #define WEEDFS_MOUNT_FILE_DATA_H

@@ -1,8 +1,9 @@
 /*
  * The attribute operations of weedfs-mount (fuse_ops_int.h): getattr,
  * setattr, readlink, access, statfs and xattrs, the relatime of reads
- * (note_access) and the touch thread that stores directories' times after
- * name changes and deferred atimes. See the DESIGN comment in fuse_ops.c.
+ * (fuse_attrs_note_access) and the touch thread that stores directories'
+ * times after name changes and deferred atimes. See the DESIGN comment in
+ * fuse_ops.c.
  */
 #include "config.h"
 #include "fuse_ops_int.h"
@@ -34,7 +35,7 @@ static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir);
  * Best effort.
  */
 /* Hands n (its reference taken) to the touch thread. */
-void touch_queue(struct mount_ctx *m, struct inode *n)
+void fuse_attrs_touch_queue(struct mount_ctx *m, struct inode *n)
 {
 	pthread_mutex_lock(&m->touch_mu);
 	if (m->n_touch == m->cap_touch) {
@@ -46,7 +47,7 @@ void touch_queue(struct mount_ctx *m, struct inode *n)
 	pthread_mutex_unlock(&m->touch_mu);
 }
 
-void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
+void fuse_attrs_touch_dir(struct mount_ctx *m, fuse_ino_t dir)
 {
 	struct inode *n;
 	bool queued = false, first = false;
@@ -78,7 +79,7 @@ void touch_dir(struct mount_ctx *m, fuse_ino_t dir)
 		itable_put(m->it, n); /* already queued */
 		return;
 	}
-	touch_queue(m, n);
+	fuse_attrs_touch_queue(m, n);
 }
 
 /* Stores n's pending directory times, or a file's read atime (touch thread). */
@@ -91,7 +92,7 @@ static void touch_send(struct mount_ctx *m, struct inode *n)
 		pthread_mutex_lock(&n->mu);
 		n->atime_queued = false;
 		pthread_mutex_unlock(&n->mu);
-		commit_node_opt(m, n, NULL, NULL, false);
+		fuse_data_commit_node_opt(m, n, NULL, NULL, false);
 		return;
 	}
 
@@ -111,7 +112,7 @@ static void touch_send(struct mount_ctx *m, struct inode *n)
 	free(path);
 }
 
-void *touch_main(void *arg)
+void *fuse_attrs_touch_main(void *arg)
 {
 	struct mount_ctx *m = arg;
 
@@ -169,7 +170,7 @@ static void touch_dir_now(struct mount_ctx *m, fuse_ino_t dir)
 }
 
 /* Sets the ctime of the entry at path (node n, may be NULL) to now. Best effort. */
-void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
+void fuse_attrs_touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
 {
 	struct filer_meta_set s = {.set = FM_SET_CTIME, .ctime_ns = now_ns()};
 	struct filer_entry *e = NULL;
@@ -181,7 +182,7 @@ void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path)
 	filer_entry_free(e);
 }
 
-void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_attrs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -199,19 +200,19 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	removed = n->removed;
 	pthread_mutex_unlock(&n->mu);
 	/* a removed node (still open) has no path: its last entry, with nlink 0 */
-	rc = node_entry(m, n, removed, &e);
+	rc = fuse_ops_node_entry(m, n, removed, &e);
 	if (rc) {
 		fuse_reply_err(req, rc);
 	} else {
-		entry_stat(n, e, &st);
+		fuse_ops_entry_stat(n, e, &st);
 		fuse_reply_attr(req, &st, m->attr_timeout);
 	}
 	filer_entry_free(e);
 	itable_put(m->it, n);
 }
 
-void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		struct fuse_file_info *fi)
+void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -299,7 +300,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		pthread_mutex_unlock(&n->mu);
 	}
 	if (fd) {
-		rc = commit_node(m, n, &s, &e);
+		rc = fuse_data_commit_node(m, n, &s, &e);
 	} else if (s.set) {
 		char *path = itable_path(m->it, ino);
 		if (!(s.set & FM_SET_CTIME)) {
@@ -320,24 +321,24 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			itable_cache(n, e, m->follow_cache_ns);
 	}
 	if (!rc && (to_set & FUSE_SET_ATTR_SIZE) && attr->st_size > 0) {
-		clip_after_shrink(m, n, (uint64_t)attr->st_size);
+		fuse_data_clip_after_shrink(m, n, (uint64_t)attr->st_size);
 		filer_entry_free(e);
 		e = NULL;
 	}
 	if (!rc && !e)
-		rc = node_entry(m, n, false, &e);
+		rc = fuse_ops_node_entry(m, n, false, &e);
 out:
 	if (rc) {
 		fuse_reply_err(req, rc);
 	} else {
-		entry_stat(n, e, &st);
+		fuse_ops_entry_stat(n, e, &st);
 		fuse_reply_attr(req, &st, m->attr_timeout);
 	}
 	filer_entry_free(e);
 	itable_put(m->it, n);
 }
 
-void op_readlink(fuse_req_t req, fuse_ino_t ino)
+void fuse_attrs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -348,7 +349,7 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	rc = node_entry(m, n, true, &e);
+	rc = fuse_ops_node_entry(m, n, true, &e);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else if (!S_ISLNK(e->attr.mode) || !e->attr.symlink_target)
@@ -367,7 +368,7 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino)
  * once) and stored with the next commit (flush, close), so a read costs no
  * round trip. Nothing with -o noatime.
  */
-void note_access(struct mount_ctx *m, struct inode *n)
+void fuse_attrs_note_access(struct mount_ctx *m, struct inode *n)
 {
 	int64_t now = now_ns(), at, mt, ct;
 
@@ -414,7 +415,7 @@ out:
 	return rc;
 }
 
-void op_statfs(fuse_req_t req, fuse_ino_t ino)
+void fuse_attrs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	uint64_t total, free_b, files;
 	struct statvfs s;
@@ -452,8 +453,8 @@ static bool xattr_namespace_ok(const char *name)
 	       !strncmp(name, "security.", 9);
 }
 
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-		 int flags)
+void fuse_attrs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
@@ -486,7 +487,7 @@ void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 	fuse_reply_err(req, rc);
 }
 
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+void fuse_attrs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -503,7 +504,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	rc = node_entry(m, n, false, &e);
+	rc = fuse_ops_node_entry(m, n, false, &e);
 	if (rc) {
 		fuse_reply_err(req, rc);
 	} else if (!(x = filer_entry_xattr_get(e, name))) {
@@ -519,7 +520,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	itable_put(m->it, n);
 }
 
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+void fuse_attrs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -532,7 +533,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		return;
 	}
 	buf_init(&b);
-	rc = node_entry(m, n, false, &e);
+	rc = fuse_ops_node_entry(m, n, false, &e);
 	if (!rc) {
 		/* trusted.* is listed for privileged callers only (as the kernel's own xattr
 		 * handlers do) */
@@ -557,7 +558,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	itable_put(m->it, n);
 }
 
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+void fuse_attrs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
@@ -572,7 +573,7 @@ void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fuse_reply_err(req, rc);
 }
 
-void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	struct mount_ctx *m = ctx(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -585,11 +586,11 @@ void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	rc = node_entry(m, n, false, &e);
+	rc = fuse_ops_node_entry(m, n, false, &e);
 	if (!rc && mask != F_OK && c->uid != 0) {
 		unsigned bits = e->attr.mode;
 		unsigned have = c->uid == e->attr.uid        ? (bits >> 6) & 7
-				: in_group(req, e->attr.gid) ? (bits >> 3) & 7
+				: fuse_ops_in_group(req, e->attr.gid) ? (bits >> 3) & 7
 							     : bits & 7;
 		if ((unsigned)mask & ~have)
 			rc = EACCES;

@@ -1,8 +1,8 @@
 /*
  * The data operations of weedfs-mount (fuse_ops_int.h): open, create, read,
  * write, flush, fsync, release, fallocate, lseek and copy_file_range, the
- * commit of a file's data (commit_node) and the background commit thread.
- * See the DESIGN comment in fuse_ops.c.
+ * commit of a file's data (fuse_data_commit_node) and the background commit
+ * thread. See the DESIGN comment in fuse_ops.c.
  */
 #include "config.h"
 #include "fuse_ops_int.h"
@@ -99,8 +99,9 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
  * defer_atime, a read's atime with nothing else to commit goes to the touch
  * thread instead (stored within TOUCH_DELAY_NS).
  */
-int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-		    struct filer_entry **out, bool defer_atime)
+int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
+			      const struct filer_meta_set *extra, struct filer_entry **out,
+			      bool defer_atime)
 {
 	struct filer_meta_set s = {0};
 	struct filer_chunk *chunks = NULL;
@@ -162,7 +163,7 @@ int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_met
 		pthread_mutex_unlock(&n->mu);
 		struct inode *q = first ? itable_get(m->it, n->ino) : NULL;
 		if (q)
-			touch_queue(m, q);
+			fuse_attrs_touch_queue(m, q);
 		goto out;
 	}
 	if (atime && !(s.set & FM_SET_ATIME)) {
@@ -221,10 +222,10 @@ out:
 	return rc;
 }
 
-int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-		struct filer_entry **out)
+int fuse_data_commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+			  struct filer_entry **out)
 {
-	return commit_node_opt(m, n, extra, out, true);
+	return fuse_data_commit_node_opt(m, n, extra, out, true);
 }
 
 /*
@@ -232,7 +233,7 @@ int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_se
  * and not closed or synced (a long-running writer) reaches the filer anyway, and the
  * chunks it uploaded get referenced before the filer's lease on their ids runs out.
  */
-void *commit_main(void *arg)
+void *fuse_data_commit_main(void *arg)
 {
 	struct mount_ctx *m = arg;
 	uint64_t inos[64];
@@ -251,7 +252,7 @@ void *commit_main(void *arg)
 		n = mount_data_stale_files(m->md, m->commit_age_ns, inos, 64);
 		for (size_t i = 0; i < n; i++) {
 			struct inode *node = itable_get(m->it, inos[i]);
-			int rc = node ? commit_node(m, node, NULL, NULL) : 0;
+			int rc = node ? fuse_data_commit_node(m, node, NULL, NULL) : 0;
 			if (rc)
 				log_warn("background commit of inode %llu failed: %s",
 					 (unsigned long long)inos[i], strerror(rc));
@@ -269,7 +270,7 @@ void *commit_main(void *arg)
  * zeros. Shorten such chunks (chunks_truncate) and store the list back.
  * Best effort; manifests are left alone.
  */
-void clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size)
+void fuse_data_clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size)
 {
 	struct filer_chunk *c = NULL, *garbage = NULL;
 	struct filer_entry *e = NULL, *after = NULL;
@@ -372,7 +373,7 @@ out:
 	return rc;
 }
 
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_data_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
@@ -398,8 +399,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* reads the kernel's pages serve never reach the mount: the open counts as the
 	 * access (relatime) */
 	if (keep && (fi->flags & O_ACCMODE) != O_WRONLY)
-		note_access(m, n);
-	h = fh_new(m, n, fi->flags);
+		fuse_attrs_note_access(m, n);
+	h = fuse_ops_fh_new(m, n, fi->flags);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = keep;
 	if (fuse_reply_open(req, fi)) {
@@ -408,12 +409,12 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		n->open_count--;
 		pthread_mutex_unlock(&n->mu);
 		itable_put(m->it, n);
-		fh_free(m, h);
+		fuse_ops_fh_free(m, h);
 	}
 }
 
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	       struct fuse_file_info *fi)
+void fuse_data_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -424,7 +425,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct inode *n = NULL;
 	bool keep = false;
 	struct fh *h;
-	char *path = new_child(req, parent, name, &nw);
+	char *path = fuse_names_new_child(req, parent, name, &nw);
 	int rc;
 
 	if (!path)
@@ -443,12 +444,12 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			rc = filer_meta_update(m->rpc, path, &s, &e);
 		}
 	} else if (!rc) {
-		touch_dir(m, parent);
+		fuse_attrs_touch_dir(m, parent);
 	}
 	free(path);
 	if (rc)
 		goto fail;
-	rc = learn(m, parent, name, e, &ep);
+	rc = fuse_ops_learn(m, parent, name, e, &ep);
 	if (rc)
 		goto fail;
 	n = itable_get(m->it, ep.ino);
@@ -457,7 +458,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		itable_forget(m->it, ep.ino, 1);
 		goto fail;
 	}
-	h = fh_new(m, n, fi->flags);
+	h = fuse_ops_fh_new(m, n, fi->flags);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = keep;
 	if (fuse_reply_create(req, &ep, fi)) {
@@ -466,7 +467,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		pthread_mutex_unlock(&n->mu);
 		itable_forget(m->it, ep.ino, 1);
 		itable_put(m->it, n);
-		fh_free(m, h);
+		fuse_ops_fh_free(m, h);
 	}
 	filer_entry_free(e);
 	return;
@@ -478,7 +479,8 @@ fail:
 
 static struct fh *get_fh(struct fuse_file_info *fi) { return (struct fh *)(uintptr_t)fi->fh; }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct fh *h = get_fh(fi);
 	size_t got = 0;
@@ -493,7 +495,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	b = xmalloc(size ? size : 1);
 	rc = file_data_read(h->node->fd, (uint64_t)off, size, b, &got);
 	if (!rc)
-		note_access(ctx(req), h->node);
+		fuse_attrs_note_access(ctx(req), h->node);
 	if (rc)
 		fuse_reply_err(req, rc);
 	else
@@ -522,7 +524,7 @@ static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
 	}
 	pthread_mutex_unlock(&n->mu);
 	if ((mode & (S_ISGID | S_IXGRP)) != S_ISGID || fuse_req_ctx(req)->uid == 0 ||
-	    in_group(req, gid))
+	    fuse_ops_in_group(req, gid))
 		return;
 	path = itable_path(m->it, n->ino);
 	if (!path)
@@ -537,8 +539,8 @@ static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
 		fuse_lowlevel_notify_inval_inode(m->se, n->ino, -1, 0);
 }
 
-void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
-	      struct fuse_file_info *fi)
+void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi)
 {
 	struct fh *h = get_fh(fi);
 	struct inode *n = h->node;
@@ -565,20 +567,20 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off
 	fuse_reply_write(req, size);
 }
 
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_data_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fuse_locks_flush(ctx(req), ino, fi->lock_owner); /* close drops the owner's locks */
-	fuse_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+	fuse_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+void fuse_data_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)datasync;
-	fuse_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+	fuse_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
-void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_data_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount_ctx *m = ctx(req);
 	struct fh *h = get_fh(fi);
@@ -588,7 +590,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (fi->flock_release)
 		fuse_locks_release(m, ino, fi->lock_owner);
-	rc = commit_node(m, n, NULL, NULL);
+	rc = fuse_data_commit_node(m, n, NULL, NULL);
 	if (rc)
 		log_error("ino %llu: data not committed at close: %s", (unsigned long long)n->ino,
 			  strerror(rc));
@@ -612,7 +614,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* forget the hidden name first: an open through another name of a
 		 * linked file (the kernel sends release after close returned) must
 		 * not look up the name being deleted */
-		uint64_t tino = trash_ino(m);
+		uint64_t tino = fuse_names_trash_ino(m);
 		char *path = tino ? itable_child_path(m->it, tino, hidden) : NULL;
 		if (path) {
 			itable_unlink(m->it, tino, hidden);
@@ -625,12 +627,12 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		free(hidden);
 	}
 	itable_put(m->it, n);
-	fh_free(m, h);
+	fuse_ops_fh_free(m, h);
 	fuse_reply_err(req, 0);
 }
 
-void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		  struct fuse_file_info *fi)
+void fuse_data_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
 {
 	struct fh *h = get_fh(fi);
 	int rc = 0;
@@ -667,12 +669,13 @@ void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 		pthread_mutex_lock(&h->node->mu);
 		h->node->data_mtime_ns = now_ns();
 		pthread_mutex_unlock(&h->node->mu);
-		rc = commit_node(ctx(req), h->node, NULL, NULL);
+		rc = fuse_data_commit_node(ctx(req), h->node, NULL, NULL);
 	}
 	fuse_reply_err(req, rc);
 }
 
-void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+void fuse_data_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
 {
 	uint64_t pos = 0;
 	int rc;
@@ -702,9 +705,9 @@ void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse
  * source's chunks instead is not safe: the filer frees a chunk as soon as one entry stops
  * naming it. Between two mounts the kernel gets EXDEV and copies with reads and writes.
  */
-void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			struct fuse_file_info *fi_out, size_t len, int flags)
+void fuse_data_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct fh *hi = get_fh(fi_in), *ho = get_fh(fi_out);
 	file_data *src = hi->node->fd, *dst = ho->node->fd;
@@ -753,7 +756,7 @@ void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	free(b);
 	if (done) {
-		note_access(ctx(req), hi->node);
+		fuse_attrs_note_access(ctx(req), hi->node);
 		pthread_mutex_lock(&ho->node->mu);
 		ho->node->data_mtime_ns = now_ns();
 		pthread_mutex_unlock(&ho->node->mu);

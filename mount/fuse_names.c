@@ -26,7 +26,7 @@ struct dirh {
 
 /* ---- the hidden directory of files unlinked while open ---- */
 
-uint64_t trash_ino(struct mount_ctx *m)
+uint64_t fuse_names_trash_ino(struct mount_ctx *m)
 {
 	struct filer_meta_new nw = {.mode = S_IFDIR | 0700, .exclusive = true};
 	struct filer_entry *e = NULL;
@@ -64,7 +64,7 @@ static bool is_trash(fuse_ino_t parent, const char *name)
 static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t parent, const char *name,
 			  const char *path)
 {
-	uint64_t tino = trash_ino(m);
+	uint64_t tino = fuse_names_trash_ino(m);
 	char hidden[64], *to;
 	int rc;
 
@@ -92,7 +92,8 @@ static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t paren
 /*
  * Whether n is open, so removing a name of it must hide it instead: also for a
  * linked file, whose other names this mount may not know (a node without a
- * name could not commit). entry_stat takes the hidden name out of st_nlink.
+ * name could not commit). fuse_ops_entry_stat takes the hidden name out of
+ * st_nlink.
  */
 static bool open_file(struct inode *n)
 {
@@ -120,13 +121,13 @@ static bool known_absent(struct mount_ctx *m, fuse_ino_t parent, const char *nam
 	if (!pn)
 		return false;
 	pthread_mutex_lock(&pn->mu);
-	fresh = pn->cached && cache_fresh(m, pn);
+	fresh = pn->cached && fuse_ops_cache_fresh(m, pn);
 	pthread_mutex_unlock(&pn->mu);
 	itable_put(m->it, pn);
 	return fresh && itable_known_absent(m->it, parent, name);
 }
 
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fuse_names_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
 	struct filer_entry *e = NULL;
@@ -138,14 +139,14 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	path = child_path(req, parent, name);
+	path = fuse_ops_child_path(req, parent, name);
 	if (!path)
 		return;
 	/* a name this mount knows, with an entry still fresh: no round trip */
 	n = itable_get_name(m->it, parent, name);
 	if (n) {
 		pthread_mutex_lock(&n->mu);
-		if (n->cached && cache_fresh(m, n))
+		if (n->cached && fuse_ops_cache_fresh(m, n))
 			e = itable_cached_entry(n);
 		pthread_mutex_unlock(&n->mu);
 		if (e && itable_ref(m->it, n->ino)) {
@@ -153,7 +154,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 						      .generation = 1,
 						      .attr_timeout = m->attr_timeout,
 						      .entry_timeout = m->entry_timeout};
-			entry_stat(n, e, &ep.attr);
+			fuse_ops_entry_stat(n, e, &ep.attr);
 			if (fuse_reply_entry(req, &ep))
 				itable_forget(m->it, n->ino, 1);
 			itable_put(m->it, n);
@@ -184,17 +185,17 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, rc);
 		return;
 	}
-	reply_entry(req, parent, name, e);
+	fuse_ops_reply_entry(req, parent, name, e);
 	filer_entry_free(e);
 }
 
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+void fuse_names_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	itable_forget(ctx(req)->it, ino, nlookup);
 	fuse_reply_none(req);
 }
 
-void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+void fuse_names_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	struct mount_ctx *m = ctx(req);
 
@@ -211,7 +212,8 @@ void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
  * bit, a file's bit dropped when its creator is not in the group). The caller
  * frees the path.
  */
-char *new_child(fuse_req_t req, fuse_ino_t parent, const char *name, struct filer_meta_new *nw)
+char *fuse_names_new_child(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   struct filer_meta_new *nw)
 {
 	struct mount_ctx *m = ctx(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -223,18 +225,19 @@ char *new_child(fuse_req_t req, fuse_ino_t parent, const char *name, struct file
 		fuse_reply_err(req, EEXIST);
 		return NULL;
 	}
-	path = child_path(req, parent, name);
+	path = fuse_ops_child_path(req, parent, name);
 	if (!path)
 		return NULL;
 	pn = itable_get(m->it, parent);
-	if (pn && !node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID)) {
+	if (pn && !fuse_ops_node_entry(m, pn, true, &pe) && (pe->attr.mode & S_ISGID)) {
 		nw->gid = pe->attr.gid;
 		if (S_ISDIR(nw->mode))
 			nw->mode |= S_ISGID;
 	}
 	itable_put(m->it, pn);
 	filer_entry_free(pe);
-	if (!S_ISDIR(nw->mode) && (nw->mode & S_ISGID) && c->uid != 0 && !in_group(req, nw->gid))
+	if (!S_ISDIR(nw->mode) && (nw->mode & S_ISGID) && c->uid != 0 &&
+	    !fuse_ops_in_group(req, nw->gid))
 		nw->mode &= ~(mode_t)S_ISGID;
 	nw->time_ns = now_ns();
 	return path;
@@ -252,7 +255,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 				    .symlink_target = target,
 				    .exclusive = true};
 	struct filer_entry *e = NULL;
-	char *path = new_child(req, parent, name, &nw);
+	char *path = fuse_names_new_child(req, parent, name, &nw);
 	int rc;
 
 	if (!path)
@@ -263,13 +266,13 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, rc);
 		return;
 	}
-	touch_dir(m, parent);
+	fuse_attrs_touch_dir(m, parent);
 	if (S_ISDIR(mode) && atomic_load(&m->following)) {
 		/* new and empty: every name it gets from now on passes through the
 		 * table or comes as an event (which clears this) */
 		struct fuse_entry_param ep;
 		struct inode *n;
-		if (!learn(m, parent, name, e, &ep)) {
+		if (!fuse_ops_learn(m, parent, name, e, &ep)) {
 			n = itable_get(m->it, ep.ino);
 			if (n)
 				atomic_store(&n->dir_complete, true);
@@ -280,11 +283,11 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			return;
 		}
 	}
-	reply_entry(req, parent, name, e);
+	fuse_ops_reply_entry(req, parent, name, e);
 	filer_entry_free(e);
 }
 
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+void fuse_names_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	switch (mode & S_IFMT) {
 	case S_IFREG:
@@ -304,12 +307,12 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 		  (mode & S_IFMT) == S_IFCHR || (mode & S_IFMT) == S_IFBLK ? rdev : 0, NULL);
 }
 
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+void fuse_names_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	make_node(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
 }
 
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+void fuse_names_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	if (strlen(link) >= FILER_PATH_MAX) {
 		fuse_reply_err(req, ENAMETOOLONG);
@@ -339,7 +342,7 @@ static void mark_removed(struct mount_ctx *m, struct inode *n)
 	free(path);
 }
 
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
@@ -350,7 +353,7 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	path = child_path(req, parent, name);
+	path = fuse_ops_child_path(req, parent, name);
 	if (!path)
 		return;
 	n = itable_get_name(m->it, parent, name);
@@ -363,14 +366,14 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (n)
 			itable_uncache(n);
 		mark_removed(m, n);
-		touch_dir(m, parent);
+		fuse_attrs_touch_dir(m, parent);
 	}
 	itable_put(m->it, n);
 	free(path);
 	fuse_reply_err(req, rc);
 }
 
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
 	struct filer_meta_page pg;
@@ -381,7 +384,7 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	path = child_path(req, parent, name);
+	path = fuse_ops_child_path(req, parent, name);
 	if (!path)
 		return;
 	/* the filer's delete takes files too: make sure it is an (empty) directory */
@@ -396,14 +399,14 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		itable_unlink(m->it, parent, name);
 		mark_removed(m, n);
 		itable_put(m->it, n);
-		touch_dir(m, parent);
+		fuse_attrs_touch_dir(m, parent);
 	}
 	free(path);
 	fuse_reply_err(req, rc);
 }
 
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	       const char *newname, unsigned int flags)
+void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		       const char *newname, unsigned int flags)
 {
 	struct mount_ctx *m = ctx(req);
 	bool noreplace = flags & RENAME_NOREPLACE, exchange = flags & RENAME_EXCHANGE;
@@ -419,10 +422,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	from = child_path(req, parent, name);
+	from = fuse_ops_child_path(req, parent, name);
 	if (!from)
 		return;
-	to = child_path(req, newparent, newname);
+	to = fuse_ops_child_path(req, newparent, newname);
 	if (!to)
 		goto out_nr;
 	a = itable_get_name(m->it, parent, name);
@@ -438,14 +441,14 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	if (!rc) {
 		itable_rename(m->it, parent, name, newparent, newname, exchange);
 		/* rename changes the moved entries' ctime (as ext4 does) */
-		touch_ctime(m, a, to);
+		fuse_attrs_touch_ctime(m, a, to);
 		if (exchange)
-			touch_ctime(m, b, from);
+			fuse_attrs_touch_ctime(m, b, from);
 		else if (b)
 			itable_uncache(b);
-		touch_dir(m, parent);
+		fuse_attrs_touch_dir(m, parent);
 		if (newparent != parent)
-			touch_dir(m, newparent);
+			fuse_attrs_touch_dir(m, newparent);
 	}
 	fuse_reply_err(req, rc);
 	goto out;
@@ -457,7 +460,7 @@ out:
 	free(to);
 }
 
-void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+void fuse_names_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct mount_ctx *m = ctx(req);
 	struct filer_entry *e = NULL;
@@ -469,7 +472,7 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
-	to = child_path(req, newparent, newname);
+	to = fuse_ops_child_path(req, newparent, newname);
 	if (!to)
 		return;
 	target = itable_path(m->it, ino);
@@ -486,14 +489,14 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	if (n)
 		itable_cache(n, e, m->follow_cache_ns);
 	itable_put(m->it, n);
-	touch_dir(m, newparent);
-	reply_entry(req, newparent, newname, e);
+	fuse_attrs_touch_dir(m, newparent);
+	fuse_ops_reply_entry(req, newparent, newname, e);
 	filer_entry_free(e);
 }
 
 /* ---- directories ---- */
 
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_names_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dirh *d = xcalloc(1, sizeof(*d));
 
@@ -597,7 +600,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			need = fuse_add_direntry_plus(req, NULL, 0, name, &ep, 0);
 			if (pos + need > size)
 				break;
-			rc = learn(m, ino, name, e, &ep);
+			rc = fuse_ops_learn(m, ino, name, e, &ep);
 			if (rc) {
 				rc = 0;
 				continue;
@@ -626,18 +629,19 @@ out:
 	free(out);
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+void fuse_names_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, fi, false);
 }
 
-void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+void fuse_names_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			    struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, fi, true);
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void fuse_names_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 
@@ -648,7 +652,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+void fuse_names_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)datasync;

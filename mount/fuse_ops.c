@@ -42,7 +42,7 @@
 #include "log.h"
 #include "util.h"
 
-struct fh *fh_new(struct mount_ctx *m, struct inode *n, int flags)
+struct fh *fuse_ops_fh_new(struct mount_ctx *m, struct inode *n, int flags)
 {
 	struct fh *h = xcalloc(1, sizeof(*h));
 
@@ -57,7 +57,7 @@ struct fh *fh_new(struct mount_ctx *m, struct inode *n, int flags)
 	return h;
 }
 
-void fh_free(struct mount_ctx *m, struct fh *h)
+void fuse_ops_fh_free(struct mount_ctx *m, struct fh *h)
 {
 	pthread_mutex_lock(&m->fh_mu);
 	if (h->prev)
@@ -84,7 +84,7 @@ static void ns_to_ts(int64_t ns, struct timespec *ts)
  * The kernel's attributes of the entry e, with open data (size, mtime) and a
  * read's atime not yet stored winning.
  */
-void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
+void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
 {
 	const struct filer_attr *a = &e->attr;
 	uint64_t alloc;
@@ -109,7 +109,7 @@ void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
 	pthread_mutex_lock(&n->mu);
 	if (n->atime_pending_ns)
 		ns_to_ts(n->atime_pending_ns, &st->st_atim);
-	/* a directory's times from a name change not stored yet (touch_dir) */
+	/* a directory's times from a name change not stored yet (fuse_attrs_touch_dir) */
 	if (n->touch_pending_ns && n->touch_pending_ns > a->mtime_ns)
 		ns_to_ts(n->touch_pending_ns, &st->st_mtim);
 	if (n->touch_pending_ns && n->touch_pending_ns > a->ctime_ns)
@@ -143,7 +143,7 @@ void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
  * longer while the event follower is connected (it drops the entry as soon
  * as someone else changes it).
  */
-bool cache_fresh(struct mount_ctx *m, struct inode *n)
+bool fuse_ops_cache_fresh(struct mount_ctx *m, struct inode *n)
 {
 	uint64_t now = time_mono_ns();
 
@@ -153,14 +153,15 @@ bool cache_fresh(struct mount_ctx *m, struct inode *n)
 }
 
 /* The node's entry: the cached one while fresh (or any cached one with stale_ok), else a lookup. */
-int node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok, struct filer_entry **out)
+int fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
+			struct filer_entry **out)
 {
 	struct filer_entry *e = NULL;
 	char *path;
 	int rc;
 
 	pthread_mutex_lock(&n->mu);
-	if (n->cached && (stale_ok || cache_fresh(m, n)))
+	if (n->cached && (stale_ok || fuse_ops_cache_fresh(m, n)))
 		e = itable_cached_entry(n);
 	pthread_mutex_unlock(&n->mu);
 	if (e) {
@@ -192,7 +193,7 @@ static bool name_ok(fuse_req_t req, const char *name)
 }
 
 /* Path of (parent, name); replies the error itself and returns NULL on failure. */
-char *child_path(fuse_req_t req, fuse_ino_t parent, const char *name)
+char *fuse_ops_child_path(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount_ctx *m = ctx(req);
 	char *p;
@@ -213,8 +214,8 @@ char *child_path(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* Learns e as name in parent and fills ep (one lookup reference taken). */
-int learn(struct mount_ctx *m, fuse_ino_t parent, const char *name, const struct filer_entry *e,
-	  struct fuse_entry_param *ep)
+int fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
+		   const struct filer_entry *e, struct fuse_entry_param *ep)
 {
 	uint64_t ino = itable_learn(m->it, parent, name, e, m->follow_cache_ns);
 	struct inode *n;
@@ -225,18 +226,19 @@ int learn(struct mount_ctx *m, fuse_ino_t parent, const char *name, const struct
 	memset(ep, 0, sizeof(*ep));
 	ep->ino = ino;
 	ep->generation = 1;
-	entry_stat(n, e, &ep->attr);
+	fuse_ops_entry_stat(n, e, &ep->attr);
 	ep->attr_timeout = m->attr_timeout;
 	ep->entry_timeout = m->entry_timeout;
 	itable_put(m->it, n);
 	return 0;
 }
 
-void reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct filer_entry *e)
+void fuse_ops_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  const struct filer_entry *e)
 {
 	struct mount_ctx *m = ctx(req);
 	struct fuse_entry_param ep;
-	int rc = learn(m, parent, name, e, &ep);
+	int rc = fuse_ops_learn(m, parent, name, e, &ep);
 
 	if (rc) {
 		fuse_reply_err(req, rc);
@@ -247,7 +249,7 @@ void reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 }
 
 /* Whether the caller is in group gid. */
-bool in_group(fuse_req_t req, gid_t gid)
+bool fuse_ops_in_group(fuse_req_t req, gid_t gid)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	gid_t groups[64];
@@ -267,7 +269,7 @@ void fuse_ops_start(struct mount_ctx *m)
 	pthread_mutex_init(&m->touch_mu, NULL);
 	pthread_cond_init(&m->touch_cv, NULL);
 	m->touch_stop = false;
-	if (pthread_create(&m->touch_thread, NULL, touch_main, m)) {
+	if (pthread_create(&m->touch_thread, NULL, fuse_attrs_touch_main, m)) {
 		log_warn("no directory-time thread: name changes store them at once");
 		pthread_cond_destroy(&m->touch_cv);
 		pthread_mutex_destroy(&m->touch_mu);
@@ -275,7 +277,7 @@ void fuse_ops_start(struct mount_ctx *m)
 	}
 	m->touch_started = true;
 	pthread_cond_init(&m->commit_cv, NULL);
-	if (m->commit_age_ns && !pthread_create(&m->commit_thread, NULL, commit_main, m))
+	if (m->commit_age_ns && !pthread_create(&m->commit_thread, NULL, fuse_data_commit_main, m))
 		m->commit_started = true;
 	else if (m->commit_age_ns)
 		log_warn("no background commit thread: files commit at close and fsync only");
@@ -327,40 +329,40 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static const struct fuse_lowlevel_ops ops = {
 	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.mknod = op_mknod,
-	.mkdir = op_mkdir,
-	.unlink = op_unlink,
-	.rmdir = op_rmdir,
-	.symlink = op_symlink,
-	.rename = op_rename,
-	.link = op_link,
-	.open = op_open,
-	.read = op_read,
-	.write = op_write,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
-	.opendir = op_opendir,
-	.readdir = op_readdir,
-	.readdirplus = op_readdirplus,
-	.releasedir = op_releasedir,
-	.fsyncdir = op_fsyncdir,
-	.statfs = op_statfs,
-	.setxattr = op_setxattr,
-	.getxattr = op_getxattr,
-	.listxattr = op_listxattr,
-	.removexattr = op_removexattr,
-	.access = op_access,
-	.create = op_create,
-	.fallocate = op_fallocate,
-	.lseek = op_lseek,
-	.copy_file_range = op_copy_file_range,
+	.lookup = fuse_names_lookup,
+	.forget = fuse_names_forget,
+	.forget_multi = fuse_names_forget_multi,
+	.getattr = fuse_attrs_getattr,
+	.setattr = fuse_attrs_setattr,
+	.readlink = fuse_attrs_readlink,
+	.mknod = fuse_names_mknod,
+	.mkdir = fuse_names_mkdir,
+	.unlink = fuse_names_unlink,
+	.rmdir = fuse_names_rmdir,
+	.symlink = fuse_names_symlink,
+	.rename = fuse_names_rename,
+	.link = fuse_names_link,
+	.open = fuse_data_open,
+	.read = fuse_data_read,
+	.write = fuse_data_write,
+	.flush = fuse_data_flush,
+	.release = fuse_data_release,
+	.fsync = fuse_data_fsync,
+	.opendir = fuse_names_opendir,
+	.readdir = fuse_names_readdir,
+	.readdirplus = fuse_names_readdirplus,
+	.releasedir = fuse_names_releasedir,
+	.fsyncdir = fuse_names_fsyncdir,
+	.statfs = fuse_attrs_statfs,
+	.setxattr = fuse_attrs_setxattr,
+	.getxattr = fuse_attrs_getxattr,
+	.listxattr = fuse_attrs_listxattr,
+	.removexattr = fuse_attrs_removexattr,
+	.access = fuse_attrs_access,
+	.create = fuse_data_create,
+	.fallocate = fuse_data_fallocate,
+	.lseek = fuse_data_lseek,
+	.copy_file_range = fuse_data_copy_file_range,
 	.getlk = fuse_locks_getlk,
 	.setlk = fuse_locks_setlk,
 	.flock = fuse_locks_flock,
@@ -394,7 +396,7 @@ int fuse_ops_flush_all(struct mount_ctx *m)
 	/* the loop has stopped: no operation runs and no node goes away */
 	itable_foreach(m->it, collect_open, &f);
 	for (size_t i = 0; i < f.n; i++) {
-		int rc = commit_node(m, f.v[i], NULL, NULL);
+		int rc = fuse_data_commit_node(m, f.v[i], NULL, NULL);
 		if (rc) {
 			log_error("ino %llu: dirty data lost at unmount: %s",
 				  (unsigned long long)f.v[i]->ino, strerror(rc));
@@ -412,7 +414,7 @@ void fuse_ops_drop_all(struct mount_ctx *m)
 	while (m->handles) {
 		struct fh *h = m->handles;
 		itable_put(m->it, h->node);
-		fh_free(m, h);
+		fuse_ops_fh_free(m, h);
 	}
 
 	itable_foreach(m->it, collect_open, &f);

@@ -3,7 +3,9 @@
  * helpers), fuse_names.c (names, directories), fuse_data.c (open files,
  * commits) and fuse_attrs.c (attributes, times, xattrs) share. Every function
  * runs on a FUSE worker thread unless it says otherwise; see the DESIGN
- * comment in fuse_ops.c.
+ * comment in fuse_ops.c. A function is named after its file (fuse_names_*
+ * lives in fuse_names.c); an operation of the table is its file's prefix and
+ * the fuse_lowlevel_ops member it fills (fuse_data_read is .read).
  */
 #ifndef WEEDFS_MOUNT_FUSE_OPS_INT_H
 #define WEEDFS_MOUNT_FUSE_OPS_INT_H
@@ -27,49 +29,53 @@ static inline int64_t now_ns(void) { return (int64_t)time_now_ns(); }
 /* ---- fuse_ops.c ---- */
 
 /* A new handle on n (takes the caller's reference), listed in m->handles. */
-struct fh *fh_new(struct mount_ctx *m, struct inode *n, int flags);
+struct fh *fuse_ops_fh_new(struct mount_ctx *m, struct inode *n, int flags);
 /* Unlists and frees h (its node reference is the caller's to put). */
-void fh_free(struct mount_ctx *m, struct fh *h);
+void fuse_ops_fh_free(struct mount_ctx *m, struct fh *h);
 /* Fills st from n and its entry e (borrowed); takes n->mu. */
-void entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st);
+void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st);
 /* Whether n's cached entry may be used (n->mu held). */
-bool cache_fresh(struct mount_ctx *m, struct inode *n);
+bool fuse_ops_cache_fresh(struct mount_ctx *m, struct inode *n);
 /* n's entry into *out (the caller frees it). Returns errno. */
-int node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok, struct filer_entry **out);
+int fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
+			struct filer_entry **out);
 /* Path of (parent, name) (the caller frees it); NULL after replying the error. */
-char *child_path(fuse_req_t req, fuse_ino_t parent, const char *name);
+char *fuse_ops_child_path(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* Learns e (borrowed) as name in parent and fills ep (one lookup reference). Returns errno. */
-int learn(struct mount_ctx *m, fuse_ino_t parent, const char *name, const struct filer_entry *e,
-	  struct fuse_entry_param *ep);
+int fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
+		   const struct filer_entry *e, struct fuse_entry_param *ep);
 /* Learns e (borrowed) as name in parent and replies with it (or the error). */
-void reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct filer_entry *e);
+void fuse_ops_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  const struct filer_entry *e);
 /* Whether the caller of req is in group gid. */
-bool in_group(fuse_req_t req, gid_t gid);
+bool fuse_ops_in_group(fuse_req_t req, gid_t gid);
 
 /* ---- fuse_names.c ---- */
 
 /* The hidden directory's inode (made at first use); 0 when it cannot be made. */
-uint64_t trash_ino(struct mount_ctx *m);
+uint64_t fuse_names_trash_ino(struct mount_ctx *m);
 /* The common start of every create (path the caller frees, NULL after replying). */
-char *new_child(fuse_req_t req, fuse_ino_t parent, const char *name, struct filer_meta_new *nw);
+char *fuse_names_new_child(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   struct filer_meta_new *nw);
 /* Operations (fuse_ops.c's table): each replies to req. */
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
-void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	       const char *newname, unsigned int flags);
-void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
-void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi);
-void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fuse_names_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fuse_names_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fuse_names_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void fuse_names_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void fuse_names_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fuse_names_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		       const char *newname, unsigned int flags);
+void fuse_names_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void fuse_names_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_names_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi);
+void fuse_names_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			    struct fuse_file_info *fi);
+void fuse_names_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_names_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 /* ---- fuse_data.c ---- */
 
@@ -77,55 +83,58 @@ void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
  * Commits n's dirty data with extra (borrowed, may be NULL); *out (may be
  * NULL) gets the entry after (the caller frees it). Returns errno. Any thread.
  */
-int commit_node_opt(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-		    struct filer_entry **out, bool defer_atime);
-/* commit_node_opt deferring a lone read atime to the touch thread. Any thread. */
-int commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-		struct filer_entry **out);
+int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
+			      const struct filer_meta_set *extra, struct filer_entry **out,
+			      bool defer_atime);
+/* fuse_data_commit_node_opt deferring a lone read atime to the touch thread. Any thread. */
+int fuse_data_commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+			  struct filer_entry **out);
 /* The background commit thread (arg: the mount_ctx); started by fuse_ops_start. */
-void *commit_main(void *arg);
+void *fuse_data_commit_main(void *arg);
 /* Shortens chunks crossing a new end at size after a shrink. Best effort. */
-void clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size);
+void fuse_data_clip_after_shrink(struct mount_ctx *m, struct inode *n, uint64_t size);
 /* Operations (fuse_ops.c's table): each replies to req. */
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	       struct fuse_file_info *fi);
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
-void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
-	      struct fuse_file_info *fi);
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		  struct fuse_file_info *fi);
-void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
-void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			struct fuse_file_info *fi_out, size_t len, int flags);
+void fuse_data_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_data_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi);
+void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void fuse_data_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_data_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fuse_data_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_data_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi);
+void fuse_data_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi);
+void fuse_data_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags);
 
 /* ---- fuse_attrs.c ---- */
 
 /* Hands n (takes the caller's reference) to the touch thread. Any thread. */
-void touch_queue(struct mount_ctx *m, struct inode *n);
+void fuse_attrs_touch_queue(struct mount_ctx *m, struct inode *n);
 /* Sets directory dir's mtime and ctime to now (a name in it changed). Best effort. */
-void touch_dir(struct mount_ctx *m, fuse_ino_t dir);
+void fuse_attrs_touch_dir(struct mount_ctx *m, fuse_ino_t dir);
 /* Sets the ctime of the entry at path (node n, may be NULL) to now. Best effort. */
-void touch_ctime(struct mount_ctx *m, struct inode *n, const char *path);
+void fuse_attrs_touch_ctime(struct mount_ctx *m, struct inode *n, const char *path);
 /* The touch thread (arg: the mount_ctx); started by fuse_ops_start. */
-void *touch_main(void *arg);
+void *fuse_attrs_touch_main(void *arg);
 /* relatime after a read of n: notes a new atime on the node when due. */
-void note_access(struct mount_ctx *m, struct inode *n);
+void fuse_attrs_note_access(struct mount_ctx *m, struct inode *n);
 /* Operations (fuse_ops.c's table): each replies to req. */
-void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		struct fuse_file_info *fi);
-void op_readlink(fuse_req_t req, fuse_ino_t ino);
-void op_statfs(fuse_req_t req, fuse_ino_t ino);
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
-		 int flags);
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-void op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+void fuse_attrs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			struct fuse_file_info *fi);
+void fuse_attrs_readlink(fuse_req_t req, fuse_ino_t ino);
+void fuse_attrs_statfs(fuse_req_t req, fuse_ino_t ino);
+void fuse_attrs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, int flags);
+void fuse_attrs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fuse_attrs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fuse_attrs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask);
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * The inode table (inode_table.h).
  *
- * DESIGN: three chained hash maps under one mutex: ino -> record, (parent
- * ino, name) -> name link, hard-link id -> record. A record lists its name
- * links; the first one gives its path. Links carry their name inline, a
+ * DESIGN: three hash maps (lib/hashmap.h) under one mutex: ino -> record,
+ * (parent ino, name) -> name link, hard-link id -> record. A record lists its
+ * name links; the first one gives its path. Links carry their name inline, a
  * hard-link id and a symlink target or xattrs hang off a record only when
  * the entry has them, so a plain file costs one record and one link.
  *
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "hashmap.h"
 #include "inode_table.h"
 #include "log.h"
 #include "util.h"
@@ -37,8 +38,9 @@
 #define TRIM_BYTES (4u << 20)
 /* ... and the rest after the last burst (itable_trim) */
 #define TRIM_IDLE_BYTES (256u << 10)
-/* Smallest bucket count; maps shrink back towards it when nodes go. */
-#define MAP_MIN 1024
+/* Smallest bucket counts; maps shrink back towards them when nodes go. */
+#define MAP_MIN    1024
+#define HL_MAP_MIN 256
 
 struct inode_extra {
 	char *symlink; /* a symlink's target, or NULL */
@@ -47,15 +49,15 @@ struct inode_extra {
 };
 
 struct name_link {
-	struct name_link *hnext; /* name map chain */
-	struct name_link *nnext; /* the record's names */
+	struct hashmap_node hnode; /* in the name map */
+	struct name_link *nnext;   /* the record's names */
 	struct itable_rec *rec;
 	uint64_t parent;
 	char name[]; /* NUL-terminated */
 };
 
 struct hl_id {
-	struct hl_id *hnext; /* hard-link map chain */
+	struct hashmap_node hnode; /* in the hard-link map */
 	struct itable_rec *rec;
 	size_t len;
 	uint8_t id[];
@@ -63,10 +65,10 @@ struct hl_id {
 
 /* One node the table knows. Protected by the table's mutex. */
 struct itable_rec {
-	struct itable_rec *hnext; /* ino map chain */
-	struct inode *live;       /* the node's working form while in use, else NULL */
-	struct name_link *names;  /* first = the name used for the path */
-	struct hl_id *hl;         /* hard-link id or NULL */
+	struct hashmap_node hnode; /* in the ino map */
+	struct inode *live;        /* the node's working form while in use, else NULL */
+	struct name_link *names;   /* first = the name used for the path */
+	struct hl_id *hl;          /* hard-link id or NULL */
 	uint64_t ino;
 	uint64_t nlookup; /* the kernel's lookup count */
 	uint32_t refs;    /* callers holding it (itable_get) */
@@ -81,15 +83,10 @@ struct itable {
 	pthread_mutex_t mu;
 	char *root_path;
 	uint64_t next_ino; /* protected by mu, as everything below */
-	size_t n_nodes;
 	size_t n_live;
-	struct itable_rec **ino_map; /* cap_ino buckets */
-	size_t cap_ino;
-	struct name_link **name_map; /* cap_name buckets */
-	size_t cap_name;
-	size_t n_names;
-	struct hl_id **hl_map; /* cap_hl buckets */
-	size_t cap_hl;
+	struct hashmap ino_map;  /* of struct itable_rec by ino */
+	struct hashmap name_map; /* of struct name_link by (parent, name) */
+	struct hashmap hl_map;   /* of struct hl_id by id */
 	struct itable_rec *root;
 	uint64_t freed; /* bytes freed since the last trim */
 	size_t trims;
@@ -130,123 +127,48 @@ static void t_free(itable *t, void *p)
 
 /* ---- maps (callers hold t->mu) ---- */
 
-/* The bucket count for n entries from cap: doubled when full, halved when a quarter full. */
-static size_t map_cap(size_t cap, size_t n)
+static uint64_t rec_hash(const struct hashmap_node *n)
 {
-	if (n > cap)
-		return cap * 2;
-	if (cap > MAP_MIN && n < cap / 4)
-		return cap / 2;
-	return cap;
+	return hash_ino(hashmap_entry(n, struct itable_rec, hnode)->ino);
 }
 
-static void ino_map_resize(itable *t)
+static bool rec_eq(const struct hashmap_node *n, const void *key)
 {
-	size_t cap = map_cap(t->cap_ino, t->n_nodes);
-	struct itable_rec **m;
-
-	if (cap == t->cap_ino)
-		return;
-	m = xcalloc(cap, sizeof(*m));
-	for (size_t i = 0; i < t->cap_ino; i++) {
-		struct itable_rec *x = t->ino_map[i], *next;
-		for (; x; x = next) {
-			next = x->hnext;
-			size_t b = hash_ino(x->ino) & (cap - 1);
-			x->hnext = m[b];
-			m[b] = x;
-		}
-	}
-	free(t->ino_map);
-	t->ino_map = m;
-	t->cap_ino = cap;
+	return hashmap_entry(n, struct itable_rec, hnode)->ino == *(const uint64_t *)key;
 }
 
 static struct itable_rec *rec_find(itable *t, uint64_t ino)
 {
-	for (struct itable_rec *r = t->ino_map[hash_ino(ino) & (t->cap_ino - 1)]; r; r = r->hnext)
-		if (r->ino == ino)
-			return r;
-	return NULL;
+	return hashmap_entry(hashmap_find(&t->ino_map, hash_ino(ino), rec_eq, &ino),
+			     struct itable_rec, hnode);
 }
 
-static void rec_insert(itable *t, struct itable_rec *r)
+static uint64_t link_hash(const struct hashmap_node *n)
 {
-	size_t b;
+	const struct name_link *l = hashmap_entry(n, struct name_link, hnode);
 
-	t->n_nodes++;
-	ino_map_resize(t);
-	b = hash_ino(r->ino) & (t->cap_ino - 1);
-	r->hnext = t->ino_map[b];
-	t->ino_map[b] = r;
+	return hash_name(l->parent, l->name);
 }
 
-static void rec_remove(itable *t, struct itable_rec *r)
+struct name_key {
+	uint64_t parent;
+	const char *name;
+};
+
+static bool link_eq(const struct hashmap_node *n, const void *key)
 {
-	struct itable_rec **pp = &t->ino_map[hash_ino(r->ino) & (t->cap_ino - 1)];
+	const struct name_link *l = hashmap_entry(n, struct name_link, hnode);
+	const struct name_key *k = key;
 
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == r) {
-			*pp = r->hnext;
-			t->n_nodes--;
-			ino_map_resize(t);
-			return;
-		}
-	}
-}
-
-static void name_map_resize(itable *t)
-{
-	size_t cap = map_cap(t->cap_name, t->n_names);
-	struct name_link **m;
-
-	if (cap == t->cap_name)
-		return;
-	m = xcalloc(cap, sizeof(*m));
-	for (size_t i = 0; i < t->cap_name; i++) {
-		struct name_link *x = t->name_map[i], *next;
-		for (; x; x = next) {
-			next = x->hnext;
-			size_t b = hash_name(x->parent, x->name) & (cap - 1);
-			x->hnext = m[b];
-			m[b] = x;
-		}
-	}
-	free(t->name_map);
-	t->name_map = m;
-	t->cap_name = cap;
+	return l->parent == k->parent && !strcmp(l->name, k->name);
 }
 
 static struct name_link *name_find(itable *t, uint64_t parent, const char *name)
 {
-	struct name_link *l = t->name_map[hash_name(parent, name) & (t->cap_name - 1)];
-	for (; l; l = l->hnext)
-		if (l->parent == parent && !strcmp(l->name, name))
-			return l;
-	return NULL;
-}
+	struct name_key k = {parent, name};
 
-static void name_map_insert(itable *t, struct name_link *l)
-{
-	size_t b;
-
-	t->n_names++;
-	name_map_resize(t);
-	b = hash_name(l->parent, l->name) & (t->cap_name - 1);
-	l->hnext = t->name_map[b];
-	t->name_map[b] = l;
-}
-
-static void name_map_remove(itable *t, struct name_link *l)
-{
-	struct name_link **pp = &t->name_map[hash_name(l->parent, l->name) & (t->cap_name - 1)];
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == l) {
-			*pp = l->hnext;
-			t->n_names--;
-			return;
-		}
-	}
+	return hashmap_entry(hashmap_find(&t->name_map, hash_name(parent, name), link_eq, &k),
+			     struct name_link, hnode);
 }
 
 /* The slot in l's record's name list that points at l. */
@@ -264,8 +186,7 @@ static void link_drop(itable *t, struct name_link *l)
 {
 	struct name_link **pp = link_slot(l);
 
-	name_map_remove(t, l);
-	name_map_resize(t);
+	hashmap_remove(&t->name_map, &l->hnode);
 	if (*pp)
 		*pp = l->nnext;
 	t_free(t, l);
@@ -276,7 +197,8 @@ static struct name_link *link_alloc(uint64_t parent, const char *name)
 	size_t len = strlen(name);
 	struct name_link *l = xmalloc(sizeof(*l) + len + 1);
 
-	l->hnext = l->nnext = NULL;
+	l->hnode.next = NULL;
+	l->nnext = NULL;
 	l->rec = NULL;
 	l->parent = parent;
 	memcpy(l->name, name, len + 1);
@@ -292,7 +214,7 @@ static void link_add(itable *t, struct itable_rec *r, uint64_t parent, const cha
 	for (pp = &r->names; *pp; pp = &(*pp)->nnext)
 		;
 	*pp = l;
-	name_map_insert(t, l);
+	hashmap_insert(&t->name_map, &l->hnode);
 }
 
 /* Moves l to (p, name) keeping its place among its record's names. */
@@ -300,27 +222,45 @@ static void link_move(itable *t, struct name_link *l, uint64_t p, const char *na
 {
 	struct name_link *nl = link_alloc(p, name), **pp = link_slot(l);
 
-	name_map_remove(t, l);
+	hashmap_remove(&t->name_map, &l->hnode);
 	nl->rec = l->rec;
 	nl->nnext = l->nnext;
 	*pp = nl;
 	t_free(t, l);
-	name_map_insert(t, nl);
+	hashmap_insert(&t->name_map, &nl->hnode);
+}
+
+static uint64_t hl_hash(const struct hashmap_node *n)
+{
+	const struct hl_id *h = hashmap_entry(n, struct hl_id, hnode);
+
+	return hash_bytes(0, h->id, h->len);
+}
+
+struct hl_key {
+	const uint8_t *id;
+	size_t len;
+};
+
+static bool hl_eq(const struct hashmap_node *n, const void *key)
+{
+	const struct hl_id *h = hashmap_entry(n, struct hl_id, hnode);
+	const struct hl_key *k = key;
+
+	return h->len == k->len && !memcmp(h->id, k->id, k->len);
 }
 
 static struct hl_id *hl_find(itable *t, const uint8_t *id, size_t len)
 {
-	struct hl_id *h = t->hl_map[hash_bytes(0, id, len) & (t->cap_hl - 1)];
-	for (; h; h = h->hnext)
-		if (h->len == len && !memcmp(h->id, id, len))
-			return h;
-	return NULL;
+	struct hl_key k = {id, len};
+
+	return hashmap_entry(hashmap_find(&t->hl_map, hash_bytes(0, id, len), hl_eq, &k),
+			     struct hl_id, hnode);
 }
 
 static void hl_set(itable *t, struct itable_rec *r, const uint8_t *id, size_t len)
 {
 	struct hl_id *h;
-	size_t b;
 
 	if (r->hl || !len || hl_find(t, id, len))
 		return;
@@ -328,25 +268,15 @@ static void hl_set(itable *t, struct itable_rec *r, const uint8_t *id, size_t le
 	h->rec = r;
 	h->len = len;
 	memcpy(h->id, id, len);
-	b = hash_bytes(0, id, len) & (t->cap_hl - 1);
-	h->hnext = t->hl_map[b];
-	t->hl_map[b] = h;
+	hashmap_insert(&t->hl_map, &h->hnode);
 	r->hl = h;
 }
 
 static void hl_remove(itable *t, struct itable_rec *r)
 {
-	struct hl_id **pp;
-
 	if (!r->hl)
 		return;
-	pp = &t->hl_map[hash_bytes(0, r->hl->id, r->hl->len) & (t->cap_hl - 1)];
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == r->hl) {
-			*pp = r->hl->hnext;
-			break;
-		}
-	}
+	hashmap_remove(&t->hl_map, &r->hl->hnode);
 	t_free(t, r->hl);
 	r->hl = NULL;
 }
@@ -495,7 +425,7 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 	/* a stale entry may have missed a change of the directory's names */
 	if (!n->cached_until || time_mono_ns() >= n->cached_until)
 		atomic_store(&n->dir_complete, false);
-	/* a directory time the mount has not stored yet (fuse_ops.c touch_dir) wins */
+	/* a directory time the mount has not stored yet (fuse_attrs_touch_dir) wins */
 	if (n->touch_pending_ns && n->touch_pending_ns > a.mtime_ns)
 		a.mtime_ns = n->touch_pending_ns;
 	if (n->touch_pending_ns && n->touch_pending_ns > a.ctime_ns)
@@ -518,7 +448,7 @@ static struct itable_rec *rec_new(itable *t, bool is_dir)
 
 	r->ino = t->next_ino++;
 	r->is_dir = is_dir;
-	rec_insert(t, r);
+	hashmap_insert(&t->ino_map, &r->hnode);
 	return r;
 }
 
@@ -621,7 +551,7 @@ static void rec_release(itable *t, struct itable_rec *r)
 		link_drop(t, r->names);
 	}
 	hl_remove(t, r);
-	rec_remove(t, r);
+	hashmap_remove(&t->ino_map, &r->hnode);
 	if (r->live)
 		live_destroy(t, r->live);
 	extra_free(t, r->attr.extra);
@@ -635,11 +565,9 @@ itable *itable_new(const char *root_path)
 	pthread_mutex_init(&t->mu, NULL);
 	t->root_path = xstrdup(root_path);
 	t->next_ino = ITABLE_ROOT;
-	t->cap_ino = t->cap_name = MAP_MIN;
-	t->cap_hl = 256;
-	t->ino_map = xcalloc(t->cap_ino, sizeof(*t->ino_map));
-	t->name_map = xcalloc(t->cap_name, sizeof(*t->name_map));
-	t->hl_map = xcalloc(t->cap_hl, sizeof(*t->hl_map));
+	hashmap_init(&t->ino_map, MAP_MIN, rec_hash);
+	hashmap_init(&t->name_map, MAP_MIN, link_hash);
+	hashmap_init(&t->hl_map, HL_MAP_MIN, hl_hash);
 	t->root = rec_new(t, true);
 	t->root->nlookup = 1;
 	return t;
@@ -647,27 +575,27 @@ itable *itable_new(const char *root_path)
 
 void itable_free(itable *t)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *hn;
+
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->cap_ino; i++) {
-		struct itable_rec *r = t->ino_map[i], *next;
-		for (; r; r = next) {
-			next = r->hnext;
-			while (r->names) {
-				struct name_link *l = r->names;
-				r->names = l->nnext;
-				free(l);
-			}
-			free(r->hl);
-			if (r->live)
-				live_destroy(t, r->live);
-			extra_free(NULL, r->attr.extra);
-			free(r);
+	hashmap_foreach(&t->ino_map, it, hn) {
+		struct itable_rec *r = hashmap_entry(hn, struct itable_rec, hnode);
+		while (r->names) {
+			struct name_link *l = r->names;
+			r->names = l->nnext;
+			free(l);
 		}
+		free(r->hl);
+		if (r->live)
+			live_destroy(t, r->live);
+		extra_free(NULL, r->attr.extra);
+		free(r);
 	}
-	free(t->ino_map);
-	free(t->name_map);
-	free(t->hl_map);
+	hashmap_destroy(&t->ino_map);
+	hashmap_destroy(&t->name_map);
+	hashmap_destroy(&t->hl_map);
 	free(t->root_path);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
@@ -970,16 +898,18 @@ void itable_uncache(struct inode *n)
 
 void itable_uncache_all(itable *t)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *hn;
+
 	pthread_mutex_lock(&t->mu);
-	for (size_t i = 0; i < t->cap_ino; i++) {
-		for (struct itable_rec *r = t->ino_map[i]; r; r = r->hnext) {
-			if (r->live) {
-				pthread_mutex_lock(&r->live->mu);
-				r->live->cached_until = 0;
-				pthread_mutex_unlock(&r->live->mu);
-			} else {
-				r->cached_until = 0;
-			}
+	hashmap_foreach(&t->ino_map, it, hn) {
+		struct itable_rec *r = hashmap_entry(hn, struct itable_rec, hnode);
+		if (r->live) {
+			pthread_mutex_lock(&r->live->mu);
+			r->live->cached_until = 0;
+			pthread_mutex_unlock(&r->live->mu);
+		} else {
+			r->cached_until = 0;
 		}
 	}
 	pthread_mutex_unlock(&t->mu);
@@ -1024,11 +954,15 @@ uint64_t itable_parent(itable *t, uint64_t ino)
 
 void itable_foreach(itable *t, void (*fn)(struct inode *n, void *arg), void *arg)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *hn;
+
 	pthread_mutex_lock(&t->mu);
-	for (size_t i = 0; i < t->cap_ino; i++)
-		for (struct itable_rec *r = t->ino_map[i]; r; r = r->hnext)
-			if (r->live)
-				fn(r->live, arg);
+	hashmap_foreach(&t->ino_map, it, hn) {
+		struct itable_rec *r = hashmap_entry(hn, struct itable_rec, hnode);
+		if (r->live)
+			fn(r->live, arg);
+	}
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -1037,7 +971,7 @@ size_t itable_count(itable *t)
 	size_t n;
 
 	pthread_mutex_lock(&t->mu);
-	n = t->n_nodes;
+	n = hashmap_count(&t->ino_map);
 	pthread_mutex_unlock(&t->mu);
 	return n;
 }
@@ -1045,7 +979,7 @@ size_t itable_count(itable *t)
 void itable_get_stats(itable *t, struct itable_stats *st)
 {
 	pthread_mutex_lock(&t->mu);
-	st->nodes = t->n_nodes;
+	st->nodes = hashmap_count(&t->ino_map);
 	st->in_use = t->n_live;
 	st->trims = t->trims;
 	st->freed = t->freed;

@@ -75,7 +75,7 @@ struct inode {
 	char *hidden_name;         /* its name in the hidden directory, or NULL */
 	pthread_mutex_t commit_mu; /* serialises commits of fd */
 	/*
-	 * protected by mu: the data signature (fuse_ops.c data_sig) of the entry
+	 * protected by mu: the data signature (fuse_data.c data_sig) of the entry
 	 * whose bytes the kernel's page cache holds for this inode through this
 	 * mount, and the signature of its chunk list alone; 0 = unknown (the next
 	 * open drops the kernel's pages)

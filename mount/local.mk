@@ -7,7 +7,9 @@ mount_libmount_a_SOURCES = \
 	mount/fuse_names.c mount/fuse_data.c mount/fuse_attrs.c \
 	mount/fuse_locks.c mount/fuse_locks.h \
 	mount/meta_follower.c mount/meta_follower.h \
-	mount/file_data.c mount/file_data.h \
+	mount/file_data.c mount/file_data.h mount/file_data_int.h \
+	mount/file_data_write.c mount/file_data_upload.c mount/file_data_commit.c \
+	mount/file_data_read.c mount/mount_data.c \
 	mount/chunk_cache.c mount/chunk_cache.h \
 	mount/buf_pool.c mount/buf_pool.h
 mount_libmount_a_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
@@ -38,6 +40,10 @@ tests_unit_test_mount_inode_table_LDADD = $(MOUNT_LDADD)
 noinst_PROGRAMS += tests/bench/chunk_cache
 tests_bench_chunk_cache_SOURCES = tests/bench/chunk_cache.c
 tests_bench_chunk_cache_LDADD = $(MOUNT_LDADD)
+# The inode table's operation rates on a million-file tree.
+noinst_PROGRAMS += tests/bench/inode_table
+tests_bench_inode_table_SOURCES = tests/bench/inode_table.c
+tests_bench_inode_table_LDADD = $(MOUNT_LDADD)
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_chunk_cache
 tests_fuzz_fuzz_chunk_cache_SOURCES = tests/fuzz/fuzz_chunk_cache.c

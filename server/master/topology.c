@@ -1,12 +1,13 @@
 /*
  * DESIGN: nodes live in a flat array (clusters have tens to hundreds of
  * servers); data centers and racks are attributes of a node and grouped when
- * printed or placed. Volumes sit in a chained hash by id, each with up to
- * TOPO_MAX_LOCATIONS replicas (node + that copy's statistics). A layout keeps
- * the ids of its writable volumes in an array so an assignment is one random
- * index plus a short scan that skips copies on dead nodes. Writability is
- * recomputed whenever a volume's replicas change; liveness is checked at read
- * time, and dead nodes are reaped on the next exclusive operation.
+ * printed or placed. Volumes sit in a hash map by id (lib/hashmap.h), each
+ * with up to TOPO_MAX_LOCATIONS replicas (node + that copy's statistics). A
+ * layout keeps the ids of its writable volumes in an array so an assignment
+ * is one random index plus a short scan that skips copies on dead nodes.
+ * Writability is recomputed whenever a volume's replicas change; liveness is
+ * checked at read time, and dead nodes are reaped on the next exclusive
+ * operation.
  *
  * A volume created by growth is added at once (unconfirmed); a heartbeat that
  * was already in flight and does not list it yet does not remove it during a
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hashmap.h"
 #include "server/master/topology.h"
 #include "util.h"
 
@@ -54,8 +56,8 @@ struct volume {
 	struct replica reps[TOPO_MAX_LOCATIONS];
 	size_t nreps;
 	bool vacuuming;
-	bool writable; /* listed in layout->writable */
-	struct volume *hnext;
+	bool writable;             /* listed in layout->writable */
+	struct hashmap_node hnode; /* in topology.volumes */
 };
 
 struct topology {
@@ -67,8 +69,7 @@ struct topology {
 	size_t nnodes, capnodes;
 	struct layout **layouts;
 	size_t nlayouts, caplayouts;
-	struct volume **buckets;
-	size_t nbuckets, nvolumes;
+	struct hashmap volumes; /* of struct volume by id */
 };
 
 /* ---- small helpers ---- */
@@ -130,47 +131,20 @@ static void vid_array_del(uint32_t *arr, size_t *n, uint32_t vid)
 
 /* ---- volumes hash ---- */
 
+/* The id itself: ids are small and dense, so their low bits spread them. */
+static uint64_t vol_hash(const struct hashmap_node *n)
+{
+	return hashmap_entry(n, struct volume, hnode)->id;
+}
+
+static bool vol_eq(const struct hashmap_node *n, const void *key)
+{
+	return hashmap_entry(n, struct volume, hnode)->id == *(const uint32_t *)key;
+}
+
 static struct volume *vol_find(const topology *t, uint32_t vid)
 {
-	struct volume *v = t->buckets[vid & (t->nbuckets - 1)];
-	while (v && v->id != vid)
-		v = v->hnext;
-	return v;
-}
-
-static void vol_hash_insert(topology *t, struct volume *v)
-{
-	size_t b;
-	if (t->nvolumes >= t->nbuckets) {
-		size_t nb = t->nbuckets * 2;
-		struct volume **nbk = xcalloc(nb, sizeof(*nbk));
-		for (size_t i = 0; i < t->nbuckets; i++) {
-			struct volume *x = t->buckets[i], *next;
-			for (; x; x = next) {
-				next = x->hnext;
-				x->hnext = nbk[x->id & (nb - 1)];
-				nbk[x->id & (nb - 1)] = x;
-			}
-		}
-		free(t->buckets);
-		t->buckets = nbk;
-		t->nbuckets = nb;
-	}
-	b = v->id & (t->nbuckets - 1);
-	v->hnext = t->buckets[b];
-	t->buckets[b] = v;
-	t->nvolumes++;
-}
-
-static void vol_hash_remove(topology *t, struct volume *v)
-{
-	struct volume **pp = &t->buckets[v->id & (t->nbuckets - 1)];
-	while (*pp && *pp != v)
-		pp = &(*pp)->hnext;
-	if (*pp) {
-		*pp = v->hnext;
-		t->nvolumes--;
-	}
+	return hashmap_entry(hashmap_find(&t->volumes, vid, vol_eq, &vid), struct volume, hnode);
 }
 
 /* ---- layouts ---- */
@@ -238,17 +212,23 @@ static struct volume *vol_get(topology *t, uint32_t vid, struct layout *l)
 		v = xcalloc(1, sizeof(*v));
 		v->id = vid;
 		v->layout = l;
-		vol_hash_insert(t, v);
+		hashmap_insert(&t->volumes, &v->hnode);
 	}
 	vol_set_layout(t, v, l);
 	return v;
 }
 
-static void vol_delete(topology *t, struct volume *v)
+/* Frees v, no longer in the map. */
+static void vol_free(topology *t, struct volume *v)
 {
 	vol_set_layout(t, v, NULL);
-	vol_hash_remove(t, v);
 	free(v);
+}
+
+static void vol_delete(topology *t, struct volume *v)
+{
+	hashmap_remove(&t->volumes, &v->hnode);
+	vol_free(t, v);
 }
 
 static struct replica *vol_replica(struct volume *v, const struct dnode *d)
@@ -341,23 +321,20 @@ topology *topology_new(uint64_t volume_size_limit, int pulse_seconds)
 	pthread_rwlockattr_destroy(&attr);
 	t->limit = volume_size_limit;
 	t->dead_ns = 3ull * (uint64_t)(pulse_seconds > 0 ? pulse_seconds : 1) * 1000000000ull;
-	t->nbuckets = 64;
-	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));
+	hashmap_init(&t->volumes, 64, vol_hash);
 	return t;
 }
 
 void topology_free(topology *t)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *n;
+
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct volume *v = t->buckets[i], *next;
-		for (; v; v = next) {
-			next = v->hnext;
-			free(v);
-		}
-	}
-	free(t->buckets);
+	hashmap_foreach(&t->volumes, it, n)
+		free(hashmap_entry(n, struct volume, hnode));
+	hashmap_destroy(&t->volumes);
 	for (size_t i = 0; i < t->nnodes; i++)
 		node_free_one(t->nodes[i]);
 	free(t->nodes);
@@ -643,21 +620,22 @@ void topology_plan_done(topology *t, const struct topo_layout_key *key, uint32_t
 struct topo_vacuum_item *topology_vacuum_list(topology *t, uint64_t now_ns, size_t *n)
 {
 	struct topo_vacuum_item *items;
+	struct hashmap_iter hi;
+	struct hashmap_node *hn;
 	size_t k = 0;
 	pthread_rwlock_rdlock(&t->lock);
-	items = xcalloc(t->nvolumes ? t->nvolumes : 1, sizeof(*items));
-	for (size_t b = 0; b < t->nbuckets; b++)
-		for (struct volume *v = t->buckets[b]; v; v = v->hnext) {
-			struct topo_vacuum_item *it = &items[k];
-			it->vid = v->id;
-			it->nurls = 0;
-			for (size_t i = 0; i < v->nreps; i++)
-				if (node_alive(t, v->reps[i].node, now_ns))
-					copy_str(it->urls[it->nurls++], TOPO_URL_MAX,
-						 v->reps[i].node->url);
-			if (it->nurls)
-				k++;
-		}
+	items = xcalloc(MAX(hashmap_count(&t->volumes), 1), sizeof(*items));
+	hashmap_foreach(&t->volumes, hi, hn) {
+		const struct volume *v = hashmap_entry(hn, struct volume, hnode);
+		struct topo_vacuum_item *it = &items[k];
+		it->vid = v->id;
+		it->nurls = 0;
+		for (size_t i = 0; i < v->nreps; i++)
+			if (node_alive(t, v->reps[i].node, now_ns))
+				copy_str(it->urls[it->nurls++], TOPO_URL_MAX, v->reps[i].node->url);
+		if (it->nurls)
+			k++;
+	}
 	pthread_rwlock_unlock(&t->lock);
 	*n = k;
 	return items;
@@ -700,30 +678,32 @@ char **topology_collection_nodes(topology *t, const char *collection, uint64_t n
 
 bool topology_has_collection(topology *t, const char *collection)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *n;
 	bool has = false;
 	pthread_rwlock_rdlock(&t->lock);
-	for (size_t b = 0; b < t->nbuckets && !has; b++)
-		for (struct volume *v = t->buckets[b]; v && !has; v = v->hnext)
-			has = !strcmp(v->layout->collection, collection);
+	for (n = hashmap_first(&t->volumes, &it); n && !has; n = hashmap_next(&it))
+		has = !strcmp(hashmap_entry(n, struct volume, hnode)->layout->collection,
+			      collection);
 	pthread_rwlock_unlock(&t->lock);
 	return has;
 }
 
 void topology_remove_collection(topology *t, const char *collection)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *n;
 	pthread_rwlock_wrlock(&t->lock);
-	for (size_t b = 0; b < t->nbuckets; b++) {
-		struct volume *v = t->buckets[b], *next;
-		for (; v; v = next) {
-			next = v->hnext;
-			if (strcmp(v->layout->collection, collection))
-				continue;
-			for (size_t i = 0; i < v->nreps; i++) {
-				struct dnode *d = v->reps[i].node;
-				vid_array_del(d->vids, &d->nvids, v->id);
-			}
-			vol_delete(t, v);
+	hashmap_foreach(&t->volumes, it, n) {
+		struct volume *v = hashmap_entry(n, struct volume, hnode);
+		if (strcmp(v->layout->collection, collection))
+			continue;
+		for (size_t i = 0; i < v->nreps; i++) {
+			struct dnode *d = v->reps[i].node;
+			vid_array_del(d->vids, &d->nvids, v->id);
 		}
+		hashmap_unlink(&t->volumes, n); /* the iteration's current node */
+		vol_free(t, v);
 	}
 	pthread_rwlock_unlock(&t->lock);
 }
@@ -960,14 +940,17 @@ void topology_write_collection_info(topology *t, json_w *w, const char *collecti
 				    uint64_t now_ns)
 {
 	struct coll_sum all = {0};
+	struct hashmap_iter it;
+	struct hashmap_node *n;
 	pthread_rwlock_rdlock(&t->lock);
 	jw_obj_begin(w);
 	if (collection)
 		jw_kv_str(w, "Collection", collection);
-	for (size_t b = 0; b < t->nbuckets; b++)
-		for (const struct volume *v = t->buckets[b]; v; v = v->hnext)
-			if (!collection || !strcmp(v->layout->collection, collection))
-				coll_add(t, &all, v, now_ns);
+	hashmap_foreach(&t->volumes, it, n) {
+		const struct volume *v = hashmap_entry(n, struct volume, hnode);
+		if (!collection || !strcmp(v->layout->collection, collection))
+			coll_add(t, &all, v, now_ns);
+	}
 	coll_write(w, &all);
 	if (detail) {
 		jw_key(w, "Layouts");
@@ -978,10 +961,11 @@ void topology_write_collection_info(topology *t, json_w *w, const char *collecti
 			char rps[4], ttls[8];
 			if (collection && strcmp(l->collection, collection))
 				continue;
-			for (size_t b = 0; b < t->nbuckets; b++)
-				for (const struct volume *v = t->buckets[b]; v; v = v->hnext)
-					if (v->layout == l)
-						coll_add(t, &s, v, now_ns);
+			hashmap_foreach(&t->volumes, it, n) {
+				const struct volume *v = hashmap_entry(n, struct volume, hnode);
+				if (v->layout == l)
+					coll_add(t, &s, v, now_ns);
+			}
 			replica_placement_format(&l->rp, rps);
 			ttl_format(&l->ttl, ttls);
 			jw_obj_begin(w);
@@ -1022,6 +1006,8 @@ static void html_escape(buf *out, const char *s)
 
 void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 {
+	struct hashmap_iter it;
+	struct hashmap_node *n;
 	int64_t max, fr;
 	pthread_rwlock_rdlock(&t->lock);
 	sum_slots(t, now_ns, NULL, NULL, &max, &fr);
@@ -1030,7 +1016,7 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 		   "</title></head><body>\n<h1>weedfs master</h1>\n"
 		   "<p>Volumes: %zu, slots: %" PRId64 " of which %" PRId64 " free, volume size "
 		   "limit %" PRIu64 " bytes</p>\n",
-		   t->nvolumes, max, fr, t->limit);
+		   hashmap_count(&t->volumes), max, fr, t->limit);
 	buf_append_str(out, "<h2>Data nodes</h2>\n<table border=\"1\"><tr><th>Data center</th>"
 			    "<th>Rack</th><th>Url</th><th>Public url</th><th>Volumes</th>"
 			    "<th>Max</th><th>Free</th></tr>\n");
@@ -1053,28 +1039,28 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 			    "<th>Collection</th><th>Replication</th><th>TTL</th><th>Size</th>"
 			    "<th>Files</th><th>Deleted bytes</th><th>Writable</th>"
 			    "<th>Locations</th></tr>\n");
-	for (size_t b = 0; b < t->nbuckets; b++)
-		for (const struct volume *v = t->buckets[b]; v; v = v->hnext) {
-			char rps[4], ttls[8];
-			const struct replica *r = &v->reps[0];
-			replica_placement_format(&v->layout->rp, rps);
-			ttl_format(&v->layout->ttl, ttls);
-			buf_printf(out, "<tr><td>%" PRIu32 "</td><td>", v->id);
-			html_escape(out, v->layout->collection);
-			buf_printf(out,
-				   "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
-				   "</td><td>%" PRIu64 "</td><td>%s</td><td>",
-				   rps, ttls, r->size, r->file_count, r->deleted_bytes,
-				   v->writable ? "yes" : "no");
-			for (size_t i = 0; i < v->nreps; i++) {
-				if (i)
-					buf_append_str(out, ", ");
-				html_escape(out, v->reps[i].node->url);
-				if (!node_alive(t, v->reps[i].node, now_ns))
-					buf_append_str(out, " (dead)");
-			}
-			buf_append_str(out, "</td></tr>\n");
+	hashmap_foreach(&t->volumes, it, n) {
+		const struct volume *v = hashmap_entry(n, struct volume, hnode);
+		char rps[4], ttls[8];
+		const struct replica *r = &v->reps[0];
+		replica_placement_format(&v->layout->rp, rps);
+		ttl_format(&v->layout->ttl, ttls);
+		buf_printf(out, "<tr><td>%" PRIu32 "</td><td>", v->id);
+		html_escape(out, v->layout->collection);
+		buf_printf(out,
+			   "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
+			   "</td><td>%" PRIu64 "</td><td>%s</td><td>",
+			   rps, ttls, r->size, r->file_count, r->deleted_bytes,
+			   v->writable ? "yes" : "no");
+		for (size_t i = 0; i < v->nreps; i++) {
+			if (i)
+				buf_append_str(out, ", ");
+			html_escape(out, v->reps[i].node->url);
+			if (!node_alive(t, v->reps[i].node, now_ns))
+				buf_append_str(out, " (dead)");
 		}
+		buf_append_str(out, "</td></tr>\n");
+	}
 	buf_append_str(out, "</table>\n</body></html>\n");
 	pthread_rwlock_unlock(&t->lock);
 }

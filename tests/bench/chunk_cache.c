@@ -2,7 +2,9 @@
  * Chunk cache micro-benchmark: read throughput of memory hits and disk hits for
  * 1 MiB and 4 KiB ranges of 4 MiB blobs, against a plain pread of the same
  * range from the same cache file (page cache warm). Also memory hits from 8
- * threads. Prints one line per figure.
+ * threads. Then the cost of the cache's index with many small blobs (memory
+ * only): puts that grow it, hits spread over it, and puts that evict as they
+ * insert. Prints one line per figure.
  *
  *   tests/bench/chunk_cache [DIR] [SECONDS_PER_FIGURE]
  */
@@ -90,6 +92,55 @@ static void figure(const char *name, chunk_cache *c, enum mode mode, size_t rang
 	fflush(stdout);
 }
 
+#define SMALL_BLOB 256
+#define SMALL_N    200000
+
+static void small_figure(const char *name, uint64_t t0, size_t ops, size_t fail)
+{
+	double s = (double)(time_mono_ns() - t0) / 1e9;
+	printf("%-34s %6u B   x1: %10.0f ops/s %7.1f ns/op%s\n", name, SMALL_BLOB,
+	       (double)ops / s, s * 1e9 / (double)ops, fail ? "  (MISSES!)" : "");
+	fflush(stdout);
+}
+
+/* Many small blobs in a memory-only cache: what the index costs per operation. */
+static void small_blobs(void)
+{
+	uint8_t b[SMALL_BLOB], dst[SMALL_BLOB];
+	char fid[32];
+	wfs_err err;
+	unsigned seed = 11;
+	size_t fail = 0;
+	uint64_t t0;
+	chunk_cache *c = chunk_cache_open(NULL, 1ull << 30, 0, &err);
+
+	memset(b, 0x5a, sizeof(b));
+	t0 = time_mono_ns();
+	for (int i = 0; i < SMALL_N; i++) {
+		snprintf(fid, sizeof(fid), "5,%08x%08x", i, 0x1234abcd);
+		chunk_cache_put(c, fid, b, sizeof(b));
+	}
+	small_figure("small blobs: put (index grows)", t0, SMALL_N, 0);
+	t0 = time_mono_ns();
+	for (int k = 0; k < 4 * SMALL_N; k++) {
+		snprintf(fid, sizeof(fid), "5,%08x%08x", (unsigned)rand_r(&seed) % SMALL_N,
+			 0x1234abcd);
+		fail += !chunk_cache_read(c, fid, 0, sizeof(dst), dst);
+	}
+	small_figure("small blobs: memory hit", t0, 4 * SMALL_N, fail);
+	chunk_cache_close(c);
+
+	/* A quarter of them fit: every put past the first quarter evicts one. */
+	c = chunk_cache_open(NULL, (uint64_t)SMALL_BLOB * SMALL_N / 4, 0, &err);
+	t0 = time_mono_ns();
+	for (int i = 0; i < 2 * SMALL_N; i++) {
+		snprintf(fid, sizeof(fid), "6,%08x%08x", i, 0x1234abcd);
+		chunk_cache_put(c, fid, b, sizeof(b));
+	}
+	small_figure("small blobs: put evicting", t0, 2 * SMALL_N, 0);
+	chunk_cache_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	char tmpl[] = "/tmp/bench_chunk_cache.XXXXXX";
@@ -127,6 +178,7 @@ int main(int argc, char **argv)
 	printf("disk hits %llu, misses %llu, corrupt %llu\n", (unsigned long long)st.disk_hits,
 	       (unsigned long long)st.misses, (unsigned long long)st.corrupt);
 	chunk_cache_close(c);
+	small_blobs();
 	free(b);
 	if (dir == tmpl) {
 		char *cmd = xasprintf("rm -rf '%s'", dir);
