@@ -295,7 +295,6 @@ static void gc_drain(mount_data *md)
 				}
 			}
 		} else {
-			md->st.freed += n;
 			for (size_t i = 0; i < n; i++)
 				free(batch[i]);
 		}
@@ -303,6 +302,9 @@ static void gc_drain(mount_data *md)
 		free(batch);
 		if (e)
 			return; /* retried at the next orphan or at mount_data_free */
+		pthread_mutex_lock(&md->bmu); /* st is bmu's (nothing is locked under gmu) */
+		md->st.freed += n;
+		pthread_mutex_unlock(&md->bmu);
 	}
 }
 

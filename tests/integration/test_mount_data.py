@@ -1,4 +1,4 @@
-"""The mount's data path (client/filer_rpc.c, mount/file_data.c) against real daemons.
+"""The mount's data path (client/filer_rpc.c, mount/file_data*.c) against real daemons.
 
 Runs the C drivers tests/unit/test_mount_filer_rpc and tests/unit/test_mount_file_data
 (built next to WEEDFS_BIN, or named by WEEDFS_MOUNT_RPC_TEST / WEEDFS_MOUNT_DATA_TEST)

@@ -1,6 +1,7 @@
 """lseek SEEK_DATA / SEEK_HOLE, fallocate PUNCH_HOLE / ZERO_RANGE and copy_file_range on
-a real weedfs-mount (mount/fuse_ops.c op_lseek, op_fallocate, op_copy_file_range;
-mount/file_data.c file_data_seek, file_data_punch).
+a real weedfs-mount (mount/fuse_data.c fuse_data_lseek, fuse_data_fallocate,
+fuse_data_copy_file_range; file_data_seek in mount/file_data_read.c, file_data_punch in
+mount/file_data_write.c).
 
 One mini and two mounts of its filer (1 MiB chunks, so chunk edges are easy to place).
 Every errno expectation is first checked on a local directory: the mount must answer
