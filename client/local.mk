@@ -44,3 +44,9 @@ tests_fuzz_fuzz_filer_answer_SOURCES = tests/fuzz/fuzz_filer_answer.c
 tests_fuzz_fuzz_filer_answer_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_filer_answer_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# The entry JSON codec's rate: entries/s written and read, answers and create requests (prints
+# figures). It links the filer's request parser, which reads what the client writes.
+noinst_PROGRAMS += tests/bench/entry_json
+tests_bench_entry_json_SOURCES = tests/bench/entry_json.c
+tests_bench_entry_json_LDADD = filer/libfiler.a $(UNIT_LDADD)
