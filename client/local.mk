@@ -18,10 +18,19 @@ client_libclient_a_SOURCES = \
 
 check_PROGRAMS += tests/unit/test_filer_entry tests/unit/test_filer_chunks
 TESTS += tests/unit/test_filer_entry tests/unit/test_filer_chunks
-tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h
+tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h \
+	tests/unit/entry_fixture.h
 tests_unit_test_filer_entry_LDADD = $(UNIT_LDADD)
 tests_unit_test_filer_chunks_SOURCES = tests/unit/test_filer_chunks.c tests/unit/tap.h
 tests_unit_test_filer_chunks_LDADD = $(UNIT_LDADD)
+
+# The entry JSON codec both ways; it links the filer's request parser, which reads what the
+# client writes.
+check_PROGRAMS += tests/unit/test_entry_json
+TESTS += tests/unit/test_entry_json
+tests_unit_test_entry_json_SOURCES = tests/unit/test_entry_json.c tests/unit/tap.h \
+	tests/unit/entry_fixture.h
+tests_unit_test_entry_json_LDADD = filer/libfiler.a $(UNIT_LDADD)
 
 # The chunk writer and reader against a master and a volume server started in-process.
 check_PROGRAMS += tests/unit/test_filer_chunk_io
