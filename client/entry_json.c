@@ -496,11 +496,12 @@ static wfs_err read_xattrs(struct rd *r, const char *key, yajl_val v, struct fil
 	for (size_t i = 0; i < v->u.object.len; i++) {
 		const char *name = v->u.object.keys[i];
 		yajl_val x = v->u.object.values[i];
+		size_t nl = strlen(name), len = 0;
 		uint8_t *val = NULL;
-		size_t len = 0;
 
-		if (!*name || strlen(name) > FILER_SHORT_MAX)
-			return bad(r, "\"%s\": a name must be 1..%d bytes", key, FILER_SHORT_MAX);
+		if (!nl || nl > FILER_SHORT_MAX || !utf8_valid(name, nl))
+			return bad(r, "\"%s\": a name must be 1..%d bytes of UTF-8", key,
+				   FILER_SHORT_MAX);
 		if (filer_entry_xattr_get(e, name))
 			return bad(r, "\"%s\": duplicate name \"%.64s\"", key, name);
 		if (!YAJL_IS_STRING(x) ||
@@ -552,9 +553,12 @@ static wfs_err read_member(struct rd *r, const struct member *m, yajl_val v, yaj
 	case K_REF:
 		if (!YAJL_IS_STRING(v))
 			return bad(r, "\"%s\" must be a string", m->key);
-		if (strlen(v->u.string) > m->max)
+		len = strlen(v->u.string);
+		if (len > m->max)
 			return bad(r, "\"%s\" is longer than %llu bytes", m->key,
 				   (unsigned long long)m->max);
+		if (!utf8_valid(v->u.string, len)) /* what yajl lets through: overlong forms */
+			return bad(r, "\"%s\" is not valid UTF-8", m->key);
 		if (m->kind == K_REF) {
 			*FIELD(base, m, const char *) = v->u.string;
 			break;

@@ -287,6 +287,8 @@ static void test_request_strict(void)
 		{"{\"path\":\"/a\",\"mtimeNs\":9223372036854775808}",
 		 "\"mtimeNs\" must be a 64-bit"},
 		{"{\"path\":\"/a\",\"mime\":1}", "\"mime\" must be a string"},
+		{"{\"path\":\"/a\",\"mime\":\"\xc1\x81\"}", "\"mime\" is not valid UTF-8"},
+		{"{\"path\":\"/a\",\"xattrs\":{\"\xe0\x80\x80\":\"\"}}", "bytes of UTF-8"},
 		{"{\"path\":\"/a\",\"symlinkTargetB64\":\"AGE=\"}", "without NUL"},
 		{"{\"path\":\"/a\",\"content\":\"@@@@\"}", "\"content\" must be base64"},
 		{"{\"path\":\"/a\",\"xattrs\":[]}", "\"xattrs\" must be an object"},
