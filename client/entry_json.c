@@ -302,14 +302,21 @@ static const char *full_path(const struct filer_entry *e, char *tmp, char **own)
 	return tmp;
 }
 
-/* Writes base's members of table t[0..n) that the form (M_ANSWER or M_REQUEST) carries. */
-static void write_members(json_w *w, const struct member *t, size_t n, const void *base,
-			  unsigned form, unsigned flags)
+/*
+ * Writes base's members of table t[0..n) that the form (M_ANSWER or M_REQUEST)
+ * carries. Inlined and unrolled: with the chunk table (constant, 7 members)
+ * the compiler folds the switch away, so the per-chunk writer, the hot one, is
+ * straight-line code (as fast as the hand-written writers this replaced).
+ */
+static inline __attribute__((always_inline)) void
+write_members(json_w *w, const struct member *t, size_t n, const void *base, unsigned form,
+	      unsigned flags)
 {
 	const struct filer_entry *e = base; /* for the entry's own kinds */
 	bool req = form == M_REQUEST;
 	char tmp[FULL_PATH_TMP], *own = NULL;
 
+#pragma GCC unroll 8
 	for (const struct member *m = t; m < t + n; m++) {
 		const char *s, *full;
 		uint64_t u = 0;
