@@ -1,13 +1,13 @@
 /*
  * Typed calls of the filer's JSON entry API (filer_meta.h).
  *
- * DESIGN: request bodies are written with lib/json.h's writer; answers are
- * parsed into a yajl tree and decoded into struct filer_entry by
- * filer_meta_entry_from_json, the inverse of client/entry_json.c (the filer
- * has no decoder of its own for that form; its request parser takes the
- * create form, which differs). Base64 reuses the filer's codec. Lookups ask
- * for the entry in its stored encoding instead, which decodes in a fraction
- * of the JSON's time; a filer that answers JSON anyway is still understood.
+ * DESIGN: request bodies are written with lib/json.h's writer, their entries
+ * and chunk lists by client/entry_json.h's codec (create's entry in its
+ * request form), which the filer's request parser reads with too; answers
+ * are parsed into a yajl tree and their entries decoded by the same codec
+ * (the answer form). Lookups ask for the entry in its stored encoding
+ * instead, which decodes in a fraction of the JSON's time; a filer that
+ * answers JSON anyway is still understood.
  */
 #include "config.h"
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-#include "base64.h"
 #include "client/entry_json.h"
 #include "client/filer_wire.h"
 #include "client/filer_meta.h"
@@ -24,153 +23,10 @@
 #include "utf8.h"
 #include "util.h"
 
-static bool get_u32(yajl_val v, const char *key, uint32_t *out)
-{
-	uint64_t x;
-
-	if (!json_get(v, key))
-		return true;
-	if (!json_get_u64(v, key, &x) || x > UINT32_MAX)
-		return false;
-	*out = (uint32_t)x;
-	return true;
-}
-
-static bool get_u64_opt(yajl_val v, const char *key, uint64_t *out)
-{
-	return !json_get(v, key) || json_get_u64(v, key, out);
-}
-
-static bool get_i64_opt(yajl_val v, const char *key, int64_t *out)
-{
-	return !json_get(v, key) || json_get_i64(v, key, out);
-}
-
-/* Copies an optional string member (empty = NULL). */
-static bool get_strdup(yajl_val v, const char *key, char **out)
-{
-	const char *s;
-
-	if (!json_get(v, key))
-		return true;
-	if (!json_get_str(v, key, &s))
-		return false;
-	free(*out);
-	*out = *s ? xstrdup(s) : NULL;
-	return true;
-}
-
-static bool decode_chunks(yajl_val arr, struct filer_entry *e)
-{
-	if (!arr || YAJL_IS_NULL(arr))
-		return true;
-	if (!YAJL_IS_ARRAY(arr))
-		return false;
-	for (size_t i = 0; i < arr->u.array.len; i++) {
-		yajl_val c = arr->u.array.values[i];
-		const char *fid, *etag = NULL;
-		uint64_t off = 0, size = 0;
-		int64_t mt = 0;
-		bool man = false;
-
-		if (!json_get_str(c, "fileId", &fid) || !get_u64_opt(c, "offset", &off) ||
-		    !get_u64_opt(c, "size", &size) || !get_i64_opt(c, "mtimeNs", &mt))
-			return false;
-		if (json_get(c, "eTag") && !json_get_str(c, "eTag", &etag))
-			return false;
-		if (json_get(c, "isManifest") && !json_get_bool(c, "isManifest", &man))
-			return false;
-		filer_entry_add_chunk(e, fid, off, size, mt, etag && *etag ? etag : NULL, man);
-	}
-	return true;
-}
-
-static bool decode_xattrs(yajl_val obj, struct filer_entry *e)
-{
-	if (!obj || YAJL_IS_NULL(obj))
-		return true;
-	if (!YAJL_IS_OBJECT(obj))
-		return false;
-	for (size_t i = 0; i < obj->u.object.len; i++) {
-		yajl_val v = obj->u.object.values[i];
-		uint8_t *val = NULL;
-		size_t len = 0;
-
-		if (!YAJL_IS_STRING(v) ||
-		    !base64_decode(YAJL_GET_STRING(v), FILER_XATTR_VALUE_MAX, &val, &len))
-			return false;
-		filer_entry_xattr_set(e, obj->u.object.keys[i], val, len);
-		free(val);
-	}
-	return true;
-}
-
 struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 {
-	struct filer_entry *e = NULL;
-	struct filer_attr *a;
-	const char *s;
-	char *path = NULL, *dir = NULL, *name = NULL;
-	bool split;
-
-	if (!v || !YAJL_IS_OBJECT(v) ||
-	    !entry_json_get_bytes(v, "fullPath", FILER_PATH_MAX, &path) || !path)
-		return NULL;
-	split = !filer_path_split(path, &dir, &name);
-	free(path);
-	if (!split)
-		return NULL;
-	e = filer_entry_new(dir, name);
-	free(dir);
-	free(name);
-	a = &e->attr;
-	if (!get_u32(v, "mode", &a->mode) || !get_u32(v, "uid", &a->uid) ||
-	    !get_u32(v, "gid", &a->gid) || !get_u64_opt(v, "size", &a->size) ||
-	    !get_i64_opt(v, "mtimeNs", &a->mtime_ns) || !get_i64_opt(v, "atimeNs", &a->atime_ns) ||
-	    !get_i64_opt(v, "ctimeNs", &a->ctime_ns) ||
-	    !get_i64_opt(v, "crtimeNs", &a->crtime_ns) || !get_u32(v, "nlink", &a->nlink) ||
-	    !get_u64_opt(v, "rdev", &a->rdev) || !get_u32(v, "ttlSec", &a->ttl_sec) ||
-	    !get_strdup(v, "mime", &a->mime) || !get_strdup(v, "collection", &a->collection) ||
-	    !get_strdup(v, "replication", &a->replication))
-		goto bad;
-	if (!entry_json_get_bytes(v, "symlinkTarget", FILER_PATH_MAX, &a->symlink_target))
-		goto bad;
-	if (a->symlink_target && !a->symlink_target[0]) {
-		free(a->symlink_target);
-		a->symlink_target = NULL;
-	}
-	if (json_get(v, "hardLinkId")) {
-		if (!json_get_str(v, "hardLinkId", &s) ||
-		    !base64_decode(s, FILER_HARDLINK_ID_MAX, &a->hard_link_id,
-				       &a->hard_link_id_len))
-			goto bad;
-		if (!a->hard_link_id_len) {
-			free(a->hard_link_id);
-			a->hard_link_id = NULL;
-		}
-	}
-	if (json_get(v, "content")) {
-		uint8_t *c = NULL;
-		size_t len = 0;
-		if (!json_get_str(v, "content", &s) ||
-		    !base64_decode(s, FILER_CONTENT_MAX, &c, &len))
-			goto bad;
-		filer_entry_set_content(e, c, len);
-		free(c);
-	} else if (json_get(v, "contentLength")) {
-		/* an inline file whose bytes were left out (listings, events) */
-		uint64_t len;
-		if (!get_u64_opt(v, "contentLength", &len) || len > FILER_CONTENT_MAX)
-			goto bad;
-		e->content_omitted = true;
-		e->content_len = (size_t)len;
-	}
-	if (!decode_xattrs(json_get(v, "xattrs"), e) || !decode_chunks(json_get(v, "chunks"), e))
-		goto bad;
-	return e;
-bad:
-	filer_entry_free(e);
-	return NULL;
+	struct filer_entry *e;
+	return entry_json_read(v, 0, &e, NULL, NULL, 0) ? NULL : e;
 }
 
 /* Calls op with the body in req; on success parses the answer into *tree. */
@@ -386,39 +242,6 @@ out:
 	return rc;
 }
 
-/* Writes key: base64 of p[0..n) (p may be NULL when n is 0). */
-static void kv_base64(json_w *w, const char *key, const void *p, size_t n)
-{
-	buf v64;
-
-	buf_init(&v64);
-	base64_encode(p, n, &v64);
-	if (key)
-		jw_key(w, key);
-	jw_strn(w, v64.data ? v64.data : "", v64.len);
-	buf_free(&v64);
-}
-
-/* Writes a chunk list as the API takes it (entry.chunks, set.chunks, set.appendChunks). */
-static void write_chunks(json_w *w, const char *key, const struct filer_chunk *c, size_t n)
-{
-	jw_key(w, key);
-	jw_arr_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		jw_obj_begin(w);
-		jw_kv_str(w, "fileId", c[i].fid);
-		jw_kv_u64(w, "offset", c[i].offset);
-		jw_kv_u64(w, "size", c[i].size);
-		jw_kv_i64(w, "mtimeNs", c[i].mtime_ns);
-		if (c[i].etag)
-			jw_kv_str(w, "etag", c[i].etag);
-		if (c[i].is_manifest)
-			jw_kv_bool(w, "isManifest", true);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-}
-
 /* "consume": the paths, or "consumeB64": their base64 when one is not UTF-8. */
 static void write_consume(json_w *w, const char *const *p, size_t n)
 {
@@ -432,7 +255,7 @@ static void write_consume(json_w *w, const char *const *p, size_t n)
 		if (utf8)
 			jw_str(w, p[i]);
 		else
-			kv_base64(w, NULL, p[i], strlen(p[i]));
+			entry_json_base64(w, NULL, p[i], strlen(p[i]));
 	}
 	jw_arr_end(w);
 }
@@ -472,38 +295,42 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 	return filer_meta_create_etag(r, path, n, out, NULL);
 }
 
+/*
+ * Writes create's entry (the request form of client/entry_json.h) for path and n
+ * through a view of n as an entry: its pointers are n's (borrowed, never freed).
+ * The content is not in it: it goes raw after the JSON.
+ */
+static void new_entry_write(json_w *w, const char *path, const struct filer_meta_new *n)
+{
+	struct filer_entry e = {
+		.dir = (char *)path, /* with name "": the full path is path as given */
+		.name = (char *)"",
+		.attr = {
+			.mode = n->mode,
+			.uid = n->uid,
+			.gid = n->gid,
+			.rdev = n->rdev,
+			.mtime_ns = n->time_ns,
+			.atime_ns = n->time_ns,
+			.ctime_ns = n->time_ns,
+			.crtime_ns = n->time_ns,
+			.mime = (char *)n->mime,
+			.symlink_target = (char *)n->symlink_target,
+		},
+		.xattrs = (struct filer_xattr *)n->xattrs,
+		.n_xattrs = n->n_xattrs,
+		.chunks = (struct filer_chunk *)n->chunks,
+		.n_chunks = n->n_chunks,
+	};
+	entry_json_write(w, &e, ENTRY_JSON_REQUEST);
+}
+
 int64_t filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n, bool quiet)
 {
 	json_w *w = jw_new(b, false);
 	jw_obj_begin(w);
 	jw_key(w, "entry");
-	jw_obj_begin(w);
-	entry_json_kv_bytes(w, "path", path);
-	jw_kv_u64(w, "mode", n->mode);
-	jw_kv_u64(w, "uid", n->uid);
-	jw_kv_u64(w, "gid", n->gid);
-	if (n->rdev)
-		jw_kv_u64(w, "rdev", n->rdev);
-	if (n->symlink_target)
-		entry_json_kv_bytes(w, "symlinkTarget", n->symlink_target);
-	if (n->time_ns) {
-		jw_kv_i64(w, "mtimeNs", n->time_ns);
-		jw_kv_i64(w, "atimeNs", n->time_ns);
-		jw_kv_i64(w, "ctimeNs", n->time_ns);
-		jw_kv_i64(w, "crtimeNs", n->time_ns);
-	}
-	if (n->mime && *n->mime)
-		jw_kv_str(w, "mime", n->mime);
-	if (n->n_chunks)
-		write_chunks(w, "chunks", n->chunks, n->n_chunks);
-	if (n->n_xattrs) {
-		jw_key(w, "xattrs");
-		jw_obj_begin(w);
-		for (size_t i = 0; i < n->n_xattrs; i++)
-			kv_base64(w, n->xattrs[i].name, n->xattrs[i].value, n->xattrs[i].value_len);
-		jw_obj_end(w);
-	}
-	jw_obj_end(w);
+	new_entry_write(w, path, n);
 	jw_kv_bool(w, "exclusive", n->exclusive);
 	if (n->if_etag)
 		jw_kv_str(w, "ifEtag", n->if_etag);
@@ -559,8 +386,8 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 	if (s->set & FM_SET_CTIME)
 		jw_kv_i64(w, "ctimeNs", s->ctime_ns);
 	if ((s->set & FM_SET_CHUNKS) || ((s->set & FM_SET_APPEND) && s->n_append))
-		write_chunks(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks", s->append,
-			     s->n_append);
+		entry_json_chunks_write(w, (s->set & FM_SET_CHUNKS) ? "chunks" : "appendChunks",
+					s->append, s->n_append);
 	if ((s->set & FM_SET_APPEND) && s->n_append && s->n_drop) {
 		jw_key(w, "dropChunks");
 		jw_arr_begin(w);
@@ -654,24 +481,20 @@ int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const
 			 size_t len, enum filer_meta_xflag flag)
 {
 	json_w *w;
-	buf b, v64;
+	buf b;
 
 	buf_init(&b);
-	buf_init(&v64);
-	base64_encode(value, len, &v64);
 	w = jw_new(&b, false);
 	jw_obj_begin(w);
 	entry_json_kv_bytes(w, "path", path);
 	jw_kv_str(w, "name", name);
-	jw_key(w, "value");
-	jw_strn(w, v64.data ? v64.data : "", v64.len);
+	entry_json_base64(w, "value", value, len);
 	jw_kv_str(w, "flags",
 		  flag == FM_XATTR_CREATE    ? "create"
 		  : flag == FM_XATTR_REPLACE ? "replace"
 					     : "");
 	jw_obj_end(w);
 	jw_free(w);
-	buf_free(&v64);
 	return call(r, "setXattr", &b, NULL);
 }
 

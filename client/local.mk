@@ -19,10 +19,19 @@ client_libclient_a_SOURCES = \
 
 check_PROGRAMS += tests/unit/test_filer_entry tests/unit/test_filer_chunks
 TESTS += tests/unit/test_filer_entry tests/unit/test_filer_chunks
-tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h
+tests_unit_test_filer_entry_SOURCES = tests/unit/test_filer_entry.c tests/unit/tap.h \
+	tests/unit/entry_fixture.h
 tests_unit_test_filer_entry_LDADD = $(UNIT_LDADD)
 tests_unit_test_filer_chunks_SOURCES = tests/unit/test_filer_chunks.c tests/unit/tap.h
 tests_unit_test_filer_chunks_LDADD = $(UNIT_LDADD)
+
+# The entry JSON codec both ways; it links the filer's request parser, which reads what the
+# client writes.
+check_PROGRAMS += tests/unit/test_entry_json
+TESTS += tests/unit/test_entry_json
+tests_unit_test_entry_json_SOURCES = tests/unit/test_entry_json.c tests/unit/tap.h \
+	tests/unit/entry_fixture.h
+tests_unit_test_entry_json_LDADD = filer/libfiler.a $(UNIT_LDADD)
 
 # The chunk writer and reader against a master and a volume server started in-process.
 check_PROGRAMS += tests/unit/test_filer_chunk_io
@@ -45,3 +54,9 @@ tests_fuzz_fuzz_filer_answer_SOURCES = tests/fuzz/fuzz_filer_answer.c
 tests_fuzz_fuzz_filer_answer_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_filer_answer_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+
+# The entry JSON codec's rate: entries/s written and read, answers and create requests (prints
+# figures). It links the filer's request parser, which reads what the client writes.
+noinst_PROGRAMS += tests/bench/entry_json
+tests_bench_entry_json_SOURCES = tests/bench/entry_json.c
+tests_bench_entry_json_LDADD = filer/libfiler.a $(UNIT_LDADD)

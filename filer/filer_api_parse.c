@@ -47,9 +47,8 @@ static bool fail(struct pctx *c, const char *fmt, ...)
  * (base64 of the raw bytes): how names that are not valid UTF-8 travel.
  * "consume" is an array of paths: consumeB64 is the array of their base64.
  */
-static const char *const byte_fields[] = {"path",          "dir",     "from",   "to",
-					  "target",        "newPath", "prefix", "startName",
-					  "symlinkTarget", "consume"};
+static const char *const byte_fields[] = {"path",    "dir",    "from",      "to",     "target",
+					  "newPath", "prefix", "startName", "consume"};
 
 /* Whether key is one of allowed, or <field>B64 for an allowed byte field. */
 static bool key_allowed(const char *key, const char *const *allowed)
@@ -172,75 +171,23 @@ static bool get_i64(struct pctx *c, yajl_val obj, const char *key, int64_t *out,
 	return true;
 }
 
-/*
- * An optional byte field (byte_fields): key as a string, or keyB64 as base64 of
- * bytes without NUL (not both). *out stays NULL when absent.
- */
+/* An optional byte field (byte_fields; entry_json_req_bytes). *out stays NULL when absent. */
 static bool get_bytes_str(struct pctx *c, yajl_val obj, const char *key, size_t max, char **out)
 {
-	char k64[32];
-	snprintf(k64, sizeof(k64), "%sB64", key);
-	if ((json_get(obj, key) && json_get(obj, k64)) || !entry_json_get_bytes(obj, key, max, out))
-		return fail(c,
-			    "\"%s\" must be a string or \"%sB64\" base64 (not both) of at most %zu "
-			    "bytes without NUL",
-			    key, key, max);
-	return true;
+	return !entry_json_req_bytes(obj, key, max, out, c->msg, c->msglen);
 }
 
-/* A required absolute, canonical path, split into *dir and *name. */
+/* A required absolute, canonical path, split into *dir and *name (entry_json_req_path). */
 static bool get_path(struct pctx *c, yajl_val obj, const char *key, char **path, char **dir,
 		     char **name)
 {
-	if (!get_bytes_str(c, obj, key, FILER_PATH_MAX, path))
-		return false;
-	if (!*path)
-		return fail(c, "\"%s\" is required", key);
-	if (filer_path_split(*path, dir, name))
-		return fail(c,
-			    "\"%s\": invalid path (absolute, no \".\" or \"..\", no empty "
-			    "component or trailing slash, names up to %d bytes)",
-			    key, FILER_NAME_MAX);
-	return true;
+	return !entry_json_req_path(obj, key, path, dir, name, c->msg, c->msglen);
 }
 
-static const char *const chunk_keys[] = {"fileId", "offset",     "size", "mtimeNs",
-					 "etag",   "isManifest", NULL};
-
+/* A chunk list (entry_json_chunks_read), appended to e's chunks. */
 static bool get_chunks(struct pctx *c, yajl_val obj, const char *key, struct filer_entry *e)
 {
-	yajl_val v = json_get(obj, key);
-	if (!v)
-		return true;
-	if (!YAJL_IS_ARRAY(v))
-		return fail(c, "\"%s\" must be an array", key);
-	if (v->u.array.len > API_CHUNKS_MAX)
-		return fail(c, "\"%s\": more than %u chunks", key, API_CHUNKS_MAX);
-	for (size_t i = 0; i < v->u.array.len; i++) {
-		yajl_val ch = v->u.array.values[i];
-		char *fid = NULL, *etag = NULL;
-		uint64_t off = 0, size = 0;
-		int64_t mt = 0;
-		bool man = false, ok;
-		ok = check_keys(c, ch, "a chunk", chunk_keys) &&
-		     get_str(c, ch, "fileId", FILER_FID_MAX, &fid) &&
-		     get_str(c, ch, "etag", FILER_ETAG_MAX, &etag) &&
-		     get_u64(c, ch, "offset", INT64_MAX, &off, NULL) &&
-		     get_u64(c, ch, "size", INT64_MAX, &size, NULL) &&
-		     get_i64(c, ch, "mtimeNs", &mt, NULL) && get_bool(c, ch, "isManifest", &man);
-		if (ok && (!fid || !*fid))
-			ok = fail(c, "a chunk needs a non-empty \"fileId\"");
-		if (ok && off + size < off)
-			ok = fail(c, "a chunk's offset + size overflows");
-		if (ok)
-			filer_entry_add_chunk(e, fid, off, size, mt, etag && *etag ? etag : NULL,
-					      man);
-		free(fid);
-		free(etag);
-		if (!ok)
-			return false;
-	}
-	return true;
+	return !entry_json_chunks_read(obj, key, ENTRY_JSON_REQUEST, e, c->msg, c->msglen);
 }
 
 /* ---- operations ---- */
@@ -250,9 +197,6 @@ static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "
 static const char *const k_create[] = {"entry",  "quiet",   "exclusive", "parents",
 				       "ifEtag", "consume", "moves",     NULL};
 static const char *const k_move[] = {"from", "to", "ifEtag", NULL};
-static const char *const k_entry[] = {
-	"path", "mode",    "uid",    "gid",  "mtimeNs", "atimeNs", "ctimeNs",       "crtimeNs",
-	"rdev", "content", "chunks", "mime", "xattrs",  "ttlSec",  "symlinkTarget", NULL};
 static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
 static const char *const k_set[] = {"mode",         "uid",     "gid",        "size",
 				    "mtimeNs",      "atimeNs", "ctimeNs",    "chunks",
@@ -292,42 +236,6 @@ static bool get_fids(struct pctx *c, yajl_val obj, const char *key, struct api_r
 static bool parse_free(struct pctx *c, struct api_req *r, yajl_val root)
 {
 	return check_keys(c, root, "the request", k_free) && get_fids(c, root, "fileIds", r);
-}
-
-/*
- * entry.xattrs: {"<name>": "<base64 value>", ...}, the form entry JSON writes.
- * Names 1..FILER_SHORT_MAX bytes, values at most FILER_XATTR_VALUE_MAX bytes
- * decoded, at most FILER_XATTRS_MAX of them, no name twice.
- */
-static bool get_xattrs(struct pctx *c, yajl_val obj, struct filer_entry *e)
-{
-	yajl_val v = json_get(obj, "xattrs");
-	if (!v)
-		return true;
-	if (!YAJL_IS_OBJECT(v))
-		return fail(c, "\"xattrs\" must be an object of name: base64 value");
-	if (v->u.object.len > FILER_XATTRS_MAX)
-		return fail(c, "\"xattrs\": more than %d attributes", FILER_XATTRS_MAX);
-	for (size_t i = 0; i < v->u.object.len; i++) {
-		const char *name = v->u.object.keys[i];
-		yajl_val x = v->u.object.values[i];
-		uint8_t *val = NULL;
-		size_t len = 0;
-		if (!*name || strlen(name) > FILER_SHORT_MAX)
-			return fail(c, "\"xattrs\": a name must be 1..%d bytes", FILER_SHORT_MAX);
-		if (filer_entry_xattr_get(e, name))
-			return fail(c, "\"xattrs\": duplicate name \"%.64s\"", name);
-		if (!YAJL_IS_STRING(x) || strlen(x->u.string) > FILER_XATTR_VALUE_MAX / 3 * 4 + 8 ||
-		    !base64_decode(x->u.string, FILER_XATTR_VALUE_MAX, &val, &len))
-			return fail(
-				c,
-				"\"xattrs\": the value of \"%.64s\" must be base64 of at most %u "
-				"bytes",
-				name, FILER_XATTR_VALUE_MAX);
-		filer_entry_xattr_set(e, name, val, len);
-		free(val);
-	}
-	return true;
 }
 
 static bool is_etag(const char *s)
@@ -465,41 +373,38 @@ static bool get_moves(struct pctx *c, struct api_req *r, yajl_val root)
 	return true;
 }
 
+/*
+ * create's "entry", in entry_json.h's request form (its members are that
+ * codec's), made whole: the content (raw or in the JSON), the size, nlink 1
+ * and the times it leaves out ("now"; the atime: the mtime).
+ */
 static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 {
-	uint64_t mode = 0, uid = 0, gid = 0, rdev = 0, ttl = 0;
-	int64_t mt = 0, at = 0, ct = 0, crt = 0;
-	bool has_mt, has_at, has_ct, has_crt, has_mode;
-	uint8_t *content = NULL;
-	size_t content_len = 0;
 	struct filer_entry *e;
-	bool ok;
+	unsigned has;
+	int64_t now;
 
-	if (!check_keys(c, ev, "\"entry\"", k_entry) ||
-	    !get_path(c, ev, "path", &r->path, &r->dir, &r->name))
+	if (entry_json_read(ev, ENTRY_JSON_REQUEST, &r->entry, &has, c->msg, c->msglen))
 		return false;
+	e = r->entry;
+	r->path = filer_entry_full_path(e);
+	r->dir = xstrdup(e->dir);
+	r->name = xstrdup(e->name);
 	if (!*r->name)
 		return fail(c, "the root directory cannot be created");
-	e = r->entry = filer_entry_new(r->dir, r->name);
-	ok = get_u64(c, ev, "mode", UINT32_MAX, &mode, &has_mode) &&
-	     get_u64(c, ev, "uid", UINT32_MAX, &uid, NULL) &&
-	     get_u64(c, ev, "gid", UINT32_MAX, &gid, NULL) &&
-	     get_u64(c, ev, "rdev", UINT64_MAX, &rdev, NULL) &&
-	     get_u64(c, ev, "ttlSec", UINT32_MAX, &ttl, NULL) &&
-	     get_i64(c, ev, "mtimeNs", &mt, &has_mt) && get_i64(c, ev, "atimeNs", &at, &has_at) &&
-	     get_i64(c, ev, "ctimeNs", &ct, &has_ct) &&
-	     get_i64(c, ev, "crtimeNs", &crt, &has_crt) &&
-	     get_bytes_str(c, ev, "symlinkTarget", FILER_PATH_MAX, &e->attr.symlink_target) &&
-	     get_str(c, ev, "mime", FILER_SHORT_MAX, &e->attr.mime) &&
-	     get_content(c, ev, "content", &content, &content_len) &&
-	     get_chunks(c, ev, "chunks", e) && get_xattrs(c, ev, e);
-	if (!ok)
-		goto out;
-	if (!has_mode) {
-		ok = fail(c, "\"entry.mode\" is required (type and permission bits)");
-		goto out;
+	if (c->raw) {
+		uint8_t *data;
+		size_t len;
+		if (!get_content(c, ev, "content", &data, &len))
+			return false;
+		free(e->content);
+		e->content = data;
+		e->content_len = len;
+		e->has_content = true;
 	}
-	switch (mode & S_IFMT) {
+	if (!(has & ENTRY_JSON_HAS_MODE))
+		return fail(c, "\"entry.mode\" is required (type and permission bits)");
+	switch (e->attr.mode & S_IFMT) {
 	case S_IFREG:
 	case S_IFDIR:
 	case S_IFLNK:
@@ -509,55 +414,31 @@ static bool parse_entry(struct pctx *c, struct api_req *r, yajl_val ev)
 	case S_IFBLK:
 		break;
 	default:
-		ok = fail(c, "\"entry.mode\" has no valid file type (S_IFMT bits)");
-		goto out;
+		return fail(c, "\"entry.mode\" has no valid file type (S_IFMT bits)");
 	}
-	if (S_ISLNK(mode) != (e->attr.symlink_target != NULL && *e->attr.symlink_target)) {
-		ok = fail(c, "a symlink needs a non-empty \"symlinkTarget\", others none");
-		goto out;
-	}
-	if (!S_ISREG(mode) && (content || e->n_chunks)) {
-		ok = fail(c, "only regular files have content or chunks");
-		goto out;
-	}
-	if (content) {
-		filer_entry_set_content(e, content, content_len);
-		e->attr.size = content_len;
-		if (e->n_chunks) {
-			ok = fail(c, "\"content\" and \"chunks\" exclude each other");
-			goto out;
-		}
-	}
+	if (S_ISLNK(e->attr.mode) != (e->attr.symlink_target != NULL))
+		return fail(c, "a symlink needs a non-empty \"symlinkTarget\", others none");
+	if (!S_ISREG(e->attr.mode) && (e->has_content || e->n_chunks))
+		return fail(c, "only regular files have content or chunks");
+	if (e->has_content && e->n_chunks)
+		return fail(c, "\"content\" and \"chunks\" exclude each other");
+	if (e->has_content)
+		e->attr.size = e->content_len;
 	for (size_t i = 0; i < e->n_chunks; i++)
 		if (e->chunks[i].offset + e->chunks[i].size > e->attr.size)
 			e->attr.size = e->chunks[i].offset + e->chunks[i].size;
-	e->attr.mode = (uint32_t)mode;
-	e->attr.uid = (uint32_t)uid;
-	e->attr.gid = (uint32_t)gid;
-	e->attr.rdev = rdev;
-	e->attr.ttl_sec = (uint32_t)ttl;
 	e->attr.nlink = 1;
-	{
-		int64_t now = (int64_t)time_now_ns();
-		e->attr.mtime_ns = has_mt ? mt : now;
-		/* 0 is also the stored "not set", which reads as the mtime anyway */
-		e->attr.atime_ns = has_at ? at : e->attr.mtime_ns;
-		e->attr.ctime_ns = has_ct ? ct : now;
-		e->attr.crtime_ns = has_crt ? crt : now;
-	}
-	if (e->attr.symlink_target && !*e->attr.symlink_target) {
-		free(e->attr.symlink_target);
-		e->attr.symlink_target = NULL;
-	}
-	if (e->attr.mime && !*e->attr.mime) {
-		free(e->attr.mime);
-		e->attr.mime = NULL;
-	}
-	if (filer_entry_check(e))
-		ok = fail(c, "the entry exceeds a size limit");
-out:
-	free(content);
-	return ok;
+	now = (int64_t)time_now_ns();
+	if (!(has & ENTRY_JSON_HAS_MTIME))
+		e->attr.mtime_ns = now;
+	/* 0 is also the stored "not set", which reads as the mtime anyway */
+	if (!(has & ENTRY_JSON_HAS_ATIME))
+		e->attr.atime_ns = e->attr.mtime_ns;
+	if (!(has & ENTRY_JSON_HAS_CTIME))
+		e->attr.ctime_ns = now;
+	if (!(has & ENTRY_JSON_HAS_CRTIME))
+		e->attr.crtime_ns = now;
+	return true;
 }
 
 static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
