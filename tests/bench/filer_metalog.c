@@ -89,8 +89,8 @@ struct wake {
 	struct metalog_cursor *c;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	size_t got;        /* protected by mu: events delivered so far */
-	uint64_t *got_at;  /* protected by mu: monotonic ns of each delivery, by index */
+	size_t got;       /* protected by mu: events delivered so far */
+	uint64_t *got_at; /* protected by mu: monotonic ns of each delivery, by index */
 	size_t n;
 };
 
@@ -158,7 +158,8 @@ static void wake_run(const char *what, struct metalog *mr, struct metalog *mw,
 	uint64_t *commit = xcalloc(n, sizeof(*commit));
 	char *dir = xasprintf("%s/%s", root, tag);
 	int64_t clock = 0;
-	size_t i, errors = 0;
+	size_t i;
+	bool failed = false;
 	unsigned seed = 1;
 	pthread_t th;
 
@@ -194,7 +195,7 @@ static void wake_run(const char *what, struct metalog *mr, struct metalog *mw,
 		}
 		filer_entry_free(e);
 		if (err || !wake_wait_for(&w, i + 1)) {
-			errors++;
+			failed = true;
 			break;
 		}
 	}
@@ -202,7 +203,7 @@ static void wake_run(const char *what, struct metalog *mr, struct metalog *mw,
 	pthread_join(th, NULL);
 	for (size_t k = 0; k < i; k++)
 		lat[k] = w.got_at[k] - t0[k];
-	if (errors || !i)
+	if (failed || !i)
 		printf("%s: failed after %zu events\n", what, i);
 	else
 		printf("%s, %zu events: commit to delivery median %.2f ms, p99 %.2f ms, max "

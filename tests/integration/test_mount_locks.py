@@ -370,6 +370,7 @@ def test_sqlite_style_lock_cycles(two_mounts, lockers):
     probes[1].ok("open", "f", a.p("sqlite"))
     n = 40
     record = lambda i: b"cycle %06d\n" % i  # noqa: E731
+    want = record(n - 1) + base[len(record(0)):]
     fd = os.open(a.p("sqlite"), os.O_RDWR)
     try:
         for i in range(n):
@@ -395,10 +396,10 @@ def test_sqlite_style_lock_cycles(two_mounts, lockers):
             for p in probes if probe else ():
                 p.ok("lk", "f", "w", SHARED, SHARED_LEN)  # released: a writer gets it
                 p.ok("lk", "f", "u", 0, 0)
-        assert os.pread(fd, len(base), 0) == record(n - 1) + base[len(record(0)):]
+        assert os.pread(fd, len(base), 0) == want
     finally:
         os.close(fd)
-    assert filer.get("/sqlite").content == record(n - 1) + base[len(record(0)):]
+    assert filer.get("/sqlite").content == want
 
 
 def test_killed_mount_frees_its_locks(module_cluster, two_mounts, lockers):
