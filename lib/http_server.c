@@ -20,6 +20,14 @@
  *   a pipelining client stops reading from the socket; output above OUT_HIGH
  *   makes http_resp_write() return false, and the write callback fires the
  *   drain function once it falls to OUT_LOW.
+ * - Lingering close: closing a socket that still has unread input makes Linux
+ *   send a reset, and a client still sending (a body answered early with 413)
+ *   sees its send fail before it reads the answer. So a connection we close
+ *   after its answer, while the peer may still be sending, is handed to a
+ *   struct lingering: the write side is shut (the answer ends with a FIN), what
+ *   arrives is read and dropped, and the socket is closed at the peer's EOF or
+ *   after LINGER_MS or LINGER_BYTES. It still counts as a connection. A peer
+ *   whose EOF was read has nothing left unread: its socket is closed at once.
  */
 #include "config.h"
 #include <arpa/inet.h>
@@ -61,11 +69,25 @@ _Static_assert((int)HTTP_GET == HP_GET && (int)HTTP_HEAD == HP_HEAD && (int)HTTP
 #define READ_PIECE (128u << 10) /* read_more's largest read */
 #define BODY_KEEP  (1u << 20)   /* read_body storage kept per connection up to this */
 
+#define LINGER_MS    5000          /* a lingering close waits for the peer's EOF this long */
+#define LINGER_BYTES (64ull << 20) /* and drops at most this much of its input */
+#define LINGER_READ  (64u << 10)
+
 struct defer_item {
 	struct http_req *c;
 	http_defer_fn fn;
 	void *arg;
 	struct defer_item *next;
+};
+
+/* A closed connection's socket, dropping what the peer still sends (lingering close). */
+struct lingering {
+	struct loop *l;
+	struct lingering *prev, *next; /* in l->lingers */
+	struct event *ev;
+	int fd;
+	uint64_t left;        /* bytes still dropped before giving up */
+	uint64_t deadline_ns; /* monotonic */
 };
 
 struct loop {
@@ -80,6 +102,8 @@ struct loop {
 	struct defer_item *head, *tail; /* protected by lock */
 	bool stop;                      /* protected by lock */
 	struct http_req *conns;         /* loop thread only */
+	struct lingering *lingers;      /* loop thread only */
+	char *scratch;                  /* loop thread only: LINGER_READ bytes of dropped input */
 	const struct timeval *idle_tv;
 	time_t date_sec;
 	char date[40];
@@ -112,8 +136,9 @@ struct http_req {
 	int busy;          /* our frames on the stack holding it */
 	atomic_int defers; /* queued deferred calls */
 	bool in_process;
-	bool closing; /* close once the output is flushed */
-	bool eof;     /* the peer closed its side */
+	bool closing;  /* close once the output is flushed */
+	bool eof;      /* the peer closed its side (or we act as if: forces a close) */
+	bool read_eof; /* its EOF was read: nothing it sent is left in the socket */
 
 	/* the current request */
 	bool req_active; /* dispatched, response not yet finished */
@@ -184,6 +209,85 @@ static void conn_close(conn *c)
 		http_req_defer(c, drain_trampoline, NULL);
 }
 
+static void linger_free(struct lingering *g)
+{
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		g->l->lingers = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	event_free(g->ev);
+	close(g->fd);
+	atomic_fetch_sub(&g->l->s->nconns, 1);
+	free(g);
+}
+
+/* Drops what the peer sent; ends the linger at its EOF, an error or a limit. */
+static void linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lingering *g = arg;
+	bool done = (what & EV_TIMEOUT) != 0;
+	size_t taken = 0;
+	uint64_t now;
+
+	while (!done && taken < IO_MAX) {
+		ssize_t n = recv(fd, g->l->scratch, LINGER_READ, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			done = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+			break;
+		}
+		taken += (size_t)n;
+		done = (uint64_t)n >= g->left;
+		g->left -= done ? g->left : (uint64_t)n;
+	}
+	now = time_mono_ns();
+	if (done || now >= g->deadline_ns) {
+		linger_free(g);
+		return;
+	}
+	struct timeval tv = {(time_t)((g->deadline_ns - now) / 1000000000u),
+			     (suseconds_t)((g->deadline_ns - now) % 1000000000u / 1000u)};
+	event_add(g->ev, &tv);
+}
+
+/*
+ * Closes c's socket once its answer is out (output flushed): with a lingering
+ * close (DESIGN) unless the peer's EOF was read already (then nothing of its
+ * input is left to cause a reset).
+ */
+static void conn_close_flushed(conn *c)
+{
+	struct loop *l = c->l;
+	struct lingering *g;
+	int fd;
+
+	if (!c->bev || c->read_eof || (fd = dup(bufferevent_getfd(c->bev))) < 0) {
+		conn_close(c);
+		return;
+	}
+	atomic_fetch_add(&l->s->nconns, 1); /* the lingering socket counts */
+	conn_close(c);                      /* the dup keeps the socket open */
+	shutdown(fd, SHUT_WR);
+	if (!l->scratch)
+		l->scratch = xmalloc(LINGER_READ);
+	g = xcalloc(1, sizeof(*g));
+	g->l = l;
+	g->fd = fd;
+	g->left = LINGER_BYTES;
+	g->deadline_ns = time_mono_ns() + LINGER_MS * 1000000ull;
+	g->ev = event_new(l->base, fd, EV_READ, linger_cb, g);
+	if (!g->ev)
+		fatal("event_new failed");
+	g->next = l->lingers;
+	if (l->lingers)
+		l->lingers->prev = g;
+	l->lingers = g;
+	linger_cb(fd, EV_READ, g); /* what already arrived; then it waits */
+}
+
 /*
  * Writes queued output now instead of waiting a loop round for EV_WRITE: for
  * small responses this saves two epoll_ctl calls and a wake-up per request.
@@ -221,7 +325,7 @@ static void conn_close_after_flush(conn *c)
 	bufferevent_disable(c->bev, EV_READ);
 	conn_flush(c);
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-		conn_close(c);
+		conn_close_flushed(c);
 }
 
 static const char *loop_date(struct loop *l)
@@ -951,7 +1055,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		if (c->closing)
-			conn_close(c);
+			conn_close_flushed(c);
 		else
 			bufferevent_disable(c->bev, EV_WRITE);
 	}
@@ -978,7 +1082,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			bufferevent_enable(bev, EV_READ); /* the handler is busy: not idle */
 		}
 	} else if (what & BEV_EVENT_EOF) {
-		c->eof = true;
+		c->eof = c->read_eof = true;
 		conn_process(c);
 		if (!c->req_active)
 			conn_close_after_flush(c);
@@ -1132,6 +1236,10 @@ static void loop_destroy(struct loop *l)
 		free(c);
 	}
 	l->conns = NULL;
+	while (l->lingers)
+		linger_free(l->lingers);
+	free(l->scratch);
+	l->scratch = NULL;
 	for (d = l->head; d; d = next) {
 		next = d->next;
 		free(d);

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, WEEDFS, wait_until
+from filer_fixtures import start_mini_with_filer
+from mount_fixtures import mount_binary, start_mount
 
 POSIX_DIR = ROOT / "tests" / "posix"
 CONFORMANCE = POSIX_DIR / "conformance.py"
@@ -35,10 +37,6 @@ IS_ROOT = os.geteuid() == 0
 
 
 def _find_mount_bin():
-    try:
-        from mount_fixtures import mount_binary
-    except ImportError:  # M1's fixture module is not in the tree
-        return None
     b = mount_binary()
     return b if b and os.access(b, os.X_OK) else None
 
@@ -239,8 +237,6 @@ def two_mounts(module_cluster):
     """Two weedfs-mounts (-o allow_other) of one mini's filer, each also bind-mounted on a
     directory under /tmp that the suite's unprivileged users can reach (pytest's base
     directory is 0700). Yields [(Mount, path)]."""
-    from filer_fixtures import start_mini_with_filer
-    from mount_fixtures import start_mount
     _, filer = start_mini_with_filer(module_cluster)
     mounts, binds = [], []
     try:
