@@ -547,7 +547,7 @@ static void created(void *arg, wfs_err err, int status, const char *body, size_t
 	}
 	rc = err || status == 503 ? EAGAIN
 	     : status / 100 == 2  ? 0
-				  : filer_rpc_answer_errno(status, body, len);
+				  : filer_rpc_answer_err(status, body, len);
 	if (rc == EAGAIN || rc == ENOENT) {
 		pool_submit(p->g->work, job_create, p);
 		return;
