@@ -88,7 +88,8 @@ static void test_real_filer(const char *addr)
 	snprintf(body, sizeof(body), "{\"target\":\"%s/d\",\"newPath\":\"%s/l\"}", base, base);
 	is_err(call(r, "link", body, &out), WFS_EPERM, "link to a directory is EPERM");
 	is_err(call(r, "noSuchOp", "{}", &out), WFS_ENOSYS, "unknown op is ENOSYS");
-	is_err(call(r, "lookup", "{\"path\":\"a/b\"}", &out), WFS_EINVAL, "relative path is EINVAL");
+	is_err(call(r, "lookup", "{\"path\":\"a/b\"}", &out), WFS_EINVAL,
+	       "relative path is EINVAL");
 	is_err(call(r, "lookup", "{\"path\":", &out), WFS_EINVAL, "bad JSON is EINVAL");
 	is_int(call(r, "assign", "{\"count\":1}", &out), 0, "assign");
 	ok(has(&out, "\"fid\""), "assign gives a fid");
@@ -213,7 +214,8 @@ static void test_real_filer_meta(const char *addr)
 		snprintf(dir, sizeof(dir), "%s/a/none", base);
 		missing[0] = p1;
 		missing[1] = dir;
-		is_err(filer_meta_create(r, obj, &n, NULL), WFS_ENOENT, "meta: missing part is ENOENT");
+		is_err(filer_meta_create(r, obj, &n, NULL), WFS_ENOENT,
+		       "meta: missing part is ENOENT");
 		is_int(filer_meta_lookup(r, p1, NULL), 0, "meta: and the parts stay");
 		n.consume = consume;
 		is_int(filer_meta_create(r, obj, &n, NULL), 0, "meta: create consuming the parts");
@@ -292,7 +294,8 @@ static void *fake_main(void *arg)
 			if (!strcmp(code, "-"))
 				snprintf(b, sizeof(b), "{\"error\":\"scripted\"}");
 			else
-				snprintf(b, sizeof(b), "{\"error\":\"scripted\",\"code\":\"%s\"}", code);
+				snprintf(b, sizeof(b),
+					 "{\"error\":\"scripted\",\"code\":\"%s\"}", code);
 			dprintf(c,
 				"HTTP/1.1 %.3s Scripted\r\nContent-Length: %zu\r\n"
 				"Connection: close\r\n\r\n%s",
@@ -438,10 +441,12 @@ static void test_answer_codes(void)
 		 "a lock conflict (409 EAGAIN) is WFS_EBUSY"},
 		{503, "{\"error\":\"down\",\"code\":\"EAGAIN\"}", WFS_EUNAVAIL,
 		 "503 EAGAIN is WFS_EUNAVAIL"},
-		{409, "{\"error\":\"held\",\"code\":\"EBUSY\"}", WFS_EBUSY, "409 EBUSY is WFS_EBUSY"},
+		{409, "{\"error\":\"held\",\"code\":\"EBUSY\"}", WFS_EBUSY,
+		 "409 EBUSY is WFS_EBUSY"},
 		{500, "{\"error\":\"x\",\"code\":\"ENOSUCHCODE\"}", WFS_EIO,
 		 "an unknown code is WFS_EIO"},
-		{500, "{\"error\":\"x\",\"code\":\"OK\"}", WFS_EIO, "code OK in an error is WFS_EIO"},
+		{500, "{\"error\":\"x\",\"code\":\"OK\"}", WFS_EIO,
+		 "code OK in an error is WFS_EIO"},
 		{404, "", WFS_ENOSYS, "404 without a code: a filer without the op"},
 		{412, "", WFS_EPRECOND, "412 without a code is WFS_EPRECOND"},
 		{507, "{\"error\":\"full\"}", WFS_ENOSPC, "507 without a code is WFS_ENOSPC"},
