@@ -10,7 +10,6 @@
  * answers JSON anyway is still understood.
  */
 #include "config.h"
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,18 +29,18 @@ struct filer_entry *filer_meta_entry_from_json(yajl_val v)
 }
 
 /* Calls op with the body in req; on success parses the answer into *tree. */
-static int call(filer_rpc *r, const char *op, buf *req, yajl_val *tree)
+static wfs_err call(filer_rpc *r, const char *op, buf *req, yajl_val *tree)
 {
 	char msg[128];
 	buf resp;
-	int rc;
+	wfs_err rc;
 
 	buf_init(&resp);
 	rc = filer_rpc_call(r, op, req->data, req->len, &resp);
 	if (!rc && tree) {
 		*tree = json_parse(resp.data ? resp.data : "", resp.len, msg, sizeof(msg));
 		if (!*tree)
-			rc = EIO;
+			rc = WFS_EIO;
 	}
 	buf_free(&resp);
 	buf_free(req);
@@ -53,11 +52,11 @@ static int call(filer_rpc *r, const char *op, buf *req, yajl_val *tree)
  * its entry answer into *out and etag (each may be NULL; path names the entry
  * when the answer is in the stored encoding).
  */
-static int call_entry_etag(filer_rpc *r, const char *op, const char *path, buf *req,
-			   int64_t raw_content, struct filer_entry **out, char etag[17])
+static wfs_err call_entry_etag(filer_rpc *r, const char *op, const char *path, buf *req,
+			       int64_t raw_content, struct filer_entry **out, char etag[17])
 {
 	buf resp;
-	int rc;
+	wfs_err rc;
 
 	buf_init(&resp);
 	rc = filer_rpc_call_as(r, op, req->data, req->len,
@@ -70,13 +69,13 @@ static int call_entry_etag(filer_rpc *r, const char *op, const char *path, buf *
 	return rc;
 }
 
-static int call_entry(filer_rpc *r, const char *op, buf *req, int64_t raw_content,
-		      struct filer_entry **out)
+static wfs_err call_entry(filer_rpc *r, const char *op, buf *req, int64_t raw_content,
+			  struct filer_entry **out)
 {
 	return call_entry_etag(r, op, NULL, req, raw_content, out, NULL);
 }
 
-int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
+wfs_err filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out)
 {
 	return filer_meta_lookup_etag(r, path, out, NULL);
 }
@@ -91,16 +90,16 @@ void filer_meta_lookup_body(buf *b, const char *path)
 }
 
 /* The stored encoding's answer: the etag is the xxh64 of its bytes. */
-static int entry_answer_encoded(const uint8_t *body, size_t len, const char *path,
-				struct filer_entry **out, char etag[17])
+static wfs_err entry_answer_encoded(const uint8_t *body, size_t len, const char *path,
+				    struct filer_entry **out, char etag[17])
 {
 	char *dir = NULL, *name = NULL;
 	struct filer_entry *e = NULL;
-	int rc = EIO;
+	wfs_err rc = WFS_EIO;
 
 	if (path && !filer_path_split(path, &dir, &name) &&
 	    !filer_entry_decode(body, len, dir, name, &e))
-		rc = 0;
+		rc = WFS_OK;
 	free(dir);
 	free(name);
 	if (!rc && etag)
@@ -112,32 +111,33 @@ static int entry_answer_encoded(const uint8_t *body, size_t len, const char *pat
 	return rc;
 }
 
-int filer_meta_entry_answer(const char *body, size_t len, const char *path,
-			    struct filer_entry **out, char etag[17])
+wfs_err filer_meta_entry_answer(const char *body, size_t len, const char *path,
+				struct filer_entry **out, char etag[17])
 {
 	yajl_val tree;
 	const char *s;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	if (out)
 		*out = NULL;
 	if (len && body[0] != '{') /* a version byte: the stored encoding */
 		return entry_answer_encoded((const uint8_t *)body, len, path, out, etag);
 	if (!(tree = json_parse(body, len, NULL, 0)))
-		return EIO;
+		return WFS_EIO;
 	if (etag) {
 		if (json_get_str(tree, "etag", &s) && strlen(s) == 16)
 			memcpy(etag, s, 17);
 		else
-			rc = EIO;
+			rc = WFS_EIO;
 	}
 	if (!rc && out && !(*out = filer_meta_entry_from_json(tree)))
-		rc = EIO;
+		rc = WFS_EIO;
 	yajl_tree_free(tree);
 	return rc;
 }
 
-int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17])
+wfs_err filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out,
+			       char etag[17])
 {
 	buf b;
 
@@ -157,20 +157,20 @@ void filer_meta_page_free(struct filer_meta_page *p)
 	memset(p, 0, sizeof(*p));
 }
 
-int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
-		    struct filer_meta_page *out)
+wfs_err filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
+			struct filer_meta_page *out)
 {
 	return filer_meta_list_from(r, dir, start, false, NULL, limit, out);
 }
 
 #define EACH_PAGE 1000
 
-int filer_meta_each(filer_rpc *r, const char *dir,
-		    bool (*fn)(const struct filer_entry *e, void *arg), void *arg)
+wfs_err filer_meta_each(filer_rpc *r, const char *dir,
+			bool (*fn)(const struct filer_entry *e, void *arg), void *arg)
 {
 	char *start = xstrdup("");
 	bool go = true;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 	while (start) {
 		struct filer_meta_page pg;
 		rc = filer_meta_list(r, dir, start, EACH_PAGE, &pg);
@@ -187,13 +187,13 @@ int filer_meta_each(filer_rpc *r, const char *dir,
 	return rc;
 }
 
-int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
-			 const char *prefix, size_t limit, struct filer_meta_page *out)
+wfs_err filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
+			     const char *prefix, size_t limit, struct filer_meta_page *out)
 {
 	yajl_val tree = NULL, arr;
 	json_w *w;
 	buf b;
-	int rc;
+	wfs_err rc;
 
 	memset(out, 0, sizeof(*out));
 	buf_init(&b);
@@ -213,24 +213,24 @@ int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool 
 		return rc;
 	arr = json_get(tree, "entries");
 	if (!arr || !YAJL_IS_ARRAY(arr)) {
-		rc = EIO;
+		rc = WFS_EIO;
 		goto out;
 	}
 	out->entries = xcalloc(arr->u.array.len + 1, sizeof(*out->entries));
 	for (size_t i = 0; i < arr->u.array.len; i++) {
 		struct filer_entry *e = filer_meta_entry_from_json(arr->u.array.values[i]);
 		if (!e) {
-			rc = EIO;
+			rc = WFS_EIO;
 			goto out;
 		}
 		out->entries[out->n++] = e;
 	}
 	if (json_get(tree, "more") && !json_get_bool(tree, "more", &out->more)) {
-		rc = EIO;
+		rc = WFS_EIO;
 		goto out;
 	}
 	if (!entry_json_get_bytes(tree, "lastName", FILER_NAME_MAX, &out->last_name)) {
-		rc = EIO;
+		rc = WFS_EIO;
 		goto out;
 	}
 	if (!out->last_name && out->n)
@@ -289,8 +289,8 @@ static int64_t append_raw_content(buf *b, bool has, const uint8_t *content, size
 	return (int64_t)len;
 }
 
-int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
-		      struct filer_entry **out)
+wfs_err filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			  struct filer_entry **out)
 {
 	return filer_meta_create_etag(r, path, n, out, NULL);
 }
@@ -347,8 +347,8 @@ int64_t filer_meta_create_body(buf *b, const char *path, const struct filer_meta
 	return append_raw_content(b, n->has_content, n->content, n->content_len);
 }
 
-int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
-			   struct filer_entry **out, char etag[17])
+wfs_err filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			       struct filer_entry **out, char etag[17])
 {
 	int64_t raw;
 	buf b;
@@ -358,8 +358,8 @@ int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_me
 	return call_entry_etag(r, "create", path, &b, raw, out, etag);
 }
 
-int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
-		      struct filer_entry **out)
+wfs_err filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
+			  struct filer_entry **out)
 {
 	json_w *w;
 	int64_t raw;
@@ -403,7 +403,7 @@ int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_se
 }
 
 /* delete with an optional ifEtag (NULL: none). */
-static int delete_call(filer_rpc *r, const char *path, bool recursive, const char *if_etag)
+static wfs_err delete_call(filer_rpc *r, const char *path, bool recursive, const char *if_etag)
 {
 	json_w *w;
 	buf b;
@@ -420,19 +420,19 @@ static int delete_call(filer_rpc *r, const char *path, bool recursive, const cha
 	return call(r, "delete", &b, NULL);
 }
 
-int filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
+wfs_err filer_meta_delete(filer_rpc *r, const char *path, bool recursive)
 {
 	return delete_call(r, path, recursive, NULL);
 }
 
-int filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag)
+wfs_err filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag)
 {
 	return delete_call(r, path, false, if_etag);
 }
 
 /* rename with an optional ifEtag (NULL: none; it excludes no_replace and exchange). */
-static int rename_call(filer_rpc *r, const char *from, const char *to, bool no_replace,
-		       bool exchange, const char *if_etag)
+static wfs_err rename_call(filer_rpc *r, const char *from, const char *to, bool no_replace,
+			   bool exchange, const char *if_etag)
 {
 	json_w *w;
 	buf b;
@@ -451,18 +451,19 @@ static int rename_call(filer_rpc *r, const char *from, const char *to, bool no_r
 	return call(r, "rename", &b, NULL);
 }
 
-int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
-		      bool exchange)
+wfs_err filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
+			  bool exchange)
 {
 	return rename_call(r, from, to, no_replace, exchange, NULL);
 }
 
-int filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag)
+wfs_err filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag)
 {
 	return rename_call(r, from, to, false, false, if_etag);
 }
 
-int filer_meta_link(filer_rpc *r, const char *target, const char *newpath, struct filer_entry **out)
+wfs_err filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
+			struct filer_entry **out)
 {
 	json_w *w;
 	buf b;
@@ -477,8 +478,8 @@ int filer_meta_link(filer_rpc *r, const char *target, const char *newpath, struc
 	return call_entry(r, "link", &b, -1, out);
 }
 
-int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
-			 size_t len, enum filer_meta_xflag flag)
+wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
+			     size_t len, enum filer_meta_xflag flag)
 {
 	json_w *w;
 	buf b;
@@ -498,7 +499,7 @@ int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const
 	return call(r, "setXattr", &b, NULL);
 }
 
-int filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name)
+wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name)
 {
 	json_w *w;
 	buf b;

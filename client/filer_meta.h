@@ -2,8 +2,9 @@
  * Typed calls of the filer's JSON entry API (docs/api-filer-json.md), shared
  * by the filer's clients (weedfs-mount, the gateways): each builds the
  * request body, calls filer_rpc_call and decodes the answer into struct
- * filer_entry. Every function returns 0 or a positive errno (filer_rpc.h's
- * mapping) and is thread-safe.
+ * filer_entry. Every function returns WFS_OK or the wfs_err of its failure
+ * (filer_rpc.h's mapping: the filer's code as sent; WFS_EIO for an answer
+ * that does not decode) and is thread-safe.
  */
 #ifndef WEEDFS_CLIENT_FILER_META_H
 #define WEEDFS_CLIENT_FILER_META_H
@@ -27,18 +28,19 @@ void filer_meta_lookup_body(buf *b, const char *path);
  * A successful entry answer's body decoded, in either form (JSON, or the
  * stored encoding a lookup sent with Accept: FILER_ENTRY_MEDIA_TYPE gets, the
  * entry then named path): 0 with *out (caller frees) and the filer etag
- * (16 hex digits + NUL), each unless NULL; EIO for a malformed answer.
+ * (16 hex digits + NUL), each unless NULL; WFS_EIO for a malformed answer.
  */
-int filer_meta_entry_answer(const char *body, size_t len, const char *path,
-			    struct filer_entry **out, char etag[17]);
+wfs_err filer_meta_entry_answer(const char *body, size_t len, const char *path,
+				struct filer_entry **out, char etag[17]);
 
 /* lookup: *out (caller frees) is the entry at path. */
-int filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);
+wfs_err filer_meta_lookup(filer_rpc *r, const char *path, struct filer_entry **out);
 /*
  * lookup that also returns the entry's filer etag (16 hex digits + NUL: the
  * version create's if_etag and update's ifEtag compare). out may be NULL.
  */
-int filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out, char etag[17]);
+wfs_err filer_meta_lookup_etag(filer_rpc *r, const char *path, struct filer_entry **out,
+			       char etag[17]);
 
 /* One page of a directory listing. */
 struct filer_meta_page {
@@ -49,18 +51,18 @@ struct filer_meta_page {
 };
 void filer_meta_page_free(struct filer_meta_page *p);
 /* list: entries of dir after start ("" = from the first), at most limit. */
-int filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
-		    struct filer_meta_page *out);
+wfs_err filer_meta_list(filer_rpc *r, const char *dir, const char *start, size_t limit,
+			struct filer_meta_page *out);
 /*
  * Calls fn for every entry of dir in name order, page after page, until fn
- * returns false: 0, or the filer errno of the listing that failed (ENOENT:
+ * returns false: WFS_OK, or the error of the listing that failed (WFS_ENOENT:
  * no such directory). Entries are borrowed for the call.
  */
-int filer_meta_each(filer_rpc *r, const char *dir,
-		    bool (*fn)(const struct filer_entry *e, void *arg), void *arg);
+wfs_err filer_meta_each(filer_rpc *r, const char *dir,
+			bool (*fn)(const struct filer_entry *e, void *arg), void *arg);
 /* The same from start (inclusive: at it), names beginning with prefix (NULL: all). */
-int filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
-			 const char *prefix, size_t limit, struct filer_meta_page *out);
+wfs_err filer_meta_list_from(filer_rpc *r, const char *dir, const char *start, bool inclusive,
+			     const char *prefix, size_t limit, struct filer_meta_page *out);
 
 /* One of create's moves: the regular file from renamed to to (its missing parents made). */
 struct filer_meta_move {
@@ -102,13 +104,14 @@ struct filer_meta_new {
 };
 /*
  * create: *out (caller frees; may be NULL to ignore) is the new entry. A
- * stale if_etag (also a move's) is ESTALE, a missing target with if_etag, a
- * missing consumed or moved file ENOENT, an existing move target EEXIST. A create is not repeated
- * once it may have been sent (filer_rpc.h), so EIO may mean it committed: a caller that consumed
+ * stale if_etag (also a move's) is WFS_EPRECOND, a missing target with
+ * if_etag, a missing consumed or moved file WFS_ENOENT, an existing move
+ * target WFS_EEXIST. A create is not repeated once it may have been sent
+ * (filer_rpc.h), so WFS_EIO may mean it committed: a caller that consumed
  * files looks the target up before it retries (a repeat would find them gone).
  */
-int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
-		      struct filer_entry **out);
+wfs_err filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			  struct filer_entry **out);
 /*
  * create's request body, appended to b; quiet: the answer leaves the entry
  * out. Returns the bytes of content at its end, sent raw after the JSON (the
@@ -117,8 +120,8 @@ int filer_meta_create(filer_rpc *r, const char *path, const struct filer_meta_ne
 int64_t filer_meta_create_body(buf *b, const char *path, const struct filer_meta_new *n,
 			       bool quiet);
 /* filer_meta_create that also returns the new entry's etag (16 hex + NUL; may be NULL). */
-int filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
-			   struct filer_entry **out, char etag[17]);
+wfs_err filer_meta_create_etag(filer_rpc *r, const char *path, const struct filer_meta_new *n,
+			       struct filer_entry **out, char etag[17]);
 
 /* The fields an update sets (those whose flag is in set). */
 #define FM_SET_MODE    0x01u
@@ -145,29 +148,30 @@ struct filer_meta_set {
 	size_t content_len;
 };
 /* update: *out (caller frees; may be NULL) is the entry after. */
-int filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
-		      struct filer_entry **out);
+wfs_err filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,
+			  struct filer_entry **out);
 
-int filer_meta_delete(filer_rpc *r, const char *path, bool recursive);
+wfs_err filer_meta_delete(filer_rpc *r, const char *path, bool recursive);
 /*
- * delete of path (not recursive) only if its etag (lookup's) is if_etag: ESTALE
- * when it is not (nothing deleted), ENOENT when path is missing.
+ * delete of path (not recursive) only if its etag (lookup's) is if_etag:
+ * WFS_EPRECOND when it is not (nothing deleted), WFS_ENOENT when path is missing.
  */
-int filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag);
-int filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
-		      bool exchange);
+wfs_err filer_meta_delete_if(filer_rpc *r, const char *path, const char *if_etag);
+wfs_err filer_meta_rename(filer_rpc *r, const char *from, const char *to, bool no_replace,
+			  bool exchange);
 /*
  * rename of from over to only if to exists with the etag if_etag (lookup's): to is
- * replaced. ESTALE when to has another etag, ENOENT when from or to is missing.
+ * replaced. WFS_EPRECOND when to has another etag, WFS_ENOENT when from or to
+ * is missing.
  */
-int filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag);
+wfs_err filer_meta_rename_if(filer_rpc *r, const char *from, const char *to, const char *if_etag);
 /* link: newpath becomes another name of target; *out (may be NULL) is the new entry. */
-int filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
-		    struct filer_entry **out);
+wfs_err filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
+			struct filer_entry **out);
 
 enum filer_meta_xflag { FM_XATTR_ANY, FM_XATTR_CREATE, FM_XATTR_REPLACE };
-int filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
-			 size_t len, enum filer_meta_xflag flag);
-int filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name);
+wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
+			     size_t len, enum filer_meta_xflag flag);
+wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name);
 
 #endif

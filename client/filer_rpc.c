@@ -2,16 +2,18 @@
  * DESIGN
  * - One call is one POST through lib/http_client (a libcurl handle per thread,
  *   so keep-alive connections are per thread and calls are thread-safe).
- * - The filer's {"error", "code"} answer becomes an errno; a 503 (EAGAIN:
- *   its store or master is unreachable) changed nothing, so every op may
- *   repeat it.
+ * - The filer's {"error", "code"} answer becomes the wfs_err its code names
+ *   (the filer sends wfs_err_name); a 503 (EAGAIN: its store or master is
+ *   unreachable) changed nothing, so every op may repeat it.
  * - A transport failure is ambiguous: the request may have reached the filer.
  *   Ops safe to repeat (lookups, assign, conditional updates, xattrs) simply
  *   retry. The others (create, delete, rename, link) retry only when the filer
  *   is refusing connections, which http_client does not tell apart from a
  *   reset: a TCP connect probe right after the failure decides. A filer that
  *   accepts connections but dropped ours may have applied the change, so the
- *   call fails with EIO instead of risking EEXIST / ENOENT on a repeat.
+ *   call fails with WFS_EIO instead of risking EEXIST / ENOENT on a repeat.
+ *   A spent budget is WFS_EUNAVAIL (or the last 503's code): nothing the
+ *   call did not repeat was applied.
  * - Back-off 50 ms doubling to 2 s, within retry_seconds in total.
  */
 #include "config.h"
@@ -89,36 +91,23 @@ static bool op_idempotent(const char *op, const char *json, size_t len)
 	return false;
 }
 
-/* The filer's error code as an errno. */
-static int code_errno(const char *code)
-{
-	static const struct {
-		const char *name;
-		int err;
-	} map[] = {
-		{"ENOENT", ENOENT},   {"EEXIST", EEXIST},   {"ENOTEMPTY", ENOTEMPTY},
-		{"ENOTDIR", ENOTDIR}, {"EISDIR", EISDIR},   {"EPERM", EPERM},
-		{"EINVAL", EINVAL},   {"ENODATA", ENODATA}, {"ENOSYS", ENOSYS},
-		{"EPRECOND", ESTALE}, {"EAGAIN", EAGAIN},   {"ENAMETOOLONG", ENAMETOOLONG},
-		{"ENOSPC", ENOSPC},
-	};
-	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(code, map[i].name))
-			return map[i].err;
-	return EIO;
-}
-
-int filer_rpc_answer_errno(int status, const char *body, size_t len)
+wfs_err filer_rpc_answer_err(int status, const char *body, size_t len)
 {
 	yajl_val v = len ? json_parse(body, len, NULL, 0) : NULL;
 	const char *code = NULL;
-	int e;
+	wfs_err e;
+
 	if (v)
 		json_get_str(v, "code", &code);
-	e = code ? code_errno(code) : (status == 404 ? ENOSYS : EIO);
+	if (code && status == 409 && !strcmp(code, "EAGAIN"))
+		e = WFS_EBUSY; /* a lock held by another owner: try again later */
+	else if (code)
+		e = wfs_err_from_name(code);
+	else
+		e = status == 404 ? WFS_ENOSYS : wfs_err_from_http_status(status);
 	if (v)
 		yajl_tree_free(v);
-	return e;
+	return e ? e : WFS_EIO;
 }
 
 /* Whether host:port refuses a TCP connection right now (nothing listens there). */
@@ -147,13 +136,13 @@ static void sleep_ms(long ms)
 		;
 }
 
-int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
+wfs_err filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
 {
 	return filer_rpc_call_as(r, op, json, len, "application/json", -1, resp);
 }
 
-int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
-		      const char *accept, int64_t raw_content, buf *resp)
+wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
+			  const char *accept, int64_t raw_content, buf *resp)
 {
 	char accept_header[128], raw_header[64];
 	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
@@ -165,7 +154,7 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 	/* the JSON ends where raw content starts */
 	size_t json_len = raw_content >= 0 ? len - (size_t)raw_content : len;
 	bool repeatable = op_idempotent(op, json, json_len);
-	int e = EIO;
+	wfs_err e = WFS_EIO;
 
 	snprintf(accept_header, sizeof(accept_header), "Accept: %s", accept);
 	if (raw_content >= 0) {
@@ -182,17 +171,17 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 			http_request("POST", url, hdr, json ? json : "", len, r->timeout_ms, &res);
 		if (!err && res.status >= 200 && res.status < 300) {
 			buf_append(resp, res.body.data, res.body.len);
-			e = 0;
+			e = WFS_OK;
 			break;
 		}
 		if (!err) {
-			e = filer_rpc_answer_errno(res.status, res.body.data, res.body.len);
+			e = filer_rpc_answer_err(res.status, res.body.data, res.body.len);
 			/* a 503 changed nothing: repeat it whatever the op */
 			retry = res.status == 503;
 			if (!retry)
 				break;
 		} else {
-			e = EIO;
+			e = WFS_EIO; /* unless retried: it may have been applied */
 			retry = repeatable || filer_refuses(r->addr, MIN(r->timeout_ms, 2000));
 			if (!retry) {
 				log_warn("filer %s: %s failed (%s) after it may have been sent",
@@ -203,7 +192,8 @@ int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len
 		if (time_mono_ns() + (uint64_t)backoff * 1000000ull > deadline) {
 			log_warn("filer %s: %s: giving up after retries (%s)", r->addr, op,
 				 err ? wfs_strerror(err) : "503");
-			e = EIO;
+			if (err) /* nothing answered; what was not repeated was refused */
+				e = WFS_EUNAVAIL;
 			break;
 		}
 		log_debug("filer %s: %s: retrying in %ld ms", r->addr, op, backoff);

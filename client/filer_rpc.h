@@ -2,13 +2,17 @@
  * The client of the filer's JSON entry API (docs/api-filer-json.md) that
  * weedfs-mount and the gateways share: one call is POST /.api/v1/<op> with a
  * JSON body, answered with JSON (or, asked for it, a lookup with the entry's
- * stored encoding) or with {"error", "code"}, which becomes an errno.
+ * stored encoding) or with {"error", "code"}, whose code (wfs_err_name) maps
+ * back to the wfs_err the filer answered with (wfs_err_from_name): a failed
+ * precondition is WFS_EPRECOND, a full cluster WFS_ENOSPC, and so on.
  *
  * Retries: an unreachable filer or a 503 is retried with exponential back-off
- * (50 ms doubling up to 2 s) until the budget runs out, then EIO. Operations
- * that are not safe to repeat (create, delete, rename, link) are retried only
- * when the request cannot have reached the filer (connection refused), so a
- * retry never turns a success into EEXIST or ENOENT.
+ * (50 ms doubling up to 2 s) until the budget runs out, then WFS_EUNAVAIL (or
+ * the code of the last 503, e.g. WFS_ENOLCK). Operations that are not safe to
+ * repeat (create, delete, rename, link) are retried only when the request
+ * cannot have reached the filer (connection refused), so a retry never turns
+ * a success into WFS_EEXIST or WFS_ENOENT; such an operation whose request
+ * failed after it may have been sent is WFS_EIO: it may have been applied.
  *
  * Thread-safe: libcurl, one handle per thread (lib/http_client.h).
  */
@@ -18,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "buf.h"
+#include "err.h"
 
 typedef struct filer_rpc filer_rpc;
 
@@ -33,24 +38,34 @@ filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seco
 void filer_rpc_free(filer_rpc *r);
 
 /*
- * Calls op with the JSON body json (len bytes, borrowed). On success returns 0
- * and appends the response body to *resp. Otherwise returns a POSITIVE errno:
- * the answer's "code" mapped (ENOENT, EEXIST, ENOTEMPTY, ENOTDIR, EISDIR, EPERM,
- * EINVAL, ENODATA, ENOSYS, EAGAIN; EPRECOND becomes ESTALE), EIO for anything
- * else or once the retry budget is spent.
+ * Calls op with the JSON body json (len bytes, borrowed). On success returns
+ * WFS_OK and appends the response body to *resp. Otherwise:
+ *   - the filer's answer as filer_rpc_answer_err maps it (WFS_ENOENT,
+ *     WFS_EEXIST, WFS_EPRECOND, WFS_ENOSPC, WFS_EQUOTA, WFS_EBUSY, ...);
+ *   - WFS_EUNAVAIL when the retry budget is spent on an unreachable or busy
+ *     filer (nothing was applied by an operation not safe to repeat), or the
+ *     code of its last 503 answer when it had one (WFS_ENOLCK);
+ *   - WFS_EIO when the request of an operation not safe to repeat failed after
+ *     it may have reached the filer: the change may have been applied.
  */
-int filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp);
+wfs_err filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp);
 /*
  * The same asking for the answer as the media type accept (a lookup's entry
  * can come in its stored encoding: FILER_ENTRY_MEDIA_TYPE), the body's last
  * raw_content bytes (-1: none) being content sent raw after the JSON
  * (API_RAW_CONTENT_HEADER).
  */
-int filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
-		      const char *accept, int64_t raw_content, buf *resp);
+wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
+			  const char *accept, int64_t raw_content, buf *resp);
 
-/* The errno (as filer_rpc_call's) of an error answer (status >= 300) with body. */
-int filer_rpc_answer_errno(int status, const char *body, size_t len);
+/*
+ * The error of the filer's answer with status (>= 300) and body: its "code"
+ * mapped with wfs_err_from_name (an unknown code is WFS_EIO), except that
+ * EAGAIN with 409 is the lock table's conflict (docs/api-filer-json.md):
+ * WFS_EBUSY. Without a code: 404 is WFS_ENOSYS (a filer without the op),
+ * anything else wfs_err_from_http_status. Never WFS_OK. Pure; any thread.
+ */
+wfs_err filer_rpc_answer_err(int status, const char *body, size_t len);
 
 /* The filer's address as given ("host:port"; borrowed from r). */
 const char *filer_rpc_addr(const filer_rpc *r);

@@ -22,7 +22,6 @@
  *   `sent` list, file_data_commit.c).
  */
 #include "config.h"
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,13 +96,13 @@ static void base_set(file_data *fd, const struct filer_entry *e)
 	file_data_changed(fd);
 }
 
-int file_data_base_resolve(file_data *fd)
+wfs_err file_data_base_resolve(file_data *fd)
 {
 	struct filer_chunk *garbage = NULL;
 	size_t ng = 0;
 	bool manifests = false;
 	if (fd->base_resolved)
-		return 0;
+		return WFS_OK;
 	for (size_t i = 0; i < fd->base.n; i++)
 		manifests |= fd->base.c[i].is_manifest;
 	if (manifests) {
@@ -112,7 +111,7 @@ int file_data_base_resolve(file_data *fd)
 		wfs_err err = chunk_resolve_manifests(fd->md->bc, fd->base.c, fd->base.n, &out, &n);
 		if (err) {
 			log_warn("mount: resolving manifests: %s", wfs_strerror(err));
-			return EIO;
+			return file_data_blob_err(err);
 		}
 		chunk_list_clear(&fd->base);
 		fd->base.c = out;
@@ -121,11 +120,11 @@ int file_data_base_resolve(file_data *fd)
 	}
 	/* a list reaching past the size would show stale bytes after an extension */
 	if (chunks_truncate(fd->base.c, &fd->base.n, fd->base_size, &garbage, &ng))
-		return EIO;
+		return WFS_EIO; /* a manifest left in a resolved list: cannot happen */
 	filer_chunks_free(garbage, ng);
 	fd->base_resolved = true;
 	file_data_changed(fd);
-	return 0;
+	return WFS_OK;
 }
 
 /* ---- API ---- */

@@ -12,7 +12,10 @@
  * volume servers; the caller commits the new chunks to the filer on flush,
  * fsync and release. Dirty memory is bounded per mount: a writer waits.
  *
- * Functions return 0 or a positive errno. A file_data is thread-safe.
+ * Functions return WFS_OK or a wfs_err that keeps the cause: an upload the
+ * cluster refused for want of space is WFS_ENOSPC (WFS_EQUOTA for a quota),
+ * not a generic error, so write(), fsync() and close() say ENOSPC. A
+ * file_data is thread-safe.
  * file_data_int.h lists the modules that implement this interface.
  */
 #ifndef WEEDFS_MOUNT_FILE_DATA_H
@@ -60,13 +63,21 @@ void file_data_free(file_data *fd);
 /* Replaces the clean base (another client changed the file); keeps the dirty bytes. */
 void file_data_reset(file_data *fd, const struct filer_entry *e);
 
-/* Reads up to len bytes at off into dst; *got < len only at end of file. */
-int file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got);
-/* Buffers a write; may block while the mount's dirty budget is spent. */
-int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len);
+/*
+ * Reads up to len bytes at off into dst; *got < len only at end of file. A chunk
+ * no replica has (WFS_ENOENT from the volume servers) is WFS_ECORRUPT: the
+ * file's data is damaged.
+ */
+wfs_err file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got);
+/*
+ * Buffers a write; may block while the mount's dirty budget is spent. WFS_ETOOBIG past
+ * the largest offset; the error of a background upload of this file that failed while
+ * it waited (WFS_ENOSPC...), or WFS_EIO when no upload made progress for minutes.
+ */
+wfs_err file_data_write(file_data *fd, uint64_t off, const void *src, size_t len);
 /* Sets the size (cuts dirty and base data beyond it; a larger size is a hole). Waits for
    a flush awaiting file_data_committed, so call neither between those two. */
-int file_data_truncate(file_data *fd, uint64_t size);
+wfs_err file_data_truncate(file_data *fd, uint64_t size);
 /* The size including buffered writes and truncates. */
 uint64_t file_data_size(file_data *fd);
 /* Whether anything (data or a size change) awaits a commit. */
@@ -81,14 +92,15 @@ void file_data_set_ino(file_data *fd, uint64_t ino);
 size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, size_t max);
 
 /*
- * Uploads every dirty byte. On 0, *chunks / *n (caller frees with
+ * Uploads every dirty byte. On WFS_OK, *chunks / *n (caller frees with
  * filer_chunks_free; NULL/0 when only the size changed) are the chunks to
  * commit with update {appendChunks, size: file_data_size(fd)}; the caller then
  * calls file_data_committed with whether the commit succeeded (the dirty data
  * is dropped, and the chunks join the base, only then). An upload error is
- * returned (EIO), never swallowed; the dirty data stays.
+ * returned as the blob client gave it (WFS_ENOSPC, WFS_EUNAVAIL, ...), never
+ * swallowed; the dirty data stays.
  */
-int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
+wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
 void file_data_committed(file_data *fd, bool ok);
 /*
  * Like file_data_flush, for a file whose whole data fits the mount's inline_max
@@ -100,13 +112,14 @@ void file_data_committed(file_data *fd, bool ok);
  */
 bool file_data_flush_inline(file_data *fd, uint8_t **content, size_t *len);
 /*
- * Like file_data_committed(fd, rc == 0), with the commit's errno: an error that says
- * the filer changed nothing (ENOENT, EINVAL, EPERM, EEXIST, ENOTDIR, EISDIR, ENOSPC...)
- * lets the mount free the flushed chunks once it drops them (they can never be
- * referenced), while EIO / ESTALE (the update may have committed before a retry)
- * keep them forever. file_data_committed(fd, false) counts as EIO.
+ * Like file_data_committed(fd, rc == WFS_OK), with the commit's error: one that says
+ * the filer changed nothing (WFS_ENOENT, WFS_EINVAL, WFS_EPERM, WFS_EEXIST, WFS_ENOTDIR,
+ * WFS_EISDIR, WFS_ENOSPC, WFS_EQUOTA...) lets the mount free the flushed chunks once it
+ * drops them (they can never be referenced), while WFS_EIO, WFS_EUNAVAIL, WFS_EPRECOND
+ * (the update may have committed before a retry) and timeouts keep them forever.
+ * file_data_committed(fd, false) counts as WFS_EIO.
  */
-void file_data_commit_result(file_data *fd, int rc);
+void file_data_commit_result(file_data *fd, wfs_err rc);
 
 /*
  * Between a successful file_data_flush and file_data_committed: true when the
@@ -128,18 +141,21 @@ size_t file_data_flush_drops(file_data *fd, char ***fids);
 /*
  * lseek SEEK_DATA / SEEK_HOLE from off: *out = the first byte of data (a base or pending
  * chunk's visible piece, a dirty range, inline content) or of a hole (the end of the file
- * counts as one) at or after off. ENXIO when off is at or past the end, or (SEEK_DATA)
- * only a hole follows; EINVAL for another whence; EIO when manifests cannot be read.
+ * counts as one) at or after off, or FILE_DATA_SEEK_NONE when off is at or past the end,
+ * or (SEEK_DATA) only a hole follows (lseek's ENXIO). WFS_EINVAL for another whence; the
+ * blob client's error when manifests cannot be read.
  */
-int file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out);
+#define FILE_DATA_SEEK_NONE UINT64_MAX
+wfs_err file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out);
 /*
  * Zeros [off, off+len) (fallocate PUNCH_HOLE, ZERO_RANGE) without storing zeros where it
  * can: the range becomes a hole except under a chunk that crosses its end, where at most
  * one chunk's worth of zeros is buffered. Unless keep_size, the size grows to off+len.
  * The change waits for the next commit like a write (then update {chunks} replaces the
- * list). Waits for a running flush, as file_data_truncate does. 0, EFBIG or EIO.
+ * list). Waits for a running flush, as file_data_truncate does. WFS_OK, WFS_ETOOBIG, or
+ * the error of reading the base's manifests.
  */
-int file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size);
+wfs_err file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size);
 
 /* Counters of a mount's data path (for tests and status). */
 struct mount_data_stats {

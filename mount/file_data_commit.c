@@ -16,17 +16,17 @@
  *   the oldest chunk of the list.
  * - Small files: a file whose whole data fits inline_max and is known here
  *   (no bytes only in base chunks) commits as update {content}: no upload.
- * - A chunk handed out by a flush whose commit failed ambiguously (EIO,
- *   ESTALE: it may have committed) is remembered in the file's `sent` list
- *   and never freed by the mount (a leak, not a loss); a committed chunk is
- *   never in a range or the pending list afterwards, so it is never freed.
+ * - A chunk handed out by a flush whose commit failed ambiguously (WFS_EIO,
+ *   WFS_EUNAVAIL, WFS_EPRECOND: it may have committed) is remembered in the
+ *   file's `sent` list and never freed by the mount (a leak, not a loss); a
+ *   committed chunk is never in a range or the pending list afterwards, so it
+ *   is never freed.
  * - The kept tail (file_data_write.c): a successful commit keeps a small last
  *   range's buffer as the tail; the chunks the flushed data supersedes (the
  *   revived tails) leave the list (update dropChunks, or left out of a
  *   replaced list).
  */
 #include "config.h"
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,18 +44,18 @@ bool file_data_flush_replaces(file_data *fd)
 	return r;
 }
 
-int file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
+wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
 {
 	struct flush_wait fw = {0};
 	struct chunk_list out = {0};
 	bool replace;
-	int e = 0;
+	wfs_err e = WFS_OK;
 
 	*chunks = NULL;
 	*n = 0;
 	pthread_mutex_lock(&fd->mu);
 	file_data_wait_quiet(fd);
-	fd->bg_err = 0;
+	fd->bg_err = WFS_OK;
 	replace = fd->filer_inline && (fd->nslots || fd->pend.n);
 	replace |= fd->trunc_min < fd->base_size && fd->trunc_min < fd->size;
 	replace |= fd->holes_dirty;
@@ -244,30 +244,34 @@ out:
 	return ok;
 }
 
-void file_data_committed(file_data *fd, bool ok) { file_data_commit_result(fd, ok ? 0 : EIO); }
+void file_data_committed(file_data *fd, bool ok)
+{
+	file_data_commit_result(fd, ok ? WFS_OK : WFS_EIO);
+}
 
 /* Whether a failed commit's error says the filer changed nothing (see the header). */
-static bool commit_refused(int rc)
+static bool commit_refused(wfs_err rc)
 {
 	switch (rc) {
-	case ENOENT:
-	case EEXIST:
-	case ENOTDIR:
-	case EISDIR:
-	case EPERM:
-	case EACCES:
-	case EINVAL:
-	case ENOSYS:
-	case EFBIG:
-	case ENOSPC:
-	case EROFS:
+	case WFS_ENOENT:
+	case WFS_EEXIST:
+	case WFS_ENOTDIR:
+	case WFS_EISDIR:
+	case WFS_EPERM:
+	case WFS_EACCES:
+	case WFS_EINVAL:
+	case WFS_ENOSYS:
+	case WFS_ETOOBIG:
+	case WFS_ENOSPC:
+	case WFS_EQUOTA:
+	case WFS_EREADONLY:
 		return true;
 	default:
-		return false; /* EIO, ESTALE, timeouts: it may have committed */
+		return false; /* EIO, EUNAVAIL, EPRECOND, timeouts: it may have committed */
 	}
 }
 
-void file_data_commit_result(file_data *fd, int rc)
+void file_data_commit_result(file_data *fd, wfs_err rc)
 {
 	uint64_t released = 0;
 	bool ok = rc == 0;

@@ -11,8 +11,8 @@
  *   mount_data.c        mount-wide state: the dirty budget, statistics,
  *                       pre-assigned file ids and uploads, orphaned chunks
  * Names: mount_data_* work on the mount-wide state, file_data_* on one file.
- * Functions return 0 or a positive errno, as file_data.h's do. "mu held" means
- * the file's mu.
+ * Functions return WFS_OK or a wfs_err keeping the cause, as file_data.h's do.
+ * "mu held" means the file's mu.
  */
 #ifndef WEEDFS_MOUNT_FILE_DATA_INT_H
 #define WEEDFS_MOUNT_FILE_DATA_INT_H
@@ -138,7 +138,7 @@ struct file_data {
 	uint64_t trunc_seq;
 
 	int jobs;   /* uploads running */
-	int bg_err; /* a background upload failed since the last writer looked */
+	wfs_err bg_err; /* a background upload failed since the last writer looked */
 
 	uint64_t version; /* changes whenever base or pending change */
 	uint64_t views_version;
@@ -235,18 +235,20 @@ void mount_data_budget_force(mount_data *md, uint64_t n);
 void mount_data_budget_release(mount_data *md, uint64_t n);
 /*
  * Waits until want more dirty bytes fit the mount's budget, starting uploads to make room.
- * Called without fd->mu. 0 or EIO (an upload of this file failed, or no progress at all).
+ * Called without fd->mu. WFS_OK, the error of an upload of this file that failed meanwhile
+ * (WFS_ENOSPC...), or WFS_EIO when no upload made progress at all for BUDGET_WAIT_NS.
  */
-int mount_data_budget_reserve(file_data *fd, uint64_t want);
+wfs_err mount_data_budget_reserve(file_data *fd, uint64_t want);
 /* Adds n to the counter field of md->st (under md->bmu). */
 void mount_data_stat_add(mount_data *md, uint64_t *field, uint64_t n);
 /* Queues fid (taken) to be freed by the filer (freeChunks, batched). Any lock may be held. */
 void mount_data_orphan(mount_data *md, char *fid);
 /*
  * Stores len bytes as a new blob (a pre-assigned file id when one is pooled): *fid (caller
- * frees) and etag. 0 or EIO. Any thread; no lock held.
+ * frees) and etag. WFS_OK or blob_client_save's error (WFS_ENOSPC: no room in the cluster).
+ * Any thread; no lock held.
  */
-int mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag);
+wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag);
 
 /* ---- file_data.c ---- */
 
@@ -256,8 +258,15 @@ int64_t file_data_next_mtime(file_data *fd);
 void file_data_changed(file_data *fd);
 /* Frees fid (borrowed; NULL: nothing) unless a commit may have referenced it. mu held. */
 void file_data_chunk_drop(file_data *fd, const char *fid);
-/* Resolves manifests and cuts chunks past the base size. mu held (network!). */
-int file_data_base_resolve(file_data *fd);
+/* Resolves manifests and cuts chunks past the base size. mu held (network!). WFS_OK or
+   file_data_blob_err of the manifests' fetch. */
+wfs_err file_data_base_resolve(file_data *fd);
+/*
+ * What a failure to read a blob the file names means to a reader: a blob no volume
+ * server has (WFS_ENOENT) is damaged data (WFS_ECORRUPT, EIO), not a missing file;
+ * anything else (WFS_EUNAVAIL, WFS_ETIMEDOUT...) stays.
+ */
+static inline wfs_err file_data_blob_err(wfs_err e) { return e == WFS_ENOENT ? WFS_ECORRUPT : e; }
 /* Whether fd holds anything the filer has not got. mu held. */
 bool file_data_dirty_locked(const file_data *fd);
 /* Waits until no upload runs and no flush awaits its commit. mu held. */
@@ -286,7 +295,7 @@ void file_data_tail_save(file_data *fd, struct drange *r, const char *fid);
 
 struct flush_wait {
 	int remaining; /* protected by the file's mu */
-	int err;
+	wfs_err err;   /* protected by the file's mu: an upload's failure */
 };
 
 struct up_job;

@@ -17,7 +17,6 @@
  *   taken for data).
  */
 #include "config.h"
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -81,22 +80,25 @@ static wfs_err fetch_whole(mount_data *md, const char *fid)
 	return err;
 }
 
-/* Copies [off, off+len) of blob fid into dst: cache, whole fetch (if `whole`), or a range. */
-static int read_blob(mount_data *md, const char *fid, uint64_t off, size_t len, bool whole,
-		     uint8_t *dst)
+/*
+ * Copies [off, off+len) of blob fid into dst: cache, whole fetch (if `whole`), or a range.
+ * WFS_OK or file_data_blob_err of the read's failure.
+ */
+static wfs_err read_blob(mount_data *md, const char *fid, uint64_t off, size_t len, bool whole,
+			 uint8_t *dst)
 {
 	wfs_err err = WFS_OK;
 	buf b = BUF_INIT;
 
 	for (int i = 0; whole && i < 3; i++) {
 		if (chunk_cache_read(md->cache, fid, off, len, dst))
-			return 0;
+			return WFS_OK;
 		err = fetch_whole(md, fid);
 		if (err)
 			break;
 	}
 	if (chunk_cache_read(md->cache, fid, off, len, dst))
-		return 0;
+		return WFS_OK;
 	/* random access to a big chunk (or the cache cannot hold it): just the range */
 	err = blob_client_read(md->bc, fid, off, len, 0, &b);
 	if (!err && b.len != len)
@@ -109,9 +111,9 @@ static int read_blob(mount_data *md, const char *fid, uint64_t off, size_t len, 
 	if (err) {
 		log_warn("mount: read of %s [%" PRIu64 ", +%zu): %s", fid, off, len,
 			 wfs_strerror(err));
-		return EIO;
+		return file_data_blob_err(err);
 	}
-	return 0;
+	return WFS_OK;
 }
 
 struct ra_job {
@@ -153,10 +155,10 @@ static void ra_submit(mount_data *md, char *fid)
 /* ---- the read plan ---- */
 
 /* The plan of base + pending over the whole file. mu held. */
-static int views_build(file_data *fd)
+static wfs_err views_build(file_data *fd)
 {
 	if (fd->views_ok && fd->views_version == fd->version)
-		return 0;
+		return WFS_OK;
 	free(fd->views);
 	fd->views = NULL;
 	fd->nviews = 0;
@@ -167,10 +169,10 @@ static int views_build(file_data *fd)
 	if (fd->pend.n)
 		memcpy(fd->comb + fd->base.n, fd->pend.c, fd->pend.n * sizeof(*fd->comb));
 	if (chunks_read_plan(fd->comb, fd->ncomb, 0, UINT64_MAX, &fd->views, &fd->nviews))
-		return EIO;
+		return WFS_EIO; /* a manifest in a resolved list: cannot happen */
 	fd->views_ok = true;
 	fd->views_version = fd->version;
-	return 0;
+	return WFS_OK;
 }
 
 /* Index of the first view ending after off. */
@@ -226,7 +228,7 @@ struct piece {
 	bool whole;
 };
 
-int file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got)
+wfs_err file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *got)
 {
 	mount_data *md = fd->md;
 	uint8_t *out = dst;
@@ -235,7 +237,7 @@ int file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_t *g
 	char *ra[READ_AHEAD_CHUNKS + 1];
 	uint64_t n, version;
 	bool seq;
-	int e = 0;
+	wfs_err e = WFS_OK;
 
 	*got = 0;
 	pthread_mutex_lock(&fd->mu);
@@ -358,25 +360,22 @@ static uint64_t data_next(file_data *fd, uint64_t pos)
 	return best;
 }
 
-int file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out)
+wfs_err file_data_seek(file_data *fd, uint64_t off, int whence, uint64_t *out)
 {
-	int e;
+	wfs_err e;
 
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
-		return EINVAL;
+		return WFS_EINVAL;
+	*out = FILE_DATA_SEEK_NONE;
 	pthread_mutex_lock(&fd->mu);
 	e = file_data_base_resolve(fd);
-	if (!e && off >= fd->size)
-		e = ENXIO;
-	if (!e)
+	if (!e && off < fd->size)
 		e = views_build(fd);
-	if (e)
+	if (e || off >= fd->size)
 		goto out;
 	if (whence == SEEK_DATA) {
 		uint64_t d = data_next(fd, off);
-		if (d >= fd->size)
-			e = ENXIO; /* only a hole up to the end */
-		else
+		if (d < fd->size) /* else only a hole up to the end */
 			*out = d;
 	} else {
 		uint64_t pos = off, next;

@@ -40,7 +40,7 @@ void file_data_upload_run(void *arg)
 	file_data *fd = j->fd;
 	mount_data *md = fd->md; /* fd may be freed once jobs drops below */
 	char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
-	int e = mount_data_upload(fd->md, j->data, j->len, &fid, etag);
+	wfs_err e = mount_data_upload(fd->md, j->data, j->len, &fid, etag);
 	uint64_t released = 0;
 	bool give = !j->fw && j->pooled; /* the range goes: its buffer moves to the cache */
 	uint8_t *given = NULL;

@@ -42,7 +42,6 @@
  *   names; the pending chunks that left are orphans.
  */
 #include "config.h"
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,17 +302,17 @@ static uint64_t slot_write(file_data *fd, struct slot *s, uint64_t off, const ui
 
 /* ---- API ---- */
 
-int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
+wfs_err file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 {
 	mount_data *md = fd->md;
 	uint64_t cs = md->chunk_size, added = 0, revived = 0, pos = off, end;
 	const uint8_t *p = src;
-	int e;
+	wfs_err e;
 
 	if (!len)
-		return 0;
+		return WFS_OK;
 	if (off > INT64_MAX || len > INT64_MAX - off)
-		return EFBIG;
+		return WFS_ETOOBIG;
 	end = off + len;
 	e = mount_data_budget_reserve(fd, len);
 	if (e)
@@ -339,16 +338,16 @@ int file_data_write(file_data *fd, uint64_t off, const void *src, size_t len)
 	mount_data_budget_release(md, len - MIN(added, len));
 	if (revived) /* a revived tail (at most TAIL_MAX) is charged without waiting */
 		mount_data_budget_force(md, revived);
-	return 0;
+	return WFS_OK;
 }
 
-int file_data_truncate(file_data *fd, uint64_t size)
+wfs_err file_data_truncate(file_data *fd, uint64_t size)
 {
 	uint64_t cs = fd->md->chunk_size, released = 0;
-	int e = 0;
+	wfs_err e = WFS_OK;
 
 	if (size > INT64_MAX)
-		return EFBIG;
+		return WFS_ETOOBIG;
 	pthread_mutex_lock(&fd->mu);
 	file_data_wait_quiet(fd);
 	file_data_tail_drop(fd);
@@ -379,14 +378,14 @@ int file_data_truncate(file_data *fd, uint64_t size)
 			file_data_slot_drop_if_empty(fd, s);
 		}
 		if (chunks_truncate(fd->pend.c, &fd->pend.n, size, &g, &ng))
-			e = EIO;
+			e = WFS_EIO; /* a manifest in a resolved list: cannot happen */
 		for (size_t i = 0; i < ng; i++) /* pending chunks cut whole: never committed */
 			file_data_chunk_drop(fd, g[i].fid);
 		filer_chunks_free(g, ng);
 		g = NULL;
 		ng = 0;
 		if (!e && chunks_truncate(fd->base.c, &fd->base.n, size, &g, &ng))
-			e = EIO;
+			e = WFS_EIO;
 		filer_chunks_free(g, ng); /* the filer frees these at the commit */
 		if (fd->has_inl && fd->inl_len > size)
 			fd->inl_len = (size_t)size;
@@ -495,17 +494,17 @@ static uint64_t list_punch(struct chunk_list *l, uint64_t a, uint64_t b, struct 
 	return z;
 }
 
-int file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size)
+wfs_err file_data_punch(file_data *fd, uint64_t off, uint64_t len, bool keep_size)
 {
 	uint64_t cs = fd->md->chunk_size, released = 0, added = 0, a = off, b, z;
 	struct chunk_list gone = {0};
 	bool cut = false;
-	int e;
+	wfs_err e;
 
 	if (!len)
-		return 0;
+		return WFS_OK;
 	if (off > INT64_MAX || len > INT64_MAX - off)
-		return EFBIG;
+		return WFS_ETOOBIG;
 	pthread_mutex_lock(&fd->mu);
 	file_data_wait_quiet(fd);
 	e = file_data_base_resolve(fd);

@@ -107,7 +107,7 @@ static void touch_send(struct mount_ctx *m, struct inode *n)
 	if (s.mtime_ns)
 		path = itable_path(m->it, n->ino);
 	if (path)
-		filer_meta_update(m->rpc, path, &s, NULL); /* ENOENT: removed since */
+		filer_meta_update(m->rpc, path, &s, NULL); /* WFS_ENOENT: removed since */
 	pthread_mutex_unlock(&n->commit_mu);
 	free(path);
 }
@@ -189,7 +189,7 @@ void fuse_attrs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	struct filer_entry *e = NULL;
 	struct stat st;
 	bool removed;
-	int rc;
+	wfs_err rc;
 
 	(void)fi;
 	if (!n) {
@@ -202,7 +202,7 @@ void fuse_attrs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	/* a removed node (still open) has no path: its last entry, with nlink 0 */
 	rc = fuse_ops_node_entry(m, n, removed, &e);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	} else {
 		fuse_ops_entry_stat(n, e, &st);
 		fuse_reply_attr(req, &st, m->attr_timeout);
@@ -220,7 +220,7 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	struct filer_entry *e = NULL;
 	file_data *fd = NULL;
 	struct stat st;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	(void)fi;
 	if (!n) {
@@ -265,11 +265,11 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (n->is_dir) {
-			rc = EISDIR;
+			rc = WFS_EISDIR;
 			goto out;
 		}
 		if (attr->st_size < 0) {
-			rc = EINVAL;
+			rc = WFS_EINVAL;
 			goto out;
 		}
 		pthread_mutex_lock(&n->commit_mu);
@@ -314,7 +314,7 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			n->touch_pending_ns = 0;
 			pthread_mutex_unlock(&n->mu);
 		}
-		rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
+		rc = path ? filer_meta_update(m->rpc, path, &s, &e) : WFS_ENOENT;
 		pthread_mutex_unlock(&n->commit_mu);
 		free(path);
 		if (!rc)
@@ -329,7 +329,7 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		rc = fuse_ops_node_entry(m, n, false, &e);
 out:
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	} else {
 		fuse_ops_entry_stat(n, e, &st);
 		fuse_reply_attr(req, &st, m->attr_timeout);
@@ -343,7 +343,7 @@ void fuse_attrs_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct mount_ctx *m = ctx(req);
 	struct inode *n = itable_get(m->it, ino);
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -351,7 +351,7 @@ void fuse_attrs_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	rc = fuse_ops_node_entry(m, n, true, &e);
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	else if (!S_ISLNK(e->attr.mode) || !e->attr.symlink_target)
 		fuse_reply_err(req, EINVAL);
 	else
@@ -389,15 +389,16 @@ void fuse_attrs_note_access(struct mount_ctx *m, struct inode *n)
 }
 
 /*
- * The filer's statfs op: *total, *free bytes and *files in use. Returns errno
- * (ENOSYS from a filer without it).
+ * The filer's statfs op: *total, *free bytes and *files in use. WFS_OK or the
+ * call's error (WFS_ENOSYS from a filer without it).
  */
-static int filer_statfs(struct mount_ctx *m, uint64_t *total, uint64_t *free_b, uint64_t *files)
+static wfs_err filer_statfs(struct mount_ctx *m, uint64_t *total, uint64_t *free_b,
+			    uint64_t *files)
 {
 	yajl_val tree;
 	char msg[128];
 	buf resp;
-	int rc;
+	wfs_err rc;
 
 	buf_init(&resp);
 	rc = filer_rpc_call(m->rpc, "statfs", "{}", 2, &resp);
@@ -406,7 +407,7 @@ static int filer_statfs(struct mount_ctx *m, uint64_t *total, uint64_t *free_b, 
 	tree = json_parse(resp.data ? resp.data : "", resp.len, msg, sizeof(msg));
 	if (!tree || !json_get_u64(tree, "totalBytes", total) ||
 	    !json_get_u64(tree, "freeBytes", free_b) || !json_get_u64(tree, "files", files))
-		rc = EIO;
+		rc = WFS_EIO;
 	if (!rc && *free_b > *total)
 		*free_b = *total;
 	yajl_tree_free(tree);
@@ -459,7 +460,7 @@ void fuse_attrs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
 	char *path;
-	int rc;
+	wfs_err rc;
 
 	if (strlen(name) > FILER_SHORT_MAX) {
 		fuse_reply_err(req, ERANGE);
@@ -478,13 +479,13 @@ void fuse_attrs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 					 (flags & XATTR_CREATE)    ? FM_XATTR_CREATE
 					 : (flags & XATTR_REPLACE) ? FM_XATTR_REPLACE
 								   : FM_XATTR_ANY)
-		  : ENOENT;
+		  : WFS_ENOENT;
 	free(path);
 	n = itable_get(m->it, ino);
 	if (n)
 		itable_uncache(n);
 	itable_put(m->it, n);
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc); /* WFS_EEXIST (create), WFS_ENODATA (replace) */
 }
 
 void fuse_attrs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -493,7 +494,7 @@ void fuse_attrs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	struct inode *n = itable_get(m->it, ino);
 	const struct filer_xattr *x;
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -506,7 +507,7 @@ void fuse_attrs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	}
 	rc = fuse_ops_node_entry(m, n, false, &e);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	} else if (!(x = filer_entry_xattr_get(e, name))) {
 		fuse_reply_err(req, ENODATA);
 	} else if (!size) {
@@ -526,7 +527,7 @@ void fuse_attrs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct inode *n = itable_get(m->it, ino);
 	struct filer_entry *e = NULL;
 	buf b;
-	int rc;
+	wfs_err rc;
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -546,7 +547,7 @@ void fuse_attrs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		}
 	}
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	else if (!size)
 		fuse_reply_xattr(req, b.len);
 	else if (b.len > size)
@@ -563,14 +564,14 @@ void fuse_attrs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
 	char *path = itable_path(m->it, ino);
-	int rc = path ? filer_meta_remove_xattr(m->rpc, path, name) : ENOENT;
+	wfs_err rc = path ? filer_meta_remove_xattr(m->rpc, path, name) : WFS_ENOENT;
 
 	free(path);
 	n = itable_get(m->it, ino);
 	if (n)
 		itable_uncache(n);
 	itable_put(m->it, n);
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc); /* WFS_ENODATA: no such attribute */
 }
 
 void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask)
@@ -579,7 +580,7 @@ void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct inode *n = itable_get(m->it, ino);
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 
 	/* only reached without default_permissions: the mode bits, as the kernel would */
 	if (!n) {
@@ -593,9 +594,9 @@ void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 				: fuse_ops_in_group(req, e->attr.gid) ? (bits >> 3) & 7
 							     : bits & 7;
 		if ((unsigned)mask & ~have)
-			rc = EACCES;
+			rc = WFS_EACCES;
 	}
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 	filer_entry_free(e);
 	itable_put(m->it, n);
 }

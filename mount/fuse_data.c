@@ -99,9 +99,9 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
  * defer_atime, a read's atime with nothing else to commit goes to the touch
  * thread instead (stored within TOUCH_DELAY_NS).
  */
-int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
-			      const struct filer_meta_set *extra, struct filer_entry **out,
-			      bool defer_atime)
+wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
+				  const struct filer_meta_set *extra, struct filer_entry **out,
+				  bool defer_atime)
 {
 	struct filer_meta_set s = {0};
 	struct filer_chunk *chunks = NULL;
@@ -113,7 +113,7 @@ int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 	bool flushed = false, atime_only = false;
 	int64_t mtime, atime, ctime_before = 0;
 	char *path = NULL;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	if (extra)
 		s = *extra;
@@ -179,7 +179,7 @@ int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 		/* reading changes no ctime: keep the one the entry has */
 		s.ctime_ns = atime_only && ctime_before ? ctime_before : now_ns();
 	}
-	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : ENOENT;
+	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : WFS_ENOENT;
 	if (flushed)
 		file_data_commit_result(fd, rc); /* frees dropped chunks unless ambiguous */
 	if (!rc) {
@@ -196,10 +196,10 @@ int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 		pthread_mutex_unlock(&n->mu);
 	} else if (atime_only) {
 		/* only an access time (the file may be gone): never fails a close */
-		log_debug("atime of %s not stored: %s", path ? path : "(gone)", strerror(rc));
-		rc = 0;
+		log_debug("atime of %s not stored: %s", path ? path : "(gone)", wfs_strerror(rc));
+		rc = WFS_OK;
 	} else {
-		log_warn("commit of %s failed: %s", path ? path : "(gone)", strerror(rc));
+		log_warn("commit of %s failed: %s", path ? path : "(gone)", wfs_strerror(rc));
 	}
 	if (atime && (s.set & FM_SET_ATIME) && (atime_only || !rc)) {
 		pthread_mutex_lock(&n->mu);
@@ -222,8 +222,8 @@ out:
 	return rc;
 }
 
-int fuse_data_commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-			  struct filer_entry **out)
+wfs_err fuse_data_commit_node(struct mount_ctx *m, struct inode *n,
+			      const struct filer_meta_set *extra, struct filer_entry **out)
 {
 	return fuse_data_commit_node_opt(m, n, extra, out, true);
 }
@@ -252,10 +252,10 @@ void *fuse_data_commit_main(void *arg)
 		n = mount_data_stale_files(m->md, m->commit_age_ns, inos, 64);
 		for (size_t i = 0; i < n; i++) {
 			struct inode *node = itable_get(m->it, inos[i]);
-			int rc = node ? fuse_data_commit_node(m, node, NULL, NULL) : 0;
+			wfs_err rc = node ? fuse_data_commit_node(m, node, NULL, NULL) : WFS_OK;
 			if (rc)
 				log_warn("background commit of inode %llu failed: %s",
-					 (unsigned long long)inos[i], strerror(rc));
+					 (unsigned long long)inos[i], wfs_strerror(rc));
 			itable_put(m->it, node);
 		}
 		pthread_mutex_lock(&m->touch_mu);
@@ -318,12 +318,12 @@ out:
  * the data of the entry just looked up (its data signature is the one the
  * pages were read under, or the open file's own view while it has dirty data).
  */
-static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_entry *fresh,
-		       bool *keep)
+static wfs_err attach_data(struct mount_ctx *m, struct inode *n, const struct filer_entry *fresh,
+			   bool *keep)
 {
 	struct filer_entry *e = NULL;
 	bool need_lookup;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	pthread_mutex_lock(&n->commit_mu);
 	pthread_mutex_lock(&n->mu);
@@ -331,7 +331,7 @@ static int attach_data(struct mount_ctx *m, struct inode *n, const struct filer_
 	pthread_mutex_unlock(&n->mu);
 	if (need_lookup) {
 		char *path = itable_path(m->it, n->ino);
-		rc = path ? filer_meta_lookup(m->rpc, path, &e) : ENOENT;
+		rc = path ? filer_meta_lookup(m->rpc, path, &e) : WFS_ENOENT;
 		free(path);
 		if (rc)
 			goto out;
@@ -379,7 +379,7 @@ void fuse_data_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct inode *n = itable_get(m->it, ino);
 	bool keep = false;
 	struct fh *h;
-	int rc;
+	wfs_err rc;
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -393,7 +393,7 @@ void fuse_data_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = attach_data(m, n, NULL, &keep);
 	if (rc) {
 		itable_put(m->it, n);
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 		return;
 	}
 	/* reads the kernel's pages serve never reach the mount: the open counts as the
@@ -426,16 +426,16 @@ void fuse_data_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	bool keep = false;
 	struct fh *h;
 	char *path = fuse_names_new_child(req, parent, name, &nw);
-	int rc;
+	wfs_err rc;
 
 	if (!path)
 		return;
 	rc = filer_meta_create(m->rpc, path, &nw, &e);
-	if (rc == EEXIST && !(fi->flags & O_EXCL)) {
+	if (rc == WFS_EEXIST && !(fi->flags & O_EXCL)) {
 		/* lost a race with another creator: open what is there */
 		rc = filer_meta_lookup(m->rpc, path, &e);
 		if (!rc && S_ISDIR(e->attr.mode))
-			rc = EISDIR;
+			rc = WFS_EISDIR;
 		if (!rc && (fi->flags & O_TRUNC) && e->attr.size) {
 			struct filer_meta_set s = {.set = FM_SET_SIZE | FM_SET_MTIME,
 						   .mtime_ns = now_ns()};
@@ -474,7 +474,7 @@ void fuse_data_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 fail:
 	itable_put(m->it, n);
 	filer_entry_free(e);
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 }
 
 static struct fh *get_fh(struct fuse_file_info *fi) { return (struct fh *)(uintptr_t)fi->fh; }
@@ -485,7 +485,7 @@ void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fh *h = get_fh(fi);
 	size_t got = 0;
 	char *b;
-	int rc;
+	wfs_err rc;
 
 	(void)ino;
 	if (off < 0) {
@@ -497,7 +497,7 @@ void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!rc)
 		fuse_attrs_note_access(ctx(req), h->node);
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	else
 		fuse_reply_buf(req, b, got);
 	free(b);
@@ -545,7 +545,7 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	struct fh *h = get_fh(fi);
 	struct inode *n = h->node;
 	uint64_t at = (uint64_t)off;
-	int rc;
+	wfs_err rc;
 
 	(void)ino;
 	if (off < 0) {
@@ -557,7 +557,7 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 		at = file_data_size(n->fd);
 	rc = file_data_write(n->fd, at, data, size);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc); /* WFS_ENOSPC: the cluster is full */
 		return;
 	}
 	pthread_mutex_lock(&n->mu);
@@ -570,14 +570,14 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 void fuse_data_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	fuse_locks_flush(ctx(req), ino, fi->lock_owner); /* close drops the owner's locks */
-	fuse_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+	fuse_ops_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
 void fuse_data_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)datasync;
-	fuse_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+	fuse_ops_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
 void fuse_data_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -586,14 +586,14 @@ void fuse_data_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fh *h = get_fh(fi);
 	struct inode *n = h->node;
 	char *hidden = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (fi->flock_release)
 		fuse_locks_release(m, ino, fi->lock_owner);
 	rc = fuse_data_commit_node(m, n, NULL, NULL);
 	if (rc)
 		log_error("ino %llu: data not committed at close: %s", (unsigned long long)n->ino,
-			  strerror(rc));
+			  wfs_strerror(rc));
 	pthread_mutex_lock(&n->commit_mu);
 	pthread_mutex_lock(&n->mu);
 	if (--n->open_count == 0) {
@@ -635,7 +635,7 @@ void fuse_data_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct fh *h = get_fh(fi);
-	int rc = 0;
+	wfs_err rc;
 
 	(void)ino;
 	/* PUNCH_HOLE needs KEEP_SIZE and excludes ZERO_RANGE (the VFS checks it too) */
@@ -671,14 +671,14 @@ void fuse_data_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		pthread_mutex_unlock(&h->node->mu);
 		rc = fuse_data_commit_node(ctx(req), h->node, NULL, NULL);
 	}
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 }
 
 void fuse_data_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	uint64_t pos = 0;
-	int rc;
+	wfs_err rc;
 
 	(void)ino;
 	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
@@ -691,7 +691,9 @@ void fuse_data_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	}
 	rc = file_data_seek(get_fh(fi)->node->fd, (uint64_t)off, whence, &pos);
 	if (rc)
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
+	else if (pos == FILE_DATA_SEEK_NONE)
+		fuse_reply_err(req, ENXIO); /* past the end, or no data after off */
 	else
 		fuse_reply_lseek(req, (off_t)pos);
 }
@@ -713,7 +715,7 @@ void fuse_data_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	file_data *src = hi->node->fd, *dst = ho->node->fd;
 	uint64_t size, done = 0;
 	uint8_t *b = NULL;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	(void)ino_in;
 	(void)ino_out;
@@ -763,7 +765,7 @@ void fuse_data_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		drop_sgid_on_write(req, ho->node);
 		fuse_reply_write(req, (size_t)done); /* an error after some bytes: a short copy */
 	} else if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	} else {
 		fuse_reply_write(req, 0);
 	}

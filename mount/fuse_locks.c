@@ -10,7 +10,8 @@
  * The per-inode record serialises the inode's lock calls, so the "held"
  * count the filer answers with is current when the record is dropped.
  * Blocking requests poll (5 ms doubling to 200 ms) and end with EINTR when
- * the kernel interrupts them (a signal to the waiting process). State is
+ * the kernel interrupts them (a signal to the waiting process). A conflict is
+ * WFS_EBUSY inside (the filer's 409), EAGAIN at the FUSE edge. State is
  * process-wide: a weedfs-mount process serves one mount.
  */
 #include "config.h"
@@ -59,14 +60,14 @@ static void renew_once(struct mount_ctx *m)
 {
 	buf body, resp;
 	bool created = false;
-	int rc;
+	wfs_err rc;
 
 	buf_init(&body);
 	buf_init(&resp);
 	buf_printf(&body, "{\"session\":%llu}", (unsigned long long)session_id(m));
 	rc = filer_rpc_call(m->rpc, "lockSession", body.data, body.len, &resp);
 	if (rc) {
-		log_warn("lock session: renewal failed: %s", strerror(rc));
+		log_warn("lock session: renewal failed: %s", wfs_strerror(rc));
 	} else {
 		yajl_val v = json_parse(resp.data, resp.len, NULL, 0);
 		if (v && json_get_bool(v, "created", &created) && created)
@@ -121,7 +122,7 @@ static void start_locked(struct mount_ctx *m)
 void fuse_locks_stop(struct mount_ctx *m)
 {
 	buf body, resp;
-	int rc;
+	wfs_err rc;
 
 	pthread_mutex_lock(&g.mu);
 	if (!g.started) {
@@ -140,7 +141,7 @@ void fuse_locks_stop(struct mount_ctx *m)
 	rc = filer_rpc_call(m->rpc, "lockSession", body.data, body.len, &resp);
 	if (rc)
 		log_warn("lock session: release at unmount failed (the lease frees the locks): %s",
-			 strerror(rc));
+			 wfs_strerror(rc));
 	buf_free(&body);
 	buf_free(&resp);
 
@@ -219,10 +220,10 @@ struct lk_conflict {
 
 /*
  * One lock (get false) or getLock call (the answer in *c) for e's inode under
- * e->mu. 0, EAGAIN (a conflict), or an errno.
+ * e->mu. WFS_OK, WFS_EBUSY (a conflict), or the call's error.
  */
-static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r, bool get,
-		   struct lk_conflict *c)
+static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r, bool get,
+		       struct lk_conflict *c)
 {
 	buf body, resp;
 	json_w *w;
@@ -230,7 +231,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 	yajl_val v = NULL;
 	char *key = NULL;
 	uint64_t held;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	buf_init(&body);
 	buf_init(&resp);
@@ -241,7 +242,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 	} else {
 		path = itable_path(m->it, e->ino);
 		if (!path) {
-			rc = ENOENT;
+			rc = WFS_ENOENT;
 			jw_free(w);
 			goto out;
 		}
@@ -261,7 +262,7 @@ static int lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r
 		goto out;
 	v = json_parse(resp.data, resp.len, NULL, 0);
 	if (!v || !entry_json_get_bytes(v, "key", FILER_PATH_MAX + 64, &key) || !key) {
-		rc = EIO;
+		rc = WFS_EIO;
 		goto out;
 	}
 	if (!get && json_get_u64(v, "held", &held)) {
@@ -314,10 +315,10 @@ static void on_interrupt(fuse_req_t req, void *data)
 }
 
 /*
- * Sets r on ino; with wait, retries a conflict until granted or the request
- * is interrupted (EINTR). Returns 0 or an errno.
+ * Sets r on ino and replies to req: with wait, retries a conflict until
+ * granted or the request is interrupted (EINTR); else a conflict is EAGAIN.
  */
-static int lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
+static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
 {
 	struct mount_ctx *m = fuse_req_userdata(req);
 	bool unlock = !strcmp(r->type, "unlock");
@@ -325,10 +326,13 @@ static int lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool w
 	struct waiter w = {.interrupted = false};
 	pthread_condattr_t ca;
 	long backoff = POLL_FIRST_MS;
-	int rc;
+	bool interrupted = false;
+	wfs_err rc;
 
-	if (!e)
-		return 0; /* nothing of this mount is locked there */
+	if (!e) {
+		fuse_reply_err(req, 0); /* nothing of this mount is locked there */
+		return;
+	}
 	if (wait) {
 		pthread_mutex_init(&w.mu, NULL);
 		pthread_condattr_init(&ca);
@@ -342,15 +346,15 @@ static int lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool w
 		pthread_mutex_lock(&e->mu);
 		rc = lk_call(m, e, r, false, NULL);
 		pthread_mutex_unlock(&e->mu);
-		if (rc != EAGAIN || !wait)
+		if (rc != WFS_EBUSY || !wait)
 			break;
 		ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)backoff * 1000000u);
 		pthread_mutex_lock(&w.mu);
 		while (!w.interrupted && pthread_cond_timedwait(&w.cv, &w.mu, &ts) != ETIMEDOUT)
 			;
-		rc = w.interrupted ? EINTR : 0;
+		interrupted = w.interrupted;
 		pthread_mutex_unlock(&w.mu);
-		if (rc)
+		if (interrupted)
 			break;
 		backoff = backoff * 2 > POLL_MAX_MS ? POLL_MAX_MS : backoff * 2;
 	}
@@ -361,18 +365,22 @@ static int lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool w
 		pthread_mutex_destroy(&w.mu);
 	}
 	ino_put(e);
-	return rc;
+	/* flock(2) reports a conflict as EWOULDBLOCK (== EAGAIN on Linux): WFS_EBUSY's errno */
+	if (interrupted)
+		fuse_reply_err(req, EINTR);
+	else
+		fuse_ops_reply_err(req, rc);
 }
 
-/* struct flock's range as start and length (0: to EOF); EINVAL for a bad one. */
-static int flock_range(const struct flock *l, int64_t *start, int64_t *length)
+/* struct flock's range as start and length (0: to EOF); false for a bad one. */
+static bool flock_range(const struct flock *l, int64_t *start, int64_t *length)
 {
 	/* libfuse hands us SEEK_SET ranges with a non-negative length */
 	if (l->l_start < 0 || l->l_len < 0)
-		return EINVAL;
+		return false;
 	*start = l->l_start;
 	*length = l->l_len;
-	return 0;
+	return true;
 }
 
 void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
@@ -382,10 +390,11 @@ void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct lk_ino *e;
 	struct lk_conflict c;
 	struct flock out = *lock;
-	int rc = flock_range(lock, &r.start, &r.length);
+	wfs_err rc;
 
-	if (rc || (lock->l_type != F_RDLCK && lock->l_type != F_WRLCK)) {
-		fuse_reply_err(req, rc ? rc : EINVAL);
+	if (!flock_range(lock, &r.start, &r.length) ||
+	    (lock->l_type != F_RDLCK && lock->l_type != F_WRLCK)) {
+		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	r.type = lock->l_type == F_RDLCK ? "read" : "write";
@@ -395,7 +404,7 @@ void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	pthread_mutex_unlock(&e->mu);
 	ino_put(e);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 		return;
 	}
 	out.l_whence = SEEK_SET;
@@ -414,32 +423,28 @@ void fuse_locks_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		      int sleep)
 {
 	struct lk_req r = {.owner = fi->lock_owner, .pid = (uint32_t)lock->l_pid};
-	int rc = flock_range(lock, &r.start, &r.length);
 
-	if (!rc) {
-		switch (lock->l_type) {
-		case F_RDLCK:
-			r.type = "read";
-			break;
-		case F_WRLCK:
-			r.type = "write";
-			break;
-		case F_UNLCK:
-			r.type = "unlock";
-			break;
-		default:
-			rc = EINVAL;
-		}
+	switch (lock->l_type) {
+	case F_RDLCK:
+		r.type = "read";
+		break;
+	case F_WRLCK:
+		r.type = "write";
+		break;
+	case F_UNLCK:
+		r.type = "unlock";
+		break;
 	}
-	if (!rc)
-		rc = lk_set(req, ino, &r, sleep != 0);
-	fuse_reply_err(req, rc);
+	if (!r.type || !flock_range(lock, &r.start, &r.length)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	lk_set(req, ino, &r, sleep != 0);
 }
 
 void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
 	struct lk_req r = {.owner = fi->lock_owner, .flock = true, .length = LOCK_TO_EOF};
-	int rc = 0;
 
 	switch (op & ~LOCK_NB) {
 	case LOCK_SH:
@@ -452,15 +457,12 @@ void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		r.type = "unlock";
 		break;
 	default:
-		rc = EINVAL;
+		fuse_reply_err(req, EINVAL);
+		return;
 	}
-	if (!rc) {
-		/* the caller's pid: the filer reports it to other lockers' F_GETLK (never asked) */
-		r.pid = (uint32_t)fuse_req_ctx(req)->pid;
-		rc = lk_set(req, ino, &r, !(op & LOCK_NB));
-	}
-	/* flock(2) reports a conflict as EWOULDBLOCK (== EAGAIN on Linux) */
-	fuse_reply_err(req, rc);
+	/* the caller's pid: the filer reports it to other lockers' F_GETLK (never asked) */
+	r.pid = (uint32_t)fuse_req_ctx(req)->pid;
+	lk_set(req, ino, &r, !(op & LOCK_NB));
 }
 
 /* Unlocks everything of owner (POSIX or flock) on ino if this mount holds locks there. */
@@ -468,7 +470,7 @@ static void unlock_all(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner, bool
 {
 	struct lk_req r = {.type = "unlock", .owner = owner, .flock = flock};
 	struct lk_ino *e = ino_get(m, ino, false);
-	int rc;
+	wfs_err rc;
 
 	if (!e)
 		return;
@@ -477,7 +479,7 @@ static void unlock_all(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner, bool
 	pthread_mutex_unlock(&e->mu);
 	if (rc)
 		log_warn("ino %llu: unlock at close failed (held until unmount): %s",
-			 (unsigned long long)ino, strerror(rc));
+			 (unsigned long long)ino, wfs_strerror(rc));
 	ino_put(e);
 }
 

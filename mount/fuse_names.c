@@ -32,7 +32,7 @@ uint64_t fuse_names_trash_ino(struct mount_ctx *m)
 	struct filer_entry *e = NULL;
 	uint64_t ino;
 	char *path;
-	int rc;
+	wfs_err rc;
 
 	pthread_mutex_lock(&m->trash_mu);
 	ino = m->trash_ino;
@@ -40,7 +40,7 @@ uint64_t fuse_names_trash_ino(struct mount_ctx *m)
 		goto out;
 	path = itable_child_path(m->it, ITABLE_ROOT, MOUNT_TRASH_NAME);
 	rc = filer_meta_create(m->rpc, path, &nw, &e);
-	if (rc == EEXIST)
+	if (rc == WFS_EEXIST)
 		rc = filer_meta_lookup(m->rpc, path, &e);
 	free(path);
 	if (!rc && (e->attr.mode & S_IFMT) == S_IFDIR)
@@ -58,23 +58,23 @@ static bool is_trash(fuse_ino_t parent, const char *name)
 
 /*
  * Moves the open file n, known as (parent, name) at path, into the hidden
- * directory. Returns 0, or an errno when it could not (the caller then
+ * directory. Returns WFS_OK, or the error that stopped it (the caller then
  * deletes as usual).
  */
-static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t parent, const char *name,
-			  const char *path)
+static wfs_err hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t parent,
+			      const char *name, const char *path)
 {
 	uint64_t tino = fuse_names_trash_ino(m);
 	char hidden[64], *to;
-	int rc;
+	wfs_err rc;
 
 	if (!tino)
-		return EIO;
+		return WFS_EIO;
 	snprintf(hidden, sizeof(hidden), "%016llx-%llu", (unsigned long long)m->mount_id,
 		 (unsigned long long)n->ino);
 	to = itable_child_path(m->it, tino, hidden);
 	if (!to)
-		return EIO;
+		return WFS_EIO;
 	rc = filer_meta_rename(m->rpc, path, to, false, false);
 	free(to);
 	if (rc)
@@ -86,7 +86,7 @@ static int hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t paren
 	n->hidden_name = xstrdup(hidden);
 	pthread_mutex_unlock(&n->mu);
 	itable_uncache(n);
-	return 0;
+	return WFS_OK;
 }
 
 /*
@@ -133,7 +133,7 @@ void fuse_names_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct filer_entry *e = NULL;
 	struct inode *n;
 	char *path;
-	int rc;
+	wfs_err rc;
 
 	if (is_trash(parent, name)) {
 		fuse_reply_err(req, ENOENT);
@@ -167,22 +167,19 @@ void fuse_names_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		e = NULL;
 		rc = filer_meta_lookup(m->rpc, path, &e);
 	} else if (known_absent(m, parent, name)) {
-		rc = ENOENT; /* e.g. the lookup before every create: no round trip */
+		rc = WFS_ENOENT; /* e.g. the lookup before every create: no round trip */
 	} else {
 		rc = filer_meta_lookup(m->rpc, path, &e);
 	}
 	free(path);
-	if (rc == ENOENT || rc == ENOTDIR) {
+	if (rc == WFS_ENOENT) {
 		/* a negative entry the kernel may cache (the follower invalidates it) */
 		struct fuse_entry_param ep = {.entry_timeout = m->entry_timeout};
-		if (rc == ENOTDIR)
-			fuse_reply_err(req, ENOTDIR);
-		else
-			fuse_reply_entry(req, &ep);
+		fuse_reply_entry(req, &ep);
 		return;
 	}
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc); /* WFS_ENOTDIR: a parent is a file */
 		return;
 	}
 	fuse_ops_reply_entry(req, parent, name, e);
@@ -256,14 +253,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 				    .exclusive = true};
 	struct filer_entry *e = NULL;
 	char *path = fuse_names_new_child(req, parent, name, &nw);
-	int rc;
+	wfs_err rc;
 
 	if (!path)
 		return;
 	rc = filer_meta_create(m->rpc, path, &nw, &e);
 	free(path);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 		return;
 	}
 	fuse_attrs_touch_dir(m, parent);
@@ -347,7 +344,7 @@ void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mount_ctx *m = ctx(req);
 	struct inode *n;
 	char *path;
-	int rc = -1;
+	wfs_err rc = WFS_EIO;
 
 	if (is_trash(parent, name)) {
 		fuse_reply_err(req, EPERM);
@@ -359,7 +356,7 @@ void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	n = itable_get_name(m->it, parent, name);
 	if (n && open_file(n))
 		rc = hide_open_file(m, n, parent, name, path);
-	if (rc)
+	if (rc) /* not open, or it could not be hidden */
 		rc = filer_meta_delete(m->rpc, path, false);
 	if (!rc) {
 		itable_unlink(m->it, parent, name);
@@ -370,7 +367,7 @@ void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	itable_put(m->it, n);
 	free(path);
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 }
 
 void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -378,7 +375,7 @@ void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mount_ctx *m = ctx(req);
 	struct filer_meta_page pg;
 	char *path;
-	int rc;
+	wfs_err rc;
 
 	if (is_trash(parent, name)) {
 		fuse_reply_err(req, EPERM);
@@ -390,7 +387,7 @@ void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/* the filer's delete takes files too: make sure it is an (empty) directory */
 	rc = filer_meta_list(m->rpc, path, "", 1, &pg);
 	if (!rc && pg.n)
-		rc = ENOTEMPTY;
+		rc = WFS_ENOTEMPTY;
 	filer_meta_page_free(&pg);
 	if (!rc)
 		rc = filer_meta_delete(m->rpc, path, false);
@@ -402,7 +399,7 @@ void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_attrs_touch_dir(m, parent);
 	}
 	free(path);
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 }
 
 void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -412,7 +409,7 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	bool noreplace = flags & RENAME_NOREPLACE, exchange = flags & RENAME_EXCHANGE;
 	struct inode *a = NULL, *b = NULL;
 	char *from = NULL, *to = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fuse_reply_err(req, EINVAL);
@@ -432,7 +429,7 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	b = itable_get_name(m->it, newparent, newname);
 	/* an open file replaced by the rename keeps its data until closed */
 	if (!exchange && !noreplace && b && b != a && open_file(b)) {
-		if (hide_open_file(m, b, newparent, newname, to) == 0) {
+		if (hide_open_file(m, b, newparent, newname, to) == WFS_OK) {
 			itable_put(m->it, b);
 			b = NULL;
 		}
@@ -450,7 +447,7 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 		if (newparent != parent)
 			fuse_attrs_touch_dir(m, newparent);
 	}
-	fuse_reply_err(req, rc);
+	fuse_ops_reply_err(req, rc);
 	goto out;
 out_nr:;
 out:
@@ -466,7 +463,7 @@ void fuse_names_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	struct filer_entry *e = NULL;
 	struct inode *n;
 	char *target, *to;
-	int rc;
+	wfs_err rc;
 
 	if (is_trash(newparent, newname)) {
 		fuse_reply_err(req, EEXIST);
@@ -476,11 +473,11 @@ void fuse_names_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	if (!to)
 		return;
 	target = itable_path(m->it, ino);
-	rc = target ? filer_meta_link(m->rpc, target, to, &e) : ENOENT;
+	rc = target ? filer_meta_link(m->rpc, target, to, &e) : WFS_ENOENT;
 	free(target);
 	free(to);
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 		return;
 	}
 	if (e->attr.hard_link_id_len)
@@ -509,11 +506,13 @@ void fuse_names_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	}
 }
 
-/* Makes d->page hold index i (without . and ..). Returns errno, or -1 past the end. */
-static int dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, uint64_t i)
+/* Makes d->page hold index i (without . and ..), or sets *end when i is past the end. */
+static wfs_err dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, uint64_t i,
+			bool *end)
 {
-	int rc;
+	wfs_err rc;
 
+	*end = false;
 	if (d->fetched && i < d->page_base) {
 		filer_meta_page_free(&d->page);
 		d->fetched = false;
@@ -522,8 +521,10 @@ static int dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, uint6
 		struct filer_meta_page next;
 		const char *start = "";
 		if (d->fetched) {
-			if (!d->page.more || !d->page.last_name)
-				return -1;
+			if (!d->page.more || !d->page.last_name) {
+				*end = true;
+				return WFS_OK;
+			}
 			start = d->page.last_name;
 		}
 		rc = filer_meta_list(m->rpc, path, start, LIST_PAGE, &next);
@@ -536,10 +537,12 @@ static int dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, uint6
 		filer_meta_page_free(&d->page);
 		d->page = next;
 		d->fetched = true;
-		if (!d->page.n)
-			return -1;
+		if (!d->page.n) {
+			*end = true;
+			return WFS_OK;
+		}
 	}
-	return 0;
+	return WFS_OK;
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -550,12 +553,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *out = xmalloc(size), *path = NULL;
 	size_t pos = 0;
 	uint64_t idx = off < 0 ? 0 : (uint64_t)off;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	pthread_mutex_lock(&d->mu);
 	path = itable_path(m->it, ino);
 	if (!path) {
-		rc = ENOENT;
+		rc = WFS_ENOENT;
 		goto out;
 	}
 	for (;; idx++) {
@@ -563,6 +566,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stat st;
 		const char *name;
 		size_t need;
+		bool end;
 
 		memset(&ep, 0, sizeof(ep));
 		memset(&st, 0, sizeof(st));
@@ -581,12 +585,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 							(off_t)idx + 1);
 			continue;
 		}
-		rc = dir_seek(m, d, path, idx - 2);
-		if (rc < 0) {
-			rc = 0;
-			break;
-		}
-		if (rc)
+		rc = dir_seek(m, d, path, idx - 2, &end);
+		if (rc || end)
 			break;
 		const struct filer_entry *e = d->page.entries[idx - 2 - d->page_base];
 		name = e->name;
@@ -600,11 +600,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			need = fuse_add_direntry_plus(req, NULL, 0, name, &ep, 0);
 			if (pos + need > size)
 				break;
-			rc = fuse_ops_learn(m, ino, name, e, &ep);
-			if (rc) {
-				rc = 0;
-				continue;
-			}
+			if (fuse_ops_learn(m, ino, name, e, &ep))
+				continue; /* the directory went away meanwhile */
 			pos += fuse_add_direntry_plus(req, out + pos, size - pos, name, &ep,
 						      (off_t)idx + 1);
 		} else {
@@ -623,7 +620,7 @@ out:
 	free(path);
 	/* entries already added were learned: send them even after a later error */
 	if (rc && pos == 0)
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 	else
 		fuse_reply_buf(req, out, pos);
 	free(out);

@@ -153,12 +153,12 @@ bool fuse_ops_cache_fresh(struct mount_ctx *m, struct inode *n)
 }
 
 /* The node's entry: the cached one while fresh (or any cached one with stale_ok), else a lookup. */
-int fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
-			struct filer_entry **out)
+wfs_err fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
+			    struct filer_entry **out)
 {
 	struct filer_entry *e = NULL;
 	char *path;
-	int rc;
+	wfs_err rc;
 
 	pthread_mutex_lock(&n->mu);
 	if (n->cached && (stale_ok || fuse_ops_cache_fresh(m, n)))
@@ -166,18 +166,18 @@ int fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
 	pthread_mutex_unlock(&n->mu);
 	if (e) {
 		*out = e;
-		return 0;
+		return WFS_OK;
 	}
 	path = itable_path(m->it, n->ino);
 	if (!path)
-		return ENOENT;
+		return WFS_ENOENT;
 	rc = filer_meta_lookup(m->rpc, path, &e);
 	free(path);
 	if (rc)
 		return rc;
 	itable_cache(n, e, m->follow_cache_ns);
 	*out = e;
-	return 0;
+	return WFS_OK;
 }
 
 static bool name_ok(fuse_req_t req, const char *name)
@@ -214,14 +214,14 @@ char *fuse_ops_child_path(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* Learns e as name in parent and fills ep (one lookup reference taken). */
-int fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
-		   const struct filer_entry *e, struct fuse_entry_param *ep)
+wfs_err fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
+		       const struct filer_entry *e, struct fuse_entry_param *ep)
 {
 	uint64_t ino = itable_learn(m->it, parent, name, e, m->follow_cache_ns);
 	struct inode *n;
 
 	if (!ino)
-		return ENOENT;
+		return WFS_ENOENT;
 	n = itable_get(m->it, ino);
 	memset(ep, 0, sizeof(*ep));
 	ep->ino = ino;
@@ -230,18 +230,20 @@ int fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
 	ep->attr_timeout = m->attr_timeout;
 	ep->entry_timeout = m->entry_timeout;
 	itable_put(m->it, n);
-	return 0;
+	return WFS_OK;
 }
+
+void fuse_ops_reply_err(fuse_req_t req, wfs_err e) { fuse_reply_err(req, wfs_err_errno(e)); }
 
 void fuse_ops_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 			  const struct filer_entry *e)
 {
 	struct mount_ctx *m = ctx(req);
 	struct fuse_entry_param ep;
-	int rc = fuse_ops_learn(m, parent, name, e, &ep);
+	wfs_err rc = fuse_ops_learn(m, parent, name, e, &ep);
 
 	if (rc) {
-		fuse_reply_err(req, rc);
+		fuse_ops_reply_err(req, rc);
 		return;
 	}
 	if (fuse_reply_entry(req, &ep))
@@ -396,10 +398,10 @@ int fuse_ops_flush_all(struct mount_ctx *m)
 	/* the loop has stopped: no operation runs and no node goes away */
 	itable_foreach(m->it, collect_open, &f);
 	for (size_t i = 0; i < f.n; i++) {
-		int rc = fuse_data_commit_node(m, f.v[i], NULL, NULL);
+		wfs_err rc = fuse_data_commit_node(m, f.v[i], NULL, NULL);
 		if (rc) {
 			log_error("ino %llu: dirty data lost at unmount: %s",
-				  (unsigned long long)f.v[i]->ino, strerror(rc));
+				  (unsigned long long)f.v[i]->ino, wfs_strerror(rc));
 			failed++;
 		}
 	}

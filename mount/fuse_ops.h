@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "err.h"
 #include "file_data.h"
 #include "client/filer_rpc.h"
 #include "inode_table.h"
@@ -58,6 +59,14 @@ struct mount_ctx {
 
 /* The operation table (static). */
 const struct fuse_lowlevel_ops *fuse_ops_table(void);
+
+/*
+ * Replies e to req as its errno (wfs_err_errno; 0 for WFS_OK): the one place
+ * where an error of the filer, the client library or the data path becomes an
+ * errno. An operation's own POSIX decisions (EINVAL for bad flags, ERANGE for
+ * a small buffer, EINTR...) reply their errno directly. FUSE worker thread.
+ */
+void fuse_ops_reply_err(fuse_req_t req, wfs_err e);
 
 /*
  * Starts the thread that stores directories' new mtime/ctime after name

@@ -36,14 +36,15 @@ void fuse_ops_fh_free(struct mount_ctx *m, struct fh *h);
 void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st);
 /* Whether n's cached entry may be used (n->mu held). */
 bool fuse_ops_cache_fresh(struct mount_ctx *m, struct inode *n);
-/* n's entry into *out (the caller frees it). Returns errno. */
-int fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
-			struct filer_entry **out);
+/* n's entry into *out (the caller frees it): WFS_OK or the lookup's error. */
+wfs_err fuse_ops_node_entry(struct mount_ctx *m, struct inode *n, bool stale_ok,
+			    struct filer_entry **out);
 /* Path of (parent, name) (the caller frees it); NULL after replying the error. */
 char *fuse_ops_child_path(fuse_req_t req, fuse_ino_t parent, const char *name);
-/* Learns e (borrowed) as name in parent and fills ep (one lookup reference). Returns errno. */
-int fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
-		   const struct filer_entry *e, struct fuse_entry_param *ep);
+/* Learns e (borrowed) as name in parent and fills ep (one lookup reference): WFS_OK or
+   WFS_ENOENT (parent is gone). */
+wfs_err fuse_ops_learn(struct mount_ctx *m, fuse_ino_t parent, const char *name,
+		       const struct filer_entry *e, struct fuse_entry_param *ep);
 /* Learns e (borrowed) as name in parent and replies with it (or the error). */
 void fuse_ops_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 			  const struct filer_entry *e);
@@ -81,14 +82,16 @@ void fuse_names_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fu
 
 /*
  * Commits n's dirty data with extra (borrowed, may be NULL); *out (may be
- * NULL) gets the entry after (the caller frees it). Returns errno. Any thread.
+ * NULL) gets the entry after (the caller frees it). WFS_OK, or the upload's or
+ * the update's error as it came (WFS_ENOSPC, WFS_EQUOTA: the cluster is full).
+ * Any thread.
  */
-int fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
-			      const struct filer_meta_set *extra, struct filer_entry **out,
-			      bool defer_atime);
+wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
+				  const struct filer_meta_set *extra, struct filer_entry **out,
+				  bool defer_atime);
 /* fuse_data_commit_node_opt deferring a lone read atime to the touch thread. Any thread. */
-int fuse_data_commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
-			  struct filer_entry **out);
+wfs_err fuse_data_commit_node(struct mount_ctx *m, struct inode *n,
+			      const struct filer_meta_set *extra, struct filer_entry **out);
 /* The background commit thread (arg: the mount_ctx); started by fuse_ops_start. */
 void *fuse_data_commit_main(void *arg);
 /* Shortens chunks crossing a new end at size after a shrink. Best effort. */

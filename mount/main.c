@@ -265,12 +265,12 @@ int main(int argc, char **argv)
 	/* the root must be a directory in the filer */
 	{
 		struct filer_entry *e = NULL;
-		rc = filer_meta_lookup(rpc, root, &e);
-		if (!rc && !S_ISDIR(e->attr.mode))
-			rc = ENOTDIR;
-		if (rc) {
+		err = filer_meta_lookup(rpc, root, &e);
+		if (!err && !S_ISDIR(e->attr.mode))
+			err = WFS_ENOTDIR;
+		if (err) {
 			filer_entry_free(e);
-			log_error("filer %s: %s: %s", o.filer, root, strerror(rc));
+			log_error("filer %s: %s: %s", o.filer, root, wfs_strerror(err));
 			goto out;
 		}
 		filer_entry_free(e);

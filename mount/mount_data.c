@@ -7,8 +7,9 @@
  * DESIGN
  * - The dirty budget is mount-wide. A writer over it starts uploads (its own
  *   file's ranges first, partial ones too, else other files') and waits on a
- *   condvar; an upload failure of its own file ends the wait with EIO, and so
- *   does a budget that has not moved for BUDGET_WAIT_NS.
+ *   condvar; an upload failure of its own file ends the wait with that
+ *   upload's error (WFS_ENOSPC when the cluster is full), and a budget that
+ *   has not moved for BUDGET_WAIT_NS ends it with WFS_EIO.
  * - Orphans: a chunk this mount uploaded and then dropped without committing
  *   it (its range rewritten and uploaded again, cut by a truncate, merged
  *   into another range, the file freed with data the filer refused) is sent
@@ -29,7 +30,6 @@
  *   taken last (nothing is locked under them).
  */
 #include "config.h"
-#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -175,11 +175,11 @@ void mount_data_budget_release(mount_data *md, uint64_t n)
 	pthread_mutex_unlock(&md->bmu);
 }
 
-int mount_data_budget_reserve(file_data *fd, uint64_t want)
+wfs_err mount_data_budget_reserve(file_data *fd, uint64_t want)
 {
 	mount_data *md = fd->md;
 	uint64_t last_dirty = UINT64_MAX, since = time_mono_ns();
-	int e = 0;
+	wfs_err e = WFS_OK;
 
 	pthread_mutex_lock(&md->bmu);
 	while (md->dirty > 0 && md->dirty + want > md->dirty_max) {
@@ -189,15 +189,15 @@ int mount_data_budget_reserve(file_data *fd, uint64_t want)
 			last_dirty = md->dirty;
 			since = now;
 		} else if (now - since > BUDGET_WAIT_NS) {
-			e = EIO;
+			e = WFS_EIO;
 			break;
 		}
 		pthread_mutex_unlock(&md->bmu);
 
 		pthread_mutex_lock(&fd->mu);
 		if (fd->bg_err) {
-			e = fd->bg_err;
-			fd->bg_err = 0;
+			e = fd->bg_err; /* its own cause: WFS_ENOSPC when the cluster is full */
+			fd->bg_err = WFS_OK;
 			pthread_mutex_unlock(&fd->mu);
 			return e;
 		}
@@ -236,12 +236,13 @@ void mount_data_stat_add(mount_data *md, uint64_t *field, uint64_t n)
 
 /* ---- orphaned chunks: freeChunks ---- */
 
-/* POSTs freeChunks for fids[0..n). 0 or an errno. Any thread but a pool worker waiting. */
-static int gc_send(mount_data *md, char **fids, size_t n)
+/* POSTs freeChunks for fids[0..n): WFS_OK or the call's error. Any thread but a pool worker
+   waiting. */
+static wfs_err gc_send(mount_data *md, char **fids, size_t n)
 {
 	buf req = BUF_INIT, resp = BUF_INIT;
 	json_w *w = jw_new(&req, false);
-	int e;
+	wfs_err e;
 
 	jw_obj_begin(w);
 	jw_key(w, "fileIds");
@@ -263,7 +264,7 @@ static void gc_drain(mount_data *md)
 	for (;;) {
 		char **batch;
 		size_t n;
-		int e;
+		wfs_err e;
 
 		pthread_mutex_lock(&md->gmu);
 		n = MIN(md->ngarbage, (size_t)GC_BATCH);
@@ -280,7 +281,7 @@ static void gc_drain(mount_data *md)
 		pthread_mutex_lock(&md->gmu);
 		if (e) {
 			log_warn("mount: could not free %zu orphaned chunks (first %s): %s", n,
-				 batch[0], strerror(e));
+				 batch[0], wfs_strerror(e));
 			for (size_t i = 0; i < n; i++) {
 				if (md->ngarbage < GC_MAX) { /* else leaked: the filer is gone */
 					if (md->ngarbage == md->capgarbage) {
@@ -343,7 +344,7 @@ static void fid_refill(void *arg)
 	yajl_val v = NULL, arr;
 	char msg[128];
 	uint64_t now;
-	int e;
+	wfs_err e;
 
 	buf_printf(&req, "{\"count\":%d", FID_POOL);
 	if (md->collection)
@@ -377,7 +378,7 @@ static void fid_refill(void *arg)
 	md->refilling = false;
 	pthread_mutex_unlock(&md->fmu);
 	if (e)
-		log_debug("mount: pre-assigning file ids: %s", strerror(e));
+		log_debug("mount: pre-assigning file ids: %s", wfs_strerror(e));
 	if (v)
 		yajl_tree_free(v);
 	buf_free(&req);
@@ -417,7 +418,7 @@ static void fid_pool_clear(mount_data *md)
 	pthread_mutex_unlock(&md->fmu);
 }
 
-int mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag)
+wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag)
 {
 	struct blob_assign_params ap = {
 		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
@@ -433,7 +434,7 @@ int mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, 
 			md->st.uploads++;
 			md->st.preassigned++;
 			pthread_mutex_unlock(&md->bmu);
-			return 0;
+			return WFS_OK;
 		}
 		/* the server may be full or gone: forget its ids, assign afresh; the id may hold
 		   a partial write, so it is freed too */
@@ -445,8 +446,8 @@ int mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, 
 	err = blob_client_save(md->bc, &ap, &up, data, len, fid, etag);
 	if (err) {
 		log_warn("mount: upload of %zu bytes failed: %s", len, wfs_strerror(err));
-		return EIO;
+		return err; /* WFS_ENOSPC: the cluster is full (write, fsync and close say so) */
 	}
 	mount_data_stat_add(md, &md->st.uploads, 1);
-	return 0;
+	return WFS_OK;
 }

@@ -54,7 +54,7 @@ void s3_list_buckets(struct s3_req *r)
 	struct filer_meta_page pg;
 	char *start = NULL;
 	xml_w *w = xml_w_new(&r->body);
-	int e;
+	wfs_err e;
 
 	xml_open_s3(w, "ListAllMyBucketsResult");
 	owner(r, w);
@@ -63,8 +63,8 @@ void s3_list_buckets(struct s3_req *r)
 		e = filer_meta_list(r->g->filer, S3_BUCKETS_DIR, start, LIST_PAGE, &pg);
 		free(start);
 		start = NULL;
-		if (e == ENOENT) { /* no bucket was ever made */
-			e = 0;
+		if (e == WFS_ENOENT) { /* no bucket was ever made */
+			e = WFS_OK;
 			break;
 		}
 		if (e)
@@ -95,25 +95,25 @@ void s3_list_buckets(struct s3_req *r)
 	s3_xml_ok(r, w);
 }
 
-int s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
-			size_t nx)
+wfs_err s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
+			    size_t nx)
 {
 	struct filer_meta_new n = {
 		.mode = S_IFDIR | 0755, .exclusive = true, .xattrs = x, .n_xattrs = nx};
 	struct filer_meta_new top = {.mode = S_IFDIR | 0755, .exclusive = true};
 	char *path = s3_bucket_path(bucket);
-	int e = filer_meta_create(g->filer, path, &n, NULL);
+	wfs_err e = filer_meta_create(g->filer, path, &n, NULL);
 
-	if (e == ENOENT) { /* the first bucket: make /buckets, then retry */
-		int e2 = filer_meta_create(g->filer, S3_BUCKETS_DIR, &top, NULL);
-		if (!e2 || e2 == EEXIST)
+	if (e == WFS_ENOENT) { /* the first bucket: make /buckets, then retry */
+		wfs_err e2 = filer_meta_create(g->filer, S3_BUCKETS_DIR, &top, NULL);
+		if (!e2 || e2 == WFS_EEXIST)
 			e = filer_meta_create(g->filer, path, &n, NULL);
 	}
 	free(path);
 	return e;
 }
 
-int s3_bucket_make(struct s3_gateway *g, const char *bucket)
+wfs_err s3_bucket_make(struct s3_gateway *g, const char *bucket)
 {
 	return s3_bucket_make_with(g, bucket, NULL, 0);
 }
@@ -123,9 +123,9 @@ void s3_create_bucket(struct s3_req *r)
 	const char *lock = http_req_header(r->req, "x-amz-bucket-object-lock-enabled");
 	struct filer_xattr x[2];
 	size_t nx = lock && !strcasecmp(lock, "true") ? s3_lock_bucket_xattrs(x) : 0;
-	int e = s3_bucket_make_with(r->g, r->bucket, x, nx);
+	wfs_err e = s3_bucket_make_with(r->g, r->bucket, x, nx);
 
-	if (e == EEXIST) {
+	if (e == WFS_EEXIST) {
 		s3_error(r, S3_BUCKET_OWNED,
 			 "Your previous request to create the named bucket succeeded and you "
 			 "already own it.");
@@ -155,21 +155,21 @@ static bool only_uploads(struct s3_req *r, const char *path)
 void s3_delete_bucket(struct s3_req *r)
 {
 	char *path = s3_bucket_path(r->bucket);
-	int e = filer_meta_delete(r->g->filer, path, false);
+	wfs_err e = filer_meta_delete(r->g->filer, path, false);
 
 	s3_bucket_forget(r->g, r->bucket);
-	if (e == ENOTEMPTY && only_uploads(r, path)) {
+	if (e == WFS_ENOTEMPTY && only_uploads(r, path)) {
 		/* uploads in progress go with their bucket, as in S3 */
 		char *up = xasprintf("%s/" S3_UPLOADS_NAME, path);
 		e = filer_meta_delete(r->g->filer, up, true);
 		free(up);
-		if (!e || e == ENOENT)
+		if (!e || e == WFS_ENOENT)
 			e = filer_meta_delete(r->g->filer, path, false);
 	}
 
-	if (e == ENOENT)
+	if (e == WFS_ENOENT)
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
-	else if (e == ENOTEMPTY)
+	else if (e == WFS_ENOTEMPTY)
 		s3_error(r, S3_BUCKET_NOT_EMPTY, "The bucket you tried to delete is not empty");
 	else if (e)
 		s3_filer_error(r, e, "deleting the bucket");
@@ -182,10 +182,10 @@ bool s3_bucket_exists(struct s3_req *r)
 {
 	char *path = s3_bucket_path(r->bucket);
 	struct filer_entry *e = NULL;
-	int rc = filer_meta_lookup(r->g->filer, path, &e);
+	wfs_err rc = filer_meta_lookup(r->g->filer, path, &e);
 	bool ok = !rc && S_ISDIR(e->attr.mode);
 
-	if (!ok && (rc == ENOENT || !rc))
+	if (!ok && (rc == WFS_ENOENT || !rc))
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
 	else if (!ok)
 		s3_filer_error(r, rc, "looking the bucket up");
@@ -218,7 +218,7 @@ void s3_bucket_location(struct s3_req *r)
 void s3_bucket_config_set(struct s3_req *r, const char *xattr, const buf *doc, const char *what)
 {
 	char *path;
-	int rc;
+	wfs_err rc;
 	if (!s3_bucket_exists(r))
 		return;
 	path = s3_bucket_path(r->bucket);
@@ -234,13 +234,13 @@ void s3_bucket_config_set(struct s3_req *r, const char *xattr, const buf *doc, c
 void s3_bucket_config_remove(struct s3_req *r, const char *xattr, const char *what)
 {
 	char *path;
-	int rc;
+	wfs_err rc;
 	if (!s3_bucket_exists(r))
 		return;
 	path = s3_bucket_path(r->bucket);
 	rc = filer_meta_remove_xattr(r->g->filer, path, xattr);
 	s3_bucket_forget(r->g, r->bucket);
-	if (rc && rc != ENODATA)
+	if (rc && rc != WFS_ENODATA)
 		s3_filer_error(r, rc, what);
 	else
 		r->status = 204;

@@ -112,20 +112,20 @@ bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry
 	return found;
 }
 
-int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out)
+wfs_err s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out)
 {
 	char *path;
 	bool found;
-	int rc;
+	wfs_err rc;
 
 	*out = cached(g->buckets, bucket, &found);
 	if (found)
-		return 0;
+		return WFS_OK;
 	path = s3_bucket_path(bucket);
 	rc = filer_meta_lookup(g->filer, path, out);
 	free(path);
 	if (!rc && !S_ISDIR((*out)->attr.mode))
-		rc = ENOENT;
+		rc = WFS_ENOENT;
 	if (rc) {
 		filer_entry_free(*out);
 		*out = NULL;
@@ -133,14 +133,14 @@ int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entr
 	}
 	/* a missing bucket is not remembered: it may be created any moment */
 	remember(g->buckets, bucket, *out);
-	return 0;
+	return WFS_OK;
 }
 
 struct filer_entry *s3_bucket_entry(struct s3_req *r)
 {
 	struct filer_entry *e;
-	int rc = s3_bucket_lookup(r->g, r->bucket, &e);
-	if (rc == ENOENT || rc == ENOTDIR)
+	wfs_err rc = s3_bucket_lookup(r->g, r->bucket, &e);
+	if (rc == WFS_ENOENT || rc == WFS_ENOTDIR)
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
 	else if (rc)
 		s3_filer_error(r, rc, "looking the bucket up");

@@ -82,12 +82,12 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 {
 	struct filer_entry *e = NULL;
 	bool ok = false;
-	int rc;
+	wfs_err rc;
 
 	if (!c->if_match)
 		return true;
 	rc = filer_meta_lookup_etag(r->g->filer, path, &e, c->filer_etag);
-	if (rc && rc != ENOENT && rc != ENOTDIR) {
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {
 		s3_filer_error(r, rc, "looking the object up");
 	} else {
 		if (!rc && !S_ISREG(e->attr.mode)) {
@@ -100,37 +100,37 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 	return ok;
 }
 
-void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c)
+void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c)
 {
-	if ((rc == EEXIST && c && c->if_absent) || rc == ESTALE)
+	if ((rc == WFS_EEXIST && c && c->if_absent) || rc == WFS_EPRECOND)
 		precondition_failed(r);
-	else if (rc == EEXIST || rc == EISDIR)
+	else if (rc == WFS_EEXIST || rc == WFS_EISDIR)
 		s3_error(r, S3_INVALID_REQUEST,
 			 "The key names a directory of the bucket (a prefix of other keys)");
-	else if (rc == ENOTDIR)
+	else if (rc == WFS_ENOTDIR)
 		s3_error(r, S3_INVALID_REQUEST,
 			 "A prefix of the key is itself an object: a key and a prefix of "
 			 "other keys cannot share a name here");
-	else if (rc == ENOENT && c && c->if_match)
+	else if (rc == WFS_ENOENT && c && c->if_match)
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 	else
 		s3_filer_error(r, rc, "committing the object");
 }
 
 /* s3_commit_object in a bucket without versioning. */
-static int commit_plain(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-			const struct s3_cond *c)
+static wfs_err commit_plain(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			    const struct s3_cond *c)
 {
-	int rc;
+	wfs_err rc;
 	if (c) {
 		nw->exclusive = c->if_absent;
 		nw->if_etag = c->if_match ? c->filer_etag : NULL;
 	}
 	rc = filer_meta_create(r->g->filer, path, nw, NULL);
-	if (rc == ENOENT && !nw->if_etag && !nw->parents) {
+	if (rc == WFS_ENOENT && !nw->if_etag && !nw->parents) {
 		/* a parent is missing: made in the same create, if the bucket is there */
 		if (!s3_bucket_exists(r))
-			return ENOENT;
+			return WFS_ENOENT;
 		nw->parents = true;
 		rc = filer_meta_create(r->g->filer, path, nw, NULL);
 	}
@@ -139,8 +139,8 @@ static int commit_plain(struct s3_req *r, const char *path, struct filer_meta_ne
 	return rc;
 }
 
-int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-		     const struct s3_cond *c)
+wfs_err s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			 const struct s3_cond *c)
 {
 	struct filer_entry *b;
 	struct filer_xattr *lock_xattrs = NULL;
@@ -149,13 +149,13 @@ int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *
 	size_t n_xattrs = nw->n_xattrs;
 	enum s3_versioning v;
 	size_t bl = strlen(S3_BUCKETS_DIR) + 2 + strlen(r->bucket);
-	int rc;
+	wfs_err rc;
 	if (!strncmp(path + bl, S3_UPLOADS_NAME "/", strlen(S3_UPLOADS_NAME) + 1))
 		return commit_plain(r, path, nw, c); /* a part: no versions, no lock */
 	if (!(b = s3_bucket_entry(r)))
-		return ENOENT;
+		return WFS_ENOENT;
 	v = s3_versioning_in(b);
-	rc = s3_lock_apply(r, b, nw, &lock_xattrs, &lock_values) ? 0 : EPERM;
+	rc = s3_lock_apply(r, b, nw, &lock_xattrs, &lock_values) ? WFS_OK : WFS_EPERM;
 	filer_entry_free(b);
 	if (!rc && v != S3_UNVERSIONED)
 		rc = s3_commit_versioned(r, path, nw, c, v);
@@ -176,7 +176,7 @@ void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n)
 	buf req = BUF_INIT, resp = BUF_INIT;
 	for (size_t at = 0; at < n; at += FREE_BATCH) {
 		size_t end = MIN(n, at + FREE_BATCH);
-		int rc;
+		wfs_err rc;
 		buf_reset(&req);
 		buf_printf(&req, "{\"fileIds\":[");
 		for (size_t i = at; i < end; i++)
@@ -186,7 +186,7 @@ void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n)
 		if (rc)
 			log_warn("could not free %zu unreferenced chunks now (freed when their "
 				 "lease ends): %s",
-				 end - at, strerror(rc));
+				 end - at, wfs_strerror(rc));
 		buf_reset(&resp);
 	}
 	buf_free(&req);

@@ -117,7 +117,7 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 {
 	const char *range = http_req_header(r->req, "x-amz-copy-source-range");
 	uint64_t size;
-	int rc;
+	wfs_err rc;
 
 	if (!source_parse(r, s))
 		return false;
@@ -128,8 +128,8 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 	if (s->version)
 		rc = s3_version_read(r->g, s->bucket, s->key, s->version, &s->e);
 	else
-		rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : ENOENT;
-	if (rc == ENOENT || rc == ENOTDIR || (!rc && !S_ISREG(s->e->attr.mode))) {
+		rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : WFS_ENOENT;
+	if (rc == WFS_ENOENT || rc == WFS_ENOTDIR || (!rc && !S_ISREG(s->e->attr.mode))) {
 		if (s->version)
 			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
 		else
@@ -337,7 +337,7 @@ void s3_copy_object(struct s3_req *r)
 	enum s3_cksum alg = S3_CKSUM_NONE;
 	bool replace = dir && !strcasecmp(dir, "REPLACE"), committed = false;
 	size_t n = 0;
-	int rc;
+	wfs_err rc;
 	xml_w *w;
 
 	if (dir && !replace && strcasecmp(dir, "COPY")) {

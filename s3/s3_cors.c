@@ -213,22 +213,22 @@ static const struct rule *cors_match(const struct cors *c, const char *origin, c
 	return NULL;
 }
 
-/* The bucket's configuration into c: 0, ENODATA when it has none, or a filer errno. */
-static int cors_load(struct s3_req *r, struct cors *c)
+/* The bucket's configuration into c: WFS_OK, WFS_ENODATA when it has none, or a filer error. */
+static wfs_err cors_load(struct s3_req *r, struct cors *c)
 {
 	char *path = s3_bucket_path(r->bucket);
 	struct filer_entry *e = NULL;
 	const struct filer_xattr *x;
 	bool malformed;
-	int rc = filer_meta_lookup(r->g->filer, path, &e);
+	wfs_err rc = filer_meta_lookup(r->g->filer, path, &e);
 
 	memset(c, 0, sizeof(*c));
 	if (!rc && !S_ISDIR(e->attr.mode))
-		rc = ENOENT;
+		rc = WFS_ENOENT;
 	if (!rc) {
 		x = filer_entry_xattr_get(e, X_CORS);
 		if (!x || cors_parse((const char *)x->value, x->value_len, c, &malformed))
-			rc = ENODATA; /* none, or unreadable: CORS stays off */
+			rc = WFS_ENODATA; /* none, or unreadable: CORS stays off */
 	}
 	filer_entry_free(e);
 	free(path);
@@ -293,10 +293,10 @@ void s3_put_cors(struct s3_req *r)
 void s3_get_cors(struct s3_req *r)
 {
 	struct cors c;
-	int rc = cors_load(r, &c);
-	if (rc == ENOENT) {
+	wfs_err rc = cors_load(r, &c);
+	if (rc == WFS_ENOENT) {
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
-	} else if (rc == ENODATA) {
+	} else if (rc == WFS_ENODATA) {
 		s3_error(r, S3_NO_SUCH_CORS, "The CORS configuration does not exist");
 	} else if (rc) {
 		s3_filer_error(r, rc, "reading the CORS configuration");
@@ -319,7 +319,7 @@ void s3_cors_preflight(struct s3_req *r)
 	const char *method = http_req_header(r->req, "Access-Control-Request-Method");
 	const struct rule *rule;
 	struct cors c;
-	int rc;
+	wfs_err rc;
 
 	if (!origin || !method) {
 		s3_error(r, S3_INVALID_REQUEST,
@@ -328,9 +328,9 @@ void s3_cors_preflight(struct s3_req *r)
 		return;
 	}
 	rc = cors_load(r, &c);
-	if (rc == ENOENT)
+	if (rc == WFS_ENOENT)
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
-	else if (rc == ENODATA)
+	else if (rc == WFS_ENODATA)
 		s3_error(r, S3_ACCESS_FORBIDDEN,
 			 "CORSResponse: CORS is not enabled for this bucket.");
 	else if (rc)

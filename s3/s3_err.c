@@ -20,6 +20,24 @@ const char *s3_err_code(enum s3_err e)
 
 int s3_err_status(enum s3_err e) { return (unsigned)e < S3_ERR_COUNT ? table[e].status : 500; }
 
+enum s3_err s3_err_of(wfs_err e)
+{
+	switch (e) {
+	case WFS_OK:
+		return S3_OK;
+	case WFS_EPRECOND:
+		return S3_PRECONDITION_FAILED;
+	case WFS_EUNAVAIL:
+	case WFS_ETIMEDOUT:
+	case WFS_EBUSY:
+		return S3_SERVICE_UNAVAILABLE;
+	case WFS_ENAMETOOLONG:
+		return S3_KEY_TOO_LONG;
+	default:
+		return S3_INTERNAL;
+	}
+}
+
 enum s3_err s3_err_msg(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
 {
 	if (msg && msglen) {

@@ -1,12 +1,15 @@
 /*
  * S3 error codes: the code string and HTTP status each one is answered with
  * (the S3 API reference's error table). Modules of the gateway return an
- * enum s3_err; the server turns it into the XML error body.
+ * enum s3_err for their own answers; the server turns it into the XML error
+ * body. What the client library and the filer report arrives as a wfs_err
+ * and becomes an S3 code in one place, s3_err_of.
  */
 #ifndef WEEDFS_S3_ERR_H
 #define WEEDFS_S3_ERR_H
 
 #include <stddef.h>
+#include "err.h"
 
 /* X(name, "Code", status) */
 #define S3_ERRORS(X)                                                           \
@@ -79,6 +82,16 @@ enum s3_err {
 const char *s3_err_code(enum s3_err e);
 /* The HTTP status S3 answers e with (500 for an unknown value). */
 int s3_err_status(enum s3_err e);
+/*
+ * The S3 code a failure of the filer or the client library is answered with
+ * when the operation has nothing more specific to say (a missing key is each
+ * operation's own NoSuchKey, NoSuchBucket...): PreconditionFailed for
+ * WFS_EPRECOND, ServiceUnavailable (retry) for a filer or volume server
+ * unreachable, timing out or busy, KeyTooLongError for a name over the
+ * filer's limit, InternalError for anything else (WFS_ENOSPC included: S3
+ * has no code for a full store; the message names it). Pure; any thread.
+ */
+enum s3_err s3_err_of(wfs_err e);
 /* Writes the message of e into msg (when msglen > 0, always terminated) and returns e. */
 enum s3_err s3_err_msg(char *msg, size_t msglen, enum s3_err e, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

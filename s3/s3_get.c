@@ -251,7 +251,7 @@ static bool plan_stream(struct s3_req *r, const struct filer_entry *e, struct ht
 static struct filer_entry *version_lookup(struct s3_req *r, const char *id)
 {
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 	if (!s3_version_id_ok(id)) {
 		s3_error(r, S3_INVALID_ARGUMENT, "Invalid version id specified");
 		return NULL;
@@ -264,8 +264,8 @@ static struct filer_entry *version_lookup(struct s3_req *r, const char *id)
 			 "(the version is a delete marker).");
 	} else if (!rc) {
 		return e;
-	} else if (rc != ENOENT || s3_bucket_exists(r)) {
-		if (rc == ENOENT)
+	} else if (rc != WFS_ENOENT || s3_bucket_exists(r)) {
+		if (rc == WFS_ENOENT)
 			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
 		else
 			s3_filer_error(r, rc, "looking the version up");
@@ -280,7 +280,7 @@ static struct filer_entry *object_lookup(struct s3_req *r)
 	char *path = s3_object_path(r->bucket, r->key);
 	const char *id = http_req_query(r->req, "versionId");
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (id) {
 		free(path);
@@ -292,15 +292,15 @@ static struct filer_entry *object_lookup(struct s3_req *r)
 		e = r->found;
 		r->found = NULL;
 	} else {
-		rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+		rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 	}
 	free(path);
 	if (!rc && S_ISREG(e->attr.mode))
 		return e;
 	filer_entry_free(e);
-	if (rc && rc != ENOENT && rc != ENOTDIR) {
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {
 		s3_filer_error(r, rc, "looking the object up");
-	} else if (rc != ENOENT || s3_bucket_exists(r)) {
+	} else if (rc != WFS_ENOENT || s3_bucket_exists(r)) {
 		/* a miss costs one more lookup, to tell a missing bucket from a missing key */
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 		s3_version_missing(r);

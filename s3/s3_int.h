@@ -92,7 +92,7 @@ struct s3_req {
 	void (*then)(struct s3_req *r); /* on the loop, once a body read whole is in */
 	/* GetObject/HeadObject: the object's lookup, made from the loop (s3_loop.c) */
 	bool looked_up;
-	int lookup_rc;             /* 0 (found set) or the filer errno */
+	wfs_err lookup_rc;         /* WFS_OK (found set) or the filer's error */
 	char *lookup_path;         /* the loop's lookup: the object's filer path; freed with r */
 	struct filer_entry *found; /* freed with r */
 	/* in g->live until freed: s3_stop frees what the stopped loops left half done,
@@ -125,8 +125,9 @@ void s3_xml_ok(struct s3_req *r, xml_w *w);
 void s3_iso8601(int64_t ns, char out[32]);
 /* The filer path of the bucket (caller frees). */
 char *s3_bucket_path(const char *bucket);
-/* Maps a filer errno (filer_rpc.h) to an answer, naming what failed. */
-void s3_filer_error(struct s3_req *r, int e, const char *what);
+/* Sets r's answer to the filer's or the client library's error e (s3_err_of), naming what
+   failed. */
+void s3_filer_error(struct s3_req *r, wfs_err e, const char *what);
 
 /* Bucket operations (s3_bucket.c), on a worker. */
 void s3_list_buckets(struct s3_req *r);
@@ -134,12 +135,13 @@ void s3_create_bucket(struct s3_req *r);
 void s3_delete_bucket(struct s3_req *r);
 void s3_head_bucket(struct s3_req *r);
 void s3_bucket_location(struct s3_req *r);
-/* Makes the bucket's directory (and /buckets); 0 or a filer errno (EEXIST). Any thread. */
-int s3_bucket_make(struct s3_gateway *g, const char *bucket);
+/* Makes the bucket's directory (and /buckets); WFS_OK or a filer error (WFS_EEXIST). Any
+   thread. */
+wfs_err s3_bucket_make(struct s3_gateway *g, const char *bucket);
 /* The same with the directory's first xattrs (its configuration). */
 struct filer_xattr;
-int s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
-			size_t nx);
+wfs_err s3_bucket_make_with(struct s3_gateway *g, const char *bucket, const struct filer_xattr *x,
+			    size_t nx);
 /* Looks r's bucket up: true if it exists, else r holds the error answer. */
 bool s3_bucket_exists(struct s3_req *r);
 /* Whether name follows S3's bucket naming rules. */
@@ -169,8 +171,8 @@ struct filer_entry;
 struct filer_entry *s3_bucket_entry(struct s3_req *r);
 /* The cached entry of bucket, if the cache holds a fresh one (no filer request). */
 bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
-/* The same for any bucket: 0 (*out set), ENOENT, or a filer errno. Worker. */
-int s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
+/* The same for any bucket: WFS_OK (*out set), WFS_ENOENT, or a filer error. Worker. */
+wfs_err s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
 /* Drops what the cache holds of bucket (its configuration changed here). */
 void s3_bucket_forget(struct s3_gateway *g, const char *bucket);
 /*
@@ -319,18 +321,20 @@ bool s3_cond_holds(struct s3_req *r, const struct filer_entry *cur, const struct
 bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c);
 /*
  * Creates the object entry nw at path under c's conditions (c may be NULL),
- * making missing parent directories when the bucket exists. 0, or a filer
- * errno with r's error answer set. Worker.
+ * making missing parent directories when the bucket exists. WFS_OK, or the
+ * error with r's answer set (a failed condition, the filer's WFS_EPRECOND
+ * included, is PreconditionFailed). Worker.
  */
 struct filer_meta_new;
-int s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-		     const struct s3_cond *c);
+wfs_err s3_commit_object(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			 const struct s3_cond *c);
 /* Frees chunks that were stored but are referenced by no entry (their leases end). Worker. */
 struct filer_chunk;
 void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n);
 
-/* Maps a refused create of the object (a filer errno) to r's answer. */
-void s3_commit_error(struct s3_req *r, int rc, const struct s3_cond *c);
+/* Maps a refused create of the object (the filer's error) to r's answer: WFS_EPRECOND, or
+   WFS_EEXIST under If-None-Match: *, is PreconditionFailed. */
+void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c);
 
 /* Bucket policies (s3_policy.c): ?policy of a bucket (PUT body in r->in), on a worker. */
 void s3_put_policy(struct s3_req *r);
@@ -379,10 +383,10 @@ struct s3_walk_items {
 /*
  * The first max keys and common prefixes after `after` of the tree at root
  * (a bucket, or its .versions tree: versions_tree), as ListObjects finds
- * them: 0 or a filer errno. Worker.
+ * them: WFS_OK or a filer error. Worker.
  */
-int s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
-		 const char *delim, const char *after, size_t max, struct s3_walk_items *out);
+wfs_err s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
+		     const char *delim, const char *after, size_t max, struct s3_walk_items *out);
 void s3_walk_items_free(struct s3_walk_items *out);
 
 /*
@@ -406,11 +410,11 @@ bool s3_is_delete_marker(const struct filer_entry *e);
 /* /buckets/<bucket>/.versions/<key> (caller frees). */
 char *s3_versions_dir(const char *bucket, const char *key);
 /* s3_commit_object in a bucket with versioning (v not UNVERSIONED). */
-int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-			const struct s3_cond *c, enum s3_versioning v);
-/* The file holding version id of key: 0, ENOENT, or a filer errno. Worker. */
-int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
-		    struct filer_entry **out);
+wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			    const struct s3_cond *c, enum s3_versioning v);
+/* The file holding version id of key: WFS_OK, WFS_ENOENT, or a filer error. Worker. */
+wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
+			struct filer_entry **out);
 /*
  * The version of r's key that r's ?versionId names (else the current one)
  * and its file's path (caller frees both); NULL with r's answer: bad id
@@ -429,11 +433,13 @@ struct s3_deleted {
 };
 /*
  * DELETE of key (id NULL: the current version) in a bucket with versioning:
- * 0 or an errno; r's answer is left alone, and only r->g and r->bucket are
- * used (the lifecycle sweeper passes a request of its own). Worker.
+ * WFS_OK, WFS_EACCES (Object Lock keeps the version), WFS_EBUSY (other
+ * writers kept changing the key), or a filer error; r's answer is left alone,
+ * and only r->g and r->bucket are used (the lifecycle sweeper passes a
+ * request of its own). Worker.
  */
-int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
-			struct s3_deleted *out);
+wfs_err s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+			    struct s3_deleted *out);
 /* ListObjectVersions (GET /bucket?versions), on a worker. */
 void s3_list_versions(struct s3_req *r);
 

@@ -279,9 +279,9 @@ void s3_get_lifecycle(struct s3_req *r)
 	char *path = s3_bucket_path(r->bucket);
 	struct filer_entry *e = NULL;
 	const struct filer_xattr *x;
-	int rc = filer_meta_lookup(r->g->filer, path, &e);
+	wfs_err rc = filer_meta_lookup(r->g->filer, path, &e);
 
-	if (rc == ENOENT || (!rc && !S_ISDIR(e->attr.mode)))
+	if (rc == WFS_ENOENT || (!rc && !S_ISDIR(e->attr.mode)))
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
 	else if (rc)
 		s3_filer_error(r, rc, "looking the bucket up");
@@ -366,20 +366,20 @@ static const struct lc_rule *expiring_rule(const struct sweep *s, const char *ke
 /*
  * Expires the object key at path: in a versioned bucket a delete marker hides
  * it; otherwise it is deleted if, read again, it is still expired, and only in
- * that version (a rewrite meanwhile wins). 0 or a filer errno.
+ * that version (a rewrite meanwhile wins). WFS_OK or a filer error.
  */
-static int expire(struct sweep *s, const char *key, char *path)
+static wfs_err expire(struct sweep *s, const char *key, char *path)
 {
 	struct s3_req r = {.g = s->g, .bucket = (char *)s->bucket};
 	struct filer_entry *e = NULL;
 	struct s3_deleted d;
 	char etag[17];
-	int rc;
+	wfs_err rc;
 	if (s->v != S3_UNVERSIONED)
 		return s3_delete_versioned(&r, key, NULL, s->v, &d);
 	rc = filer_meta_lookup_etag(s->g->filer, path, &e, etag);
 	if (!rc && !expiring_rule(s, key, e))
-		rc = ESTALE;
+		rc = WFS_EPRECOND;
 	if (!rc)
 		rc = filer_meta_delete_if(s->g->filer, path, etag);
 	if (!rc)

@@ -49,7 +49,7 @@ struct list {
 	size_t max, count;
 	bool truncated;
 	char *last;   /* the last key or common prefix returned */
-	int err;      /* a filer errno */
+	wfs_err err;  /* a filer error */
 	bool stopped; /* the page is full (or failed): stop walking */
 };
 
@@ -222,8 +222,8 @@ static void versions_dir(struct list *l, struct pending *pend, const char *key,
 	bool files = false, dirs = false;
 	do {
 		struct filer_meta_page pg;
-		int e = filer_meta_list_from(l->r->g->filer, path, start ? start : "", false, NULL,
-					     LIST_PAGE, &pg);
+		wfs_err e = filer_meta_list_from(l->r->g->filer, path, start ? start : "", false,
+						 NULL, LIST_PAGE, &pg);
 		free(start);
 		start = NULL;
 		if (e)
@@ -276,12 +276,12 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 	}
 	while (!l->stopped) {
 		struct filer_meta_page pg;
-		int e = filer_meta_list_from(l->r->g->filer, dir_path, start, inclusive,
-					     name_prefix, LIST_PAGE, &pg);
+		wfs_err e = filer_meta_list_from(l->r->g->filer, dir_path, start, inclusive,
+						 name_prefix, LIST_PAGE, &pg);
 		free(start);
 		start = NULL;
 		inclusive = false;
-		if (e == ENOENT || e == ENOTDIR)
+		if (e == WFS_ENOENT || e == WFS_ENOTDIR)
 			break; /* gone meanwhile: nothing to list */
 		if (e) {
 			l->err = e;
@@ -417,8 +417,8 @@ static void collect_prefix(struct list *l, const char *cp)
 	out->v[out->n++] = it;
 }
 
-int s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
-		 const char *delim, const char *after, size_t max, struct s3_walk_items *out)
+wfs_err s3_walk_keys(struct s3_req *r, const char *root, bool versions_tree, const char *prefix,
+		     const char *delim, const char *after, size_t max, struct s3_walk_items *out)
 {
 	struct list l = {.r = r,
 			 .on_key = collect_key,

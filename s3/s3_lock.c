@@ -340,10 +340,10 @@ static struct filer_entry *locked_version(struct s3_req *r, char **path)
 /* Sets (value non-NULL) or removes one lock xattr of the file at path; false with r's answer. */
 static bool lock_set(struct s3_req *r, const char *path, const char *name, const char *value)
 {
-	int rc = value ? filer_meta_set_xattr(r->g->filer, path, name, value, strlen(value),
-					      FM_XATTR_ANY)
-		       : filer_meta_remove_xattr(r->g->filer, path, name);
-	if (rc && rc != ENODATA) {
+	wfs_err rc = value ? filer_meta_set_xattr(r->g->filer, path, name, value, strlen(value),
+						  FM_XATTR_ANY)
+			   : filer_meta_remove_xattr(r->g->filer, path, name);
+	if (rc && rc != WFS_ENODATA) {
 		s3_filer_error(r, rc, "storing the object's lock");
 		return false;
 	}

@@ -85,7 +85,7 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 	r->looked_up = true;
 	r->lookup_rc = status / 100 == 2
 			       ? filer_meta_entry_answer(body, len, r->lookup_path, &r->found, NULL)
-			       : filer_rpc_answer_errno(status, body, len);
+			       : filer_rpc_answer_err(status, body, len);
 	e = r->found;
 	if (r->lookup_rc || !S_ISREG(e->attr.mode) ||
 	    !(head || e->has_content || e->attr.size == 0)) {

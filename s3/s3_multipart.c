@@ -150,7 +150,7 @@ bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir)
 	struct filer_entry *e = NULL;
 	char *path, *key = NULL;
 	bool ok;
-	int rc;
+	wfs_err rc;
 
 	if (dir)
 		*dir = NULL;
@@ -161,7 +161,7 @@ bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir)
 	path = upload_dir(r, id);
 	rc = filer_meta_lookup(r->g->filer, path, &e);
 	free(path);
-	if (rc && rc != ENOENT && rc != ENOTDIR) {
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {
 		s3_filer_error(r, rc, "looking the upload up");
 		return false;
 	}
@@ -169,7 +169,7 @@ bool s3_upload_check(struct s3_req *r, const char *id, struct filer_entry **dir)
 	ok = !rc && S_ISDIR(e->attr.mode) && key && !strcmp(key, r->key);
 	free(key);
 	if (!ok) {
-		if (rc == ENOENT && !s3_bucket_exists(r))
+		if (rc == WFS_ENOENT && !s3_bucket_exists(r))
 			; /* NoSuchBucket answered */
 		else
 			no_such_upload(r);
@@ -201,7 +201,7 @@ void s3_create_multipart(struct s3_req *r)
 	uint8_t rnd[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
 	xml_w *w;
-	int rc;
+	wfs_err rc;
 
 	if (!path) {
 		s3_error(r, S3_INVALID_ARGUMENT, "The key cannot name a file here");
@@ -299,11 +299,11 @@ static bool parts_read(struct s3_req *r, const char *id, struct parts *p)
 	memset(p, 0, sizeof(*p));
 	while (ok && start) {
 		struct filer_meta_page pg;
-		int rc = filer_meta_list(r->g->filer, dir, start, LIST_MAX, &pg);
+		wfs_err rc = filer_meta_list(r->g->filer, dir, start, LIST_MAX, &pg);
 		free(start);
 		start = NULL;
 		if (rc) {
-			if (rc == ENOENT)
+			if (rc == WFS_ENOENT)
 				no_such_upload(r);
 			else
 				s3_filer_error(r, rc, "listing the parts");
@@ -601,7 +601,7 @@ void s3_complete_multipart(struct s3_req *r)
 	struct mp_sum sum = {0};
 	uint64_t *sizes = NULL;
 	xml_w *w;
-	int rc;
+	wfs_err rc;
 
 	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
 	    strcmp(root->name, "CompleteMultipartUpload") ||
@@ -643,7 +643,7 @@ void s3_complete_multipart(struct s3_req *r)
 	nw.n_consume = stored.n;
 	nw.parents = true; /* the bucket is there: the upload is in it */
 	rc = s3_commit_object(r, path, &nw, &c);
-	if (rc == ENOENT && !c.if_match)
+	if (rc == WFS_ENOENT && !c.if_match)
 		no_such_upload(r); /* a racing complete or abort took the parts */
 	if (rc)
 		goto out;
@@ -693,13 +693,13 @@ void s3_abort_multipart(struct s3_req *r)
 {
 	const char *id = http_req_query(r->req, "uploadId");
 	char *dir;
-	int rc;
+	wfs_err rc;
 	if (!s3_upload_check(r, id, NULL))
 		return;
 	dir = upload_dir(r, id);
 	rc = filer_meta_delete(r->g->filer, dir, true); /* frees the parts' chunks */
 	free(dir);
-	if (rc == ENOENT)
+	if (rc == WFS_ENOENT)
 		no_such_upload(r);
 	else if (rc)
 		s3_filer_error(r, rc, "aborting the upload");
@@ -815,7 +815,7 @@ void s3_list_uploads(struct s3_req *r)
 	uint64_t max = LIST_MAX;
 	char when[32];
 	xml_w *w;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	prefix = prefix ? prefix : "";
 	if (!uint_param(r, "max-uploads", &max) || !s3_bucket_exists(r))
@@ -845,7 +845,7 @@ void s3_list_uploads(struct s3_req *r)
 			start = xstrdup(pg.last_name);
 		filer_meta_page_free(&pg);
 	}
-	if (rc && rc != ENOENT) {
+	if (rc && rc != WFS_ENOENT) {
 		s3_filer_error(r, rc, "listing the uploads");
 		goto out;
 	}

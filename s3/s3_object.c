@@ -88,13 +88,13 @@ void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path)
 /*
  * Deletes the object key of r's bucket: 0 also when there was none (S3
  * answers success then) or the name is a directory (not an object), else a
- * filer errno.
+ * filer error.
  */
-static int delete_plain(struct s3_req *r, const char *key)
+static wfs_err delete_plain(struct s3_req *r, const char *key)
 {
 	char *path = s3_object_path(r->bucket, key);
 	struct filer_entry *e = NULL;
-	int rc = path ? filer_meta_lookup(r->g->filer, path, &e) : ENOENT;
+	wfs_err rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 
 	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
@@ -103,12 +103,12 @@ static int delete_plain(struct s3_req *r, const char *key)
 	}
 	filer_entry_free(e);
 	free(path);
-	return rc == ENOENT || rc == ENOTDIR ? 0 : rc;
+	return rc == WFS_ENOENT || rc == WFS_ENOTDIR ? WFS_OK : rc;
 }
 
 /* Deletes key (version id, or NULL) as the bucket's versioning state v says. */
-static int delete_key(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
-		      struct s3_deleted *out)
+static wfs_err delete_key(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+			  struct s3_deleted *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (v == S3_UNVERSIONED && !id)
@@ -138,11 +138,11 @@ void s3_delete_object(struct s3_req *r)
 	const char *id = http_req_query(r->req, "versionId");
 	enum s3_versioning v;
 	struct s3_deleted d;
-	int rc;
+	wfs_err rc;
 	if (!version_id_valid(r, id) || !s3_versioning_of(r, &v))
 		return;
 	rc = delete_key(r, r->key, id, v, &d);
-	if (rc == EACCES) {
+	if (rc == WFS_EACCES) {
 		s3_error(r, S3_ACCESS_DENIED,
 			 "Access Denied because object protected by object lock.");
 	} else if (rc) {
@@ -196,10 +196,10 @@ void s3_delete_objects(struct s3_req *r)
 		const char *key = xml_child_text(o, "Key"), *id = xml_child_text(o, "VersionId");
 		struct s3_deleted d = {0};
 		const char *act = id ? "s3:DeleteObjectVersion" : "s3:DeleteObject";
-		int rc = strlen(key) > S3_KEY_MAX      ? ENAMETOOLONG
-			 : id && !s3_version_id_ok(id) ? EINVAL
+		wfs_err rc = strlen(key) > S3_KEY_MAX      ? WFS_ENAMETOOLONG
+			 : id && !s3_version_id_ok(id) ? WFS_EINVAL
 			 : !s3_permitted(r, r->bucket, key, act, S3_ACT_WRITE)
-				 ? EACCES
+				 ? WFS_EACCES
 				 : delete_key(r, key, id, v, &d);
 		if (!rc && quiet && !strcmp(quiet, "true"))
 			continue;
@@ -212,18 +212,18 @@ void s3_delete_objects(struct s3_req *r)
 			if (!id)
 				xml_elem(w, "DeleteMarkerVersionId", d.version_id);
 		}
-		if (rc == EACCES) {
+		if (rc == WFS_EACCES) {
 			xml_elem(w, "Code", "AccessDenied");
 			xml_elem(w, "Message", "Access Denied"); /* by the policy or a lock */
-		} else if (rc == EINVAL) {
+		} else if (rc == WFS_EINVAL) {
 			xml_elem(w, "Code", "InvalidArgument");
 			xml_elem(w, "Message", "Invalid version id specified");
-		} else if (rc == ENAMETOOLONG) {
+		} else if (rc == WFS_ENAMETOOLONG) {
 			xml_elem(w, "Code", "KeyTooLongError");
 			xml_elem(w, "Message", "Your key is too long");
 		} else if (rc) {
-			xml_elem(w, "Code", "InternalError");
-			xml_elem(w, "Message", strerror(rc));
+			xml_elem(w, "Code", s3_err_code(s3_err_of(rc)));
+			xml_elem(w, "Message", wfs_strerror(rc));
 		}
 		xml_close(w);
 	}

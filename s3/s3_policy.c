@@ -321,8 +321,8 @@ static enum policy_effect policy_says(struct s3_req *r, const char *bucket, cons
 {
 	struct filer_entry *b = NULL;
 	enum policy_effect eff;
-	int rc = s3_bucket_lookup(r->g, bucket, &b);
-	if (rc && rc != ENOENT && rc != ENOTDIR)
+	wfs_err rc = s3_bucket_lookup(r->g, bucket, &b);
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR)
 		return POLICY_DENY; /* its policy unknown: fail closed */
 	/* a missing bucket has no policy: the operation itself says NoSuchBucket */
 	eff = policy_in(r, b, bucket, key, action);

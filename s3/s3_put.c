@@ -477,8 +477,8 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 	entry_build(p, chunks, n);
 	if (p->upload_id) {
 		/* a part replaces an earlier upload of the same number */
-		int rc = filer_meta_create(r->g->filer, p->path, &p->nw, NULL);
-		if (rc == ENOENT)
+		wfs_err rc = filer_meta_create(r->g->filer, p->path, &p->nw, NULL);
+		if (rc == WFS_ENOENT)
 			s3_error(r, S3_NO_SUCH_UPLOAD, "The specified upload does not exist.");
 		else if (rc)
 			s3_filer_error(r, rc, "storing the part");
@@ -538,17 +538,17 @@ static void job_create(void *arg)
 static void created(void *arg, wfs_err err, int status, const char *body, size_t len)
 {
 	struct s3_put *p = arg;
-	int rc;
+	wfs_err rc;
 
 	if (err == WFS_EINTERNAL || atomic_load(&p->g->closing)) { /* the gateway is stopping */
 		s3_req_free(p->r);
 		put_free(p);
 		return;
 	}
-	rc = err || status == 503 ? EAGAIN
-	     : status / 100 == 2  ? 0
-				  : filer_rpc_answer_errno(status, body, len);
-	if (rc == EAGAIN || rc == ENOENT) {
+	rc = err || status == 503 ? WFS_EUNAVAIL
+	     : status / 100 == 2  ? WFS_OK
+				  : filer_rpc_answer_err(status, body, len);
+	if (rc == WFS_EUNAVAIL || rc == WFS_ENOENT) {
 		pool_submit(p->g->work, job_create, p);
 		return;
 	}

@@ -122,12 +122,14 @@ void s3_iso8601(int64_t ns, char out[32])
 
 char *s3_bucket_path(const char *bucket) { return xasprintf(S3_BUCKETS_DIR "/%s", bucket); }
 
-void s3_filer_error(struct s3_req *r, int e, const char *what)
+void s3_filer_error(struct s3_req *r, wfs_err e, const char *what)
 {
-	if (e == EAGAIN)
-		s3_error(r, S3_SERVICE_UNAVAILABLE, "%s: the filer is busy, retry", what);
+	enum s3_err code = s3_err_of(e);
+
+	if (code == S3_SERVICE_UNAVAILABLE)
+		s3_error(r, code, "%s: %s, retry", what, wfs_strerror(e));
 	else
-		s3_error(r, S3_INTERNAL, "%s: %s", what, strerror(e));
+		s3_error(r, code, "%s: %s", what, wfs_strerror(e));
 }
 
 void s3_header_replace(struct s3_req *r, const char *name, const char *value)
@@ -977,10 +979,10 @@ int s3_make_buckets(struct s3_gateway *g, const char *csv)
 	char *list = xstrdup(csv), *save = NULL;
 	int failed = 0;
 	for (char *b = strtok_r(list, ", ", &save); b; b = strtok_r(NULL, ", ", &save)) {
-		int e = s3_bucket_name_ok(b) ? s3_bucket_make(g, b) : EINVAL;
-		if (e && e != EEXIST) {
+		wfs_err e = s3_bucket_name_ok(b) ? s3_bucket_make(g, b) : WFS_EINVAL;
+		if (e && e != WFS_EEXIST) {
 			log_error("bucket \"%s\": %s", b,
-				  e == EINVAL ? "not a valid bucket name" : strerror(e));
+				  e == WFS_EINVAL ? "not a valid bucket name" : wfs_strerror(e));
 			failed++;
 		} else {
 			log_info("bucket %s ready", b);

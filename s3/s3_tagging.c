@@ -175,15 +175,15 @@ size_t s3_tag_count(const struct filer_entry *e)
 static struct filer_entry *target(struct s3_req *r, char **path)
 {
 	struct filer_entry *e = NULL;
-	int rc;
+	wfs_err rc;
 	if (r->key)
 		return s3_version_target(r, path); /* ?versionId: that version's tags */
 	*path = s3_bucket_path(r->bucket);
-	rc = *path ? filer_meta_lookup(r->g->filer, *path, &e) : ENOENT;
+	rc = *path ? filer_meta_lookup(r->g->filer, *path, &e) : WFS_ENOENT;
 	if (!rc && S_ISDIR(e->attr.mode))
 		return e;
 	filer_entry_free(e);
-	if (rc && rc != ENOENT && rc != ENOTDIR)
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR)
 		s3_filer_error(r, rc, "looking the bucket up");
 	else
 		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
@@ -200,7 +200,7 @@ void s3_put_tagging(struct s3_req *r)
 	const char *why;
 	enum s3_err err;
 	buf enc = BUF_INIT;
-	int rc;
+	wfs_err rc;
 
 	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
 	    strcmp(root->name, "Tagging") || !(set = xml_child(root, "TagSet"))) {
@@ -227,7 +227,7 @@ void s3_put_tagging(struct s3_req *r)
 	rc = enc.len ? filer_meta_set_xattr(r->g->filer, path, S3_XATTR_TAGGING, enc.data, enc.len,
 					    FM_XATTR_ANY)
 		     : filer_meta_remove_xattr(r->g->filer, path, S3_XATTR_TAGGING);
-	if (rc && rc != ENODATA)
+	if (rc && rc != WFS_ENODATA)
 		s3_filer_error(r, rc, "storing the tags");
 	else
 		r->status = r->key ? 200 : 204;
@@ -274,14 +274,14 @@ void s3_delete_tagging(struct s3_req *r)
 {
 	struct filer_entry *e;
 	char *path = NULL;
-	int rc;
+	wfs_err rc;
 
 	if (!(e = target(r, &path))) {
 		free(path);
 		return;
 	}
 	rc = filer_meta_remove_xattr(r->g->filer, path, S3_XATTR_TAGGING);
-	if (rc && rc != ENODATA)
+	if (rc && rc != WFS_ENODATA)
 		s3_filer_error(r, rc, "removing the tags");
 	else
 		r->status = 204;

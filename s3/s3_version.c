@@ -161,16 +161,17 @@ static bool scan_entry(const struct filer_entry *e, void *arg)
 	return !sc->found;
 }
 
-/* The first file of vdir (newest first) that match accepts: 0, ENOENT, or a filer errno. */
-static int scan_versions(struct s3_gateway *g, const char *vdir, version_match match,
-			 const void *arg, struct filer_entry **out)
+/* The first file of vdir (newest first) that match accepts: WFS_OK, WFS_ENOENT or a filer
+   error. */
+static wfs_err scan_versions(struct s3_gateway *g, const char *vdir, version_match match,
+			     const void *arg, struct filer_entry **out)
 {
 	struct scan sc = {.match = match, .arg = arg};
-	int rc = filer_meta_each(g->filer, vdir, scan_entry, &sc);
+	wfs_err rc = filer_meta_each(g->filer, vdir, scan_entry, &sc);
 	*out = sc.found;
 	if (rc)
-		return rc == ENOTDIR ? ENOENT : rc;
-	return sc.found ? 0 : ENOENT;
+		return rc == WFS_ENOTDIR ? WFS_ENOENT : rc;
+	return sc.found ? WFS_OK : WFS_ENOENT;
 }
 
 static bool any_version(const struct filer_entry *e, const void *arg)
@@ -189,29 +190,29 @@ static bool null_version(const struct filer_entry *e, const void *arg)
 }
 
 /* The newest file of vdir: the key's latest noncurrent version or marker. */
-static int newest_version(struct s3_gateway *g, const char *vdir, struct filer_entry **out)
+static wfs_err newest_version(struct s3_gateway *g, const char *vdir, struct filer_entry **out)
 {
 	return scan_versions(g, vdir, any_version, NULL, out);
 }
 
 /* The file of vdir holding version id (a "null" one is searched for). */
-static int find_version(struct s3_gateway *g, const char *vdir, const char *id,
-			struct filer_entry **out)
+static wfs_err find_version(struct s3_gateway *g, const char *vdir, const char *id,
+			    struct filer_entry **out)
 {
 	char *p;
-	int rc;
+	wfs_err rc;
 	if (!strcmp(id, "null"))
 		return scan_versions(g, vdir, null_version, NULL, out);
 	p = xasprintf("%s/%s", vdir, id);
 	rc = filer_meta_lookup(g->filer, p, out);
 	free(p);
 	if (!rc && !S_ISREG((*out)->attr.mode))
-		rc = ENOENT;
+		rc = WFS_ENOENT;
 	if (rc) {
 		filer_entry_free(*out);
 		*out = NULL;
 	}
-	return rc == ENOTDIR ? ENOENT : rc;
+	return rc == WFS_ENOTDIR ? WFS_ENOENT : rc;
 }
 
 /* The filer path of a file found in vdir (caller frees). */
@@ -220,14 +221,15 @@ static char *in_dir(const char *vdir, const struct filer_entry *e)
 	return xasprintf("%s/%s", vdir, e->name);
 }
 
-/* The current file of path with its filer etag: 0, ENOENT, or a filer errno. */
-static int current(struct s3_gateway *g, const char *path, struct filer_entry **e, char etag[17])
+/* The current file of path with its filer etag: WFS_OK, WFS_ENOENT, or a filer error. */
+static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entry **e,
+		       char etag[17])
 {
-	int rc = filer_meta_lookup_etag(g->filer, path, e, etag);
-	if (rc == ENOTDIR)
-		rc = ENOENT;
+	wfs_err rc = filer_meta_lookup_etag(g->filer, path, e, etag);
+	if (rc == WFS_ENOTDIR)
+		rc = WFS_ENOENT;
 	if (!rc && !S_ISREG((*e)->attr.mode))
-		rc = EISDIR;
+		rc = WFS_EISDIR;
 	if (rc) {
 		filer_entry_free(*e);
 		*e = NULL;
@@ -235,12 +237,12 @@ static int current(struct s3_gateway *g, const char *path, struct filer_entry **
 	return rc;
 }
 
-int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
-		    struct filer_entry **out)
+wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, const char *id,
+			struct filer_entry **out)
 {
 	struct filer_entry *e = NULL;
 	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *path = s3_object_path(bucket, key);
-	int rc = path ? current(g, path, &e, etag) : ENOENT;
+	wfs_err rc = path ? current(g, path, &e, etag) : WFS_ENOENT;
 
 	free(path);
 	*out = NULL;
@@ -248,10 +250,10 @@ int s3_version_read(struct s3_gateway *g, const char *bucket, const char *key, c
 		s3_version_of(e, vid);
 		if (!strcmp(vid, id)) {
 			*out = e;
-			return 0;
+			return WFS_OK;
 		}
 		filer_entry_free(e);
-	} else if (rc != ENOENT && rc != EISDIR) {
+	} else if (rc != WFS_ENOENT && rc != WFS_EISDIR) {
 		return rc;
 	}
 	vdir = s3_versions_dir(bucket, key);
@@ -265,7 +267,7 @@ struct filer_entry *s3_version_target(struct s3_req *r, char **path)
 	const char *id = http_req_query(r->req, "versionId");
 	struct filer_entry *e = NULL;
 	char *p;
-	int rc;
+	wfs_err rc;
 
 	*path = NULL;
 	if (id && !s3_version_id_ok(id)) {
@@ -276,17 +278,17 @@ struct filer_entry *s3_version_target(struct s3_req *r, char **path)
 		rc = s3_version_read(r->g, r->bucket, r->key, id, &e);
 	} else {
 		p = s3_object_path(r->bucket, r->key);
-		rc = p ? filer_meta_lookup(r->g->filer, p, &e) : ENOENT;
+		rc = p ? filer_meta_lookup(r->g->filer, p, &e) : WFS_ENOENT;
 		free(p);
 		if (!rc && !S_ISREG(e->attr.mode))
-			rc = ENOENT;
+			rc = WFS_ENOENT;
 	}
 	if (!rc && s3_is_delete_marker(e)) {
 		s3_version_headers(r, e);
 		s3_error(r, S3_METHOD_NOT_ALLOWED,
 			 "The specified method is not allowed against a delete marker.");
-		rc = EPERM;
-	} else if (rc == ENOENT || rc == ENOTDIR) {
+		rc = WFS_EPERM;
+	} else if (rc == WFS_ENOENT || rc == WFS_ENOTDIR) {
 		if (id)
 			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");
 		else if (s3_bucket_exists(r))
@@ -371,12 +373,12 @@ static void plan_free(struct plan *p)
  * vdir unless it is a null version being replaced by another null one; a
  * suspended write also replaces a noncurrent null version.
  */
-static int plan_write(struct s3_gateway *g, struct plan *p, const char *path, const char *vdir,
-		      const struct filer_entry *cur, const char *etag, bool null_write,
-		      const char *const *consume, size_t n_consume, bool *replace_cur)
+static wfs_err plan_write(struct s3_gateway *g, struct plan *p, const char *path, const char *vdir,
+			  const struct filer_entry *cur, const char *etag, bool null_write,
+			  const char *const *consume, size_t n_consume, bool *replace_cur)
 {
 	char vid[S3_VERSION_ID_SIZE], name[S3_VERSION_ID_SIZE];
-	int rc;
+	wfs_err rc;
 
 	*replace_cur = false;
 	if (cur) {
@@ -399,14 +401,14 @@ static int plan_write(struct s3_gateway *g, struct plan *p, const char *path, co
 		p->consume[p->n_consume++] = consume[i];
 	if (null_write) {
 		rc = find_version(g, vdir, "null", &p->null_old);
-		if (rc && rc != ENOENT)
+		if (rc && rc != WFS_ENOENT)
 			return rc;
 	}
-	return 0;
+	return WFS_OK;
 }
 
 /* A write that lost a race with another writer of the key: read again. */
-static bool raced(int rc) { return rc == ESTALE || rc == EEXIST || rc == ENOENT; }
+static bool raced(wfs_err rc) { return rc == WFS_EPRECOND || rc == WFS_EEXIST || rc == WFS_ENOENT; }
 
 static void too_busy(struct s3_req *r)
 {
@@ -414,15 +416,16 @@ static void too_busy(struct s3_req *r)
 		 "The key is being changed by other writers at the same time; please retry");
 }
 
-int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-			const struct s3_cond *c, enum s3_versioning v)
+wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			    const struct s3_cond *c, enum s3_versioning v)
 {
 	struct filer_meta_new w = *nw;
 	struct filer_xattr *xs = NULL;
 	char vid[S3_VERSION_ID_SIZE] = "null", *vdir;
 	size_t bl = strlen(S3_BUCKETS_DIR) + 2 + strlen(r->bucket);
 	bool answered = false;
-	int rc = 0, tries;
+	wfs_err rc = WFS_OK;
+	int tries;
 
 	vdir = s3_versions_dir(r->bucket, path + bl); /* path's key (CopyObject: the target) */
 	if (v == S3_VERSIONING_ENABLED) {
@@ -441,12 +444,12 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 		bool replace;
 
 		rc = current(r->g, path, &cur, etag);
-		if (rc && rc != ENOENT)
+		if (rc && rc != WFS_ENOENT)
 			break;
 		if (!s3_cond_holds(r, cur, c)) {
 			filer_entry_free(cur);
 			answered = true;
-			rc = EPERM;
+			rc = WFS_EPERM;
 			break;
 		}
 		rc = plan_write(r->g, &p, path, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
@@ -467,7 +470,7 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 		}
 		plan_free(&p);
 		/* a consumed part gone is a racing CompleteMultipartUpload: no retry */
-		if (!rc || !(rc == ESTALE || rc == EEXIST || (rc == ENOENT && !nw->n_consume)))
+		if (!rc || !(raced(rc) && (rc != WFS_ENOENT || !nw->n_consume)))
 			break;
 	}
 	if (!rc && v == S3_VERSIONING_ENABLED)
@@ -484,15 +487,15 @@ int s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_ne
 /* ---- deletes ---- */
 
 /* Makes the missing directories above path (a file of r's bucket). */
-static int make_parents(struct s3_gateway *g, const char *path)
+static wfs_err make_parents(struct s3_gateway *g, const char *path)
 {
 	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
 	struct filer_meta_new d = {.mode = S_IFDIR | 0770, .parents = true};
-	int rc;
+	wfs_err rc;
 	*slash = '\0';
 	rc = filer_meta_create(g->filer, dir, &d, NULL);
 	free(dir);
-	return rc == EEXIST ? 0 : rc;
+	return rc == WFS_EEXIST ? WFS_OK : rc;
 }
 
 /*
@@ -504,7 +507,7 @@ static void promote_if_uncovered(struct s3_req *r, const char *path, const char 
 {
 	struct filer_entry *n = NULL, *cur = NULL;
 	char etag[17], *from;
-	if (current(r->g, path, &cur, etag) != ENOENT) {
+	if (current(r->g, path, &cur, etag) != WFS_ENOENT) {
 		filer_entry_free(cur);
 		return;
 	}
@@ -520,25 +523,25 @@ static void promote_if_uncovered(struct s3_req *r, const char *path, const char 
 }
 
 /*
- * DELETE ?versionId=id: that version goes (EACCES while Object Lock keeps
+ * DELETE ?versionId=id: that version goes (WFS_EACCES while Object Lock keeps
  * it); the current one is replaced by the newest older.
  */
-static int delete_version(struct s3_req *r, const char *key, const char *path, const char *vdir,
-			  const char *id, struct s3_deleted *out)
+static wfs_err delete_version(struct s3_req *r, const char *key, const char *path, const char *vdir,
+			      const char *id, struct s3_deleted *out)
 {
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 	for (int tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL, *older = NULL, *old = NULL;
 		char etag[17], vid[S3_VERSION_ID_SIZE], *p;
 
 		rc = current(r->g, path, &cur, etag);
-		if (rc && rc != ENOENT && rc != EISDIR)
+		if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR)
 			return rc;
 		if (cur)
 			s3_version_of(cur, vid);
 		if (cur && !strcmp(vid, id) && s3_lock_forbids_delete(r, key, cur)) {
 			filer_entry_free(cur);
-			return EACCES;
+			return WFS_EACCES;
 		}
 		if (cur && !strcmp(vid, id)) {
 			char *moved = NULL;
@@ -546,7 +549,7 @@ static int delete_version(struct s3_req *r, const char *key, const char *path, c
 			if (!rc && !s3_is_delete_marker(older)) {
 				moved = in_dir(vdir, older);
 				rc = filer_meta_rename_if(r->g->filer, moved, path, etag);
-			} else if (!rc || rc == ENOENT) {
+			} else if (!rc || rc == WFS_ENOENT) {
 				rc = filer_meta_delete_if(r->g->filer, path, etag);
 				if (!rc) {
 					p = xstrdup(path);
@@ -559,38 +562,38 @@ static int delete_version(struct s3_req *r, const char *key, const char *path, c
 			free(moved);
 			filer_entry_free(older);
 			filer_entry_free(cur);
-			if (rc == ESTALE || rc == ENOENT)
+			if (rc == WFS_EPRECOND || rc == WFS_ENOENT)
 				continue; /* the current version changed meanwhile */
 			return rc;
 		}
 		filer_entry_free(cur);
 		rc = find_version(r->g, vdir, id, &old);
-		if (rc == ENOENT)
-			return 0; /* no such version: nothing to do, as S3 answers */
+		if (rc == WFS_ENOENT)
+			return WFS_OK; /* no such version: nothing to do, as S3 answers */
 		if (rc)
 			return rc;
 		out->marker = s3_is_delete_marker(old);
 		if (s3_lock_forbids_delete(r, key, old)) {
 			filer_entry_free(old);
-			return EACCES;
+			return WFS_EACCES;
 		}
 		p = in_dir(vdir, old);
 		rc = filer_meta_delete(r->g->filer, p, false);
 		filer_entry_free(old);
-		if (!rc || rc == ENOENT) {
+		if (!rc || rc == WFS_ENOENT) {
 			promote_if_uncovered(r, path, vdir);
 			s3_drop_empty_parents(r->g, r->bucket, p);
-			rc = 0;
+			rc = WFS_OK;
 		}
 		free(p);
 		return rc;
 	}
-	return EBUSY;
+	return WFS_EBUSY;
 }
 
 /* DELETE without a version: a delete marker becomes the latest version. */
-static int delete_current(struct s3_req *r, const char *path, const char *vdir,
-			  enum s3_versioning v, struct s3_deleted *out)
+static wfs_err delete_current(struct s3_req *r, const char *path, const char *vdir,
+			      enum s3_versioning v, struct s3_deleted *out)
 {
 	bool suspended = v == S3_VERSIONING_SUSPENDED;
 	char name[S3_VERSION_ID_SIZE], *marker = NULL;
@@ -598,7 +601,7 @@ static int delete_current(struct s3_req *r, const char *path, const char *vdir,
 		.mode = S_IFREG | 0644, .has_content = true, .parents = true, .exclusive = true};
 	struct filer_xattr x[2] = {
 		{.name = X_DELETE_MARKER, .value = (uint8_t *)"1", .value_len = 1}};
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 
 	m.time_ns = (int64_t)time_now_ns();
 	version_name(m.time_ns, name);
@@ -617,9 +620,9 @@ static int delete_current(struct s3_req *r, const char *path, const char *vdir,
 		char etag[17];
 		bool replace;
 		rc = current(r->g, path, &cur, etag);
-		if (rc == EISDIR)
-			rc = ENOENT; /* a prefix, not an object: only the marker */
-		if (rc && rc != ENOENT)
+		if (rc == WFS_EISDIR)
+			rc = WFS_ENOENT; /* a prefix, not an object: only the marker */
+		if (rc && rc != WFS_ENOENT)
 			break;
 		rc = plan_write(r->g, &p, path, vdir, cur, etag, suspended, NULL, 0, &replace);
 		filer_entry_free(cur);
@@ -642,7 +645,7 @@ static int delete_current(struct s3_req *r, const char *path, const char *vdir,
 		plan_free(&p);
 		if (!rc || !raced(rc))
 			break;
-		rc = EBUSY;
+		rc = WFS_EBUSY;
 	}
 	free(marker);
 	if (!rc) {
@@ -654,14 +657,14 @@ static int delete_current(struct s3_req *r, const char *path, const char *vdir,
 	return rc;
 }
 
-int s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
-			struct s3_deleted *out)
+wfs_err s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
+			    struct s3_deleted *out)
 {
 	char *path = s3_object_path(r->bucket, key), *vdir;
-	int rc;
+	wfs_err rc;
 	memset(out, 0, sizeof(*out));
 	if (!path)
-		return 0; /* no such key can exist */
+		return WFS_OK; /* no such key can exist */
 	vdir = s3_versions_dir(r->bucket, key);
 	if (id) {
 		snprintf(out->version_id, sizeof(out->version_id), "%s", id);

@@ -30,7 +30,7 @@ struct vlist {
 	bool truncated;
 	char *next_key, *next_version; /* where the next page starts */
 	const char *skip_through;      /* the key marker's versions up to this id are shown */
-	int err;
+	wfs_err err;                   /* a filer error */
 };
 
 static void elem_key(struct vlist *l, const char *name, const char *v)
@@ -111,13 +111,13 @@ static bool emit_key(struct vlist *l, const char *key, const struct filer_entry 
 {
 	struct older o = {.l = l, .key = key, .latest = !cur};
 	char *vdir;
-	int rc;
+	wfs_err rc;
 
 	if (cur && !emit_version(l, key, cur, true))
 		return false;
 	vdir = s3_versions_dir(l->r->bucket, key);
 	rc = filer_meta_each(l->r->g->filer, vdir, older_entry, &o);
-	if (rc && rc != ENOENT && rc != ENOTDIR)
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR)
 		l->err = rc;
 	free(vdir);
 	return !l->truncated && !l->err;

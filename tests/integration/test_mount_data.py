@@ -3,8 +3,8 @@
 Runs the C drivers tests/unit/test_mount_filer_rpc and tests/unit/test_mount_file_data
 (built next to WEEDFS_BIN, or named by WEEDFS_MOUNT_RPC_TEST / WEEDFS_MOUNT_DATA_TEST)
 with WEEDFS_TEST_FILER pointing at a live filer. The file_data driver also gets the PID
-of the volume server, which it kills to check that a failed upload is an EIO from flush
-with the data kept dirty.
+of the volume server, which it kills to check that a failed upload is the blob client's
+WFS_EUNAVAIL from flush (the cause, not a generic EIO) with the data kept dirty.
 """
 
 import os
@@ -74,7 +74,7 @@ def test_file_data_against_a_cluster(cluster):
                  "sparse: re-looked-up entry reads the tail",
                  "budget: every file reads back its model",
                  "reads: it fetched only its 4 KiB",
-                 "failure: flush returns EIO",
+                 "failure: flush returns WFS_EUNAVAIL",
                  "failure: and readable"):
         assert any(name in p for p in passed), "%s missing:\n%s" % (name, out)
     vol.proc.wait(timeout=10)

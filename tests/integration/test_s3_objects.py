@@ -239,6 +239,52 @@ def test_conditional_writes(gw):
                    IfMatch=etag) == "NoSuchKey"
 
 
+@pytest.mark.parametrize("versioning", [False, True])
+def test_conditional_write_races_are_precondition_failures(gw, versioning):
+    """Writers that all read the same version race to replace it with If-Match: those
+    that pass the gateway's ETag check commit with the filer's ifEtag, which lets one
+    through and refuses the others (the filer's 412 EPRECOND, WFS_EPRECOND in the client
+    library): every loser is 412 PreconditionFailed, never a 5xx or a stale-handle error.
+    If-None-Match: * over an existing key is PreconditionFailed too; in a bucket with
+    versioning the same holds through its retries."""
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    bucket = "objs-cond-v" if versioning else "objs"
+    if versioning:
+        s3.create_bucket(Bucket=bucket)
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    key = "cond/racing-if-match"
+    etag = s3.put_object(Bucket=bucket, Key=key, Body=b"base")["ETag"]
+
+    def answer(fn, **kw):
+        try:
+            fn(**kw)
+            return 200, None
+        except botocore.exceptions.ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+
+    # a few rounds: in each, some losers fail the gateway's check, others the filer's
+    for rnd in range(4):
+        def racer(i):
+            return answer(s3.put_object, Bucket=bucket, Key=key,
+                          Body=b"writer %d.%d" % (rnd, i), IfMatch=etag)
+
+        with concurrent.futures.ThreadPoolExecutor(16) as ex:
+            got = sorted(ex.map(racer, range(16)), key=lambda a: a[0])
+        assert got == [(200, None)] + [(412, "PreconditionFailed")] * 15, (rnd, got)
+        head = s3.head_object(Bucket=bucket, Key=key)
+        assert head["ETag"] != etag
+        etag = head["ETag"]
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read().startswith(b"writer 3.")
+    # an unconditional write replaces it: a writer still naming the last version fails
+    assert s3.put_object(Bucket=bucket, Key=key, Body=b"newest")["ETag"] != etag
+    assert answer(s3.put_object, Bucket=bucket, Key=key, Body=b"late",
+                  IfMatch=etag) == (412, "PreconditionFailed")
+    assert answer(s3.put_object, Bucket=bucket, Key=key, Body=b"again",
+                  IfNoneMatch="*") == (412, "PreconditionFailed")
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == b"newest"
+
+
 def test_filer_view_and_changes_behind_the_gateway(gw):
     """An object is a file: written through the filer it reads through S3, and a change
     made through the filer gives it a new ETag (the stored one is stale then)."""

@@ -121,10 +121,10 @@ out:
 	return e;
 }
 
-static int create(const char *path, const char *content_b64)
+static wfs_err create(const char *path, const char *content_b64)
 {
 	buf b = BUF_INIT, body = BUF_INIT;
-	int e;
+	wfs_err e;
 	buf_printf(&body, "{\"entry\":{\"path\":\"%s\",\"mode\":%u%s%s%s}}", path, 0100644u,
 		   content_b64 ? ",\"content\":\"" : "", content_b64 ? content_b64 : "",
 		   content_b64 ? "\"" : "");
@@ -134,15 +134,15 @@ static int create(const char *path, const char *content_b64)
 	return e;
 }
 
-/* Flushes fd and commits like the mount does. Returns the flush's or the update's errno. */
-static int commit(file_data *fd, const char *path, bool *replaced)
+/* Flushes fd and commits like the mount does. Returns the flush's or the update's error. */
+static wfs_err commit(file_data *fd, const char *path, bool *replaced)
 {
 	struct filer_chunk *c = NULL;
 	size_t n = 0;
 	buf body = BUF_INIT, b = BUF_INIT;
 	json_w *w;
 	bool repl;
-	int e = file_data_flush(fd, &c, &n);
+	wfs_err e = file_data_flush(fd, &c, &n);
 	if (e)
 		return e;
 	repl = file_data_flush_replaces(fd);
@@ -172,7 +172,8 @@ static int commit(file_data *fd, const char *path, bool *replaced)
 	jw_free(w);
 	e = filer_rpc_call(rpc, "update", body.data, body.len, &b);
 	if (e)
-		printf("# update failed: %d %.*s\n", e, (int)b.len, b.data ? b.data : "");
+		printf("# update failed: %s %.*s\n", wfs_strerror(e), (int)b.len,
+		       b.data ? b.data : "");
 	file_data_committed(fd, e == 0);
 	filer_chunks_free(c, n);
 	buf_free(&body);
@@ -188,11 +189,11 @@ static bool same_as(file_data *fd, const uint8_t *model, uint64_t size)
 	bool same = file_data_size(fd) == size;
 	for (uint64_t off = 0; same && off < size; off += step) {
 		size_t want = (size_t)MIN(step, size - off);
-		int e = file_data_read(fd, off, step, tmp, &got);
+		wfs_err e = file_data_read(fd, off, step, tmp, &got);
 		same = !e && got == want && !memcmp(tmp, model + off, want);
 		if (!same)
-			printf("# mismatch in [%" PRIu64 ", +%zu): e=%d got=%zu\n", off, want, e,
-			       got);
+			printf("# mismatch in [%" PRIu64 ", +%zu): %s, got %zu\n", off, want,
+			       wfs_strerror(e), got);
 	}
 	free(tmp);
 	return same;
@@ -431,7 +432,7 @@ static void test_sparse(mount_data *md)
 struct budget_arg {
 	mount_data *md;
 	int idx;
-	int err;
+	wfs_err err;
 	uint8_t *model;
 };
 
@@ -448,7 +449,7 @@ static void *budget_writer(void *arg)
 	snprintf(path, sizeof(path), "%s/budget%d", root, a->idx);
 	e = lookup(path);
 	if (!e) {
-		a->err = ENOENT;
+		a->err = WFS_ENOENT;
 		return NULL;
 	}
 	fd = file_data_new(a->md, e);
@@ -530,7 +531,7 @@ struct conc_arg {
 	const uint8_t *data;
 	size_t size;
 	atomic_bool done; /* set by the writer, polled by the flusher */
-	int err;
+	wfs_err err;
 };
 
 static void *conc_writer(void *arg)
@@ -687,7 +688,10 @@ static void test_throughput(void)
 	free(blk);
 }
 
-/* The volume server dies: flush fails with EIO and the data stays dirty and readable. */
+/*
+ * The volume server dies: flush fails with the blob client's WFS_EUNAVAIL (the cause, not a
+ * generic EIO) and the data stays dirty and readable.
+ */
 static void test_upload_failure(mount_data *md, pid_t vpid)
 {
 	char path[128];
@@ -706,7 +710,8 @@ static void test_upload_failure(mount_data *md, pid_t vpid)
 	is_int(file_data_write(fd, 0, data, sizeof(data)), 0, "failure: write before the kill");
 	is_int(kill(vpid, SIGKILL), 0, "failure: volume server killed");
 	usleep(300000);
-	is_int(file_data_flush(fd, &c, &n), EIO, "failure: flush returns EIO");
+	is_str(wfs_err_name(file_data_flush(fd, &c, &n)), wfs_err_name(WFS_EUNAVAIL),
+	       "failure: flush returns WFS_EUNAVAIL");
 	ok(c == NULL && n == 0, "failure: no chunks handed out");
 	ok(file_data_dirty(fd), "failure: the data stays dirty");
 	ok(!file_data_read(fd, 0, sizeof(back), back, &n) && n == sizeof(back) &&

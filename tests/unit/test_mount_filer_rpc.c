@@ -22,7 +22,10 @@
 #include "tap.h"
 #include "util.h"
 
-static int call(filer_rpc *r, const char *op, const char *json, buf *out)
+/* An error compared by name: a wfs_err only (an errno does not compile into it silently). */
+#define is_err(got, want, name) is_str(wfs_err_name(got), wfs_err_name(want), name)
+
+static wfs_err call(filer_rpc *r, const char *op, const char *json, buf *out)
 {
 	buf_reset(out);
 	return filer_rpc_call(r, op, json, strlen(json), out);
@@ -38,7 +41,7 @@ static void test_real_filer(const char *addr)
 	filer_rpc *r = filer_rpc_new(addr, 5000, 5, 0);
 	buf out = BUF_INIT;
 	char base[64], path[160], body[512];
-	int e;
+	wfs_err e;
 
 	snprintf(base, sizeof(base), "/rpc%u", (unsigned)(time_now_ns() % 1000000000u));
 	is_str(filer_rpc_addr(r), addr, "addr kept");
@@ -51,46 +54,49 @@ static void test_real_filer(const char *addr)
 	       0, "lookup / in the stored encoding");
 	ok(out.len && (uint8_t)out.data[0] == FILER_ENTRY_VERSION, "answers the version first");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/none\"}", base);
-	is_int(call(r, "lookup", body, &out), ENOENT, "lookup of a missing path is ENOENT");
+	is_err(call(r, "lookup", body, &out), WFS_ENOENT, "lookup of a missing path is ENOENT");
 
 	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s\",\"mode\":%u}}", base, 040755u);
 	is_int(call(r, "create", body, &out), 0, "mkdir");
 	snprintf(body, sizeof(body),
 		 "{\"entry\":{\"path\":\"%s/f\",\"mode\":%u},\"exclusive\":true}", base, 0100644u);
 	is_int(call(r, "create", body, &out), 0, "create a file");
-	is_int(call(r, "create", body, &out), EEXIST, "exclusive create again is EEXIST");
+	is_err(call(r, "create", body, &out), WFS_EEXIST, "exclusive create again is EEXIST");
 	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s/f/x\",\"mode\":%u}}", base,
 		 0100644u);
-	is_int(call(r, "create", body, &out), ENOTDIR, "create under a file is ENOTDIR");
+	is_err(call(r, "create", body, &out), WFS_ENOTDIR, "create under a file is ENOTDIR");
 	snprintf(body, sizeof(body), "{\"path\":\"%s\"}", base);
-	is_int(call(r, "delete", body, &out), ENOTEMPTY, "delete of a non-empty dir is ENOTEMPTY");
+	is_err(call(r, "delete", body, &out), WFS_ENOTEMPTY,
+	       "delete of a non-empty dir is ENOTEMPTY");
 	snprintf(body, sizeof(body),
 		 "{\"path\":\"%s/f\",\"set\":{\"size\":5},"
 		 "\"ifEtag\":\"0000000000000000\"}",
 		 base);
-	is_int(call(r, "update", body, &out), ESTALE, "update with a stale etag is ESTALE");
+	is_err(call(r, "update", body, &out), WFS_EPRECOND,
+	       "update with a stale etag is WFS_EPRECOND, not a stale handle");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/f\",\"set\":{\"size\":5}}", base);
 	is_int(call(r, "update", body, &out), 0, "update size");
 	ok(has(&out, "\"size\":5"), "update answers the new entry");
 	snprintf(body, sizeof(body), "{\"path\":\"%s/f\",\"name\":\"user.none\"}", base);
-	is_int(call(r, "removeXattr", body, &out), ENODATA, "missing xattr is ENODATA");
+	is_err(call(r, "removeXattr", body, &out), WFS_ENODATA, "missing xattr is ENODATA");
 	snprintf(body, sizeof(body), "{\"entry\":{\"path\":\"%s/d\",\"mode\":%u}}", base, 040755u);
 	is_int(call(r, "create", body, &out), 0, "mkdir sub");
 	snprintf(body, sizeof(body), "{\"from\":\"%s/f\",\"to\":\"%s/d\"}", base, base);
-	is_int(call(r, "rename", body, &out), EISDIR, "file over a directory is EISDIR");
+	is_err(call(r, "rename", body, &out), WFS_EISDIR, "file over a directory is EISDIR");
 	snprintf(body, sizeof(body), "{\"from\":\"%s/d\",\"to\":\"%s/f\"}", base, base);
-	is_int(call(r, "rename", body, &out), ENOTDIR, "directory over a file is ENOTDIR");
+	is_err(call(r, "rename", body, &out), WFS_ENOTDIR, "directory over a file is ENOTDIR");
 	snprintf(body, sizeof(body), "{\"target\":\"%s/d\",\"newPath\":\"%s/l\"}", base, base);
-	is_int(call(r, "link", body, &out), EPERM, "link to a directory is EPERM");
-	is_int(call(r, "noSuchOp", "{}", &out), ENOSYS, "unknown op is ENOSYS");
-	is_int(call(r, "lookup", "{\"path\":\"a/b\"}", &out), EINVAL, "relative path is EINVAL");
-	is_int(call(r, "lookup", "{\"path\":", &out), EINVAL, "bad JSON is EINVAL");
+	is_err(call(r, "link", body, &out), WFS_EPERM, "link to a directory is EPERM");
+	is_err(call(r, "noSuchOp", "{}", &out), WFS_ENOSYS, "unknown op is ENOSYS");
+	is_err(call(r, "lookup", "{\"path\":\"a/b\"}", &out), WFS_EINVAL,
+	       "relative path is EINVAL");
+	is_err(call(r, "lookup", "{\"path\":", &out), WFS_EINVAL, "bad JSON is EINVAL");
 	is_int(call(r, "assign", "{\"count\":1}", &out), 0, "assign");
 	ok(has(&out, "\"fid\""), "assign gives a fid");
 	snprintf(path, sizeof(path), "{\"path\":\"%s\",\"recursive\":true}", base);
 	is_int(call(r, "delete", path, &out), 0, "recursive delete");
 	snprintf(body, sizeof(body), "{\"path\":\"%s\"}", base);
-	is_int(call(r, "lookup", body, &out), ENOENT, "gone after delete");
+	is_err(call(r, "lookup", body, &out), WFS_ENOENT, "gone after delete");
 	buf_free(&out);
 	filer_rpc_free(r);
 }
@@ -150,7 +156,7 @@ static void test_real_filer_meta(const char *addr)
 					   .has_content = true,
 					   .xattrs = xs,
 					   .n_xattrs = 2};
-		is_int(filer_meta_create(r, path, &n, NULL), ENOENT,
+		is_err(filer_meta_create(r, path, &n, NULL), WFS_ENOENT,
 		       "meta: create without parents is ENOENT");
 		n.parents = true;
 		is_int(filer_meta_create_etag(r, path, &n, &e, etag), 0,
@@ -178,8 +184,8 @@ static void test_real_filer_meta(const char *addr)
 	e = NULL;
 	{
 		struct filer_meta_new n = {.mode = 0100644, .if_etag = "0000000000000000"};
-		is_int(filer_meta_create(r, path, &n, NULL), ESTALE,
-		       "meta: stale if_etag is ESTALE");
+		is_err(filer_meta_create(r, path, &n, NULL), WFS_EPRECOND,
+		       "meta: stale if_etag is WFS_EPRECOND");
 		n.if_etag = etag;
 		is_int(filer_meta_create_etag(r, path, &n, &e, etag2), 0, "meta: matching if_etag");
 		ok(e && e->n_xattrs == 0 && !e->has_content, "meta: the replaced entry is new");
@@ -208,12 +214,13 @@ static void test_real_filer_meta(const char *addr)
 		snprintf(dir, sizeof(dir), "%s/a/none", base);
 		missing[0] = p1;
 		missing[1] = dir;
-		is_int(filer_meta_create(r, obj, &n, NULL), ENOENT, "meta: missing part is ENOENT");
+		is_err(filer_meta_create(r, obj, &n, NULL), WFS_ENOENT,
+		       "meta: missing part is ENOENT");
 		is_int(filer_meta_lookup(r, p1, NULL), 0, "meta: and the parts stay");
 		n.consume = consume;
 		is_int(filer_meta_create(r, obj, &n, NULL), 0, "meta: create consuming the parts");
-		is_int(filer_meta_lookup(r, p1, NULL), ENOENT, "meta: part 1 consumed");
-		is_int(filer_meta_lookup(r, p2, NULL), ENOENT, "meta: part 2 consumed");
+		is_err(filer_meta_lookup(r, p1, NULL), WFS_ENOENT, "meta: part 1 consumed");
+		is_err(filer_meta_lookup(r, p2, NULL), WFS_ENOENT, "meta: part 2 consumed");
 	}
 	snprintf(path, sizeof(path), "{\"path\":\"%s\",\"recursive\":true}", base);
 	{
@@ -227,7 +234,9 @@ static void test_real_filer_meta(const char *addr)
 /* A scripted HTTP server: answers request i with script[i] (last one repeats). */
 struct fake {
 	int lfd, port;
-	const char *const *script; /* "503", "200", "drop" */
+	/* "503", "200", "drop", or "<status> <code>": the filer's error answer with that code
+	   ("-": a body without one) */
+	const char *const *script;
 	size_t nscript;
 	int requests; /* protected by mu */
 	pthread_mutex_t mu;
@@ -279,6 +288,18 @@ static void *fake_main(void *arg)
 			dprintf(c,
 				"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\n"
 				"{\"ok\":1}");
+		} else if (strchr(what, ' ')) {
+			const char *code = strchr(what, ' ') + 1;
+			char b[128];
+			if (!strcmp(code, "-"))
+				snprintf(b, sizeof(b), "{\"error\":\"scripted\"}");
+			else
+				snprintf(b, sizeof(b),
+					 "{\"error\":\"scripted\",\"code\":\"%s\"}", code);
+			dprintf(c,
+				"HTTP/1.1 %.3s Scripted\r\nContent-Length: %zu\r\n"
+				"Connection: close\r\n\r\n%s",
+				what, strlen(b), b);
 		} else {
 			/* drop: reset without an answer */
 			struct linger lg = {1, 0};
@@ -350,7 +371,8 @@ static void test_retries(void)
 	fake_start(&f, sdrop, 3);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
 	r = filer_rpc_new(addr, 2000, 5, 0);
-	is_int(call(r, "create", "{}", &out), EIO, "create on a dropped connection is EIO");
+	is_err(call(r, "create", "{}", &out), WFS_EIO,
+	       "create on a dropped connection is WFS_EIO (it may have been applied)");
 	is_int(fake_requests(&f), 1, "create is not repeated once it may have been sent");
 	is_int(call(r, "lookup", "{}", &out), 0, "lookup retried after a dropped connection");
 	is_int(fake_requests(&f), 3, "lookup retried once");
@@ -378,14 +400,14 @@ static void test_retries(void)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
 	r = filer_rpc_new(addr, 2000, 1, 0);
 	t0 = time_mono_ns();
-	is_int(call(r, "lookup", "{}", &out), EIO, "503 past the budget is EIO");
+	is_err(call(r, "lookup", "{}", &out), WFS_EUNAVAIL, "503 past the budget is WFS_EUNAVAIL");
 	ok(time_mono_ns() - t0 < 3000000000ull, "the budget bounds the retries");
 	ok(fake_requests(&f) >= 3 && fake_requests(&f) <= 8, "back-off: %d requests in 1 s",
 	   fake_requests(&f));
 	filer_rpc_free(r);
 	fake_stop(&f);
 
-	/* nothing listens: connection refused is retried for every op, then EIO */
+	/* nothing listens: connection refused is retried for every op, then WFS_EUNAVAIL */
 	{
 		int s = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in a = {.sin_family = AF_INET,
@@ -398,10 +420,95 @@ static void test_retries(void)
 	}
 	r = filer_rpc_new(addr, 2000, 1, 0);
 	t0 = time_mono_ns();
-	is_int(call(r, "rename", "{}", &out), EIO, "refused filer: EIO after the budget");
+	is_err(call(r, "rename", "{}", &out), WFS_EUNAVAIL,
+	       "refused filer: WFS_EUNAVAIL after the budget");
 	ok(time_mono_ns() - t0 >= 700000000ull, "refused create waited for the budget");
 	ok(time_mono_ns() - t0 < 4000000000ull, "and no longer");
 	filer_rpc_free(r);
+	buf_free(&out);
+}
+
+/* Every wire code the filer sends (wfs_err_name, at wfs_err_http_status) maps back to its error. */
+static void test_answer_codes(void)
+{
+	static const struct {
+		int status;
+		const char *body;
+		wfs_err want;
+		const char *what;
+	} special[] = {
+		{409, "{\"error\":\"held\",\"code\":\"EAGAIN\",\"conflict\":{}}", WFS_EBUSY,
+		 "a lock conflict (409 EAGAIN) is WFS_EBUSY"},
+		{503, "{\"error\":\"down\",\"code\":\"EAGAIN\"}", WFS_EUNAVAIL,
+		 "503 EAGAIN is WFS_EUNAVAIL"},
+		{409, "{\"error\":\"held\",\"code\":\"EBUSY\"}", WFS_EBUSY,
+		 "409 EBUSY is WFS_EBUSY"},
+		{500, "{\"error\":\"x\",\"code\":\"ENOSUCHCODE\"}", WFS_EIO,
+		 "an unknown code is WFS_EIO"},
+		{500, "{\"error\":\"x\",\"code\":\"OK\"}", WFS_EIO,
+		 "code OK in an error is WFS_EIO"},
+		{404, "", WFS_ENOSYS, "404 without a code: a filer without the op"},
+		{412, "", WFS_EPRECOND, "412 without a code is WFS_EPRECOND"},
+		{507, "{\"error\":\"full\"}", WFS_ENOSPC, "507 without a code is WFS_ENOSPC"},
+		{400, "not json", WFS_EINVAL, "400 with a body that is not JSON is WFS_EINVAL"},
+		{502, "", WFS_EUNAVAIL, "502 without a code is WFS_EUNAVAIL"},
+	};
+	char body[128];
+
+	for (int e = WFS_OK + 1; e < WFS_ERR_COUNT; e++) {
+		char what[96];
+		int n = snprintf(body, sizeof(body), "{\"error\":\"m\",\"code\":\"%s\"}",
+				 wfs_err_name((wfs_err)e));
+		snprintf(what, sizeof(what), "code %s at %d maps back", wfs_err_name((wfs_err)e),
+			 wfs_err_http_status((wfs_err)e));
+		is_err(filer_rpc_answer_err(wfs_err_http_status((wfs_err)e), body, (size_t)n),
+		       (wfs_err)e, what);
+	}
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		is_err(filer_rpc_answer_err(special[i].status, special[i].body,
+					    strlen(special[i].body)),
+		       special[i].want, special[i].what);
+}
+
+/*
+ * The filer's refusals reach the callers as the filer's codes: a failed precondition is
+ * WFS_EPRECOND (never a stale-handle errno), a full cluster WFS_ENOSPC, a quota WFS_EQUOTA,
+ * and none of them is retried.
+ */
+static void test_scripted_codes(void)
+{
+	static const struct {
+		const char *script;
+		wfs_err want;
+		const char *what;
+	} cases[] = {
+		{"412 EPRECOND", WFS_EPRECOND, "a filer 412 is WFS_EPRECOND"},
+		{"507 ENOSPC", WFS_ENOSPC, "a filer 507 ENOSPC is WFS_ENOSPC"},
+		{"507 EDQUOT", WFS_EQUOTA, "a filer 507 EDQUOT is WFS_EQUOTA"},
+		{"409 EAGAIN", WFS_EBUSY, "a lock conflict is WFS_EBUSY"},
+		{"503 ENOLCK", WFS_ENOLCK, "a 503 ENOLCK past the budget is WFS_ENOLCK"},
+		{"507 -", WFS_ENOSPC, "a 507 without a code is WFS_ENOSPC"},
+	};
+	struct filer_meta_new nw = {.mode = 0100644, .if_etag = "0000000000000000"};
+	struct fake f;
+	char addr[64];
+	buf out = BUF_INIT;
+	filer_rpc *r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool busy = !strncmp(cases[i].script, "503", 3);
+		fake_start(&f, &cases[i].script, 1);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", f.port);
+		r = filer_rpc_new(addr, 2000, 1, 0);
+		is_err(call(r, "create", "{}", &out), cases[i].want, cases[i].what);
+		ok(busy ? fake_requests(&f) > 1 : fake_requests(&f) == 1,
+		   "%s: %s", cases[i].script, busy ? "retried (503)" : "not retried");
+		if (!strcmp(cases[i].script, "412 EPRECOND"))
+			is_err(filer_meta_create(r, "/a", &nw, NULL), WFS_EPRECOND,
+			       "filer_meta_create with a stale if_etag: WFS_EPRECOND");
+		filer_rpc_free(r);
+		fake_stop(&f);
+	}
 	buf_free(&out);
 }
 
@@ -410,7 +517,9 @@ int main(void)
 	const char *filer = getenv("WEEDFS_TEST_FILER");
 	log_set_level(LOG_LEVEL_ERROR);
 	http_client_global_init();
+	test_answer_codes();
 	test_retries();
+	test_scripted_codes();
 	if (filer && *filer) {
 		test_real_filer(filer);
 		test_real_filer_meta(filer);
