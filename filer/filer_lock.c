@@ -198,15 +198,15 @@ static void expire(struct filer_locks *t, uint64_t now_ns)
 }
 
 /* Renews (creating with lease_ns, 0 = keep or default) id. Under mu. */
-static int renew(struct filer_locks *t, uint64_t id, uint64_t lease_ns, uint64_t now_ns,
-		 bool *created)
+static wfs_err renew(struct filer_locks *t, uint64_t id, uint64_t lease_ns, uint64_t now_ns,
+		     bool *created)
 {
 	struct lk_session *s = session_find(t, id);
 
 	*created = !s;
 	if (!s) {
 		if (t->nsessions >= FILER_SESSIONS_MAX)
-			return ENOLCK;
+			return WFS_ENOLCK;
 		if (t->nsessions == t->capsessions) {
 			t->capsessions = t->capsessions ? t->capsessions * 2 : 8;
 			t->sessions = xrealloc(t->sessions, t->capsessions * sizeof(*t->sessions));
@@ -275,7 +275,7 @@ static void push(struct filer_lock **v, size_t *n, size_t *cap, const struct fil
  * the same kind lose the part req covers; a lock of req's type that touches
  * it is merged into it. Under mu.
  */
-static int apply(struct filer_locks *t, struct lk_file *f, const struct filer_lock *req)
+static wfs_err apply(struct filer_locks *t, struct lk_file *f, const struct filer_lock *req)
 {
 	struct filer_lock *out = NULL, nl = *req;
 	size_t n = 0, cap = 0;
@@ -308,7 +308,7 @@ static int apply(struct filer_locks *t, struct lk_file *f, const struct filer_lo
 		push(&out, &n, &cap, &nl);
 	if (n > f->n && t->nlocks + (n - f->n) > FILER_LOCKS_MAX) {
 		free(out);
-		return ENOLCK;
+		return WFS_ENOLCK;
 	}
 	t->nlocks = t->nlocks - f->n + n;
 	free(f->v);
@@ -318,13 +318,13 @@ static int apply(struct filer_locks *t, struct lk_file *f, const struct filer_lo
 	return 0;
 }
 
-int filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
-		    uint64_t now_ns, struct filer_lock *conflict, size_t *held)
+wfs_err filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
+			uint64_t now_ns, struct filer_lock *conflict, size_t *held)
 {
 	struct lk_file *f;
 	const struct filer_lock *c;
 	bool created;
-	int rc;
+	wfs_err rc;
 
 	pthread_mutex_lock(&t->mu);
 	expire(t, now_ns);
@@ -335,7 +335,7 @@ int filer_locks_set(struct filer_locks *t, const char *key, const struct filer_l
 	c = find_conflict(f, req);
 	if (c) {
 		*conflict = *c;
-		rc = EAGAIN;
+		rc = WFS_EBUSY;
 	} else if (f) {
 		rc = apply(t, f, req);
 	}
@@ -361,10 +361,10 @@ bool filer_locks_test(struct filer_locks *t, const char *key, const struct filer
 	return c != NULL;
 }
 
-int filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns, uint64_t now_ns,
-		      bool *created)
+wfs_err filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns,
+			  uint64_t now_ns, bool *created)
 {
-	int rc;
+	wfs_err rc;
 
 	pthread_mutex_lock(&t->mu);
 	expire(t, now_ns);
@@ -399,13 +399,14 @@ size_t filer_locks_count(struct filer_locks *t, uint64_t now_ns)
 
 /* ---- the JSON API ---- */
 
-static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void lock_error(struct fjob *j, int status, const char *code, const char *fmt, ...)
+/* An error answer: err's status and wire name (the JSON API's convention). */
+static void lock_error(struct fjob *j, wfs_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void lock_error(struct fjob *j, wfs_err err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fjob_verror(j, status, code, fmt, ap);
+	fjob_verror(j, wfs_err_http_status(err), wfs_err_name(err), fmt, ap);
 	va_end(ap);
 }
 
@@ -622,7 +623,7 @@ static bool path_key(struct fjob *j, const char *path, char **key)
 	if (!err)
 		err = filer_find(j->f, NULL, dir, name, &e);
 	if (err == WFS_ENOENT) {
-		lock_error(j, 404, "ENOENT", "%s: no such entry", path);
+		lock_error(j, WFS_ENOENT, "%s: no such entry", path);
 		goto out;
 	}
 	if (err) {
@@ -667,7 +668,7 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 	char *key = NULL;
 	size_t held = 0;
 	bool busy;
-	int rc = 0;
+	wfs_err rc = WFS_OK;
 	json_w *w;
 
 	if (r->key)
@@ -678,10 +679,10 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 		busy = filer_locks_test(t, key, &r->l, time_mono_ns(), &c);
 	} else {
 		rc = filer_locks_set(t, key, &r->l, time_mono_ns(), &c, &held);
-		busy = rc == EAGAIN;
+		busy = rc == WFS_EBUSY;
 	}
-	if (rc == ENOLCK) {
-		lock_error(j, 503, "ENOLCK", "lock: the lock table is full");
+	if (rc == WFS_ENOLCK) {
+		lock_error(j, WFS_ENOLCK, "lock: the lock table is full");
 		goto out;
 	}
 	buf_reset(&j->body);
@@ -689,6 +690,7 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 	jw_obj_begin(w);
 	if (busy && !get) {
 		jw_kv_str(w, "error", "lock: held by another owner");
+		/* fcntl's word for it; clients before the EBUSY code know only this one */
 		jw_kv_str(w, "code", "EAGAIN");
 	}
 	entry_json_text(w, "key", key);
@@ -719,7 +721,7 @@ static void op_session(struct fjob *j, const struct filer_lock_request *r)
 		filer_locks_end(t, r->session);
 	} else if (filer_locks_renew(t, r->session, r->lease_s * 1000000000u, time_mono_ns(),
 				     &created)) {
-		lock_error(j, 503, "ENOLCK", "lockSession: too many sessions");
+		lock_error(j, WFS_ENOLCK, "lockSession: too many sessions");
 		return;
 	}
 	buf_reset(&j->body);
@@ -744,7 +746,7 @@ bool filer_lock_api(struct fjob *j, const char *op, const char *body, size_t len
 	if (err == WFS_ENOENT)
 		return false;
 	if (err)
-		lock_error(j, 400, "EINVAL", "%s", msg);
+		lock_error(j, WFS_EINVAL, "%s", msg);
 	else if (r.op == FILER_LOCK_OP_SESSION)
 		op_session(j, &r);
 	else

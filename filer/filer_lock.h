@@ -33,7 +33,7 @@
 /* A session's lease unless it asks for another (seconds), and the bounds. */
 #define FILER_LOCK_LEASE_S     15
 #define FILER_LOCK_LEASE_MAX_S 3600
-/* Locks in one table, sessions at most (beyond: ENOLCK). */
+/* Locks in one table, sessions at most (beyond: WFS_ENOLCK). */
 #define FILER_LOCKS_MAX    (1u << 20)
 #define FILER_SESSIONS_MAX 65536u
 
@@ -56,13 +56,13 @@ void filer_locks_free(struct filer_locks *t);
 /*
  * Sets, changes or releases (FILER_LOCK_UNLOCK) req's range for its owner on
  * key (borrowed) at time now_ns (monotonic), renewing req->session's lease
- * (creating the session with the default lease if unknown). Returns 0, EAGAIN
- * with the conflicting lock in *conflict (nothing changed), or ENOLCK when the
+ * (creating the session with the default lease if unknown). Returns WFS_OK, WFS_EBUSY
+ * with the conflicting lock in *conflict (nothing changed), or WFS_ENOLCK when the
  * table is full. *held: the locks req->session holds on key afterwards.
  * Thread-safe.
  */
-int filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
-		    uint64_t now_ns, struct filer_lock *conflict, size_t *held);
+wfs_err filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
+			uint64_t now_ns, struct filer_lock *conflict, size_t *held);
 /*
  * The conflicting lock req (type READ or WRITE) would meet on key with the
  * lowest start, into *conflict: true if there is one. Thread-safe.
@@ -72,10 +72,10 @@ bool filer_locks_test(struct filer_locks *t, const char *key, const struct filer
 /*
  * Renews (or creates) session with a lease of lease_ns from now_ns. Returns
  * 0 and *created (true: the session was unknown, so any locks it thought it
- * held are gone), or ENOLCK when there are too many sessions. Thread-safe.
+ * held are gone), or WFS_ENOLCK when there are too many sessions. Thread-safe.
  */
-int filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns, uint64_t now_ns,
-		      bool *created);
+wfs_err filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns,
+			  uint64_t now_ns, bool *created);
 /* Drops session and all its locks now (a clean unmount). Thread-safe. */
 void filer_locks_end(struct filer_locks *t, uint64_t session);
 /* Locks in the table after expiring leases at now_ns (tests). Thread-safe. */

@@ -51,7 +51,7 @@ static void apply(struct filer_locks *t, const struct filer_lock_request *r, uin
 	struct filer_lock c, other;
 	bool created;
 	size_t held;
-	int rc;
+	wfs_err rc;
 
 	switch (r->op) {
 	case FILER_LOCK_OP_SESSION:
@@ -67,9 +67,9 @@ static void apply(struct filer_locks *t, const struct filer_lock_request *r, uin
 		return;
 	case FILER_LOCK_OP_LOCK:
 		rc = filer_locks_set(t, key, &r->l, now, &c, &held);
-		if (rc == EAGAIN && c.session == r->l.session && c.owner == r->l.owner)
+		if (rc == WFS_EBUSY && c.session == r->l.session && c.owner == r->l.owner)
 			abort();
-		if (rc && rc != EAGAIN)
+		if (rc && rc != WFS_EBUSY)
 			abort();
 		if (rc || r->l.type == FILER_LOCK_UNLOCK)
 			return;

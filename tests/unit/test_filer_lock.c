@@ -18,8 +18,8 @@ static struct filer_lock lk(uint64_t session, uint64_t owner, enum filer_lock_ty
 	return l;
 }
 
-static int set(struct filer_locks *t, const char *key, struct filer_lock l, uint64_t now,
-	       struct filer_lock *c, size_t *held)
+static wfs_err set(struct filer_locks *t, const char *key, struct filer_lock l, uint64_t now,
+		   struct filer_lock *c, size_t *held)
 {
 	struct filer_lock dummy;
 	size_t h;
@@ -44,13 +44,13 @@ int main(void)
 	/* write lock by (1,1) excludes another session's and another owner's locks */
 	is_int(set(t, "k", lk(1, 1, FILER_LOCK_WRITE, 0, 99), now, NULL, &held), 0, "write lock");
 	is_int((long long)held, 1, "held 1");
-	is_int(set(t, "k", lk(2, 1, FILER_LOCK_READ, 50, 60), now, &c, NULL), EAGAIN,
+	is_int(set(t, "k", lk(2, 1, FILER_LOCK_READ, 50, 60), now, &c, NULL), WFS_EBUSY,
 	       "other session conflicts");
 	is_int(c.type, FILER_LOCK_WRITE, "conflict type");
 	is_int(c.start, 0, "conflict start");
 	is_int(c.end, 99, "conflict end");
 	is_int(c.pid, 101, "conflict pid");
-	is_int(set(t, "k", lk(1, 2, FILER_LOCK_READ, 99, 99), now, NULL, NULL), EAGAIN,
+	is_int(set(t, "k", lk(1, 2, FILER_LOCK_READ, 99, 99), now, NULL, NULL), WFS_EBUSY,
 	       "other owner of the same session conflicts");
 	is_int(set(t, "k", lk(2, 1, FILER_LOCK_WRITE, 100, FILER_LOCK_EOF), now, NULL, NULL), 0,
 	       "disjoint range is fine");
@@ -95,10 +95,10 @@ int main(void)
 		f.flock = true;
 		is_int(set(t, "m", f, now, NULL, NULL), 0, "flock beside POSIX read locks");
 		f.session = 5;
-		is_int(set(t, "m", f, now, &c, NULL), EAGAIN, "flock vs flock conflicts");
+		is_int(set(t, "m", f, now, &c, NULL), WFS_EBUSY, "flock vs flock conflicts");
 		ok(c.flock, "conflict is the flock");
 		f.type = FILER_LOCK_READ;
-		is_int(set(t, "m", f, now, NULL, NULL), EAGAIN, "shared flock vs exclusive");
+		is_int(set(t, "m", f, now, NULL, NULL), WFS_EBUSY, "shared flock vs exclusive");
 		f.session = 4;
 		is_int(set(t, "m", f, now, NULL, NULL), 0, "owner converts its flock to shared");
 		f.session = 5;

@@ -176,7 +176,7 @@ static void test_create(void)
 	/* moves and consume in one transaction */
 	is_int(create("/c/p1", "p1", false, &res), WFS_OK, "part 1");
 	is_int(create("/c/p2", "p2", false, &res), WFS_OK, "part 2");
-	events();
+	free(events()); /* skip what came before */
 	e = file_at("/c/whole", "p1p2");
 	{
 		const char *consume[] = {"/c/p2"};
@@ -317,7 +317,7 @@ static void test_link_rename(void)
 	e = find("/c/l2");
 	ok(e && filer_hardlink_is_linked(e), "still linked");
 	filer_entry_free(e);
-	events();
+	free(events()); /* skip what came before */
 
 	/* SeaweedFS's rules: into an existing directory, parents made, files only replace files */
 	is_int(ns_target_into(f, NULL, "/c", "a", "whole", &tdir, &tname), WFS_OK, "target");
@@ -361,7 +361,7 @@ static void test_delete(void)
 		if (create(path, "", true, &res))
 			break;
 	}
-	events();
+	free(events()); /* skip what came before */
 	d = (struct ns_delete){.path = "/c/big", .dir = "/c", .name = "big"};
 	is_int(ns_delete(f, 0, &d, &res), WFS_ENOTEMPTY, "a non-empty directory");
 	d.recursive = true;
@@ -408,7 +408,7 @@ int main(void)
 	f = filer_start(&o, &err);
 	ok(f != NULL, "filer starts");
 	if (f) {
-		events();
+		free(events()); /* skip what came before */
 		test_create();
 		test_modify();
 		test_link_rename();
