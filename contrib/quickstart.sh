@@ -49,8 +49,8 @@ in the filer and the mount), data in $DATA${MOUNT_DIR:+,
 mounted at $MOUNT_DIR (an ordinary directory: cp, ls, git, sqlite3 all work there)}
 Try it from another terminal:
 ${MOUNT_DIR:+
-  cp -r /usr/share/doc/bash "$MOUNT_DIR/"; ls -l "$MOUNT_DIR/bash"      # through the mount
-  curl "http://127.0.0.1:$FILER_PORT/bash/" -H 'Accept: application/json'  # same files
+  cp -r "$ROOT/docs" "$MOUNT_DIR/"; ls -l "$MOUNT_DIR/docs"      # through the mount
+  curl "http://127.0.0.1:$FILER_PORT/docs/" -H 'Accept: application/json'  # same files
 }
   curl -T /etc/hostname "http://127.0.0.1:$FILER_PORT/docs/hostname"    # a file by path
   curl "http://127.0.0.1:$FILER_PORT/docs/hostname"                     # read it back
