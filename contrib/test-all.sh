@@ -95,15 +95,18 @@ suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 t = sum(int(s.get("tests", 0)) for s in suites)
 f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 sk = sum(int(s.get("skipped", 0)) for s in suites)
-print(t - f - sk, f)
+bad = [c.get("classname", "") + "::" + c.get("name", "") for s in suites
+       for c in s.iter("testcase") if c.find("failure") is not None or c.find("error") is not None]
+print(t - f - sk, f, " ".join(bad))
 PY
 )
-	read -r p f <<<"$counts"
+	read -r p f names <<<"$counts"
 	# pytest exit 5 = no tests collected: that is a failure here.
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 	echo "$name: integration: $p passed, $f failed"
 	ok "" "$p"
-	[ "$f" -gt 0 ] && bad "$name: integration ($f)" "$f"
+	# the names go to the summary: a CI log may show only its tail
+	[ "$f" -gt 0 ] && bad "$name: integration ($f)${names:+: $names}" "$f"
 	return "$rc"
 }
 
