@@ -20,8 +20,11 @@
 #define ENTRY_FLAG_HAS_ATIME 0x02
 /* Events: the content's length is there, its bytes are not (filer_entry.content_omitted). */
 #define ENTRY_FLAG_CONTENT_OMITTED 0x04
-#define ENTRY_FLAGS_KNOWN \
-	(ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME | ENTRY_FLAG_CONTENT_OMITTED)
+/* Added later still: a u64 inode number follows the atime (if any), so it is the very end. */
+#define ENTRY_FLAG_HAS_INODE 0x08
+#define ENTRY_FLAGS_KNOWN                                                         \
+	(ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME | ENTRY_FLAG_CONTENT_OMITTED | \
+	 ENTRY_FLAG_HAS_INODE)
 #define CHUNK_FLAG_MANIFEST 0x01
 #define CHUNK_FLAGS_KNOWN   CHUNK_FLAG_MANIFEST
 /* Smallest encodings, used to bound counts by the bytes remaining. */
@@ -377,7 +380,8 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 	put8(out, FILER_ENTRY_VERSION);
 	put8(out, (uint8_t)((e->has_content ? ENTRY_FLAG_HAS_CONTENT : 0) |
 			    (a->atime_ns != 0 ? ENTRY_FLAG_HAS_ATIME : 0) |
-			    (e->content_omitted ? ENTRY_FLAG_CONTENT_OMITTED : 0)));
+			    (e->content_omitted ? ENTRY_FLAG_CONTENT_OMITTED : 0) |
+			    (a->inode != 0 ? ENTRY_FLAG_HAS_INODE : 0)));
 	put32(out, a->mode);
 	put32(out, a->uid);
 	put32(out, a->gid);
@@ -409,6 +413,8 @@ wfs_err filer_entry_encode(const struct filer_entry *e, buf *out)
 	filer_chunk_list_encode(out, e->chunks, e->n_chunks);
 	if (a->atime_ns != 0)
 		put64(out, (uint64_t)a->atime_ns);
+	if (a->inode != 0)
+		put64(out, a->inode);
 	return WFS_OK;
 }
 
@@ -626,6 +632,11 @@ wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, con
 		/* the encoder never sets the bit for 0: that spelling is not canonical */
 		if (!r.bad && a->atime_ns == 0)
 			goto bad;
+	}
+	if (flags & ENTRY_FLAG_HAS_INODE) {
+		a->inode = get64(&r);
+		if (!r.bad && a->inode == 0)
+			goto bad; /* as for the atime: 0 is spelt by leaving the bit clear */
 	}
 	if (r.bad || r.left != 0)
 		goto bad;

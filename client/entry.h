@@ -20,6 +20,9 @@
 #define FILER_ENTRY_VERSION 1
 
 /* The media type of an entry sent in this encoding (lookup's binary answer, api-filer-json.md). */
+/* The inode number of the filer's root directory (others are assigned from 2 on). */
+#define FILER_ROOT_INODE 1
+
 #define FILER_ENTRY_MEDIA_TYPE "application/x-weedfs-entry"
 
 /* Bounds enforced by both the encoder's callers (filer_entry_check) and the decoder. */
@@ -65,6 +68,9 @@ struct filer_attr {
 	char *symlink_target;  /* owned, may be NULL */
 	uint8_t *hard_link_id; /* owned; NULL and 0 when the entry is not a hard link */
 	size_t hard_link_id_len;
+	/* the filer's persistent inode number: unique, kept across renames, shared by
+	   hard links; 0 = none assigned (an entry not stored yet, or a client's) */
+	uint64_t inode;
 };
 
 struct filer_entry {

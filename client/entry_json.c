@@ -226,6 +226,7 @@ static const struct member entry_members[] = {
 	{"crtimeNs", K_I64, B, A(crtime_ns), 0, ENTRY_JSON_HAS_CRTIME},
 	{"atimeNs", K_ATIME, B, A(atime_ns), 0, ENTRY_JSON_HAS_ATIME},
 	{"nlink", K_U32, M_ANSWER, A(nlink), 0, 0},
+	{"inode", K_U64, M_ANSWER, A(inode), UINT64_MAX, 0},
 	{"rdev", K_U64, B, A(rdev), UINT64_MAX, 0},
 	{"ttlSec", K_U32, B, A(ttl_sec), 0, 0},
 	{"mime", K_STR, M_BOTH, A(mime), FILER_SHORT_MAX, 0},

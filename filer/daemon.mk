@@ -17,6 +17,7 @@ filer_libfiler_a_SOURCES += \
 	filer/body_chunks.c filer/body_chunks.h \
 	filer/filer_api_parse.c filer/filer_api_parse.h \
 	filer/filer_hardlink.c filer/filer_hardlink.h \
+	filer/filer_inode.c filer/filer_inode.h \
 	filer/filer_lock.c filer/filer_lock.h
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.

@@ -162,6 +162,7 @@ static void copy_commit(struct fjob *j, struct filer_entry *copy, const char *td
 	}
 	filer_entry_set_path(copy, tdir, tname);
 	copy->attr.mtime_ns = copy->attr.ctime_ns = copy->attr.crtime_ns = now;
+	copy->attr.inode = 0; /* a new file: the store numbers it (or keeps dst's) */
 	err = dst ? filer_store_update(f->store, t.tx, copy) : filer_store_insert(f->store, t.tx, copy);
 	if (!err && dst) {
 		err = ns_drop_name(&t, dst); /* a replaced hard link loses a name */

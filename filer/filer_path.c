@@ -315,6 +315,7 @@ wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const 
 	wfs_err err = filer_store_find(f->store, tx, dir, name, out);
 	if (err == WFS_ENOENT && !*name && !strcmp(dir, "/")) {
 		*out = filer_dir_entry_new("/", "", 0755);
+		(*out)->attr.inode = FILER_ROOT_INODE;
 		err = WFS_OK;
 	}
 	return err;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "daemon.h"
+#include "filer/filer_inode.h"
 #include "filer/filer_int.h"
 #include "filer/filer_lock.h"
 #include "filer/gc_queue.h"
@@ -293,6 +294,8 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	}
 	*err = open_store(o, &f->store);
 	f->local_store = !strcmp(o->store, "sqlite");
+	if (!*err)
+		*err = filer_inode_migrate(f->store, NULL);
 	if (*err)
 		goto fail;
 	f->bc = blob_client_new(o->master, NULL);

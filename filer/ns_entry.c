@@ -309,6 +309,7 @@ wfs_err ns_create(struct filer *f, int32_t sig, const struct ns_create *c, struc
 	wfs_err err;
 
 	*replaced = false;
+	e->attr.inode = 0; /* the filer numbers entries, never a client */
 	ns_tx_init(&t, f, sig, res);
 	create_lock(&t, c);
 	err = ns_begin(&t);
@@ -333,6 +334,10 @@ wfs_err ns_create(struct filer *f, int32_t sig, const struct ns_create *c, struc
 			goto out;
 		}
 		e->attr.crtime_ns = old->attr.crtime_ns;
+		/* the same file, renewed; a name of a linked file becomes a file of its own
+		   (the store numbers it) */
+		if (!filer_hardlink_is_linked(old))
+			e->attr.inode = old->attr.inode;
 		/* free only what the new entry does not reference again */
 		garbage_unkept(&t.g, old->chunks, old->n_chunks, &keep);
 		err = filer_store_update(f->store, t.tx, e);

@@ -2,8 +2,16 @@
  * Store dispatch: picks a backend from the DSN, validates every argument once
  * (so backends may trust them), encodes entries, and turns a name prefix into
  * a byte range so listing stays an index range scan.
+ *
+ * Inode numbers: an entry inserted without one gets the next number of this
+ * filer's block, a block of INODE_BLOCK numbers reserved from the store's
+ * counter row at a time (reserve_inodes: atomic across the filers sharing a
+ * PostgreSQL database), so most inserts cost no extra statement. A number is
+ * never handed out twice: a restarted filer reserves past the counter, and
+ * the numbers left in a block at exit are simply never used.
  */
 #include "config.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -11,6 +19,8 @@
 #include "utf8.h"
 #include "filer/store_impl.h"
 #include "util.h"
+
+#define INODE_BLOCK 1024
 
 static uint64_t (*hash_hook)(const char *dir);
 
@@ -27,21 +37,62 @@ static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, str
 
 wfs_err filer_store_open(const char *dsn, struct filer_store **out)
 {
+	wfs_err err = WFS_EINVAL;
+
 	*out = NULL;
 	if (!dsn)
 		return WFS_EINVAL;
 	if (has_prefix(dsn, "sqlite://"))
-		return filer_store_sqlite_ops.open(dsn + strlen("sqlite://"), out);
-	if (has_prefix(dsn, "postgres://") || has_prefix(dsn, "postgresql://") ||
-	    (strchr(dsn, '=') && !strstr(dsn, "://")))
-		return filer_store_postgres_ops.open(dsn, out);
-	return WFS_EINVAL;
+		err = filer_store_sqlite_ops.open(dsn + strlen("sqlite://"), out);
+	else if (has_prefix(dsn, "postgres://") || has_prefix(dsn, "postgresql://") ||
+		 (strchr(dsn, '=') && !strstr(dsn, "://")))
+		err = filer_store_postgres_ops.open(dsn, out);
+	if (!err)
+		pthread_mutex_init(&(*out)->ino_mu, NULL);
+	return err;
 }
 
 void filer_store_close(struct filer_store *s)
 {
-	if (s)
-		s->ops->close(s);
+	if (!s)
+		return;
+	pthread_mutex_destroy(&s->ino_mu);
+	s->ops->close(s);
+}
+
+wfs_err filer_store_new_inode(struct filer_store *s, struct filer_tx *tx, uint64_t *ino)
+{
+	uint64_t floor, first = 0;
+	wfs_err err;
+
+	pthread_mutex_lock(&s->ino_mu);
+	if (s->ino_next < s->ino_end) {
+		*ino = s->ino_next++;
+		pthread_mutex_unlock(&s->ino_mu);
+		return WFS_OK;
+	}
+	floor = s->ino_high;
+	pthread_mutex_unlock(&s->ino_mu);
+	/* not under ino_mu: a SQLite reservation without tx waits for the writer, who
+	   may be waiting for ino_mu; two threads reserving at once get two blocks */
+	err = s->ops->reserve_inodes(s, tx, floor, INODE_BLOCK, &first);
+	if (err)
+		return err;
+	if (first < 2 || first > UINT64_MAX - 2 * INODE_BLOCK)
+		return WFS_ECORRUPT; /* the counter row was tampered with */
+	pthread_mutex_lock(&s->ino_mu);
+	/* another thread may have installed a block meanwhile: then ours goes unused */
+	if (s->ino_next >= s->ino_end) {
+		s->ino_next = first;
+		s->ino_end = first + INODE_BLOCK;
+	}
+	if (first + INODE_BLOCK > s->ino_high)
+		s->ino_high = first + INODE_BLOCK;
+	if (tx && s->ops->reserve_in_tx)
+		tx->inode_floor = s->ino_high;
+	*ino = s->ino_next++;
+	pthread_mutex_unlock(&s->ino_mu);
+	return WFS_OK;
 }
 
 const char *filer_store_name(const struct filer_store *s) { return s->ops->name; }
@@ -171,14 +222,55 @@ static bool name_ok(const char *dir, const char *name)
 
 static bool tx_matches(struct filer_store *s, struct filer_tx *tx) { return !tx || tx->store == s; }
 
-static wfs_err put_entry(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e,
+static bool same_link(const struct filer_attr *a, const struct filer_attr *b)
+{
+	return a->hard_link_id_len == b->hard_link_id_len &&
+	       (!a->hard_link_id_len ||
+		!memcmp(a->hard_link_id, b->hard_link_id, a->hard_link_id_len));
+}
+
+/*
+ * The inode e is stored with (store.h, filer_store_insert/update): the root's,
+ * e's own, or for an update without one the stored entry's unless e replaces
+ * one name of a hard-linked file by a file of its own; else a new one.
+ */
+static wfs_err put_inode(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e,
+			 bool insert)
+{
+	struct filer_entry *old = NULL;
+	wfs_err err;
+
+	if (!strcmp(e->dir, "/") && !e->name[0]) {
+		e->attr.inode = FILER_ROOT_INODE;
+		return WFS_OK;
+	}
+	if (e->attr.inode)
+		return WFS_OK;
+	if (!insert) {
+		err = s->ops->find(s, tx, e->dir, e->name, &old);
+		if (err)
+			return err;
+		if (old->attr.inode && same_link(&old->attr, &e->attr))
+			e->attr.inode = old->attr.inode;
+		filer_entry_free(old);
+		if (e->attr.inode)
+			return WFS_OK;
+	}
+	return filer_store_new_inode(s, tx, &e->attr.inode);
+}
+
+static wfs_err put_entry(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e,
 			 bool insert)
 {
 	buf b = BUF_INIT;
 	wfs_err err;
 	if (!tx_matches(s, tx) || !dir_ok(e->dir) || !name_ok(e->dir, e->name))
 		return WFS_EINVAL;
-	err = filer_entry_encode(e, &b);
+	err = filer_entry_check(e);
+	if (!err)
+		err = put_inode(s, tx, e, insert);
+	if (!err)
+		err = filer_entry_encode(e, &b);
 	if (!err)
 		err = insert ? s->ops->insert(s, tx, e->dir, e->name, b.data, b.len)
 			     : s->ops->update(s, tx, e->dir, e->name, b.data, b.len);
@@ -186,12 +278,12 @@ static wfs_err put_entry(struct filer_store *s, struct filer_tx *tx, const struc
 	return err;
 }
 
-wfs_err filer_store_insert(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e)
+wfs_err filer_store_insert(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e)
 {
 	return put_entry(s, tx, e, true);
 }
 
-wfs_err filer_store_update(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e)
+wfs_err filer_store_update(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e)
 {
 	return put_entry(s, tx, e, false);
 }

@@ -70,10 +70,27 @@ wfs_err filer_store_commit(struct filer_tx *tx);
 /* Rolls back and releases tx. NULL does nothing. */
 void filer_store_rollback(struct filer_tx *tx);
 
-/* Inserts e (borrowed) at e->dir/e->name. WFS_EEXIST if present (nothing changes). */
-wfs_err filer_store_insert(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e);
-/* Replaces the stored entry at e->dir/e->name. WFS_ENOENT if absent. */
-wfs_err filer_store_update(struct filer_store *s, struct filer_tx *tx, const struct filer_entry *e);
+/*
+ * Inode numbers (attr.inode): the root ("/", "") is always FILER_ROOT_INODE.
+ * An entry inserted with inode 0 gets a new number, never handed out before by
+ * any filer of the store (e->attr.inode is set, so the caller's events and
+ * answers show it); one inserted with a number keeps it (a rename or move
+ * re-inserts the entry as it was, a new name of a hard link carries its
+ * file's). An update with inode 0 keeps the stored entry's number (one read
+ * more), unless the stored entry is a name of a hard-linked file and e is not
+ * that file: then e is a new file and gets a new number. An update with a
+ * number stores it as given.
+ */
+
+/* Inserts e (borrowed; only its inode may be set) at e->dir/e->name. WFS_EEXIST if present. */
+wfs_err filer_store_insert(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e);
+/* Replaces the stored entry at e->dir/e->name (e as for insert). WFS_ENOENT if absent. */
+wfs_err filer_store_update(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e);
+/*
+ * *ino is a new inode number from this filer's reserved block, reserving the
+ * next block first when it is used up (inside tx when given). Any thread.
+ */
+wfs_err filer_store_new_inode(struct filer_store *s, struct filer_tx *tx, uint64_t *ino);
 /* *out (caller frees) is the entry at dir/name; WFS_ENOENT if absent. */
 wfs_err filer_store_find(struct filer_store *s, struct filer_tx *tx, const char *dir,
 			 const char *name, struct filer_entry **out);

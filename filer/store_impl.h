@@ -6,6 +6,7 @@
 #ifndef WEEDFS_FILER_STORE_IMPL_H
 #define WEEDFS_FILER_STORE_IMPL_H
 
+#include <pthread.h>
 #include "buf.h"
 #include "filer/store.h"
 
@@ -102,11 +103,28 @@ struct filer_store_ops {
 	wfs_err (*gc_claim)(struct filer_store *s, struct filer_tx *tx, const char *const *fids,
 			    size_t n);
 	wfs_err (*gc_count)(struct filer_store *s, uint64_t *n);
+	/*
+	 * Reserves n inode numbers for this filer: the counter row becomes
+	 * max(counter, floor) + n, atomically against every filer sharing the
+	 * database, and *first is the old max(counter, floor). n may be 0 (only
+	 * raises the counter to floor). With reserve_in_tx the backend runs it in
+	 * tx when one is given (SQLite: the writer holds the database, a second
+	 * write would wait for itself) and, when tx rolls back or its commit
+	 * fails, raises the counter back to tx->inode_floor before releasing the
+	 * database; otherwise it ignores tx and commits the reservation at once.
+	 */
+	wfs_err (*reserve_inodes)(struct filer_store *s, struct filer_tx *tx, uint64_t floor,
+				  uint64_t n, uint64_t *first);
+	bool reserve_in_tx;
 };
 
 /* Every backend's store and transaction begin with these. */
 struct filer_store {
 	const struct filer_store_ops *ops;
+	/* store.c's inode allocator: this filer's reserved block [ino_next, ino_end), and
+	   the end of the highest block it ever reserved; protected by ino_mu */
+	pthread_mutex_t ino_mu;
+	uint64_t ino_next, ino_end, ino_high;
 };
 
 /* An event appended in a transaction, written when it commits (store.c). */
@@ -122,6 +140,9 @@ struct filer_tx {
 	struct filer_pending_event *pending; /* owned by store.c */
 	size_t npending, cappending;
 	int32_t sig; /* filer_store_tx_sign */
+	/* reserve_in_tx backends: the counter's floor to restore if tx does not commit (0: it
+	   reserved no inodes) */
+	uint64_t inode_floor;
 };
 
 extern const struct filer_store_ops filer_store_sqlite_ops;

@@ -34,6 +34,10 @@
  * Garbage queue: a take is one UPDATE over a SELECT ... FOR UPDATE SKIP
  * LOCKED, so concurrent takers lease disjoint ids; id lists travel as one
  * binary text[] parameter.
+ * Inode blocks: one UPDATE ... RETURNING of the filer_inode row, committed on
+ * its own (autocommit on a connection kept for it), so a block is reserved
+ * for good before any number of it is used, whatever the caller's
+ * transaction does, and the row lock is held only for that statement.
  */
 #include "config.h"
 #include <libpq-fe.h>
@@ -75,6 +79,7 @@ enum {
 	PS_GC_DONE,
 	PS_GC_DEFER,
 	PS_GC_COUNT,
+	PS_INO_RESERVE,
 	PS_LIST, /* 6 variants: lo none/incl/excl, then the same with an upper bound */
 	PS_COUNT = PS_LIST + 6
 };
@@ -127,6 +132,8 @@ static const char *const ps_sql[PS_COUNT] = {
 	[PS_GC_DONE] = "DELETE FROM filer_gc WHERE fid=ANY($1::text[])",
 	[PS_GC_DEFER] = "UPDATE filer_gc SET due=$2::int8 WHERE fid=ANY($1::text[])",
 	[PS_GC_COUNT] = "SELECT count(*) FROM filer_gc",
+	[PS_INO_RESERVE] = "UPDATE filer_inode SET next=greatest(next,$1::int8)+$2::int8 WHERE id=1 "
+			   "RETURNING next-$2::int8",
 	[PS_LIST + 0] = LISTP "ORDER BY name LIMIT $3::int8",
 	[PS_LIST + 1] = LISTP "AND name>=$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
 	[PS_LIST + 2] = LISTP "AND name>$3::text COLLATE \"C\" ORDER BY name LIMIT $4::int8",
@@ -150,6 +157,10 @@ struct pg_store {
 	pthread_cond_t cv;    /* signalled when a connection returns to idle */
 	struct pg_conn *idle; /* protected by mu */
 	int total;            /* connections in existence; protected by mu */
+	/* inode reservations run alone on their own connection (not the pool's: a
+	   caller may hold the last pooled one in a transaction) */
+	pthread_mutex_t ino_mu;
+	struct pg_conn *ino_conn; /* protected by ino_mu; NULL until the first reservation */
 };
 
 struct pg_tx {
@@ -603,9 +614,51 @@ static void pg_rollback(struct filer_tx *ftx)
 	tx_release(tx);
 }
 
+static int64_t get_i64(PGresult *res, int row, int col);
+
+static wfs_err pg_reserve_inodes(struct filer_store *fs, struct filer_tx *tx, uint64_t floor,
+				 uint64_t n, uint64_t *first)
+{
+	struct pg_store *s = (struct pg_store *)fs;
+	struct params p = {.n = 0};
+	PGresult *res = NULL;
+	wfs_err err;
+
+	(void)tx; /* committed at once (see DESIGN) */
+	put_be64(p.i64[0], floor);
+	put_be64(p.i64[1], n);
+	p_add(&p, p.i64[0], 8);
+	p_add(&p, p.i64[1], 8);
+	pthread_mutex_lock(&s->ino_mu);
+	if (!s->ino_conn) {
+		s->ino_conn = xcalloc(1, sizeof(*s->ino_conn));
+		s->ino_conn->pg = pg_connect(s->dsn);
+		if (!s->ino_conn->pg)
+			fatal("out of memory");
+	}
+	err = conn_ensure(s->ino_conn);
+	if (!err)
+		err = run(s->ino_conn, PS_INO_RESERVE, p.n, p.v, p.l, &res);
+	if (err == WFS_EUNAVAIL && PQstatus(s->ino_conn->pg) != CONNECTION_OK &&
+	    conn_ensure(s->ino_conn) == WFS_OK)
+		err = run(s->ino_conn, PS_INO_RESERVE, p.n, p.v, p.l, &res);
+	pthread_mutex_unlock(&s->ino_mu);
+	if (!err && PQntuples(res) != 1)
+		err = WFS_ECORRUPT; /* the counter row is missing */
+	if (!err)
+		*first = (uint64_t)get_i64(res, 0, 0);
+	PQclear(res);
+	return err;
+}
+
 static void pg_close(struct filer_store *fs)
 {
 	struct pg_store *s = (struct pg_store *)fs;
+	if (s->ino_conn) {
+		PQfinish(s->ino_conn->pg);
+		free(s->ino_conn);
+	}
+	pthread_mutex_destroy(&s->ino_mu);
 	while (s->idle) {
 		struct pg_conn *c = s->idle;
 		s->idle = c->next;
@@ -629,6 +682,7 @@ static wfs_err pg_open(const char *dsn, struct filer_store **out)
 	s->dsn = xstrdup(dsn);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_mutex_init(&s->ino_mu, NULL);
 	s->total = 1;
 	c = xcalloc(1, sizeof(*c));
 	c->pg = pg_connect(dsn);
@@ -1180,4 +1234,5 @@ const struct filer_store_ops filer_store_postgres_ops = {
 	.gc_defer = pg_gc_defer,
 	.gc_claim = pg_gc_claim,
 	.gc_count = pg_gc_count,
+	.reserve_inodes = pg_reserve_inodes,
 };

@@ -22,6 +22,11 @@ CREATE TABLE IF NOT EXISTS filer_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS filer_clock (id INT PRIMARY KEY, ts BIGINT NOT NULL);
 INSERT INTO filer_clock(id,ts) VALUES(1,0) ON CONFLICT DO NOTHING;
 
+-- The inode counter: one row, the next inode number no filer has reserved (store.h).
+-- 1 is the root's, so numbering starts at 2.
+CREATE TABLE IF NOT EXISTS filer_inode (id INT PRIMARY KEY, next BIGINT NOT NULL);
+INSERT INTO filer_inode(id,next) VALUES(1,2) ON CONFLICT DO NOTHING;
+
 -- The metadata event log; sig is the writer's signature (store.h), NULL: none.
 CREATE TABLE IF NOT EXISTS filer_events (
  ts BIGINT PRIMARY KEY,

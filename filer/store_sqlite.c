@@ -37,6 +37,13 @@
  * Event log and garbage queue (store.h): filer_clock (one row, the last
  * event ts), filer_events keyed by ts, filer_gc(fid, due, attempts) indexed
  * by due. Writers are serialised anyway, so the clock bump is free of races.
+ *
+ * Inode blocks (store_impl.h, reserve_inodes) come from the one-row
+ * filer_inode, inside the caller's transaction when there is one (the
+ * writer holds the database). Other threads may take numbers of that block
+ * before the transaction ends, and their writes queue behind it; so a
+ * transaction that reserved and then rolls back raises the counter back to
+ * the reserved high-water mark before it lets the next writer in.
  */
 #include "config.h"
 #include <pthread.h>
@@ -70,6 +77,7 @@ enum {
 	ST_GC_DONE,
 	ST_GC_DEFER,
 	ST_GC_COUNT,
+	ST_INO_RESERVE,
 	ST_LIST, /* 6 variants: lo none/incl/excl x hi none/some */
 	ST_COUNT = ST_LIST + 6
 };
@@ -106,6 +114,8 @@ static const char *const stmt_sql[ST_LIST] = {
 	[ST_GC_DONE] = "DELETE FROM filer_gc WHERE fid=?1",
 	[ST_GC_DEFER] = "UPDATE filer_gc SET due=?2 WHERE fid=?1",
 	[ST_GC_COUNT] = "SELECT count(*) FROM filer_gc",
+	[ST_INO_RESERVE] = "UPDATE filer_inode SET next=max(next,?1)+?2 WHERE id=1 "
+			   "RETURNING next-?2",
 };
 
 struct sq_conn {
@@ -572,12 +582,53 @@ fail:
 	return err;
 }
 
+/* The counter becomes max(counter, floor) + n; *first the old max (store_impl.h). */
+static wfs_err ino_reserve(struct op *op, uint64_t floor, uint64_t n, uint64_t *first)
+{
+	wfs_err err;
+	sqlite3_stmt *st = stmt(op->c, ST_INO_RESERVE, &err);
+	int rc;
+	if (!st)
+		return err;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)floor);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*first = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_CORRUPT; /* the counter row is missing */
+	}
+	err = rc == SQLITE_DONE ? WFS_OK : map_rc(op->c->db, rc, "inode reserve");
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return err;
+}
+
 static void tx_end(struct sq_tx *tx)
 {
 	struct sq_store *s = (struct sq_store *)tx->base.store;
 	conn_put(s, tx->c);
 	pthread_mutex_unlock(&s->write_mu);
 	free(tx);
+}
+
+/*
+ * After tx rolled back, still holding the writer's mutex: puts back the inode
+ * reservation it undid (see DESIGN), so the numbers of its block other
+ * threads took stay reserved.
+ */
+static void ino_restore(struct sq_tx *tx)
+{
+	struct op op = {(struct sq_store *)tx->base.store, tx->c, false, false};
+	uint64_t first;
+	wfs_err err;
+	if (!tx->base.inode_floor)
+		return;
+	err = ino_reserve(&op, tx->base.inode_floor, 0, &first);
+	if (err)
+		log_error("could not restore the inode counter to %llu: %s",
+			  (unsigned long long)tx->base.inode_floor, wfs_strerror(err));
 }
 
 static wfs_err sq_commit(struct filer_tx *ftx)
@@ -589,6 +640,8 @@ static wfs_err sq_commit(struct filer_tx *ftx)
 		err = WFS_EIO;
 	if (!sqlite3_get_autocommit(tx->c->db))
 		sqlite3_exec(tx->c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (err)
+		ino_restore(tx);
 	tx_end(tx);
 	return err;
 }
@@ -598,6 +651,7 @@ static void sq_rollback(struct filer_tx *ftx)
 	struct sq_tx *tx = (struct sq_tx *)ftx;
 	if (!sqlite3_get_autocommit(tx->c->db))
 		sqlite3_exec(tx->c->db, "ROLLBACK", NULL, NULL, NULL);
+	ino_restore(tx);
 	tx_end(tx);
 }
 
@@ -808,6 +862,18 @@ static wfs_err query_int(struct op *op, sqlite3_stmt *st, const char *what, int6
 	else
 		err = map_rc(op->c->db, rc, what);
 	stmt_end(st);
+	return err;
+}
+
+static wfs_err sq_reserve_inodes(struct filer_store *fs, struct filer_tx *tx, uint64_t floor,
+				 uint64_t n, uint64_t *first)
+{
+	struct op op;
+	wfs_err err = op_begin(fs, tx, true, &op);
+	if (err)
+		return err;
+	err = ino_reserve(&op, floor, n, first);
+	op_end(&op);
 	return err;
 }
 
@@ -1022,4 +1088,6 @@ const struct filer_store_ops filer_store_sqlite_ops = {
 	.gc_done = sq_gc_done,
 	.gc_defer = sq_gc_defer,
 	.gc_count = sq_gc_count,
+	.reserve_inodes = sq_reserve_inodes,
+	.reserve_in_tx = true,
 };

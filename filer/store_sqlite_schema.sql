@@ -19,6 +19,11 @@ CREATE TABLE IF NOT EXISTS filer_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS filer_clock (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL);
 INSERT OR IGNORE INTO filer_clock(id,ts) VALUES(1,0);
 
+-- The inode counter: one row, the next inode number no filer has reserved (store.h).
+-- 1 is the root's, so numbering starts at 2.
+CREATE TABLE IF NOT EXISTS filer_inode (id INTEGER PRIMARY KEY, next INTEGER NOT NULL);
+INSERT OR IGNORE INTO filer_inode(id,next) VALUES(1,2);
+
 -- The metadata event log; sig is the writer's signature (store.h), NULL: none.
 -- A database made before events were signed gains sig at open (store_sqlite.c).
 CREATE TABLE IF NOT EXISTS filer_events (

@@ -25,6 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (filer_entry_decode((const uint8_t *)b.data, b.len, "/fuzz", "x", &e2) != WFS_OK)
 			abort();
+		/* the fields at the end (atime, inode) survive, and 0 means absent */
+		if (e2->attr.inode != e->attr.inode || e2->attr.atime_ns != e->attr.atime_ns ||
+		    (size >= 2 && !!(data[1] & 0x08) != (e->attr.inode != 0)))
+			abort();
 		if (filer_entry_encode(e2, &b2) != WFS_OK || b2.len != b.len ||
 		    memcmp(b2.data, b.data, b.len))
 			abort();

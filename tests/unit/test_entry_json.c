@@ -82,6 +82,7 @@ static void test_answer_round_trip(void)
 	struct filer_entry *e = json_entry(), *d;
 	buf b = BUF_INIT;
 
+	e->attr.inode = UINT64_MAX;
 	d = round_trip(e, ENTRY_JSON_CONTENT);
 	ok(same(e, d), "every field, bad UTF-8 names, binary xattrs, content, manifests");
 	filer_entry_free(d);
@@ -134,6 +135,7 @@ static void test_answer_golden(void)
 	e->attr.size = 5;
 	e->attr.mtime_ns = e->attr.ctime_ns = e->attr.crtime_ns = 1764460000120000000ll;
 	e->attr.nlink = 1;
+	e->attr.inode = 42;
 	e->attr.mime = xstrdup("text/plain");
 	filer_entry_xattr_set(e, "user.tag", "value", 5);
 	filer_entry_add_chunk(e, "3,01637037d6", 0, 5, 1764460000120000000ll,
@@ -143,8 +145,8 @@ static void test_answer_golden(void)
 	       "{\"fullPath\":\"/docs/a.txt\",\"name\":\"a.txt\",\"isDirectory\":false,"
 	       "\"mode\":33188,\"uid\":1000,\"gid\":1000,\"size\":5,\"mtime\":1764460000,"
 	       "\"mtimeNs\":1764460000120000000,\"ctimeNs\":1764460000120000000,\"crtimeNs\":"
-	       "1764460000120000000,\"atimeNs\":1764460000120000000,\"nlink\":1,\"rdev\":0,"
-	       "\"ttlSec\":0,\"mime\":\"text/plain\",\"xattrs\":{\"user.tag\":\"dmFsdWU=\"},"
+	       "1764460000120000000,\"atimeNs\":1764460000120000000,\"nlink\":1,\"inode\":42,"
+	       "\"rdev\":0,\"ttlSec\":0,\"mime\":\"text/plain\",\"xattrs\":{\"user.tag\":\"dmFsdWU=\"},"
 	       "\"chunks\":[{\"fileId\":\"3,01637037d6\",\"offset\":0,\"size\":5,\"mtimeNs\":"
 	       "1764460000120000000,\"eTag\":\"5d41402abc4b2a76b9719d911017c592\"}]}",
 	       "the answer form of docs/filer-events.md");
@@ -278,6 +280,7 @@ static void test_request_strict(void)
 		{"{\"mode\":33188}", "\"path\" is required"},
 		{"{\"fullPath\":\"/a\",\"mode\":33188}", "unknown field \"fullPath\""},
 		{"{\"path\":\"/a\",\"size\":1}", "unknown field \"size\""},
+		{"{\"path\":\"/a\",\"inode\":7}", "unknown field \"inode\""},
 		{"{\"path\":\"/a\",\"nameB64\":\"YQ==\"}", "unknown field \"nameB64\""},
 		{"{\"path\":\"/a\",\"mode\":1,\"mode\":1}", "duplicate field \"mode\""},
 		{"{\"path\":\"/a\",\"pathB64\":\"L2E=\"}", "(not both)"},

@@ -55,6 +55,7 @@ static bool entries_equal(const struct filer_entry *a, const struct filer_entry 
 	    x->uid != y->uid || x->gid != y->gid || x->size != y->size ||
 	    x->mtime_ns != y->mtime_ns || x->ctime_ns != y->ctime_ns ||
 	    x->crtime_ns != y->crtime_ns || x->atime_ns != y->atime_ns || x->nlink != y->nlink ||
+	    x->inode != y->inode ||
 	    x->rdev != y->rdev || x->ttl_sec != y->ttl_sec || !str_eq(x->mime, y->mime) ||
 	    !str_eq(x->collection, y->collection) || !str_eq(x->replication, y->replication) ||
 	    !str_eq(x->symlink_target, y->symlink_target) ||
@@ -461,6 +462,93 @@ static void test_base64(void)
 	free(out);
 }
 
+/* The inode number: flags bit 3 and a u64 at the very end (after any atime), only when set. */
+static void test_inode(void)
+{
+	struct filer_entry *e = full_entry(), *d = NULL, *c;
+	buf without = BUF_INIT, with = BUF_INIT, both = BUF_INIT, r = BUF_INIT;
+	uint8_t *m;
+
+	is_int(filer_entry_encode(e, &without), WFS_OK, "encode without inode");
+	ok((without.data[1] & 0x08) == 0, "no inode: flag bit 3 clear");
+	e->attr.inode = 0x0102030405060708ull;
+	is_int(filer_entry_encode(e, &with), WFS_OK, "encode with inode");
+	ok(with.data[1] == 0x09, "inode and content: flags 0x09 (got 0x%02x)",
+	   (uint8_t)with.data[1]);
+	is_int(with.len, without.len + 8, "inode adds 8 bytes");
+	ok(!memcmp(with.data + 2, without.data + 2, without.len - 2),
+	   "everything else is unchanged, inode is last");
+	ok(get_be64((uint8_t *)with.data + with.len - 8) == 0x0102030405060708ull,
+	   "the last 8 bytes are the inode, big-endian");
+	is_int(filer_entry_decode((uint8_t *)with.data, with.len, "/dir/sub", "file.bin", &d),
+	       WFS_OK, "decode with inode");
+	ok(d && d->attr.inode == 0x0102030405060708ull, "inode decoded");
+	ok(d && entries_equal(e, d), "the whole entry round-trips");
+	if (d) {
+		is_int(filer_entry_encode(d, &r), WFS_OK, "re-encode");
+		ok(r.len == with.len && !memcmp(r.data, with.data, r.len), "canonical with inode");
+	}
+	filer_entry_free(d);
+	c = filer_entry_dup(e);
+	ok(c->attr.inode == e->attr.inode, "dup keeps the inode");
+	filer_entry_free(c);
+
+	/* with an atime too: the atime first, then the inode */
+	e->attr.atime_ns = 77;
+	is_int(filer_entry_encode(e, &both), WFS_OK, "encode with atime and inode");
+	ok(both.data[1] == 0x0b, "flags 0x0b (got 0x%02x)", (uint8_t)both.data[1]);
+	is_int(both.len, without.len + 16, "16 bytes more");
+	ok(get_be64((uint8_t *)both.data + both.len - 16) == 77 &&
+		   get_be64((uint8_t *)both.data + both.len - 8) == 0x0102030405060708ull,
+	   "atime, then inode");
+	is_int(filer_entry_decode((uint8_t *)both.data, both.len, "/dir/sub", "file.bin", &d),
+	       WFS_OK, "decode with both");
+	ok(d && entries_equal(e, d), "both round-trip");
+	filer_entry_free(d);
+	e->attr.atime_ns = 0;
+
+	/* an entry written before inodes existed decodes with inode 0 */
+	e->attr.inode = 0;
+	is_int(filer_entry_decode((uint8_t *)without.data, without.len, e->dir, e->name, &d),
+	       WFS_OK, "old-format blob decodes");
+	ok(d && d->attr.inode == 0, "old blob: inode 0");
+	filer_entry_free(d);
+
+	/* canonical rejections */
+	m = xmalloc(both.len + 8);
+	memcpy(m, without.data, without.len);
+	m[1] |= 0x08;
+	is_int(filer_entry_decode(m, without.len, "/", "x", &d), WFS_ECORRUPT,
+	       "inode bit without the inode");
+	memset(m + without.len, 0, 8);
+	is_int(filer_entry_decode(m, without.len + 8, "/", "x", &d), WFS_ECORRUPT,
+	       "inode bit with inode 0 (not canonical)");
+	memcpy(m, with.data, with.len);
+	m[1] &= (uint8_t)~0x08;
+	is_int(filer_entry_decode(m, with.len, "/", "x", &d), WFS_ECORRUPT,
+	       "an inode without its bit is trailing bytes");
+	memcpy(m, with.data, with.len);
+	m[with.len] = 0;
+	is_int(filer_entry_decode(m, with.len + 1, "/", "x", &d), WFS_ECORRUPT,
+	       "a byte after the inode");
+	memcpy(m, with.data, with.len);
+	m[1] |= 0x10;
+	is_int(filer_entry_decode(m, with.len, "/", "x", &d), WFS_ECORRUPT,
+	       "bit 4 is unknown");
+	{
+		size_t bad = 0;
+		for (size_t n = without.len; n < with.len; n++)
+			bad += filer_entry_decode((uint8_t *)with.data, n, "/", "x", &d) == WFS_ECORRUPT;
+		is_int(bad, with.len - without.len, "every truncation of the inode is refused");
+	}
+	free(m);
+	filer_entry_free(e);
+	buf_free(&without);
+	buf_free(&with);
+	buf_free(&both);
+	buf_free(&r);
+}
+
 int main(void)
 {
 	test_base64();
@@ -471,5 +559,6 @@ int main(void)
 	test_hostile();
 	test_chunk_list_codec();
 	test_atime();
+	test_inode();
 	return done_testing();
 }

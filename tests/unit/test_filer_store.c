@@ -1320,6 +1320,129 @@ static void test_sqlite_checkpoints(void)
 	free(dsn);
 }
 
+/* ---- inode numbers ---- */
+
+struct ino_job {
+	struct filer_store *s;
+	const char *dir;
+	int who, n;
+	uint64_t *out;
+};
+
+static void *ino_worker(void *arg)
+{
+	struct ino_job *j = arg;
+	for (int i = 0; i < j->n; i++) {
+		char name[32];
+		struct filer_entry *e;
+		snprintf(name, sizeof(name), "%d-%05d", j->who, i);
+		e = mk(j->dir, name, 0);
+		if (filer_store_insert(j->s, NULL, e) == WFS_OK)
+			j->out[i] = e->attr.inode;
+		filer_entry_free(e);
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Inserts number entries, updates keep the number, handles and restarts never repeat one. */
+static void test_inodes(const char *dsn)
+{
+	char *d = sub("inodes");
+	struct filer_entry *e = mk(d, "a", 1), *f = NULL, *r;
+	struct filer_store *s3 = NULL;
+	struct filer_tx *tx = NULL;
+	enum { PER = 1500, WORKERS = 4 };
+	uint64_t *all = xcalloc(WORKERS * PER, sizeof(*all)), a, rolled = 0, later = 0;
+	pthread_t th[WORKERS];
+	struct ino_job jobs[WORKERS];
+	size_t dups = 0, zeros = 0;
+
+	is_int(filer_store_insert(st, NULL, e), WFS_OK, "insert without an inode");
+	a = e->attr.inode;
+	ok(a > FILER_ROOT_INODE, "insert gave it one (%llu)", (unsigned long long)a);
+	is_int(filer_store_find(st, NULL, d, "a", &f), WFS_OK, "find");
+	ok(f && f->attr.inode == a, "stored with the entry");
+	filer_entry_free(f);
+	e->attr.inode = 0;
+	e->attr.size = 2;
+	is_int(filer_store_update(st, NULL, e), WFS_OK, "update without an inode");
+	ok(e->attr.inode == a, "keeps the stored one");
+	/* a name of a hard-linked file replaced by a file of its own is a new file */
+	e->attr.hard_link_id = (uint8_t *)xstrdup("0123456789abcdef");
+	e->attr.hard_link_id_len = 16;
+	is_int(filer_store_update(st, NULL, e), WFS_OK, "make it a link stub");
+	free(e->attr.hard_link_id);
+	e->attr.hard_link_id = NULL;
+	e->attr.hard_link_id_len = 0;
+	e->attr.inode = 0;
+	is_int(filer_store_update(st, NULL, e), WFS_OK, "replace the stub by a plain file");
+	ok(e->attr.inode && e->attr.inode != a, "which gets a new number");
+	/* a rename re-inserts the entry with its number */
+	filer_entry_set_path(e, d, "b");
+	a = e->attr.inode;
+	is_int(filer_store_insert(st, NULL, e), WFS_OK, "insert with an inode");
+	ok(e->attr.inode == a, "keeps it");
+	r = filer_entry_new("/", "");
+	r->attr.mode = S_IFDIR | 0755;
+	{
+		wfs_err err = filer_store_insert(st, NULL, r);
+		ok((err == WFS_OK || err == WFS_EEXIST) && r->attr.inode == FILER_ROOT_INODE,
+		   "the root is inode 1");
+		if (!err)
+			filer_store_delete(st, NULL, "/", "");
+	}
+	filer_entry_free(r);
+
+	/* two handles (two filers), two threads each, more than a block each: all distinct */
+	for (int i = 0; i < WORKERS; i++) {
+		jobs[i] = (struct ino_job){i % 2 ? st2 : st, d, i, PER, all + (size_t)i * PER};
+		pthread_create(&th[i], NULL, ino_worker, &jobs[i]);
+	}
+	for (int i = 0; i < WORKERS; i++)
+		pthread_join(th[i], NULL);
+	qsort(all, WORKERS * PER, sizeof(*all), cmp_u64);
+	for (size_t i = 0; i < WORKERS * PER; i++) {
+		zeros += all[i] == 0;
+		dups += i && all[i] && all[i] == all[i - 1];
+	}
+	ok(!zeros && !dups, "%d inserts from 2 handles: %zu without a number, %zu repeated",
+	   WORKERS * PER, zeros, dups);
+
+	/* a transaction that reserved a block and rolled back leaves the block reserved */
+	is_int(filer_store_open(dsn, &s3), WFS_OK, "a third handle");
+	if (s3 && filer_store_begin(s3, &tx) == WFS_OK) {
+		struct filer_entry *x = mk(d, "rolled", 0);
+		if (filer_store_insert(s3, tx, x) == WFS_OK)
+			rolled = x->attr.inode;
+		filer_store_rollback(tx);
+		filer_entry_free(x);
+	}
+	filer_store_close(s3);
+	s3 = NULL;
+	/* a restarted filer continues above what it reserved */
+	is_int(filer_store_open(dsn, &s3), WFS_OK, "the third handle again (a restart)");
+	if (s3) {
+		struct filer_entry *x = mk(d, "later", 0);
+		if (filer_store_insert(s3, NULL, x) == WFS_OK)
+			later = x->attr.inode;
+		filer_entry_free(x);
+		filer_store_close(s3);
+	}
+	ok(rolled && later > rolled && later > all[WORKERS * PER - 1],
+	   "after a rollback and a restart: %llu > %llu, above every number given",
+	   (unsigned long long)later, (unsigned long long)rolled);
+	filer_store_delete_children(st, NULL, d, NULL);
+	filer_entry_free(e);
+	free(all);
+	free(d);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dsn = argc > 1 ? argv[1] : getenv("WEEDFS_TEST_STORE_DSN");
@@ -1365,6 +1488,7 @@ int main(int argc, char **argv)
 		test_events_two_handles();
 		test_gc();
 		test_gc_race();
+		test_inodes(dsn);
 	}
 	test_pg_outage();
 	if (!strcmp(filer_store_name(st), "sqlite"))
