@@ -545,6 +545,20 @@ static wfs_err dir_seek(struct mount_ctx *m, struct dirh *d, const char *path, u
 	return WFS_OK;
 }
 
+/* The d_ino of the node ino: its filer inode number (as stat's st_ino), else ino. */
+static uint64_t dirent_ino(struct mount_ctx *m, uint64_t ino)
+{
+	struct inode *n = itable_get(m->it, ino);
+	uint64_t v = 0;
+	if (n) {
+		pthread_mutex_lock(&n->mu);
+		v = n->attr.filer_ino;
+		pthread_mutex_unlock(&n->mu);
+		itable_put(m->it, n);
+	}
+	return v ? v : ino;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
@@ -572,7 +586,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		memset(&st, 0, sizeof(st));
 		if (idx < 2) {
 			name = idx == 0 ? "." : "..";
-			st.st_ino = idx == 0 ? ino : itable_parent(m->it, ino);
+			st.st_ino = dirent_ino(m, idx == 0 ? ino : itable_parent(m->it, ino));
 			st.st_mode = S_IFDIR;
 			ep.attr = st;
 			need = plus ? fuse_add_direntry_plus(req, NULL, 0, name, &ep, 0)
@@ -605,9 +619,13 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			pos += fuse_add_direntry_plus(req, out + pos, size - pos, name, &ep,
 						      (off_t)idx + 1);
 		} else {
-			struct inode *n = itable_get_name(m->it, ino, name);
-			st.st_ino = n ? n->ino : ((uint64_t)1 << 62) + idx;
-			itable_put(m->it, n);
+			/* the filer's number, as stat says; an older filer sends none */
+			st.st_ino = e->attr.inode;
+			if (!st.st_ino) {
+				struct inode *n = itable_get_name(m->it, ino, name);
+				st.st_ino = n ? n->ino : ((uint64_t)1 << 62) + idx;
+				itable_put(m->it, n);
+			}
 			need = fuse_add_direntry(req, NULL, 0, name, &st, 0);
 			if (pos + need > size)
 				break;

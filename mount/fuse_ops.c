@@ -90,7 +90,8 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 	uint64_t alloc;
 
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	/* the filer's number, the same in every mount and after the kernel forgets n */
+	st->st_ino = a->inode ? a->inode : n->ino;
 	st->st_mode = a->mode;
 	/* directories: 1, the filer does not count subdirectories (btrfs does the
 	 * same; find(1) then skips its leaf optimisation) */
@@ -107,6 +108,8 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 	ns_to_ts(a->atime_ns ? a->atime_ns : a->mtime_ns, &st->st_atim);
 	ns_to_ts(a->ctime_ns, &st->st_ctim);
 	pthread_mutex_lock(&n->mu);
+	if (!a->inode && n->attr.filer_ino)
+		st->st_ino = n->attr.filer_ino;
 	if (n->atime_pending_ns)
 		ns_to_ts(n->atime_pending_ns, &st->st_atim);
 	/* a directory's times from a name change not stored yet (fuse_attrs_touch_dir) */

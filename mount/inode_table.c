@@ -313,7 +313,8 @@ static void attr_from_entry(struct inode_attr *a, const struct filer_entry *e)
 				 .mode = s->mode,
 				 .uid = s->uid,
 				 .gid = s->gid,
-				 .nlink = s->nlink};
+				 .nlink = s->nlink,
+				 .filer_ino = s->inode};
 	if (!link && !e->n_xattrs)
 		return;
 	a->extra = xcalloc(1, sizeof(*a->extra));
@@ -351,6 +352,7 @@ struct filer_entry *itable_cached_entry(const struct inode *n)
 	e->attr.ctime_ns = a->ctime_ns;
 	e->attr.atime_ns = a->atime_ns;
 	e->attr.nlink = a->nlink;
+	e->attr.inode = a->filer_ino;
 	e->attr.rdev = a->rdev;
 	if (x && x->symlink)
 		e->attr.symlink_target = xstrdup(x->symlink);
@@ -430,6 +432,9 @@ static void node_cache(struct inode *n, const struct filer_entry *e, uint64_t ca
 		a.mtime_ns = n->touch_pending_ns;
 	if (n->touch_pending_ns && n->touch_pending_ns > a.ctime_ns)
 		a.ctime_ns = n->touch_pending_ns;
+	/* an entry the mount built itself (no number) does not make the file another */
+	if (!a.filer_ino)
+		a.filer_ino = n->attr.filer_ino;
 	old = n->attr.extra;
 	n->attr = a;
 	n->cached = true;

@@ -48,6 +48,7 @@ struct inode_attr {
 	int64_t atime_ns; /* 0 = never stored, readers take mtime_ns */
 	uint64_t rdev;
 	uint32_t mode, uid, gid, nlink;
+	uint64_t filer_ino;        /* the filer's inode number (st_ino); 0 = unknown */
 	struct inode_extra *extra; /* symlink target and xattrs; NULL when neither (table-owned) */
 };
 
