@@ -17,7 +17,8 @@
  * references are both zero and it holds no open data; its names go with it,
  * so a later lookup of the same name gets a new ino (the counter never goes
  * back, so an ino the kernel may still hold in a stale handle never names
- * another file). glibc keeps freed memory in its arenas: once TRIM_BYTES of
+ * another file); st_ino stays the same, it is the filer's number the record
+ * caches with the attributes (an entry without one keeps the cached one). glibc keeps freed memory in its arenas: once TRIM_BYTES of
  * records were freed, the forget that crosses the mark calls malloc_trim
  * (outside the table lock), so a walk's memory goes back to the system when
  * the kernel drops its inodes.

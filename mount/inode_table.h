@@ -1,8 +1,15 @@
 /*
- * The mount's inode table: FUSE inode numbers for filer entries.
+ * The mount's inode table: FUSE node ids for filer entries.
  *
- * DESIGN: an inode number is handed out once and never reused while the
- * mount lives (a 64-bit counter; the root is 1 and stands for -filer.path).
+ * DESIGN: two numbers per node. What stat and readdir show (st_ino, d_ino)
+ * is the filer's persistent inode number of the entry (attr.filer_ino, from
+ * client/entry.h attr.inode): the same in every mount, after a remount and
+ * after the kernel forgot the node, so tar, rsync and du see one file as
+ * one. The node id the kernel and the mount exchange ("ino" below) is the
+ * mount's own: handed out once and never reused while the mount lives (a
+ * 64-bit counter; the root is 1, FUSE_ROOT_ID, and stands for -filer.path),
+ * so a stale id the kernel still holds never names another file, and a
+ * forgotten node costs nothing to look up again under a new id.
  * A node is known by one or more names (parent ino, name); the names of a
  * hard-linked file (the entry's hardLinkId) share one node. A node holds the
  * kernel's lookup count and goes away when forget brings it to zero. The

@@ -542,6 +542,32 @@ static void test_inode(void)
 		is_int(bad, with.len - without.len, "every truncation of the inode is refused");
 	}
 	free(m);
+
+	/* the documented example stored as inode 42: flags 0x08, then 8 bytes; with atime 1 */
+	{
+		struct filer_entry *z = filer_entry_new("/", "z");
+		char *h;
+		z->attr.mode = S_IFREG | 0644;
+		z->attr.uid = z->attr.gid = 1000;
+		z->attr.nlink = 1;
+		z->attr.inode = 42;
+		buf_reset(&r);
+		filer_entry_encode(z, &r);
+		h = hex_of(&r);
+		is_int(r.len, 88, "empty entry with an inode is 88 bytes");
+		ok(!strncmp(h, "0108000081a4", 12), "version 1, flags 0x08");
+		is_str(h + 2 * 80, "000000000000002a", "inode last");
+		free(h);
+		z->attr.atime_ns = 1;
+		buf_reset(&r);
+		filer_entry_encode(z, &r);
+		h = hex_of(&r);
+		is_int(r.len, 96, "with an atime too: 96 bytes");
+		ok(!strncmp(h, "010a", 4), "flags 0x0a");
+		is_str(h + 2 * 80, "0000000000000001000000000000002a", "atime, then inode");
+		free(h);
+		filer_entry_free(z);
+	}
 	filer_entry_free(e);
 	buf_free(&without);
 	buf_free(&with);

@@ -75,6 +75,7 @@ static void test_cached_fields(void)
 	e->attr.ctime_ns = 222;
 	e->attr.atime_ns = 333;
 	e->attr.nlink = 1;
+	e->attr.inode = 4444;
 	e->attr.mime = strdup("text/plain");
 	e->attr.symlink_target = strdup("target");
 	filer_entry_xattr_set(e, "user.a", "va", 2);
@@ -95,10 +96,16 @@ static void test_cached_fields(void)
 	is_int(n->attr.mtime_ns, 111, "mtime kept");
 	is_int(n->attr.ctime_ns, 222, "ctime kept");
 	is_int(n->attr.atime_ns, 333, "atime kept");
+	is_int(n->attr.filer_ino, 4444, "the filer's inode number kept");
 	ok(n->cached_until > n->cached_at, "the cache time kept");
 	pthread_mutex_lock(&n->mu);
 	c = itable_cached_entry(n);
 	pthread_mutex_unlock(&n->mu);
+	is_int(c->attr.inode, 4444, "the cached entry has the inode number");
+	/* an entry without a number (built by the mount) keeps the node's */
+	c->attr.inode = 0;
+	itable_cache(n, c, 1000000000ull);
+	is_int(n->attr.filer_ino, 4444, "an entry without a number keeps the known one");
 	is_str(c->attr.symlink_target, "target", "the symlink target kept");
 	is_int(c->n_xattrs, 2, "both xattrs kept");
 	ok(filer_entry_xattr_get(c, "user.a") &&
