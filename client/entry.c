@@ -296,7 +296,7 @@ wfs_err filer_entry_check(const struct filer_entry *e)
 	const struct filer_attr *a = &e->attr;
 	if (!str_ok(a->mime, FILER_SHORT_MAX) || !str_ok(a->collection, FILER_SHORT_MAX) ||
 	    !str_ok(a->replication, FILER_SHORT_MAX) ||
-	    !str_ok(a->symlink_target, FILER_PATH_MAX) ||
+	    !str_ok(a->symlink_target, FILER_SYMLINK_MAX) ||
 	    a->hard_link_id_len > FILER_HARDLINK_ID_MAX ||
 	    (a->hard_link_id_len && !a->hard_link_id))
 		return WFS_EINVAL;
@@ -581,7 +581,7 @@ wfs_err filer_entry_decode(const uint8_t *data, size_t len, const char *dir, con
 	a->mime = get_str16(&r, 0, FILER_SHORT_MAX);
 	a->collection = get_str16(&r, 0, FILER_SHORT_MAX);
 	a->replication = get_str16(&r, 0, FILER_SHORT_MAX);
-	a->symlink_target = get_str16(&r, 0, FILER_PATH_MAX);
+	a->symlink_target = get_str16(&r, 0, FILER_SYMLINK_MAX);
 	hl = get16(&r);
 	if (r.bad || hl > FILER_HARDLINK_ID_MAX)
 		goto bad;

@@ -27,7 +27,9 @@
 
 /* Bounds enforced by both the encoder's callers (filer_entry_check) and the decoder. */
 #define FILER_NAME_MAX        255          /* bytes of one path component */
-#define FILER_PATH_MAX        4096         /* bytes of a full path, symlink target */
+/* a full path: Linux bounds the path one call passes (4,096), not a tree's depth */
+#define FILER_PATH_MAX        32768        /* bytes of a full path (32 KiB) */
+#define FILER_SYMLINK_MAX     4096         /* bytes of a symlink target (Linux's PATH_MAX) */
 #define FILER_SHORT_MAX       255          /* mime, collection, replication, xattr name */
 #define FILER_HARDLINK_ID_MAX 64           /* bytes of a hard-link id */
 #define FILER_FID_MAX         64           /* bytes of a chunk's file id */

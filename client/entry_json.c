@@ -232,7 +232,7 @@ static const struct member entry_members[] = {
 	{"mime", K_STR, M_BOTH, A(mime), FILER_SHORT_MAX, 0},
 	{"collection", K_STR, M_ANSWER, A(collection), FILER_SHORT_MAX, 0},
 	{"replication", K_STR, M_ANSWER, A(replication), FILER_SHORT_MAX, 0},
-	{"symlinkTarget", K_BYTES, M_BOTH, A(symlink_target), FILER_PATH_MAX, 0},
+	{"symlinkTarget", K_BYTES, M_BOTH, A(symlink_target), FILER_SYMLINK_MAX, 0},
 	{"hardLinkId", K_HARD_LINK, M_ANSWER, 0, 0, 0},
 	{"xattrs", K_XATTRS, M_BOTH, 0, 0, 0},
 	{"contentLength", K_CONTENT_LEN, M_ANSWER, 0, 0, 0},
@@ -282,11 +282,11 @@ static void write_xattrs(json_w *w, const char *key, const struct filer_entry *e
 	jw_obj_end(w);
 }
 
-#define FULL_PATH_TMP (FILER_PATH_MAX + 1)
+#define FULL_PATH_TMP 4097 /* most paths: longer ones are allocated */
 
 /*
- * e's full path: in tmp[FULL_PATH_TMP] when it fits (as it does within the
- * bounds of entry.h), else in *own (caller frees); cheaper than
+ * e's full path: in tmp[FULL_PATH_TMP] when it fits (nearly every path does),
+ * else in *own (caller frees); cheaper than
  * filer_entry_full_path for every entry an answer or event writes.
  */
 static const char *full_path(const struct filer_entry *e, char *tmp, char **own)

@@ -16,6 +16,7 @@ PACKAGES=(
 	libxxhash-dev libisal-dev libhttp-parser-dev libexpat1-dev
 	clang libclang-rt-14-dev
 	python3 python3-pip curl fio postgresql strace
+	rsync git
 	s3cmd rclone
 )
 

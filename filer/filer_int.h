@@ -185,6 +185,16 @@ wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const 
  */
 wfs_err filer_mkdir_p(struct filer *f, struct filer_tx *tx, struct filer_evs *evs, const char *dir);
 /*
+ * Inside tx, after a change of the directory dir's subdirectories was written
+ * (one made, removed, moved in or out): its nlink, 2 plus its subdirectories as
+ * on ext4, moves by delta, its ctime becomes now and the update is an event in
+ * evs. A directory stored without a count (nlink 0 or 1: made before the filer
+ * counted) is counted instead, the change included. The root, when not stored,
+ * and a missing dir are left alone.
+ */
+wfs_err filer_dir_links(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
+			const char *dir, int delta);
+/*
  * Inside tx, for a write that makes the file dir/name: creates its parent
  * directories (unless make_parents is false) and finds what is there now
  * (*old, owned; NULL when nothing). A file among the parents (409), a

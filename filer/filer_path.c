@@ -305,8 +305,57 @@ struct filer_entry *filer_dir_entry_new(const char *dir, const char *name, uint3
 	int64_t now = (int64_t)time_now_ns();
 	e->attr.mode = S_IFDIR | (mode & 07777);
 	e->attr.mtime_ns = e->attr.ctime_ns = e->attr.crtime_ns = now;
-	e->attr.nlink = 1;
+	e->attr.nlink = 2; /* "." and its name in the parent; no subdirectory yet */
 	return e;
+}
+
+/* ns_walk's step of count_subdirs. */
+static wfs_err count_dir(void *ctx, struct filer_tx *tx, struct filer_entry *c)
+{
+	(void)tx;
+	*(uint32_t *)ctx += filer_entry_is_dir(c);
+	return WFS_OK;
+}
+
+wfs_err filer_dir_links(struct filer *f, struct filer_tx *tx, struct filer_evs *evs,
+			const char *dir, int delta)
+{
+	struct filer_entry *old = NULL, *e = NULL;
+	char *pdir = NULL, *pname = NULL;
+	uint32_t subdirs = 0;
+	wfs_err err = filer_path_split(dir, &pdir, &pname);
+
+	/* inside tx the find locks the row (store.h), so concurrent changes add up */
+	if (!err)
+		err = filer_store_find(f->store, tx, pdir, pname, &old);
+	if (err == WFS_ENOENT && !*pname)
+		err = WFS_OK; /* the root, not stored: not counted (nlink 1) */
+	if (err || !old || !filer_entry_is_dir(old))
+		goto out;
+	e = filer_entry_dup(old);
+	if (old->attr.nlink < 2) {
+		/* stored before directories counted their links: count now, the change included */
+		err = ns_walk(f, tx, dir, count_dir, &subdirs, false);
+		if (err)
+			goto out;
+		e->attr.nlink = 2 + subdirs;
+	} else if (delta < 0 && old->attr.nlink + delta < 2) {
+		e->attr.nlink = 2; /* never below an empty directory's */
+	} else {
+		e->attr.nlink = (uint32_t)((int64_t)old->attr.nlink + delta);
+	}
+	if (e->attr.nlink == old->attr.nlink)
+		goto out;
+	e->attr.ctime_ns = (int64_t)time_now_ns(); /* a change of the inode, as ext4's */
+	err = filer_store_update(f->store, tx, e);
+	if (!err)
+		filer_evs_add(evs, old, e);
+out:
+	filer_entry_free(old);
+	filer_entry_free(e);
+	free(pdir);
+	free(pname);
+	return err;
 }
 
 wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const char *name,
@@ -316,6 +365,7 @@ wfs_err filer_find(struct filer *f, struct filer_tx *tx, const char *dir, const 
 	if (err == WFS_ENOENT && !*name && !strcmp(dir, "/")) {
 		*out = filer_dir_entry_new("/", "", 0755);
 		(*out)->attr.inode = FILER_ROOT_INODE;
+		(*out)->attr.nlink = 1; /* not stored, so not counted: find(1) reads 1 as unknown */
 		err = WFS_OK;
 	}
 	return err;
@@ -347,6 +397,7 @@ wfs_err filer_mkdir_p(struct filer *f, struct filer_tx *tx, struct filer_evs *ev
 	err = filer_store_insert(f->store, tx, e);
 	if (!err) {
 		filer_evs_add(evs, NULL, e);
+		err = filer_dir_links(f, tx, evs, pdir, 1);
 	} else if (err == WFS_EEXIST) {
 		/* another transaction made it first (PostgreSQL runs writers in parallel) */
 		filer_entry_free(e);

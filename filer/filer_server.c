@@ -310,6 +310,9 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	ho.port = o->port;
 	ho.threads = o->threads;
 	ho.thread_name = "wfs-filer-loop";
+	/* a full path percent-encoded (3 bytes a byte at worst) and its query */
+	ho.max_uri_bytes = 3 * (size_t)FILER_PATH_MAX + 8192;
+	ho.max_header_bytes = ho.max_uri_bytes + 64 * 1024;
 	f->http = http_server_new(&ho, handler, f, err);
 	if (!f->http)
 		goto fail;

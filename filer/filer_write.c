@@ -505,6 +505,7 @@ static wfs_err mkdir_leaf(struct ns_tx *t, struct fjob *j, uint32_t mode)
 		err = filer_store_insert(t->f->store, t->tx, e);
 		if (!err) {
 			filer_evs_add(&t->evs, NULL, e);
+			err = filer_dir_links(t->f, t->tx, &t->evs, j->dir, 1);
 		} else if (err == WFS_EEXIST) {
 			/* made by a parallel transaction: fine if it is a directory */
 			filer_entry_free(e);

@@ -222,9 +222,9 @@ static wfs_err move_file(struct ns_tx *t, const struct ns_move *m)
 	if (err)
 		goto out;
 	if (m->if_etag) {
-		char what[FILER_PATH_MAX + 8];
-		snprintf(what, sizeof(what), "move: %s", m->from);
+		char *what = xasprintf("move: %s", m->from);
 		err = ns_etag_check(t, src, what, m->if_etag); /* not linked: lookup's etag */
+		free(what);
 		if (err)
 			goto out;
 	}
@@ -342,6 +342,8 @@ wfs_err ns_create(struct filer *f, int32_t sig, const struct ns_create *c, struc
 		garbage_unkept(&t.g, old->chunks, old->n_chunks, &keep);
 		err = filer_store_update(f->store, t.tx, e);
 	} else {
+		if (filer_entry_is_dir(e))
+			e->attr.nlink = 2; /* new, so no subdirectory (it never replaces one) */
 		err = filer_store_insert(f->store, t.tx, e);
 	}
 	if (!err)
@@ -351,6 +353,13 @@ wfs_err ns_create(struct filer *f, int32_t sig, const struct ns_create *c, struc
 		goto out;
 	}
 	filer_evs_add(&t.evs, old, e);
+	if (!old && filer_entry_is_dir(e)) {
+		err = filer_dir_links(f, t.tx, &t.evs, c->dir, 1);
+		if (err) {
+			ns_fail_below(res, err, "counting the parent's links");
+			goto out;
+		}
+	}
 	/* consumed files: their chunks move to the new entry, or are freed */
 	for (size_t i = 0; i < ngone; i++) {
 		err = filer_store_delete(f->store, t.tx, gone[i]->dir, gone[i]->name);

@@ -120,6 +120,13 @@ wfs_err ns_delete(struct filer *f, int32_t sig, const struct ns_delete *d, struc
 	}
 	ns_garbage_entry(&t.g, e);
 	filer_evs_add(&t.evs, e, NULL);
+	if (filer_entry_is_dir(e)) {
+		err = filer_dir_links(f, t.tx, &t.evs, d->dir, -1);
+		if (err) {
+			ns_fail_below(res, err, "counting the parent's links");
+			goto out;
+		}
+	}
 	err = ns_commit(&t);
 out:
 	ns_end(&t);
@@ -128,6 +135,28 @@ out:
 }
 
 /* ---- rename ---- */
+
+/*
+ * Inside t, after a rename took gone subdirectories out of from_dir (net, -1..1)
+ * and put added into to_dir (net, -1..1): both directories' link counts.
+ */
+static wfs_err rename_links(struct ns_tx *t, const char *from_dir, int gone, const char *to_dir,
+			    int added)
+{
+	wfs_err err = WFS_OK;
+
+	if (!strcmp(from_dir, to_dir)) {
+		added -= gone;
+		gone = 0;
+	}
+	if (gone)
+		err = filer_dir_links(t->f, t->tx, &t->evs, from_dir, -gone);
+	if (!err && added)
+		err = filer_dir_links(t->f, t->tx, &t->evs, to_dir, added);
+	if (err)
+		ns_fail_below(t->res, err, "counting the parents' links");
+	return err;
+}
 
 struct mv_walk {
 	struct ns_tx *t;
@@ -303,7 +332,10 @@ static wfs_err exchange(struct ns_tx *t, const struct ns_rename *r, const struct
 	} else {
 		filer_evs_add_resolved(f, t->tx, &t->evs, src, a);
 		filer_evs_add_resolved(f, t->tx, &t->evs, dst, b);
-		err = ns_commit(t);
+		/* from's parent now holds dst, to's holds src */
+		err = rename_links(t, r->from_dir, (int)sd - (int)dd, r->to_dir, (int)sd - (int)dd);
+		if (!err)
+			err = ns_commit(t);
 	}
 	filer_entry_free(a);
 	filer_entry_free(b);
@@ -386,7 +418,11 @@ wfs_err ns_rename(struct filer *f, int32_t sig, const struct ns_rename *r, struc
 	}
 	/* one rename event for the whole tree (store.h: old and new entry) */
 	filer_evs_add_resolved(f, t.tx, &t.evs, src, moved);
-	err = ns_commit(&t);
+	/* a replaced directory leaves to's parent, a moved one goes there from from's */
+	err = rename_links(&t, r->from_dir, filer_entry_is_dir(src), to_dir,
+			   (int)filer_entry_is_dir(src) - (int)(dst && filer_entry_is_dir(dst)));
+	if (!err)
+		err = ns_commit(&t);
 out:
 	ns_end(&t);
 	filer_entry_free(src);

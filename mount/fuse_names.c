@@ -7,6 +7,7 @@
 #include "config.h"
 #include "fuse_ops_int.h"
 #include <errno.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,31 @@ char *fuse_names_new_child(fuse_req_t req, fuse_ino_t parent, const char *name,
 	return path;
 }
 
+/*
+ * After the mount's own change of dir's subdirectories (delta, the filer
+ * counts the same in its nlink, filer_int.h): the cached count follows, as
+ * the change's events do not come back to this mount. A count the filer had
+ * not made yet (below 2), or delta INT_MIN, makes it read again instead.
+ */
+static void dir_links_add(struct mount_ctx *m, fuse_ino_t dir, int delta)
+{
+	struct inode *n = itable_get(m->it, dir);
+	bool stale = false;
+
+	if (!n || !delta)
+		goto out;
+	pthread_mutex_lock(&n->mu);
+	if (delta != INT_MIN && n->attr.nlink >= 2 && (int64_t)n->attr.nlink + delta >= 2)
+		n->attr.nlink = (uint32_t)((int64_t)n->attr.nlink + delta);
+	else
+		stale = true;
+	pthread_mutex_unlock(&n->mu);
+	if (stale)
+		itable_uncache(n);
+out:
+	itable_put(m->it, n);
+}
+
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
 		      const char *target)
 {
@@ -264,6 +290,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	fuse_attrs_touch_dir(m, parent);
+	if (S_ISDIR(mode))
+		dir_links_add(m, parent, 1);
 	if (S_ISDIR(mode) && atomic_load(&m->following)) {
 		/* new and empty: every name it gets from now on passes through the
 		 * table or comes as an event (which clears this) */
@@ -311,7 +339,7 @@ void fuse_names_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 void fuse_names_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	if (strlen(link) >= FILER_PATH_MAX) {
+	if (strlen(link) >= FILER_SYMLINK_MAX) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
@@ -397,6 +425,7 @@ void fuse_names_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		mark_removed(m, n);
 		itable_put(m->it, n);
 		fuse_attrs_touch_dir(m, parent);
+		dir_links_add(m, parent, -1);
 	}
 	free(path);
 	fuse_ops_reply_err(req, rc);
@@ -409,6 +438,7 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	bool noreplace = flags & RENAME_NOREPLACE, exchange = flags & RENAME_EXCHANGE;
 	struct inode *a = NULL, *b = NULL;
 	char *from = NULL, *to = NULL;
+	int moved, replaced;
 	wfs_err rc;
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
@@ -434,7 +464,23 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 			b = NULL;
 		}
 	}
+	/* what the rename moves between the parents' subdirectory counts (before
+	 * the table renames: b is the replaced name's node) */
+	moved = a ? a->is_dir : -1;
+	replaced = b && b != a ? b->is_dir : 0;
 	rc = filer_meta_rename(m->rpc, from, to, noreplace, exchange);
+	if (!rc && moved < 0) {
+		dir_links_add(m, parent, INT_MIN); /* not known: both are read again */
+		dir_links_add(m, newparent, INT_MIN);
+	} else if (!rc) {
+		int gone = exchange ? moved - replaced : moved, added = moved - replaced;
+		if (parent == newparent) {
+			dir_links_add(m, parent, added - gone);
+		} else {
+			dir_links_add(m, parent, -gone);
+			dir_links_add(m, newparent, added);
+		}
+	}
 	if (!rc) {
 		itable_rename(m->it, parent, name, newparent, newname, exchange);
 		/* rename changes the moved entries' ctime (as ext4 does) */

@@ -93,9 +93,9 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 	/* the filer's number, the same in every mount and after the kernel forgets n */
 	st->st_ino = a->inode ? a->inode : n->ino;
 	st->st_mode = a->mode;
-	/* directories: 1, the filer does not count subdirectories (btrfs does the
-	 * same; find(1) then skips its leaf optimisation) */
-	st->st_nlink = S_ISDIR(a->mode) ? 1 : (a->nlink ? a->nlink : 1);
+	/* a directory: the filer's 2 + subdirectories; one it has not counted yet
+	 * (nlink 0 or 1) shows 1, which find(1) takes as "unknown" */
+	st->st_nlink = a->nlink ? a->nlink : 1;
 	st->st_uid = a->uid;
 	st->st_gid = a->gid;
 	st->st_rdev = (dev_t)a->rdev;

@@ -888,7 +888,8 @@ def test_create_parents(mini_filer):
 
 
 def test_create_parents_events_order(mini_filer):
-    """One create event per directory made, parents first, then the file's."""
+    """One create event per directory made, parents first, each followed by its
+    parent's update (the parent's link count), then the file's."""
     from test_filer_events import Stream, kind
     f = mini_filer
     mkdir(f, "/cpe")
@@ -898,11 +899,12 @@ def test_create_parents_events_order(mini_filer):
                          "parents": True})
         ok(f, "create", {"entry": {"path": "/cpe/a/b/g", "mode": S_IFREG | 0o644},
                          "parents": True})
-        evs = s.events(4, timeout=5)
+        evs = s.events(6, timeout=5)
         assert [kind(e) for e in evs] == [
-            ("create", "/cpe/a"), ("create", "/cpe/a/b"), ("create", "/cpe/a/b/f"),
-            ("create", "/cpe/a/b/g")], evs
-        assert evs[0]["newEntry"]["isDirectory"] and not evs[2]["newEntry"]["isDirectory"]
+            ("create", "/cpe/a"), ("update", "/cpe"), ("create", "/cpe/a/b"),
+            ("update", "/cpe/a"), ("create", "/cpe/a/b/f"), ("create", "/cpe/a/b/g")], evs
+        assert evs[0]["newEntry"]["isDirectory"] and not evs[4]["newEntry"]["isDirectory"]
+        assert [evs[i]["newEntry"]["nlink"] for i in (1, 3)] == [3, 3]
         assert s.quiet(0.5) == []
     finally:
         s.close()
@@ -957,11 +959,15 @@ def test_create_parents_race_16(store_filer):
             names = [x["name"] for x in ok(f, "list", {"dir": base})["entries"]]
             assert names == ["f%02d" % i for i in range(16)]
             assert f.get(base + "/f07").content == b"7"
-            evs = s.events(5 + 16, timeout=10)
-            made = [k[1] for k in map(kind, evs) if not k[1].startswith(base + "/")]
-            assert made == ["/pr/r%d" % round_, "/pr/r%d/a" % round_, "/pr/r%d/a/b" % round_,
-                            "/pr/r%d/a/b/c" % round_, base], made
-            assert all(kind(e)[0] == "create" for e in evs)
+            evs = s.events(5 + 5 + 16, timeout=10)
+            made = [k[1] for k in map(kind, evs)
+                    if k[0] == "create" and not k[1].startswith(base + "/")]
+            dirs = ["/pr/r%d" % round_, "/pr/r%d/a" % round_, "/pr/r%d/a/b" % round_,
+                    "/pr/r%d/a/b/c" % round_, base]
+            assert made == dirs, made
+            # each directory made once: its parent's link count moved once
+            assert [k[1] for k in map(kind, evs) if k[0] == "update"] == ["/pr"] + dirs[:-1]
+            assert all(kind(e)[0] in ("create", "update") for e in evs)
             assert s.quiet(0.3) == []
     finally:
         s.close()
@@ -1304,7 +1310,8 @@ def events_of(f, prefix, action, n):
 def test_create_moves(mini_filer):
     """moves: the current file goes to a version path (parents made) in the create's
     transaction, keeping its chunks, xattrs, mode and times; the new entry takes its
-    place (201: the move made room). Events: parents, the rename, then the entry."""
+    place (201: the move made room). Events: parents (each with its parent's link count),
+    the rename, then the entry."""
     from test_filer_events import kind
     f = mini_filer
     mkdir(f, "/mv")
@@ -1317,11 +1324,11 @@ def test_create_moves(mini_filer):
     evs = events_of(f, "/mv/", lambda: got.append(ok(f, "create", {
         "entry": {"path": "/mv/k", "mode": S_IFREG | 0o644, "content": b64(b"version two")},
         "moves": [{"from": "/mv/k", "to": "/mv/.v/k/1", "ifEtag": e0["etag"].upper()}]},
-        status=(201,))), 4)
+        status=(201,))), 6)
     e1 = got[0]
     assert [kind(x) for x in evs] == [
-        ("create", "/mv/.v"), ("create", "/mv/.v/k"), ("rename", "/mv/k", "/mv/.v/k/1"),
-        ("create", "/mv/k")], evs
+        ("create", "/mv/.v"), ("update", "/mv"), ("create", "/mv/.v/k"), ("update", "/mv/.v"),
+        ("rename", "/mv/k", "/mv/.v/k/1"), ("create", "/mv/k")], evs
     assert "xattrs" not in e1 and f.get("/mv/k").content == b"version two"
     v1 = ok(f, "lookup", {"path": "/mv/.v/k/1"})
     assert v1["xattrs"] == {"user.v": b64(b"1")} and v1["mode"] == S_IFREG | 0o640

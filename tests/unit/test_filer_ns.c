@@ -144,7 +144,8 @@ static void test_create(void)
 	is_int(create("/c/a/f", "one", false, &res), WFS_ENOENT, "create without the parent");
 	ok(!res.below, "a missing parent is a verdict: %s", res.msg);
 	is_int(create("/c/a/f", "one", true, &res), WFS_OK, "create with parents");
-	is_events("->/c\n->/c/a\n->/c/a/f\n", "an event per directory made, then the file");
+	/* a directory made: its parent's link count too (the root is not counted) */
+	is_events("->/c\n->/c/a\n/c>/c\n->/c/a/f\n", "an event per directory made, then the file");
 	is_int(create("/c/a/f/g", "x", true, &res), WFS_ENOTDIR, "a file among the parents");
 	is_events("", "a refused create records nothing");
 	ok(unlocked(), "create released its locks");
@@ -195,7 +196,7 @@ static void test_create(void)
 		       "consuming a directory");
 	}
 	filer_entry_free(e);
-	is_events("->/c/v\n/c/p1>/c/v/p1\n->/c/whole\n/c/p2>-\n",
+	is_events("->/c/v\n/c>/c\n/c/p1>/c/v/p1\n->/c/whole\n/c/p2>-\n",
 		  "parents of the move, the move, the entry, the consumed file");
 	is_content("/c/v/p1", "p1", "moved");
 	ok(!find("/c/p1") && !find("/c/p2"), "moved and consumed files gone");
@@ -334,7 +335,8 @@ static void test_link_rename(void)
 			       .from_name = "v", .to = "/c/n/m/v", .to_dir = "/c/n/m",
 			       .to_name = "v"};
 	is_err(ns_rename(f, 0, &r, &res), WFS_OK, &res, "mv.from making parents");
-	is_events("->/c/n\n->/c/n/m\n/c/v>/c/n/m/v\n", "parents, then the rename");
+	is_events("->/c/n\n/c>/c\n->/c/n/m\n/c/n>/c/n\n/c/v>/c/n/m/v\n/c>/c\n/c/n/m>/c/n/m\n",
+		  "parents, then the rename, then the parents' link counts");
 	is_content("/c/n/m/v/f", "two", "the tree moved");
 	r = (struct ns_rename){.style = NS_RENAME_SEAWEED, .from = "/c/n", .from_dir = "/c",
 			       .from_name = "n", .to = "/c/l2", .to_dir = "/c", .to_name = "l2"};
@@ -370,8 +372,8 @@ static void test_delete(void)
 	for (const char *p = ev; (p = strstr(p, ">-\n")); p += 3)
 		n++;
 	is_int(n, MANY + 1, "an event per child over several pages, and the directory's");
-	ok(strstr(ev, "/c/big>-\n") && !strcmp(strstr(ev, "/c/big>-\n"), "/c/big>-\n"),
-	   "the directory's last");
+	ok(strstr(ev, "/c/big>-\n") && !strcmp(strstr(ev, "/c/big>-\n"), "/c/big>-\n/c>/c\n"),
+	   "the directory's last, then its parent's link count");
 	free(ev);
 	ok(!find("/c/big") && !find("/c/big/0000"), "the tree is gone");
 
@@ -390,6 +392,47 @@ static void test_delete(void)
 	d = (struct ns_delete){.path = "/c", .dir = "/", .name = "c", .recursive = true};
 	is_int(ns_delete(f, 0, &d, &res), WFS_OK, "delete everything");
 	ok(unlocked(), "locks released");
+}
+
+static uint32_t links(const char *path)
+{
+	struct filer_entry *e = find(path);
+	uint32_t n = e ? e->attr.nlink : 0;
+	filer_entry_free(e);
+	return n;
+}
+
+/* A directory's nlink: 2 + its subdirectories, and one stored before the filer counted. */
+static void test_dir_links(void)
+{
+	struct ns_result res = {0};
+	struct filer_entry *e;
+	bool replaced;
+
+	e = filer_dir_entry_new("/", "old", 0755);
+	e->attr.nlink = 1; /* as a filer that did not count stored it */
+	is_int(filer_store_insert(f->store, NULL, e), WFS_OK, "a directory without a count");
+	filer_entry_set_path(e, "/old", "s1");
+	is_int(filer_store_insert(f->store, NULL, e), WFS_OK, "its subdirectory");
+	filer_entry_set_path(e, "/old", "s2");
+	is_int(filer_store_insert(f->store, NULL, e), WFS_OK, "another");
+	filer_entry_free(e);
+	is_int(create("/old/file", "x", false, &res), WFS_OK, "a file in it");
+	is_int(links("/old"), 1, "a file leaves it uncounted");
+	e = filer_dir_entry_new("/old", "s3", 0755);
+	{
+		struct ns_create c = {.path = "/old/s3", .dir = "/old", .name = "s3"};
+		is_err(ns_create(f, 0, &c, e, &replaced, &res), WFS_OK, &res, "mkdir in it");
+	}
+	filer_entry_free(e);
+	is_int(links("/old"), 5, "counted at its first subdirectory change, that one included");
+	is_int(links("/old/s3"), 2, "a new directory");
+	{
+		struct ns_delete d = {.path = "/old/s1", .dir = "/old", .name = "s1"};
+		is_err(ns_delete(f, 0, &d, &res), WFS_OK, &res, "rmdir");
+	}
+	is_int(links("/old"), 4, "one less");
+	free(events());
 }
 
 int main(void)
@@ -413,6 +456,7 @@ int main(void)
 		test_modify();
 		test_link_rename();
 		test_delete();
+		test_dir_links();
 		filer_stop(f);
 	}
 	{
