@@ -18,7 +18,8 @@ filer_libfiler_a_SOURCES += \
 	filer/filer_api_parse.c filer/filer_api_parse.h \
 	filer/filer_hardlink.c filer/filer_hardlink.h \
 	filer/filer_inode.c filer/filer_inode.h \
-	filer/filer_lock.c filer/filer_lock.h
+	filer/filer_lock.c filer/filer_lock.h \
+	filer/filer_reclaim.c filer/filer_reclaim.h
 
 # The daemon in-process over SQLite: path rules and the metadata paths of the HTTP API.
 check_PROGRAMS += tests/unit/test_filer_daemon

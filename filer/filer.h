@@ -24,6 +24,8 @@ struct filer_opts {
 	int tus_expire_seconds;          /* -tus.expireSeconds: idle TUS uploads expire */
 	int assign_lease_seconds;        /* -assignLeaseSeconds: assigned ids unreferenced this
 					    long are deleted */
+	int lock_grace_seconds;          /* -lockGraceSeconds: after a start, only locks held
+					    before are granted (their mounts reclaim them) */
 };
 
 struct filer;

@@ -80,6 +80,7 @@ struct filer {
 	int64_t tus_expire_s;        /* -tus.expireSeconds: idle TUS sessions expire */
 	int64_t assign_lease_s;      /* -assignLeaseSeconds: assigned ids must be committed */
 	struct filer_locks *locks;   /* filer_lock.c: the lock ops' table (thread-safe) */
+	struct filer_reclaim *reclaim; /* filer_reclaim.c: dead mounts' hidden files */
 	bool local_store;            /* SQLite: a lookup is quick enough for the loop thread */
 };
 

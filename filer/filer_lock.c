@@ -19,6 +19,7 @@
 #include <string.h>
 #include "client/entry_json.h"
 #include "filer/filer_int.h"
+#include "filer/filer_reclaim.h"
 #include "json.h"
 #include "util.h"
 
@@ -46,6 +47,7 @@ struct filer_locks {
 	struct lk_session *sessions;         /* protected by mu */
 	size_t nsessions, capsessions;       /* protected by mu */
 	uint64_t next_expiry_ns;             /* protected by mu: earliest expires_ns */
+	uint64_t grace_until_ns;             /* protected by mu: 0, or the grace's end */
 };
 
 struct filer_locks *filer_locks_new(void)
@@ -223,35 +225,6 @@ static wfs_err renew(struct filer_locks *t, uint64_t id, uint64_t lease_ns, uint
 	return 0;
 }
 
-static bool same_owner(const struct filer_lock *a, const struct filer_lock *b)
-{
-	return a->session == b->session && a->owner == b->owner;
-}
-
-static bool overlap(const struct filer_lock *a, const struct filer_lock *b)
-{
-	return a->start <= b->end && b->start <= a->end;
-}
-
-/* The lock of another owner of f that req would conflict with (lowest start). */
-static const struct filer_lock *find_conflict(const struct lk_file *f, const struct filer_lock *req)
-{
-	const struct filer_lock *best = NULL;
-
-	if (!f || req->type == FILER_LOCK_UNLOCK)
-		return NULL;
-	for (size_t i = 0; i < f->n; i++) {
-		const struct filer_lock *l = &f->v[i];
-		if (l->flock != req->flock || same_owner(l, req) || !overlap(l, req))
-			continue;
-		if (l->type != FILER_LOCK_WRITE && req->type != FILER_LOCK_WRITE)
-			continue;
-		if (!best || l->start < best->start)
-			best = l;
-	}
-	return best;
-}
-
 static size_t session_held(const struct lk_file *f, uint64_t session)
 {
 	size_t n = 0;
@@ -261,51 +234,13 @@ static size_t session_held(const struct lk_file *f, uint64_t session)
 	return n;
 }
 
-static void push(struct filer_lock **v, size_t *n, size_t *cap, const struct filer_lock *l)
-{
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 4;
-		*v = xrealloc(*v, *cap * sizeof(**v));
-	}
-	(*v)[(*n)++] = *l;
-}
-
-/*
- * Applies req to f's locks (no conflict left to check): the owner's locks of
- * the same kind lose the part req covers; a lock of req's type that touches
- * it is merged into it. Under mu.
- */
+/* Applies req to f's locks (no conflict left to check). Under mu. */
 static wfs_err apply(struct filer_locks *t, struct lk_file *f, const struct filer_lock *req)
 {
-	struct filer_lock *out = NULL, nl = *req;
-	size_t n = 0, cap = 0;
+	struct filer_lock *out;
+	size_t n, cap;
 
-	for (size_t i = 0; i < f->n; i++) {
-		const struct filer_lock *l = &f->v[i];
-		bool touches = l->start - 1 <= req->end && l->end >= req->start - 1;
-		struct filer_lock piece;
-		if (!same_owner(l, req) || l->flock != req->flock || !touches) {
-			push(&out, &n, &cap, l);
-			continue;
-		}
-		if (req->type != FILER_LOCK_UNLOCK && l->type == req->type) {
-			nl.start = l->start < nl.start ? l->start : nl.start;
-			nl.end = l->end > nl.end ? l->end : nl.end;
-			continue;
-		}
-		if (l->start < req->start) {
-			piece = *l;
-			piece.end = l->end < req->start - 1 ? l->end : req->start - 1;
-			push(&out, &n, &cap, &piece);
-		}
-		if (l->end > req->end) { /* req->end < EOF here, so +1 cannot overflow */
-			piece = *l;
-			piece.start = l->start > req->end + 1 ? l->start : req->end + 1;
-			push(&out, &n, &cap, &piece);
-		}
-	}
-	if (req->type != FILER_LOCK_UNLOCK)
-		push(&out, &n, &cap, &nl);
+	lock_ranges_apply(f->v, f->n, req, &out, &n, &cap);
 	if (n > f->n && t->nlocks + (n - f->n) > FILER_LOCKS_MAX) {
 		free(out);
 		return WFS_ENOLCK;
@@ -318,17 +253,56 @@ static wfs_err apply(struct filer_locks *t, struct lk_file *f, const struct file
 	return 0;
 }
 
+static const struct filer_lock *find_conflict(const struct lk_file *f, const struct filer_lock *req)
+{
+	return f ? lock_ranges_conflict(f->v, f->n, req) : NULL;
+}
+
+void filer_locks_set_grace(struct filer_locks *t, uint64_t until_ns)
+{
+	pthread_mutex_lock(&t->mu);
+	t->grace_until_ns = until_ns;
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Whether now_ns is in the grace period; its time left in *left_ns (may be NULL). Under mu. */
+static bool in_grace(const struct filer_locks *t, uint64_t now_ns, uint64_t *left_ns)
+{
+	bool g = now_ns < t->grace_until_ns;
+
+	if (left_ns)
+		*left_ns = g ? t->grace_until_ns - now_ns : 0;
+	return g;
+}
+
+bool filer_locks_in_grace(struct filer_locks *t, uint64_t now_ns, uint64_t *left_ns)
+{
+	bool g;
+
+	pthread_mutex_lock(&t->mu);
+	g = in_grace(t, now_ns, left_ns);
+	pthread_mutex_unlock(&t->mu);
+	return g;
+}
+
 wfs_err filer_locks_set(struct filer_locks *t, const char *key, const struct filer_lock *req,
-			uint64_t now_ns, struct filer_lock *conflict, size_t *held)
+			bool reclaim, uint64_t now_ns, struct filer_lock *conflict, size_t *held,
+			bool *created)
 {
 	struct lk_file *f;
 	const struct filer_lock *c;
-	bool created;
+	bool grace, made = false;
 	wfs_err rc;
 
 	pthread_mutex_lock(&t->mu);
 	expire(t, now_ns);
-	rc = renew(t, req->session, 0, now_ns, &created);
+	grace = in_grace(t, now_ns, NULL);
+	*held = 0;
+	if (reclaim && !grace) {
+		rc = WFS_ENOLCK; /* whoever held it may have taken it meanwhile */
+		goto out;
+	}
+	rc = renew(t, req->session, 0, now_ns, &made);
 	if (rc)
 		goto out;
 	f = file_get(t, key, req->type != FILER_LOCK_UNLOCK);
@@ -336,6 +310,8 @@ wfs_err filer_locks_set(struct filer_locks *t, const char *key, const struct fil
 	if (c) {
 		*conflict = *c;
 		rc = WFS_EBUSY;
+	} else if (grace && !reclaim && req->type != FILER_LOCK_UNLOCK) {
+		rc = WFS_EPRECOND; /* a lock not reclaimed yet may be in the way */
 	} else if (f) {
 		rc = apply(t, f, req);
 	}
@@ -344,6 +320,8 @@ wfs_err filer_locks_set(struct filer_locks *t, const char *key, const struct fil
 		file_gc(t, f);
 out:
 	pthread_mutex_unlock(&t->mu);
+	if (created)
+		*created = made;
 	return rc;
 }
 
@@ -359,6 +337,17 @@ bool filer_locks_test(struct filer_locks *t, const char *key, const struct filer
 		*conflict = *c;
 	pthread_mutex_unlock(&t->mu);
 	return c != NULL;
+}
+
+bool filer_locks_session_live(struct filer_locks *t, uint64_t session, uint64_t now_ns)
+{
+	bool live;
+
+	pthread_mutex_lock(&t->mu);
+	expire(t, now_ns);
+	live = session_find(t, session) != NULL;
+	pthread_mutex_unlock(&t->mu);
+	return live;
 }
 
 wfs_err filer_locks_renew(struct filer_locks *t, uint64_t session, uint64_t lease_ns,
@@ -399,16 +388,19 @@ size_t filer_locks_count(struct filer_locks *t, uint64_t now_ns)
 
 /* ---- the JSON API ---- */
 
-/* An error answer: err's status and wire name (the JSON API's convention). */
-static void lock_error(struct fjob *j, wfs_err err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void lock_error(struct fjob *j, wfs_err err, const char *fmt, ...)
+/* An error answer with status and err's wire name (the JSON API's convention). */
+static void lock_error_at(struct fjob *j, int status, wfs_err err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void lock_error_at(struct fjob *j, int status, wfs_err err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fjob_verror(j, wfs_err_http_status(err), wfs_err_name(err), fmt, ap);
+	fjob_verror(j, status, wfs_err_name(err), fmt, ap);
 	va_end(ap);
 }
+
+/* An error answer: err's status and wire name. */
+#define lock_error(j, err, ...) lock_error_at(j, wfs_err_http_status(err), err, __VA_ARGS__)
 
 static const char *type_name(enum filer_lock_type ty)
 {
@@ -440,12 +432,23 @@ static bool bad_field(yajl_val v, const char *name, bool ok, char *msg, size_t m
 	return true;
 }
 
+/* Whether path is a canonical absolute path other than the root. */
+static bool canonical_path(const char *path)
+{
+	char *d = NULL, *n = NULL;
+	bool ok = filer_path_split(path, &d, &n) == WFS_OK;
+
+	free(d);
+	free(n);
+	return ok;
+}
+
 /* Parses a lock or getLock body into *r (strings copied); a message in msg. */
 static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char *msg, size_t msglen)
 {
 	static const char *const names[] = {"path",  "key",  "pathB64", "keyB64", "session",
 					    "owner", "pid",  "type",    "start",  "length",
-					    "flock", "wait", NULL};
+					    "flock", "wait", "reclaim", NULL};
 	const char *bad = NULL, *ty = NULL;
 	char *path = NULL, *key = NULL;
 	int64_t start = 0, length = 0;
@@ -472,21 +475,16 @@ static bool parse_lock(yajl_val v, bool get, struct filer_lock_request *r, char 
 	    bad_field(v, "length", json_get_i64(v, "length", &length) && length >= 0, msg,
 		      msglen) ||
 	    bad_field(v, "flock", json_get_bool(v, "flock", &r->l.flock), msg, msglen) ||
-	    bad_field(v, "wait", json_get_bool(v, "wait", &wait), msg, msglen))
+	    bad_field(v, "wait", json_get_bool(v, "wait", &wait), msg, msglen) ||
+	    bad_field(v, "reclaim", json_get_bool(v, "reclaim", &r->reclaim) && !get, msg, msglen))
 		goto fail;
 	if (!path == !key) {
 		snprintf(msg, msglen, "exactly one of \"path\" and \"key\" is needed");
 		goto fail;
 	}
-	if (path) {
-		char *d = NULL, *n = NULL;
-		bool canonical = filer_path_split(path, &d, &n) == WFS_OK;
-		free(d);
-		free(n);
-		if (!canonical) {
-			snprintf(msg, msglen, "\"path\" is not a canonical absolute path");
-			goto fail;
-		}
+	if (path && !canonical_path(path)) {
+		snprintf(msg, msglen, "\"path\" is not a canonical absolute path");
+		goto fail;
 	}
 	if (key && (strlen(key) > LOCK_KEY_MAX ||
 		    (strncmp(key, "path:/", 6) && strncmp(key, "hardlink:", 9)))) {
@@ -543,7 +541,8 @@ fail:
 /* Parses a lockSession body into *r; a message in msg. */
 static bool parse_session(yajl_val v, struct filer_lock_request *r, char *msg, size_t msglen)
 {
-	static const char *const names[] = {"session", "leaseSeconds", "release", NULL};
+	static const char *const names[] = {"session",   "leaseSeconds", "release",
+					    "hiddenDir", "reclaimed",    NULL};
 	const char *bad = NULL;
 
 	r->lease_s = FILER_LOCK_LEASE_S;
@@ -562,6 +561,17 @@ static bool parse_session(yajl_val v, struct filer_lock_request *r, char *msg, s
 	}
 	if (json_get(v, "release") && !json_get_bool(v, "release", &r->release)) {
 		snprintf(msg, msglen, "bad \"release\"");
+		return false;
+	}
+	if (json_get(v, "reclaimed") && !json_get_bool(v, "reclaimed", &r->reclaimed)) {
+		snprintf(msg, msglen, "bad \"reclaimed\"");
+		return false;
+	}
+	if (!entry_json_get_bytes(v, "hiddenDir", FILER_PATH_MAX, &r->hidden_dir) ||
+	    (r->hidden_dir && !canonical_path(r->hidden_dir))) {
+		snprintf(msg, msglen, "\"hiddenDir\" is not a canonical absolute path");
+		free(r->hidden_dir);
+		r->hidden_dir = NULL;
 		return false;
 	}
 	return true;
@@ -607,7 +617,8 @@ void filer_lock_request_clear(struct filer_lock_request *r)
 {
 	free(r->path);
 	free(r->key);
-	r->path = r->key = NULL;
+	free(r->hidden_dir);
+	r->path = r->key = r->hidden_dir = NULL;
 }
 
 /*
@@ -660,6 +671,24 @@ static void write_lock(json_w *w, const struct filer_lock *l)
 	jw_obj_end(w);
 }
 
+/* The grace period's answer: try again in a moment (the lock changed nothing). */
+static void grace_answer(struct fjob *j, const char *op, uint64_t left_ns)
+{
+	json_w *w;
+
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "error", op);
+	jw_kv_str(w, "code", wfs_err_name(WFS_EPRECOND));
+	jw_kv_bool(w, "grace", true);
+	jw_kv_u64(w, "retryMs", left_ns / 1000000u + 1);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = 409; /* not 503: a client must not take it for an unreachable store */
+	j->ctype = "application/json";
+}
+
 static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 {
 	struct filer_locks *t = j->f->locks;
@@ -667,7 +696,8 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 	struct filer_lock c;
 	char *key = NULL;
 	size_t held = 0;
-	bool busy;
+	uint64_t now = time_mono_ns(), left = 0;
+	bool busy, created = false;
 	wfs_err rc = WFS_OK;
 	json_w *w;
 
@@ -676,10 +706,25 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 	else if (!path_key(j, r->path, &key))
 		return;
 	if (get) {
-		busy = filer_locks_test(t, key, &r->l, time_mono_ns(), &c);
+		busy = filer_locks_test(t, key, &r->l, now, &c);
+		if (!busy && filer_locks_in_grace(t, now, &left))
+			rc = WFS_EPRECOND;
 	} else {
-		rc = filer_locks_set(t, key, &r->l, time_mono_ns(), &c, &held);
+		rc = filer_locks_set(t, key, &r->l, r->reclaim, now, &c, &held, &created);
 		busy = rc == WFS_EBUSY;
+		filer_locks_in_grace(t, now, &left);
+	}
+	if (rc == WFS_EPRECOND) {
+		grace_answer(j, "lock: the filer restarted: waiting for its holders to reclaim their "
+			     "locks", left);
+		goto out;
+	}
+	if (rc == WFS_ENOLCK && r->reclaim) {
+		/* 409, not ENOLCK's 503 (which clients repeat): final, the lock is lost */
+		lock_error_at(j, 409, WFS_ENOLCK,
+			      "lock: a reclaim outside the grace period (it may have been taken "
+			      "since)");
+		goto out;
 	}
 	if (rc == WFS_ENOLCK) {
 		lock_error(j, WFS_ENOLCK, "lock: the lock table is full");
@@ -696,6 +741,8 @@ static void op_lock(struct fjob *j, const struct filer_lock_request *r)
 	entry_json_text(w, "key", key);
 	if (!get)
 		jw_kv_u64(w, "held", held);
+	if (created)
+		jw_kv_bool(w, "created", true); /* the session was unknown (see lockSession) */
 	if (busy || get) {
 		jw_key(w, "conflict");
 		if (busy)
@@ -714,15 +761,18 @@ out:
 static void op_session(struct fjob *j, const struct filer_lock_request *r)
 {
 	struct filer_locks *t = j->f->locks;
+	uint64_t now = time_mono_ns();
 	bool created = false;
 	json_w *w;
 
 	if (r->release) {
 		filer_locks_end(t, r->session);
-	} else if (filer_locks_renew(t, r->session, r->lease_s * 1000000000u, time_mono_ns(),
-				     &created)) {
+		filer_reclaim_end(j->f, r->session); /* its hidden files go now */
+	} else if (filer_locks_renew(t, r->session, r->lease_s * 1000000000u, now, &created)) {
 		lock_error(j, WFS_ENOLCK, "lockSession: too many sessions");
 		return;
+	} else if (r->hidden_dir) {
+		filer_reclaim_session(j->f, r->session, r->hidden_dir, r->reclaimed);
 	}
 	buf_reset(&j->body);
 	w = jw_new(&j->body, false);
@@ -730,6 +780,7 @@ static void op_session(struct fjob *j, const struct filer_lock_request *r)
 	if (!r->release) {
 		jw_kv_u64(w, "leaseSeconds", r->lease_s);
 		jw_kv_bool(w, "created", created);
+		jw_kv_bool(w, "grace", filer_locks_in_grace(t, now, NULL));
 	}
 	jw_obj_end(w);
 	jw_free(w);

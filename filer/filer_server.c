@@ -18,6 +18,7 @@
 #include "filer/filer_inode.h"
 #include "filer/filer_int.h"
 #include "filer/filer_lock.h"
+#include "filer/filer_reclaim.h"
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
 #include "flags.h"
@@ -71,6 +72,7 @@ void filer_opts_default(struct filer_opts *o)
 	o->threads = 0;
 	o->tus_expire_seconds = 86400;
 	o->assign_lease_seconds = 3600;
+	o->lock_grace_seconds = FILER_LOCK_GRACE_S;
 }
 
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
@@ -287,6 +289,13 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	}
 	f->assign_lease_s = o->assign_lease_seconds;
+	if (o->lock_grace_seconds < 0 || o->lock_grace_seconds > 2 * FILER_LOCK_LEASE_MAX_S) {
+		log_error("-lockGraceSeconds must be between 0 and %d", 2 * FILER_LOCK_LEASE_MAX_S);
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	filer_locks_set_grace(f->locks,
+			      time_mono_ns() + (uint64_t)o->lock_grace_seconds * 1000000000u);
 	if (!o->master || !*o->master) {
 		log_error("-master is required");
 		*err = WFS_EINVAL;
@@ -318,6 +327,7 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	f->port = http_server_port(f->http);
 	snprintf(f->self, sizeof(f->self), "%s:%d", f->ip, f->port);
+	f->reclaim = filer_reclaim_start(f);
 	http_server_start(f->http);
 	log_info("filer listening on %s (store %s, master %s)", f->self, filer_store_name(f->store),
 		 o->master);
@@ -337,6 +347,7 @@ void filer_stop(struct filer *f)
 	if (!f)
 		return;
 	filer_ttl_stop(f->ttl);
+	filer_reclaim_stop(f->reclaim);
 	/* Wake event-stream waiters so nothing blocks the pools below. */
 	if (f->metalog)
 		metalog_shutdown(f->metalog);
@@ -403,6 +414,9 @@ int filer_main(int argc, char **argv)
 		{"assignLeaseSeconds", FLAG_INT, &o.assign_lease_seconds,
 		 "ids handed out by the JSON API's assign and not referenced by an entry within "
 		 "this long are deleted from their volume"},
+		{"lockGraceSeconds", FLAG_INT, &o.lock_grace_seconds,
+		 "after a start, grant only the locks mounts held before (they reclaim them) for "
+		 "this long; longer than the mounts' lock lease"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

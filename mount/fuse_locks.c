@@ -13,6 +13,17 @@
  * the kernel interrupts them (a signal to the waiting process). A conflict is
  * WFS_EBUSY inside (the filer's 409), EAGAIN at the FUSE edge. State is
  * process-wide: a weedfs-mount process serves one mount.
+ *
+ * Restarts: each record also keeps what this mount holds there (the granted
+ * requests applied with client/lock_ranges.h, the filer's own rules). When
+ * the session turns out to be new to the filer (lockSession's or a lock
+ * answer's "created") while the filer is in its grace period, the renewal
+ * thread re-asserts every held lock ("reclaim") and then says so
+ * ("reclaimed"); a new lock the filer defers meanwhile (WFS_EPRECOND) is
+ * retried, a non-blocking one too (as NFS clients do). A lock that cannot be
+ * re-asserted (refused, or the session was dropped outside a grace period)
+ * is lost: the owner's next lock call on the inode fails with ENOLCK, so the
+ * holder learns it no longer excludes the others.
  */
 #include "config.h"
 #include "fuse_locks.h"
@@ -24,15 +35,22 @@
 #include <sys/file.h>
 #include <time.h>
 #include "client/entry_json.h"
+#include "client/lock_ranges.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
 #define LK_BUCKETS    256
-#define RENEW_MS      3000 /* a fifth of the filer's default lease (15 s) */
+#define RENEW_MAX_MS  3000 /* renewals: a fifth of the lease, at most this */
 #define POLL_FIRST_MS 5
 #define POLL_MAX_MS   200
 #define LOCK_TO_EOF   0 /* length 0: to the end of the file */
+
+/* A lock owner whose locks on an inode were lost (not re-asserted after a restart). */
+struct lk_lost {
+	uint64_t owner;
+	bool flock;
+};
 
 /* This mount's locks on one inode. */
 struct lk_ino {
@@ -41,6 +59,10 @@ struct lk_ino {
 	size_t held;        /* protected by g.mu: locks the session holds under key */
 	pthread_mutex_t mu; /* serialises the inode's lock calls; lock order mu, g.mu */
 	char *key;          /* protected by mu: the filer's key, NULL until known */
+	struct filer_lock *v; /* protected by mu: what the session holds under key */
+	size_t n, cap;
+	struct lk_lost *lost; /* protected by g.mu: owners to tell, at their next call */
+	size_t nlost;
 	struct lk_ino *next;
 };
 
@@ -49,47 +71,98 @@ static struct {
 	struct lk_ino *inos[LK_BUCKETS]; /* protected by mu */
 	struct mount_ctx *m;             /* protected by mu: set with started */
 	bool started, stop;              /* protected by mu */
-	pthread_cond_t cv;               /* wakes the renewal thread at stop */
+	bool opened;     /* protected by mu: the filer answered a lockSession once */
+	bool recheck;    /* protected by mu: a lock answer said the session was new */
+	uint64_t lease_s;                /* the lease asked for */
+	char *hidden_dir;                /* where hide_open_file puts files (the filer reclaims) */
+	pthread_cond_t cv;               /* wakes the renewal thread (stop, recheck) */
 	pthread_t thread;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t session_id(const struct mount_ctx *m) { return m->mount_id ? m->mount_id : 1; }
 
-/* Renews the session; warns when the filer had forgotten it (its locks are gone). */
-static void renew_once(struct mount_ctx *m)
+static void reassert_all(struct mount_ctx *m, bool grace);
+
+/*
+ * One lockSession call (renewal, with reclaimed after a re-assert). *created
+ * and *grace from the answer. Renewal thread (or start).
+ */
+static wfs_err session_call(struct mount_ctx *m, bool reclaimed, bool *created, bool *grace)
 {
 	buf body, resp;
-	bool created = false;
+	json_w *w;
 	wfs_err rc;
 
+	*created = *grace = false;
 	buf_init(&body);
 	buf_init(&resp);
-	buf_printf(&body, "{\"session\":%llu}", (unsigned long long)session_id(m));
+	w = jw_new(&body, false);
+	jw_obj_begin(w);
+	jw_kv_u64(w, "session", session_id(m));
+	jw_kv_u64(w, "leaseSeconds", g.lease_s);
+	if (g.hidden_dir)
+		entry_json_kv_bytes(w, "hiddenDir", g.hidden_dir);
+	if (reclaimed)
+		jw_kv_bool(w, "reclaimed", true);
+	jw_obj_end(w);
+	jw_free(w);
 	rc = filer_rpc_call(m->rpc, "lockSession", body.data, body.len, &resp);
-	if (rc) {
-		log_warn("lock session: renewal failed: %s", wfs_strerror(rc));
-	} else {
+	if (!rc) {
 		yajl_val v = json_parse(resp.data, resp.len, NULL, 0);
-		if (v && json_get_bool(v, "created", &created) && created)
-			log_warn("lock session: the filer had dropped it (restart or lease "
-				 "expiry): locks held before are lost");
-		if (v)
+		if (v) {
+			json_get_bool(v, "created", created);
+			json_get_bool(v, "grace", grace);
 			yajl_tree_free(v);
+		}
 	}
 	buf_free(&body);
 	buf_free(&resp);
+	return rc;
+}
+
+/* Renews the session; re-asserts the locks when the filer had forgotten it. */
+static void renew_once(struct mount_ctx *m)
+{
+	bool created, grace, opened, recheck;
+	wfs_err rc = session_call(m, false, &created, &grace);
+
+	pthread_mutex_lock(&g.mu);
+	opened = g.opened;
+	recheck = g.recheck;
+	g.recheck = false;
+	if (!rc)
+		g.opened = true;
+	pthread_mutex_unlock(&g.mu);
+	if (rc) {
+		log_warn("lock session: renewal failed: %s", wfs_strerror(rc));
+		return;
+	}
+	if (!opened || !(created || recheck))
+		return;
+	if (grace)
+		log_info("lock session: the filer restarted: re-asserting this mount's locks");
+	else
+		log_warn("lock session: the filer had dropped it (lease expiry): locks held "
+			 "before are lost; their holders get ENOLCK at their next lock call");
+	reassert_all(m, grace);
+	if (grace && session_call(m, true, &created, &grace))
+		log_warn("lock session: could not tell the filer the locks are re-asserted");
 }
 
 static void *renew_main(void *arg)
 {
 	struct mount_ctx *m = arg;
+	uint64_t every_ms = g.lease_s * 1000 / 5;
 	struct timespec ts;
 
+	if (every_ms > RENEW_MAX_MS)
+		every_ms = RENEW_MAX_MS;
 	pthread_setname_np(pthread_self(), "wfs-locks"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
-		ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)RENEW_MS * 1000000u);
-		while (!g.stop && pthread_cond_timedwait(&g.cv, &g.mu, &ts) != ETIMEDOUT)
+		ts = time_deadline(CLOCK_MONOTONIC, every_ms * 1000000u);
+		while (!g.stop && !g.recheck &&
+		       pthread_cond_timedwait(&g.cv, &g.mu, &ts) != ETIMEDOUT)
 			;
 		if (g.stop)
 			break;
@@ -101,22 +174,39 @@ static void *renew_main(void *arg)
 	return NULL;
 }
 
-/* Starts the renewal thread at the first lock call. Under g.mu. */
-static void start_locked(struct mount_ctx *m)
+void fuse_locks_start(struct mount_ctx *m, unsigned lease_s)
 {
 	pthread_condattr_t ca;
 
-	if (g.started)
+	pthread_mutex_lock(&g.mu);
+	if (g.started) {
+		pthread_mutex_unlock(&g.mu);
 		return;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g.cv, &ca);
 	pthread_condattr_destroy(&ca);
 	g.m = m;
 	g.stop = false;
+	g.lease_s = lease_s ? lease_s : 15;
+	g.hidden_dir = itable_child_path(m->it, ITABLE_ROOT, MOUNT_TRASH_NAME);
+	pthread_mutex_unlock(&g.mu);
+	renew_once(m); /* the session exists before any file is hidden */
+	pthread_mutex_lock(&g.mu);
 	if (pthread_create(&g.thread, NULL, renew_main, m))
 		fatal("could not start the lock session thread");
 	g.started = true;
+	pthread_mutex_unlock(&g.mu);
+}
+
+static void ino_free(struct lk_ino *e)
+{
+	pthread_mutex_destroy(&e->mu);
+	free(e->key);
+	free(e->v);
+	free(e->lost);
+	free(e);
 }
 
 void fuse_locks_stop(struct mount_ctx *m)
@@ -135,12 +225,14 @@ void fuse_locks_stop(struct mount_ctx *m)
 	pthread_join(g.thread, NULL);
 	pthread_cond_destroy(&g.cv);
 
+	/* the filer drops the locks and deletes the files this mount still hides */
 	buf_init(&body);
 	buf_init(&resp);
 	buf_printf(&body, "{\"session\":%llu,\"release\":true}", (unsigned long long)session_id(m));
 	rc = filer_rpc_call(m->rpc, "lockSession", body.data, body.len, &resp);
 	if (rc)
-		log_warn("lock session: release at unmount failed (the lease frees the locks): %s",
+		log_warn("lock session: release at unmount failed (the lease frees the locks and "
+			 "the hidden files): %s",
 			 wfs_strerror(rc));
 	buf_free(&body);
 	buf_free(&resp);
@@ -150,11 +242,11 @@ void fuse_locks_stop(struct mount_ctx *m)
 		while (g.inos[b]) {
 			struct lk_ino *e = g.inos[b];
 			g.inos[b] = e->next;
-			pthread_mutex_destroy(&e->mu);
-			free(e->key);
-			free(e);
+			ino_free(e);
 		}
 	}
+	free(g.hidden_dir);
+	g.hidden_dir = NULL;
 	g.started = false;
 	pthread_mutex_unlock(&g.mu);
 }
@@ -168,8 +260,8 @@ static struct lk_ino *ino_get(struct mount_ctx *m, uint64_t ino, bool create)
 	for (e = g.inos[ino % LK_BUCKETS]; e; e = e->next)
 		if (e->ino == ino)
 			break;
+	(void)m;
 	if (!e && create) {
-		start_locked(m);
 		e = xcalloc(1, sizeof(*e));
 		e->ino = ino;
 		pthread_mutex_init(&e->mu, NULL);
@@ -189,14 +281,12 @@ static void ino_put(struct lk_ino *e)
 	bool drop;
 
 	pthread_mutex_lock(&g.mu);
-	drop = --e->refs == 0 && e->held == 0;
+	drop = --e->refs == 0 && e->held == 0 && e->nlost == 0;
 	if (drop) {
 		for (pp = &g.inos[e->ino % LK_BUCKETS]; *pp != e; pp = &(*pp)->next)
 			;
 		*pp = e->next;
-		pthread_mutex_destroy(&e->mu);
-		free(e->key);
-		free(e);
+		ino_free(e);
 	}
 	pthread_mutex_unlock(&g.mu);
 }
@@ -218,12 +308,43 @@ struct lk_conflict {
 	uint64_t pid;
 };
 
+/* r as the filer's lock of this session. */
+static struct filer_lock as_lock(struct mount_ctx *m, const struct lk_req *r)
+{
+	struct filer_lock l = {.session = session_id(m),
+			       .owner = r->owner,
+			       .start = r->start,
+			       .end = r->length ? r->start + (r->length - 1) : FILER_LOCK_EOF,
+			       .pid = r->pid,
+			       .flock = r->flock};
+
+	l.type = !strcmp(r->type, "read")    ? FILER_LOCK_READ
+		 : !strcmp(r->type, "write") ? FILER_LOCK_WRITE
+					     : FILER_LOCK_UNLOCK;
+	return l;
+}
+
+/* Applies l (granted) to e's record of what the session holds. Under e->mu. */
+static void record_apply(struct lk_ino *e, const struct filer_lock *l)
+{
+	struct filer_lock *out;
+	size_t n, cap;
+
+	lock_ranges_apply(e->v, e->n, l, &out, &n, &cap);
+	free(e->v);
+	e->v = out;
+	e->n = n;
+	e->cap = cap;
+}
+
 /*
  * One lock (get false) or getLock call (the answer in *c) for e's inode under
- * e->mu. WFS_OK, WFS_EBUSY (a conflict), or the call's error.
+ * e->mu; reclaim: a re-assert after a filer restart. A granted lock or unlock
+ * goes into e's record. WFS_OK, WFS_EBUSY (a conflict), WFS_EPRECOND (the
+ * filer's grace period: try again), or the call's error.
  */
 static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_req *r, bool get,
-		       struct lk_conflict *c)
+		       bool reclaim, struct lk_conflict *c)
 {
 	buf body, resp;
 	json_w *w;
@@ -231,6 +352,7 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 	yajl_val v = NULL;
 	char *key = NULL;
 	uint64_t held;
+	bool created = false;
 	wfs_err rc = WFS_OK;
 
 	buf_init(&body);
@@ -255,6 +377,8 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 	jw_kv_i64(w, "start", r->start);
 	jw_kv_i64(w, "length", r->length);
 	jw_kv_bool(w, "flock", r->flock);
+	if (reclaim)
+		jw_kv_bool(w, "reclaim", true);
 	jw_obj_end(w);
 	jw_free(w);
 	rc = filer_rpc_call(m->rpc, get ? "getLock" : "lock", body.data, body.len, &resp);
@@ -266,12 +390,23 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 		goto out;
 	}
 	if (!get && json_get_u64(v, "held", &held)) {
+		struct filer_lock l = as_lock(m, r);
 		if (!e->key) {
 			e->key = key;
 			key = NULL;
 		}
+		record_apply(e, &l);
 		pthread_mutex_lock(&g.mu);
 		e->held = (size_t)held;
+		pthread_mutex_unlock(&g.mu);
+	}
+	if (!reclaim && json_get_bool(v, "created", &created) && created) {
+		/* the filer did not know the session: the renewal thread finds out why */
+		pthread_mutex_lock(&g.mu);
+		if (g.started && g.opened) {
+			g.recheck = true;
+			pthread_cond_signal(&g.cv);
+		}
 		pthread_mutex_unlock(&g.mu);
 	}
 	if (get) {
@@ -296,6 +431,102 @@ out:
 	return rc;
 }
 
+/* Whether owner's locks of its kind on e were lost; takes the mark (told once). */
+static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost && !found; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			e->lost[i] = e->lost[--e->nlost];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	return found;
+}
+
+/* Marks owner's locks of its kind on e lost. */
+static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			pthread_mutex_unlock(&g.mu);
+			return;
+		}
+	}
+	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
+	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
+	pthread_mutex_unlock(&g.mu);
+}
+
+/*
+ * After the filer forgot the session: re-asserts (grace) or gives up every
+ * lock of every record; each lock not re-asserted marks its owner lost and
+ * leaves the record. Renewal thread.
+ */
+static void reassert_all(struct mount_ctx *m, bool grace)
+{
+	struct lk_ino **all = NULL;
+	size_t n = 0, cap = 0, kept = 0, lost = 0;
+
+	pthread_mutex_lock(&g.mu);
+	for (size_t b = 0; b < LK_BUCKETS; b++) {
+		for (struct lk_ino *e = g.inos[b]; e; e = e->next) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				all = xrealloc(all, cap * sizeof(*all));
+			}
+			e->refs++;
+			all[n++] = e;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	for (size_t i = 0; i < n; i++) {
+		struct lk_ino *e = all[i];
+		struct filer_lock *v;
+		size_t nv;
+		pthread_mutex_lock(&e->mu);
+		v = e->v;
+		nv = e->n;
+		e->v = NULL;
+		e->n = e->cap = 0;
+		pthread_mutex_lock(&g.mu);
+		e->held = 0; /* the filer forgot them: each re-assert answers the new count */
+		pthread_mutex_unlock(&g.mu);
+		for (size_t k = 0; k < nv; k++) {
+			const struct filer_lock *l = &v[k];
+			struct lk_req r = {.type = l->type == FILER_LOCK_READ ? "read" : "write",
+					   .owner = l->owner,
+					   .start = l->start,
+					   .length = l->end == FILER_LOCK_EOF ? 0
+									  : l->end - l->start + 1,
+					   .pid = l->pid,
+					   .flock = l->flock};
+			wfs_err rc = grace && e->key ? lk_call(m, e, &r, false, true, NULL)
+						     : WFS_ENOLCK;
+			if (rc) {
+				log_warn("ino %llu: a %s lock was not re-asserted (%s): its holder "
+					 "is told at its next lock call",
+					 (unsigned long long)e->ino, l->flock ? "flock" : "POSIX",
+					 wfs_strerror(rc));
+				mark_lost(e, l->owner, l->flock);
+				lost++;
+			} else {
+				kept++;
+			}
+		}
+		pthread_mutex_unlock(&e->mu);
+		free(v);
+		ino_put(e);
+	}
+	free(all);
+	if (kept || lost)
+		log_info("lock session: %zu lock(s) re-asserted, %zu lost", kept, lost);
+}
+
 /* An interruptible wait between two attempts of a blocking lock. */
 struct waiter {
 	pthread_mutex_t mu;
@@ -315,59 +546,81 @@ static void on_interrupt(fuse_req_t req, void *data)
 }
 
 /*
- * Sets r on ino and replies to req: with wait, retries a conflict until
- * granted or the request is interrupted (EINTR); else a conflict is EAGAIN.
+ * Calls lk_call for r on e until it is answered: with wait, a conflict is
+ * retried until granted; a deferral of the filer's grace period is retried
+ * also without wait. *interrupted: the kernel interrupted req (then EINTR).
  */
-static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
+static wfs_err lk_attempts(fuse_req_t req, struct lk_ino *e, const struct lk_req *r, bool get,
+			   bool wait, struct lk_conflict *c, bool *interrupted)
 {
 	struct mount_ctx *m = fuse_req_userdata(req);
-	bool unlock = !strcmp(r->type, "unlock");
-	struct lk_ino *e = ino_get(m, ino, !unlock);
 	struct waiter w = {.interrupted = false};
 	pthread_condattr_t ca;
 	long backoff = POLL_FIRST_MS;
-	bool interrupted = false;
+	bool armed = false;
 	wfs_err rc;
 
-	if (!e) {
-		fuse_reply_err(req, 0); /* nothing of this mount is locked there */
-		return;
-	}
-	if (wait) {
-		pthread_mutex_init(&w.mu, NULL);
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&w.cv, &ca);
-		pthread_condattr_destroy(&ca);
-		fuse_req_interrupt_func(req, on_interrupt, &w);
-	}
+	*interrupted = false;
 	for (;;) {
 		struct timespec ts;
 		pthread_mutex_lock(&e->mu);
-		rc = lk_call(m, e, r, false, NULL);
+		rc = lk_call(m, e, r, get, false, c);
 		pthread_mutex_unlock(&e->mu);
-		if (rc != WFS_EBUSY || !wait)
+		if (!(rc == WFS_EBUSY && wait) && rc != WFS_EPRECOND)
 			break;
+		if (!armed) {
+			pthread_mutex_init(&w.mu, NULL);
+			pthread_condattr_init(&ca);
+			pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+			pthread_cond_init(&w.cv, &ca);
+			pthread_condattr_destroy(&ca);
+			fuse_req_interrupt_func(req, on_interrupt, &w);
+			armed = true;
+		}
 		ts = time_deadline(CLOCK_MONOTONIC, (uint64_t)backoff * 1000000u);
 		pthread_mutex_lock(&w.mu);
 		while (!w.interrupted && pthread_cond_timedwait(&w.cv, &w.mu, &ts) != ETIMEDOUT)
 			;
-		interrupted = w.interrupted;
+		*interrupted = w.interrupted;
 		pthread_mutex_unlock(&w.mu);
-		if (interrupted)
+		if (*interrupted)
 			break;
 		backoff = backoff * 2 > POLL_MAX_MS ? POLL_MAX_MS : backoff * 2;
 	}
-	if (wait) {
+	if (armed) {
 		/* waits for a callback still running, so w may go away after */
 		fuse_req_interrupt_func(req, NULL, NULL);
 		pthread_cond_destroy(&w.cv);
 		pthread_mutex_destroy(&w.mu);
 	}
+	return rc;
+}
+
+/*
+ * Sets r on ino and replies to req: with wait, retries a conflict until
+ * granted or the request is interrupted (EINTR); else a conflict is EAGAIN.
+ * An owner whose locks were lost gets ENOLCK once (an unlock is done first).
+ */
+static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
+{
+	struct mount_ctx *m = fuse_req_userdata(req);
+	bool unlock = !strcmp(r->type, "unlock"), interrupted = false, lost;
+	struct lk_ino *e = ino_get(m, ino, !unlock);
+	wfs_err rc = WFS_OK;
+
+	if (!e) {
+		fuse_reply_err(req, 0); /* nothing of this mount is locked there */
+		return;
+	}
+	lost = take_lost(e, r->owner, r->flock);
+	if (!lost || unlock)
+		rc = lk_attempts(req, e, r, false, wait, NULL, &interrupted);
 	ino_put(e);
 	/* flock(2) reports a conflict as EWOULDBLOCK (== EAGAIN on Linux): WFS_EBUSY's errno */
 	if (interrupted)
 		fuse_reply_err(req, EINTR);
+	else if (lost)
+		fuse_reply_err(req, ENOLCK);
 	else
 		fuse_ops_reply_err(req, rc);
 }
@@ -390,6 +643,7 @@ void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct lk_ino *e;
 	struct lk_conflict c;
 	struct flock out = *lock;
+	bool lost, interrupted = false;
 	wfs_err rc;
 
 	if (!flock_range(lock, &r.start, &r.length) ||
@@ -399,10 +653,13 @@ void fuse_locks_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	r.type = lock->l_type == F_RDLCK ? "read" : "write";
 	e = ino_get(m, ino, true);
-	pthread_mutex_lock(&e->mu);
-	rc = lk_call(m, e, &r, true, &c);
-	pthread_mutex_unlock(&e->mu);
+	lost = take_lost(e, r.owner, false);
+	rc = lost ? WFS_ENOLCK : lk_attempts(req, e, &r, true, false, &c, &interrupted);
 	ino_put(e);
+	if (interrupted) {
+		fuse_reply_err(req, EINTR);
+		return;
+	}
 	if (rc) {
 		fuse_ops_reply_err(req, rc);
 		return;
@@ -474,8 +731,9 @@ static void unlock_all(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner, bool
 
 	if (!e)
 		return;
+	take_lost(e, owner, flock); /* closed: nobody is left to tell */
 	pthread_mutex_lock(&e->mu);
-	rc = lk_call(m, e, &r, false, NULL);
+	rc = lk_call(m, e, &r, false, false, NULL);
 	pthread_mutex_unlock(&e->mu);
 	if (rc)
 		log_warn("ino %llu: unlock at close failed (held until unmount): %s",

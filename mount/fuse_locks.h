@@ -2,11 +2,14 @@
  * fcntl and flock locks of weedfs-mount, held by the filer so they exclude
  * other mounts too (the filer's "lock" ops, docs/api-filer-json.md).
  *
- * The mount is one lock session (its random mount id); a thread started at
- * the first lock renews the session's lease every few seconds, so the filer
- * drops this mount's locks when it dies. The FUSE lock owner (an fd table
- * for POSIX locks, an open file description for flock) is the owner inside
- * the session.
+ * The mount is one lock session (its random mount id), opened at the start; a
+ * thread renews its lease (a fifth of it, at most every 3 s), so the filer
+ * drops this mount's locks when it dies, and deletes the files it hid
+ * (fuse_names.c's hide_open_file names them after the mount id; the session
+ * tells the filer their directory). The FUSE lock owner (an fd table for
+ * POSIX locks, an open file description for flock) is the owner inside the
+ * session. After a filer restart the locks are re-asserted (fuse_locks.c);
+ * one that cannot be fails its owner's next lock call with ENOLCK.
  */
 #ifndef WEEDFS_MOUNT_FUSE_LOCKS_H
 #define WEEDFS_MOUNT_FUSE_LOCKS_H
@@ -31,9 +34,16 @@ void fuse_locks_flush(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
 void fuse_locks_release(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
 
 /*
- * Stops the renewal thread and gives up every lock of this mount at the filer
- * at once (a clean unmount); nothing when no lock was ever taken. Main
- * thread, after the FUSE loop stopped and before m->rpc is freed.
+ * Opens the mount's session with a lease of lease_s seconds (1..3600) and
+ * starts the renewal thread. Main thread, before the FUSE loop starts (m->it
+ * and m->rpc set).
+ */
+void fuse_locks_start(struct mount_ctx *m, unsigned lease_s);
+/*
+ * Stops the renewal thread and ends the session at the filer at once (a clean
+ * unmount): it drops every lock of this mount and deletes the files the mount
+ * still hides. Main thread, after the FUSE loop stopped and every open file
+ * was committed, before m->rpc is freed.
  */
 void fuse_locks_stop(struct mount_ctx *m);
 

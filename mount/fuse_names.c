@@ -58,52 +58,60 @@ static bool is_trash(fuse_ino_t parent, const char *name)
 }
 
 /*
- * Moves the open file n, known as (parent, name) at path, into the hidden
- * directory. Returns WFS_OK, or the error that stopped it (the caller then
- * deletes as usual).
+ * Moves n, known as (parent, name) at path, into the hidden directory if it
+ * is an open file (also a linked one, whose other names this mount may not
+ * know: a node without a name could not commit). Returns WFS_OK when hidden;
+ * WFS_ENOENT when it is not open (or already hidden), or the error that
+ * stopped it: the caller then deletes as usual.
+ *
+ * The check and the mark happen under n->commit_mu, which the last release
+ * also holds to count its close (fuse_data_release): FUSE sends release
+ * asynchronously, so a close(2) followed at once by unlink(2) races it. Held
+ * across the rename, either the release counts first (then nothing is open
+ * and the name is deleted) or it comes after the mark and deletes the hidden
+ * name. Checked before and marked after the rename without the lock, a release
+ * in between saw nothing to delete and the file stayed hidden for good.
+ * fuse_ops_entry_stat takes the hidden name out of st_nlink.
  */
 static wfs_err hide_open_file(struct mount_ctx *m, struct inode *n, fuse_ino_t parent,
 			      const char *name, const char *path)
 {
-	uint64_t tino = fuse_names_trash_ino(m);
-	char hidden[64], *to;
+	uint64_t tino;
+	char hidden[64], *to = NULL;
+	bool open;
 	wfs_err rc;
 
+	pthread_mutex_lock(&n->mu);
+	open = n->open_count > 0 && !n->is_dir && !n->unlinked;
+	pthread_mutex_unlock(&n->mu);
+	if (!open)
+		return WFS_ENOENT; /* the common case: no lock, no hidden directory */
+	tino = fuse_names_trash_ino(m);
 	if (!tino)
 		return WFS_EIO;
-	snprintf(hidden, sizeof(hidden), "%016llx-%llu", (unsigned long long)m->mount_id,
+	snprintf(hidden, sizeof(hidden), MOUNT_HIDDEN_FMT, (unsigned long long)m->mount_id,
 		 (unsigned long long)n->ino);
 	to = itable_child_path(m->it, tino, hidden);
 	if (!to)
 		return WFS_EIO;
-	rc = filer_meta_rename(m->rpc, path, to, false, false);
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	open = n->open_count > 0 && !n->unlinked;
+	pthread_mutex_unlock(&n->mu);
+	rc = open ? filer_meta_rename(m->rpc, path, to, false, false) : WFS_ENOENT;
+	if (!rc) {
+		itable_rename(m->it, parent, name, tino, hidden, false);
+		pthread_mutex_lock(&n->mu);
+		n->unlinked = true;
+		free(n->hidden_name);
+		n->hidden_name = xstrdup(hidden);
+		pthread_mutex_unlock(&n->mu);
+	}
+	pthread_mutex_unlock(&n->commit_mu);
 	free(to);
-	if (rc)
-		return rc;
-	itable_rename(m->it, parent, name, tino, hidden, false);
-	pthread_mutex_lock(&n->mu);
-	n->unlinked = true;
-	free(n->hidden_name);
-	n->hidden_name = xstrdup(hidden);
-	pthread_mutex_unlock(&n->mu);
-	itable_uncache(n);
-	return WFS_OK;
-}
-
-/*
- * Whether n is open, so removing a name of it must hide it instead: also for a
- * linked file, whose other names this mount may not know (a node without a
- * name could not commit). fuse_ops_entry_stat takes the hidden name out of
- * st_nlink.
- */
-static bool open_file(struct inode *n)
-{
-	bool r;
-
-	pthread_mutex_lock(&n->mu);
-	r = n->open_count > 0 && !n->is_dir && !n->unlinked;
-	pthread_mutex_unlock(&n->mu);
-	return r;
+	if (!rc)
+		itable_uncache(n);
+	return rc;
 }
 
 /*
@@ -382,7 +390,7 @@ void fuse_names_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (!path)
 		return;
 	n = itable_get_name(m->it, parent, name);
-	if (n && open_file(n))
+	if (n)
 		rc = hide_open_file(m, n, parent, name, path);
 	if (rc) /* not open, or it could not be hidden */
 		rc = filer_meta_delete(m->rpc, path, false);
@@ -458,7 +466,7 @@ void fuse_names_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	a = itable_get_name(m->it, parent, name);
 	b = itable_get_name(m->it, newparent, newname);
 	/* an open file replaced by the rename keeps its data until closed */
-	if (!exchange && !noreplace && b && b != a && open_file(b)) {
+	if (!exchange && !noreplace && b && b != a) {
 		if (hide_open_file(m, b, newparent, newname, to) == WFS_OK) {
 			itable_put(m->it, b);
 			b = NULL;

@@ -21,6 +21,9 @@ struct fh;
 
 /* Hidden directory under the mount's root holding files unlinked while open. */
 #define MOUNT_TRASH_NAME ".weedfs-unlinked"
+/* A hidden file's name: the mount id (its lock session, whose expiry lets the filer
+ * reclaim a dead mount's hidden files) in 16 hex digits, '-', the inode number. */
+#define MOUNT_HIDDEN_FMT "%016llx-%llu"
 
 /* One mount: shared by every FUSE worker thread and the event follower. */
 struct mount_ctx {

@@ -41,7 +41,7 @@ struct opts {
 	long long cache_mb, mem_mb, chunk_mb, dirty_mb, inline_kb;
 	double entry_timeout, attr_timeout;
 	bool writeback, foreground, allow_other, read_only, noatime;
-	int retry_seconds, timeout_seconds, threads, commit_seconds;
+	int retry_seconds, timeout_seconds, threads, commit_seconds, lock_lease_seconds;
 	struct flag_list o;
 };
 
@@ -146,6 +146,7 @@ int main(int argc, char **argv)
 		.retry_seconds = 30,
 		.timeout_seconds = 30,
 		.commit_seconds = 30,
+		.lock_lease_seconds = 15,
 	};
 	const struct flag flags[] = {
 		{"filer", FLAG_STRING, &o.filer, "the filer, HOST:PORT"},
@@ -169,6 +170,8 @@ int main(int argc, char **argv)
 		{"commitSeconds", FLAG_INT, &o.commit_seconds,
 		 "files dirty this long are committed without a close or fsync (0 = never)"},
 		{"threads", FLAG_INT, &o.threads, "FUSE worker threads at most (0 = 16)"},
+		{"lockLeaseSeconds", FLAG_INT, &o.lock_lease_seconds,
+		 "the filer frees this mount's locks and hidden files this long after it died"},
 		{"foreground", FLAG_BOOL, &o.foreground, "stay in the foreground"},
 		{"allowOthers", FLAG_BOOL, &o.allow_other, "let other users in (-o allow_other)"},
 		{"readOnly", FLAG_BOOL, &o.read_only, "mount read-only (-o ro)"},
@@ -231,7 +234,8 @@ int main(int argc, char **argv)
 	}
 	if (o.entry_timeout < 0 || o.attr_timeout < 0 || o.chunk_mb < 1 || o.dirty_mb < 1 ||
 	    o.mem_mb < 0 || o.cache_mb < 0 || o.retry_seconds < 0 || o.timeout_seconds < 1 ||
-	    o.inline_kb < 0 || o.inline_kb > 64 || o.commit_seconds < 0) {
+	    o.inline_kb < 0 || o.inline_kb > 64 || o.commit_seconds < 0 ||
+	    o.lock_lease_seconds < 1 || o.lock_lease_seconds > 3600) {
 		fprintf(stderr, "weedfs-mount: a size or time flag is out of range\n");
 		free(root);
 		return 2;
@@ -348,6 +352,7 @@ int main(int argc, char **argv)
 	}
 	mf = meta_follower_start(&m, o.filer);
 	fuse_ops_start(&m);
+	fuse_locks_start(&m, (unsigned)o.lock_lease_seconds);
 
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, o.threads > 0 ? (unsigned)o.threads : 16);
@@ -359,8 +364,9 @@ int main(int argc, char **argv)
 	meta_follower_stop(mf);
 	mf = NULL;
 	fuse_ops_stop(&m);
-	fuse_locks_stop(&m); /* gives this mount's locks back at once */
 	status = fuse_ops_flush_all(&m) ? 1 : (rc < 0 ? 1 : 0);
+	/* gives this mount's locks back at once; the filer deletes what it still hides */
+	fuse_locks_stop(&m);
 	log_info("unmounting %s", mountpoint);
 out_unmount:
 	fuse_session_unmount(se);

@@ -66,7 +66,9 @@ static void apply(struct filer_locks *t, const struct filer_lock_request *r, uin
 			abort(); /* an owner never conflicts with itself */
 		return;
 	case FILER_LOCK_OP_LOCK:
-		rc = filer_locks_set(t, key, &r->l, now, &c, &held);
+		rc = filer_locks_set(t, key, &r->l, r->reclaim, now, &c, &held, NULL);
+		if (r->reclaim && rc == WFS_ENOLCK)
+			return; /* no grace period here: reclaims are refused */
 		if (rc == WFS_EBUSY && c.session == r->l.session && c.owner == r->l.owner)
 			abort();
 		if (rc && rc != WFS_EBUSY)

@@ -443,7 +443,8 @@ def test_lock_api_and_bad_input(two_mounts):
     base = {"path": "/api", "session": 7, "owner": 1, "pid": 4242, "type": "write",
             "start": 5, "length": 10}
     r = post("lock", base)
-    assert r.status_code == 200 and r.json() == {"key": "path:/api", "held": 1}, r.text
+    assert r.status_code == 200 and r.json() == {"key": "path:/api", "held": 1,
+                                                 "created": True}, r.text
     other = dict(base, session=8, type="read", start=0, length=0)
     r = post("lock", other)
     assert r.status_code == 409, r.text

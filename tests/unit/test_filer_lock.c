@@ -1,4 +1,5 @@
-/* The filer's lock table (filer/filer_lock.h): POSIX range rules, flock, leases. */
+/* The filer's lock table (filer/filer_lock.h): POSIX range rules, flock, leases, the
+ * grace period after a restart. */
 #include "config.h"
 #include <errno.h>
 #include "filer/filer_lock.h"
@@ -23,7 +24,7 @@ static wfs_err set(struct filer_locks *t, const char *key, struct filer_lock l, 
 {
 	struct filer_lock dummy;
 	size_t h;
-	return filer_locks_set(t, key, &l, now, c ? c : &dummy, held ? held : &h);
+	return filer_locks_set(t, key, &l, false, now, c ? c : &dummy, held ? held : &h, NULL);
 }
 
 static bool busy(struct filer_locks *t, const char *key, struct filer_lock l, uint64_t now,
@@ -126,5 +127,41 @@ int main(void)
 
 	filer_locks_free(t);
 	filer_locks_free(NULL);
+
+	/* a restarted filer: only reclaims until the grace period ends */
+	t = filer_locks_new();
+	filer_locks_set_grace(t, now + 20 * S);
+	{
+		struct filer_lock a = lk(1, 1, FILER_LOCK_WRITE, 0, 9), b = lk(2, 1, FILER_LOCK_WRITE,
+									       5, 5);
+		bool made = false;
+		size_t h = 0;
+		ok(filer_locks_in_grace(t, now, NULL), "in grace");
+		is_int(filer_locks_set(t, "g", &b, false, now, &c, &h, &made), WFS_EPRECOND,
+		       "a new lock waits for the grace");
+		ok(made && h == 0, "its session is new, holding nothing");
+		is_int(filer_locks_set(t, "g", &a, true, now + S, &c, &h, &made), 0, "reclaim");
+		ok(made && h == 1, "the reclaimer's session made, one lock held");
+		is_int(filer_locks_set(t, "g", &b, false, now + 2 * S, &c, &h, NULL), WFS_EBUSY,
+		       "a new lock meeting a reclaimed one conflicts at once");
+		is_int((long long)c.session, 1, "with the reclaimed lock");
+		b.type = FILER_LOCK_UNLOCK;
+		is_int(filer_locks_set(t, "g", &b, false, now + 2 * S, &c, &h, NULL), 0,
+		       "unlocks need no grace");
+		b = lk(2, 1, FILER_LOCK_WRITE, 50, 60);
+		a.start = 100;
+		a.end = 100;
+		filer_locks_renew(t, 1, 0, now + 10 * S, &made);
+		filer_locks_renew(t, 2, 0, now + 10 * S, &made);
+		ok(!filer_locks_in_grace(t, now + 21 * S, NULL), "grace over");
+		is_int(filer_locks_set(t, "g", &b, false, now + 21 * S, &c, &h, NULL), 0,
+		       "new locks granted after the grace");
+		is_int(filer_locks_set(t, "g", &a, true, now + 21 * S, &c, &h, NULL), WFS_ENOLCK,
+		       "a reclaim after the grace is refused");
+		ok(filer_locks_session_live(t, 1, now + 21 * S), "session 1 live");
+		ok(!filer_locks_session_live(t, 1, now + 40 * S), "session 1 expired");
+		ok(!filer_locks_session_live(t, 77, now + 21 * S), "unknown session");
+	}
+	filer_locks_free(t);
 	return done_testing();
 }
