@@ -122,6 +122,7 @@ struct filer_tx {
 	struct filer_pending_event *pending; /* owned by store.c */
 	size_t npending, cappending;
 	int32_t sig; /* filer_store_tx_sign */
+	bool durable; /* filer_store_tx_durable: the commit is synced to disk */
 };
 
 extern const struct filer_store_ops filer_store_sqlite_ops;
