@@ -20,6 +20,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 
 from conftest import wait_until
 from filer_fixtures import start_filer
@@ -219,3 +220,29 @@ def test_fsync_of_a_clean_file(fs):
     write_file(mnt.p("later"), data, sync=os.fsync)
     wait_until(lambda: any(s[0] > s1 for s in filer.syncs()), 10, "a later sync")
     assert_no_sync(vols, filer, s0, s1, "second fsync of a clean file")
+
+
+def test_filer_update_fsync(fs):
+    """update {"fsync": true} commits synced; with an empty set it changes nothing (not
+    even the ctime) and only makes the store's earlier commits durable."""
+    mnt, _, filer = fs
+    write_file(mnt.p("u"), b"x" * 100)
+
+    def api(op, body):
+        return requests.post("http://%s/.api/v1/%s" % (mnt.filer_url, op), json=body,
+                             timeout=30)
+
+    before = api("lookup", {"path": "/u"}).json()
+    t0 = time.time()
+    r = api("update", {"path": "/u", "set": {}, "fsync": True})
+    t1 = time.time()
+    assert r.status_code == 200, r.text
+    assert r.json() == before
+    wait_until(lambda: filer.between(t0, t1, STORE), 10, "a store sync for an empty update")
+    t0 = time.time()
+    r = api("update", {"path": "/u", "set": {"mode": 0o600}, "fsync": True})
+    t1 = time.time()
+    assert r.status_code == 200 and r.json()["mode"] & 0o7777 == 0o600, r.text
+    wait_until(lambda: filer.between(t0, t1, STORE), 10, "a store sync for an update")
+    r = api("update", {"path": "/u", "set": {}, "fsync": "yes"})
+    assert r.status_code == 400 and "fsync" in r.text, r.text
