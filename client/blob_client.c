@@ -779,6 +779,39 @@ wfs_err blob_client_delete(blob_client *bc, const char *fid)
 	return err;
 }
 
+wfs_err blob_client_sync_volume(blob_client *bc, uint32_t vid)
+{
+	struct blob_location *locs = NULL;
+	size_t n = 0;
+	wfs_err err = blob_client_lookup(bc, vid, false, &locs, &n);
+	char path[64];
+
+	if (err)
+		return err == WFS_ENOENT ? WFS_EUNAVAIL : err;
+	snprintf(path, sizeof(path), "/admin/volume/sync?volume=%" PRIu32, vid);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct http_result r;
+		http_result_init(&r);
+		err = http_fetch_request(bc->fetch, "POST", locs[i].url, path, NULL, "", 0,
+					 bc->timeout_ms, UPLOAD_ANSWER_MAX, &r);
+		if (err) {
+			if (err != WFS_ETIMEDOUT)
+				err = WFS_EUNAVAIL;
+			server_mark_down(bc, locs[i].url);
+		} else {
+			err = status_err(r.status);
+		}
+		if (err)
+			log_warn("sync of volume %" PRIu32 " on %s: %s", vid, locs[i].url,
+				 wfs_strerror(err));
+		http_result_free(&r);
+	}
+	if (err)
+		blob_client_invalidate(bc, vid); /* the next try asks the master again */
+	free(locs);
+	return err;
+}
+
 wfs_err blob_client_delete_many(blob_client *bc, const char *const *fids, size_t n)
 {
 	wfs_err first = WFS_OK;

@@ -152,4 +152,12 @@ wfs_err blob_client_delete(blob_client *bc, const char *fid);
 /* Deletes n blobs; returns the first error but tries every one. */
 wfs_err blob_client_delete_many(blob_client *bc, const char *const *fids, size_t n);
 
+/*
+ * Makes everything volume vid holds durable on every replica the master lists
+ * (POST /admin/volume/sync on each: their fdatasync), e.g. blobs uploaded
+ * earlier without fsync. WFS_OK only when every replica answered; else the first
+ * failure (WFS_EUNAVAIL when one is unreachable, WFS_EIO when its disk failed).
+ */
+wfs_err blob_client_sync_volume(blob_client *bc, uint32_t vid);
+
 #endif

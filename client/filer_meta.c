@@ -396,6 +396,8 @@ wfs_err filer_meta_update(filer_rpc *r, const char *path, const struct filer_met
 		jw_arr_end(w);
 	}
 	jw_obj_end(w);
+	if (s->fsync)
+		jw_kv_bool(w, "fsync", true);
 	jw_obj_end(w);
 	jw_free(w);
 	raw = append_raw_content(&b, s->set & FM_SET_CONTENT, s->content, s->content_len);

@@ -146,6 +146,9 @@ struct filer_meta_set {
 	size_t n_drop;
 	const uint8_t *content; /* FM_SET_CONTENT (excludes size and chunks): borrowed */
 	size_t content_len;
+	/* the filer commits the update durably ("fsync": true; an fsync's commit); with
+	   no field set it changes nothing and makes the store's earlier commits durable */
+	bool fsync;
 };
 /* update: *out (caller frees; may be NULL) is the entry after. */
 wfs_err filer_meta_update(filer_rpc *r, const char *path, const struct filer_meta_set *s,

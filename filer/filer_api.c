@@ -274,10 +274,21 @@ static void op_update(struct fjob *j, struct api_req *r)
 		.content_len = r->content_len,
 		.drop = (const char *const *)r->fids,
 		.ndrop = r->nfids,
+		.durable = r->fsync,
 	};
 	struct ns_result res = {0};
 	struct filer_entry *e = NULL;
 
+	if (!r->set && r->fsync && !r->if_etag) {
+		/* an fsync of a file with nothing to commit: the entry stays as it is (no
+		   ctime), the commits before are made durable */
+		wfs_err err = filer_store_sync(j->f->store);
+		if (err)
+			api_below(j, err, "store sync");
+		else
+			op_lookup(j, r);
+		return;
+	}
 	for (size_t i = 0; i < ARRAY_LEN(set_bits); i++)
 		if (r->set & set_bits[i].api)
 			u.set |= set_bits[i].ns;

@@ -197,7 +197,7 @@ static const char *const k_list[] = {"dir", "startName", "inclusive", "limit", "
 static const char *const k_create[] = {"entry",  "quiet",   "exclusive", "parents",
 				       "ifEtag", "consume", "moves",     NULL};
 static const char *const k_move[] = {"from", "to", "ifEtag", NULL};
-static const char *const k_update[] = {"path", "set", "ifEtag", NULL};
+static const char *const k_update[] = {"path", "set", "ifEtag", "fsync", NULL};
 static const char *const k_set[] = {"mode",         "uid",     "gid",        "size",
 				    "mtimeNs",      "atimeNs", "ctimeNs",    "chunks",
 				    "appendChunks", "content", "dropChunks", NULL};
@@ -449,7 +449,8 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 	bool p, pa, pc;
 
 	if (!get_path(c, root, "path", &r->path, &r->dir, &r->name) ||
-	    !get_str(c, root, "ifEtag", 64, &r->if_etag))
+	    !get_str(c, root, "ifEtag", 64, &r->if_etag) ||
+	    !get_bool(c, root, "fsync", &r->fsync))
 		return false;
 	if (!s)
 		return fail(c, "\"set\" is required");

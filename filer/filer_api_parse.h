@@ -84,6 +84,7 @@ struct api_req {
 	struct filer_entry *chunks; /* chunks (API_SET_CHUNKS) or appendChunks, in ->chunks */
 	uint8_t *content;           /* API_SET_CONTENT: the new bytes */
 	size_t content_len;
+	bool fsync; /* commit durably; with an empty set: only make earlier commits durable */
 	/* update; create (16 hex digits: replace only if it matches); delete (delete only
 	   if it matches); rename (to must exist and match) */
 	char *if_etag;

@@ -351,6 +351,7 @@ struct ns_update {
 	size_t content_len;
 	const char *const *drop; /* NS_SET_DROP: file ids */
 	size_t ndrop;
+	bool durable; /* the commit is synced (filer_store_tx_durable): an fsync */
 };
 /*
  * Applies u through ns_modify: chunks no longer listed (replaced, dropped,

@@ -556,6 +556,8 @@ static wfs_err update_edit(struct ns_tx *t, const struct filer_entry *old, struc
 	const struct filer_attr *a = u->attr;
 	wfs_err err = WFS_OK;
 
+	if (u->durable)
+		filer_store_tx_durable(t->tx);
 	if ((u->set & (NS_SET_SIZE | NS_SET_CHUNKS | NS_SET_APPEND | NS_SET_CONTENT)) &&
 	    !S_ISREG(old->attr.mode))
 		return ns_fail(t->res, WFS_EISDIR,

@@ -184,6 +184,26 @@ wfs_err filer_store_commit(struct filer_tx *tx)
 	return err;
 }
 
+void filer_store_tx_durable(struct filer_tx *tx) { tx->durable = true; }
+
+wfs_err filer_store_sync(struct filer_store *s)
+{
+	static const char key[] = "fsync-barrier";
+	struct filer_tx *tx = NULL;
+	uint8_t one = 1;
+	/* a commit that writes nothing syncs nothing: rewrite a record */
+	wfs_err err = filer_store_begin(s, &tx);
+	if (err)
+		return err;
+	filer_store_tx_durable(tx);
+	err = filer_store_kv_put(s, tx, key, sizeof(key) - 1, &one, 1);
+	if (err) {
+		filer_store_rollback(tx);
+		return err;
+	}
+	return filer_store_commit(tx);
+}
+
 void filer_store_rollback(struct filer_tx *tx)
 {
 	struct filer_pending_event *p;

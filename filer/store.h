@@ -69,6 +69,18 @@ wfs_err filer_store_begin(struct filer_store *s, struct filer_tx **tx);
 wfs_err filer_store_commit(struct filer_tx *tx);
 /* Rolls back and releases tx. NULL does nothing. */
 void filer_store_rollback(struct filer_tx *tx);
+/*
+ * Makes tx's commit durable before it returns (an fsync'ed file's entry): SQLite
+ * syncs the WAL after it (as synchronous=FULL would; others stay NORMAL), PostgreSQL
+ * commits it with synchronous_commit on. Either way every earlier commit is
+ * durable too. The thread that holds tx.
+ */
+void filer_store_tx_durable(struct filer_tx *tx);
+/*
+ * Makes every commit so far durable: a durable transaction that rewrites one
+ * key-value record ("fsync-barrier"). Any thread.
+ */
+wfs_err filer_store_sync(struct filer_store *s);
 
 /*
  * Inode numbers (attr.inode): the root ("/", "") is always FILER_ROOT_INODE.

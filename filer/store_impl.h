@@ -143,6 +143,7 @@ struct filer_tx {
 	/* reserve_in_tx backends: the counter's floor to restore if tx does not commit (0: it
 	   reserved no inodes) */
 	uint64_t inode_floor;
+	bool durable; /* filer_store_tx_durable: the commit is synced to disk */
 };
 
 extern const struct filer_store_ops filer_store_sqlite_ops;

@@ -592,13 +592,22 @@ static void tx_release(struct pg_tx *tx)
 static wfs_err commit_piped(struct pg_tx *tx, int64_t now_ns, const struct filer_event_row *rows,
 			    size_t n, int64_t *ts);
 
+/* A durable tx commits with synchronous_commit on, whatever the server's default. */
+static wfs_err pg_durable(struct pg_tx *tx)
+{
+	return tx->base.durable ? simple(tx->c, "SET LOCAL synchronous_commit TO on", "SET")
+				: WFS_OK;
+}
+
 static wfs_err pg_commit(struct filer_tx *ftx)
 {
 	struct pg_tx *tx = (struct pg_tx *)ftx;
 	wfs_err err;
 	if (tx->nclaims)
 		return commit_piped(tx, 0, NULL, 0, NULL);
-	err = simple(tx->c, "COMMIT", "COMMIT");
+	err = pg_durable(tx);
+	if (!err)
+		err = simple(tx->c, "COMMIT", "COMMIT");
 	if (err && PQtransactionStatus(tx->c->pg) != PQTRANS_IDLE &&
 	    PQstatus(tx->c->pg) == CONNECTION_OK)
 		simple(tx->c, "ROLLBACK", NULL);
@@ -890,7 +899,8 @@ static wfs_err commit_piped(struct pg_tx *tx, int64_t now_ns, const struct filer
 	bool piped = false;
 	size_t at = 0;
 
-	if (tx->nclaims)
+	err = pg_durable(tx);
+	if (!err && tx->nclaims)
 		err = prepare(c, PS_GC_DONE);
 	if (!err && n)
 		err = prepare(c, PS_EV_APPEND);

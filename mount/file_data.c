@@ -20,6 +20,12 @@
  *   committing go to the mount's orphan queue (file_data_chunk_drop,
  *   mount_data.c), except those a commit may have referenced (the file's
  *   `sent` list, file_data_commit.c).
+ * - fsync: the volumes of chunks uploaded without fsync=true (background
+ *   uploads, plain closes' flushes) are kept in `unsynced`; so are the base's,
+ *   once, since whoever wrote them may not have synced them. An fsync syncs
+ *   those volumes on every replica (file_data_sync_volumes) before the durable
+ *   commit; `durable` then says nothing changed since, so another fsync costs
+ *   no round trip.
  */
 #include "config.h"
 #include <pthread.h>
@@ -27,6 +33,7 @@
 #include <string.h>
 #include "client/chunk_io.h"
 #include "client/chunks.h"
+#include "client/fid.h"
 #include "log.h"
 #include "mount/file_data_int.h"
 #include "util.h"
@@ -61,6 +68,32 @@ void file_data_chunk_drop(file_data *fd, const char *fid)
 		mount_data_orphan(fd->md, xstrdup(fid));
 }
 
+/* Adds vid to the unsynced volumes. mu held. */
+static void unsynced_add(file_data *fd, uint32_t vid)
+{
+	for (size_t i = 0; i < fd->nunsynced; i++)
+		if (fd->unsynced[i] == vid)
+			return;
+	fd->unsynced = xrealloc(fd->unsynced, (fd->nunsynced + 1) * sizeof(*fd->unsynced));
+	fd->unsynced[fd->nunsynced++] = vid;
+}
+
+/* Notes the volumes of chunks c[0..n) as unsynced. mu held. */
+static void unsynced_add_chunks(file_data *fd, const struct filer_chunk *c, size_t n)
+{
+	struct fid f;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].fid && !fid_parse(c[i].fid, &f, NULL))
+			unsynced_add(fd, f.volume_id);
+}
+
+void file_data_note_unsynced(file_data *fd, const char *fid)
+{
+	struct filer_chunk c = {.fid = (char *)fid};
+	unsynced_add_chunks(fd, &c, 1);
+	fd->durable = false;
+}
+
 bool file_data_dirty_locked(const file_data *fd)
 {
 	return fd->nslots || fd->pend.n || fd->size_dirty || fd->holes_dirty;
@@ -93,6 +126,8 @@ static void base_set(file_data *fd, const struct filer_entry *e)
 		memcpy(fd->inl, e->content, fd->inl_len);
 	}
 	fd->base_size = e->attr.size;
+	fd->base_unsynced = true; /* written by someone else, maybe without fsync */
+	fd->durable = false;
 	file_data_changed(fd);
 }
 
@@ -170,6 +205,7 @@ void file_data_free(file_data *fd)
 	for (size_t i = 0; i < fd->pend.n; i++)
 		file_data_chunk_drop(fd, fd->pend.c[i].fid);
 	fid_list_clear(&fd->sent);
+	free(fd->unsynced);
 	chunk_list_clear(&fd->base);
 	chunk_list_clear(&fd->pend);
 	chunk_list_clear(&fd->fl_new);
@@ -232,4 +268,58 @@ bool file_data_dirty(file_data *fd)
 	d = file_data_dirty_locked(fd);
 	pthread_mutex_unlock(&fd->mu);
 	return d;
+}
+
+wfs_err file_data_sync_volumes(file_data *fd)
+{
+	uint32_t *vids;
+	size_t n;
+	bool base;
+	wfs_err e = WFS_OK;
+
+	pthread_mutex_lock(&fd->mu);
+	base = fd->base_unsynced;
+	if (base) {
+		/* manifests too, then the chunks they list */
+		unsynced_add_chunks(fd, fd->base.c, fd->base.n);
+		e = file_data_base_resolve(fd);
+		if (!e)
+			unsynced_add_chunks(fd, fd->base.c, fd->base.n);
+	}
+	unsynced_add_chunks(fd, fd->pend.c, fd->pend.n); /* background: never synced */
+	vids = fd->unsynced;
+	n = fd->nunsynced;
+	fd->unsynced = NULL;
+	fd->nunsynced = 0;
+	fd->base_unsynced = false;
+	pthread_mutex_unlock(&fd->mu);
+	/* an upload that ends from here on notes its volume again: the next fsync's */
+	for (size_t i = 0; i < n && !e; i++)
+		e = blob_client_sync_volume(fd->md->bc, vids[i]);
+	if (e) {
+		pthread_mutex_lock(&fd->mu);
+		for (size_t i = 0; i < n; i++)
+			unsynced_add(fd, vids[i]);
+		fd->base_unsynced |= base;
+		pthread_mutex_unlock(&fd->mu);
+	}
+	free(vids);
+	return e;
+}
+
+bool file_data_durable(file_data *fd, int64_t ctime_ns)
+{
+	bool d;
+	pthread_mutex_lock(&fd->mu);
+	d = fd->durable && ctime_ns && fd->durable_ctime == ctime_ns && !file_data_dirty_locked(fd);
+	pthread_mutex_unlock(&fd->mu);
+	return d;
+}
+
+void file_data_set_durable(file_data *fd, bool durable, int64_t ctime_ns)
+{
+	pthread_mutex_lock(&fd->mu);
+	fd->durable = durable && !fd->nunsynced && !fd->base_unsynced;
+	fd->durable_ctime = ctime_ns;
+	pthread_mutex_unlock(&fd->mu);
 }

@@ -103,6 +103,31 @@ size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, s
 wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n);
 void file_data_committed(file_data *fd, bool ok);
 /*
+ * file_data_flush for fsync: every chunk it uploads is durable on every replica
+ * (fsync=true) before it returns. Follow it with file_data_sync_volumes.
+ */
+wfs_err file_data_flush_sync(file_data *fd, struct filer_chunk **chunks, size_t *n);
+/*
+ * fsync's data half: makes the file's chunks uploaded without fsync=true durable on
+ * every replica of their volumes (blob_client_sync_volume): this mount's background
+ * uploads and plain closes' flushes, and, the first time, the base's (the closes of
+ * others may not have synced them). Call it before the durable commit. WFS_OK, or
+ * the blob client's error (the volumes stay noted for the next try).
+ */
+wfs_err file_data_sync_volumes(file_data *fd);
+/*
+ * Whether nothing changed since file_data_set_durable(fd, true, ctime_ns) with this
+ * ctime_ns (the entry's as the caller knows it now; 0 = unknown: false): an fsync
+ * has nothing to do.
+ */
+bool file_data_durable(file_data *fd, int64_t ctime_ns);
+/*
+ * After a commit: durable when it was an fsync's (synced volumes, an fsync update)
+ * and nothing was noted unsynced since; false after any other commit. ctime_ns is
+ * the entry's ctime after the commit.
+ */
+void file_data_set_durable(file_data *fd, bool durable, int64_t ctime_ns);
+/*
  * Like file_data_flush, for a file whose whole data fits the mount's inline_max
  * and is known here (no bytes only in chunks: a new, rewritten or inline file):
  * true with *content (caller frees; NULL when *len is 0) = every byte of the

@@ -21,6 +21,9 @@
  *   file's `sent` list and never freed by the mount (a leak, not a loss); a
  *   committed chunk is never in a range or the pending list afterwards, so it
  *   is never freed.
+ * - fsync (file_data_flush_sync) uploads with fsync=true, so those chunks are
+ *   durable on every replica before the commit; chunks uploaded earlier
+ *   without it are synced by volume (file_data_sync_volumes, file_data.c).
  * - The kept tail (file_data_write.c): a successful commit keeps a small last
  *   range's buffer as the tail; the chunks the flushed data supersedes (the
  *   revived tails) leave the list (update dropChunks, or left out of a
@@ -44,9 +47,10 @@ bool file_data_flush_replaces(file_data *fd)
 	return r;
 }
 
-wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
+/* file_data_flush; with fsync, every upload asks for fsync=true. */
+static wfs_err flush(file_data *fd, bool fsync, struct filer_chunk **chunks, size_t *n)
 {
-	struct flush_wait fw = {0};
+	struct flush_wait fw = {.fsync = fsync};
 	struct chunk_list out = {0};
 	bool replace;
 	wfs_err e = WFS_OK;
@@ -72,9 +76,11 @@ wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
 		memcpy(copy, fd->inl, l);
 		fd->jobs++; /* keeps truncates and other flushes out while unlocked */
 		pthread_mutex_unlock(&fd->mu);
-		e = mount_data_upload(fd->md, copy, l, &fid, etag);
+		e = mount_data_upload(fd->md, copy, l, fsync, &fid, etag);
 		free(copy);
 		pthread_mutex_lock(&fd->mu);
+		if (!e && !fsync)
+			file_data_note_unsynced(fd, fid);
 		fd->jobs--;
 		pthread_cond_broadcast(&fd->cond);
 		if (e)
@@ -177,6 +183,16 @@ out:
 	pthread_mutex_unlock(&fd->mu);
 	chunk_list_clear(&out);
 	return e;
+}
+
+wfs_err file_data_flush(file_data *fd, struct filer_chunk **chunks, size_t *n)
+{
+	return flush(fd, false, chunks, n);
+}
+
+wfs_err file_data_flush_sync(file_data *fd, struct filer_chunk **chunks, size_t *n)
+{
+	return flush(fd, true, chunks, n);
 }
 
 size_t file_data_flush_drops(file_data *fd, char ***fids)

@@ -171,6 +171,15 @@ struct file_data {
 
 	struct fid_list sent; /* fids of commits that failed ambiguously: never freed */
 
+	/* fsync (file_data_sync_volumes): volumes holding chunks of the file uploaded
+	   without fsync=true, whether the base's chunks may be unsynced too (another
+	   close or mount wrote them), and whether data and entry are durable as they are */
+	uint32_t *unsynced;
+	size_t nunsynced;
+	bool base_unsynced;
+	bool durable;
+	int64_t durable_ctime; /* the entry's ctime after that durable commit */
+
 	uint64_t ino;        /* file_data_set_ino: the inode, for mount_data_stale_files */
 	uint64_t dirty_seen; /* time_mono_ns a scan first saw it dirty; 0 = clean then */
 
@@ -245,10 +254,11 @@ void mount_data_stat_add(mount_data *md, uint64_t *field, uint64_t n);
 void mount_data_orphan(mount_data *md, char *fid);
 /*
  * Stores len bytes as a new blob (a pre-assigned file id when one is pooled): *fid (caller
- * frees) and etag. WFS_OK or blob_client_save's error (WFS_ENOSPC: no room in the cluster).
+ * frees) and etag; with fsync, durable on every replica when it returns. WFS_OK or blob_client_save's error (WFS_ENOSPC: no room in the cluster).
  * Any thread; no lock held.
  */
-wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag);
+wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsync, char **fid,
+			  char *etag);
 
 /* ---- file_data.c ---- */
 
@@ -267,6 +277,9 @@ wfs_err file_data_base_resolve(file_data *fd);
  * anything else (WFS_EUNAVAIL, WFS_ETIMEDOUT...) stays.
  */
 static inline wfs_err file_data_blob_err(wfs_err e) { return e == WFS_ENOENT ? WFS_ECORRUPT : e; }
+/* Notes that chunk fid was uploaded without fsync (file_data_sync_volumes syncs its
+   volume). mu held. */
+void file_data_note_unsynced(file_data *fd, const char *fid);
 /* Whether fd holds anything the filer has not got. mu held. */
 bool file_data_dirty_locked(const file_data *fd);
 /* Waits until no upload runs and no flush awaits its commit. mu held. */
@@ -296,6 +309,7 @@ void file_data_tail_save(file_data *fd, struct drange *r, const char *fid);
 struct flush_wait {
 	int remaining; /* protected by the file's mu */
 	wfs_err err;   /* protected by the file's mu: an upload's failure */
+	bool fsync;    /* the uploads ask for fsync=true (an fsync's flush) */
 };
 
 struct up_job;

@@ -13,7 +13,9 @@
  *   (no copy), and a chunk the range superseded (the kept tail) is carried in
  *   pend_drop to the next commit.
  * - A flush's upload leaves the chunk on the range (r->up at r->up_gen) for
- *   the flush to collect (file_data_commit.c).
+ *   the flush to collect (file_data_commit.c). An fsync's flush uploads with
+ *   fsync=true; every other upload notes its volume as unsynced for the next
+ *   fsync (file_data_sync_volumes).
  * - The uploaded bytes also go to the chunk cache (a copy, or a background
  *   upload's pooled buffer itself), so a read after the write is served from
  *   memory.
@@ -40,7 +42,8 @@ void file_data_upload_run(void *arg)
 	file_data *fd = j->fd;
 	mount_data *md = fd->md; /* fd may be freed once jobs drops below */
 	char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
-	wfs_err e = mount_data_upload(fd->md, j->data, j->len, &fid, etag);
+	bool fsync = j->fw && j->fw->fsync;
+	wfs_err e = mount_data_upload(fd->md, j->data, j->len, fsync, &fid, etag);
 	uint64_t released = 0;
 	bool give = !j->fw && j->pooled; /* the range goes: its buffer moves to the cache */
 	uint8_t *given = NULL;
@@ -51,6 +54,8 @@ void file_data_upload_run(void *arg)
 		chunk_cache_put(fd->md->cache, fid, j->data, j->len);
 
 	pthread_mutex_lock(&fd->mu);
+	if (!e && !fsync)
+		file_data_note_unsynced(fd, fid);
 	s = file_data_slot_find(fd, j->slot);
 	if (s) {
 		size_t k = 0;

@@ -97,11 +97,15 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
  * Uploads n's dirty data and commits it with the fields of extra (may be
  * NULL) in one update; *out (may be NULL) gets the entry after. With
  * defer_atime, a read's atime with nothing else to commit goes to the touch
- * thread instead (stored within TOUCH_DELAY_NS).
+ * thread instead (stored within TOUCH_DELAY_NS). With durable (fsync), the
+ * file's data is on stable storage on every replica (uploads with fsync=true,
+ * then file_data_sync_volumes for chunks uploaded without) before the update,
+ * which the filer commits synced; with nothing to commit the update only makes
+ * the store's last commits durable, and not even that when nothing changed
+ * since the last durable commit (file_data_durable).
  */
-wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
-				  const struct filer_meta_set *extra, struct filer_entry **out,
-				  bool defer_atime)
+static wfs_err commit_node(struct mount_ctx *m, struct inode *n, const struct filer_meta_set *extra,
+			   struct filer_entry **out, bool defer_atime, bool durable)
 {
 	struct filer_meta_set s = {0};
 	struct filer_chunk *chunks = NULL;
@@ -125,13 +129,16 @@ wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 	if (n->cached)
 		ctime_before = n->attr.ctime_ns;
 	pthread_mutex_unlock(&n->mu);
+	if (durable && (!fd || file_data_durable(fd, ctime_before)) && !s.set && !atime)
+		goto out; /* synced, nothing changed since (a chmod here changed the ctime) */
 	if (fd && file_data_flush_inline(fd, &content, &s.content_len)) {
 		/* a small file: its bytes go in the entry, one request, no upload */
 		flushed = true;
 		s.set |= FM_SET_CONTENT;
 		s.content = content;
 	} else if (fd && file_data_dirty(fd)) {
-		rc = file_data_flush(fd, &chunks, &nc);
+		rc = durable ? file_data_flush_sync(fd, &chunks, &nc)
+			     : file_data_flush(fd, &chunks, &nc);
 		if (rc)
 			goto out;
 		flushed = true;
@@ -171,10 +178,22 @@ wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 		s.set |= FM_SET_ATIME;
 		s.atime_ns = atime;
 	}
-	if (!s.set)
+	if (durable && fd) {
+		/* the chunks first: a durable entry must never name lost bytes */
+		rc = file_data_sync_volumes(fd);
+		if (rc) {
+			if (flushed)
+				file_data_commit_result(fd, WFS_EINVAL); /* the filer got nothing */
+			log_warn("fsync of inode %llu: %s", (unsigned long long)n->ino,
+				 wfs_strerror(rc));
+			goto out;
+		}
+	}
+	s.fsync = durable;
+	if (!s.set && !durable)
 		goto out;
 	path = itable_path(m->it, n->ino);
-	if (!(s.set & FM_SET_CTIME)) {
+	if (!(s.set & FM_SET_CTIME) && s.set) {
 		s.set |= FM_SET_CTIME;
 		/* reading changes no ctime: keep the one the entry has */
 		s.ctime_ns = atime_only && ctime_before ? ctime_before : now_ns();
@@ -182,6 +201,8 @@ wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 	rc = path ? filer_meta_update(m->rpc, path, &s, &e) : WFS_ENOENT;
 	if (flushed)
 		file_data_commit_result(fd, rc); /* frees dropped chunks unless ambiguous */
+	if (fd)
+		file_data_set_durable(fd, durable && !rc, rc ? 0 : e->attr.ctime_ns);
 	if (!rc) {
 		itable_cache(n, e, m->follow_cache_ns);
 		pthread_mutex_lock(&n->mu);
@@ -222,10 +243,17 @@ out:
 	return rc;
 }
 
+wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
+				  const struct filer_meta_set *extra, struct filer_entry **out,
+				  bool defer_atime)
+{
+	return commit_node(m, n, extra, out, defer_atime, false);
+}
+
 wfs_err fuse_data_commit_node(struct mount_ctx *m, struct inode *n,
 			      const struct filer_meta_set *extra, struct filer_entry **out)
 {
-	return fuse_data_commit_node_opt(m, n, extra, out, true);
+	return commit_node(m, n, extra, out, true, false);
 }
 
 /*
@@ -564,6 +592,14 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	n->data_mtime_ns = now_ns();
 	pthread_mutex_unlock(&n->mu);
 	drop_sgid_on_write(req, n);
+	/* O_SYNC / O_DSYNC (O_SYNC includes its bit): durable before write() returns */
+	if (h->flags & O_DSYNC) {
+		rc = commit_node(ctx(req), n, NULL, NULL, false, true);
+		if (rc) {
+			fuse_ops_reply_err(req, rc);
+			return;
+		}
+	}
 	fuse_reply_write(req, size);
 }
 
@@ -573,11 +609,12 @@ void fuse_data_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_ops_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
 }
 
+/* fsync, fdatasync, msync(MS_SYNC), and the kernel's sync after an O_SYNC write. */
 void fuse_data_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
-	(void)datasync;
-	fuse_ops_reply_err(req, fuse_data_commit_node(ctx(req), get_fh(fi)->node, NULL, NULL));
+	(void)datasync; /* the entry holds the chunk list: it must be durable either way */
+	fuse_ops_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL, false, true));
 }
 
 void fuse_data_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

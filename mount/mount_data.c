@@ -418,11 +418,12 @@ static void fid_pool_clear(mount_data *md)
 	pthread_mutex_unlock(&md->fmu);
 }
 
-wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, char **fid, char *etag)
+wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsync, char **fid,
+			  char *etag)
 {
 	struct blob_assign_params ap = {
 		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
-	struct blob_upload_params up = {.ttl = md->ttl};
+	struct blob_upload_params up = {.ttl = md->ttl, .fsync = fsync};
 	struct pre_fid p;
 	wfs_err err;
 

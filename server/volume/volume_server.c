@@ -176,11 +176,12 @@ static bool query_vid(http_req *req, uint32_t *vid)
 	return true;
 }
 
+/* An admin call that waits for the disk (compact, commit, sync): run on the pool. */
 struct vacuum_job {
 	struct volume_server *vs;
 	http_req *req;
 	volume *v;
-	bool commit;
+	const char *what; /* "compact", "commit" or "sync" */
 	wfs_err err;
 };
 
@@ -188,8 +189,8 @@ static void vacuum_done(http_req *req, void *arg)
 {
 	struct vacuum_job *j = arg;
 	if (j->err)
-		http_resp_error(req, wfs_err_http_status(j->err), "%s failed: %s",
-				j->commit ? "commit" : "compact", wfs_strerror(j->err));
+		http_resp_error(req, wfs_err_http_status(j->err), "%s failed: %s", j->what,
+				wfs_strerror(j->err));
 	else
 		send_empty(req);
 	free(j);
@@ -198,9 +199,11 @@ static void vacuum_done(http_req *req, void *arg)
 static void vacuum_run(void *arg)
 {
 	struct vacuum_job *j = arg;
-	j->err = j->commit ? volume_commit(j->v) : volume_compact(j->v);
+	bool commit = !strcmp(j->what, "commit");
+	j->err = commit ? volume_commit(j->v)
+		 : !strcmp(j->what, "sync") ? volume_sync(j->v) : volume_compact(j->v);
 	volume_unref(j->v);
-	if (j->commit && !j->err)
+	if (commit && !j->err)
 		vs_heartbeat_now(j->vs);
 	http_req_defer(j->req, vacuum_done, j);
 }
@@ -279,12 +282,14 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		http_resp_send_json(req, 200, &b);
 		buf_free(&b);
 	} else if (!strcmp(path, "/admin/vacuum/compact") ||
-		   !strcmp(path, "/admin/vacuum/commit")) {
+		   !strcmp(path, "/admin/vacuum/commit") || !strcmp(path, "/admin/volume/sync")) {
+		/* sync: what the volume holds is on disk (fdatasync) when it answers; the
+		   client calls every replica (a mount's fsync of chunks uploaded earlier) */
 		struct vacuum_job *j = xcalloc(1, sizeof(*j));
 		j->vs = vs;
 		j->req = req;
 		j->v = v;
-		j->commit = !strcmp(path, "/admin/vacuum/commit");
+		j->what = strrchr(path, '/') + 1;
 		volume_ref(v);
 		if (!vs_submit(vs, vacuum_run, j)) {
 			volume_unref(v);

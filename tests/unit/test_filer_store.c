@@ -444,6 +444,22 @@ static void test_tx(void)
 	is_int(filer_store_insert(st, tx, e), WFS_EEXIST, "duplicate inside tx");
 	is_int(filer_store_commit(tx), WFS_OK, "commit after a refused duplicate");
 	is_int(size_of(NULL, d, "committed"), 7, "committed insert visible");
+
+	/* durable commits (fsync): plain, and with an event (PostgreSQL's pipelined commit) */
+	for (int ev = 0; ev < 2; ev++) {
+		int64_t ts = 0;
+		is_int(filer_store_begin(st, &tx), WFS_OK, "begin (durable)");
+		filer_store_tx_durable(tx);
+		filer_entry_set_path(e, d, ev ? "durable-ev" : "durable");
+		is_int(filer_store_insert(st, tx, e), WFS_OK, "insert (durable)");
+		if (ev)
+			is_int(filer_store_append_event(st, tx, NULL, e, &ts), WFS_OK,
+			       "event (durable)");
+		is_int(filer_store_commit(tx), WFS_OK, "durable commit");
+		is_int(size_of(NULL, d, ev ? "durable-ev" : "durable"), 7, "durable insert visible");
+	}
+	is_int(filer_store_sync(st), WFS_OK, "store sync");
+	is_int(filer_store_sync(st), WFS_OK, "store sync again");
 	filer_entry_free(e);
 	filer_store_delete_children(st, NULL, d, NULL);
 	free(d);
