@@ -494,7 +494,8 @@ def test_lock_api_and_bad_input(two_mounts):
 
     # a session with a 1 s lease that is not renewed loses its locks
     r = post("lockSession", {"session": 7, "leaseSeconds": 1})
-    assert r.status_code == 200 and r.json() == {"leaseSeconds": 1, "created": False}, r.text
+    assert r.status_code == 200 and r.json() == {"leaseSeconds": 1, "created": False,
+                                                 "grace": False}, r.text
     t0 = time.monotonic()
     while post("getLock", other).json()["conflict"] is not None:
         assert time.monotonic() - t0 < 10, "lease of 1 s never expired"
