@@ -47,19 +47,12 @@ PHASES=${PHASES:-seq rand fsync meta walk}
 BENCH_DIR=${BENCH_DIR:-${TMPDIR:-/tmp}}
 RESULTS=${RESULTS:-$here/results/mount-$(date +%Y-%m-%d).txt}
 
-bdir=${1:-}
-if [[ -z $bdir ]]; then
-	for cand in . "$top/build/default" "$top"; do
-		[[ -x $cand/weedfs && -x $cand/weedfs-mount ]] && bdir=$cand && break
-	done
-fi
-[[ -n $bdir && -x $bdir/weedfs && -x $bdir/weedfs-mount ]] ||
-	{ echo "weedfs and weedfs-mount not found (pass their build dir as \$1)" >&2; exit 2; }
-bdir=$(cd "$bdir" && pwd)
+# shellcheck source=tests/bench/mount_bench_lib.sh
+. "$here/mount_bench_lib.sh"
+find_build "${1:-}"
 for tool in fio fusermount3 mountpoint python3 find; do
 	command -v "$tool" >/dev/null || { echo "$tool is needed" >&2; exit 2; }
 done
-has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d "$BENCH_DIR/weedfs-mount-bench.XXXXXX")
@@ -91,7 +84,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 can_drop=
 [[ -w /proc/sys/vm/drop_caches ]] && can_drop=1
@@ -101,14 +93,6 @@ drop_caches() {
 	return 0
 }
 
-wait_mounted() {
-	for _ in $(seq 600); do
-		mountpoint -q "$mnt" && return 0
-		sleep 0.05
-	done
-	echo "$mnt did not get mounted" >&2
-	return 1
-}
 
 # vm_field PID FIELD: "1234" (kB) or "?"
 vm_field() { awk -v f="$2:" '$1 == f {print $2; found=1} END {if (!found) print "?"}' "/proc/$1/status" 2>/dev/null || echo "?"; }

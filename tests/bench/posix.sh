@@ -40,20 +40,13 @@ PHASES=${PHASES:-tar rsync git sqlite make mdtest}
 BENCH_DIR=${BENCH_DIR:-${TMPDIR:-/tmp}}
 RESULTS=${RESULTS:-$here/results/posix-$(date +%Y-%m-%d).txt}
 
-bdir=${1:-}
-if [[ -z $bdir ]]; then
-	for cand in . "$top/build/default" "$top"; do
-		[[ -x $cand/weedfs && -x $cand/weedfs-mount ]] && bdir=$cand && break
-	done
-fi
-[[ -n $bdir && -x $bdir/weedfs && -x $bdir/weedfs-mount ]] ||
-	{ echo "weedfs and weedfs-mount not found (pass their build dir as \$1)" >&2; exit 2; }
-bdir=$(cd "$bdir" && pwd)
+# shellcheck source=tests/bench/mount_bench_lib.sh
+. "$here/mount_bench_lib.sh"
+find_build "${1:-}"
 for tool in tar rsync git make cc python3 fusermount3 mountpoint; do
 	command -v "$tool" >/dev/null ||
 		{ echo "$tool is needed (contrib/install-deps.sh installs it)" >&2; exit 2; }
 done
-has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d "$BENCH_DIR/weedfs-posix-bench.XXXXXX")
@@ -80,16 +73,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-wait_mounted() {
-	for _ in $(seq 600); do
-		mountpoint -q "$mnt" && return 0
-		sleep 0.05
-	done
-	echo "$mnt did not get mounted" >&2
-	return 1
-}
 
 # ---- the cluster ---------------------------------------------------------------------
 mport=$(free_port); vport=$(free_port); fport=$(free_port)
@@ -175,7 +159,7 @@ make_project() {
 	local d=$1 i
 	mkdir -p "$d"
 	{
-		echo 'OBJS = main.o $(patsubst %.c,%.o,$(wildcard m*.c))'
+		echo 'OBJS = main.o $(patsubst %.c,%.o,$(wildcard m[0-9]*.c))'
 		echo 'prog: $(OBJS)'
 		printf '\t$(CC) -o $@ $(OBJS)\n'
 		echo '%.o: %.c $(wildcard *.h)'
