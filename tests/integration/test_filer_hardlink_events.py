@@ -127,9 +127,13 @@ def test_events_for_every_name(mini_filer):
     other = [e for e in evs if e["newEntry"]["fullPath"] == "/hy/f/c"][0]
     assert other["newEntry"]["nlink"] == 1 and other["newEntry"]["size"] == 10
     assert s.quiet(0.3) == []
-    # the last name: just its delete
+    # the last name: just its delete, beside the parent losing a subdirectory link
     ok(f, "delete", {"path": "/hy/f", "recursive": True})
-    assert sorted(k[0] for k in fan(s.events(2))) == ["delete", "delete"]
+    evs = s.events(3)
+    assert sorted(k[0] for k in fan(evs)) == ["delete", "delete", "update"]
+    parent = [e for e in evs if kind(e)[0] == "update"][0]
+    assert kind(parent) == ("update", "/hy"), parent
+    assert parent["newEntry"]["nlink"] == parent["oldEntry"]["nlink"] - 1, parent
     assert s.quiet(0.3) == []
     s.close()
 
