@@ -8,12 +8,16 @@ SELECT pg_advisory_xact_lock(7306086472374817895);
 -- Entries, keyed by the xxh64 hash of their directory and their name; the
 -- directory text is kept too, so a hash collision never mixes directories.
 -- meta is the entry in client/entry.h's encoding. Names compare as bytes.
+-- The key holds md5(directory), not the directory: a btree row is at most
+-- about 2.7 KB and a deep directory's path runs to FILER_PATH_MAX (32 KiB).
 CREATE TABLE IF NOT EXISTS filemeta (
  dirhash BIGINT NOT NULL,
  name TEXT COLLATE "C" NOT NULL,
  directory TEXT COLLATE "C" NOT NULL,
- meta BYTEA NOT NULL,
- PRIMARY KEY (dirhash, name, directory));
+ meta BYTEA NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS filemeta_key ON filemeta (dirhash, name, md5(directory));
+-- a database made when the key held the directory itself (built once, above)
+ALTER TABLE filemeta DROP CONSTRAINT IF EXISTS filemeta_pkey;
 
 -- The filer's own small state (store.h, filer_store_kv_*).
 CREATE TABLE IF NOT EXISTS filer_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL);

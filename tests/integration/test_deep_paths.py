@@ -12,7 +12,9 @@ from urllib.parse import quote
 
 import pytest
 
+from filer_fixtures import start_filer
 from mount_fixtures import mounted  # noqa: F401 - the fixture
+from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
 
 COMPONENT = "d" * 200  # 201 bytes a level with its slash
 LEVELS = 40            # about 8,040 bytes below the top
@@ -130,3 +132,49 @@ def test_deep_tree_through_the_filer_apis(mounted):  # noqa: F811
     assert len(too_long) > 32768
     r = filer.post("/.api/v1/lookup", json={"path": too_long})
     assert r.status_code == 400 and "EINVAL" in r.text, r.text
+
+
+def test_deep_tree_on_postgres(cluster, pg):  # noqa: F811
+    """PostgreSQL keys entries by their directory too: an 8 KB directory path must
+    not meet the btree's row limit (about 2.7 KB)."""
+    dsn = "host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test" % pg.port
+    m = cluster.master()
+    cluster.volume(m)
+    f = start_filer(cluster, m, extra=["-store=postgres", "-postgres.dsn=" + dsn])
+    # random names: PostgreSQL compresses a repeated "ddd..." path under its limit
+    base = "/deeppg/" + "/".join(os.urandom(100).hex() for _ in range(LEVELS))
+    r = f.put(quote(base + "/a.txt"), b"deep on postgres")
+    assert r.status_code == 201, r.text
+    assert f.get(quote(base + "/a.txt")).content == b"deep on postgres"
+    assert f.names(quote(base) + "/") == ["a.txt"]
+    f.api("rename", {"from": base + "/a.txt", "to": base + "/b.txt"})
+    assert f.api("lookup", {"path": base + "/b.txt"})["size"] == 16
+    f.api("delete", {"path": "/deeppg", "recursive": True})
+    assert f.get("/deeppg", params={"metadata": "true"}).status_code == 404
+
+
+def test_postgres_store_made_before_the_md5_key(cluster, pg):  # noqa: F811
+    """A database whose filemeta key held the directory itself: the filer's open
+    moves it to the md5 key, keeps its entries, and deep paths then work."""
+    dsn = "host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test" % pg.port
+    psql = [os.path.join(pg.bindir, "psql"), "-h", "127.0.0.1", "-p", str(pg.port),
+            "-U", "weedfs", "-d", "weedfs_test", "-tAc"]
+    m = cluster.master()
+    cluster.volume(m)
+    f = start_filer(cluster, m, extra=["-store=postgres", "-postgres.dsn=" + dsn])
+    assert f.put("/kept/a.txt", b"from before").status_code == 201
+    f.daemon.stop()
+    pg.run(psql + ["DROP INDEX filemeta_key; ALTER TABLE filemeta "
+                   "ADD PRIMARY KEY (dirhash, name, directory)"])
+    f.daemon.start()
+    keys = pg.run(psql + ["SELECT indexname FROM pg_indexes WHERE tablename='filemeta' "
+                          "ORDER BY 1"]).stdout.split()
+    assert keys == ["filemeta_key"], keys
+    assert f.get("/kept/a.txt").content == b"from before"
+    deep = "/deeppg2/" + "/".join(os.urandom(100).hex() for _ in range(LEVELS))
+    r = f.put(quote(deep + "/b.txt"), b"deep")
+    assert r.status_code == 201, r.text
+    # the key still refuses a second row for one name
+    assert f.put(quote(deep + "/b.txt"), b"again").status_code == 201
+    assert f.names(quote(deep) + "/") == ["b.txt"]
+    assert f.get(quote(deep + "/b.txt")).content == b"again"
