@@ -721,11 +721,27 @@ void fuse_names_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * A namespace change is committed when its call returns, but synced only by
+ * the store's own schedule (SQLite synchronous=NORMAL): fsyncdir asks the filer
+ * for a durable empty update, which syncs every earlier commit (the
+ * write-fsync-rename-fsyncdir pattern of atomic replacement relies on it).
+ */
 void fuse_names_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct mount_ctx *m = ctx(req);
+	struct filer_meta_set s = {.fsync = true};
+	char *path = itable_path(m->it, ino);
+	wfs_err rc;
+
 	(void)datasync;
 	(void)fi;
-	/* every namespace change is durable in the filer when its call returns */
-	fuse_reply_err(req, 0);
+	if (!path) /* removed while open: its removal is what there is to sync */
+		path = itable_path(m->it, FUSE_ROOT_ID);
+	rc = path ? filer_meta_update(m->rpc, path, &s, NULL) : WFS_ENOENT;
+	free(path);
+	if (rc)
+		fuse_ops_reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
 }

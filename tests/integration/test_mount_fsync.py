@@ -246,3 +246,32 @@ def test_filer_update_fsync(fs):
     wait_until(lambda: filer.between(t0, t1, STORE), 10, "a store sync for an update")
     r = api("update", {"path": "/u", "set": {}, "fsync": "yes"})
     assert r.status_code == 400 and "fsync" in r.text, r.text
+
+
+def test_fsyncdir_makes_a_rename_durable(fs):
+    """The atomic-replace pattern: write a temporary file, fsync it, rename it over
+    the target, fsync the directory. The rename is committed when it returns but
+    synced by the store's schedule; the directory's fsync must sync it."""
+    mnt, _, filer = fs
+    os.mkdir(mnt.p("d"))
+    write_file(mnt.p("d/target"), b"old")
+    write_file(mnt.p("d/tmp"), b"new contents", sync=os.fsync)
+    r0, r1 = timed(lambda: os.rename(mnt.p("d/tmp"), mnt.p("d/target")))
+    dfd = os.open(mnt.p("d"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        t0, t1 = timed(lambda: os.fsync(dfd))
+    finally:
+        os.close(dfd)
+    wait_until(lambda: filer.between(t0, t1, STORE), 10, "the filer synced its store")
+    assert_no_sync([], filer, r0, r1, "the rename itself")
+    with open(mnt.p("d/target"), "rb") as f:
+        assert f.read() == b"new contents"
+    # a directory removed while open: its fsync still succeeds and syncs
+    os.mkdir(mnt.p("gone"))
+    dfd = os.open(mnt.p("gone"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rmdir(mnt.p("gone"))
+        t0, t1 = timed(lambda: os.fsync(dfd))
+    finally:
+        os.close(dfd)
+    wait_until(lambda: filer.between(t0, t1, STORE), 10, "a sync for a removed directory")
