@@ -24,6 +24,19 @@
  * re-asserted (refused, or the session was dropped outside a grace period)
  * is lost: the owner's next lock call on the inode fails with ENOLCK, so the
  * holder learns it no longer excludes the others.
+ *
+ * A loss is also told at the next I/O through the descriptor the lock was
+ * taken through: a granted lock call notes its owner in the open file's
+ * handle (fi->fh; the last POSIX and the last flock owner), and a write or an
+ * fsync on the handle whose noted owner lost a lock there fails with ENOLCK.
+ * One mark per owner and inode: the lock call or the I/O, whichever comes
+ * first, is told, once. Not the I/O's own lock_owner: the kernel sets it only
+ * for direct I/O (FUSE_READ_LOCKOWNER, FUSE_WRITE_LOCKOWNER); flush has it
+ * always, but a close needs no telling (it unlocks). Not reads: buffered ones
+ * go through the page cache (a cached page never reaches the mount, a failed
+ * readahead is EIO). Not writebacks of cached pages (fi->writepage, mmap,
+ * -writebackCache): failing one would drop data the writer already had
+ * accepted; with -writebackCache only fsync tells.
  */
 #include "config.h"
 #include "fuse_locks.h"
@@ -36,6 +49,7 @@
 #include <time.h>
 #include "client/entry_json.h"
 #include "client/lock_ranges.h"
+#include "fuse_ops_int.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -77,6 +91,7 @@ static struct {
 	char *hidden_dir;                /* where hide_open_file puts files (the filer reclaims) */
 	pthread_cond_t cv;               /* wakes the renewal thread (stop, recheck) */
 	pthread_t thread;
+	atomic_size_t nlost; /* written under mu: the marks of every record (I/O's fast path) */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t session_id(const struct mount_ctx *m) { return m->mount_id ? m->mount_id : 1; }
@@ -247,6 +262,7 @@ void fuse_locks_stop(struct mount_ctx *m)
 	}
 	free(g.hidden_dir);
 	g.hidden_dir = NULL;
+	atomic_store(&g.nlost, 0);
 	g.started = false;
 	pthread_mutex_unlock(&g.mu);
 }
@@ -440,6 +456,7 @@ static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
 	for (size_t i = 0; i < e->nlost && !found; i++) {
 		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
 			e->lost[i] = e->lost[--e->nlost];
+			atomic_fetch_sub(&g.nlost, 1);
 			found = true;
 		}
 	}
@@ -459,6 +476,7 @@ static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
 	}
 	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
 	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
+	atomic_fetch_add(&g.nlost, 1);
 	pthread_mutex_unlock(&g.mu);
 }
 
@@ -596,12 +614,22 @@ static wfs_err lk_attempts(fuse_req_t req, struct lk_ino *e, const struct lk_req
 	return rc;
 }
 
+/* Notes in fi's handle that r's owner locked through it (its I/O is told of a loss). */
+static void note_handle(struct fuse_file_info *fi, const struct lk_req *r)
+{
+	struct fh *h = (struct fh *)(uintptr_t)fi->fh;
+
+	if (h)
+		atomic_store(r->flock ? &h->lk_flock_owner : &h->lk_posix_owner, r->owner);
+}
+
 /*
  * Sets r on ino and replies to req: with wait, retries a conflict until
  * granted or the request is interrupted (EINTR); else a conflict is EAGAIN.
  * An owner whose locks were lost gets ENOLCK once (an unlock is done first).
  */
-static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
+static void lk_set(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   const struct lk_req *r, bool wait)
 {
 	struct mount_ctx *m = fuse_req_userdata(req);
 	bool unlock = !strcmp(r->type, "unlock"), interrupted = false, lost;
@@ -616,6 +644,8 @@ static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool 
 	if (!lost || unlock)
 		rc = lk_attempts(req, e, r, false, wait, NULL, &interrupted);
 	ino_put(e);
+	if (!rc && !unlock && !lost && !interrupted)
+		note_handle(fi, r);
 	/* flock(2) reports a conflict as EWOULDBLOCK (== EAGAIN on Linux): WFS_EBUSY's errno */
 	if (interrupted)
 		fuse_reply_err(req, EINTR);
@@ -696,7 +726,7 @@ void fuse_locks_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	lk_set(req, ino, &r, sleep != 0);
+	lk_set(req, ino, fi, &r, sleep != 0);
 }
 
 void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
@@ -719,7 +749,7 @@ void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	/* the caller's pid: the filer reports it to other lockers' F_GETLK (never asked) */
 	r.pid = (uint32_t)fuse_req_ctx(req)->pid;
-	lk_set(req, ino, &r, !(op & LOCK_NB));
+	lk_set(req, ino, fi, &r, !(op & LOCK_NB));
 }
 
 /* Unlocks everything of owner (POSIX or flock) on ino if this mount holds locks there. */
@@ -749,4 +779,31 @@ void fuse_locks_flush(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner)
 void fuse_locks_release(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner)
 {
 	unlock_all(m, ino, owner, true);
+}
+
+bool fuse_locks_io_lost(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fh *h = (struct fh *)(uintptr_t)fi->fh;
+	uint64_t posix, flock;
+	struct lk_ino *e;
+	bool lost;
+
+	if (!atomic_load_explicit(&g.nlost, memory_order_relaxed) || fi->writepage)
+		return false; /* nothing lost anywhere: the common case costs one load */
+	posix = atomic_load(&h->lk_posix_owner);
+	flock = atomic_load(&h->lk_flock_owner);
+	e = (posix || flock) ? ino_get(fuse_req_userdata(req), ino, false) : NULL;
+	if (!e)
+		return false;
+	/* both marks go: the one failed call tells of either */
+	lost = posix && take_lost(e, posix, false);
+	if (flock && take_lost(e, flock, true))
+		lost = true;
+	ino_put(e);
+	if (lost) {
+		log_warn("ino %llu: an I/O through a descriptor whose lock was lost: ENOLCK",
+			 (unsigned long long)ino);
+		fuse_reply_err(req, ENOLCK);
+	}
+	return lost;
 }

@@ -122,6 +122,8 @@ def test_locks_reasserted_after_filer_restart(cluster):
         assert in_grace(filer), "the grace ended before B's calls were answered"
         wait_until(lambda: not in_grace(filer), GRACE + 15, "the filer's grace period over")
         assert_excluded(fl, px, "after the grace period")
+        holder.ok("write", "px", 150)  # kept locks: I/O through them is not refused
+        holder.ok("fsync", "fl")
         # a range A does not hold is B's, and A's holder is refused it in turn
         assert setlk_err(px, fcntl.F_WRLCK, 0, HELD[0]) == 0
         assert holder.do("lk", "px", "w", 0, 1) in REFUSED
@@ -142,10 +144,18 @@ def test_locks_reasserted_after_filer_restart(cluster):
 
 def test_lock_not_reasserted_is_lost(cluster):
     """Mount A stopped (SIGSTOP) across the whole grace period cannot re-assert: after
-    the grace B takes the locks, and once A runs again its holder's next lock call on
-    each file fails with ENOLCK (once), then sees B's locks as any conflict."""
+    the grace B takes the locks, and once A runs again its holder is told (ENOLCK,
+    once per lock) by its next lock call on the file or its next write or fsync
+    through the descriptor it locked through, whichever comes first; then it sees
+    B's locks as any conflict."""
     filer, a, b = restart_cluster(cluster)
     holder = hold(a)
+    newfile(a, "wr")
+    newfile(a, "fs")
+    holder.ok("open", "wr", a.p("wr"))
+    holder.ok("lk", "wr", "w", 0, 0)
+    holder.ok("open", "fs", a.p("fs"))
+    holder.ok("flock", "fs", "sh")
     fl, px = open_b(b)
     try:
         assert_excluded(fl, px, "before the restart")
@@ -155,7 +165,15 @@ def test_lock_not_reasserted_is_lost(cluster):
         assert flock_err(fl) == 0, "A's flock still held after the grace"
         assert setlk_err(px, fcntl.F_WRLCK, *HELD) == 0, "A's POSIX lock still held"
         a.daemon.resume()
-        wait_until(lambda: lost_reported(a) == 2, 15, "mount A to find its 2 locks lost")
+        wait_until(lambda: lost_reported(a) == 4, 15, "mount A to find its 4 locks lost")
+        assert holder.do("write", "wr", 5) == errno.ENOLCK  # not written
+        holder.ok("write", "wr", 6)
+        holder.ok("lk", "wr", "w", 0, 0)  # the write told it: a lock call is not
+        assert holder.do("fsync", "fs") == errno.ENOLCK
+        holder.ok("fsync", "fs")
+        holder.ok("flock", "fs", "ex")
+        holder.ok("fsync", "wr")
+        assert filer.get("/wr").content[4:8] == b"45w7"
         assert holder.do("flock", "fl", "ex") == errno.ENOLCK
         assert holder.do("lk", "px", "w", *HELD) == errno.ENOLCK
         # told once: the next calls meet B's locks
