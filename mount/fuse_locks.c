@@ -75,6 +75,7 @@ struct lk_ino {
 	char *key;          /* protected by mu: the filer's key, NULL until known */
 	struct filer_lock *v; /* protected by mu: what the session holds under key */
 	size_t n, cap;
+	bool fresh; /* protected by mu: v was begun after the filer forgot the session */
 	struct lk_lost *lost; /* protected by g.mu: owners to tell, at their next call */
 	size_t nlost;
 	struct lk_ino *next;
@@ -353,6 +354,57 @@ static void record_apply(struct lk_ino *e, const struct filer_lock *l)
 	e->cap = cap;
 }
 
+/* Whether owner's locks of its kind on e were lost; takes the mark (told once). */
+static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost && !found; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			e->lost[i] = e->lost[--e->nlost];
+			atomic_fetch_sub(&g.nlost, 1);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	return found;
+}
+
+/* Marks owner's locks of its kind on e lost. */
+static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			pthread_mutex_unlock(&g.mu);
+			return;
+		}
+	}
+	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
+	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
+	atomic_fetch_add(&g.nlost, 1);
+	pthread_mutex_unlock(&g.mu);
+}
+
+/*
+ * Marks the owners of e's recorded locks lost and empties the record: a lock
+ * was granted outside a grace period to a session the filer did not know, so
+ * it forgot them. Under e->mu.
+ */
+static void lose_record(struct lk_ino *e)
+{
+	for (size_t k = 0; k < e->n; k++)
+		mark_lost(e, e->v[k].owner, e->v[k].flock);
+	if (e->n)
+		log_warn("ino %llu: the filer had dropped this mount's session: %zu lock(s) lost",
+			 (unsigned long long)e->ino, e->n);
+	free(e->v);
+	e->v = NULL;
+	e->n = e->cap = 0;
+	e->fresh = true;
+}
+
 /*
  * One lock (get false) or getLock call (the answer in *c) for e's inode under
  * e->mu; reclaim: a re-assert after a filer restart. A granted lock or unlock
@@ -368,7 +420,7 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 	yajl_val v = NULL;
 	char *key = NULL;
 	uint64_t held;
-	bool created = false;
+	bool created = false, forgot = false;
 	wfs_err rc = WFS_OK;
 
 	buf_init(&body);
@@ -405,24 +457,29 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 		rc = WFS_EIO;
 		goto out;
 	}
+	if (!reclaim && json_get_bool(v, "created", &created) && created) {
+		/* the filer did not know the session: the renewal thread finds out why */
+		pthread_mutex_lock(&g.mu);
+		forgot = g.started && g.opened; /* else it is only opening */
+		if (forgot) {
+			g.recheck = true;
+			pthread_cond_signal(&g.cv);
+		}
+		pthread_mutex_unlock(&g.mu);
+	}
 	if (!get && json_get_u64(v, "held", &held)) {
 		struct filer_lock l = as_lock(m, r);
 		if (!e->key) {
 			e->key = key;
 			key = NULL;
 		}
+		/* granted to a new session: no grace (it defers such locks), the older ones are
+		 * gone, and this one is not for the renewal thread to re-assert or lose */
+		if (forgot && l.type != FILER_LOCK_UNLOCK)
+			lose_record(e);
 		record_apply(e, &l);
 		pthread_mutex_lock(&g.mu);
 		e->held = (size_t)held;
-		pthread_mutex_unlock(&g.mu);
-	}
-	if (!reclaim && json_get_bool(v, "created", &created) && created) {
-		/* the filer did not know the session: the renewal thread finds out why */
-		pthread_mutex_lock(&g.mu);
-		if (g.started && g.opened) {
-			g.recheck = true;
-			pthread_cond_signal(&g.cv);
-		}
 		pthread_mutex_unlock(&g.mu);
 	}
 	if (get) {
@@ -445,39 +502,6 @@ out:
 	buf_free(&body);
 	buf_free(&resp);
 	return rc;
-}
-
-/* Whether owner's locks of its kind on e were lost; takes the mark (told once). */
-static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&g.mu);
-	for (size_t i = 0; i < e->nlost && !found; i++) {
-		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
-			e->lost[i] = e->lost[--e->nlost];
-			atomic_fetch_sub(&g.nlost, 1);
-			found = true;
-		}
-	}
-	pthread_mutex_unlock(&g.mu);
-	return found;
-}
-
-/* Marks owner's locks of its kind on e lost. */
-static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
-{
-	pthread_mutex_lock(&g.mu);
-	for (size_t i = 0; i < e->nlost; i++) {
-		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
-			pthread_mutex_unlock(&g.mu);
-			return;
-		}
-	}
-	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
-	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
-	atomic_fetch_add(&g.nlost, 1);
-	pthread_mutex_unlock(&g.mu);
 }
 
 /*
@@ -507,6 +531,12 @@ static void reassert_all(struct mount_ctx *m, bool grace)
 		struct filer_lock *v;
 		size_t nv;
 		pthread_mutex_lock(&e->mu);
+		if (e->fresh) { /* recorded since the filer forgot the session (lk_call) */
+			e->fresh = false;
+			pthread_mutex_unlock(&e->mu);
+			ino_put(e);
+			continue;
+		}
 		v = e->v;
 		nv = e->n;
 		e->v = NULL;

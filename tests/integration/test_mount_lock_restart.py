@@ -39,12 +39,12 @@ def in_grace(filer):
     return session_call(filer, {"session": PROBE, "leaseSeconds": 1})["grace"]
 
 
-def restart_cluster(cluster):
+def restart_cluster(cluster, grace=GRACE, lease=LEASE):
     master = cluster.master()
     cluster.volume(master)
-    filer = start_filer(cluster, master, extra=["-lockGraceSeconds=%d" % GRACE])
-    a = start_mount(cluster, filer.url, extra=["-lockLeaseSeconds=%d" % LEASE], name="mounta")
-    b = start_mount(cluster, filer.url, extra=["-lockLeaseSeconds=%d" % LEASE], name="mountb")
+    filer = start_filer(cluster, master, extra=["-lockGraceSeconds=%d" % grace])
+    a = start_mount(cluster, filer.url, extra=["-lockLeaseSeconds=%d" % lease], name="mounta")
+    b = start_mount(cluster, filer.url, extra=["-lockLeaseSeconds=%d" % lease], name="mountb")
     return filer, a, b
 
 
@@ -193,3 +193,34 @@ def test_lock_not_reasserted_is_lost(cluster):
         b.unmount()
         a.unmount()
 
+
+
+def test_lock_granted_before_the_loss_is_noticed(cluster):
+    """A filer restarted without a grace period forgets A's locks at once. A's holder
+    locks a free range before A's renewal (every 3 s) notices, or just after: either
+    way one of its next two calls is told ENOLCK and the other is granted, B gets the
+    lost range, and the lock granted after the restart is A's to release: the close
+    frees it (it is not counted lost, so not forgotten, by the mount)."""
+    filer, a, b = restart_cluster(cluster, grace=0, lease=15)
+    newfile(a, "posix")
+    holder = Locker()
+    holder.ok("open", "px", a.p("posix"))
+    holder.ok("lk", "px", "w", *HELD)
+    wait_until(lambda: os.path.exists(b.p("posix")), 10, "A's file seen through B")
+    px = os.open(b.p("posix"), os.O_RDWR)
+    try:
+        assert setlk_err(px, fcntl.F_WRLCK, *HELD) in REFUSED
+        restart_filer(filer)
+        fresh = (300, 10)
+        told = [holder.do("lk", "px", "w", *fresh), holder.do("lk", "px", "w", *fresh)]
+        assert sorted(told) == [0, errno.ENOLCK], told
+        assert setlk_err(px, fcntl.F_WRLCK, *HELD) == 0, "A's lost lock still held"
+        assert setlk_err(px, fcntl.F_UNLCK, 0, 0) == 0
+        assert setlk_err(px, fcntl.F_WRLCK, *fresh) in REFUSED
+        holder.ok("close", "px")  # the flush unlocks it before close returns
+        assert setlk_err(px, fcntl.F_WRLCK, *fresh) == 0, "the lock taken after the restart leaked"
+    finally:
+        os.close(px)
+        holder.stop()
+        b.unmount()
+        a.unmount()
