@@ -23,7 +23,12 @@
  * retried, a non-blocking one too (as NFS clients do). A lock that cannot be
  * re-asserted (refused, or the session was dropped outside a grace period)
  * is lost: the owner's next lock call on the inode fails with ENOLCK, so the
- * holder learns it no longer excludes the others.
+ * holder learns it no longer excludes the others. A lock call can be the
+ * first to meet the new session (the renewal thread has not run yet): when
+ * the filer grants it, it is outside a grace (which defers such locks), so
+ * the record's older locks are lost there and then, and the record is left
+ * out of the renewal thread's pass ("fresh"): the new lock stays recorded and
+ * its close unlocks it.
  *
  * A loss is also told at the next I/O through the descriptor the lock was
  * taken through: a granted lock call notes its owner in the open file's
