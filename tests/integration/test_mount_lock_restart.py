@@ -108,6 +108,9 @@ def lost_reported(m):
 
 
 def test_locks_reasserted_after_filer_restart(cluster):
+    """A's flock and POSIX lock exclude B during the grace (the filer defers B until A
+    has re-asserted) and after it; a range A does not hold is B's; A's unlock frees
+    them. Would fail if A did not re-assert: B's calls are granted at the grace's end."""
     filer, a, b = restart_cluster(cluster)
     # a mount that died while the filer was down: the filer waits the whole grace for it
     session_call(filer, {"session": GHOST, "hiddenDir": "/.ghost-unlinked"})
