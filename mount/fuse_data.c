@@ -575,11 +575,13 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	uint64_t at = (uint64_t)off;
 	wfs_err rc;
 
-	(void)ino;
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/* its lock was lost (fuse_locks.c): ENOLCK; a kernel's writeback is never failed */
+	if (!ctx(req)->writeback_cache && fuse_locks_io_lost(req, ino, fi))
+		return;
 	/* O_APPEND: the end as this mount knows it now, not the kernel's cached size */
 	if ((h->flags & O_APPEND) && !ctx(req)->writeback_cache)
 		at = file_data_size(n->fd);
@@ -612,8 +614,9 @@ void fuse_data_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* fsync, fdatasync, msync(MS_SYNC), and the kernel's sync after an O_SYNC write. */
 void fuse_data_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
 	(void)datasync; /* the entry holds the chunk list: it must be durable either way */
+	if (fuse_locks_io_lost(req, ino, fi))
+		return; /* its lock was lost (fuse_locks.c): ENOLCK; the data stays dirty */
 	fuse_ops_reply_err(req, commit_node(ctx(req), get_fh(fi)->node, NULL, NULL, false, true));
 }
 

@@ -23,7 +23,25 @@
  * retried, a non-blocking one too (as NFS clients do). A lock that cannot be
  * re-asserted (refused, or the session was dropped outside a grace period)
  * is lost: the owner's next lock call on the inode fails with ENOLCK, so the
- * holder learns it no longer excludes the others.
+ * holder learns it no longer excludes the others. A lock call can be the
+ * first to meet the new session (the renewal thread has not run yet): when
+ * the filer grants it, it is outside a grace (which defers such locks), so
+ * the record's older locks are lost there and then, and the record is left
+ * out of the renewal thread's pass ("fresh"): the new lock stays recorded and
+ * its close unlocks it.
+ *
+ * A loss is also told at the next I/O through the descriptor the lock was
+ * taken through: a granted lock call notes its owner in the open file's
+ * handle (fi->fh; the last POSIX and the last flock owner), and a write or an
+ * fsync on the handle whose noted owner lost a lock there fails with ENOLCK.
+ * One mark per owner and inode: the lock call or the I/O, whichever comes
+ * first, is told, once. Not the I/O's own lock_owner: the kernel sets it only
+ * for direct I/O (FUSE_READ_LOCKOWNER, FUSE_WRITE_LOCKOWNER); flush has it
+ * always, but a close needs no telling (it unlocks). Not reads: buffered ones
+ * go through the page cache (a cached page never reaches the mount, a failed
+ * readahead is EIO). Not writebacks of cached pages (fi->writepage, mmap,
+ * -writebackCache): failing one would drop data the writer already had
+ * accepted; with -writebackCache only fsync tells.
  */
 #include "config.h"
 #include "fuse_locks.h"
@@ -36,6 +54,7 @@
 #include <time.h>
 #include "client/entry_json.h"
 #include "client/lock_ranges.h"
+#include "fuse_ops_int.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -61,6 +80,7 @@ struct lk_ino {
 	char *key;          /* protected by mu: the filer's key, NULL until known */
 	struct filer_lock *v; /* protected by mu: what the session holds under key */
 	size_t n, cap;
+	bool fresh; /* protected by mu: v was begun after the filer forgot the session */
 	struct lk_lost *lost; /* protected by g.mu: owners to tell, at their next call */
 	size_t nlost;
 	struct lk_ino *next;
@@ -77,6 +97,7 @@ static struct {
 	char *hidden_dir;                /* where hide_open_file puts files (the filer reclaims) */
 	pthread_cond_t cv;               /* wakes the renewal thread (stop, recheck) */
 	pthread_t thread;
+	atomic_size_t nlost; /* written under mu: the marks of every record (I/O's fast path) */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static uint64_t session_id(const struct mount_ctx *m) { return m->mount_id ? m->mount_id : 1; }
@@ -247,6 +268,7 @@ void fuse_locks_stop(struct mount_ctx *m)
 	}
 	free(g.hidden_dir);
 	g.hidden_dir = NULL;
+	atomic_store(&g.nlost, 0);
 	g.started = false;
 	pthread_mutex_unlock(&g.mu);
 }
@@ -337,6 +359,57 @@ static void record_apply(struct lk_ino *e, const struct filer_lock *l)
 	e->cap = cap;
 }
 
+/* Whether owner's locks of its kind on e were lost; takes the mark (told once). */
+static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost && !found; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			e->lost[i] = e->lost[--e->nlost];
+			atomic_fetch_sub(&g.nlost, 1);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	return found;
+}
+
+/* Marks owner's locks of its kind on e lost. */
+static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
+{
+	pthread_mutex_lock(&g.mu);
+	for (size_t i = 0; i < e->nlost; i++) {
+		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
+			pthread_mutex_unlock(&g.mu);
+			return;
+		}
+	}
+	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
+	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
+	atomic_fetch_add(&g.nlost, 1);
+	pthread_mutex_unlock(&g.mu);
+}
+
+/*
+ * Marks the owners of e's recorded locks lost and empties the record: a lock
+ * was granted outside a grace period to a session the filer did not know, so
+ * it forgot them. Under e->mu.
+ */
+static void lose_record(struct lk_ino *e)
+{
+	for (size_t k = 0; k < e->n; k++)
+		mark_lost(e, e->v[k].owner, e->v[k].flock);
+	if (e->n)
+		log_warn("ino %llu: the filer had dropped this mount's session: %zu lock(s) lost",
+			 (unsigned long long)e->ino, e->n);
+	free(e->v);
+	e->v = NULL;
+	e->n = e->cap = 0;
+	e->fresh = true;
+}
+
 /*
  * One lock (get false) or getLock call (the answer in *c) for e's inode under
  * e->mu; reclaim: a re-assert after a filer restart. A granted lock or unlock
@@ -352,7 +425,7 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 	yajl_val v = NULL;
 	char *key = NULL;
 	uint64_t held;
-	bool created = false;
+	bool created = false, forgot = false;
 	wfs_err rc = WFS_OK;
 
 	buf_init(&body);
@@ -389,24 +462,29 @@ static wfs_err lk_call(struct mount_ctx *m, struct lk_ino *e, const struct lk_re
 		rc = WFS_EIO;
 		goto out;
 	}
+	if (!reclaim && json_get_bool(v, "created", &created) && created) {
+		/* the filer did not know the session: the renewal thread finds out why */
+		pthread_mutex_lock(&g.mu);
+		forgot = g.started && g.opened; /* else it is only opening */
+		if (forgot) {
+			g.recheck = true;
+			pthread_cond_signal(&g.cv);
+		}
+		pthread_mutex_unlock(&g.mu);
+	}
 	if (!get && json_get_u64(v, "held", &held)) {
 		struct filer_lock l = as_lock(m, r);
 		if (!e->key) {
 			e->key = key;
 			key = NULL;
 		}
+		/* granted to a new session: no grace (it defers such locks), the older ones are
+		 * gone, and this one is not for the renewal thread to re-assert or lose */
+		if (forgot && l.type != FILER_LOCK_UNLOCK)
+			lose_record(e);
 		record_apply(e, &l);
 		pthread_mutex_lock(&g.mu);
 		e->held = (size_t)held;
-		pthread_mutex_unlock(&g.mu);
-	}
-	if (!reclaim && json_get_bool(v, "created", &created) && created) {
-		/* the filer did not know the session: the renewal thread finds out why */
-		pthread_mutex_lock(&g.mu);
-		if (g.started && g.opened) {
-			g.recheck = true;
-			pthread_cond_signal(&g.cv);
-		}
 		pthread_mutex_unlock(&g.mu);
 	}
 	if (get) {
@@ -429,37 +507,6 @@ out:
 	buf_free(&body);
 	buf_free(&resp);
 	return rc;
-}
-
-/* Whether owner's locks of its kind on e were lost; takes the mark (told once). */
-static bool take_lost(struct lk_ino *e, uint64_t owner, bool flock)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&g.mu);
-	for (size_t i = 0; i < e->nlost && !found; i++) {
-		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
-			e->lost[i] = e->lost[--e->nlost];
-			found = true;
-		}
-	}
-	pthread_mutex_unlock(&g.mu);
-	return found;
-}
-
-/* Marks owner's locks of its kind on e lost. */
-static void mark_lost(struct lk_ino *e, uint64_t owner, bool flock)
-{
-	pthread_mutex_lock(&g.mu);
-	for (size_t i = 0; i < e->nlost; i++) {
-		if (e->lost[i].owner == owner && e->lost[i].flock == flock) {
-			pthread_mutex_unlock(&g.mu);
-			return;
-		}
-	}
-	e->lost = xrealloc(e->lost, (e->nlost + 1) * sizeof(*e->lost));
-	e->lost[e->nlost++] = (struct lk_lost){owner, flock};
-	pthread_mutex_unlock(&g.mu);
 }
 
 /*
@@ -489,6 +536,12 @@ static void reassert_all(struct mount_ctx *m, bool grace)
 		struct filer_lock *v;
 		size_t nv;
 		pthread_mutex_lock(&e->mu);
+		if (e->fresh) { /* recorded since the filer forgot the session (lk_call) */
+			e->fresh = false;
+			pthread_mutex_unlock(&e->mu);
+			ino_put(e);
+			continue;
+		}
 		v = e->v;
 		nv = e->n;
 		e->v = NULL;
@@ -596,12 +649,22 @@ static wfs_err lk_attempts(fuse_req_t req, struct lk_ino *e, const struct lk_req
 	return rc;
 }
 
+/* Notes in fi's handle that r's owner locked through it (its I/O is told of a loss). */
+static void note_handle(struct fuse_file_info *fi, const struct lk_req *r)
+{
+	struct fh *h = (struct fh *)(uintptr_t)fi->fh;
+
+	if (h)
+		atomic_store(r->flock ? &h->lk_flock_owner : &h->lk_posix_owner, r->owner);
+}
+
 /*
  * Sets r on ino and replies to req: with wait, retries a conflict until
  * granted or the request is interrupted (EINTR); else a conflict is EAGAIN.
  * An owner whose locks were lost gets ENOLCK once (an unlock is done first).
  */
-static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool wait)
+static void lk_set(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		   const struct lk_req *r, bool wait)
 {
 	struct mount_ctx *m = fuse_req_userdata(req);
 	bool unlock = !strcmp(r->type, "unlock"), interrupted = false, lost;
@@ -616,6 +679,8 @@ static void lk_set(fuse_req_t req, fuse_ino_t ino, const struct lk_req *r, bool 
 	if (!lost || unlock)
 		rc = lk_attempts(req, e, r, false, wait, NULL, &interrupted);
 	ino_put(e);
+	if (!rc && !unlock && !lost && !interrupted)
+		note_handle(fi, r);
 	/* flock(2) reports a conflict as EWOULDBLOCK (== EAGAIN on Linux): WFS_EBUSY's errno */
 	if (interrupted)
 		fuse_reply_err(req, EINTR);
@@ -696,7 +761,7 @@ void fuse_locks_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	lk_set(req, ino, &r, sleep != 0);
+	lk_set(req, ino, fi, &r, sleep != 0);
 }
 
 void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
@@ -719,7 +784,7 @@ void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	/* the caller's pid: the filer reports it to other lockers' F_GETLK (never asked) */
 	r.pid = (uint32_t)fuse_req_ctx(req)->pid;
-	lk_set(req, ino, &r, !(op & LOCK_NB));
+	lk_set(req, ino, fi, &r, !(op & LOCK_NB));
 }
 
 /* Unlocks everything of owner (POSIX or flock) on ino if this mount holds locks there. */
@@ -749,4 +814,31 @@ void fuse_locks_flush(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner)
 void fuse_locks_release(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner)
 {
 	unlock_all(m, ino, owner, true);
+}
+
+bool fuse_locks_io_lost(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fh *h = (struct fh *)(uintptr_t)fi->fh;
+	uint64_t posix, flock;
+	struct lk_ino *e;
+	bool lost;
+
+	if (!atomic_load_explicit(&g.nlost, memory_order_relaxed) || fi->writepage)
+		return false; /* nothing lost anywhere: the common case costs one load */
+	posix = atomic_load(&h->lk_posix_owner);
+	flock = atomic_load(&h->lk_flock_owner);
+	e = (posix || flock) ? ino_get(fuse_req_userdata(req), ino, false) : NULL;
+	if (!e)
+		return false;
+	/* both marks go: the one failed call tells of either */
+	lost = posix && take_lost(e, posix, false);
+	if (flock && take_lost(e, flock, true))
+		lost = true;
+	ino_put(e);
+	if (lost) {
+		log_warn("ino %llu: an I/O through a descriptor whose lock was lost: ENOLCK",
+			 (unsigned long long)ino);
+		fuse_reply_err(req, ENOLCK);
+	}
+	return lost;
 }

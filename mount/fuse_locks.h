@@ -9,7 +9,8 @@
  * tells the filer their directory). The FUSE lock owner (an fd table for
  * POSIX locks, an open file description for flock) is the owner inside the
  * session. After a filer restart the locks are re-asserted (fuse_locks.c);
- * one that cannot be fails its owner's next lock call with ENOLCK.
+ * one that cannot be fails its owner's next lock call, or the next write or
+ * fsync through the descriptor it was taken through, with ENOLCK.
  */
 #ifndef WEEDFS_MOUNT_FUSE_LOCKS_H
 #define WEEDFS_MOUNT_FUSE_LOCKS_H
@@ -32,6 +33,14 @@ void fuse_locks_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void fuse_locks_flush(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
 /* Releases owner's flock lock on ino (release with fi->flock_release). FUSE worker thread. */
 void fuse_locks_release(struct mount_ctx *m, fuse_ino_t ino, uint64_t owner);
+
+/*
+ * Whether fi's handle took a lock (its last POSIX or flock owner) that was
+ * lost on ino since the owner was last told: then replies ENOLCK to req (the
+ * caller does nothing else) and clears the mark. False for a writeback of
+ * cached pages (never failed). write and fsync; FUSE worker thread.
+ */
+bool fuse_locks_io_lost(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /*
  * Opens the mount's session with a lease of lease_s seconds (1..3600) and

@@ -1,15 +1,17 @@
 /*
  * Private to the FUSE operations: what fuse_ops.c (table, start/stop, shared
  * helpers), fuse_names.c (names, directories), fuse_data.c (open files,
- * commits) and fuse_attrs.c (attributes, times, xattrs) share. Every function
- * runs on a FUSE worker thread unless it says otherwise; see the DESIGN
- * comment in fuse_ops.c. A function is named after its file (fuse_names_*
- * lives in fuse_names.c); an operation of the table is its file's prefix and
- * the fuse_lowlevel_ops member it fills (fuse_data_read is .read).
+ * commits) and fuse_attrs.c (attributes, times, xattrs) share; fuse_locks.c
+ * notes lock owners in struct fh. Every function runs on a FUSE worker thread
+ * unless it says otherwise; see the DESIGN comment in fuse_ops.c. A function
+ * is named after its file (fuse_names_* lives in fuse_names.c); an operation
+ * of the table is its file's prefix and the fuse_lowlevel_ops member it fills
+ * (fuse_data_read is .read).
  */
 #ifndef WEEDFS_MOUNT_FUSE_OPS_INT_H
 #define WEEDFS_MOUNT_FUSE_OPS_INT_H
 
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include "client/filer_meta.h"
 #include "fuse_ops.h"
@@ -20,6 +22,9 @@ struct fh {
 	struct inode *node;     /* a reference (itable_put at release) */
 	int flags;              /* open(2) flags */
 	struct fh *prev, *next; /* m->handles, protected by m->fh_mu */
+	/* fuse_locks.c: the owners that last took a POSIX / flock lock through this
+	 * handle (0: none), told at its next I/O when their locks were lost */
+	_Atomic uint64_t lk_posix_owner, lk_flock_owner;
 };
 
 static inline struct mount_ctx *ctx(fuse_req_t req) { return fuse_req_userdata(req); }

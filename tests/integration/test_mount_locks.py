@@ -39,6 +39,10 @@ for line in sys.stdin:
         elif a[0] == "flock":   # flock NAME ex|sh|un
             op = {"ex": fcntl.LOCK_EX, "sh": fcntl.LOCK_SH, "un": fcntl.LOCK_UN}[a[2]]
             fcntl.flock(fds[a[1]], op | fcntl.LOCK_NB)
+        elif a[0] == "write":   # write NAME OFFSET
+            os.pwrite(fds[a[1]], b"w", int(a[2]))
+        elif a[0] == "fsync":   # fsync NAME
+            os.fsync(fds[a[1]])
         print("ok", flush=True)
     except OSError as e:
         print("err %d" % e.errno, flush=True)
