@@ -11,31 +11,13 @@ import subprocess
 import tarfile
 import time
 
-import pytest
-
-from filer_fixtures import start_mini_with_filer
-from mount_fixtures import start_mount
 from test_filer_events import Stream, kind
-
-DEADLINE = 2.0
-
-
-@pytest.fixture(scope="module")
-def env(module_cluster):
-    _, filer = start_mini_with_filer(module_cluster)
-    a = start_mount(module_cluster, filer.url, name="folda")
-    b = start_mount(module_cluster, filer.url, name="foldb")
-    yield filer, a, b
-    b.unmount()
-    a.unmount()
+from test_mount_coherence import within as within_s
+from test_mount_locks import two_mounts  # noqa: F401 - the fixture: filer, mounts A and B
 
 
-def within(pred, what, deadline=DEADLINE):
-    t0 = time.monotonic()
-    while not pred():
-        if time.monotonic() - t0 > deadline:
-            raise AssertionError("%s not seen within %.1f s" % (what, deadline))
-        time.sleep(0.01)
+def within(pred, what):
+    within_s(pred, what, deadline=2.0)
 
 
 def attrs(path):
@@ -52,8 +34,8 @@ MTIME = 1_500_000_000_123_456_789
 ATIME = 1_400_000_000_000_000_000
 
 
-def test_fold_into_close(env):
-    filer, a, b = env
+def test_fold_into_close(two_mounts):
+    filer, a, b = two_mounts
     os.makedirs(a.p("fold"))
     s = Stream(filer, pathPrefix="/fold/")
     fd = os.open(a.p("fold", "f"), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
@@ -87,8 +69,8 @@ def test_fold_into_close(env):
     s.close()
 
 
-def test_write_after_utimens_wins(env):
-    _, a, b = env
+def test_write_after_utimens_wins(two_mounts):
+    _, a, b = two_mounts
     os.makedirs(a.p("later"))
     t0 = time.time_ns()
     fd = os.open(a.p("later", "f"), os.O_CREAT | os.O_WRONLY, 0o644)
@@ -106,8 +88,8 @@ def test_write_after_utimens_wins(env):
     assert os.stat(b.p("later", "f")).st_mtime_ns >= t0 - 1_000_000_000
 
 
-def test_chmod_without_dirty_data_is_at_once(env):
-    filer, a, b = env
+def test_chmod_without_dirty_data_is_at_once(two_mounts):
+    filer, a, b = two_mounts
     os.makedirs(a.p("clean"))
     with open(a.p("clean", "f"), "wb") as f:
         f.write(b"committed")
@@ -133,8 +115,8 @@ def test_chmod_without_dirty_data_is_at_once(env):
     s.close()
 
 
-def test_rename_keeps_pending_attrs(env):
-    _, a, b = env
+def test_rename_keeps_pending_attrs(two_mounts):
+    _, a, b = two_mounts
     os.makedirs(a.p("mv"))
     fd = os.open(a.p("mv", "f"), os.O_CREAT | os.O_WRONLY, 0o644)
     try:
@@ -161,8 +143,8 @@ def stat_walk(top):
     return out
 
 
-def test_tar_extract_equals_local(env, tmp_path):
-    _, a, b = env
+def test_tar_extract_equals_local(two_mounts, tmp_path):
+    _, a, b = two_mounts
     tar_path = tmp_path / "t.tar"
     # in tree order: GNU tar restores a directory's times once past its members
     members = [("top/", 0o755, 1010, 2010, None), ("top/bin/", 0o750, 1011, 2011, None),
