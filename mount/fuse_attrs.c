@@ -211,6 +211,64 @@ void fuse_attrs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	itable_put(m->it, n);
 }
 
+/*
+ * DESIGN (attributes of a file being written): tar, cp -p and rsync create a
+ * file, write it, then fchown, fchmod and futimens it before close. Each of
+ * those would be a synchronous filer update, on top of the commit at close.
+ * Instead, while an open handle holds dirty data (a commit is certain to
+ * follow: flush, fsync, release, the background commit, unmount), a setattr
+ * of mode, uid, gid, mtime or atime is kept on the node (pend_*, mtime in
+ * data_mtime_ns with pend_mtime, atime in atime_pending_ns) and commit_node
+ * sends it in the data's one update, the filer's copy getting them with the
+ * data. The rules:
+ * - This mount shows them at once (fuse_ops_entry_stat overlays them on every
+ *   reply: setattr's, getattr, lookup); other mounts see them at close, as
+ *   they see the data (close-to-open). Without dirty data, or with no open
+ *   handle, the update is sent at once, as before; a size change always is.
+ * - A setattr's mtime wins over the write time at the commit; a write after
+ *   it makes the mtime the write's again (fuse_data_note_write), as on ext4.
+ * - The kernel's permission checks and its suid/sgid clearing are unchanged:
+ *   they arrive here as setattrs like any other and their result shows in the
+ *   attributes this mount replies with.
+ * - Deferring takes commit_mu: no commit is in flight, so the next one sees
+ *   the attributes; a commit clears them only when it succeeded, so a failed
+ *   one keeps them for the next try and its error reaches flush, close or
+ *   fsync like the data's. A later synchronous setattr goes through the
+ *   commit too while any are kept (its fields win), so none goes stale.
+ */
+bool fuse_attrs_defer(struct inode *n, const struct filer_meta_set *s)
+{
+	const unsigned ids = FM_SET_MODE | FM_SET_UID | FM_SET_GID;
+	bool dirty;
+
+	/* 0 is "none" in data_mtime_ns and atime_pending_ns: such a time goes at once */
+	if ((s->set & ~(ids | FM_SET_MTIME | FM_SET_ATIME | FM_SET_CTIME)) ||
+	    ((s->set & FM_SET_MTIME) && !s->mtime_ns) || ((s->set & FM_SET_ATIME) && !s->atime_ns))
+		return false;
+	pthread_mutex_lock(&n->commit_mu);
+	pthread_mutex_lock(&n->mu);
+	dirty = n->fd && n->open_count > 0 && file_data_dirty(n->fd);
+	if (dirty) {
+		n->pend_set |= s->set & ids;
+		if (s->set & FM_SET_MODE)
+			n->pend_mode = s->mode;
+		if (s->set & FM_SET_UID)
+			n->pend_uid = s->uid;
+		if (s->set & FM_SET_GID)
+			n->pend_gid = s->gid;
+		if (s->set & FM_SET_MTIME) {
+			n->data_mtime_ns = s->mtime_ns;
+			n->pend_mtime = true;
+		}
+		if (s->set & FM_SET_ATIME)
+			n->atime_pending_ns = s->atime_ns;
+		n->pend_ctime_ns = (s->set & FM_SET_CTIME) ? s->ctime_ns : now_ns();
+	}
+	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_unlock(&n->commit_mu);
+	return dirty;
+}
+
 void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			struct fuse_file_info *fi)
 {
@@ -278,6 +336,7 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		if (fd) {
 			rc = file_data_truncate(fd, (uint64_t)attr->st_size);
 			n->data_mtime_ns = now_ns();
+			n->pend_mtime = false;
 		}
 		pthread_mutex_unlock(&n->mu);
 		pthread_mutex_unlock(&n->commit_mu);
@@ -292,11 +351,17 @@ void fuse_attrs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			s.mtime_ns = now_ns();
 		}
 	}
-	if (!fd && (s.set & FM_SET_MTIME)) {
-		/* an explicit mtime must outlive data still buffered (tar sets it before
-		   close): commit both now, or the commit at close would stamp the write time */
+	if (!fd && s.set && fuse_attrs_defer(n, &s)) {
+		rc = fuse_ops_node_entry(m, n, false, &e); /* shows them (entry_stat) */
+		goto out;
+	}
+	if (!fd) {
+		/* an explicit mtime must outlive data still buffered (no open handle: a
+		   failed commit's): commit both now, or a later one would stamp the write
+		   time; attributes kept for a commit go with it too, this setattr's winning */
 		pthread_mutex_lock(&n->mu);
-		fd = n->fd;
+		if ((s.set & FM_SET_MTIME) || n->pend_set || n->pend_mtime || n->pend_ctime_ns)
+			fd = n->fd;
 		pthread_mutex_unlock(&n->mu);
 	}
 	if (fd) {
@@ -589,9 +654,11 @@ void fuse_attrs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	}
 	rc = fuse_ops_node_entry(m, n, false, &e);
 	if (!rc && mask != F_OK && c->uid != 0) {
-		unsigned bits = e->attr.mode;
-		unsigned have = c->uid == e->attr.uid        ? (bits >> 6) & 7
-				: fuse_ops_in_group(req, e->attr.gid) ? (bits >> 3) & 7
+		struct stat st;
+		fuse_ops_entry_stat(n, e, &st); /* with a setattr's not stored yet */
+		unsigned bits = st.st_mode;
+		unsigned have = c->uid == st.st_uid        ? (bits >> 6) & 7
+				: fuse_ops_in_group(req, st.st_gid) ? (bits >> 3) & 7
 							     : bits & 7;
 		if ((unsigned)mask & ~have)
 			rc = WFS_EACCES;

@@ -94,8 +94,26 @@ static bool commit_keeps_pages(struct inode *n, const struct filer_meta_set *s,
 }
 
 /*
+ * Takes n's attributes a setattr kept for this commit (fuse_attrs_defer) into
+ * s where s does not set them (n->mu held): the FM_SET_* bits taken.
+ */
+static unsigned take_pending(const struct inode *n, struct filer_meta_set *s)
+{
+	unsigned take = n->pend_set & ~s->set;
+
+	s->set |= take;
+	if (take & FM_SET_MODE)
+		s->mode = n->pend_mode;
+	if (take & FM_SET_UID)
+		s->uid = n->pend_uid;
+	if (take & FM_SET_GID)
+		s->gid = n->pend_gid;
+	return take;
+}
+
+/*
  * Uploads n's dirty data and commits it with the fields of extra (may be
- * NULL) in one update; *out (may be NULL) gets the entry after. With
+ * NULL) and the attributes a setattr kept for it in one update; *out (may be NULL) gets the entry after. With
  * defer_atime, a read's atime with nothing else to commit goes to the touch
  * thread instead (stored within TOUCH_DELAY_NS). With durable (fsync), the
  * file's data is on stable storage on every replica (uploads with fsync=true,
@@ -114,7 +132,7 @@ static wfs_err commit_node(struct mount_ctx *m, struct inode *n, const struct fi
 	char **drops = NULL;
 	file_data *fd;
 	size_t nc = 0;
-	bool flushed = false, atime_only = false;
+	bool flushed = false, atime_only = false, set_mtime;
 	int64_t mtime, atime, ctime_before = 0;
 	char *path = NULL;
 	wfs_err rc = WFS_OK;
@@ -125,11 +143,14 @@ static wfs_err commit_node(struct mount_ctx *m, struct inode *n, const struct fi
 	pthread_mutex_lock(&n->mu);
 	fd = n->fd;
 	mtime = n->data_mtime_ns;
+	set_mtime = n->pend_mtime; /* a setattr's: sent even with no data to flush */
 	atime = n->atime_pending_ns;
 	if (n->cached)
 		ctime_before = n->attr.ctime_ns;
+	take_pending(n, &s);
 	pthread_mutex_unlock(&n->mu);
-	if (durable && (!fd || file_data_durable(fd, ctime_before)) && !s.set && !atime)
+	if (durable && (!fd || file_data_durable(fd, ctime_before)) && !s.set && !atime &&
+	    !set_mtime)
 		goto out; /* synced, nothing changed since (a chmod here changed the ctime) */
 	if (fd && file_data_flush_inline(fd, &content, &s.content_len)) {
 		/* a small file: its bytes go in the entry, one request, no upload */
@@ -156,7 +177,7 @@ static wfs_err commit_node(struct mount_ctx *m, struct inode *n, const struct fi
 			s.drop = drops;
 		}
 	}
-	if (flushed && mtime && !(s.set & FM_SET_MTIME)) {
+	if ((flushed || set_mtime) && mtime && !(s.set & FM_SET_MTIME)) {
 		s.set |= FM_SET_MTIME;
 		s.mtime_ns = mtime;
 	}
@@ -208,9 +229,14 @@ static wfs_err commit_node(struct mount_ctx *m, struct inode *n, const struct fi
 		pthread_mutex_lock(&n->mu);
 		if (fd == n->fd) {
 			n->base_ctime_ns = e->attr.ctime_ns;
-			if (n->data_mtime_ns == mtime)
+			if (n->data_mtime_ns == mtime) {
 				n->data_mtime_ns = 0;
+				n->pend_mtime = false;
+			}
 		}
+		/* commit_mu kept them from changing since take_pending */
+		n->pend_set = 0;
+		n->pend_ctime_ns = 0;
 		n->kc_sig = commit_keeps_pages(n, &s, e) ? data_sig(e) : 0;
 		if (n->kc_sig)
 			n->kc_chunks_sig = chunks_sig(e->chunks, e->n_chunks);
@@ -531,6 +557,14 @@ void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(b);
 }
 
+void fuse_data_note_write(struct inode *n)
+{
+	pthread_mutex_lock(&n->mu);
+	n->data_mtime_ns = now_ns();
+	n->pend_mtime = false; /* a write after a setattr's mtime: the write's, as on ext4 */
+	pthread_mutex_unlock(&n->mu);
+}
+
 /*
  * The kernel clears suid, and sgid with group-execute, on a write by an
  * unprivileged process (a setattr before the write). Local file systems also
@@ -550,19 +584,26 @@ static void drop_sgid_on_write(fuse_req_t req, struct inode *n)
 		mode = n->attr.mode;
 		gid = n->attr.gid;
 	}
+	if (n->pend_set & FM_SET_MODE)
+		mode = n->pend_mode; /* a setattr's, not stored yet */
+	if (n->pend_set & FM_SET_GID)
+		gid = n->pend_gid;
 	pthread_mutex_unlock(&n->mu);
 	if ((mode & (S_ISGID | S_IXGRP)) != S_ISGID || fuse_req_ctx(req)->uid == 0 ||
 	    fuse_ops_in_group(req, gid))
 		return;
-	path = itable_path(m->it, n->ino);
-	if (!path)
-		return;
 	s.mode = mode & 07777 & ~(uint32_t)S_ISGID;
 	s.ctime_ns = now_ns();
-	if (!filer_meta_update(m->rpc, path, &s, &e))
-		itable_cache(n, e, m->follow_cache_ns);
-	filer_entry_free(e);
-	free(path);
+	/* the data just written is dirty: usually stored with its commit */
+	if (!fuse_attrs_defer(n, &s)) {
+		path = itable_path(m->it, n->ino);
+		if (!path)
+			return;
+		if (!filer_meta_update(m->rpc, path, &s, &e))
+			itable_cache(n, e, m->follow_cache_ns);
+		filer_entry_free(e);
+		free(path);
+	}
 	if (m->se)
 		fuse_lowlevel_notify_inval_inode(m->se, n->ino, -1, 0);
 }
@@ -590,9 +631,7 @@ void fuse_data_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 		fuse_ops_reply_err(req, rc); /* WFS_ENOSPC: the cluster is full */
 		return;
 	}
-	pthread_mutex_lock(&n->mu);
-	n->data_mtime_ns = now_ns();
-	pthread_mutex_unlock(&n->mu);
+	fuse_data_note_write(n);
 	drop_sgid_on_write(req, n);
 	/* O_SYNC / O_DSYNC (O_SYNC includes its bit): durable before write() returns */
 	if (h->flags & O_DSYNC) {
@@ -706,9 +745,7 @@ void fuse_data_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		return;
 	}
 	if (!rc) {
-		pthread_mutex_lock(&h->node->mu);
-		h->node->data_mtime_ns = now_ns();
-		pthread_mutex_unlock(&h->node->mu);
+		fuse_data_note_write(h->node);
 		rc = fuse_data_commit_node(ctx(req), h->node, NULL, NULL);
 	}
 	fuse_ops_reply_err(req, rc);
@@ -799,9 +836,7 @@ void fuse_data_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	free(b);
 	if (done) {
 		fuse_attrs_note_access(ctx(req), hi->node);
-		pthread_mutex_lock(&ho->node->mu);
-		ho->node->data_mtime_ns = now_ns();
-		pthread_mutex_unlock(&ho->node->mu);
+		fuse_data_note_write(ho->node);
 		drop_sgid_on_write(req, ho->node);
 		fuse_reply_write(req, (size_t)done); /* an error after some bytes: a short copy */
 	} else if (rc) {

@@ -81,13 +81,14 @@ static void ns_to_ts(int64_t ns, struct timespec *ts)
 }
 
 /*
- * The kernel's attributes of the entry e, with open data (size, mtime) and a
- * read's atime not yet stored winning.
+ * The kernel's attributes of the entry e, with open data (size, mtime), a
+ * read's atime and a setattr's attributes not yet stored winning.
  */
 void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct stat *st)
 {
 	const struct filer_attr *a = &e->attr;
 	uint64_t alloc;
+	int64_t ct;
 
 	memset(st, 0, sizeof(*st));
 	/* the filer's number, the same in every mount and after the kernel forgets n */
@@ -106,7 +107,7 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 		st->st_size = 4096;
 	ns_to_ts(a->mtime_ns, &st->st_mtim);
 	ns_to_ts(a->atime_ns ? a->atime_ns : a->mtime_ns, &st->st_atim);
-	ns_to_ts(a->ctime_ns, &st->st_ctim);
+	ct = a->ctime_ns;
 	pthread_mutex_lock(&n->mu);
 	if (!a->inode && n->attr.filer_ino)
 		st->st_ino = n->attr.filer_ino;
@@ -116,7 +117,14 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 	if (n->touch_pending_ns && n->touch_pending_ns > a->mtime_ns)
 		ns_to_ts(n->touch_pending_ns, &st->st_mtim);
 	if (n->touch_pending_ns && n->touch_pending_ns > a->ctime_ns)
-		ns_to_ts(n->touch_pending_ns, &st->st_ctim);
+		ct = n->touch_pending_ns;
+	/* a setattr's, folded into the next commit (fuse_attrs_setattr) */
+	if (n->pend_set & FM_SET_MODE)
+		st->st_mode = (a->mode & S_IFMT) | n->pend_mode;
+	if (n->pend_set & FM_SET_UID)
+		st->st_uid = n->pend_uid;
+	if (n->pend_set & FM_SET_GID)
+		st->st_gid = n->pend_gid;
 	if (n->unlinked && st->st_nlink)
 		st->st_nlink--; /* the hidden name does not count */
 	if (n->removed)
@@ -130,10 +138,14 @@ void fuse_ops_entry_stat(struct inode *n, const struct filer_entry *e, struct st
 			alloc = (uint64_t)st->st_size;
 		if (n->data_mtime_ns) {
 			ns_to_ts(n->data_mtime_ns, &st->st_mtim);
-			ns_to_ts(n->data_mtime_ns, &st->st_ctim);
+			if (!n->pend_mtime) /* a write's time, not a setattr's mtime */
+				ct = n->data_mtime_ns;
 		}
 	}
+	if (n->pend_ctime_ns > ct)
+		ct = n->pend_ctime_ns;
 	pthread_mutex_unlock(&n->mu);
+	ns_to_ts(ct, &st->st_ctim);
 	if (alloc > (uint64_t)st->st_size)
 		alloc = (uint64_t)st->st_size;
 	st->st_blksize = 1 << 20;

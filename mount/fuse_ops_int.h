@@ -97,6 +97,8 @@ wfs_err fuse_data_commit_node_opt(struct mount_ctx *m, struct inode *n,
 /* fuse_data_commit_node_opt deferring a lone read atime to the touch thread. Any thread. */
 wfs_err fuse_data_commit_node(struct mount_ctx *m, struct inode *n,
 			      const struct filer_meta_set *extra, struct filer_entry **out);
+/* A change of n's data now: its mtime at the next commit (after any setattr's). */
+void fuse_data_note_write(struct inode *n);
 /* The background commit thread (arg: the mount_ctx); started by fuse_ops_start. */
 void *fuse_data_commit_main(void *arg);
 /* Shortens chunks crossing a new end at size after a shrink. Best effort. */
@@ -130,6 +132,12 @@ void fuse_attrs_touch_dir(struct mount_ctx *m, fuse_ino_t dir);
 void fuse_attrs_touch_ctime(struct mount_ctx *m, struct inode *n, const char *path);
 /* The touch thread (arg: the mount_ctx); started by fuse_ops_start. */
 void *fuse_attrs_touch_main(void *arg);
+/*
+ * Keeps the attributes of s (mode, uid, gid, mtime, atime; no size) on n for
+ * its next commit when one is certain to follow (an open handle holds dirty
+ * data): true, nothing sent. False, nothing kept: the caller sends them.
+ */
+bool fuse_attrs_defer(struct inode *n, const struct filer_meta_set *s);
 /* relatime after a read of n: notes a new atime on the node when due. */
 void fuse_attrs_note_access(struct mount_ctx *m, struct inode *n);
 /* Operations (fuse_ops.c's table): each replies to req. */

@@ -101,6 +101,16 @@ struct inode {
 	int64_t touch_pending_ns;
 	/* protected by mu: on the touch thread's list for its atime (fuse_ops.c) */
 	bool atime_queued;
+	/*
+	 * protected by mu, changed with commit_mu held too: a setattr's mode,
+	 * uid, gid (FM_SET_* bits in pend_set) and ctime, taken while the open
+	 * data was dirty and stored with its commit (fuse_attrs.c); pend_mtime:
+	 * data_mtime_ns is that setattr's explicit mtime, not a write's
+	 */
+	unsigned pend_set;
+	uint32_t pend_mode, pend_uid, pend_gid;
+	int64_t pend_ctime_ns;
+	bool pend_mtime;
 	/* table-private: the node's record */
 	struct itable_rec *priv;
 };
