@@ -3,7 +3,9 @@
  * (docs/api-filer-json.md). The mount and the gateways use it.
  *
  * DESIGN: the loop thread reads the body (bounded), a metadata worker parses
- * it (filer_api_parse.c), runs the operation and writes the answer. The
+ * it (filer_api_parse.c), runs the operation and writes the answer; on a
+ * local store the loop thread itself does for lookups and simple changes
+ * (api_try_inline: two thread hand-offs cost more than those). The
  * namespace changes (create, update, delete, rename, link, xattrs) are the
  * namespace core's (namespace.h: locks, transaction, conditions, events,
  * garbage queue); this module turns a request into a core call and the

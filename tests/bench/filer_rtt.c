@@ -8,8 +8,8 @@
  * request, so nearly all of the time measured is the filer's. Starts nothing:
  * it takes a running filer's address (tests/bench/filer_rtt.sh starts one).
  * Prints p50, p99 and mean in microseconds and calls per second for each kind.
- * With CLIENT=rpc the calls go through client/filer_rpc.h instead (libcurl,
- * what weedfs-mount and the gateway use): the difference is the client's cost.
+ * With CLIENT=rpc the calls go through client/filer_rpc.h instead (what
+ * weedfs-mount and the gateway use): the difference is that client's cost.
  *
  * Usage: filer_rtt HOST:PORT [N] [DIR]
  *   N    calls of each kind (default 5000)
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	}
 	t = calloc(n, sizeof(*t));
 	printf("filer_rtt: %s, %zu calls of each kind in %s, one connection%s%s\n", argv[1], n,
-	       dir, rpc ? " through filer_rpc (libcurl)" : "", fsync ? ", updates with fsync" : "");
+	       dir, rpc ? " through filer_rpc" : "", fsync ? ", updates with fsync" : "");
 	for (enum kind k = 0; k < K_N; k++) {
 		uint64_t start = now_ns();
 		for (size_t i = 0; i < n; i++) {
