@@ -716,9 +716,11 @@ static bool api_inline_op(const struct api_req *r)
  * wake-ups, more than a small change of a local database takes. So on a
  * filer with a local store, short bodies of the ops that may qualify are
  * parsed here and run here when api_inline_op says they are quick and, for
- * changes, no worker is busy (a change here could otherwise wait behind a
- * worker's long one, say a recursive delete, and stall the loop's other
- * connections). Everything else goes to the metadata pool as before.
+ * changes, no worker of either pool is busy: a change here could otherwise
+ * wait for the locks or the store's writer behind a worker's long change (a
+ * recursive delete; an upload's commit that sends a blob while it holds
+ * them) and stall the loop's other connections. Everything else goes to the
+ * metadata pool as before.
  */
 #define API_INLINE_BODY_MAX (64u << 10)
 
@@ -736,7 +738,7 @@ static bool api_try_inline(struct fjob *j)
 		return false;
 	if (!api_parse(j))
 		return true; /* answered: a bad body */
-	if (!api_inline_op(a->r) || (a->r->op != API_LOOKUP && !filer_meta_idle(j->f)))
+	if (!api_inline_op(a->r) || (a->r->op != API_LOOKUP && !filer_workers_idle(j->f)))
 		return false; /* parsed: the worker runs it */
 	api_dispatch(j, a->r);
 	return true;

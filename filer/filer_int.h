@@ -123,8 +123,8 @@ struct fjob {
 /* ---- filer_server.c ---- */
 /* Queues fn on the metadata (io=false) or I/O pool; false when stopping. Any thread. */
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg);
-/* Whether the metadata pool has nothing queued or running (false when stopping). Any thread. */
-bool filer_meta_idle(struct filer *f);
+/* Whether both pools have nothing queued or running (false when stopping). Any thread. */
+bool filer_workers_idle(struct filer *f);
 /* Registers and unregisters a streaming request (see struct filer_live). Any thread. */
 void filer_live_add(struct filer *f, struct filer_live *l);
 void filer_live_remove(struct filer *f, struct filer_live *l);

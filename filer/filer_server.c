@@ -88,10 +88,10 @@ bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
 	return ok;
 }
 
-bool filer_meta_idle(struct filer *f)
+bool filer_workers_idle(struct filer *f)
 {
 	pthread_rwlock_rdlock(&f->pool_lock);
-	bool idle = f->meta_pool && pool_idle(f->meta_pool);
+	bool idle = f->meta_pool && f->io_pool && pool_idle(f->meta_pool) && pool_idle(f->io_pool);
 	pthread_rwlock_unlock(&f->pool_lock);
 	return idle;
 }
