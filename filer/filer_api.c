@@ -689,11 +689,21 @@ static void api_job_run(void *arg)
 	fjob_respond_deferred(j);
 }
 
+/* Whether e (NULL: none) lists a manifest chunk. */
+static bool has_manifest(const struct filer_entry *e)
+{
+	for (size_t i = 0; e && i < e->n_chunks; i++)
+		if (e->chunks[i].is_manifest)
+			return true;
+	return false;
+}
+
 /*
  * Whether r is quick enough for the loop thread of a filer with a local
  * store: a lookup, or a change that does nothing but local store work of a
- * bounded size (no manifest fetch from a volume server: no consume, no size,
- * which may cut a manifest; no fsync's disk flush; no tree).
+ * bounded size (no manifest fetch from a volume server: no consume, no new
+ * manifest chunk, whose members the claim reads, no size, which may cut a
+ * manifest; no fsync's disk flush; no tree).
  */
 static bool api_inline_op(const struct api_req *r)
 {
@@ -701,9 +711,9 @@ static bool api_inline_op(const struct api_req *r)
 	case API_LOOKUP:
 		return true;
 	case API_CREATE:
-		return !r->nconsume;
+		return !r->nconsume && !has_manifest(r->entry);
 	case API_UPDATE:
-		return !r->fsync && !(r->set & API_SET_SIZE);
+		return !r->fsync && !(r->set & API_SET_SIZE) && !has_manifest(r->chunks);
 	case API_DELETE:
 		return !r->recursive;
 	default:
