@@ -1,14 +1,19 @@
 /*
  * DESIGN
- * - One call is one POST through lib/http_client (a libcurl handle per thread,
- *   so keep-alive connections are per thread and calls are thread-safe).
+ * - One call is one POST through lib/http_fetch: keep-alive connections in a
+ *   pool of the client's, the head and body in one sendmsg, the answer read
+ *   straight into its buffer. libcurl (lib/http_client) had cost a metadata
+ *   call about as much client CPU as the filer spends on a lookup: its
+ *   per-transfer setup, URL parsing and three polls per request. A request
+ *   whose kept-alive connection turns out closed before any answer byte is
+ *   sent once more on a new one, as libcurl did (a filer closes idle ones).
  * - The filer's {"error", "code"} answer becomes the wfs_err its code names
  *   (the filer sends wfs_err_name); a 503 (EAGAIN: its store or master is
  *   unreachable) changed nothing, so every op may repeat it.
  * - A transport failure is ambiguous: the request may have reached the filer.
  *   Ops safe to repeat (lookups, assign, conditional updates, xattrs) simply
  *   retry. The others (create, delete, rename, link) retry only when the filer
- *   is refusing connections, which http_client does not tell apart from a
+ *   is refusing connections, which the transport does not tell apart from a
  *   reset: a TCP connect probe right after the failure decides. A filer that
  *   accepts connections but dropped ours may have applied the change, so the
  *   call fails with WFS_EIO instead of risking EEXIST / ENOENT on a repeat.
@@ -29,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http_client.h"
+#include "http_fetch.h"
 #include "http_util.h"
 #include "json.h"
 #include "log.h"
@@ -38,9 +44,13 @@
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS   2000
+#define FETCH_IDLE_MAX   32          /* kept-alive connections to the filer */
+#define FETCH_KEEP_MS    10000       /* how long one may stay idle (the filer keeps 120 s) */
+#define ANSWER_MAX       (1ull << 32) /* a list page of big entries stays far below */
 
 struct filer_rpc {
 	char *addr;
+	http_fetcher *fetch;
 	char *sig_header; /* "X-Weedfs-Signature: N" or NULL */
 	long timeout_ms;
 	uint64_t retry_ns;
@@ -51,6 +61,7 @@ filer_rpc *filer_rpc_new(const char *filer_addr, long timeout_ms, int retry_seco
 {
 	filer_rpc *r = xcalloc(1, sizeof(*r));
 	r->addr = xstrdup(filer_addr);
+	r->fetch = http_fetcher_new(FETCH_IDLE_MAX, FETCH_KEEP_MS);
 	if (signature)
 		r->sig_header = xasprintf("X-Weedfs-Signature: %d", (int)signature);
 	r->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
@@ -62,6 +73,7 @@ void filer_rpc_free(filer_rpc *r)
 {
 	if (!r)
 		return;
+	http_fetcher_free(r->fetch);
 	free(r->addr);
 	free(r->sig_header);
 	free(r);
@@ -148,7 +160,7 @@ wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t
 	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
 	size_t nh = 2;
 	struct http_result res;
-	char *url = xasprintf("http://%s/.api/v1/%s", r->addr, op);
+	char *path = xasprintf("%s%s", API_PREFIX, op);
 	uint64_t deadline = time_mono_ns() + r->retry_ns;
 	long backoff = BACKOFF_FIRST_MS;
 	/* the JSON ends where raw content starts */
@@ -167,8 +179,9 @@ wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t
 	http_result_init(&res);
 	for (;;) {
 		bool retry = false;
-		wfs_err err =
-			http_request("POST", url, hdr, json ? json : "", len, r->timeout_ms, &res);
+		wfs_err err = http_fetch_request(r->fetch, "POST", r->addr, path, hdr,
+						 json ? json : "", len, r->timeout_ms, ANSWER_MAX,
+						 &res);
 		if (!err && res.status >= 200 && res.status < 300) {
 			buf_append(resp, res.body.data, res.body.len);
 			e = WFS_OK;
@@ -201,6 +214,6 @@ wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t
 		backoff = MIN(backoff * 2, BACKOFF_MAX_MS);
 	}
 	http_result_free(&res);
-	free(url);
+	free(path);
 	return e;
 }

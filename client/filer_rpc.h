@@ -14,7 +14,7 @@
  * a success into WFS_EEXIST or WFS_ENOENT; such an operation whose request
  * failed after it may have been sent is WFS_EIO: it may have been applied.
  *
- * Thread-safe: libcurl, one handle per thread (lib/http_client.h).
+ * Thread-safe: the calls share a pool of keep-alive connections (lib/http_fetch.h).
  */
 #ifndef WEEDFS_CLIENT_FILER_RPC_H
 #define WEEDFS_CLIENT_FILER_RPC_H

@@ -3,7 +3,9 @@
  * (docs/api-filer-json.md). The mount and the gateways use it.
  *
  * DESIGN: the loop thread reads the body (bounded), a metadata worker parses
- * it (filer_api_parse.c), runs the operation and writes the answer. The
+ * it (filer_api_parse.c), runs the operation and writes the answer; on a
+ * local store the loop thread itself does for lookups and simple changes
+ * (api_try_inline: two thread hand-offs cost more than those). The
  * namespace changes (create, update, delete, rename, link, xattrs) are the
  * namespace core's (namespace.h: locks, transaction, conditions, events,
  * garbage queue); this module turns a request into a core call and the
@@ -581,33 +583,36 @@ out:
 	free(url);
 }
 
-static void api_run(struct fjob *j)
+/* Parses j's request into a->r; false when it answered the request instead (a bad body). */
+static bool api_parse(struct fjob *j)
 {
 	struct api_job *a = j->ext;
 	char msg[256] = "";
-	struct api_req *r = NULL;
 	const char *raw_header = fjob_header(j, API_RAW_CONTENT_HEADER);
 	uint64_t raw_len = 0;
 	wfs_err err;
 
-	if (filer_lock_api(j, a->op, a->body, a->len))
-		return; /* lock, getLock, lockSession: filer_lock.c */
 	if (raw_header && (!parse_u64(raw_header, &raw_len) || raw_len > a->len)) {
 		api_error(j, WFS_EINVAL, "%s: \"%.32s\" is not a count of the body's bytes",
 			  API_RAW_CONTENT_HEADER, raw_header);
-		return;
+		return false;
 	}
 	err = api_req_parse(a->op, a->body, a->len - raw_len,
 			    raw_header ? (const uint8_t *)a->body + a->len - raw_len : NULL,
-			    (size_t)raw_len, &r, msg, sizeof(msg));
+			    (size_t)raw_len, &a->r, msg, sizeof(msg));
 	if (err == WFS_ENOENT) {
 		api_error(j, WFS_ENOSYS, "%s", msg);
-		return;
+		return false;
 	}
 	if (err) {
 		api_error(j, WFS_EINVAL, "%s", msg);
-		return;
+		return false;
 	}
+	return true;
+}
+
+static void api_dispatch(struct fjob *j, struct api_req *r)
+{
 	switch (r->op) {
 	case API_LOOKUP:
 		op_lookup(j, r);
@@ -647,7 +652,25 @@ static void api_run(struct fjob *j)
 		op_free_chunks(j, r);
 		break;
 	}
-	api_req_free(r);
+}
+
+/* Runs j's operation (parsing it unless the loop did) and leaves the answer in j. */
+static void api_run(struct fjob *j)
+{
+	struct api_job *a = j->ext;
+
+	if (!a->r && filer_lock_api(j, a->op, a->body, a->len))
+		return; /* lock, getLock, lockSession: filer_lock.c */
+	if (a->r || api_parse(j))
+		api_dispatch(j, a->r);
+}
+
+static void api_job_drop(struct api_job *a)
+{
+	api_req_free(a->r);
+	free(a->op);
+	free(a->body);
+	free(a);
 }
 
 /* Runs j's operation and frees its request (the answer is left in j). */
@@ -656,9 +679,7 @@ static void api_job_do(struct fjob *j)
 	struct api_job *a = j->ext;
 	api_run(j);
 	j->ext = NULL;
-	free(a->op);
-	free(a->body);
-	free(a);
+	api_job_drop(a);
 }
 
 static void api_job_run(void *arg)
@@ -666,6 +687,71 @@ static void api_job_run(void *arg)
 	struct fjob *j = arg;
 	api_job_do(j);
 	fjob_respond_deferred(j);
+}
+
+/* Whether e (NULL: none) lists a manifest chunk. */
+static bool has_manifest(const struct filer_entry *e)
+{
+	for (size_t i = 0; e && i < e->n_chunks; i++)
+		if (e->chunks[i].is_manifest)
+			return true;
+	return false;
+}
+
+/*
+ * Whether r is quick enough for the loop thread of a filer with a local
+ * store: a lookup, or a change that does nothing but local store work of a
+ * bounded size (no manifest fetch from a volume server: no consume, no new
+ * manifest chunk, whose members the claim reads, no size, which may cut a
+ * manifest; no fsync's disk flush; no tree).
+ */
+static bool api_inline_op(const struct api_req *r)
+{
+	switch (r->op) {
+	case API_LOOKUP:
+		return true;
+	case API_CREATE:
+		return !r->nconsume && !has_manifest(r->entry);
+	case API_UPDATE:
+		return !r->fsync && !(r->set & API_SET_SIZE) && !has_manifest(r->chunks);
+	case API_DELETE:
+		return !r->recursive;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Handing a request to a worker and its answer back costs two thread
+ * wake-ups, more than a small change of a local database takes. So on a
+ * filer with a local store, short bodies of the ops that may qualify are
+ * parsed here and run here when api_inline_op says they are quick and, for
+ * changes, no worker of either pool is busy: a change here could otherwise
+ * wait for the locks or the store's writer behind a worker's long change (a
+ * recursive delete; an upload's commit that sends a blob while it holds
+ * them) and stall the loop's other connections. Everything else goes to the
+ * metadata pool as before.
+ */
+#define API_INLINE_BODY_MAX (64u << 10)
+
+static bool api_try_inline(struct fjob *j)
+{
+	struct api_job *a = j->ext;
+	static const char *const ops[] = {"lookup", "create", "update", "delete"};
+	bool known = false;
+
+	if (!j->f->local_store || a->len > API_INLINE_BODY_MAX)
+		return false;
+	for (size_t i = 0; i < ARRAY_LEN(ops) && !known; i++)
+		known = !strcmp(a->op, ops[i]);
+	if (!known)
+		return false;
+	if (!api_parse(j))
+		return true; /* answered: a bad body */
+	if (!api_inline_op(a->r) || (a->r->op != API_LOOKUP && !filer_workers_idle(j->f)))
+		return false; /* parsed: the worker runs it */
+	api_dispatch(j, a->r);
+	return true;
 }
 
 static void api_body(http_req *req, const char *data, size_t len, void *arg)
@@ -683,17 +769,15 @@ static void api_body(http_req *req, const char *data, size_t len, void *arg)
 	a->body[len] = '\0';
 	a->len = len;
 	j->ext = a;
-	if (f->local_store && !strcmp(a->op, "lookup")) {
-		/* a read of a local database: cheaper here than two thread hops */
-		api_job_do(j);
+	if (api_try_inline(j)) {
+		j->ext = NULL;
+		api_job_drop(a);
 		fjob_respond(j);
 		return;
 	}
 	if (!filer_submit(f, false, api_job_run, j)) {
 		http_resp_error(req, 503, "filer is stopping");
-		free(a->op);
-		free(a->body);
-		free(a);
+		api_job_drop(a);
 		fjob_free(j);
 	}
 }

@@ -81,7 +81,7 @@ struct filer {
 	int64_t assign_lease_s;      /* -assignLeaseSeconds: assigned ids must be committed */
 	struct filer_locks *locks;   /* filer_lock.c: the lock ops' table (thread-safe) */
 	struct filer_reclaim *reclaim; /* filer_reclaim.c: dead mounts' hidden files */
-	bool local_store;            /* SQLite: a lookup is quick enough for the loop thread */
+	bool local_store;            /* SQLite: lookups and simple changes run on the loop thread */
 };
 
 struct filer_evs;
@@ -123,6 +123,8 @@ struct fjob {
 /* ---- filer_server.c ---- */
 /* Queues fn on the metadata (io=false) or I/O pool; false when stopping. Any thread. */
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg);
+/* Whether both pools have nothing queued or running (false when stopping). Any thread. */
+bool filer_workers_idle(struct filer *f);
 /* Registers and unregisters a streaming request (see struct filer_live). Any thread. */
 void filer_live_add(struct filer *f, struct filer_live *l);
 void filer_live_remove(struct filer *f, struct filer_live *l);

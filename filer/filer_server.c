@@ -88,6 +88,14 @@ bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
 	return ok;
 }
 
+bool filer_workers_idle(struct filer *f)
+{
+	pthread_rwlock_rdlock(&f->pool_lock);
+	bool idle = f->meta_pool && f->io_pool && pool_idle(f->meta_pool) && pool_idle(f->io_pool);
+	pthread_rwlock_unlock(&f->pool_lock);
+	return idle;
+}
+
 void filer_live_add(struct filer *f, struct filer_live *l)
 {
 	pthread_mutex_lock(&f->live_lock);

@@ -47,6 +47,11 @@ noinst_PROGRAMS += tests/bench/filer_store
 tests_bench_filer_store_SOURCES = tests/bench/filer_store.c
 tests_bench_filer_store_LDADD = $(FILER_TEST_LDADD) -lpthread
 
+# The JSON entry API's round trip against a running filer (tests/bench/filer_rtt.sh).
+noinst_PROGRAMS += tests/bench/filer_rtt
+tests_bench_filer_rtt_SOURCES = tests/bench/filer_rtt.c
+tests_bench_filer_rtt_LDADD = $(UNIT_LDADD)
+
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_filer_tus
 tests_fuzz_fuzz_filer_tus_SOURCES = tests/fuzz/fuzz_filer_tus.c

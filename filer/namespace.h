@@ -31,8 +31,10 @@
  * locks are taken BEFORE filer_store_begin and never inside a transaction
  * (ns_lock_* asserts it: a deadlock once came from taking them inside).
  *
- * Threads: every function runs on a worker thread (store calls block, some
- * fetch manifests from volume servers); a struct ns_tx belongs to the thread
+ * Threads: the functions block (store calls; some fetch manifests from volume
+ * servers), so they run on worker threads, except the JSON API's changes that
+ * touch only a local store (filer_api.c: no manifest fetch, no fsync, no
+ * tree), which may run on a loop thread; a struct ns_tx belongs to the thread
  * that began it.
  */
 #ifndef WEEDFS_FILER_NAMESPACE_H

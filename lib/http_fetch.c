@@ -27,6 +27,7 @@
 struct idle_conn {
 	char host[HOST_MAX];
 	int fd;
+	long timeout_ms;   /* its send and receive timeouts (set_io_timeout) */
 	uint64_t since_ns; /* idle since */
 };
 
@@ -99,14 +100,15 @@ void http_fetcher_free(http_fetcher *f)
 	free(f);
 }
 
-/* An idle connection to host, or -1. */
-static int take_idle(http_fetcher *f, const char *host)
+/* An idle connection to host (its timeouts in *timeout_ms), or -1. */
+static int take_idle(http_fetcher *f, const char *host, long *timeout_ms)
 {
 	int fd = -1;
 	pthread_mutex_lock(&f->mu);
 	for (size_t i = f->n; i-- > 0;) {
 		if (!strcmp(f->idle[i].host, host)) {
 			fd = f->idle[i].fd;
+			*timeout_ms = f->idle[i].timeout_ms;
 			f->idle[i] = f->idle[--f->n];
 			break;
 		}
@@ -115,12 +117,13 @@ static int take_idle(http_fetcher *f, const char *host)
 	return fd;
 }
 
-static void give_back(http_fetcher *f, const char *host, int fd)
+static void give_back(http_fetcher *f, const char *host, int fd, long timeout_ms)
 {
 	pthread_mutex_lock(&f->mu);
 	if (f->n < f->max && strlen(host) < HOST_MAX) {
 		memcpy(f->idle[f->n].host, host, strlen(host) + 1);
 		f->idle[f->n].since_ns = time_mono_ns();
+		f->idle[f->n].timeout_ms = timeout_ms;
 		f->idle[f->n++].fd = fd;
 		fd = -1;
 	}
@@ -347,11 +350,12 @@ wfs_err http_fetch_request(http_fetcher *f, const char *method, const char *host
 	o.arg = &x;
 	x.p = hrp_new(&o);
 	for (int attempt = 0; attempt < 2; attempt++) {
-		int fd = attempt ? -1 : take_idle(f, host_port);
+		long fd_ms = 0;
+		int fd = attempt ? -1 : take_idle(f, host_port, &fd_ms);
 		bool reused = fd >= 0, answered, reusable;
 		if (!reused && (fd = dial(host_port, timeout_ms, &err)) < 0)
 			break;
-		if (reused)
+		if (reused && fd_ms != timeout_ms) /* two syscalls a request otherwise */
 			set_io_timeout(fd, timeout_ms);
 		http_result_free(res);
 		x.sized = false;
@@ -359,7 +363,7 @@ wfs_err http_fetch_request(http_fetcher *f, const char *method, const char *host
 		err = exchange(fd, &req, &x, deadline, &answered, &reusable);
 		res->status = err ? 0 : hrp_status(x.p);
 		if (!err && reusable)
-			give_back(f, host_port, fd);
+			give_back(f, host_port, fd, timeout_ms);
 		else
 			close(fd);
 		/* a kept-alive connection the server closed while idle: once more, on a new one */

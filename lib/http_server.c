@@ -1034,11 +1034,17 @@ static void read_more(struct bufferevent *bev)
 	evbuffer_freeze(in, 0);
 }
 
+/* libevent 2.1's largest read (EVBUFFER_MAX_READ); it reads less only when FIONREAD said less */
+#define LIBEVENT_READ 4096
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	conn *c = arg;
 	conn_hold(c);
-	read_more(bev);
+	/* input under LIBEVENT_READ in all: libevent's read took all the socket held, and a
+	   recv would only say EAGAIN (a syscall per small request) */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) >= LIBEVENT_READ)
+		read_more(bev);
 	conn_process(c);
 	conn_release(c);
 }

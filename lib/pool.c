@@ -90,6 +90,14 @@ void pool_submit(pool *p, pool_fn fn, void *arg)
 		pthread_cond_signal(&p->cond);
 }
 
+bool pool_idle(pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	bool idle = !p->head && !p->stopping && p->idle == p->nthreads;
+	pthread_mutex_unlock(&p->lock);
+	return idle;
+}
+
 void pool_stop(pool *p)
 {
 	if (!p)

@@ -2,6 +2,8 @@
 #ifndef WEEDFS_POOL_H
 #define WEEDFS_POOL_H
 
+#include <stdbool.h>
+
 typedef struct pool pool;
 typedef void (*pool_fn)(void *arg);
 
@@ -12,6 +14,8 @@ typedef void (*pool_fn)(void *arg);
 pool *pool_new(int nthreads, const char *name);
 /* Queues fn(arg) to run on some worker. Any thread. Never blocks on the work itself. */
 void pool_submit(pool *p, pool_fn fn, void *arg);
+/* Whether every worker is waiting for a job (none queued, none running). Any thread. */
+bool pool_idle(pool *p);
 /*
  * Runs every queued job and joins the workers. p stays valid: a job submitted
  * afterwards runs at once on the submitting thread (at shutdown, event loops
