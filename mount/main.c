@@ -129,6 +129,13 @@ static uint64_t random_id(void)
 	return v;
 }
 
+/* The filer client, its requests signed with the mount's signature (events it caused). */
+static filer_rpc *new_rpc(const struct opts *o, const struct mount_ctx *m)
+{
+	return filer_rpc_new(o->filer, (long)o->timeout_seconds * 1000,
+			     o->retry_seconds ? o->retry_seconds : 1, m->signature);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {
@@ -244,8 +251,7 @@ int main(int argc, char **argv)
 	http_client_global_init();
 	m.mount_id = random_id();
 	m.signature = (int32_t)(m.mount_id >> 34) + 1; /* 1..2^30: never 0 */
-	rpc = filer_rpc_new(o.filer, (long)o.timeout_seconds * 1000,
-			    o.retry_seconds ? o.retry_seconds : 1, m.signature);
+	rpc = new_rpc(&o, &m);
 	memset(&mdo, 0, sizeof(mdo));
 	mdo.filer = o.filer;
 	mdo.chunk_size = (uint64_t)o.chunk_mb << 20;
@@ -338,10 +344,17 @@ int main(int argc, char **argv)
 	}
 	log_info("mounted %s%s on %s (filer requests signed %d)", o.filer, root, mountpoint,
 		 (int)m.signature);
+	if (!o.foreground) {
+		/* its connection reaper is a thread, which would not survive the fork */
+		filer_rpc_free(rpc);
+		rpc = m.rpc = NULL;
+	}
 	if (fuse_daemonize(o.foreground)) {
 		log_error("could not go to the background");
 		goto out_unmount;
 	}
+	if (!rpc)
+		rpc = m.rpc = new_rpc(&o, &m);
 	if (!md) {
 		md = mount_data_new(&mdo, &err);
 		if (!md) {
