@@ -303,13 +303,10 @@ static ice_rc check_snapshot(const jt *s, int fv, char *err, size_t errlen)
 	MAYBE(s, "parent-snapshot-id", JT_NUM, "snapshot");
 	NEED(s, "timestamp-ms", JT_NUM, "snapshot");
 	MAYBE(s, "schema-id", JT_NUM, "snapshot");
-	if (fv >= 2) {
-		NEED(s, "sequence-number", JT_NUM, "snapshot");
-		NEED(s, "manifest-list", JT_STR, "snapshot");
-		NEED(s, "summary", JT_OBJ, "snapshot");
-	} else if (!jt_get(s, "manifest-list")) {
+	/* Snapshots from before an upgrade from v1 keep their v1 shape (sequence number 0). */
+	if (!jt_get(s, "manifest-list"))
 		NEED(s, "manifests", JT_ARR, "snapshot");
-	}
+	MAYBE(s, "sequence-number", JT_NUM, "snapshot");
 	MAYBE(s, "manifest-list", JT_STR, "snapshot");
 	if ((sum = jt_get(s, "summary"))) {
 		NEED(s, "summary", JT_OBJ, "snapshot");
@@ -554,6 +551,8 @@ static void schema_ids(const jt *type, idset *ids)
 	static const char *sub_keys[] = {"element", "key", "value"};
 	jt *fields = jt_get(type, "fields");
 	int64_t id;
+	if (!jt_is(type, JT_OBJ))
+		return; /* a primitive */
 	for (size_t i = 0; i < jt_len(fields); i++) {
 		if (jt_get_i64(jt_at(fields, i), "id", &id))
 			idset_add(ids, id);
@@ -1024,8 +1023,11 @@ static ice_rc u_add_snapshot(ice_ctx *c, const jt *u)
 		return UBAD("add-snapshot: \"timestamp-ms\" out of range");
 	if (fv >= 2) {
 		jt_get_i64(c->m, "last-sequence-number", &last_seq);
-		if (!jt_get_i64(s, "sequence-number", &seq))
-			return UBAD("add-snapshot: \"sequence-number\" out of range");
+		if (!jt_get_i64(s, "sequence-number", &seq) || !jt_get_str(s, "manifest-list") ||
+		    !jt_is(jt_get(s, "summary"), JT_OBJ))
+			return UBAD("add-snapshot: format version %d needs sequence-number, "
+				    "manifest-list and summary",
+				    fv);
 		/* A stale sequence number means the client built on old metadata: retry. */
 		if (seq <= last_seq)
 			return UCONFLICT("add-snapshot: sequence number %" PRId64
@@ -1504,15 +1506,13 @@ char *ice_meta_file_name(const jt *meta, int version, const char *uuid)
 	const char *dir = jt_get_str(jt_get(meta, "properties"), "write.metadata.path");
 	const char *loc = jt_get_str(meta, "location");
 	buf b = BUF_INIT;
-	if (dir && *dir)
-		buf_append_str(&b, dir);
-	else
-		buf_printf(&b, "%s%smetadata", loc ? loc : "", loc && *loc ? "/" : "");
+	buf_append_str(&b, dir && *dir ? dir : loc ? loc : "");
 	/* One slash between the parts, whatever the location ends with. */
-	while (b.len > 1 && b.data[b.len - 1] == '/' && b.data[b.len - 2] == '/')
+	while (b.len && b.data[b.len - 1] == '/')
 		b.data[--b.len] = '\0';
-	if (b.len && b.data[b.len - 1] != '/')
-		buf_append_byte(&b, '/');
+	if (!dir || !*dir)
+		buf_append_str(&b, "/metadata");
+	buf_append_byte(&b, '/');
 	buf_printf(&b, "%05d-%s.metadata.json", version, uuid);
 	return buf_steal(&b, NULL);
 }
