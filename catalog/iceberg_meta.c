@@ -1115,7 +1115,8 @@ static void drop_by_snapshot(jt *m, const char *key, const jt *id)
 
 static void drop_ref(jt *m, const char *name)
 {
-	if (jt_remove(jt_get(m, "refs"), name) && !strcmp(name, "main"))
+	bool is_main = !strcmp(name, "main"); /* name may be the key being freed */
+	if (jt_remove(jt_get(m, "refs"), name) && is_main)
 		jt_set(m, "current-snapshot-id", jt_i64(-1));
 }
 
