@@ -294,7 +294,7 @@ static ice_rc check_order(const jt *order, bool need_id, char *err, size_t errle
 	return ICE_OK;
 }
 
-static ice_rc check_snapshot(const jt *s, int fv, char *err, size_t errlen)
+static ice_rc check_snapshot(const jt *s, char *err, size_t errlen)
 {
 	jt *sum;
 	if (!jt_is(s, JT_OBJ))
@@ -414,7 +414,7 @@ static ice_rc fill_v1(jt *m, char *err, size_t errlen)
 	return ICE_OK;
 }
 
-/* A list field whose entries are checked by fn and whose current/default id must exist. */
+/* A list whose current (or default) entry, named by cur_key, must exist. */
 static ice_rc check_current(const jt *m, const char *list, const char *id_key,
 			    const char *cur_key, char *err, size_t errlen)
 {
@@ -479,7 +479,7 @@ ice_rc ice_meta_validate(jt *m, char *err, size_t errlen)
 	MAYBE(m, "snapshots", JT_ARR, "table metadata");
 	snaps = jt_get(m, "snapshots");
 	for (size_t i = 0; i < jt_len(snaps); i++)
-		if (check_snapshot(jt_at(snaps, i), (int)fv, err, errlen))
+		if (check_snapshot(jt_at(snaps, i), err, errlen))
 			return ICE_BAD;
 	v = jt_get(m, "current-snapshot-id");
 	if (v && !jt_is(v, JT_NULL))
@@ -1015,7 +1015,7 @@ static ice_rc u_add_snapshot(ice_ctx *c, const jt *u)
 	jt *snaps = member(c->m, "snapshots", JT_ARR), *s = jt_get(u, "snapshot");
 	int fv = format_version(c->m);
 	int64_t seq, last_seq = 0, ts, first, added, next = 0;
-	if (check_snapshot(s, fv, c->err, c->errlen))
+	if (check_snapshot(s, c->err, c->errlen))
 		return ICE_BAD;
 	if (find_id(snaps, "snapshot-id", jt_get(s, "snapshot-id")) >= 0)
 		return UBAD("add-snapshot: snapshot %s already exists", jt_get(s, "snapshot-id")->s);
