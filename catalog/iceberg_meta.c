@@ -106,16 +106,14 @@ static ice_rc maybe(const jt *obj, const char *key, jt_type t, const char *what,
 	return jt_get(obj, key) ? need(obj, key, t, what, err, errlen) : ICE_OK;
 }
 
-#define NEED(o, k, t, what)                                       \
-	do {                                                      \
-		if (need(o, k, t, what, err, errlen) != ICE_OK)    \
-			return ICE_BAD;                           \
+/* need when required, else maybe; returns ICE_BAD from the caller (which has err, errlen). */
+#define NEED_IF(required, o, k, t, what)                                                   \
+	do {                                                                               \
+		if (((required) ? need : maybe)(o, k, t, what, err, errlen) != ICE_OK)    \
+			return ICE_BAD;                                                    \
 	} while (0)
-#define MAYBE(o, k, t, what)                                      \
-	do {                                                      \
-		if (maybe(o, k, t, what, err, errlen) != ICE_OK)   \
-			return ICE_BAD;                           \
-	} while (0)
+#define NEED(o, k, t, what) NEED_IF(true, o, k, t, what)
+#define MAYBE(o, k, t, what) NEED_IF(false, o, k, t, what)
 
 typedef struct {
 	int64_t *ids;
@@ -227,10 +225,7 @@ static ice_rc check_schema(const jt *s, bool need_id, int64_t *highest, char *er
 		return BAD("schema must be an object");
 	if ((t = jt_get_str(s, "type")) && strcmp(t, "struct"))
 		return BAD("schema: \"type\" must be \"struct\"");
-	if (need_id)
-		NEED(s, "schema-id", JT_NUM, "schema");
-	else
-		MAYBE(s, "schema-id", JT_NUM, "schema");
+	NEED_IF(need_id, s, "schema-id", JT_NUM, "schema");
 	MAYBE(s, "identifier-field-ids", JT_ARR, "schema");
 	rc = check_struct(s, &ids, err, errlen);
 	if (highest)
@@ -239,59 +234,58 @@ static ice_rc check_schema(const jt *s, bool need_id, int64_t *highest, char *er
 	return rc;
 }
 
-static ice_rc check_spec(const jt *spec, bool need_ids, char *err, size_t errlen)
+/* A partition spec or sort order: an object with its id and a list of field objects. */
+static ice_rc check_fields(const jt *obj, const char *id_key, bool need_ids, const char *what,
+			   ice_rc (*field)(const jt *f, bool need_ids, char *err, size_t errlen),
+			   char *err, size_t errlen)
 {
-	jt *fields = jt_get(spec, "fields");
-	if (!jt_is(spec, JT_OBJ))
-		return BAD("partition spec must be an object");
-	if (need_ids)
-		NEED(spec, "spec-id", JT_NUM, "partition spec");
-	else
-		MAYBE(spec, "spec-id", JT_NUM, "partition spec");
-	NEED(spec, "fields", JT_ARR, "partition spec");
+	jt *fields = jt_get(obj, "fields");
+	if (!jt_is(obj, JT_OBJ))
+		return BAD("%s must be an object", what);
+	NEED_IF(need_ids, obj, id_key, JT_NUM, what);
+	NEED(obj, "fields", JT_ARR, what);
 	for (size_t i = 0; i < jt_len(fields); i++) {
-		jt *f = jt_at(fields, i);
-		if (!jt_is(f, JT_OBJ))
-			return BAD("partition spec: a field must be an object");
-		if (!jt_get(f, "source-ids"))
-			NEED(f, "source-id", JT_NUM, "partition field");
-		MAYBE(f, "source-ids", JT_ARR, "partition field");
-		if (need_ids)
-			NEED(f, "field-id", JT_NUM, "partition field");
-		else
-			MAYBE(f, "field-id", JT_NUM, "partition field");
-		NEED(f, "name", JT_STR, "partition field");
-		NEED(f, "transform", JT_STR, "partition field");
+		if (!jt_is(jt_at(fields, i), JT_OBJ))
+			return BAD("%s: a field must be an object", what);
+		if (field(jt_at(fields, i), need_ids, err, errlen))
+			return ICE_BAD;
 	}
 	return ICE_OK;
 }
 
+static ice_rc check_spec_field(const jt *f, bool need_ids, char *err, size_t errlen)
+{
+	if (!jt_get(f, "source-ids"))
+		NEED(f, "source-id", JT_NUM, "partition field");
+	MAYBE(f, "source-ids", JT_ARR, "partition field");
+	NEED_IF(need_ids, f, "field-id", JT_NUM, "partition field");
+	NEED(f, "name", JT_STR, "partition field");
+	NEED(f, "transform", JT_STR, "partition field");
+	return ICE_OK;
+}
+
+static ice_rc check_sort_field(const jt *f, bool need_ids, char *err, size_t errlen)
+{
+	const char *dir = jt_get_str(f, "direction"), *nulls = jt_get_str(f, "null-order");
+	NEED(f, "transform", JT_STR, "sort field");
+	if (!jt_get(f, "source-ids"))
+		NEED(f, "source-id", JT_NUM, "sort field");
+	if (!dir || (strcmp(dir, "asc") && strcmp(dir, "desc")))
+		return BAD("sort field: \"direction\" must be \"asc\" or \"desc\"");
+	if (!nulls || (strcmp(nulls, "nulls-first") && strcmp(nulls, "nulls-last")))
+		return BAD("sort field: \"null-order\" must be \"nulls-first\" or \"nulls-last\"");
+	return ICE_OK;
+}
+
+static ice_rc check_spec(const jt *spec, bool need_ids, char *err, size_t errlen)
+{
+	return check_fields(spec, "spec-id", need_ids, "partition spec", check_spec_field, err,
+			    errlen);
+}
+
 static ice_rc check_order(const jt *order, bool need_id, char *err, size_t errlen)
 {
-	jt *fields = jt_get(order, "fields");
-	if (!jt_is(order, JT_OBJ))
-		return BAD("sort order must be an object");
-	if (need_id)
-		NEED(order, "order-id", JT_NUM, "sort order");
-	else
-		MAYBE(order, "order-id", JT_NUM, "sort order");
-	NEED(order, "fields", JT_ARR, "sort order");
-	for (size_t i = 0; i < jt_len(fields); i++) {
-		jt *f = jt_at(fields, i);
-		const char *dir, *nulls;
-		if (!jt_is(f, JT_OBJ))
-			return BAD("sort order: a field must be an object");
-		NEED(f, "transform", JT_STR, "sort field");
-		if (!jt_get(f, "source-ids"))
-			NEED(f, "source-id", JT_NUM, "sort field");
-		dir = jt_get_str(f, "direction");
-		nulls = jt_get_str(f, "null-order");
-		if (!dir || (strcmp(dir, "asc") && strcmp(dir, "desc")))
-			return BAD("sort field: \"direction\" must be \"asc\" or \"desc\"");
-		if (!nulls || (strcmp(nulls, "nulls-first") && strcmp(nulls, "nulls-last")))
-			return BAD("sort field: \"null-order\" must be \"nulls-first\" or \"nulls-last\"");
-	}
-	return ICE_OK;
+	return check_fields(order, "order-id", need_id, "sort order", check_sort_field, err, errlen);
 }
 
 static ice_rc check_snapshot(const jt *s, char *err, size_t errlen)
@@ -635,6 +629,20 @@ static ice_rc take_format_version(jt *props, int *fv, char *err, size_t errlen)
 	return ICE_OK;
 }
 
+/* A new table's snapshot state: none, no refs, empty logs; v3 rows start at 0. */
+static void no_snapshots(jt *m, int64_t fv)
+{
+	jt_set(m, "current-snapshot-id", jt_i64(-1));
+	jt_set(m, "refs", jt_obj());
+	jt_set(m, "snapshots", jt_arr());
+	jt_set(m, "statistics", jt_arr());
+	jt_set(m, "partition-statistics", jt_arr());
+	jt_set(m, "snapshot-log", jt_arr());
+	jt_set(m, "metadata-log", jt_arr());
+	if (fv >= 3)
+		jt_set(m, "next-row-id", jt_i64(0));
+}
+
 /* A list holding one element. */
 static jt *list1(jt *v)
 {
@@ -703,15 +711,7 @@ ice_rc ice_meta_create(const jt *req, const char *uuid, const char *location, in
 	order = NULL;
 	jt_set(m, "properties", props);
 	props = NULL;
-	jt_set(m, "current-snapshot-id", jt_i64(-1));
-	jt_set(m, "refs", jt_obj());
-	jt_set(m, "snapshots", jt_arr());
-	jt_set(m, "statistics", jt_arr());
-	jt_set(m, "partition-statistics", jt_arr());
-	jt_set(m, "snapshot-log", jt_arr());
-	jt_set(m, "metadata-log", jt_arr());
-	if (fv >= 3)
-		jt_set(m, "next-row-id", jt_i64(0));
+	no_snapshots(m, fv);
 	sync_v1(m);
 	if ((rc = ice_meta_validate(m, err, errlen)) == ICE_OK) {
 		*out = m;
@@ -845,19 +845,24 @@ typedef struct {
 static jt *member(jt *m, const char *key, jt_type t)
 {
 	jt *v = jt_get(m, key);
-	if (!jt_is(v, t)) {
+	if (!jt_is(v, t))
 		jt_set(m, key, v = t == JT_ARR ? jt_arr() : jt_obj());
-	}
 	return v;
+}
+
+/* assign-uuid, set-location: a non-empty string into the metadata. */
+static ice_rc set_string(ice_ctx *c, const jt *u, const char *ukey, const char *mkey)
+{
+	const char *s = jt_get_str(u, ukey);
+	if (!s || !*s)
+		return UBAD("%s: \"%s\" must be a non-empty string", jt_get_str(u, "action"), ukey);
+	jt_set(c->m, mkey, jt_str(s));
+	return ICE_OK;
 }
 
 static ice_rc u_assign_uuid(ice_ctx *c, const jt *u)
 {
-	const char *uuid = jt_get_str(u, "uuid");
-	if (!uuid || !*uuid)
-		return UBAD("assign-uuid: \"uuid\" must be a string");
-	jt_set(c->m, "table-uuid", jt_str(uuid));
-	return ICE_OK;
+	return set_string(c, u, "uuid", "table-uuid");
 }
 
 static ice_rc u_upgrade_format_version(ice_ctx *c, const jt *u)
@@ -1172,11 +1177,7 @@ static ice_rc u_remove_snapshot_ref(ice_ctx *c, const jt *u)
 
 static ice_rc u_set_location(ice_ctx *c, const jt *u)
 {
-	const char *loc = jt_get_str(u, "location");
-	if (!loc || !*loc)
-		return UBAD("set-location: \"location\" must be a non-empty string");
-	jt_set(c->m, "location", jt_str(loc));
-	return ICE_OK;
+	return set_string(c, u, "location", "location");
 }
 
 static ice_rc u_set_properties(ice_ctx *c, const jt *u)
@@ -1450,15 +1451,7 @@ static jt *empty_meta(const jt *ups, int64_t now_ms)
 	jt_set(m, "default-sort-order-id", jt_i64(-1));
 	jt_set(m, "sort-orders", jt_arr());
 	jt_set(m, "properties", jt_obj());
-	jt_set(m, "current-snapshot-id", jt_i64(-1));
-	jt_set(m, "refs", jt_obj());
-	jt_set(m, "snapshots", jt_arr());
-	jt_set(m, "statistics", jt_arr());
-	jt_set(m, "partition-statistics", jt_arr());
-	jt_set(m, "snapshot-log", jt_arr());
-	jt_set(m, "metadata-log", jt_arr());
-	if (fv >= 3)
-		jt_set(m, "next-row-id", jt_i64(0));
+	no_snapshots(m, fv);
 	return m;
 }
 

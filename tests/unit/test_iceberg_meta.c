@@ -87,6 +87,15 @@ static jt *make_table(const char *req_text, char *msg)
 	return rc == ICE_OK ? m : NULL;
 }
 
+/* The v2 table of create_v2, reported as a test point. */
+static jt *v2_table(const char *what)
+{
+	char msg[256] = "";
+	jt *m = make_table(create_v2, msg);
+	ok(m != NULL, "%s: create (%s)", what, msg);
+	return m;
+}
+
 static void test_create(void)
 {
 	char msg[256] = "";
@@ -174,12 +183,11 @@ static void test_create(void)
 
 static void test_appends(void)
 {
-	char msg[256];
-	jt *m = make_table(create_v2, msg), *snap;
+	jt *m = v2_table("appends"), *snap;
 	char *t;
 	const char *f0 = LOC "/metadata/00000-a.metadata.json";
 
-	if (!ok(m != NULL, "table for appends"))
+	if (!m)
 		return;
 	/* pyiceberg's first append: main must not exist yet. */
 	is_int(commit(&m, APPEND("3051729675574597004", "1", "1733000001000", "null"), f0,
@@ -250,8 +258,7 @@ static void test_appends(void)
 
 static void test_schema_evolution(void)
 {
-	char msg[256];
-	jt *m = make_table(create_v2, msg);
+	jt *m = v2_table("schema evolution");
 	const char *evolve =
 		"{\"requirements\":[{\"type\":\"assert-current-schema-id\",\"current-schema-id\":0},"
 		"{\"type\":\"assert-last-assigned-field-id\",\"last-assigned-field-id\":4}],"
@@ -263,7 +270,7 @@ static void test_schema_evolution(void)
 		"false}},{\"id\":5,\"name\":\"country\",\"type\":\"string\",\"required\":false}]},"
 		"\"last-column-id\":5},{\"action\":\"set-current-schema\",\"schema-id\":-1}]}";
 
-	if (!ok(m != NULL, "table for schema evolution"))
+	if (!m)
 		return;
 	is_int(commit(&m, evolve, "f0", NOW + 1), ICE_OK, "Spark ADD COLUMN commits");
 	is_int(geti(m, "current-schema-id"), 1, "current schema is the added one");
@@ -337,9 +344,8 @@ static void test_schema_evolution(void)
 
 static void test_bad_commits(void)
 {
-	char msg[256];
-	jt *m = make_table(create_v2, msg);
-	if (!ok(m != NULL, "table for bad commits"))
+	jt *m = v2_table("bad commits");
+	if (!m)
 		return;
 	is_int(commit(&m, "{\"updates\":[{\"action\":\"set-properties\",\"updates\":{\"a\":\"1\"}},"
 			  "{\"action\":\"frobnicate\"}]}",
@@ -377,9 +383,8 @@ static void test_bad_commits(void)
 
 static void test_statistics(void)
 {
-	char msg[256];
-	jt *m = make_table(create_v2, msg);
-	if (!ok(m != NULL, "table for statistics"))
+	jt *m = v2_table("statistics");
+	if (!m)
 		return;
 	is_int(commit(&m, APPEND("10", "1", "1733000001000", "null"), "f", NOW), ICE_OK, "append");
 	is_int(commit(&m, "{\"updates\":[{\"action\":\"set-statistics\",\"snapshot-id\":10,"
