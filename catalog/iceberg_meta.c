@@ -593,7 +593,7 @@ bad:
 }
 
 /* The request's write order: id 0 when unsorted, its own id (or 1) when sorted. */
-static jt *create_order(const jt *given, char *err, size_t errlen)
+static jt *create_order(const jt *given, const idset *ids, char *err, size_t errlen)
 {
 	jt *order;
 	int64_t id = 1;
@@ -609,6 +609,13 @@ static jt *create_order(const jt *given, char *err, size_t errlen)
 	}
 	if (check_order(given, false, err, errlen))
 		return NULL;
+	for (size_t i = 0; i < jt_len(jt_get(given, "fields")); i++)
+		if (jt_get_i64(jt_at(jt_get(given, "fields"), i), "source-id", &id) &&
+		    !idset_has(ids, id)) {
+			BAD("write-order: source-id %" PRId64 " is not a schema field", id);
+			return NULL;
+		}
+	id = 1;
 	order = jt_copy(given);
 	if (!jt_get_i64(order, "order-id", &id) || id <= 0)
 		id = 1;
@@ -686,7 +693,7 @@ ice_rc ice_meta_create(const jt *req, const char *uuid, const char *location, in
 		goto out;
 	schema_ids(schema, &ids);
 	if (!(spec = create_spec(jt_get(req, "partition-spec"), &ids, &last_part, err, errlen)) ||
-	    !(order = create_order(jt_get(req, "write-order"), err, errlen)))
+	    !(order = create_order(jt_get(req, "write-order"), &ids, err, errlen)))
 		goto out;
 
 	m = jt_obj();
@@ -958,11 +965,28 @@ static ice_rc u_set_current_schema(ice_ctx *c, const jt *u)
 			   c->last_schema);
 }
 
+/* Every field's source-id names a column of one of the table's schemas. */
+static ice_rc sources_exist(ice_ctx *c, const jt *fields, const char *action)
+{
+	idset ids = {0};
+	jt *schemas = jt_get(c->m, "schemas");
+	int64_t id;
+	ice_rc rc = ICE_OK;
+	for (size_t i = 0; i < jt_len(schemas); i++)
+		schema_ids(jt_at(schemas, i), &ids);
+	for (size_t i = 0; i < jt_len(fields) && rc == ICE_OK; i++)
+		if (jt_get_i64(jt_at(fields, i), "source-id", &id) && !idset_has(&ids, id))
+			rc = UBAD("%s: source-id %" PRId64 " is not a column of the table", action, id);
+	free(ids.ids);
+	return rc;
+}
+
 static ice_rc u_add_spec(ice_ctx *c, const jt *u)
 {
 	jt *specs = member(c->m, "partition-specs", JT_ARR), *spec = jt_get(u, "spec"), *fields;
 	int64_t last = 999, id;
-	if (check_spec(spec, false, c->err, c->errlen))
+	if (check_spec(spec, false, c->err, c->errlen) ||
+	    sources_exist(c, jt_get(spec, "fields"), "add-spec"))
 		return ICE_BAD;
 	jt_get_i64(c->m, "last-partition-id", &last);
 	spec = jt_copy(spec);
@@ -996,7 +1020,8 @@ static ice_rc u_add_sort_order(ice_ctx *c, const jt *u)
 {
 	jt *orders = member(c->m, "sort-orders", JT_ARR), *o = jt_get(u, "sort-order");
 	int64_t id;
-	if (check_order(o, false, c->err, c->errlen))
+	if (check_order(o, false, c->err, c->errlen) ||
+	    sources_exist(c, jt_get(o, "fields"), "add-sort-order"))
 		return ICE_BAD;
 	if ((id = reuse_id(orders, "order-id", o, "fields", NULL)) < 0) {
 		/* Order id 0 is reserved for the unsorted order. */

@@ -160,6 +160,9 @@ static void test_create(void)
 		"\"properties\":{\"format-version\":\"4\"}}",
 		"{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"fields\":[]},"
 		"\"properties\":{\"n\":1}}",
+		"{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"fields\":[]},"
+		"\"write-order\":{\"fields\":[{\"transform\":\"identity\",\"source-id\":3,"
+		"\"direction\":\"asc\",\"null-order\":\"nulls-last\"}]}}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		req = parse(bad[i]);
@@ -313,6 +316,15 @@ static void test_schema_evolution(void)
 		      "f2", NOW),
 	       ICE_OK, "partition evolution and a sort order");
 	is_int(geti(m, "default-spec-id"), 1, "new default spec 1");
+	is_int(commit(&m, "{\"updates\":[{\"action\":\"add-spec\",\"spec\":{\"fields\":[{"
+			  "\"source-id\":99,\"transform\":\"identity\",\"name\":\"x\"}]}}]}",
+		      "f2", NOW),
+	       ICE_BAD, "a partition field on a missing column is refused");
+	is_int(commit(&m, "{\"updates\":[{\"action\":\"add-sort-order\",\"sort-order\":{"
+			  "\"fields\":[{\"transform\":\"identity\",\"source-id\":99,\"direction\":"
+			  "\"asc\",\"null-order\":\"nulls-first\"}]}}]}",
+		      "f2", NOW),
+	       ICE_BAD, "a sort field on a missing column is refused");
 	is_int(geti(m, "last-partition-id"), 1001, "the new partition field got 1001");
 	is_int(geti(m, "default-sort-order-id"), 1, "new default sort order 1");
 	is_int(commit(&m, "{\"requirements\":[{\"type\":\"assert-default-sort-order-id\","
