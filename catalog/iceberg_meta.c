@@ -1400,6 +1400,8 @@ ice_rc ice_apply_updates(jt **meta, const jt *ups, int64_t now_ms, int64_t *upda
 	char msg[256];
 	ice_rc rc = ICE_OK;
 
+	if (!jt_is(*meta, JT_OBJ))
+		return BAD("no table metadata to update");
 	if (ups && !jt_is(ups, JT_NULL) && !jt_is(ups, JT_ARR))
 		return BAD("\"updates\" must be an array");
 	/* An unknown action anywhere is 400 before anything is tried. */

@@ -187,6 +187,10 @@ jt *jt_get(const jt *obj, const char *key)
 void jt_set(jt *obj, const char *key, jt *v)
 {
 	ssize_t i = jt_find(obj, key);
+	if (!jt_is(obj, JT_OBJ)) {
+		jt_free(v); /* not an object: nothing to hold it */
+		return;
+	}
 	if (i >= 0) {
 		jt_free(obj->items[i]);
 		obj->items[i] = v;
@@ -220,6 +224,10 @@ bool jt_remove(jt *obj, const char *key)
 
 void jt_append(jt *arr, jt *v)
 {
+	if (!jt_is(arr, JT_ARR)) {
+		jt_free(v);
+		return;
+	}
 	jt_grow(arr);
 	arr->items[arr->n++] = v;
 }

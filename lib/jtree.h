@@ -50,7 +50,10 @@ void jt_write(const jt *v, json_w *w);
 /* Appends v's JSON text to out. */
 void jt_to_buf(const jt *v, buf *out, bool pretty);
 
-/* Object members. jt_set takes ownership of v and replaces a member in place. */
+/*
+ * Object members. jt_set takes ownership of v and replaces a member in place
+ * (v is freed when obj is not an object).
+ */
 jt *jt_get(const jt *obj, const char *key);
 void jt_set(jt *obj, const char *key, jt *v);
 /* True if the member existed (it is freed). */
@@ -58,7 +61,7 @@ bool jt_remove(jt *obj, const char *key);
 /* Takes the member out without freeing it (NULL if absent). */
 jt *jt_take(jt *obj, const char *key);
 
-/* Arrays. jt_append takes ownership of v. */
+/* Arrays. jt_append takes ownership of v (freed when arr is not an array). */
 void jt_append(jt *arr, jt *v);
 void jt_remove_at(jt *arr, size_t i);
 size_t jt_len(const jt *v); /* elements or members; 0 for scalars and NULL */

@@ -70,6 +70,8 @@ static void test_edit(void)
 	jt_append(c, jt_bool(true));
 	jt_remove_at(c, 0);
 	jt_remove_at(c, 9);
+	jt_set(c, "k", jt_i64(1)); /* not an object: dropped */
+	jt_append(v, jt_i64(1));   /* not an array: dropped */
 	out = text(c);
 	is_str(out, "[null,true]", "array append and remove");
 	free(out);
