@@ -97,6 +97,8 @@ void jw_double(json_w *w, double v)
 	yajl_gen_double(w->g, v);
 }
 
+void jw_number(json_w *w, const char *text, size_t len) { yajl_gen_number(w->g, text, len); }
+
 void jw_kv_str(json_w *w, const char *key, const char *v) { jw_key(w, key), jw_str(w, v); }
 void jw_kv_i64(json_w *w, const char *key, int64_t v) { jw_key(w, key), jw_i64(w, v); }
 void jw_kv_u64(json_w *w, const char *key, uint64_t v) { jw_key(w, key), jw_u64(w, v); }

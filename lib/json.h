@@ -27,6 +27,8 @@ void jw_strn(json_w *w, const char *s, size_t n);
 void jw_i64(json_w *w, int64_t v);
 void jw_u64(json_w *w, uint64_t v);
 void jw_double(json_w *w, double v);
+/* A number given as its JSON text (the caller checked the syntax). */
+void jw_number(json_w *w, const char *text, size_t len);
 void jw_bool(json_w *w, bool v);
 void jw_null(json_w *w);
 /* Key-value shorthands inside an object. */

@@ -16,6 +16,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/http_server.c lib/http_server.h \
 	lib/http_util.c lib/http_util.h \
 	lib/json.c lib/json.h \
+	lib/jtree.c lib/jtree.h \
 	lib/log.c lib/log.h \
 	lib/md5.c lib/md5.h lib/md5_rounds.h lib/md5_x8.c lib/md5_x8.h \
 	lib/pool.c lib/pool.h \
@@ -86,3 +87,9 @@ check_PROGRAMS += tests/unit/test_md5
 TESTS += tests/unit/test_md5
 tests_unit_test_md5_SOURCES = tests/unit/test_md5.c tests/unit/tap.h
 tests_unit_test_md5_LDADD = $(UNIT_LDADD)
+
+# The mutable JSON tree.
+check_PROGRAMS += tests/unit/test_jtree
+TESTS += tests/unit/test_jtree
+tests_unit_test_jtree_SOURCES = tests/unit/test_jtree.c tests/unit/tap.h
+tests_unit_test_jtree_LDADD = $(UNIT_LDADD)

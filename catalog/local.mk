@@ -1,0 +1,16 @@
+# catalog/local.mk: the table catalogs behind the REST endpoints. The Iceberg
+# metadata engine is pure (lib/ only): read, check, apply, write metadata JSON.
+noinst_LIBRARIES += catalog/libcatalog.a
+catalog_libcatalog_a_SOURCES = catalog/iceberg_meta.c catalog/iceberg_meta.h
+CATALOG_TEST_LDADD = catalog/libcatalog.a lib/libweedfs.a $(WEEDFS_DEP_LIBS)
+
+check_PROGRAMS += tests/unit/test_iceberg_meta
+TESTS += tests/unit/test_iceberg_meta
+tests_unit_test_iceberg_meta_SOURCES = tests/unit/test_iceberg_meta.c tests/unit/tap.h
+tests_unit_test_iceberg_meta_LDADD = $(CATALOG_TEST_LDADD)
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_iceberg_commit
+tests_fuzz_fuzz_iceberg_commit_SOURCES = tests/fuzz/fuzz_iceberg_commit.c
+tests_fuzz_fuzz_iceberg_commit_LDADD = $(CATALOG_TEST_LDADD)
+tests_fuzz_fuzz_iceberg_commit_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif
