@@ -683,6 +683,48 @@ def test_xattrs(mini_filer):
     err(f, "setXattr", {"path": "/xa/nope", "name": "user.k", "value": v}, 404, "ENOENT")
 
 
+def test_xattr_if_etag(mini_filer):
+    f = mini_filer
+    mkdir(f, "/xe")
+    e = mkdir(f, "/xe/t")
+    v1, v2 = b64(b"one"), b64(b"two")
+    e2 = ok(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v1, "ifEtag": e["etag"]})
+    assert e2["etag"] != e["etag"]
+    # the etag it was read at is stale now: 412, and the value stays
+    err(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v2, "ifEtag": e["etag"]},
+        412, "EPRECOND")
+    err(f, "removeXattr", {"path": "/xe/t", "name": "user.p", "ifEtag": e["etag"]},
+        412, "EPRECOND")
+    now = ok(f, "lookup", {"path": "/xe/t"})
+    assert now["etag"] == e2["etag"] and v1 in json.dumps(now["xattrs"])
+    err(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v2, "ifEtag": "xyz"},
+        400, "EINVAL")
+    ok(f, "removeXattr", {"path": "/xe/t", "name": "user.p", "ifEtag": e2["etag"]})
+    assert "user.p" not in json.dumps(ok(f, "lookup", {"path": "/xe/t"}).get("xattrs"))
+
+
+def test_xattr_cas_race(mini_filer):
+    f = mini_filer
+    mkdir(f, "/xr")
+    e = mkdir(f, "/xr/t")
+    results = []
+    barrier = threading.Barrier(16)
+
+    def worker(i):
+        barrier.wait()
+        r = call(f, "setXattr", {"path": "/xr/t", "name": "user.ptr", "value": b64(b"v%d" % i),
+                                 "ifEtag": e["etag"]})
+        results.append((r.status_code, i))
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    wins = [i for s, i in results if s == 200]
+    assert len(wins) == 1, results
+    assert all(s == 412 for s, _ in results if s != 200), results
+    assert b64(b"v%d" % wins[0]) in json.dumps(ok(f, "lookup", {"path": "/xr/t"})["xattrs"])
+
+
 # ---- bad input ----------------------------------------------------------------
 
 
