@@ -84,20 +84,29 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 	const struct s3_identity *id;
 	char msg[512], hash[65], *path;
 	bool anonymous, ok = false;
+	size_t count;
 	enum s3_err e;
+	buf enc;
 
 	snprintf(who, wholen, "%s", CATALOG_ACCOUNT);
 	if (s3_iam_is_open(j->c->iam))
 		return true;
 	sigv4_sha256_hex(j->body ? j->body : "", j->body_len, hash);
 	if (!sigv4_header_find(&(struct sigv4_input){.headers = j->hs, .nheaders = j->nh},
-			       "x-amz-content-sha256", NULL)) {
+			       "x-amz-content-sha256", &count)) {
 		j->hs = xrealloc(j->hs, (j->nh + 1) * sizeof(*j->hs));
 		j->hs[j->nh].name = xstrdup("x-amz-content-sha256");
 		j->hs[j->nh].value = xstrdup(hash);
 		j->nh++;
 	}
 	path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
+	/* services other than S3 sign the path encoded once more (the ARNs' %3A as %253A):
+	   sigv4.h decodes its raw_path once and encodes it, so it is given that */
+	buf_init(&enc);
+	sigv4_uri_encode(path, strlen(path), true, &enc);
+	buf_append_byte(&enc, '\0');
+	free(path);
+	path = enc.data;
 	in.method = j->method;
 	in.raw_path = path;
 	in.raw_query = q ? q + 1 : NULL;

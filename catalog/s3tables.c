@@ -774,6 +774,9 @@ static void list_tables(struct call *c, const char *bucket)
 			continue;
 		err = list_ns_tables(c, w, bucket, d, nstart && !strcmp(d, nstart) ? tstart : NULL,
 				     prefix, &left, &next);
+		/* the page is full at a namespace's end: the next page begins with the next one */
+		if (!err && !left && !next && i + 1 < nns)
+			next = xasprintf("%s/", nss[i + 1]->name);
 	}
 	jw_arr_end(w);
 	if (next)

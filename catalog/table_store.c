@@ -152,11 +152,15 @@ static wfs_err load(filer_rpc *r, const char *path, const char *xname, yajl_val 
 	return *v ? WFS_OK : WFS_ENOENT;
 }
 
-/* Creates the directory path carrying the attribute xname = json[0..len), exclusively. */
-static wfs_err make_dir(filer_rpc *r, const char *path, const char *xname, const buf *json)
+/*
+ * Creates the directory path carrying the attribute xname = json[0..len),
+ * exclusively; parents: its missing parents too (/buckets before the first).
+ */
+static wfs_err make_dir(filer_rpc *r, const char *path, const char *xname, const buf *json,
+			bool parents)
 {
 	struct filer_xattr x = {(char *)xname, (uint8_t *)json->data, json->len};
-	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true};
+	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true, .parents = parents};
 	if (xname) {
 		n.xattrs = &x;
 		n.n_xattrs = 1;
@@ -218,7 +222,7 @@ wfs_err ts_bucket_create(filer_rpc *r, const char *name, const char *region, con
 	jw_kv_str(w, "format", format ? format : "ICEBERG");
 	jw_obj_end(w);
 	jw_free(w);
-	err = make_dir(r, path, TS_XATTR_BUCKET, &b);
+	err = make_dir(r, path, TS_XATTR_BUCKET, &b, true);
 	if (!err && out) {
 		char msg[64];
 		yajl_val v = json_parse(b.data, b.len, msg, sizeof(msg));
@@ -315,7 +319,7 @@ wfs_err ts_namespace_create(filer_rpc *r, const char *bucket, const char *const 
 	jw_obj_end(w);
 	jw_free(w);
 	path = ns_path(bucket, dir);
-	err = make_dir(r, path, TS_XATTR_NAMESPACE, &b);
+	err = make_dir(r, path, TS_XATTR_NAMESPACE, &b, false);
 	if (!err && out) {
 		char msg[64];
 		yajl_val v = json_parse(b.data, b.len, msg, sizeof(msg));
@@ -486,12 +490,12 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 	buf_append_str(&b, json);
 	free(json);
 	path = table_path(bucket, ns, name);
-	err = make_dir(r, path, TS_XATTR_TABLE, &b);
+	err = make_dir(r, path, TS_XATTR_TABLE, &b, false);
 	buf_free(&b);
 	for (int i = 0; !err && i < 2; i++) {
 		buf none = {0};
 		sub = xasprintf("%s/%s", path, i ? "data" : "metadata");
-		err = make_dir(r, sub, NULL, &none);
+		err = make_dir(r, sub, NULL, &none, false);
 		if (err == WFS_EEXIST)
 			err = WFS_OK;
 		free(sub);
