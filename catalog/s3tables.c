@@ -313,6 +313,16 @@ static wfs_err list_marked(struct call *c, const char *dir, const char *xname, c
 	return err;
 }
 
+/* Ends a list answer's array and the answer, with the next page's token (freed). */
+static void end_page(json_w *w, char *next)
+{
+	jw_arr_end(w);
+	if (next)
+		jw_kv_str(w, "continuationToken", next);
+	done(w);
+	free(next);
+}
+
 static void free_entries(struct filer_entry **es, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -367,11 +377,7 @@ static void list_buckets(struct call *c)
 		jw_obj_end(w);
 		yajl_tree_free(v);
 	}
-	jw_arr_end(w);
-	if (next)
-		jw_kv_str(w, "continuationToken", next);
-	done(w);
-	free(next);
+	end_page(w, next);
 	free_entries(es, n);
 out:
 	free(prefix);
@@ -498,11 +504,7 @@ static void list_namespaces(struct call *c, const char *bucket)
 		jw_obj_end(w);
 		yajl_tree_free(v);
 	}
-	jw_arr_end(w);
-	if (next)
-		jw_kv_str(w, "continuationToken", next);
-	done(w);
-	free(next);
+	end_page(w, next);
 	free_entries(es, n);
 out:
 	free(prefix);
@@ -778,12 +780,10 @@ static void list_tables(struct call *c, const char *bucket)
 		if (!err && !left && !next && i + 1 < nns)
 			next = xasprintf("%s/", nss[i + 1]->name);
 	}
-	jw_arr_end(w);
-	if (next)
-		jw_kv_str(w, "continuationToken", next);
-	done(w);
+	end_page(w, next);
 	if (err)
 		fail_err(c, err, "the namespace");
+	next = NULL;
 out:
 	free_entries(nss, nns);
 	free(ns);

@@ -246,12 +246,15 @@ wfs_err ts_bucket_get(filer_rpc *r, const char *name, struct ts_bucket *out)
 	return err;
 }
 
-wfs_err ts_bucket_delete(filer_rpc *r, const char *name)
+/*
+ * Deletes the directory path (freed) marked with xname if it is empty, at the
+ * etag it was checked at: an entry made in it meanwhile keeps it.
+ */
+static wfs_err delete_empty(filer_rpc *r, char *path, const char *xname)
 {
-	char *path = bucket_path(name);
 	char etag[17];
 	yajl_val v = NULL;
-	wfs_err err = load(r, path, TS_XATTR_BUCKET, &v, etag);
+	wfs_err err = load(r, path, xname, &v, etag);
 	yajl_tree_free(v);
 	if (!err)
 		err = check_empty(r, path);
@@ -259,6 +262,11 @@ wfs_err ts_bucket_delete(filer_rpc *r, const char *name)
 		err = filer_meta_delete_if(r, path, etag);
 	free(path);
 	return err;
+}
+
+wfs_err ts_bucket_delete(filer_rpc *r, const char *name)
+{
+	return delete_empty(r, bucket_path(name), TS_XATTR_BUCKET);
 }
 
 /* ---- namespaces ---- */
@@ -347,17 +355,7 @@ wfs_err ts_namespace_get(filer_rpc *r, const char *bucket, const char *ns,
 
 wfs_err ts_namespace_delete(filer_rpc *r, const char *bucket, const char *ns)
 {
-	char *path = ns_path(bucket, ns);
-	char etag[17];
-	yajl_val v = NULL;
-	wfs_err err = load(r, path, TS_XATTR_NAMESPACE, &v, etag);
-	yajl_tree_free(v);
-	if (!err)
-		err = check_empty(r, path);
-	if (!err)
-		err = filer_meta_delete_if(r, path, etag);
-	free(path);
-	return err;
+	return delete_empty(r, ns_path(bucket, ns), TS_XATTR_NAMESPACE);
 }
 
 /* ---- tables ---- */

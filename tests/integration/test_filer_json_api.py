@@ -343,25 +343,31 @@ def test_atime_of_entry_without_one(mini_filer):
     assert "atimeNs" not in m
 
 
-def test_cas_race(mini_filer):
-    f = mini_filer
-    mkdir(f, "/cas")
-    e = mkfile(f, "/cas/c")
+def race16(f, op, body_of):
+    """16 clients send op with body_of(i) at once: the one that won (the rest got 412)."""
     results = []
     barrier = threading.Barrier(16)
 
     def worker(i):
         barrier.wait()
-        r = call(f, "update", {"path": "/cas/c", "set": {"uid": 100 + i}, "ifEtag": e["etag"]})
-        results.append((r.status_code, i))
+        results.append((call(f, op, body_of(i)).status_code, i))
 
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
     [t.start() for t in ts]
     [t.join() for t in ts]
     wins = [i for s, i in results if s == 200]
     assert len(wins) == 1, results
-    assert all(s == 412 for s, _ in results if s != 200)
-    assert ok(f, "lookup", {"path": "/cas/c"})["uid"] == 100 + wins[0]
+    assert all(s == 412 for s, _ in results if s != 200), results
+    return wins[0]
+
+
+def test_cas_race(mini_filer):
+    f = mini_filer
+    mkdir(f, "/cas")
+    e = mkfile(f, "/cas/c")
+    won = race16(f, "update", lambda i: {"path": "/cas/c", "set": {"uid": 100 + i},
+                                         "ifEtag": e["etag"]})
+    assert ok(f, "lookup", {"path": "/cas/c"})["uid"] == 100 + won
 
 
 def test_chunks_append_truncate_frees(mini_filer):
@@ -707,22 +713,9 @@ def test_xattr_cas_race(mini_filer):
     f = mini_filer
     mkdir(f, "/xr")
     e = mkdir(f, "/xr/t")
-    results = []
-    barrier = threading.Barrier(16)
-
-    def worker(i):
-        barrier.wait()
-        r = call(f, "setXattr", {"path": "/xr/t", "name": "user.ptr", "value": b64(b"v%d" % i),
-                                 "ifEtag": e["etag"]})
-        results.append((r.status_code, i))
-
-    ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
-    [t.start() for t in ts]
-    [t.join() for t in ts]
-    wins = [i for s, i in results if s == 200]
-    assert len(wins) == 1, results
-    assert all(s == 412 for s, _ in results if s != 200), results
-    assert b64(b"v%d" % wins[0]) in json.dumps(ok(f, "lookup", {"path": "/xr/t"})["xattrs"])
+    won = race16(f, "setXattr", lambda i: {"path": "/xr/t", "name": "user.ptr",
+                                           "value": b64(b"v%d" % i), "ifEtag": e["etag"]})
+    assert b64(b"v%d" % won) in json.dumps(ok(f, "lookup", {"path": "/xr/t"})["xattrs"])
 
 
 # ---- bad input ----------------------------------------------------------------
