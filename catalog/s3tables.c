@@ -115,6 +115,8 @@ static void kv_time(json_w *w, const char *key, int64_t ms)
 
 /* ---- request pieces ---- */
 
+static bool is(const struct call *c, const char *m) { return !strcmp(c->q->method, m); }
+
 /* The query parameter name decoded (caller frees), or NULL. */
 static char *query(struct call *c, const char *name)
 {
@@ -793,6 +795,77 @@ out:
 	free(next);
 }
 
+/* ---- resource policies (stored and returned; not enforced yet) ---- */
+
+#define POLICY_XATTR "weedfs.catalog.policy"
+#define POLICY_MAX   (20 * 1024) /* the model's bound on resourcePolicy */
+
+/* Put, Get or Delete the policy of the directory path (a bucket or table checked to exist). */
+static void policy(struct call *c, const char *path, const char *what)
+{
+	const char *doc = body_str(c, "resourcePolicy");
+	struct filer_entry *e = NULL;
+	const struct filer_xattr *x;
+	wfs_err err;
+	json_w *w;
+
+	if (is(c, "PUT")) {
+		char msg[64];
+		yajl_val v = doc && strlen(doc) <= POLICY_MAX ? json_parse(doc, strlen(doc), msg,
+									   sizeof(msg))
+							   : NULL;
+		bool valid = YAJL_IS_OBJECT(v);
+		yajl_tree_free(v);
+		if (!valid)
+			return bad(c, "\"resourcePolicy\" must be a JSON policy document");
+		err = filer_meta_set_xattr(c->env->rpc, path, POLICY_XATTR, doc, strlen(doc),
+					   FM_XATTR_ANY);
+		if (err)
+			return fail_err(c, err, what);
+		done(answer(c));
+	} else if (is(c, "DELETE")) {
+		err = filer_meta_remove_xattr(c->env->rpc, path, POLICY_XATTR);
+		if (err && err != WFS_ENODATA)
+			return fail_err(c, err, what);
+		no_content(c);
+	} else if (is(c, "GET")) {
+		err = filer_meta_lookup(c->env->rpc, path, &e);
+		x = err ? NULL : filer_entry_xattr_get(e, POLICY_XATTR);
+		if (!x)
+			fail(c, 404, "NotFoundException", "%s has no policy", what);
+		else {
+			w = answer(c);
+			jw_key(w, "resourcePolicy");
+			jw_strn(w, (const char *)x->value, x->value_len);
+			done(w);
+		}
+		filer_entry_free(e);
+	}
+}
+
+static void bucket_policy(struct call *c, const char *bucket)
+{
+	char *path;
+	if (!bucket_exists(c, bucket))
+		return;
+	path = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	policy(c, path, "the table bucket");
+	free(path);
+}
+
+static void table_policy(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	struct ts_table t = {0};
+	wfs_err err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	char *path;
+	ts_table_free(&t);
+	if (err)
+		return fail_err(c, err, "the table");
+	path = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, dir, name);
+	policy(c, path, "the table");
+	free(path);
+}
+
 /* ---- routing ---- */
 
 static void split_path(struct call *c)
@@ -831,8 +904,6 @@ int s3t_is_api_path(const char *raw_path)
 	return 0;
 }
 
-static bool is(const struct call *c, const char *m) { return !strcmp(c->q->method, m); }
-
 /* /tables/{arn}/{ns}/{name}[/op] */
 static void route_table(struct call *c, const char *bucket)
 {
@@ -851,6 +922,8 @@ static void route_table(struct call *c, const char *bucket)
 		update_location(c, bucket, dir, name);
 	else if (!strcmp(op, "rename") && is(c, "PUT"))
 		rename_table(c, bucket, dir, name);
+	else if (!strcmp(op, "policy") && !is(c, "POST"))
+		table_policy(c, bucket, dir, name);
 	else
 		fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
 		     c->q->raw_path);
@@ -879,6 +952,8 @@ static void route(struct call *c)
 		if (is(c, "DELETE"))
 			return delete_bucket(c, bucket);
 	}
+	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "policy") && !is(c, "POST"))
+		return bucket_policy(c, bucket);
 	if (!strcmp(root, "namespaces") && n == 2) {
 		if (is(c, "PUT"))
 			return create_namespace(c, c->seg[1], bucket);

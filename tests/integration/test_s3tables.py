@@ -294,3 +294,30 @@ def test_signed_with_identities(module_cluster, cat):
     assert code_of(s3signed.list_objects_v2, Bucket="buckets") in ("403", "AccessDenied",
                                                                    "AccessDeniedException")
     assert "nope" not in [b["name"] for b in alice.list_table_buckets()["tableBuckets"]]
+
+
+def test_policies_stored(cat):
+    _, _, c = cat
+    arn = c.create_table_bucket(name="pol")["arn"]
+    c.create_namespace(tableBucketARN=arn, namespace=["ns"])
+    c.create_table(tableBucketARN=arn, namespace="ns", name="t", format="ICEBERG")
+    doc = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3tables:GetTable", "Resource": arn}]})
+    assert status_of(c.get_table_bucket_policy, tableBucketARN=arn) == (404, "NotFoundException")
+    c.put_table_bucket_policy(tableBucketARN=arn, resourcePolicy=doc)
+    assert json.loads(c.get_table_bucket_policy(tableBucketARN=arn)["resourcePolicy"]) == \
+        json.loads(doc)
+    assert status_of(c.put_table_bucket_policy, tableBucketARN=arn,
+                     resourcePolicy="{not json") == (400, "BadRequestException")
+    c.delete_table_bucket_policy(tableBucketARN=arn)
+    assert status_of(c.get_table_bucket_policy, tableBucketARN=arn) == (404, "NotFoundException")
+    c.put_table_policy(tableBucketARN=arn, namespace="ns", name="t", resourcePolicy=doc)
+    assert c.get_table_policy(tableBucketARN=arn, namespace="ns", name="t")["resourcePolicy"] \
+        == doc
+    c.delete_table_policy(tableBucketARN=arn, namespace="ns", name="t")
+    assert status_of(c.get_table_policy, tableBucketARN=arn, namespace="ns", name="t") == \
+        (404, "NotFoundException")
+    assert status_of(c.put_table_policy, tableBucketARN=arn, namespace="ns", name="nope",
+                     resourcePolicy=doc) == (404, "NotFoundException")
+    # the table's attributes are untouched by its policy
+    assert c.get_table(tableBucketARN=arn, namespace="ns", name="t")["name"] == "t"
