@@ -480,8 +480,9 @@ wfs_err filer_meta_link(filer_rpc *r, const char *target, const char *newpath,
 	return call_entry(r, "link", &b, -1, out);
 }
 
-wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
-			     size_t len, enum filer_meta_xflag flag)
+wfs_err filer_meta_set_xattr_if(filer_rpc *r, const char *path, const char *name,
+				const void *value, size_t len, enum filer_meta_xflag flag,
+				const char *if_etag, struct filer_entry **out, char etag[17])
 {
 	json_w *w;
 	buf b;
@@ -496,9 +497,19 @@ wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, c
 		  flag == FM_XATTR_CREATE    ? "create"
 		  : flag == FM_XATTR_REPLACE ? "replace"
 					     : "");
+	if (if_etag)
+		jw_kv_str(w, "ifEtag", if_etag);
 	jw_obj_end(w);
 	jw_free(w);
-	return call(r, "setXattr", &b, NULL);
+	if (!out && !etag)
+		return call(r, "setXattr", &b, NULL);
+	return call_entry_etag(r, "setXattr", path, &b, -1, out, etag);
+}
+
+wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
+			     size_t len, enum filer_meta_xflag flag)
+{
+	return filer_meta_set_xattr_if(r, path, name, value, len, flag, NULL, NULL, NULL);
 }
 
 wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name)

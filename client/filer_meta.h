@@ -176,5 +176,14 @@ enum filer_meta_xflag { FM_XATTR_ANY, FM_XATTR_CREATE, FM_XATTR_REPLACE };
 wfs_err filer_meta_set_xattr(filer_rpc *r, const char *path, const char *name, const void *value,
 			     size_t len, enum filer_meta_xflag flag);
 wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name);
+/*
+ * set_xattr only while the entry's etag is if_etag (lookup's; NULL: any), checked
+ * in the filer's transaction: the compare-and-swap of an attribute. WFS_EPRECOND
+ * when the entry has another etag (nothing changed). *out and etag (each may be
+ * NULL) are the entry after and its new etag.
+ */
+wfs_err filer_meta_set_xattr_if(filer_rpc *r, const char *path, const char *name,
+				const void *value, size_t len, enum filer_meta_xflag flag,
+				const char *if_etag, struct filer_entry **out, char etag[17]);
 
 #endif

@@ -8,6 +8,7 @@
 #include "http_client.h"
 #include "server/master/master.h"
 #include "mini.h"
+#include "s3_cmd.h"
 #include "s3/s3_server.h"
 #include "server/volume/volume_server.h"
 

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "catalog/catalog_server.h"
 #include "daemon.h"
 #include "filer/filer.h"
 #include "s3/s3_server.h"
@@ -131,6 +132,25 @@ static struct s3_gateway *mini_s3_start(const char *ip, int fport, struct s3_opt
 	return g;
 }
 
+/* The catalog beside the gateway, with its identities; NULL on failure (logged). */
+static struct catalog_server *mini_catalog_start(const char *ip, int fport, int port,
+						 const struct s3_opts *so)
+{
+	char *filer = xasprintf("%s:%d", ip, fport);
+	struct catalog_opts co = {.ip = ip, .port = port, .filer = filer, .config = so->config,
+				  .region = so->region,
+				  .admin_access_key = so->admin_access_key,
+				  .admin_secret_key = so->admin_secret_key};
+	struct catalog_server *c;
+	wfs_err err;
+
+	c = catalog_start(&co, &err);
+	if (!c)
+		log_error("could not start the catalog: %s", wfs_strerror(err));
+	free(filer);
+	return c;
+}
+
 static const char mini_summary[] =
 	"Runs a master, a volume server, a filer and an S3 gateway in one process: a one-node "
 	"cluster\n"
@@ -145,6 +165,7 @@ int mini_main(int argc, char **argv)
 	pid_t mount_pid = 0;
 	bool s3_on = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
+	int iceberg_port = 8181;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
@@ -170,6 +191,8 @@ int mini_main(int argc, char **argv)
 		 "S3 domains (comma list) for virtual-hosted requests: Host <bucket>.<domain>"},
 		{"s3.uploadMemoryMB", FLAG_INT, &so.upload_mem_mb,
 		 "MiB the S3 uploads in progress may hold together; more wait their turn"},
+		{"iceberg.port", FLAG_INT, &iceberg_port,
+		 "catalog port (S3 Tables API; Iceberg REST) beside S3, 0: no catalog"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -179,7 +202,8 @@ int mini_main(int argc, char **argv)
 	struct filer_opts fo;
 	struct filer *fl = NULL;
 	struct s3_gateway *gw = NULL;
-	char *filer_dir = NULL;
+	struct catalog_server *cat = NULL;
+	char *filer_dir = NULL, catalog_url[320] = "";
 	char *master_dir = NULL, *volume_dir = NULL, *mserver = NULL, max[16];
 	sigset_t stop;
 	wfs_err err = WFS_OK;
@@ -248,11 +272,18 @@ int mini_main(int argc, char **argv)
 		if (!gw)
 			goto out;
 	}
+	if (gw && iceberg_port > 0) {
+		cat = mini_catalog_start(ip, filer_port(fl), iceberg_port, &so);
+		if (!cat)
+			goto out;
+		snprintf(catalog_url, sizeof(catalog_url), "catalog http://%s:%d, ", ip,
+			 catalog_port(cat));
+	}
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
-		 "filer http://%s:%d, %s%s%sdata in %s",
+		 "filer http://%s:%d, %s%s%s%sdata in %s",
 		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl),
 		 gw ? "S3 http://" : "", gw ? mini_s3_url(ip, s3_port(gw)) : "", gw ? ", " : "",
-		 dir);
+		 catalog_url, dir);
 	if (mount_dir && *mount_dir) {
 		mount_pid = mount_spawn(mount_dir, ip, filer_port(fl), level);
 		if (!mount_pid)
@@ -264,6 +295,7 @@ int mini_main(int argc, char **argv)
 out:
 	/* the mount first: it commits its dirty data through the filer */
 	mount_stop(mount_pid);
+	catalog_stop(cat);
 	s3_stop(gw);
 	/* The filer first (it uses both), then the volume server, so its last heartbeat
 	 * still finds the master. */

@@ -369,10 +369,10 @@ static void op_xattr(struct fjob *j, struct api_req *r)
 
 	if (r->op == API_SET_XATTR)
 		err = ns_xattr_set(j->f, j->signature, r->path, r->dir, r->name, r->xname,
-				   r->xvalue, r->xvalue_len, flags[r->xflag], &e, &res);
+				   r->xvalue, r->xvalue_len, flags[r->xflag], r->if_etag, &e, &res);
 	else
-		err = ns_xattr_remove(j->f, j->signature, r->path, r->dir, r->name, r->xname, &e,
-				      &res);
+		err = ns_xattr_remove(j->f, j->signature, r->path, r->dir, r->name, r->xname,
+				      r->if_etag, &e, &res);
 	if (err)
 		api_fail(j, &res);
 	else

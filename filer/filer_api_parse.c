@@ -204,8 +204,8 @@ static const char *const k_set[] = {"mode",         "uid",     "gid",        "si
 static const char *const k_delete[] = {"path", "recursive", "ifEtag", NULL};
 static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", "ifEtag", NULL};
 static const char *const k_link[] = {"target", "newPath", NULL};
-static const char *const k_setx[] = {"path", "name", "value", "flags", NULL};
-static const char *const k_rmx[] = {"path", "name", NULL};
+static const char *const k_setx[] = {"path", "name", "value", "flags", "ifEtag", NULL};
+static const char *const k_rmx[] = {"path", "name", "ifEtag", NULL};
 static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
 static const char *const k_lookupv[] = {"volumeId", NULL};
 static const char *const k_none[] = {NULL};
@@ -593,7 +593,7 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		     get_path(c, root, "path", &r->path, &r->dir, &r->name) &&
 		     get_str(c, root, "name", FILER_SHORT_MAX, &r->xname) &&
 		     get_str(c, root, "value", FILER_XATTR_VALUE_MAX / 3 * 4 + 8, &value) &&
-		     get_str(c, root, "flags", 16, &flags);
+		     get_str(c, root, "flags", 16, &flags) && get_if_etag(c, root, &r->if_etag);
 		if (ok && (!r->xname || !*r->xname))
 			ok = fail(c, "\"name\" is required (1..%d bytes)", FILER_SHORT_MAX);
 		if (ok && r->op == API_SET_XATTR) {

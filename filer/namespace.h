@@ -369,15 +369,17 @@ enum ns_xattr_flag { NS_XATTR_ANY, NS_XATTR_CREATE, NS_XATTR_REPLACE };
 /*
  * Sets the extended attribute xname of the entry at path to value[0..len)
  * through ns_modify. On WFS_OK *out (caller frees) is the entry after.
- * Verdicts: ns_modify's, WFS_EEXIST (NS_XATTR_CREATE), WFS_ENODATA
+ * if_etag (NULL: any) is ns_modify's: the change happens only at that etag.
+ * Verdicts: ns_modify's (WFS_EPRECOND), WFS_EEXIST (NS_XATTR_CREATE), WFS_ENODATA
  * (NS_XATTR_REPLACE), WFS_ENOSPC (FILER_XATTRS_MAX attributes already).
  */
 wfs_err ns_xattr_set(struct filer *f, int32_t sig, const char *path, const char *dir,
 		     const char *name, const char *xname, const uint8_t *value, size_t len,
-		     enum ns_xattr_flag flag, struct filer_entry **out, struct ns_result *res);
+		     enum ns_xattr_flag flag, const char *if_etag, struct filer_entry **out,
+		     struct ns_result *res);
 /* Removes the extended attribute xname like ns_xattr_set; WFS_ENODATA when absent. */
 wfs_err ns_xattr_remove(struct filer *f, int32_t sig, const char *path, const char *dir,
-			const char *name, const char *xname, struct filer_entry **out,
-			struct ns_result *res);
+			const char *name, const char *xname, const char *if_etag,
+			struct filer_entry **out, struct ns_result *res);
 
 #endif

@@ -655,16 +655,17 @@ static wfs_err xattr_edit(struct ns_tx *t, const struct filer_entry *old, struct
 
 wfs_err ns_xattr_set(struct filer *f, int32_t sig, const char *path, const char *dir,
 		     const char *name, const char *xname, const uint8_t *value, size_t len,
-		     enum ns_xattr_flag flag, struct filer_entry **out, struct ns_result *res)
+		     enum ns_xattr_flag flag, const char *if_etag, struct filer_entry **out,
+		     struct ns_result *res)
 {
 	struct xattr_req x = {false, xname, value, len, flag};
-	return ns_modify(f, sig, path, dir, name, NULL, xattr_edit, &x, out, res);
+	return ns_modify(f, sig, path, dir, name, if_etag, xattr_edit, &x, out, res);
 }
 
 wfs_err ns_xattr_remove(struct filer *f, int32_t sig, const char *path, const char *dir,
-			const char *name, const char *xname, struct filer_entry **out,
-			struct ns_result *res)
+			const char *name, const char *xname, const char *if_etag,
+			struct filer_entry **out, struct ns_result *res)
 {
 	struct xattr_req x = {true, xname, NULL, 0, NS_XATTR_ANY};
-	return ns_modify(f, sig, path, dir, name, NULL, xattr_edit, &x, out, res);
+	return ns_modify(f, sig, path, dir, name, if_etag, xattr_edit, &x, out, res);
 }

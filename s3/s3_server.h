@@ -37,7 +37,4 @@ int s3_make_buckets(struct s3_gateway *g, const char *csv);
 /* Stops serving and frees g. NULL does nothing. */
 void s3_stop(struct s3_gateway *g);
 
-/* "weedfs s3" */
-int s3_main(int argc, char **argv);
-
 #endif

@@ -682,10 +682,10 @@ static enum s3_err parse_credential(const struct sigv4_input *in, const char *s,
 		return s3_err_msg(msg, msglen, o->err,
 				  "%sthe region '%s' is wrong; expecting '%.64s'", o->prefix,
 				  a->region, in->region);
-	if (strcmp(a->service, "s3"))
+	if (strcmp(a->service, in->service ? in->service : "s3"))
 		return s3_err_msg(msg, msglen, o->err,
-				  "%sincorrect service \"%s\". This endpoint belongs to \"s3\".",
-				  o->prefix, a->service);
+				  "%sincorrect service \"%s\". This endpoint belongs to \"%s\".",
+				  o->prefix, a->service, in->service ? in->service : "s3");
 	if (len[4] != strlen(TERMINAL) || memcmp(part[4], TERMINAL, len[4]))
 		return s3_err_msg(msg, msglen, o->err,
 				  "%sincorrect terminal \"%.*s\". This endpoint uses \"" TERMINAL

@@ -61,6 +61,7 @@ struct sigv4_input {
 	size_t nheaders;
 	int64_t now;        /* unix seconds */
 	const char *region; /* the gateway's region; NULL accepts a scope of any region */
+	const char *service; /* the scope's service this endpoint accepts; NULL: "s3" */
 };
 
 /* What sigv4_parse read; strings are NUL-terminated copies. */
@@ -69,7 +70,7 @@ struct sigv4_auth {
 	char access_key[SIGV4_MAX_ACCESS_KEY + 1];
 	char date[9]; /* credential scope date, YYYYMMDD */
 	char region[SIGV4_MAX_REGION + 1];
-	char service[SIGV4_MAX_SERVICE + 1];           /* always "s3" after a successful parse */
+	char service[SIGV4_MAX_SERVICE + 1];           /* in->service after a successful parse */
 	char amz_date[17];                             /* request time, YYYYMMDDTHHMMSSZ */
 	int64_t time;                                  /* the same, unix seconds */
 	char signed_headers[SIGV4_MAX_SIGNED_LEN + 1]; /* as sent: lowercase names joined by ';' */

@@ -175,7 +175,7 @@ static void sign(struct slot *s)
 		{"x-amz-content-sha256", PAYLOAD},
 		{"x-amz-date", r->amz_date},
 	};
-	struct sigv4_input in = {op_methods[s->op], s->path, NULL, h, ARRAY_LEN(h), now, o->region};
+	struct sigv4_input in = {op_methods[s->op], s->path, NULL, h, ARRAY_LEN(h), now, o->region, NULL};
 	struct sigv4_signer sg = {o->ak, o->sk, o->region, NULL, r->amz_date};
 	if (!sigv4_sign_header(&in, SIGNED_HEADERS, PAYLOAD, &sg, &auth)) {
 		fprintf(stderr, "s3_load: cannot sign the path \"%s\"\n", s->path);

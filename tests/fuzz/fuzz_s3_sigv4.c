@@ -180,7 +180,7 @@ static void check_success(const struct sigv4_input *in, const struct sigv4_auth 
 
 static void run(struct fz_req *r, int64_t now, bool ours)
 {
-	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, now, NULL};
+	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, now, NULL, NULL};
 	struct sigv4_auth a;
 	char msg[256];
 	bool anon = true;
@@ -214,7 +214,7 @@ static bool sign_header(struct fz_req *r, uint8_t sel)
 	r->h[r->n].name = own(r, "x-amz-content-sha256", 20);
 	r->h[r->n++].value = own(r, payload, strlen(payload));
 	signed_list(r, &list);
-	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, T2013, NULL};
+	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, T2013, NULL, NULL};
 	bool ok = sigv4_sign_header(&in, list.data, payload, &s, &auth);
 	if (ok) {
 		r->h[r->n].name = own(r, "Authorization", 13);
@@ -232,7 +232,7 @@ static bool presign(struct fz_req *r, uint8_t sel)
 	r->h[r->n].name = own(r, "Host", 4);
 	r->h[r->n++].value = own(r, "gw", 2);
 	signed_list(r, &list);
-	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, T2013, NULL};
+	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, T2013, NULL, NULL};
 	bool ok = sigv4_presign(&in, list.data, 1 + sel % 1000, &s, &q);
 	if (ok)
 		r->query = own(r, q.data, q.len);

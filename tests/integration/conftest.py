@@ -260,6 +260,7 @@ class Cluster:
 
     def mini(self, extra=()):
         mport, vport, fport, sport = free_port(), free_port(), free_port(), free_port()
+        cport = free_port()
         d = self._dir("mini")
         args = [
             "mini",
@@ -269,10 +270,12 @@ class Cluster:
             "-volume.port=%d" % vport,
             "-filer.port=%d" % fport,
             "-s3.port=%d" % sport,
+            "-iceberg.port=%d" % cport,
         ] + list(extra)
         m = Daemon("mini-%d" % mport, args, d, "127.0.0.1:%d" % mport,
                    extra_urls=["127.0.0.1:%d" % vport, "127.0.0.1:%d" % fport])
         m.port, m.volume_port, m.filer_port, m.s3_port, m.dir = mport, vport, fport, sport, d
+        m.catalog_port = cport
         self.daemons.append(m)
         return m.start()
 

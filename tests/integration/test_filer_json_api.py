@@ -343,25 +343,31 @@ def test_atime_of_entry_without_one(mini_filer):
     assert "atimeNs" not in m
 
 
-def test_cas_race(mini_filer):
-    f = mini_filer
-    mkdir(f, "/cas")
-    e = mkfile(f, "/cas/c")
+def race16(f, op, body_of):
+    """16 clients send op with body_of(i) at once: the one that won (the rest got 412)."""
     results = []
     barrier = threading.Barrier(16)
 
     def worker(i):
         barrier.wait()
-        r = call(f, "update", {"path": "/cas/c", "set": {"uid": 100 + i}, "ifEtag": e["etag"]})
-        results.append((r.status_code, i))
+        results.append((call(f, op, body_of(i)).status_code, i))
 
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
     [t.start() for t in ts]
     [t.join() for t in ts]
     wins = [i for s, i in results if s == 200]
     assert len(wins) == 1, results
-    assert all(s == 412 for s, _ in results if s != 200)
-    assert ok(f, "lookup", {"path": "/cas/c"})["uid"] == 100 + wins[0]
+    assert all(s == 412 for s, _ in results if s != 200), results
+    return wins[0]
+
+
+def test_cas_race(mini_filer):
+    f = mini_filer
+    mkdir(f, "/cas")
+    e = mkfile(f, "/cas/c")
+    won = race16(f, "update", lambda i: {"path": "/cas/c", "set": {"uid": 100 + i},
+                                         "ifEtag": e["etag"]})
+    assert ok(f, "lookup", {"path": "/cas/c"})["uid"] == 100 + won
 
 
 def test_chunks_append_truncate_frees(mini_filer):
@@ -681,6 +687,35 @@ def test_xattrs(mini_filer):
     ok(f, "removeXattr", {"path": "/xa/f", "name": "user.k"})
     err(f, "removeXattr", {"path": "/xa/f", "name": "user.k"}, 404, "ENODATA")
     err(f, "setXattr", {"path": "/xa/nope", "name": "user.k", "value": v}, 404, "ENOENT")
+
+
+def test_xattr_if_etag(mini_filer):
+    f = mini_filer
+    mkdir(f, "/xe")
+    e = mkdir(f, "/xe/t")
+    v1, v2 = b64(b"one"), b64(b"two")
+    e2 = ok(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v1, "ifEtag": e["etag"]})
+    assert e2["etag"] != e["etag"]
+    # the etag it was read at is stale now: 412, and the value stays
+    err(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v2, "ifEtag": e["etag"]},
+        412, "EPRECOND")
+    err(f, "removeXattr", {"path": "/xe/t", "name": "user.p", "ifEtag": e["etag"]},
+        412, "EPRECOND")
+    now = ok(f, "lookup", {"path": "/xe/t"})
+    assert now["etag"] == e2["etag"] and v1 in json.dumps(now["xattrs"])
+    err(f, "setXattr", {"path": "/xe/t", "name": "user.p", "value": v2, "ifEtag": "xyz"},
+        400, "EINVAL")
+    ok(f, "removeXattr", {"path": "/xe/t", "name": "user.p", "ifEtag": e2["etag"]})
+    assert "user.p" not in json.dumps(ok(f, "lookup", {"path": "/xe/t"}).get("xattrs"))
+
+
+def test_xattr_cas_race(mini_filer):
+    f = mini_filer
+    mkdir(f, "/xr")
+    e = mkdir(f, "/xr/t")
+    won = race16(f, "setXattr", lambda i: {"path": "/xr/t", "name": "user.ptr",
+                                           "value": b64(b"v%d" % i), "ifEtag": e["etag"]})
+    assert b64(b"v%d" % won) in json.dumps(ok(f, "lookup", {"path": "/xr/t"})["xattrs"])
 
 
 # ---- bad input ----------------------------------------------------------------

@@ -243,22 +243,28 @@ static void test_modify(void)
 	is_events("/c/whole>/c/whole\n", "one event: the update that happened");
 
 	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"1", 1,
-			    NS_XATTR_REPLACE, &e, &res),
+			    NS_XATTR_REPLACE, NULL, &e, &res),
 	       WFS_ENODATA, "replace of an absent attribute");
 	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"1", 1,
-			    NS_XATTR_CREATE, &e, &res),
+			    NS_XATTR_CREATE, NULL, &e, &res),
 	       WFS_OK, "create an attribute");
 	ok(e && e->n_xattrs == 1, "the entry after has it");
 	filer_entry_free(e);
 	e = NULL;
 	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"2", 1,
-			    NS_XATTR_CREATE, &e, &res),
+			    NS_XATTR_CREATE, NULL, &e, &res),
 	       WFS_EEXIST, "create of an existing attribute");
-	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", &e, &res), WFS_OK,
+	is_int(ns_xattr_set(f, 0, "/c/whole", "/c", "whole", "user.a", (const uint8_t *)"2", 1,
+			    NS_XATTR_ANY, "0000000000000000", &e, &res),
+	       WFS_EPRECOND, "set at a stale etag");
+	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", "0000000000000000", &e,
+			       &res),
+	       WFS_EPRECOND, "remove at a stale etag");
+	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", NULL, &e, &res), WFS_OK,
 	       "remove it");
 	filer_entry_free(e);
 	e = NULL;
-	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", &e, &res),
+	is_int(ns_xattr_remove(f, 0, "/c/whole", "/c", "whole", "user.a", NULL, &e, &res),
 	       WFS_ENODATA, "remove of an absent attribute");
 	is_events("/c/whole>/c/whole\n/c/whole>/c/whole\n", "an event per xattr change");
 	ok(unlocked(), "locks released");

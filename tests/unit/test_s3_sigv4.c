@@ -74,7 +74,7 @@ static void req_del(struct req *r, const char *name)
 
 static struct sigv4_input req_in(const struct req *r)
 {
-	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, r->now, r->region};
+	struct sigv4_input in = {r->method, r->path, r->query, r->h, r->n, r->now, r->region, NULL};
 	return in;
 }
 

@@ -1,0 +1,282 @@
+/* The catalog listener: see catalog_server.h. */
+#include "config.h"
+#include "catalog/catalog_server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "catalog/s3tables.h"
+#include "client/filer_rpc.h"
+#include "lib/http_server.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/pool.h"
+#include "lib/util.h"
+#include "s3/s3_iam.h"
+#include "s3/sigv4.h"
+
+#define CATALOG_BODY_MAX     (1 << 20)
+#define CATALOG_FILER_MS     30000
+#define CATALOG_WORKERS      16
+#define CATALOG_SERVICE      "s3tables"
+#define CATALOG_ACCOUNT      "000000000000"
+
+struct catalog_server {
+	http_server *http;
+	filer_rpc *filer;
+	pool *work;
+	struct s3_iam *iam;
+	char *region;
+	struct s3t_env env;
+};
+
+/* One request on its way through a worker. */
+struct job {
+	struct catalog_server *c;
+	http_req *req;
+	char *method, *uri, *body;
+	size_t body_len;
+	struct sigv4_header *hs;
+	size_t nh;
+	struct s3t_answer a;
+};
+
+static void job_free(struct job *j)
+{
+	for (size_t i = 0; i < j->nh; i++) {
+		free((char *)j->hs[i].name);
+		free((char *)j->hs[i].value);
+	}
+	free(j->hs);
+	free(j->method);
+	free(j->uri);
+	free(j->body);
+	buf_free(&j->a.body);
+	free(j);
+}
+
+static void answer_error(struct job *j, int status, const char *type, const char *msg)
+{
+	json_w *w;
+	buf_reset(&j->a.body);
+	j->a.status = status;
+	j->a.error_type = type;
+	w = jw_new(&j->a.body, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "message", msg);
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+/*
+ * Worker: the identity that signed j, into who (the account id when the
+ * catalog is open). false with an answer when the signature does not hold.
+ * botocore sends no x-amz-content-sha256 for this service: the body's hash
+ * is then the payload hash the signature covers.
+ */
+static bool authenticate(struct job *j, char *who, size_t wholen)
+{
+	struct sigv4_input in = {0};
+	struct sigv4_auth a;
+	const char *q = strchr(j->uri, '?'), *secret = NULL;
+	const struct s3_identity *id;
+	char msg[512], hash[65], *path;
+	bool anonymous, ok = false;
+	size_t count;
+	enum s3_err e;
+	buf enc;
+
+	snprintf(who, wholen, "%s", CATALOG_ACCOUNT);
+	if (s3_iam_is_open(j->c->iam))
+		return true;
+	sigv4_sha256_hex(j->body ? j->body : "", j->body_len, hash);
+	if (!sigv4_header_find(&(struct sigv4_input){.headers = j->hs, .nheaders = j->nh},
+			       "x-amz-content-sha256", &count)) {
+		j->hs = xrealloc(j->hs, (j->nh + 1) * sizeof(*j->hs));
+		j->hs[j->nh].name = xstrdup("x-amz-content-sha256");
+		j->hs[j->nh].value = xstrdup(hash);
+		j->nh++;
+	}
+	path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
+	/* services other than S3 sign the path encoded once more (the ARNs' %3A as %253A):
+	   sigv4.h decodes its raw_path once and encodes it, so it is given that */
+	buf_init(&enc);
+	sigv4_uri_encode(path, strlen(path), true, &enc);
+	buf_append_byte(&enc, '\0');
+	free(path);
+	path = enc.data;
+	in.method = j->method;
+	in.raw_path = path;
+	in.raw_query = q ? q + 1 : NULL;
+	in.headers = j->hs;
+	in.nheaders = j->nh;
+	in.now = (int64_t)time(NULL);
+	in.region = j->c->region;
+	in.service = CATALOG_SERVICE;
+	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
+	if (!e && anonymous)
+		answer_error(j, 403, "AccessDeniedException", "the request is not signed");
+	else if (e)
+		answer_error(j, 403, "AccessDeniedException", msg);
+	else if (a.payload == SIGV4_PAYLOAD_HASH && strcmp(a.payload_hash, hash))
+		answer_error(j, 400, "BadRequestException",
+			     "x-amz-content-sha256 is not the body's SHA-256");
+	else if (a.payload != SIGV4_PAYLOAD_HASH)
+		answer_error(j, 400, "BadRequestException", "the payload must be signed");
+	else if (!(id = s3_iam_lookup(j->c->iam, a.access_key, &secret)))
+		answer_error(j, 403, "UnrecognizedClientException",
+			     "the access key is not known to this catalog");
+	else if (sigv4_verify(&in, &a, secret, NULL) != S3_OK)
+		answer_error(j, 403, "InvalidSignatureException",
+			     "the request signature does not match the one computed");
+	else {
+		snprintf(who, wholen, "%s", s3_identity_name(id));
+		ok = true;
+	}
+	free(path);
+	return ok;
+}
+
+/* Loop thread: sends j's answer. */
+static void send_answer(http_req *req, void *arg)
+{
+	struct job *j = arg;
+	http_resp_header(req, "Content-Type", "application/json");
+	if (j->a.error_type)
+		http_resp_header(req, "x-amzn-ErrorType", j->a.error_type);
+	http_resp_send(req, j->a.status, j->a.body.data, j->a.body.len);
+	job_free(j);
+}
+
+static void work(void *arg)
+{
+	struct job *j = arg;
+	char who[128];
+
+	buf_init(&j->a.body);
+	if (authenticate(j, who, sizeof(who))) {
+		const char *q = strchr(j->uri, '?');
+		char *path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
+		struct s3t_request r = {j->method, path, q ? q + 1 : NULL,
+					j->body,   j->body_len, who};
+		buf_free(&j->a.body);
+		s3t_handle(&j->c->env, &r, &j->a);
+		free(path);
+	}
+	http_req_defer(j->req, send_answer, j);
+}
+
+/* Loop thread: the body is in; hand the request to a worker. */
+static void body_done(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct catalog_server *c = arg;
+	struct job *j = xcalloc(1, sizeof(*j));
+	const char *name, *value;
+
+	j->c = c;
+	j->req = req;
+	j->method = xstrdup(http_req_method_str(req));
+	j->uri = xstrdup(http_req_uri(req));
+	j->body = xstrndup(data ? data : "", len);
+	j->body_len = len;
+	for (size_t i = 0; http_req_header_at(req, i, &name, &value); i++) {
+		if (i == SIGV4_MAX_HEADERS)
+			break;
+		j->hs = xrealloc(j->hs, (j->nh + 1) * sizeof(*j->hs));
+		j->hs[j->nh].name = xstrdup(name);
+		j->hs[j->nh].value = xstrdup(value ? value : "");
+		j->nh++;
+	}
+	pool_submit(c->work, work, j);
+}
+
+/* A JSON 404 in the API's error shape of the path. */
+static void not_here(http_req *req, const char *path)
+{
+	buf b;
+	json_w *w;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	if (!strncmp(path, "/v1/", 4) || !strcmp(path, "/v1")) {
+		/* the Iceberg REST shape, for the catalog that comes next */
+		jw_key(w, "error");
+		jw_obj_begin(w);
+		jw_kv_str(w, "message", "the Iceberg REST catalog is not served yet");
+		jw_kv_str(w, "type", "NotFoundException");
+		jw_kv_i64(w, "code", 404);
+		jw_obj_end(w);
+	} else {
+		jw_kv_str(w, "message", "no such resource");
+		http_resp_header(req, "x-amzn-ErrorType", "NotFoundException");
+	}
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 404, &b);
+	buf_free(&b);
+}
+
+static void handle(http_req *req, void *ctx)
+{
+	const char *path = http_req_path(req);
+	if (!s3t_is_api_path(path))
+		return not_here(req, path);
+	http_req_read_body(req, CATALOG_BODY_MAX, body_done, ctx);
+}
+
+struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
+{
+	struct catalog_server *c = xcalloc(1, sizeof(*c));
+	struct http_server_opts ho = {0};
+	char msg[256] = "";
+
+	c->iam = s3_iam_load(o->config, msg, sizeof(msg));
+	if (!c->iam) {
+		log_error("catalog identities: %s", msg);
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	if (o->admin_access_key && *o->admin_access_key && o->admin_secret_key &&
+	    *o->admin_secret_key)
+		s3_iam_add_admin(c->iam, "admin", o->admin_access_key, o->admin_secret_key);
+	c->region = xstrdup(o->region && *o->region ? o->region : "us-east-1");
+	c->filer = filer_rpc_new(o->filer, CATALOG_FILER_MS, 10, 0);
+	c->work = pool_new(CATALOG_WORKERS, "wfs-catalog");
+	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
+	ho.host = o->ip;
+	ho.port = o->port;
+	ho.threads = o->threads ? o->threads : 1;
+	ho.thread_name = "wfs-catalog";
+	c->http = http_server_new(&ho, handle, c, err);
+	if (!c->http)
+		goto fail;
+	http_server_start(c->http);
+	if (s3_iam_is_open(c->iam))
+		log_warn("catalog on port %d is OPEN: no identities configured (-config), so "
+			 "every request is allowed, signed or not",
+			 http_server_port(c->http));
+	else
+		log_info("catalog on port %d: %zu identities", http_server_port(c->http),
+			 s3_iam_count(c->iam));
+	return c;
+fail:
+	catalog_stop(c);
+	return NULL;
+}
+
+int catalog_port(const struct catalog_server *c) { return http_server_port(c->http); }
+
+void catalog_stop(struct catalog_server *c)
+{
+	if (!c)
+		return;
+	pool_free(c->work); /* the requests in work end first */
+	http_server_free(c->http);
+	filer_rpc_free(c->filer);
+	s3_iam_free(c->iam);
+	free(c->region);
+	free(c);
+}

@@ -1,0 +1,1014 @@
+/* The S3 Tables API: see s3tables.h and docs/catalog.md. */
+#include "config.h"
+#include "catalog/s3tables.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "catalog/table_store.h"
+#include "client/filer_meta.h"
+#include "lib/json.h"
+#include "lib/util.h"
+#include "s3/sigv4.h"
+
+#define SEGS_MAX      7
+#define LIST_MAX      1000 /* the model's bound on maxBuckets, maxNamespaces, maxTables */
+#define BUCKET_ARN_AT ":bucket/"
+
+/* One request being answered. */
+struct call {
+	const struct s3t_env *env;
+	const struct s3t_request *q;
+	struct s3t_answer *a;
+	char *seg[SEGS_MAX]; /* the decoded path segments */
+	size_t nseg;
+	yajl_val body; /* the JSON body, NULL when empty */
+};
+
+/* ---- answers ---- */
+
+static void fail(struct call *c, int status, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void fail(struct call *c, int status, const char *type, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	json_w *w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_reset(&c->a->body);
+	c->a->status = status;
+	c->a->error_type = type;
+	w = jw_new(&c->a->body, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "message", msg);
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+static void bad(struct call *c, const char *why) { fail(c, 400, "BadRequestException", "%s", why); }
+
+/* The answer for a table store verdict on what. */
+static void fail_err(struct call *c, wfs_err err, const char *what)
+{
+	switch (err) {
+	case WFS_EINVAL:
+		fail(c, 400, "BadRequestException", "%s: invalid request", what);
+		break;
+	case WFS_ENOENT:
+	case WFS_ENOTDIR:
+		fail(c, 404, "NotFoundException", "%s does not exist", what);
+		break;
+	case WFS_EEXIST:
+		fail(c, 409, "ConflictException", "%s already exists", what);
+		break;
+	case WFS_ENOTEMPTY:
+		fail(c, 409, "ConflictException", "%s is not empty", what);
+		break;
+	case WFS_EPRECOND:
+		fail(c, 409, "ConflictException",
+		     "%s: the version token does not match the current one", what);
+		break;
+	case WFS_EPERM:
+	case WFS_EACCES:
+		fail(c, 403, "AccessDeniedException", "%s: access denied", what);
+		break;
+	default:
+		fail(c, 500, "InternalServerErrorException", "%s: %s", what, wfs_strerror(err));
+	}
+}
+
+/* The answer's JSON writer (status 200); the caller ends the object and frees it. */
+static json_w *answer(struct call *c)
+{
+	json_w *w;
+	c->a->status = 200;
+	w = jw_new(&c->a->body, false);
+	jw_obj_begin(w);
+	return w;
+}
+
+static void done(json_w *w)
+{
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+static void no_content(struct call *c) { c->a->status = 204; }
+
+static void kv_time(json_w *w, const char *key, int64_t ms)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	char out[96];
+	gmtime_r(&s, &tm);
+	snprintf(out, sizeof(out), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	jw_kv_str(w, key, out);
+}
+
+/* ---- request pieces ---- */
+
+static bool is(const struct call *c, const char *m) { return !strcmp(c->q->method, m); }
+
+/* The query parameter name decoded (caller frees), or NULL. */
+static char *query(struct call *c, const char *name)
+{
+	const char *p = c->q->raw_query;
+	size_t n = strlen(name);
+	while (p && *p) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		eq = memchr(p, '=', len);
+		if ((eq ? (size_t)(eq - p) : len) == n && !strncmp(p, name, n)) {
+			buf b;
+			buf_init(&b);
+			if (!eq || !sigv4_pct_decode(eq + 1, len - n - 1, &b)) {
+				buf_free(&b);
+				return xstrdup("");
+			}
+			buf_append_byte(&b, '\0');
+			return b.data;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* A page size parameter (1..LIST_MAX, default LIST_MAX); false (answered) when malformed. */
+static bool page_size(struct call *c, const char *name, size_t *out)
+{
+	char *s = query(c, name);
+	uint64_t v = LIST_MAX;
+	bool ok = !s || (parse_u64(s, &v) && v >= 1 && v <= LIST_MAX);
+	free(s);
+	if (!ok)
+		fail(c, 400, "BadRequestException", "%s must be 1 to %d", name, LIST_MAX);
+	*out = (size_t)v;
+	return ok;
+}
+
+static const char *body_str(struct call *c, const char *key)
+{
+	const char *s = NULL;
+	return json_get_str(c->body, key, &s) ? s : NULL;
+}
+
+/*
+ * The table bucket a bucket ARN names ("arn:aws:s3tables:<region>:<account>:
+ * bucket/<name>"), validated; NULL (answered) when it is malformed.
+ */
+static const char *arn_bucket(struct call *c, const char *arn)
+{
+	const char *at = arn ? strstr(arn, BUCKET_ARN_AT) : NULL;
+	char why[TS_WHY_MAX];
+	if (!arn || strncmp(arn, "arn:aws:s3tables:", 17) || !at) {
+		bad(c, "the table bucket ARN is malformed");
+		return NULL;
+	}
+	at += strlen(BUCKET_ARN_AT);
+	if (!ts_valid_bucket_name(at, why)) {
+		bad(c, why);
+		return NULL;
+	}
+	return at;
+}
+
+/* A namespace as the path names it (levels joined with "."): its directory, or NULL. */
+static char *path_namespace(struct call *c, const char *ns)
+{
+	const char *levels[TS_NS_LEVELS_MAX];
+	char why[TS_WHY_MAX], *copy = xstrdup(ns), *save = NULL, *dir = NULL;
+	size_t n = 0;
+	bool ok = *ns && ns[strlen(ns) - 1] != '.';
+
+	for (char *p = strtok_r(copy, ".", &save); ok && p; p = strtok_r(NULL, ".", &save)) {
+		if (n == TS_NS_LEVELS_MAX)
+			ok = false;
+		else
+			levels[n++] = p;
+	}
+	if (ok && n && *ns != '.')
+		dir = ts_namespace_dir(levels, n, why);
+	else
+		snprintf(why, sizeof(why), "a namespace name must be 1 to 255 characters of "
+					   "lowercase letters, digits and '_'");
+	free(copy);
+	if (!dir)
+		bad(c, why);
+	return dir;
+}
+
+static bool valid_table(struct call *c, const char *name)
+{
+	char why[TS_WHY_MAX];
+	if (ts_valid_table_name(name, why))
+		return true;
+	bad(c, why);
+	return false;
+}
+
+/* ---- table buckets ---- */
+
+static void bucket_json(json_w *w, const struct ts_bucket *b)
+{
+	jw_kv_str(w, "arn", b->arn);
+	jw_kv_str(w, "name", b->name);
+	jw_kv_str(w, "ownerAccountId", b->owner);
+	kv_time(w, "createdAt", b->created_ms);
+	jw_kv_str(w, "tableBucketId", b->name);
+	jw_kv_str(w, "type", "customer");
+}
+
+static void create_bucket(struct call *c)
+{
+	const char *name = body_str(c, "name");
+	struct ts_bucket b = {0};
+	char why[TS_WHY_MAX];
+	wfs_err err;
+	json_w *w;
+
+	if (!ts_valid_bucket_name(name, why))
+		return bad(c, why);
+	err = ts_bucket_create(c->env->rpc, name, c->env->region, c->env->account, "ICEBERG", &b);
+	if (err)
+		return fail_err(c, err, "the bucket");
+	w = answer(c);
+	jw_kv_str(w, "arn", b.arn);
+	done(w);
+	ts_bucket_free(&b);
+}
+
+static void get_bucket(struct call *c, const char *name)
+{
+	struct ts_bucket b = {0};
+	wfs_err err = ts_bucket_get(c->env->rpc, name, &b);
+	json_w *w;
+	if (err)
+		return fail_err(c, err, "the table bucket");
+	w = answer(c);
+	bucket_json(w, &b);
+	done(w);
+	ts_bucket_free(&b);
+}
+
+static void delete_bucket(struct call *c, const char *name)
+{
+	wfs_err err = ts_bucket_delete(c->env->rpc, name);
+	if (err)
+		return fail_err(c, err, "the table bucket");
+	no_content(c);
+}
+
+/*
+ * Lists the directories of dir carrying the attribute xname, after the
+ * continuationToken start (at it: inclusive) and beginning with prefix, into up to max entries
+ * (owned, into *out); *next is the next page's token or NULL.
+ */
+static wfs_err list_marked(struct call *c, const char *dir, const char *xname, const char *start,
+			   bool inclusive, const char *prefix, size_t max, struct filer_entry ***out, size_t *n,
+			   char **next)
+{
+	char *from = xstrdup(start ? start : "");
+	wfs_err err = WFS_OK;
+	bool more = true;
+
+	*out = xcalloc(max, sizeof(**out));
+	*n = 0;
+	*next = NULL;
+	while (more && *n < max) {
+		struct filer_meta_page p = {0};
+		err = filer_meta_list_from(c->env->rpc, dir, from, inclusive, prefix, max, &p);
+		inclusive = false;
+		if (err)
+			break;
+		more = p.more;
+		for (size_t i = 0; i < p.n && *n < max; i++) {
+			struct filer_entry *e = p.entries[i];
+			free(from);
+			from = xstrdup(e->name);
+			if (!S_ISDIR(e->attr.mode) || !filer_entry_xattr_get(e, xname))
+				continue;
+			(*out)[(*n)++] = e;
+			p.entries[i] = NULL;
+			if (*n == max && (i + 1 < p.n || p.more))
+				*next = xstrdup(e->name);
+		}
+		if (p.n == 0)
+			more = false;
+		filer_meta_page_free(&p);
+	}
+	free(from);
+	if (err) {
+		for (size_t i = 0; i < *n; i++)
+			filer_entry_free((*out)[i]);
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}
+
+/* Ends a list answer's array and the answer, with the next page's token (freed). */
+static void end_page(json_w *w, char *next)
+{
+	jw_arr_end(w);
+	if (next)
+		jw_kv_str(w, "continuationToken", next);
+	done(w);
+	free(next);
+}
+
+static void free_entries(struct filer_entry **es, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		filer_entry_free(es[i]);
+	free(es);
+}
+
+/* The attribute xname of e as JSON (caller frees), or NULL. */
+static yajl_val entry_attr(const struct filer_entry *e, const char *xname)
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(e, xname);
+	char msg[64];
+	return x ? json_parse((const char *)x->value, x->value_len, msg, sizeof(msg)) : NULL;
+}
+
+static void list_buckets(struct call *c)
+{
+	char *prefix = query(c, "prefix"), *token = query(c, "continuationToken"), *next;
+	struct filer_entry **es;
+	size_t max, n;
+	wfs_err err;
+	json_w *w;
+
+	if (!page_size(c, "maxBuckets", &max))
+		goto out;
+	err = list_marked(c, TS_BUCKETS_DIR, TS_XATTR_BUCKET, token, false, prefix, max, &es, &n, &next);
+	if (err == WFS_ENOENT) {
+		err = WFS_OK; /* no bucket yet */
+		es = NULL;
+		n = 0;
+		next = NULL;
+	}
+	if (err) {
+		fail_err(c, err, "the bucket list");
+		goto out;
+	}
+	w = answer(c);
+	jw_key(w, "tableBuckets");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		yajl_val v = entry_attr(es[i], TS_XATTR_BUCKET);
+		struct ts_bucket b = {0};
+		int64_t t = 0;
+		const char *s;
+		b.name = es[i]->name;
+		b.arn = json_get_str(v, "arn", &s) ? (char *)s : "";
+		b.owner = json_get_str(v, "owner", &s) ? (char *)s : "";
+		json_get_i64(v, "createdAt", &t);
+		b.created_ms = t;
+		jw_obj_begin(w);
+		bucket_json(w, &b);
+		jw_obj_end(w);
+		yajl_tree_free(v);
+	}
+	end_page(w, next);
+	free_entries(es, n);
+out:
+	free(prefix);
+	free(token);
+}
+
+/* ---- namespaces ---- */
+
+static void namespace_json(json_w *w, const char *bucket, const struct ts_namespace *ns)
+{
+	jw_key(w, "namespace");
+	jw_arr_begin(w);
+	jw_str(w, ns->dir);
+	jw_arr_end(w);
+	kv_time(w, "createdAt", ns->created_ms);
+	jw_kv_str(w, "createdBy", ns->created_by ? ns->created_by : "");
+	jw_kv_str(w, "ownerAccountId", ns->owner ? ns->owner : "");
+	jw_kv_str(w, "namespaceId", ns->dir);
+	jw_kv_str(w, "tableBucketId", bucket);
+}
+
+static void create_namespace(struct call *c, const char *arn, const char *bucket)
+{
+	yajl_val list = json_get(c->body, "namespace");
+	struct ts_namespace ns = {0};
+	char *dir;
+	wfs_err err;
+	json_w *w;
+
+	/* the API names one level; a dotted one is our multi-level form */
+	if (!YAJL_IS_ARRAY(list) || list->u.array.len != 1 ||
+	    !YAJL_IS_STRING(list->u.array.values[0]))
+		return bad(c, "\"namespace\" must be a list of one name");
+	dir = path_namespace(c, list->u.array.values[0]->u.string);
+	if (!dir)
+		return;
+	{
+		const char *levels[TS_NS_LEVELS_MAX];
+		char *copy = xstrdup(dir), *save = NULL;
+		size_t n = 0;
+		for (char *p = strtok_r(copy, ".", &save); p; p = strtok_r(NULL, ".", &save))
+			levels[n++] = p;
+		err = ts_namespace_create(c->env->rpc, bucket, levels, n, c->q->caller,
+					  c->env->account, &ns);
+		free(copy);
+	}
+	if (err)
+		fail_err(c, err, err == WFS_ENOENT ? "the table bucket" : "the namespace");
+	else {
+		w = answer(c);
+		jw_kv_str(w, "tableBucketARN", arn);
+		jw_key(w, "namespace");
+		jw_arr_begin(w);
+		jw_str(w, dir);
+		jw_arr_end(w);
+		done(w);
+	}
+	ts_namespace_free(&ns);
+	free(dir);
+}
+
+static void get_namespace(struct call *c, const char *bucket, const char *dir)
+{
+	struct ts_namespace ns = {0};
+	wfs_err err = ts_namespace_get(c->env->rpc, bucket, dir, &ns);
+	json_w *w;
+	if (err)
+		return fail_err(c, err, "the namespace");
+	w = answer(c);
+	namespace_json(w, bucket, &ns);
+	done(w);
+	ts_namespace_free(&ns);
+}
+
+static void delete_namespace(struct call *c, const char *bucket, const char *dir)
+{
+	wfs_err err = ts_namespace_delete(c->env->rpc, bucket, dir);
+	if (err)
+		return fail_err(c, err, "the namespace");
+	no_content(c);
+}
+
+/* WFS_ENOENT (answered) unless bucket is a table bucket. */
+static bool bucket_exists(struct call *c, const char *bucket)
+{
+	struct ts_bucket b = {0};
+	wfs_err err = ts_bucket_get(c->env->rpc, bucket, &b);
+	ts_bucket_free(&b);
+	if (err)
+		fail_err(c, err, "the table bucket");
+	return !err;
+}
+
+static void list_namespaces(struct call *c, const char *bucket)
+{
+	char *prefix = query(c, "prefix"), *token = query(c, "continuationToken"), *next, *dir;
+	struct filer_entry **es;
+	size_t max, n;
+	wfs_err err;
+	json_w *w;
+
+	if (!page_size(c, "maxNamespaces", &max) || !bucket_exists(c, bucket))
+		goto out;
+	dir = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	err = list_marked(c, dir, TS_XATTR_NAMESPACE, token, false, prefix, max, &es, &n, &next);
+	free(dir);
+	if (err) {
+		fail_err(c, err, "the table bucket");
+		goto out;
+	}
+	w = answer(c);
+	jw_key(w, "namespaces");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		yajl_val v = entry_attr(es[i], TS_XATTR_NAMESPACE);
+		struct ts_namespace ns = {0};
+		const char *s;
+		ns.dir = es[i]->name;
+		ns.created_by = json_get_str(v, "createdBy", &s) ? (char *)s : NULL;
+		ns.owner = json_get_str(v, "ownerAccountId", &s) ? (char *)s : NULL;
+		json_get_i64(v, "createdAt", &ns.created_ms);
+		jw_obj_begin(w);
+		namespace_json(w, bucket, &ns);
+		jw_obj_end(w);
+		yajl_tree_free(v);
+	}
+	end_page(w, next);
+	free_entries(es, n);
+out:
+	free(prefix);
+	free(token);
+}
+
+/* ---- tables ---- */
+
+static void ns_list(json_w *w, const char *ns)
+{
+	jw_key(w, "namespace");
+	jw_arr_begin(w);
+	jw_str(w, ns);
+	jw_arr_end(w);
+}
+
+static void create_table(struct call *c, const char *bucket, const char *dir)
+{
+	const char *name = body_str(c, "name"), *format = body_str(c, "format");
+	struct ts_table t = {0};
+	wfs_err err;
+	json_w *w;
+
+	if (!valid_table(c, name))
+		return;
+	if (!format || strcmp(format, "ICEBERG"))
+		return bad(c, "\"format\" must be ICEBERG");
+	err = ts_table_create(c->env->rpc, c->env->region, bucket, dir, name, format,
+			      c->q->caller, c->env->account, &t);
+	if (err)
+		return fail_err(c, err, err == WFS_ENOENT ? "the namespace" : "the table");
+	w = answer(c);
+	jw_kv_str(w, "tableARN", t.arn);
+	jw_kv_str(w, "versionToken", t.version_token);
+	done(w);
+	ts_table_free(&t);
+}
+
+static void table_json(json_w *w, const struct ts_table *t)
+{
+	jw_kv_str(w, "name", t->name);
+	jw_kv_str(w, "type", "customer");
+	jw_kv_str(w, "tableARN", t->arn);
+	ns_list(w, t->ns);
+	jw_kv_str(w, "namespaceId", t->ns);
+	jw_kv_str(w, "versionToken", t->version_token);
+	if (t->metadata_location)
+		jw_kv_str(w, "metadataLocation", t->metadata_location);
+	jw_kv_str(w, "warehouseLocation", t->warehouse);
+	kv_time(w, "createdAt", t->created_ms);
+	jw_kv_str(w, "createdBy", t->created_by ? t->created_by : "");
+	kv_time(w, "modifiedAt", t->modified_ms);
+	jw_kv_str(w, "modifiedBy", t->modified_by ? t->modified_by : "");
+	jw_kv_str(w, "ownerAccountId", t->owner ? t->owner : "");
+	jw_kv_str(w, "format", t->format);
+	jw_kv_str(w, "tableBucketId", t->bucket);
+}
+
+/* GetTable names the table in its query. */
+static void get_table(struct call *c)
+{
+	char *arn = query(c, "tableBucketARN"), *ns = query(c, "namespace"),
+	     *name = query(c, "name"), *dir = NULL;
+	const char *bucket;
+	struct ts_table t = {0};
+	wfs_err err;
+	json_w *w;
+
+	if (!arn || !ns || !name) {
+		bad(c, "GetTable needs tableBucketARN, namespace and name");
+		goto out;
+	}
+	bucket = arn_bucket(c, arn);
+	if (!bucket || !(dir = path_namespace(c, ns)) || !valid_table(c, name))
+		goto out;
+	err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	if (err) {
+		fail_err(c, err, "the table");
+		goto out;
+	}
+	w = answer(c);
+	table_json(w, &t);
+	done(w);
+	ts_table_free(&t);
+out:
+	free(arn);
+	free(ns);
+	free(name);
+	free(dir);
+}
+
+static void delete_table(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	char *token = query(c, "versionToken");
+	wfs_err err = ts_table_delete(c->env->rpc, bucket, dir, name, token);
+	free(token);
+	if (err)
+		return fail_err(c, err, "the table");
+	no_content(c);
+}
+
+static void get_location(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	struct ts_table t = {0};
+	wfs_err err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	json_w *w;
+	if (err)
+		return fail_err(c, err, "the table");
+	w = answer(c);
+	jw_kv_str(w, "versionToken", t.version_token);
+	if (t.metadata_location)
+		jw_kv_str(w, "metadataLocation", t.metadata_location);
+	jw_kv_str(w, "warehouseLocation", t.warehouse);
+	done(w);
+	ts_table_free(&t);
+}
+
+static void update_location(struct call *c, const char *bucket, const char *dir,
+			    const char *name)
+{
+	const char *token = body_str(c, "versionToken"), *loc = body_str(c, "metadataLocation");
+	struct ts_table t = {0};
+	wfs_err err;
+	json_w *w;
+
+	if (!token || !*token || strlen(token) > 2048)
+		return bad(c, "\"versionToken\" is required");
+	if (!loc || !*loc || strlen(loc) > 2048)
+		return bad(c, "\"metadataLocation\" must be 1 to 2048 characters");
+	err = ts_table_set_location(c->env->rpc, bucket, dir, name, token, loc, c->q->caller, &t);
+	if (err)
+		return fail_err(c, err, "the table");
+	w = answer(c);
+	jw_kv_str(w, "name", name);
+	jw_kv_str(w, "tableARN", t.arn);
+	ns_list(w, dir);
+	jw_kv_str(w, "versionToken", t.version_token);
+	jw_kv_str(w, "metadataLocation", t.metadata_location);
+	done(w);
+	ts_table_free(&t);
+}
+
+static void rename_table(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	const char *new_ns = body_str(c, "newNamespaceName"), *new_name = body_str(c, "newName");
+	const char *token = body_str(c, "versionToken");
+	struct ts_table t = {0};
+	char *to_dir = NULL, *from, *to;
+	wfs_err err;
+
+	if (!new_ns && !new_name)
+		return bad(c, "RenameTable needs newNamespaceName or newName");
+	if (new_name && !valid_table(c, new_name))
+		return;
+	to_dir = new_ns ? path_namespace(c, new_ns) : xstrdup(dir);
+	if (!to_dir)
+		return;
+	new_name = new_name ? new_name : name;
+	err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	if (!err && token && strcmp(token, t.version_token))
+		err = WFS_EPRECOND;
+	ts_table_free(&t);
+	if (!err) {
+		struct ts_namespace ns = {0};
+		err = ts_namespace_get(c->env->rpc, bucket, to_dir, &ns);
+		ts_namespace_free(&ns);
+		if (err) {
+			free(to_dir);
+			return fail_err(c, err, "the new namespace");
+		}
+	}
+	from = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, dir, name);
+	to = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, to_dir, new_name);
+	if (!err)
+		err = filer_meta_rename(c->env->rpc, from, to, true, false);
+	free(from);
+	free(to);
+	free(to_dir);
+	if (err)
+		return fail_err(c, err, err == WFS_EEXIST ? "the new table" : "the table");
+	no_content(c);
+}
+
+/* The tables of one namespace dir, after start, into the open "tables" array. */
+static wfs_err list_ns_tables(struct call *c, json_w *w, const char *bucket, const char *dir,
+			      const char *start, const char *prefix, size_t *left, char **next)
+{
+	char *path = xasprintf(TS_BUCKETS_DIR "/%s/%s", bucket, dir), *more;
+	struct filer_entry **es;
+	size_t n;
+	wfs_err err = list_marked(c, path, TS_XATTR_TABLE, start, false, prefix, *left, &es, &n, &more);
+	free(path);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		const struct filer_xattr *x = filer_entry_xattr_get(es[i], TS_XATTR_TABLE);
+		struct ts_table t = {0};
+		if (!ts_table_from_json((const char *)x->value, x->value_len, &t)) {
+			ts_table_free(&t);
+			continue;
+		}
+		jw_obj_begin(w);
+		ns_list(w, dir);
+		jw_kv_str(w, "name", es[i]->name);
+		jw_kv_str(w, "type", "customer");
+		jw_kv_str(w, "tableARN", t.arn);
+		kv_time(w, "createdAt", t.created_ms);
+		kv_time(w, "modifiedAt", t.modified_ms);
+		jw_kv_str(w, "namespaceId", dir);
+		jw_kv_str(w, "tableBucketId", bucket);
+		jw_obj_end(w);
+		ts_table_free(&t);
+	}
+	*left -= n;
+	if (more)
+		*next = xasprintf("%s/%s", dir, more);
+	free(more);
+	free_entries(es, n);
+	return WFS_OK;
+}
+
+/*
+ * ListTables: of one namespace (the query's) or of all of them; the
+ * continuation token is "<namespace>/<table>", the last one answered.
+ */
+static void list_tables(struct call *c, const char *bucket)
+{
+	char *ns = query(c, "namespace"), *prefix = query(c, "prefix");
+	char *token = query(c, "continuationToken"), *dir = NULL, *next = NULL, *slash;
+	struct filer_entry **nss = NULL;
+	size_t max, left, nns = 0;
+	const char *tstart = NULL;
+	char *nstart = NULL;
+	wfs_err err = WFS_OK;
+	json_w *w;
+
+	if (!page_size(c, "maxTables", &max) || !bucket_exists(c, bucket))
+		goto out;
+	if (ns && !(dir = path_namespace(c, ns)))
+		goto out;
+	if (token && (slash = strchr(token, '/'))) {
+		*slash = '\0';
+		nstart = token;
+		tstart = slash + 1;
+	}
+	if (!dir) {
+		char *bdir = xasprintf(TS_BUCKETS_DIR "/%s", bucket), *unused = NULL;
+		/* from the token's namespace on: it may have tables left */
+		err = list_marked(c, bdir, TS_XATTR_NAMESPACE, nstart, true, NULL, LIST_MAX, &nss,
+				  &nns, &unused);
+		free(unused);
+		free(bdir);
+	}
+	if (err) {
+		fail_err(c, err, "the table bucket");
+		goto out;
+	}
+	w = answer(c);
+	jw_key(w, "tables");
+	jw_arr_begin(w);
+	left = max;
+	if (dir)
+		err = list_ns_tables(c, w, bucket, dir,
+				     nstart && !strcmp(nstart, dir) ? tstart : NULL, prefix, &left,
+				     &next);
+	for (size_t i = 0; !dir && i < nns && left && !err && !next; i++) {
+		const char *d = nss[i]->name;
+		if (nstart && strcmp(d, nstart) < 0)
+			continue;
+		err = list_ns_tables(c, w, bucket, d, nstart && !strcmp(d, nstart) ? tstart : NULL,
+				     prefix, &left, &next);
+		/* the page is full at a namespace's end: the next page begins with the next one */
+		if (!err && !left && !next && i + 1 < nns)
+			next = xasprintf("%s/", nss[i + 1]->name);
+	}
+	end_page(w, next);
+	if (err)
+		fail_err(c, err, "the namespace");
+	next = NULL;
+out:
+	free_entries(nss, nns);
+	free(ns);
+	free(prefix);
+	free(token);
+	free(dir);
+	free(next);
+}
+
+/* ---- resource policies (stored and returned; not enforced yet) ---- */
+
+#define POLICY_XATTR "weedfs.catalog.policy"
+#define POLICY_MAX   (20 * 1024) /* the model's bound on resourcePolicy */
+
+/* Put, Get or Delete the policy of the directory path (a bucket or table checked to exist). */
+static void policy(struct call *c, const char *path, const char *what)
+{
+	const char *doc = body_str(c, "resourcePolicy");
+	struct filer_entry *e = NULL;
+	const struct filer_xattr *x;
+	wfs_err err;
+	json_w *w;
+
+	if (is(c, "PUT")) {
+		char msg[64];
+		yajl_val v = doc && strlen(doc) <= POLICY_MAX ? json_parse(doc, strlen(doc), msg,
+									   sizeof(msg))
+							   : NULL;
+		bool valid = YAJL_IS_OBJECT(v);
+		yajl_tree_free(v);
+		if (!valid)
+			return bad(c, "\"resourcePolicy\" must be a JSON policy document");
+		err = filer_meta_set_xattr(c->env->rpc, path, POLICY_XATTR, doc, strlen(doc),
+					   FM_XATTR_ANY);
+		if (err)
+			return fail_err(c, err, what);
+		done(answer(c));
+	} else if (is(c, "DELETE")) {
+		err = filer_meta_remove_xattr(c->env->rpc, path, POLICY_XATTR);
+		if (err && err != WFS_ENODATA)
+			return fail_err(c, err, what);
+		no_content(c);
+	} else if (is(c, "GET")) {
+		err = filer_meta_lookup(c->env->rpc, path, &e);
+		x = err ? NULL : filer_entry_xattr_get(e, POLICY_XATTR);
+		if (!x)
+			fail(c, 404, "NotFoundException", "%s has no policy", what);
+		else {
+			w = answer(c);
+			jw_key(w, "resourcePolicy");
+			jw_strn(w, (const char *)x->value, x->value_len);
+			done(w);
+		}
+		filer_entry_free(e);
+	}
+}
+
+static void bucket_policy(struct call *c, const char *bucket)
+{
+	char *path;
+	if (!bucket_exists(c, bucket))
+		return;
+	path = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	policy(c, path, "the table bucket");
+	free(path);
+}
+
+static void table_policy(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	struct ts_table t = {0};
+	wfs_err err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	char *path;
+	ts_table_free(&t);
+	if (err)
+		return fail_err(c, err, "the table");
+	path = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, dir, name);
+	policy(c, path, "the table");
+	free(path);
+}
+
+/* ---- routing ---- */
+
+static void split_path(struct call *c)
+{
+	const char *p = c->q->raw_path;
+	while (*p == '/' && c->nseg < SEGS_MAX) {
+		const char *end = strchr(p + 1, '/');
+		size_t len = end ? (size_t)(end - p - 1) : strlen(p + 1);
+		buf b;
+		buf_init(&b);
+		if (!sigv4_pct_decode(p + 1, len, &b) || memchr(b.data ? b.data : "", 0, b.len)) {
+			buf_free(&b);
+			c->nseg = SEGS_MAX + 1; /* refused by the routes */
+			return;
+		}
+		buf_append_byte(&b, '\0');
+		c->seg[c->nseg++] = b.data;
+		if (!end)
+			break;
+		p = end;
+	}
+	if (*p == '/' && c->nseg == SEGS_MAX)
+		c->nseg = SEGS_MAX + 1;
+}
+
+int s3t_is_api_path(const char *raw_path)
+{
+	static const char *const roots[] = {"/buckets", "/namespaces", "/tables", "/get-table",
+					    "/tag/", NULL};
+	for (size_t i = 0; roots[i]; i++) {
+		size_t n = strlen(roots[i]);
+		if (!strncmp(raw_path, roots[i], n) &&
+		    (raw_path[n] == '\0' || raw_path[n] == '/' || roots[i][n - 1] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* /tables/{arn}/{ns}/{name}[/op] */
+static void route_table(struct call *c, const char *bucket)
+{
+	char *dir;
+	const char *name = c->seg[3], *op = c->nseg > 4 ? c->seg[4] : "";
+
+	if (!(dir = path_namespace(c, c->seg[2])))
+		return;
+	if (!valid_table(c, name))
+		goto out;
+	if (!*op && is(c, "DELETE"))
+		delete_table(c, bucket, dir, name);
+	else if (!strcmp(op, "metadata-location") && is(c, "GET"))
+		get_location(c, bucket, dir, name);
+	else if (!strcmp(op, "metadata-location") && is(c, "PUT"))
+		update_location(c, bucket, dir, name);
+	else if (!strcmp(op, "rename") && is(c, "PUT"))
+		rename_table(c, bucket, dir, name);
+	else if (!strcmp(op, "policy") && !is(c, "POST"))
+		table_policy(c, bucket, dir, name);
+	else
+		fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
+		     c->q->raw_path);
+out:
+	free(dir);
+}
+
+static void route(struct call *c)
+{
+	const char *root = c->nseg ? c->seg[0] : "", *bucket = NULL;
+	size_t n = c->nseg;
+
+	if (n > SEGS_MAX)
+		return bad(c, "the path is malformed");
+	if (!strcmp(root, "buckets") && n == 1)
+		return is(c, "PUT") ? create_bucket(c) : is(c, "GET") ? list_buckets(c) : (void)0;
+	if (!strcmp(root, "get-table") && n == 1 && is(c, "GET"))
+		return get_table(c);
+	if (n >= 2 && (!strcmp(root, "buckets") || !strcmp(root, "namespaces") ||
+		       !strcmp(root, "tables")) &&
+	    !(bucket = arn_bucket(c, c->seg[1])))
+		return;
+	if (!strcmp(root, "buckets") && n == 2) {
+		if (is(c, "GET"))
+			return get_bucket(c, bucket);
+		if (is(c, "DELETE"))
+			return delete_bucket(c, bucket);
+	}
+	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "policy") && !is(c, "POST"))
+		return bucket_policy(c, bucket);
+	if (!strcmp(root, "namespaces") && n == 2) {
+		if (is(c, "PUT"))
+			return create_namespace(c, c->seg[1], bucket);
+		if (is(c, "GET"))
+			return list_namespaces(c, bucket);
+	}
+	if (!strcmp(root, "namespaces") && n == 3) {
+		char *dir = path_namespace(c, c->seg[2]);
+		if (dir && is(c, "GET"))
+			get_namespace(c, bucket, dir);
+		else if (dir && is(c, "DELETE"))
+			delete_namespace(c, bucket, dir);
+		else if (dir)
+			fail(c, 405, "MethodNotAllowedException", "no such operation");
+		free(dir);
+		return;
+	}
+	if (!strcmp(root, "tables") && n == 2 && is(c, "GET"))
+		return list_tables(c, bucket);
+	if (!strcmp(root, "tables") && n == 3 && is(c, "PUT")) {
+		char *dir = path_namespace(c, c->seg[2]);
+		if (dir)
+			create_table(c, bucket, dir);
+		free(dir);
+		return;
+	}
+	if (!strcmp(root, "tables") && (n == 4 || n == 5))
+		return route_table(c, bucket);
+	fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
+	     c->q->raw_path);
+}
+
+void s3t_handle(const struct s3t_env *env, const struct s3t_request *q, struct s3t_answer *a)
+{
+	struct call c = {.env = env, .q = q, .a = a};
+	char msg[128];
+
+	buf_init(&a->body);
+	a->status = 0;
+	a->error_type = NULL;
+	if (q->body_len) {
+		c.body = json_parse(q->body, q->body_len, msg, sizeof(msg));
+		if (!YAJL_IS_OBJECT(c.body)) {
+			fail(&c, 400, "BadRequestException", "the body is no JSON object: %s",
+			     c.body ? "not an object" : msg);
+			goto out;
+		}
+	}
+	split_path(&c);
+	route(&c);
+	if (!a->status)
+		fail(&c, 405, "MethodNotAllowedException", "no such operation: %s %s", q->method,
+		     q->raw_path);
+out:
+	yajl_tree_free(c.body);
+	for (size_t i = 0; i < c.nseg && i < SEGS_MAX; i++)
+		free(c.seg[i]);
+}

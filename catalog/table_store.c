@@ -1,0 +1,583 @@
+/* The catalogs' storage model on the filer: see table_store.h. */
+#include "config.h"
+#include "catalog/table_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include "client/filer_meta.h"
+#include "lib/buf.h"
+#include "lib/json.h"
+#include "lib/util.h"
+
+/* ---- names ---- */
+
+static bool alnum_lower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+/* 1..max chars of [a-z0-9] and extra, a letter or digit at both ends. */
+static bool valid_chars(const char *s, size_t min, size_t max, char extra, const char *what,
+			char why[TS_WHY_MAX])
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n < min || n > max) {
+		snprintf(why, TS_WHY_MAX, "%s must be %zu to %zu characters", what, min, max);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!alnum_lower(s[i]) && s[i] != extra) {
+			snprintf(why, TS_WHY_MAX,
+				 "%s may hold only lowercase letters, digits and '%c'", what, extra);
+			return false;
+		}
+	if (!alnum_lower(s[0]) || !alnum_lower(s[n - 1])) {
+		snprintf(why, TS_WHY_MAX, "%s must begin and end with a letter or digit", what);
+		return false;
+	}
+	return true;
+}
+
+static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+static bool has_suffix(const char *s, const char *x)
+{
+	size_t n = strlen(s), m = strlen(x);
+	return n >= m && !strcmp(s + n - m, x);
+}
+
+bool ts_valid_bucket_name(const char *s, char why[TS_WHY_MAX])
+{
+	static const char *const prefixes[] = {"xn--", "sthree-", "amzn-s3-demo-", NULL};
+	static const char *const suffixes[] = {"-s3alias", "--ol-s3", "--x-s3", "--table-s3", NULL};
+	if (!valid_chars(s, 3, 63, '-', "a table bucket name", why))
+		return false;
+	for (size_t i = 0; prefixes[i]; i++)
+		if (has_prefix(s, prefixes[i])) {
+			snprintf(why, TS_WHY_MAX, "a table bucket name must not begin with %s",
+				 prefixes[i]);
+			return false;
+		}
+	for (size_t i = 0; suffixes[i]; i++)
+		if (has_suffix(s, suffixes[i])) {
+			snprintf(why, TS_WHY_MAX, "a table bucket name must not end with %s",
+				 suffixes[i]);
+			return false;
+		}
+	return true;
+}
+
+bool ts_valid_namespace_name(const char *s, char why[TS_WHY_MAX])
+{
+	if (!valid_chars(s, 1, 255, '_', "a namespace name", why))
+		return false;
+	if (has_prefix(s, "aws")) {
+		snprintf(why, TS_WHY_MAX, "a namespace name must not begin with \"aws\"");
+		return false;
+	}
+	return true;
+}
+
+bool ts_valid_table_name(const char *s, char why[TS_WHY_MAX])
+{
+	return valid_chars(s, 1, 255, '_', "a table name", why);
+}
+
+char *ts_namespace_dir(const char *const *levels, size_t n, char why[TS_WHY_MAX])
+{
+	buf b;
+
+	if (n < 1 || n > TS_NS_LEVELS_MAX) {
+		snprintf(why, TS_WHY_MAX, "a namespace has 1 to %d levels", TS_NS_LEVELS_MAX);
+		return NULL;
+	}
+	buf_init(&b);
+	for (size_t i = 0; i < n; i++) {
+		if (!ts_valid_namespace_name(levels[i], why)) {
+			buf_free(&b);
+			return NULL;
+		}
+		buf_printf(&b, "%s%s", i ? "." : "", levels[i]);
+	}
+	if (b.len > 255) {
+		snprintf(why, TS_WHY_MAX, "a namespace's levels together exceed 255 characters");
+		buf_free(&b);
+		return NULL;
+	}
+	return b.data;
+}
+
+/* ---- attribute JSON ---- */
+
+static char *bucket_path(const char *b) { return xasprintf(TS_BUCKETS_DIR "/%s", b); }
+
+static char *ns_path(const char *b, const char *ns)
+{
+	return xasprintf(TS_BUCKETS_DIR "/%s/%s", b, ns);
+}
+
+static char *table_path(const char *b, const char *ns, const char *t)
+{
+	return xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", b, ns, t);
+}
+
+static int64_t now_ms(void) { return (int64_t)(time_now_ns() / 1000000); }
+
+static char *dup_str(yajl_val v, const char *key)
+{
+	const char *s;
+	return json_get_str(v, key, &s) ? xstrdup(s) : NULL;
+}
+
+/* The attribute xname of e parsed, or NULL when absent or malformed. */
+static yajl_val xattr_json(const struct filer_entry *e, const char *xname)
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(e, xname);
+	char msg[64];
+	if (!x)
+		return NULL;
+	return json_parse((const char *)x->value, x->value_len, msg, sizeof(msg));
+}
+
+/* The entry at path and its attribute xname; WFS_ENOENT when either is missing. */
+static wfs_err load(filer_rpc *r, const char *path, const char *xname, yajl_val *v,
+		    char etag[17])
+{
+	struct filer_entry *e = NULL;
+	wfs_err err = filer_meta_lookup_etag(r, path, &e, etag);
+	if (err)
+		return err;
+	*v = S_ISDIR(e->attr.mode) ? xattr_json(e, xname) : NULL;
+	filer_entry_free(e);
+	return *v ? WFS_OK : WFS_ENOENT;
+}
+
+/*
+ * Creates the directory path carrying the attribute xname = json[0..len),
+ * exclusively; parents: its missing parents too (/buckets before the first).
+ */
+static wfs_err make_dir(filer_rpc *r, const char *path, const char *xname, const buf *json,
+			bool parents)
+{
+	struct filer_xattr x = {(char *)xname, (uint8_t *)json->data, json->len};
+	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true, .parents = parents};
+	if (xname) {
+		n.xattrs = &x;
+		n.n_xattrs = 1;
+	}
+	return filer_meta_create(r, path, &n, NULL);
+}
+
+/* WFS_ENOTEMPTY when dir has an entry. */
+static wfs_err check_empty(filer_rpc *r, const char *dir)
+{
+	struct filer_meta_page p = {0};
+	wfs_err err = filer_meta_list(r, dir, "", 1, &p);
+	if (!err && p.n)
+		err = WFS_ENOTEMPTY;
+	filer_meta_page_free(&p);
+	return err;
+}
+
+/* ---- table buckets ---- */
+
+void ts_bucket_free(struct ts_bucket *b)
+{
+	free(b->name);
+	free(b->arn);
+	free(b->owner);
+	free(b->format);
+	memset(b, 0, sizeof(*b));
+}
+
+static void bucket_from(yajl_val v, const char *name, struct ts_bucket *out)
+{
+	out->name = xstrdup(name);
+	out->arn = dup_str(v, "arn");
+	out->owner = dup_str(v, "owner");
+	out->format = dup_str(v, "format");
+	json_get_i64(v, "createdAt", &out->created_ms);
+}
+
+wfs_err ts_bucket_create(filer_rpc *r, const char *name, const char *region, const char *owner,
+			 const char *format, struct ts_bucket *out)
+{
+	char *path = bucket_path(name);
+	int64_t now = now_ms();
+	json_w *w;
+	wfs_err err;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_key(w, "arn");
+	{
+		char *arn = xasprintf("arn:aws:s3tables:%s:%s:bucket/%s", region, owner, name);
+		jw_str(w, arn);
+		free(arn);
+	}
+	jw_kv_str(w, "owner", owner);
+	jw_kv_i64(w, "createdAt", now);
+	jw_kv_str(w, "format", format ? format : "ICEBERG");
+	jw_obj_end(w);
+	jw_free(w);
+	err = make_dir(r, path, TS_XATTR_BUCKET, &b, true);
+	if (!err && out) {
+		char msg[64];
+		yajl_val v = json_parse(b.data, b.len, msg, sizeof(msg));
+		bucket_from(v, name, out);
+		yajl_tree_free(v);
+	}
+	buf_free(&b);
+	free(path);
+	return err;
+}
+
+wfs_err ts_bucket_get(filer_rpc *r, const char *name, struct ts_bucket *out)
+{
+	char *path = bucket_path(name);
+	yajl_val v = NULL;
+	wfs_err err = load(r, path, TS_XATTR_BUCKET, &v, NULL);
+	if (!err)
+		bucket_from(v, name, out);
+	yajl_tree_free(v);
+	free(path);
+	return err;
+}
+
+/*
+ * Deletes the directory path (freed) marked with xname if it is empty, at the
+ * etag it was checked at: an entry made in it meanwhile keeps it.
+ */
+static wfs_err delete_empty(filer_rpc *r, char *path, const char *xname)
+{
+	char etag[17];
+	yajl_val v = NULL;
+	wfs_err err = load(r, path, xname, &v, etag);
+	yajl_tree_free(v);
+	if (!err)
+		err = check_empty(r, path);
+	if (!err)
+		err = filer_meta_delete_if(r, path, etag);
+	free(path);
+	return err;
+}
+
+wfs_err ts_bucket_delete(filer_rpc *r, const char *name)
+{
+	return delete_empty(r, bucket_path(name), TS_XATTR_BUCKET);
+}
+
+/* ---- namespaces ---- */
+
+void ts_namespace_free(struct ts_namespace *ns)
+{
+	free(ns->dir);
+	for (size_t i = 0; i < ns->n_levels; i++)
+		free(ns->levels[i]);
+	free(ns->created_by);
+	free(ns->owner);
+	memset(ns, 0, sizeof(*ns));
+}
+
+static void namespace_from(yajl_val v, const char *dir, struct ts_namespace *out)
+{
+	yajl_val levels = json_get(v, "levels");
+	out->dir = xstrdup(dir);
+	if (YAJL_IS_ARRAY(levels))
+		for (size_t i = 0; i < levels->u.array.len && i < TS_NS_LEVELS_MAX; i++)
+			if (YAJL_IS_STRING(levels->u.array.values[i]))
+				out->levels[out->n_levels++] =
+					xstrdup(levels->u.array.values[i]->u.string);
+	out->created_by = dup_str(v, "createdBy");
+	out->owner = dup_str(v, "ownerAccountId");
+	json_get_i64(v, "createdAt", &out->created_ms);
+}
+
+wfs_err ts_namespace_create(filer_rpc *r, const char *bucket, const char *const *levels, size_t n,
+			    const char *created_by, const char *owner, struct ts_namespace *out)
+{
+	char why[TS_WHY_MAX];
+	char *dir = ts_namespace_dir(levels, n, why), *path;
+	struct ts_bucket tb = {0};
+	json_w *w;
+	wfs_err err;
+	buf b;
+
+	if (!dir)
+		return WFS_EINVAL;
+	err = ts_bucket_get(r, bucket, &tb);
+	ts_bucket_free(&tb);
+	if (err) {
+		free(dir);
+		return err;
+	}
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_key(w, "levels");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++)
+		jw_str(w, levels[i]);
+	jw_arr_end(w);
+	jw_kv_str(w, "createdBy", created_by);
+	jw_kv_str(w, "ownerAccountId", owner);
+	jw_kv_i64(w, "createdAt", now_ms());
+	jw_obj_end(w);
+	jw_free(w);
+	path = ns_path(bucket, dir);
+	err = make_dir(r, path, TS_XATTR_NAMESPACE, &b, false);
+	if (!err && out) {
+		char msg[64];
+		yajl_val v = json_parse(b.data, b.len, msg, sizeof(msg));
+		namespace_from(v, dir, out);
+		yajl_tree_free(v);
+	}
+	buf_free(&b);
+	free(path);
+	free(dir);
+	return err;
+}
+
+wfs_err ts_namespace_get(filer_rpc *r, const char *bucket, const char *ns,
+			 struct ts_namespace *out)
+{
+	char *path = ns_path(bucket, ns);
+	yajl_val v = NULL;
+	wfs_err err = load(r, path, TS_XATTR_NAMESPACE, &v, NULL);
+	if (!err)
+		namespace_from(v, ns, out);
+	yajl_tree_free(v);
+	free(path);
+	return err;
+}
+
+wfs_err ts_namespace_delete(filer_rpc *r, const char *bucket, const char *ns)
+{
+	return delete_empty(r, ns_path(bucket, ns), TS_XATTR_NAMESPACE);
+}
+
+/* ---- tables ---- */
+
+void ts_table_free(struct ts_table *t)
+{
+	char **s[] = {&t->bucket,	     &t->ns,	    &t->name,	     &t->format,
+		      &t->arn,		     &t->version_token, &t->metadata_location,
+		      &t->warehouse,	     &t->created_by,	&t->modified_by, &t->owner};
+	for (size_t i = 0; i < sizeof(s) / sizeof(*s); i++)
+		free(*s[i]);
+	memset(t, 0, sizeof(*t));
+}
+
+char *ts_table_json(const struct ts_table *t)
+{
+	json_w *w;
+	buf b;
+
+	buf_init(&b);
+	w = jw_new(&b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "format", t->format);
+	jw_kv_str(w, "tableARN", t->arn);
+	jw_kv_str(w, "versionToken", t->version_token);
+	if (t->metadata_location)
+		jw_kv_str(w, "metadataLocation", t->metadata_location);
+	jw_kv_str(w, "warehouseLocation", t->warehouse);
+	jw_kv_i64(w, "createdAt", t->created_ms);
+	jw_kv_i64(w, "modifiedAt", t->modified_ms);
+	jw_kv_str(w, "createdBy", t->created_by);
+	jw_kv_str(w, "modifiedBy", t->modified_by);
+	jw_kv_str(w, "ownerAccountId", t->owner);
+	jw_obj_end(w);
+	jw_free(w);
+	buf_append_byte(&b, '\0');
+	return b.data;
+}
+
+bool ts_table_from_json(const char *s, size_t len, struct ts_table *t)
+{
+	char msg[64];
+	yajl_val v = json_parse(s, len, msg, sizeof(msg));
+	if (!YAJL_IS_OBJECT(v)) {
+		yajl_tree_free(v);
+		return false;
+	}
+	t->format = dup_str(v, "format");
+	t->arn = dup_str(v, "tableARN");
+	t->version_token = dup_str(v, "versionToken");
+	t->metadata_location = dup_str(v, "metadataLocation");
+	t->warehouse = dup_str(v, "warehouseLocation");
+	t->created_by = dup_str(v, "createdBy");
+	t->modified_by = dup_str(v, "modifiedBy");
+	t->owner = dup_str(v, "ownerAccountId");
+	json_get_i64(v, "createdAt", &t->created_ms);
+	json_get_i64(v, "modifiedAt", &t->modified_ms);
+	yajl_tree_free(v);
+	return t->version_token && t->arn && t->format;
+}
+
+/* A fresh version token: 128 random bits in hex. */
+static char *new_token(void)
+{
+	uint8_t raw[16];
+	char hex[33];
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		uint64_t t = time_now_ns();
+		memcpy(raw, &t, 8);
+		memcpy(raw + 8, &t, 8);
+	}
+	hex_encode(raw, sizeof(raw), hex);
+	hex[32] = '\0';
+	return xstrdup(hex);
+}
+
+/* The table at path with the etag of its entry; WFS_ENOENT when no table is there. */
+static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, char etag[17])
+{
+	struct filer_entry *e = NULL;
+	const struct filer_xattr *x;
+	wfs_err err = filer_meta_lookup_etag(r, path, &e, etag);
+	if (err)
+		return err;
+	x = S_ISDIR(e->attr.mode) ? filer_entry_xattr_get(e, TS_XATTR_TABLE) : NULL;
+	if (!x || !ts_table_from_json((const char *)x->value, x->value_len, t))
+		err = WFS_ENOENT;
+	filer_entry_free(e);
+	if (err)
+		ts_table_free(t);
+	return err;
+}
+
+static void set_names(struct ts_table *t, const char *bucket, const char *ns, const char *name)
+{
+	t->bucket = xstrdup(bucket);
+	t->ns = xstrdup(ns);
+	t->name = xstrdup(name);
+}
+
+wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, const char *ns,
+			const char *name, const char *format, const char *created_by,
+			const char *owner, struct ts_table *out)
+{
+	struct ts_namespace n = {0};
+	struct ts_table t = {0};
+	char *path, *sub, *json;
+	wfs_err err = ts_namespace_get(r, bucket, ns, &n);
+	buf b;
+
+	ts_namespace_free(&n);
+	if (err)
+		return err;
+	t.format = xstrdup(format ? format : "ICEBERG");
+	t.version_token = new_token();
+	/* the ARN names the table by a fresh id, as AWS's does: a rename keeps it */
+	{
+		char *id = new_token();
+		t.arn = xasprintf("arn:aws:s3tables:%s:%s:bucket/%s/table/%s", region, owner,
+				  bucket, id);
+		free(id);
+	}
+	t.warehouse = xasprintf("s3://%s/%s/%s", bucket, ns, name);
+	t.created_ms = t.modified_ms = now_ms();
+	t.created_by = xstrdup(created_by);
+	t.modified_by = xstrdup(created_by);
+	t.owner = xstrdup(owner);
+	json = ts_table_json(&t);
+	buf_init(&b);
+	buf_append_str(&b, json);
+	free(json);
+	path = table_path(bucket, ns, name);
+	err = make_dir(r, path, TS_XATTR_TABLE, &b, false);
+	buf_free(&b);
+	for (int i = 0; !err && i < 2; i++) {
+		buf none = {0};
+		sub = xasprintf("%s/%s", path, i ? "data" : "metadata");
+		err = make_dir(r, sub, NULL, &none, false);
+		if (err == WFS_EEXIST)
+			err = WFS_OK;
+		free(sub);
+	}
+	free(path);
+	if (!err && out) {
+		set_names(&t, bucket, ns, name);
+		*out = t;
+	} else {
+		ts_table_free(&t);
+	}
+	return err;
+}
+
+wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+		     struct ts_table *out)
+{
+	char *path = table_path(bucket, ns, name);
+	wfs_err err = table_load(r, path, out, NULL);
+	free(path);
+	if (!err)
+		set_names(out, bucket, ns, name);
+	return err;
+}
+
+/*
+ * Rounds of the compare-and-swap: the entry's etag also moves when something
+ * else about the directory changes (a file made in it), which is no conflict
+ * while the version token still matches.
+ */
+#define CAS_ROUNDS 8
+
+wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			      const char *expect, const char *location, const char *by,
+			      struct ts_table *out)
+{
+	char *path = table_path(bucket, ns, name);
+	wfs_err err = WFS_EPRECOND;
+
+	for (int round = 0; round < CAS_ROUNDS && err == WFS_EPRECOND; round++) {
+		struct ts_table t = {0};
+		char etag[17], *json;
+		err = table_load(r, path, &t, etag);
+		if (err)
+			break;
+		if (strcmp(t.version_token, expect)) {
+			ts_table_free(&t);
+			err = WFS_EPRECOND;
+			break;
+		}
+		free(t.version_token);
+		free(t.metadata_location);
+		free(t.modified_by);
+		t.version_token = new_token();
+		t.metadata_location = xstrdup(location);
+		t.modified_by = xstrdup(by);
+		t.modified_ms = now_ms();
+		json = ts_table_json(&t);
+		err = filer_meta_set_xattr_if(r, path, TS_XATTR_TABLE, json, strlen(json),
+					      FM_XATTR_REPLACE, etag, NULL, NULL);
+		free(json);
+		if (!err && out) {
+			set_names(&t, bucket, ns, name);
+			*out = t;
+		} else {
+			ts_table_free(&t);
+		}
+	}
+	free(path);
+	return err;
+}
+
+wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *expect)
+{
+	char *path = table_path(bucket, ns, name);
+	struct ts_table t = {0};
+	char etag[17];
+	wfs_err err = table_load(r, path, &t, etag);
+	if (!err && expect && strcmp(t.version_token, expect))
+		err = WFS_EPRECOND;
+	ts_table_free(&t);
+	if (!err)
+		err = filer_meta_delete(r, path, true);
+	free(path);
+	return err;
+}

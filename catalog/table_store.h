@@ -1,0 +1,107 @@
+/*
+ * The catalogs' storage model on the filer (docs/catalog.md), reached only
+ * through client/filer_meta.h. A table bucket is the S3 bucket directory
+ * /buckets/<name> carrying the attribute TS_XATTR_BUCKET; a namespace is the
+ * directory /buckets/<b>/<levels joined with ".">, its levels kept in
+ * TS_XATTR_NAMESPACE; a table is the directory /buckets/<b>/<ns>/<t>/ with
+ * metadata/ and data/, its state in TS_XATTR_TABLE. The table's metadata
+ * location and version token change only by compare-and-swap of that
+ * attribute at the entry's etag (filer_meta_set_xattr_if), so any number of
+ * stateless catalog servers can share one filer. Every function returns
+ * WFS_OK or the wfs_err of its failure and is thread-safe.
+ */
+#ifndef WEEDFS_CATALOG_TABLE_STORE_H
+#define WEEDFS_CATALOG_TABLE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "client/filer_rpc.h"
+#include "lib/err.h"
+
+#define TS_BUCKETS_DIR     "/buckets"
+#define TS_XATTR_BUCKET    "weedfs.catalog.bucket"
+#define TS_XATTR_NAMESPACE "weedfs.catalog.namespace"
+#define TS_XATTR_TABLE     "weedfs.catalog.table"
+#define TS_NS_LEVELS_MAX   16
+#define TS_WHY_MAX         160
+
+/*
+ * The S3 Tables name rules. Bucket: 3..63 of [a-z0-9-], a letter or digit at
+ * both ends, none of the reserved prefixes and suffixes. Namespace level and
+ * table: 1..255 of [a-z0-9_], a letter or digit at both ends; a namespace
+ * does not begin with "aws". On false, why says what is wrong.
+ */
+bool ts_valid_bucket_name(const char *s, char why[TS_WHY_MAX]);
+bool ts_valid_namespace_name(const char *s, char why[TS_WHY_MAX]);
+bool ts_valid_table_name(const char *s, char why[TS_WHY_MAX]);
+/*
+ * The directory name of a namespace of n (1..TS_NS_LEVELS_MAX) valid levels,
+ * joined with "." (which no level holds, so the join is reversible), or NULL
+ * with why. Caller frees.
+ */
+char *ts_namespace_dir(const char *const *levels, size_t n, char why[TS_WHY_MAX]);
+
+struct ts_bucket {
+	char *name, *arn, *owner, *format;
+	int64_t created_ms;
+};
+void ts_bucket_free(struct ts_bucket *b);
+/*
+ * Makes the table bucket name (the directory and its attribute in one
+ * create). WFS_EEXIST when a bucket (table bucket or plain S3) of that name
+ * exists. out may be NULL.
+ */
+wfs_err ts_bucket_create(filer_rpc *r, const char *name, const char *region, const char *owner,
+			 const char *format, struct ts_bucket *out);
+/* WFS_ENOENT when there is no such bucket or it is no table bucket. */
+wfs_err ts_bucket_get(filer_rpc *r, const char *name, struct ts_bucket *out);
+/* WFS_ENOTEMPTY while it holds a namespace (or any object). */
+wfs_err ts_bucket_delete(filer_rpc *r, const char *name);
+
+struct ts_namespace {
+	char *dir; /* the flattened name */
+	char *levels[TS_NS_LEVELS_MAX];
+	size_t n_levels;
+	char *created_by, *owner;
+	int64_t created_ms;
+};
+void ts_namespace_free(struct ts_namespace *ns);
+wfs_err ts_namespace_create(filer_rpc *r, const char *bucket, const char *const *levels, size_t n,
+			    const char *created_by, const char *owner, struct ts_namespace *out);
+/* ns is the flattened name. WFS_ENOENT when absent (or no table bucket). */
+wfs_err ts_namespace_get(filer_rpc *r, const char *bucket, const char *ns,
+			 struct ts_namespace *out);
+/* WFS_ENOTEMPTY while it holds a table. */
+wfs_err ts_namespace_delete(filer_rpc *r, const char *bucket, const char *ns);
+
+struct ts_table {
+	char *bucket, *ns, *name;
+	char *format, *arn, *version_token, *metadata_location, *warehouse;
+	char *created_by, *modified_by, *owner;
+	int64_t created_ms, modified_ms;
+};
+void ts_table_free(struct ts_table *t);
+/* A table with no metadata location yet (S3 Tables' CreateTable without metadata). */
+wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, const char *ns,
+			const char *name, const char *format, const char *created_by,
+			const char *owner, struct ts_table *out);
+wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+		     struct ts_table *out);
+/*
+ * Points the table at location if its version token is still expect: a new
+ * token, by compare-and-swap in the filer. WFS_EPRECOND when the token has
+ * moved on (a lost race or a stale client), nothing changed.
+ */
+wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			      const char *expect, const char *location, const char *by,
+			      struct ts_table *out);
+/* Deletes the table's directory with all its files; expect (NULL: any) as above. */
+wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *expect);
+
+/* The JSON of an attribute value and back (exposed for the unit test). */
+char *ts_table_json(const struct ts_table *t);
+bool ts_table_from_json(const char *s, size_t len, struct ts_table *t);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * weedfs s3: the S3 gateway (s3/s3_server.h) and the catalog listener
+ * (catalog/catalog_server.h) on its own port over the same filer and
+ * identities. Here, above both layers, since s3/ knows nothing of catalog/.
+ */
+#include "config.h"
+#include "s3_cmd.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include "catalog/catalog_server.h"
+#include "daemon.h"
+#include "flags.h"
+#include "log.h"
+#include "s3/s3_server.h"
+#include "util.h"
+
+int s3_main(int argc, char **argv)
+{
+	struct s3_opts o;
+	const char *level = "info";
+	struct s3_gateway *g;
+	struct catalog_server *cat = NULL;
+	int iceberg_port = 8181;
+	sigset_t set;
+	wfs_err err;
+	int rc;
+
+	s3_opts_default(&o);
+	const struct flag flags[] = {
+		{"ip", FLAG_STRING, &o.ip, "address to bind"},
+		{"port", FLAG_INT, &o.port, "S3 listen port"},
+		{"filer", FLAG_STRING, &o.filer, "filer address host:port"},
+		{"config", FLAG_STRING, &o.config,
+		 "identities file (JSON; see weedfs-s3(1)); none: the gateway is open"},
+		{"region", FLAG_STRING, &o.region, "the region signatures must name"},
+		{"domainName", FLAG_STRING, &o.domain,
+		 "domains (comma list) of virtual-hosted requests: Host <bucket>.<domain>"},
+		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"chunkSizeMB", FLAG_INT, &o.chunk_mb,
+		 "object data goes in chunks of this many MiB"},
+		{"lifecycleSeconds", FLAG_INT, &o.lifecycle_s,
+		 "seconds between passes that carry out lifecycle expiration (0: never)"},
+		{"inlineKB", FLAG_INT, &o.inline_kb,
+		 "objects up to this many KiB (0..64) are kept in their filer entry"},
+		{"uploadMemoryMB", FLAG_INT, &o.upload_mem_mb,
+		 "MiB the uploads in progress may hold together; more wait their turn"},
+		{"iceberg.port", FLAG_INT, &iceberg_port,
+		 "catalog port (S3 Tables API; Iceberg REST), 0: no catalog"},
+		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
+	};
+
+	rc = daemon_parse_flags("s3", "Run an S3 gateway over a filer.", flags, ARRAY_LEN(flags),
+				argc, argv, &level);
+	if (rc >= 0)
+		return rc;
+	daemon_block_stop_signals(&set);
+	g = s3_start(&o, &err);
+	if (!g) {
+		fprintf(stderr, "weedfs s3: could not start: %s\n", wfs_strerror(err));
+		return 1;
+	}
+	if (iceberg_port > 0) {
+		struct catalog_opts co = {.ip = o.ip, .port = iceberg_port, .filer = o.filer,
+					  .config = o.config, .region = o.region};
+		cat = catalog_start(&co, &err);
+		if (!cat) {
+			fprintf(stderr, "weedfs s3: could not start the catalog: %s\n",
+				wfs_strerror(err));
+			s3_stop(g);
+			return 1;
+		}
+	}
+	daemon_wait_for_stop(&set);
+	catalog_stop(cat);
+	s3_stop(g);
+	return 0;
+}
