@@ -340,42 +340,45 @@ static yajl_val entry_attr(const struct filer_entry *e, const char *xname)
 	return x ? json_parse((const char *)x->value, x->value_len, msg, sizeof(msg)) : NULL;
 }
 
-static void list_buckets(struct call *c)
+/* Writes one listed entry, e, whose attribute the listing asked for is attr (may be NULL). */
+typedef void item_writer(json_w *w, const char *bucket, const struct filer_entry *e, yajl_val attr);
+
+/*
+ * A page of dir's entries marked with xname, as the array key of objects
+ * item writes: the prefix, continuationToken and page-size (size_param)
+ * query parameters of every S3 Tables list. A missing dir is an empty list
+ * when empty_if_missing, else its error names what.
+ */
+static void list_page(struct call *c, const char *dir, const char *xname, const char *size_param,
+		      const char *key, const char *bucket, bool empty_if_missing, const char *what,
+		      item_writer *item)
 {
-	char *prefix = query(c, "prefix"), *token = query(c, "continuationToken"), *next;
-	struct filer_entry **es;
-	size_t max, n;
+	char *prefix = query(c, "prefix"), *token = query(c, "continuationToken"), *next = NULL;
+	struct filer_entry **es = NULL;
+	size_t max, n = 0;
 	wfs_err err;
 	json_w *w;
 
-	if (!page_size(c, "maxBuckets", &max))
+	if (!page_size(c, size_param, &max))
 		goto out;
-	err = list_marked(c, TS_BUCKETS_DIR, TS_XATTR_BUCKET, token, false, prefix, max, &es, &n, &next);
-	if (err == WFS_ENOENT) {
-		err = WFS_OK; /* no bucket yet */
+	err = list_marked(c, dir, xname, token, false, prefix, max, &es, &n, &next);
+	if (err == WFS_ENOENT && empty_if_missing) {
+		err = WFS_OK;
 		es = NULL;
 		n = 0;
 		next = NULL;
 	}
 	if (err) {
-		fail_err(c, err, "the bucket list");
+		fail_err(c, err, what);
 		goto out;
 	}
 	w = answer(c);
-	jw_key(w, "tableBuckets");
+	jw_key(w, key);
 	jw_arr_begin(w);
 	for (size_t i = 0; i < n; i++) {
-		yajl_val v = entry_attr(es[i], TS_XATTR_BUCKET);
-		struct ts_bucket b = {0};
-		int64_t t = 0;
-		const char *s;
-		b.name = es[i]->name;
-		b.arn = json_get_str(v, "arn", &s) ? (char *)s : "";
-		b.owner = json_get_str(v, "owner", &s) ? (char *)s : "";
-		json_get_i64(v, "createdAt", &t);
-		b.created_ms = t;
+		yajl_val v = entry_attr(es[i], xname);
 		jw_obj_begin(w);
-		bucket_json(w, &b);
+		item(w, bucket, es[i], v);
 		jw_obj_end(w);
 		yajl_tree_free(v);
 	}
@@ -386,14 +389,41 @@ out:
 	free(token);
 }
 
+static void bucket_item(json_w *w, const char *bucket, const struct filer_entry *e, yajl_val v)
+{
+	struct ts_bucket b = {0};
+	int64_t t = 0;
+	const char *s;
+
+	(void)bucket;
+	b.name = e->name;
+	b.arn = json_get_str(v, "arn", &s) ? (char *)s : "";
+	b.owner = json_get_str(v, "owner", &s) ? (char *)s : "";
+	json_get_i64(v, "createdAt", &t);
+	b.created_ms = t;
+	bucket_json(w, &b);
+}
+
+static void list_buckets(struct call *c)
+{
+	list_page(c, TS_BUCKETS_DIR, TS_XATTR_BUCKET, "maxBuckets", "tableBuckets", NULL, true,
+		  "the bucket list", bucket_item); /* no bucket yet: none */
+}
+
 /* ---- namespaces ---- */
 
-static void namespace_json(json_w *w, const char *bucket, const struct ts_namespace *ns)
+/* "namespace": the one-level list the API names a namespace by. */
+static void ns_list(json_w *w, const char *ns)
 {
 	jw_key(w, "namespace");
 	jw_arr_begin(w);
-	jw_str(w, ns->dir);
+	jw_str(w, ns);
 	jw_arr_end(w);
+}
+
+static void namespace_json(json_w *w, const char *bucket, const struct ts_namespace *ns)
+{
+	ns_list(w, ns->dir);
 	kv_time(w, "createdAt", ns->created_ms);
 	jw_kv_str(w, "createdBy", ns->created_by ? ns->created_by : "");
 	jw_kv_str(w, "ownerAccountId", ns->owner ? ns->owner : "");
@@ -473,55 +503,32 @@ static bool bucket_exists(struct call *c, const char *bucket)
 	return !err;
 }
 
+static void namespace_item(json_w *w, const char *bucket, const struct filer_entry *e,
+			   yajl_val v)
+{
+	struct ts_namespace ns = {0};
+	const char *s;
+
+	ns.dir = e->name;
+	ns.created_by = json_get_str(v, "createdBy", &s) ? (char *)s : NULL;
+	ns.owner = json_get_str(v, "ownerAccountId", &s) ? (char *)s : NULL;
+	json_get_i64(v, "createdAt", &ns.created_ms);
+	namespace_json(w, bucket, &ns);
+}
+
 static void list_namespaces(struct call *c, const char *bucket)
 {
-	char *prefix = query(c, "prefix"), *token = query(c, "continuationToken"), *next, *dir;
-	struct filer_entry **es;
-	size_t max, n;
-	wfs_err err;
-	json_w *w;
+	char *dir;
 
-	if (!page_size(c, "maxNamespaces", &max) || !bucket_exists(c, bucket))
-		goto out;
+	if (!bucket_exists(c, bucket))
+		return;
 	dir = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
-	err = list_marked(c, dir, TS_XATTR_NAMESPACE, token, false, prefix, max, &es, &n, &next);
+	list_page(c, dir, TS_XATTR_NAMESPACE, "maxNamespaces", "namespaces", bucket, false,
+		  "the table bucket", namespace_item);
 	free(dir);
-	if (err) {
-		fail_err(c, err, "the table bucket");
-		goto out;
-	}
-	w = answer(c);
-	jw_key(w, "namespaces");
-	jw_arr_begin(w);
-	for (size_t i = 0; i < n; i++) {
-		yajl_val v = entry_attr(es[i], TS_XATTR_NAMESPACE);
-		struct ts_namespace ns = {0};
-		const char *s;
-		ns.dir = es[i]->name;
-		ns.created_by = json_get_str(v, "createdBy", &s) ? (char *)s : NULL;
-		ns.owner = json_get_str(v, "ownerAccountId", &s) ? (char *)s : NULL;
-		json_get_i64(v, "createdAt", &ns.created_ms);
-		jw_obj_begin(w);
-		namespace_json(w, bucket, &ns);
-		jw_obj_end(w);
-		yajl_tree_free(v);
-	}
-	end_page(w, next);
-	free_entries(es, n);
-out:
-	free(prefix);
-	free(token);
 }
 
 /* ---- tables ---- */
-
-static void ns_list(json_w *w, const char *ns)
-{
-	jw_key(w, "namespace");
-	jw_arr_begin(w);
-	jw_str(w, ns);
-	jw_arr_end(w);
-}
 
 static void create_table(struct call *c, const char *bucket, const char *dir)
 {
