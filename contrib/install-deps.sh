@@ -6,7 +6,10 @@
 #   ./contrib/install-deps.sh          as root, or as a user with sudo
 #
 # Environment: PYTHON (default python3) is the interpreter the integration
-# tests run with; pytest and requests are installed for it when missing.
+# tests run with; contrib/requirements-test.txt's pinned packages are installed
+# for it with pip unless every pinned version is there already. Then
+# contrib/fetch-spark-jars.sh fills its jar cache (WEEDFS_JARS_DIR; a no-op when
+# the cached jars' SHA-256s match).
 set -euo pipefail
 
 PACKAGES=(
@@ -18,6 +21,7 @@ PACKAGES=(
 	python3 python3-pip curl fio postgresql strace
 	rsync git
 	s3cmd rclone
+	openjdk-17-jre-headless maven
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
@@ -57,30 +61,79 @@ else
 	"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Python side of the integration tests. A pyenv/venv interpreter takes pip;
-# Debian's own python3 is "externally managed", so it takes Debian's packages.
+# Python side of the integration tests: the pinned clients of requirements-test.txt.
+# A pyenv/venv interpreter takes them with pip as it is; Debian's own python3 is
+# "externally managed" and has none of these pins packaged, so pip is told to install
+# beside Debian's packages (into /usr/local).
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import pytest, requests, boto3' >/dev/null 2>&1 ||
-	! command -v aws >/dev/null 2>&1; then
+HERE=$(cd "$(dirname "$0")" && pwd)
+REQUIREMENTS=$HERE/requirements-test.txt
+
+# Prints each pin of $REQUIREMENTS that is not installed at its version, or whose
+# extras' packages are missing; prints nothing when all are there. Reads metadata
+# only, so a warm machine pays a fraction of a second, not a pip resolve.
+unmet_pins() {
+	"$PYTHON" - "$REQUIREMENTS" <<'PY'
+import re, sys
+from importlib import metadata
+
+def installed(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    m = re.fullmatch(r"([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?==(\S+)", line)
+    if not m:
+        print("%s (not name==version)" % line)
+        continue
+    name, extras, want = m.group(1), m.group(2), m.group(3)
+    have = installed(name)
+    if have != want:
+        print("%s (%s)" % (line, "have " + have if have else "not installed"))
+        continue
+    for extra in filter(None, (e.strip() for e in (extras or "").split(","))):
+        for req in metadata.requires(name) or ():
+            if re.search(r"extra\s*==\s*['\"]%s['\"]" % re.escape(extra), req):
+                dep = re.match(r"[A-Za-z0-9._-]+", req).group(0)
+                if installed(dep) is None:
+                    print("%s (extra %s: no %s)" % (line, extra, dep))
+PY
+}
+
+if ! "$PYTHON" -c 'import importlib.metadata' >/dev/null 2>&1; then
+	log "$PYTHON not found or older than 3.8"
+	exit 1
+fi
+# $(...) and set -e: a crash of the check stops the script rather than reading as "all met"
+pins=$(unmet_pins)
+if [ -z "$pins" ] && command -v aws >/dev/null 2>&1; then
+	log "all pinned Python packages present"
+else
+	[ -n "$pins" ] && log "not at their pins: ${pins//$'\n'/, }"
+	log "installing $REQUIREMENTS with $PYTHON -m pip"
 	pybin=$(command -v "$PYTHON" || true)
 	pybin=$(readlink -f "$pybin" 2>/dev/null || echo "$pybin")
+	pipargs=(install -q --disable-pip-version-check -r "$REQUIREMENTS")
 	case "$pybin" in
-	/usr/bin/*)
-		log "installing python3-pytest python3-requests python3-boto3 awscli"
-		export DEBIAN_FRONTEND=noninteractive
-		"${SUDO[@]}" apt-get update -q
-		"${SUDO[@]}" apt-get install -y -q --no-install-recommends python3-pytest python3-requests \
-			python3-boto3 awscli
-		;;
-	*)
-		log "installing pytest requests boto3 awscli with $PYTHON -m pip"
-		"$PYTHON" -m pip install -q pytest requests boto3 awscli ||
-			"$PYTHON" -m pip install -q --break-system-packages pytest requests boto3 awscli
-		# a pyenv interpreter reaches new scripts (aws) through shims made by rehash
-		if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
-		;;
+	/usr/bin/*) "${SUDO[@]}" "$pybin" -m pip "${pipargs[@]}" --break-system-packages ;;
+	*) "$PYTHON" -m pip "${pipargs[@]}" ||
+		"$PYTHON" -m pip "${pipargs[@]}" --break-system-packages ;;
 	esac
-	"$PYTHON" -c 'import pytest, requests, boto3'
+	# a pyenv interpreter reaches new scripts (aws) through shims made by rehash
+	if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
+	pins=$(unmet_pins)
+	if [ -n "$pins" ]; then
+		log "still not at their pins after pip: ${pins//$'\n'/, }"
+		exit 1
+	fi
 	command -v aws >/dev/null
 fi
+
+# Spark's Iceberg jars, into the cache the tests read (tests/integration/catalog_clients.py).
+"$HERE/fetch-spark-jars.sh" >/dev/null
 log "done"
