@@ -2,7 +2,8 @@
 # Installs what is missing, builds weedfs three ways and runs every test:
 #
 #   1. build/default  --enable-werror           make check (unit, TAP) + pytest tests/integration
-#   2. build/asan     --enable-asan --enable-werror   the same, under ASan+UBSan
+#   2. build/asan     --enable-asan --enable-werror   the same, under ASan+UBSan, less the
+#                     heavy_client tests (Spark's JVM), which run in stage 1 only
 #   3. build/tsan     --enable-tsan --enable-werror   make check and a mini + mount + S3 smoke,
 #                     under ThreadSanitizer (any data race fails)
 #   4. build/fuzz     CC=clang --enable-fuzz    every libFuzzer target, briefly (tests/fuzz/run.sh)
@@ -148,7 +149,12 @@ for cfg in default asan; do
 		export WEEDFS_READY_TIMEOUT=60 WEEDFS_TEST_TIMEOUT=300
 	fi
 	make_check "$dir" "$cfg"
-	integration "$dir" "$cfg"
+	if [ "$cfg" = asan ]; then
+		# heavy_client tests (a Spark JVM each, ~20 s) run in the plain stage only
+		integration "$dir" "$cfg" tests/integration -m "not heavy_client"
+	else
+		integration "$dir" "$cfg"
+	fi
 	unset ASAN_OPTIONS UBSAN_OPTIONS WEEDFS_READY_TIMEOUT WEEDFS_TEST_TIMEOUT
 done
 
@@ -159,7 +165,7 @@ TSAN_SMOKE=(tests/integration/test_mini.py tests/integration/test_mount_mini.py
 	tests/integration/test_mount_basic.py tests/integration/test_mount_coherence.py
 	tests/integration/test_mount_data.py tests/integration/test_s3_objects.py
 	tests/integration/test_s3_mount.py
-	-k "not memory and not rss and not flat and not threads_are_named")
+	-k "not memory and not rss and not flat and not threads_are_named" -m "not heavy_client")
 if ! skipped tsan; then
 	dir="$BUILD_ROOT/tsan"
 	if unit "tsan: configure --enable-tsan --enable-werror" configure_in "$dir" --enable-tsan \
