@@ -527,8 +527,8 @@ wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name
 	return call(r, "removeXattr", &b, NULL);
 }
 
-/* setXattrs' body: {"ops": [{"path", "name", "value", "flags", "ifEtag"}, ...]}. */
-static void xattrs_body(buf *b, const struct filer_meta_xattr_op *ops, size_t n)
+/* {"ops": [{"path", "name", "value", "flags", "ifEtag"}, ...]}: no value is a remove. */
+void filer_meta_set_xattrs_body(buf *b, const struct filer_meta_xattr_op *ops, size_t n)
 {
 	json_w *w = jw_new(b, false);
 
@@ -602,7 +602,7 @@ wfs_err filer_meta_set_xattrs_if(filer_rpc *r, const struct filer_meta_xattr_op 
 	buf_init(&b);
 	buf_init(&resp);
 	buf_init(&err_body);
-	xattrs_body(&b, ops, n);
+	filer_meta_set_xattrs_body(&b, ops, n);
 	rc = filer_rpc_call_err(r, "setXattrs", b.data, b.len, &resp, &err_body);
 	if (!rc && etags)
 		rc = xattrs_etags(&resp, n, etags);

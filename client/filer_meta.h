@@ -207,5 +207,7 @@ struct filer_meta_xattr_op {
  */
 wfs_err filer_meta_set_xattrs_if(filer_rpc *r, const struct filer_meta_xattr_op *ops, size_t n,
 				 size_t *failed, char (*etags)[17]);
+/* setXattrs' request body for ops[0..n), appended to b. */
+void filer_meta_set_xattrs_body(buf *b, const struct filer_meta_xattr_op *ops, size_t n);
 
 #endif
