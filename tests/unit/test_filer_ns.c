@@ -5,8 +5,9 @@
  * SeaweedFS's into-a-directory), delete (recursive over more than a page of
  * children, with a hard link), a batch of xattrs (all or nothing, also through
  * the client over HTTP, and from threads in different orders), the verdicts
- * each gives and the events each records. Inline content needs no volume server, so no master runs. After
- * every operation the namespace locks must be free again.
+ * each gives and the events each records. Inline content needs no volume
+ * server, so no master runs. After every operation the namespace locks must
+ * be free again.
  */
 #include "config.h"
 #include <pthread.h>
