@@ -12,9 +12,9 @@
  *   unreachable) changed nothing, so every op may repeat it.
  * - A transport failure is ambiguous: the request may have reached the filer.
  *   Ops safe to repeat (lookups, assign, conditional updates, xattrs) simply
- *   retry. The others (create, delete, rename, link, setXattrs) retry only when the filer
- *   is refusing connections, which the transport does not tell apart from a
- *   reset: a TCP connect probe right after the failure decides. A filer that
+ *   retry. The others (create, delete, rename, link, setXattrs) retry only
+ *   when the filer is refusing connections, which the transport does not tell
+ *   apart from a reset: a TCP connect probe right after the failure decides. A filer that
  *   accepts connections but dropped ours may have applied the change, so the
  *   call fails with WFS_EIO instead of risking EEXIST / ENOENT on a repeat.
  *   A spent budget is WFS_EUNAVAIL (or the last 503's code): nothing the

@@ -9,10 +9,11 @@
  * Retries: an unreachable filer or a 503 is retried with exponential back-off
  * (50 ms doubling up to 2 s) until the budget runs out, then WFS_EUNAVAIL (or
  * the code of the last 503, e.g. WFS_ENOLCK). Operations that are not safe to
- * repeat (create, delete, rename, link, setXattrs) are retried only when the request
- * cannot have reached the filer (connection refused), so a retry never turns
- * a success into WFS_EEXIST or WFS_ENOENT; such an operation whose request
- * failed after it may have been sent is WFS_EIO: it may have been applied.
+ * repeat (create, delete, rename, link, setXattrs) are retried only when the
+ * request cannot have reached the filer (connection refused), so a retry never
+ * turns a success into WFS_EEXIST, WFS_ENOENT or WFS_EPRECOND; such an
+ * operation whose request failed after it may have been sent is WFS_EIO: it
+ * may have been applied.
  *
  * Thread-safe: the calls share a pool of keep-alive connections (lib/http_fetch.h).
  */

@@ -9,8 +9,9 @@
  * namespace changes (create, update, delete, rename, link, xattrs, a batch of
  * xattrs) are the namespace core's (namespace.h: locks, transaction,
  * conditions, events, garbage queue); this module turns a request into a
- * core call and the core's result into the answer. Reads (lookup, list) and the blob-side
- * operations (assign, lookupVolume, freeChunks, statfs) are served here.
+ * core call and the core's result into the answer. Reads (lookup, list) and
+ * the blob-side operations (assign, lookupVolume, freeChunks, statfs) are
+ * served here.
  * The ids assign hands out are leased in the garbage queue (gc_queue.h), so
  * a client that dies before its commit leaks no blob; the create or update
  * that references them claims them.
@@ -371,7 +372,8 @@ static void op_xattr(struct fjob *j, struct api_req *r)
 
 	if (r->op == API_SET_XATTR)
 		err = ns_xattr_set(j->f, j->signature, r->path, r->dir, r->name, r->xname,
-				   r->xvalue, r->xvalue_len, xflags[r->xflag], r->if_etag, &e, &res);
+				   r->xvalue, r->xvalue_len, xflags[r->xflag], r->if_etag, &e,
+				   &res);
 	else
 		err = ns_xattr_remove(j->f, j->signature, r->path, r->dir, r->name, r->xname,
 				      r->if_etag, &e, &res);

@@ -390,7 +390,7 @@ struct ns_xattr_op {
 	const uint8_t *value;
 	size_t len;
 	enum ns_xattr_flag flag;
-	const char *if_etag; /* NULL, or only while the entry is that version (as lookup shows it) */
+	const char *if_etag; /* NULL, or only while the entry is this version (lookup's) */
 };
 /*
  * Applies ops[0..n) (no attribute of a path twice) all or nothing, in one

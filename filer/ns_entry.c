@@ -774,8 +774,8 @@ static wfs_err xops_apply(struct ns_tx *t, const struct ns_xattr_op *ops, size_t
 			continue;
 		*failed = s->first;
 		if (filer_entry_check(s->e))
-			return ns_fail(t->res, WFS_EINVAL, "%s: the entry would exceed a size limit",
-				       s->op->path);
+			return ns_fail(t->res, WFS_EINVAL,
+				       "%s: the entry would exceed a size limit", s->op->path);
 		*failed = SIZE_MAX;
 		err = filer_hardlink_is_linked(s->e) ? filer_hardlink_save(t->f->store, t->tx, s->e)
 						     : filer_store_update(t->f->store, t->tx, s->e);

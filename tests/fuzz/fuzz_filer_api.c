@@ -83,7 +83,8 @@ static void xattr_ops_check(const struct api_req *r)
 		free(d);
 		free(n);
 		for (size_t k = 0; k < i; k++)
-			if (!strcmp(r->xops[k].path, x->path) && !strcmp(r->xops[k].xname, x->xname))
+			if (!strcmp(r->xops[k].path, x->path) &&
+			    !strcmp(r->xops[k].xname, x->xname))
 				abort();
 	}
 }

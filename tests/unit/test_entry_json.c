@@ -486,7 +486,8 @@ static void test_set_xattrs_parse(void)
 		{"{\"ops\":[]}", "1..64 objects"},
 		{"{\"ops\":{}}", "1..64 objects"},
 		{"{\"ops\":[5]}", "\"ops\"[0]: an op must be a JSON object"},
-		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\"}],\"path\":\"/a\"}", "unknown field \"path\""},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\"}],\"path\":\"/a\"}",
+		 "unknown field \"path\""},
 		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\"},{\"path\":\"/a\",\"name\":\"k\","
 		 "\"color\":1}]}",
 		 "\"ops\"[1]: unknown field \"color\" in an op"},
