@@ -11,8 +11,9 @@ import pytest
 import requests
 
 from filer_fixtures import mini_filer, start_filer  # noqa: F401 - pytest fixture
-from test_filer_events import Stream, kind
-from test_filer_json_api import b64, call, err, mkdir, mkfile, ok, store_filer  # noqa: F401
+from test_filer_events import kind
+from test_filer_json_api import (b64, call, err, events_of, mkdir, mkfile, ok,  # noqa: F401
+                                 store_filer)
 from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
 
 
@@ -46,56 +47,60 @@ def tables(f, base, n):
     return out
 
 
+def refusals(f, etags):
+    """Batches that must change nothing, each refused naming its op."""
+    stale = etags[:]
+    stale[1] = "0123456789abcdef"
+    body = {"ops": [op("/cat/t%d" % i, "user.meta", b"v1", stale[i]) for i in range(3)]}
+    assert err(f, "setXattrs", body, 412, "EPRECOND")["index"] == 1
+    for i in range(3):
+        assert xattr(f, "/cat/t%d" % i, "user.meta") == (b64(b"v0"), etags[i])
+    # a missing path: 404 with its index
+    body = {"ops": [op("/cat/t0", "user.meta", b"v1", etags[0]),
+                    op("/cat/t1", "user.meta", b"v1", etags[1]),
+                    op("/cat/none", "user.meta", b"v1")]}
+    assert err(f, "setXattrs", body, 404, "ENOENT")["index"] == 2
+    # a refusal of an op itself (create of an existing name; remove of a missing one)
+    body = {"ops": [op("/cat/t0", "user.meta", b"v1", etags[0]),
+                    op("/cat/t2", "user.meta", b"v1", flags="create")]}
+    assert err(f, "setXattrs", body, 409, "EEXIST")["index"] == 1
+    body = {"ops": [op("/cat/t1", "user.meta", b"v1"), op("/cat/t2", "user.nope")]}
+    assert err(f, "setXattrs", body, 404, "ENODATA")["index"] == 1
+    for i in range(3):
+        assert xattr(f, "/cat/t%d" % i, "user.meta") == (b64(b"v0"), etags[i])
+
+
 def test_all_or_nothing(store_filer):
     """One stale etag of three: 412 naming its op, nothing changes and no event is
     logged; with the right etags all three swap at once, one event each."""
     f = store_filer
     etags = tables(f, "/cat", 3)
-    s = Stream(f, pathPrefix="/cat/")
-    try:
-        stale = etags[:]
-        stale[1] = "0123456789abcdef"
-        body = {"ops": [op("/cat/t%d" % i, "user.meta", b"v1", stale[i]) for i in range(3)]}
-        j = err(f, "setXattrs", body, 412, "EPRECOND")
-        assert j["index"] == 1, j
-        for i in range(3):
-            assert xattr(f, "/cat/t%d" % i, "user.meta") == (b64(b"v0"), etags[i])
-        # a missing path: 404 with its index, nothing changes
-        body = {"ops": [op("/cat/t0", "user.meta", b"v1", etags[0]),
-                        op("/cat/t1", "user.meta", b"v1", etags[1]),
-                        op("/cat/none", "user.meta", b"v1")]}
-        assert err(f, "setXattrs", body, 404, "ENOENT")["index"] == 2
-        # a refusal of an op itself (create of an existing name; remove of a missing one)
-        body = {"ops": [op("/cat/t0", "user.meta", b"v1", etags[0]),
-                        op("/cat/t2", "user.meta", b"v1", flags="create")]}
-        assert err(f, "setXattrs", body, 409, "EEXIST")["index"] == 1
-        body = {"ops": [op("/cat/t1", "user.meta", b"v1"), op("/cat/t2", "user.nope")]}
-        assert err(f, "setXattrs", body, 404, "ENODATA")["index"] == 1
-        assert s.quiet(0.5) == []
-        for i in range(3):
-            assert xattr(f, "/cat/t%d" % i, "user.meta") == (b64(b"v0"), etags[i])
+    got = {}
 
+    def action():
+        refusals(f, etags)
         # all three, plus a second attribute of t0 and a remove: each entry once
         body = {"ops": [op("/cat/t2", "user.meta", b"v1", etags[2]),
                         op("/cat/t0", "user.meta", b"v1", etags[0]),
                         op("/cat/t1", "user.next", b"v1", etags[1]),
                         op("/cat/t0", "user.prev", b"v0", etags[0], flags="create"),
                         op("/cat/t1", "user.meta")]}
-        got = ok(f, "setXattrs", body)["etags"]
-        now = [xattr(f, "/cat/t%d" % i, "user.meta") for i in range(3)]
-        assert now[0][0] == now[2][0] == b64(b"v1") and now[1][0] is None
-        assert xattr(f, "/cat/t0", "user.prev")[0] == b64(b"v0")
-        assert xattr(f, "/cat/t1", "user.next")[0] == b64(b"v1")
-        assert got == [now[2][1], now[0][1], now[1][1], now[0][1], now[1][1]]
-        assert len(set(got)) == 3 and not set(got) & set(etags)
-        evs = s.events(3, timeout=5)
-        assert sorted(kind(e) for e in evs) == [("update", "/cat/t%d" % i) for i in range(3)]
-        assert s.quiet(0.5) == []
-        # the old etags are stale now
-        body = {"ops": [op("/cat/t0", "user.meta", b"v2", etags[0])]}
-        assert err(f, "setXattrs", body, 412, "EPRECOND")["index"] == 0
-    finally:
-        s.close()
+        got["etags"] = ok(f, "setXattrs", body)["etags"]
+
+    # the refused batches logged nothing: the first events are the batch's
+    evs = events_of(f, "/cat/", action, 3)
+    assert [kind(e) for e in evs] == [("update", "/cat/t%d" % i) for i in range(3)]
+    assert [(e["newEntry"].get("xattrs") or {}).get("user.meta") for e in evs] == [
+        b64(b"v1"), None, b64(b"v1")]
+    now = [xattr(f, "/cat/t%d" % i, "user.meta") for i in range(3)]
+    assert now[0][0] == now[2][0] == b64(b"v1") and now[1][0] is None
+    assert xattr(f, "/cat/t0", "user.prev")[0] == b64(b"v0")
+    assert xattr(f, "/cat/t1", "user.next")[0] == b64(b"v1")
+    assert got["etags"] == [now[2][1], now[0][1], now[1][1], now[0][1], now[1][1]]
+    assert len(set(got["etags"])) == 3 and not set(got["etags"]) & set(etags)
+    # the old etags are stale now
+    body = {"ops": [op("/cat/t0", "user.meta", b"v2", etags[0])]}
+    assert err(f, "setXattrs", body, 412, "EPRECOND")["index"] == 0
 
 
 def commit_rounds(f, paths, me, rounds, log, rng):
