@@ -526,3 +526,90 @@ wfs_err filer_meta_remove_xattr(filer_rpc *r, const char *path, const char *name
 	jw_free(w);
 	return call(r, "removeXattr", &b, NULL);
 }
+
+/* {"ops": [{"path", "name", "value", "flags", "ifEtag"}, ...]}: no value is a remove. */
+void filer_meta_set_xattrs_body(buf *b, const struct filer_meta_xattr_op *ops, size_t n)
+{
+	json_w *w = jw_new(b, false);
+
+	jw_obj_begin(w);
+	jw_key(w, "ops");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		const struct filer_meta_xattr_op *op = &ops[i];
+		jw_obj_begin(w);
+		entry_json_kv_bytes(w, "path", op->path);
+		jw_kv_str(w, "name", op->name);
+		if (op->value) {
+			entry_json_base64(w, "value", op->value, op->len);
+			if (op->flag != FM_XATTR_ANY)
+				jw_kv_str(w, "flags",
+					  op->flag == FM_XATTR_CREATE ? "create" : "replace");
+		}
+		if (op->if_etag)
+			jw_kv_str(w, "ifEtag", op->if_etag);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+/* The "etags" of setXattrs' answer, n of them, into etags; WFS_EIO when malformed. */
+static wfs_err xattrs_etags(const buf *resp, size_t n, char (*etags)[17])
+{
+	char msg[128];
+	yajl_val v = json_parse(resp->data ? resp->data : "", resp->len, msg, sizeof(msg));
+	yajl_val a = v ? json_get(v, "etags") : NULL;
+	wfs_err rc = a && YAJL_IS_ARRAY(a) && a->u.array.len == n ? WFS_OK : WFS_EIO;
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		yajl_val s = a->u.array.values[i];
+		if (!YAJL_IS_STRING(s) || strlen(s->u.string) != 16)
+			rc = WFS_EIO;
+		else
+			memcpy(etags[i], s->u.string, 17);
+	}
+	if (v)
+		yajl_tree_free(v);
+	return rc;
+}
+
+/* The "index" of setXattrs' error answer, SIZE_MAX when it names none. */
+static size_t xattrs_failed(const buf *err_body, size_t n)
+{
+	yajl_val v = err_body->len ? json_parse(err_body->data, err_body->len, NULL, 0) : NULL;
+	uint64_t i = UINT64_MAX;
+
+	if (v) {
+		if (!json_get_u64(v, "index", &i) || i >= n)
+			i = UINT64_MAX;
+		yajl_tree_free(v);
+	}
+	return i == UINT64_MAX ? SIZE_MAX : (size_t)i;
+}
+
+wfs_err filer_meta_set_xattrs_if(filer_rpc *r, const struct filer_meta_xattr_op *ops, size_t n,
+				 size_t *failed, char (*etags)[17])
+{
+	buf b, resp, err_body;
+	wfs_err rc;
+
+	if (failed)
+		*failed = SIZE_MAX;
+	if (!n || n > API_XATTR_OPS_MAX)
+		return WFS_EINVAL;
+	buf_init(&b);
+	buf_init(&resp);
+	buf_init(&err_body);
+	filer_meta_set_xattrs_body(&b, ops, n);
+	rc = filer_rpc_call_err(r, "setXattrs", b.data, b.len, &resp, &err_body);
+	if (!rc && etags)
+		rc = xattrs_etags(&resp, n, etags);
+	else if (rc && failed)
+		*failed = xattrs_failed(&err_body, n);
+	buf_free(&b);
+	buf_free(&resp);
+	buf_free(&err_body);
+	return rc;
+}

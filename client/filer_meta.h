@@ -186,4 +186,28 @@ wfs_err filer_meta_set_xattr_if(filer_rpc *r, const char *path, const char *name
 				const void *value, size_t len, enum filer_meta_xflag flag,
 				const char *if_etag, struct filer_entry **out, char etag[17]);
 
+/* One change of filer_meta_set_xattrs_if (borrowed for the call). */
+struct filer_meta_xattr_op {
+	const char *path, *name;
+	const void *value; /* NULL: remove the attribute */
+	size_t len;
+	enum filer_meta_xflag flag;
+	const char *if_etag; /* 16 hex; NULL: any */
+};
+/*
+ * The ops in one filer transaction, all or nothing. WFS_EPRECOND when an
+ * op's if_etag is not its entry's (nothing changed), WFS_ENOENT for a
+ * missing path; *failed (may be NULL) is then that op's index. etags (may be
+ * NULL) receives each entry's new etag (n of them, 16 hex + NUL) on WFS_OK.
+ * Other refusals that concern one op (WFS_EEXIST, WFS_ENODATA with its flag
+ * or a remove, WFS_ENOSPC, WFS_EINVAL for an entry grown too big) name it
+ * in *failed too; SIZE_MAX when the failure names no op. n is 1..64
+ * (API_XATTR_OPS_MAX), else WFS_EINVAL. Not repeated once it may have been
+ * sent (filer_rpc.h): WFS_EIO may mean it committed.
+ */
+wfs_err filer_meta_set_xattrs_if(filer_rpc *r, const struct filer_meta_xattr_op *ops, size_t n,
+				 size_t *failed, char (*etags)[17]);
+/* setXattrs' request body for ops[0..n), appended to b. */
+void filer_meta_set_xattrs_body(buf *b, const struct filer_meta_xattr_op *ops, size_t n);
+
 #endif

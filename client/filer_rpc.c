@@ -12,9 +12,9 @@
  *   unreachable) changed nothing, so every op may repeat it.
  * - A transport failure is ambiguous: the request may have reached the filer.
  *   Ops safe to repeat (lookups, assign, conditional updates, xattrs) simply
- *   retry. The others (create, delete, rename, link) retry only when the filer
- *   is refusing connections, which the transport does not tell apart from a
- *   reset: a TCP connect probe right after the failure decides. A filer that
+ *   retry. The others (create, delete, rename, link, setXattrs) retry only
+ *   when the filer is refusing connections, which the transport does not tell
+ *   apart from a reset: a TCP connect probe right after the failure decides. A filer that
  *   accepts connections but dropped ours may have applied the change, so the
  *   call fails with WFS_EIO instead of risking EEXIST / ENOENT on a repeat.
  *   A spent budget is WFS_EUNAVAIL (or the last 503's code): nothing the
@@ -148,13 +148,9 @@ static void sleep_ms(long ms)
 		;
 }
 
-wfs_err filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
-{
-	return filer_rpc_call_as(r, op, json, len, "application/json", -1, resp);
-}
-
-wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
-			  const char *accept, int64_t raw_content, buf *resp)
+/* filer_rpc_call_as; a failure the filer answered leaves its body in err_body (NULL: not kept). */
+static wfs_err rpc_call(filer_rpc *r, const char *op, const char *json, size_t len,
+			const char *accept, int64_t raw_content, buf *resp, buf *err_body)
 {
 	char accept_header[128], raw_header[64];
 	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
@@ -191,8 +187,11 @@ wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t
 			e = filer_rpc_answer_err(res.status, res.body.data, res.body.len);
 			/* a 503 changed nothing: repeat it whatever the op */
 			retry = res.status == 503;
-			if (!retry)
+			if (!retry) {
+				if (err_body)
+					buf_append(err_body, res.body.data, res.body.len);
 				break;
+			}
 		} else {
 			e = WFS_EIO; /* unless retried: it may have been applied */
 			retry = repeatable || filer_refuses(r->addr, MIN(r->timeout_ms, 2000));
@@ -216,4 +215,21 @@ wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t
 	http_result_free(&res);
 	free(path);
 	return e;
+}
+
+wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
+			  const char *accept, int64_t raw_content, buf *resp)
+{
+	return rpc_call(r, op, json, len, accept, raw_content, resp, NULL);
+}
+
+wfs_err filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp)
+{
+	return rpc_call(r, op, json, len, "application/json", -1, resp, NULL);
+}
+
+wfs_err filer_rpc_call_err(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp,
+			   buf *err_body)
+{
+	return rpc_call(r, op, json, len, "application/json", -1, resp, err_body);
 }

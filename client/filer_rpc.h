@@ -9,10 +9,11 @@
  * Retries: an unreachable filer or a 503 is retried with exponential back-off
  * (50 ms doubling up to 2 s) until the budget runs out, then WFS_EUNAVAIL (or
  * the code of the last 503, e.g. WFS_ENOLCK). Operations that are not safe to
- * repeat (create, delete, rename, link) are retried only when the request
- * cannot have reached the filer (connection refused), so a retry never turns
- * a success into WFS_EEXIST or WFS_ENOENT; such an operation whose request
- * failed after it may have been sent is WFS_EIO: it may have been applied.
+ * repeat (create, delete, rename, link, setXattrs) are retried only when the
+ * request cannot have reached the filer (connection refused), so a retry never
+ * turns a success into WFS_EEXIST, WFS_ENOENT or WFS_EPRECOND; such an
+ * operation whose request failed after it may have been sent is WFS_EIO: it
+ * may have been applied.
  *
  * Thread-safe: the calls share a pool of keep-alive connections (lib/http_fetch.h).
  */
@@ -57,6 +58,13 @@ wfs_err filer_rpc_call(filer_rpc *r, const char *op, const char *json, size_t le
  */
 wfs_err filer_rpc_call_as(filer_rpc *r, const char *op, const char *json, size_t len,
 			  const char *accept, int64_t raw_content, buf *resp);
+/*
+ * filer_rpc_call that also keeps what the filer said on a failure it
+ * answered: that answer's body ({"error", "code", ...}) is appended to
+ * *err_body, for an op whose errors carry more than the code.
+ */
+wfs_err filer_rpc_call_err(filer_rpc *r, const char *op, const char *json, size_t len, buf *resp,
+			   buf *err_body);
 
 /*
  * The error of the filer's answer with status (>= 300) and body: its "code"

@@ -29,6 +29,8 @@
 #define API_CONSUME_MAX 10000
 /* Files one create may move (rename in its transaction). */
 #define API_MOVES_MAX 16
+/* Attribute changes one setXattrs may carry (one transaction). */
+#define API_XATTR_OPS_MAX 64
 
 /*
  * A client names itself with this header (a nonzero int32) on the requests

@@ -6,11 +6,12 @@
  * it (filer_api_parse.c), runs the operation and writes the answer; on a
  * local store the loop thread itself does for lookups and simple changes
  * (api_try_inline: two thread hand-offs cost more than those). The
- * namespace changes (create, update, delete, rename, link, xattrs) are the
- * namespace core's (namespace.h: locks, transaction, conditions, events,
- * garbage queue); this module turns a request into a core call and the
- * core's result into the answer. Reads (lookup, list) and the blob-side
- * operations (assign, lookupVolume, freeChunks, statfs) are served here.
+ * namespace changes (create, update, delete, rename, link, xattrs, a batch of
+ * xattrs) are the namespace core's (namespace.h: locks, transaction,
+ * conditions, events, garbage queue); this module turns a request into a
+ * core call and the core's result into the answer. Reads (lookup, list) and
+ * the blob-side operations (assign, lookupVolume, freeChunks, statfs) are
+ * served here.
  * The ids assign hands out are leased in the garbage queue (gc_queue.h), so
  * a client that dies before its commit leaks no blob; the create or update
  * that references them claims them.
@@ -356,20 +357,23 @@ static void op_link(struct fjob *j, struct api_req *r)
 	filer_entry_free(made);
 }
 
+/* The parser's xattr flags as the core's. */
+static const enum ns_xattr_flag xflags[] = {
+	[API_XATTR_ANY] = NS_XATTR_ANY,
+	[API_XATTR_CREATE] = NS_XATTR_CREATE,
+	[API_XATTR_REPLACE] = NS_XATTR_REPLACE,
+};
+
 static void op_xattr(struct fjob *j, struct api_req *r)
 {
-	static const enum ns_xattr_flag flags[] = {
-		[API_XATTR_ANY] = NS_XATTR_ANY,
-		[API_XATTR_CREATE] = NS_XATTR_CREATE,
-		[API_XATTR_REPLACE] = NS_XATTR_REPLACE,
-	};
 	struct ns_result res = {0};
 	struct filer_entry *e = NULL;
 	wfs_err err;
 
 	if (r->op == API_SET_XATTR)
 		err = ns_xattr_set(j->f, j->signature, r->path, r->dir, r->name, r->xname,
-				   r->xvalue, r->xvalue_len, flags[r->xflag], r->if_etag, &e, &res);
+				   r->xvalue, r->xvalue_len, xflags[r->xflag], r->if_etag, &e,
+				   &res);
 	else
 		err = ns_xattr_remove(j->f, j->signature, r->path, r->dir, r->name, r->xname,
 				      r->if_etag, &e, &res);
@@ -378,6 +382,43 @@ static void op_xattr(struct fjob *j, struct api_req *r)
 	else
 		respond_entry(j, e);
 	filer_entry_free(e);
+}
+
+/*
+ * setXattrs: the ops all or nothing (ns_xattrs_set) → {"etags": [...]}, each
+ * op's entry's etag after, in op order. A refusal names the op it concerns:
+ * {"error", "code", "index"}.
+ */
+static void op_xattrs(struct fjob *j, struct api_req *r)
+{
+	struct ns_xattr_op *ops = xcalloc(r->nxops, sizeof(*ops));
+	char(*etags)[NS_ETAG_SIZE] = xcalloc(r->nxops, sizeof(*etags));
+	struct ns_result res = {0};
+	size_t failed = SIZE_MAX;
+
+	for (size_t i = 0; i < r->nxops; i++) {
+		const struct api_xattr_op *x = &r->xops[i];
+		ops[i] = (struct ns_xattr_op){x->path,   x->dir,          x->name,
+					      x->xname,  x->remove,       x->value,
+					      x->len,    xflags[x->flag], x->if_etag};
+	}
+	if (ns_xattrs_set(j->f, j->signature, ops, r->nxops, etags, &failed, &res)) {
+		api_fail(j, &res);
+		if (failed != SIZE_MAX && j->body.len && j->body.data[j->body.len - 1] == '}') {
+			j->body.len--; /* reopen the error object to add the index */
+			buf_printf(&j->body, ",\"index\":%zu}", failed);
+		}
+	} else {
+		buf_reset(&j->body);
+		buf_append(&j->body, "{\"etags\":[", 10);
+		for (size_t i = 0; i < r->nxops; i++)
+			buf_printf(&j->body, "%s\"%s\"", i ? "," : "", etags[i]);
+		buf_append(&j->body, "]}", 2);
+		j->status = 200;
+		j->ctype = "application/json";
+	}
+	free(etags);
+	free(ops);
 }
 
 /* ---- blobs ---- */
@@ -650,6 +691,9 @@ static void api_dispatch(struct fjob *j, struct api_req *r)
 		break;
 	case API_FREE_CHUNKS:
 		op_free_chunks(j, r);
+		break;
+	case API_SET_XATTRS:
+		op_xattrs(j, r);
 		break;
 	}
 }

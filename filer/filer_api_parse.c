@@ -206,6 +206,7 @@ static const char *const k_rename[] = {"from", "to", "noReplace", "exchange", "i
 static const char *const k_link[] = {"target", "newPath", NULL};
 static const char *const k_setx[] = {"path", "name", "value", "flags", "ifEtag", NULL};
 static const char *const k_rmx[] = {"path", "name", "ifEtag", NULL};
+static const char *const k_setxs[] = {"ops", NULL};
 static const char *const k_assign[] = {"count", "collection", "replication", "ttl", NULL};
 static const char *const k_lookupv[] = {"volumeId", NULL};
 static const char *const k_none[] = {NULL};
@@ -373,6 +374,103 @@ static bool get_moves(struct pctx *c, struct api_req *r, yajl_val root)
 	return true;
 }
 
+/* ---- extended attributes ---- */
+
+/* An attribute's "name" of obj: required, 1..FILER_SHORT_MAX bytes. */
+static bool get_xname(struct pctx *c, yajl_val obj, char **out)
+{
+	if (!get_str(c, obj, "name", FILER_SHORT_MAX, out))
+		return false;
+	if (!*out || !**out)
+		return fail(c, "\"name\" is required (1..%d bytes)", FILER_SHORT_MAX);
+	return true;
+}
+
+/* An attribute's optional "value" of obj, decoded; *v stays NULL when absent. */
+static bool get_xvalue(struct pctx *c, yajl_val obj, uint8_t **v, size_t *len)
+{
+	char *text = NULL;
+	bool ok;
+
+	if (!get_str(c, obj, "value", FILER_XATTR_VALUE_MAX / 3 * 4 + 8, &text))
+		return false;
+	ok = !text || base64_decode(text, FILER_XATTR_VALUE_MAX, v, len);
+	free(text);
+	if (!ok)
+		return fail(c, "\"value\" must be base64 of at most %u bytes",
+			    FILER_XATTR_VALUE_MAX);
+	return true;
+}
+
+/* An attribute's optional "flags" of obj: "create", "replace" or "" (absent: ""). */
+static bool get_xflag(struct pctx *c, yajl_val obj, enum api_xattr_flag *out)
+{
+	char *flags = NULL;
+	bool ok = get_str(c, obj, "flags", 16, &flags);
+
+	*out = API_XATTR_ANY;
+	if (ok && flags && !strcmp(flags, "create"))
+		*out = API_XATTR_CREATE;
+	else if (ok && flags && !strcmp(flags, "replace"))
+		*out = API_XATTR_REPLACE;
+	else if (ok && flags && *flags)
+		ok = fail(c, "\"flags\" must be \"create\", \"replace\" or \"\"");
+	free(flags);
+	return ok;
+}
+
+/* One of setXattrs' "ops" (k_setx's fields; no "value": a remove, which takes no flag). */
+static bool get_xattr_op(struct pctx *c, yajl_val obj, struct api_xattr_op *op)
+{
+	if (!check_keys(c, obj, "an op", k_setx) ||
+	    !get_path(c, obj, "path", &op->path, &op->dir, &op->name) ||
+	    !get_xname(c, obj, &op->xname) || !get_xvalue(c, obj, &op->value, &op->len) ||
+	    !get_xflag(c, obj, &op->flag) || !get_if_etag(c, obj, &op->if_etag))
+		return false;
+	op->remove = !op->value;
+	if (op->remove && op->flag != API_XATTR_ANY)
+		return fail(c, "\"flags\" goes with \"value\" (a remove has none)");
+	return true;
+}
+
+/* Whether no two of r's ops name one attribute of one path (at most 64: pairwise). */
+static bool xattr_ops_distinct(struct pctx *c, const struct api_req *r)
+{
+	for (size_t i = 1; i < r->nxops; i++)
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(r->xops[k].path, r->xops[i].path) &&
+			    !strcmp(r->xops[k].xname, r->xops[i].xname))
+				return fail(c,
+					    "\"ops\"[%zu] and \"ops\"[%zu] change the same "
+					    "attribute",
+					    k, i);
+	return true;
+}
+
+/*
+ * setXattrs' "ops": 1..API_XATTR_OPS_MAX attribute changes, no (path, name)
+ * twice; into r->xops in the given order. A bad op's message names its index.
+ */
+static bool get_xattr_ops(struct pctx *c, struct api_req *r, yajl_val root)
+{
+	yajl_val v = json_get(root, "ops");
+
+	if (!v)
+		return fail(c, "\"ops\" is required");
+	if (!YAJL_IS_ARRAY(v) || !v->u.array.len || v->u.array.len > API_XATTR_OPS_MAX)
+		return fail(c, "\"ops\" must be an array of 1..%u objects", API_XATTR_OPS_MAX);
+	r->xops = xcalloc(v->u.array.len, sizeof(*r->xops));
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		if (!get_xattr_op(c, v->u.array.values[i], &r->xops[r->nxops++])) {
+			char *why = xstrdup(c->msg);
+			fail(c, "\"ops\"[%zu]: %s", i, why);
+			free(why);
+			return false;
+		}
+	}
+	return xattr_ops_distinct(c, r);
+}
+
 /*
  * create's "entry", in entry_json.h's request form (its members are that
  * codec's), made whole: the content (raw or in the JSON), the size, nlink 1
@@ -519,7 +617,6 @@ static bool parse_update(struct pctx *c, struct api_req *r, yajl_val root)
 static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 {
 	uint64_t v = 0;
-	char *flags = NULL, *value = NULL;
 	bool ok;
 
 	switch (r->op) {
@@ -591,31 +688,14 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 	case API_REMOVE_XATTR:
 		ok = check_keys(c, root, "the request", r->op == API_SET_XATTR ? k_setx : k_rmx) &&
 		     get_path(c, root, "path", &r->path, &r->dir, &r->name) &&
-		     get_str(c, root, "name", FILER_SHORT_MAX, &r->xname) &&
-		     get_str(c, root, "value", FILER_XATTR_VALUE_MAX / 3 * 4 + 8, &value) &&
-		     get_str(c, root, "flags", 16, &flags) && get_if_etag(c, root, &r->if_etag);
-		if (ok && (!r->xname || !*r->xname))
-			ok = fail(c, "\"name\" is required (1..%d bytes)", FILER_SHORT_MAX);
-		if (ok && r->op == API_SET_XATTR) {
-			if (!value)
-				ok = fail(c, "\"value\" is required (base64)");
-			else if (!base64_decode(value, FILER_XATTR_VALUE_MAX, &r->xvalue,
-						    &r->xvalue_len))
-				ok = fail(c, "\"value\" must be base64 of at most %u bytes",
-					  FILER_XATTR_VALUE_MAX);
-			if (ok && flags) {
-				if (!strcmp(flags, "create"))
-					r->xflag = API_XATTR_CREATE;
-				else if (!strcmp(flags, "replace"))
-					r->xflag = API_XATTR_REPLACE;
-				else if (*flags)
-					ok = fail(c, "\"flags\" must be \"create\", \"replace\" or "
-						     "\"\"");
-			}
-		}
-		free(flags);
-		free(value);
+		     get_xname(c, root, &r->xname) &&
+		     get_xvalue(c, root, &r->xvalue, &r->xvalue_len) &&
+		     get_xflag(c, root, &r->xflag) && get_if_etag(c, root, &r->if_etag);
+		if (ok && r->op == API_SET_XATTR && !r->xvalue)
+			ok = fail(c, "\"value\" is required (base64)");
 		return ok;
+	case API_SET_XATTRS:
+		return check_keys(c, root, "the request", k_setxs) && get_xattr_ops(c, r, root);
 	case API_ASSIGN:
 		v = 1;
 		if (!check_keys(c, root, "the request", k_assign) ||
@@ -663,6 +743,7 @@ static const struct {
 	{"link", API_LINK},
 	{"statfs", API_STATFS},
 	{"freeChunks", API_FREE_CHUNKS},
+	{"setXattrs", API_SET_XATTRS},
 };
 
 /* True if the JSON text holds an escaped NUL (\u0000) inside a string. */
@@ -753,5 +834,15 @@ void api_req_free(struct api_req *r)
 		free(r->moves[i].if_etag);
 	}
 	free(r->moves);
+	for (size_t i = 0; i < r->nxops; i++) {
+		struct api_xattr_op *x = &r->xops[i];
+		free(x->path);
+		free(x->dir);
+		free(x->name);
+		free(x->xname);
+		free(x->value);
+		free(x->if_etag);
+	}
+	free(r->xops);
 	free(r);
 }

@@ -30,6 +30,7 @@ enum api_op {
 	API_LINK,
 	API_STATFS,
 	API_FREE_CHUNKS,
+	API_SET_XATTRS,
 };
 
 /* Fields of update's "set" that were present. */
@@ -51,6 +52,17 @@ enum api_xattr_flag { API_XATTR_ANY, API_XATTR_CREATE, API_XATTR_REPLACE };
 struct api_move {
 	char *from, *to; /* canonical, not the root */
 	char *if_etag;   /* 16 hex digits or NULL: move only that version of from */
+};
+
+/* One of setXattrs' "ops": set (value) or remove (no value) one attribute (owned strings). */
+struct api_xattr_op {
+	char *path, *dir, *name; /* the entry, canonical, and its split */
+	char *xname;             /* 1..FILER_SHORT_MAX bytes */
+	bool remove;             /* no "value": the attribute goes */
+	uint8_t *value;          /* the decoded value (not NULL unless remove) */
+	size_t len;
+	enum api_xattr_flag flag; /* API_XATTR_ANY for a remove */
+	char *if_etag;            /* 16 hex digits or NULL: change only that version */
 };
 
 /* One parsed request. Every pointer is owned (api_req_free). */
@@ -95,6 +107,9 @@ struct api_req {
 	uint8_t *xvalue;
 	size_t xvalue_len;
 	enum api_xattr_flag xflag;
+	/* setXattrs: 1..API_XATTR_OPS_MAX changes in the given order, no (path, name) twice */
+	struct api_xattr_op *xops;
+	size_t nxops;
 	/* assign, lookupVolume */
 	uint32_t count;
 	char *collection, *replication, *ttl;

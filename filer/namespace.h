@@ -382,4 +382,29 @@ wfs_err ns_xattr_remove(struct filer *f, int32_t sig, const char *path, const ch
 			const char *name, const char *xname, const char *if_etag,
 			struct filer_entry **out, struct ns_result *res);
 
+/* One change of a batch of attributes (ns_xattrs_set); strings borrowed. */
+struct ns_xattr_op {
+	const char *path, *dir, *name; /* the entry and its split */
+	const char *xname;
+	bool remove;          /* else set to value[0..len) */
+	const uint8_t *value;
+	size_t len;
+	enum ns_xattr_flag flag;
+	const char *if_etag; /* NULL, or only while the entry is this version (lookup's) */
+};
+/*
+ * Applies ops[0..n) (no attribute of a path twice) all or nothing, in one
+ * transaction under the locks of all their paths: every entry is read (in
+ * byte order of the paths) and every if_etag compared before anything
+ * changes, then the ops edit their entries in the given order and each entry
+ * is written once, with one event; two names of one hard-linked file change
+ * that one file. On a verdict *failed is the index of the op it concerns
+ * (SIZE_MAX for a failure from below). On WFS_OK etags[i] (may be NULL) is
+ * the etag of op i's entry after. Verdicts: WFS_ENOENT, WFS_EPRECOND,
+ * ns_xattr_set's (WFS_EEXIST, WFS_ENODATA, WFS_ENOSPC), WFS_EINVAL (an entry
+ * would exceed a size limit).
+ */
+wfs_err ns_xattrs_set(struct filer *f, int32_t sig, const struct ns_xattr_op *ops, size_t n,
+		      char (*etags)[NS_ETAG_SIZE], size_t *failed, struct ns_result *res);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * The namespace core's entry operations: create (with its moves, consumed
  * files, parents and conditions) and the read-modify-writes of one entry
- * (update, xattrs, and through ns_modify the REST API's tags).
+ * (update, xattrs, and through ns_modify the REST API's tags), and the
+ * batch of attribute changes over several entries (ns_xattrs_set).
  *
  * DESIGN: a create's conditions (exclusive, ifEtag, the moves' and consumed
  * files' rules) are all checked inside its transaction before anything is
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include "client/chunk_io.h"
 #include "client/chunks.h"
@@ -668,4 +670,169 @@ wfs_err ns_xattr_remove(struct filer *f, int32_t sig, const char *path, const ch
 {
 	struct xattr_req x = {true, xname, NULL, 0, NS_XATTR_ANY};
 	return ns_modify(f, sig, path, dir, name, if_etag, xattr_edit, &x, out, res);
+}
+
+/* ---- a batch of attribute changes ---- */
+
+/*
+ * One entry of a batch: read once, edited by each of its ops, written once.
+ * A second name of a hard-linked file another slot holds edits that slot's
+ * entry (own false), so the shared file is written once with every change.
+ */
+struct xslot {
+	const struct ns_xattr_op *op; /* an op of its path: path, dir, name */
+	size_t first;                 /* the index of its path's first op */
+	struct filer_entry *old;      /* as lookup shows it (hard links resolved); NULL: missing */
+	struct filer_entry *e;        /* after: its own, or the slot's of the same file */
+	bool own;
+};
+
+static int cmp_xop_path(const void *a, const void *b)
+{
+	const struct ns_xattr_op *x = *(const struct ns_xattr_op *const *)a;
+	const struct ns_xattr_op *y = *(const struct ns_xattr_op *const *)b;
+	return strcmp(x->path, y->path);
+}
+
+/* Whether a and b (both hard links resolved) are the same linked file. */
+static bool same_linked(const struct filer_entry *a, const struct filer_entry *b)
+{
+	return filer_hardlink_is_linked(a) && filer_hardlink_is_linked(b) &&
+	       a->attr.hard_link_id_len == b->attr.hard_link_id_len &&
+	       !memcmp(a->attr.hard_link_id, b->attr.hard_link_id, a->attr.hard_link_id_len);
+}
+
+/*
+ * Inside t, reads the entry of every slot (sorted by path: stores that lock
+ * rows as they read them lock in one order on every filer) and gives it its
+ * entry after. A missing entry is left NULL (the caller's verdict).
+ */
+static wfs_err xslots_read(struct ns_tx *t, struct xslot *slot, size_t nslot)
+{
+	for (size_t k = 0; k < nslot; k++) {
+		const struct ns_xattr_op *op = slot[k].op;
+		wfs_err err = filer_find(t->f, t->tx, op->dir, op->name, &slot[k].old);
+		if (err == WFS_ENOENT)
+			continue;
+		if (!err)
+			err = filer_hardlink_resolve(t->f->store, t->tx, &slot[k].old);
+		if (err)
+			return ns_fail_below(t->res, err, op->path);
+		slot[k].own = true;
+		for (size_t p = 0; p < k && slot[k].own; p++)
+			if (slot[p].own && same_linked(slot[p].old, slot[k].old)) {
+				slot[k].e = slot[p].e;
+				slot[k].own = false;
+			}
+		if (slot[k].own) {
+			slot[k].e = filer_entry_dup(slot[k].old);
+			slot[k].e->attr.ctime_ns = (int64_t)time_now_ns();
+		}
+	}
+	return WFS_OK;
+}
+
+/* Inside t, the conditions of every op in op order, before anything changes. */
+static wfs_err xops_check(struct ns_tx *t, const struct ns_xattr_op *ops, size_t n,
+			  struct xslot *const *of, size_t *failed)
+{
+	char etag[NS_ETAG_SIZE];
+
+	for (size_t i = 0; i < n; i++) {
+		*failed = i;
+		if (!of[i]->old)
+			return ns_fail(t->res, WFS_ENOENT, "%s: not found", ops[i].path);
+		if (!ops[i].if_etag)
+			continue;
+		ns_etag(of[i]->old, etag);
+		if (strcasecmp(etag, ops[i].if_etag))
+			return ns_fail(t->res, WFS_EPRECOND, "%s: etag is %s, not %s",
+				       ops[i].path, etag, ops[i].if_etag);
+	}
+	*failed = SIZE_MAX;
+	return WFS_OK;
+}
+
+/* Inside t, edits the entries in op order, then writes each once with its event. */
+static wfs_err xops_apply(struct ns_tx *t, const struct ns_xattr_op *ops, size_t n,
+			  struct xslot *const *of, struct xslot *slot, size_t nslot,
+			  size_t *failed)
+{
+	wfs_err err;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ns_xattr_op *op = &ops[i];
+		struct xattr_req x = {op->remove, op->xname, op->value, op->len, op->flag};
+		*failed = i;
+		err = xattr_edit(t, of[i]->old, of[i]->e, &x);
+		if (err)
+			return err;
+	}
+	for (size_t k = 0; k < nslot; k++) {
+		struct xslot *s = &slot[k];
+		if (!s->own)
+			continue;
+		*failed = s->first;
+		if (filer_entry_check(s->e))
+			return ns_fail(t->res, WFS_EINVAL,
+				       "%s: the entry would exceed a size limit", s->op->path);
+		*failed = SIZE_MAX;
+		err = filer_hardlink_is_linked(s->e) ? filer_hardlink_save(t->f->store, t->tx, s->e)
+						     : filer_store_update(t->f->store, t->tx, s->e);
+		if (err)
+			return ns_fail_below(t->res, err, s->op->path);
+		filer_evs_add(&t->evs, s->old, s->e);
+	}
+	*failed = SIZE_MAX;
+	return WFS_OK;
+}
+
+wfs_err ns_xattrs_set(struct filer *f, int32_t sig, const struct ns_xattr_op *ops, size_t n,
+		      char (*etags)[NS_ETAG_SIZE], size_t *failed, struct ns_result *res)
+{
+	const struct ns_xattr_op **by_path = xcalloc(n ? n : 1, sizeof(*by_path));
+	const char **paths = xcalloc(n ? n : 1, sizeof(*paths));
+	struct xslot *slot = xcalloc(n ? n : 1, sizeof(*slot));
+	struct xslot **of = xcalloc(n ? n : 1, sizeof(*of)); /* op i's slot */
+	size_t nslot = 0;
+	struct ns_tx t;
+	wfs_err err;
+
+	*failed = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		by_path[i] = &ops[i];
+		paths[i] = ops[i].path;
+	}
+	qsort(by_path, n, sizeof(*by_path), cmp_xop_path);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)(by_path[k] - ops);
+		if (!nslot || strcmp(slot[nslot - 1].op->path, by_path[k]->path))
+			slot[nslot++] = (struct xslot){.op = by_path[k], .first = i};
+		slot[nslot - 1].first = MIN(slot[nslot - 1].first, i);
+		of[i] = &slot[nslot - 1];
+	}
+	ns_tx_init(&t, f, sig, res);
+	ns_lock_paths(&t, paths, n);
+	err = ns_begin(&t);
+	if (!err)
+		err = xslots_read(&t, slot, nslot);
+	if (!err)
+		err = xops_check(&t, ops, n, of, failed);
+	if (!err)
+		err = xops_apply(&t, ops, n, of, slot, nslot, failed);
+	if (!err)
+		err = ns_commit(&t);
+	for (size_t i = 0; !err && etags && i < n; i++)
+		ns_etag(of[i]->e, etags[i]);
+	ns_end(&t);
+	for (size_t k = 0; k < nslot; k++) {
+		filer_entry_free(slot[k].old);
+		if (slot[k].own)
+			filer_entry_free(slot[k].e);
+	}
+	free(of);
+	free(slot);
+	free(paths);
+	free(by_path);
+	return err;
 }

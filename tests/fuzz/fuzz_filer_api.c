@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const ops[] = {"lookup", "list",         "create", "update",     "delete",
 				  "rename", "setXattr",     "removeXattr", "assign", "lookupVolume",
-				  "link",   "statfs",       "freeChunks",  "bogus"};
+				  "link",   "statfs",       "freeChunks",  "bogus",  "setXattrs"};
 
 /* e (a parsed create's entry) in the answer form, read back and written again, is the same. */
 static void entry_again(const struct filer_entry *e)
@@ -67,6 +67,28 @@ static void chunks_again(const struct filer_entry *c)
 	buf_free(&a);
 }
 
+/* setXattrs' ops: 1..API_XATTR_OPS_MAX, canonical paths, bounded names and values, no pair
+   twice. */
+static void xattr_ops_check(const struct api_req *r)
+{
+	if (!r->nxops || r->nxops > API_XATTR_OPS_MAX)
+		abort();
+	for (size_t i = 0; i < r->nxops; i++) {
+		const struct api_xattr_op *x = &r->xops[i];
+		char *d = NULL, *n = NULL;
+		if (filer_path_split(x->path, &d, &n) || strcmp(d, x->dir) || strcmp(n, x->name) ||
+		    !*x->xname || strlen(x->xname) > FILER_SHORT_MAX || x->remove != !x->value ||
+		    x->len > FILER_XATTR_VALUE_MAX || (x->remove && x->flag != API_XATTR_ANY))
+			abort();
+		free(d);
+		free(n);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(r->xops[k].path, x->path) &&
+			    !strcmp(r->xops[k].xname, x->xname))
+				abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct api_req *r = NULL;
@@ -85,10 +107,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *d = NULL, *n = NULL;
 		if (!r->path || filer_path_split(r->path, &d, &n) != WFS_OK)
 			if (r->op != API_ASSIGN && r->op != API_LOOKUP_VOLUME &&
-			    r->op != API_STATFS && r->op != API_FREE_CHUNKS)
+			    r->op != API_STATFS && r->op != API_FREE_CHUNKS &&
+			    r->op != API_SET_XATTRS)
 				abort();
 		free(d);
 		free(n);
+		if (r->op == API_SET_XATTRS)
+			xattr_ops_check(r);
 		if (r->op == API_LIST && (r->limit < 1 || r->limit > API_LIST_MAX))
 			abort();
 		if (r->entry && filer_entry_check(r->entry) != WFS_OK)

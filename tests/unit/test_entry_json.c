@@ -470,6 +470,150 @@ static void test_create_both_sides(void)
 	filer_entry_free(e);
 }
 
+/* setXattrs: {"ops": [...]}, each op a set (value) or a remove (none). */
+static void test_set_xattrs_parse(void)
+{
+	static const char good[] =
+		"{\"ops\":[{\"path\":\"/t/a\",\"name\":\"user.p\",\"value\":\"djE=\","
+		"\"ifEtag\":\"0123456789ABCDEF\"},"
+		"{\"pathB64\":\"L3QvYv8=\",\"name\":\"user.p\"},"
+		"{\"path\":\"/t/a\",\"name\":\"user.q\",\"value\":\"\",\"flags\":\"create\"},"
+		"{\"path\":\"/t/a\",\"name\":\"user.r\",\"value\":\"eA==\",\"flags\":\"\"}]}";
+	static const struct {
+		const char *json, *why;
+	} bad[] = {
+		{"{}", "\"ops\" is required"},
+		{"{\"ops\":[]}", "1..64 objects"},
+		{"{\"ops\":{}}", "1..64 objects"},
+		{"{\"ops\":[5]}", "\"ops\"[0]: an op must be a JSON object"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\"}],\"path\":\"/a\"}",
+		 "unknown field \"path\""},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\"},{\"path\":\"/a\",\"name\":\"k\","
+		 "\"color\":1}]}",
+		 "\"ops\"[1]: unknown field \"color\" in an op"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"name\":\"j\"}]}", "duplicate field"},
+		{"{\"ops\":[{\"path\":\"/a\"}]}", "\"ops\"[0]: \"name\" is required"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"\"}]}", "\"name\" is required"},
+		{"{\"ops\":[{\"name\":\"k\"}]}", "\"ops\"[0]: \"path\""},
+		{"{\"ops\":[{\"path\":\"/a/../b\",\"name\":\"k\"}]}", "\"ops\"[0]:"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"value\":\"@@@@\"}]}",
+		 "\"value\" must be base64"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"value\":5}]}",
+		 "\"value\" must be a string"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"value\":\"\",\"flags\":\"both\"}]}",
+		 "\"flags\" must be"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"flags\":\"create\"}]}",
+		 "\"flags\" goes with \"value\""},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"ifEtag\":\"xyz\"}]}",
+		 "\"ifEtag\" must be an entry etag"},
+		{"{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"value\":\"\"},"
+		 "{\"path\":\"/b\",\"name\":\"k\"},{\"path\":\"/a\",\"name\":\"k\"}]}",
+		 "\"ops\"[0] and \"ops\"[2] change the same attribute"},
+	};
+	struct api_req *r = NULL;
+	char msg[256] = "";
+	buf b = BUF_INIT, v = BUF_INIT;
+	char *big;
+
+	is_int(api_req_parse("setXattrs", good, strlen(good), NULL, 0, &r, msg, sizeof(msg)),
+	       WFS_OK, "setXattrs parses");
+	if (r) {
+		const struct api_xattr_op *x = r->xops;
+		is_int(r->op, API_SET_XATTRS, "the op");
+		is_int(r->nxops, 4, "four ops, in order");
+		ok(!strcmp(x[0].path, "/t/a") && !strcmp(x[0].dir, "/t") &&
+			   !strcmp(x[0].name, "a") && !strcmp(x[0].xname, "user.p") &&
+			   !x[0].remove && x[0].len == 2 && !memcmp(x[0].value, "v1", 2) &&
+			   !strcmp(x[0].if_etag, "0123456789ABCDEF") && x[0].flag == API_XATTR_ANY,
+		   "a set with its etag");
+		ok(!strcmp(x[1].path, "/t/b\xff") && x[1].remove && !x[1].value && !x[1].if_etag,
+		   "a remove, its path in bytes");
+		ok(!x[2].remove && x[2].value && x[2].len == 0 && x[2].flag == API_XATTR_CREATE,
+		   "an empty value is a set");
+		ok(x[3].flag == API_XATTR_ANY && x[3].len == 1, "flags \"\" is any");
+	}
+	api_req_free(r);
+	r = NULL;
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		*msg = '\0';
+		ok(api_req_parse("setXattrs", bad[i].json, strlen(bad[i].json), NULL, 0, &r, msg,
+				 sizeof(msg)) == WFS_EINVAL &&
+			   !r && strstr(msg, bad[i].why),
+		   "setXattrs refused: %s (%s)", bad[i].json, msg);
+		api_req_free(r);
+		r = NULL;
+	}
+
+	/* bounds: 64 ops, a name of 255 bytes, a value of 1 MiB */
+	for (size_t n = API_XATTR_OPS_MAX; n <= API_XATTR_OPS_MAX + 1; n++) {
+		buf_reset(&b);
+		buf_append_str(&b, "{\"ops\":[");
+		for (size_t i = 0; i < n; i++)
+			buf_printf(&b, "%s{\"path\":\"/p%zu\",\"name\":\"k\"}", i ? "," : "", i);
+		buf_append_str(&b, "]}");
+		is_int(api_req_parse("setXattrs", b.data, b.len, NULL, 0, &r, msg, sizeof(msg)),
+		       n == API_XATTR_OPS_MAX ? WFS_OK : WFS_EINVAL, "ops at the bound");
+		api_req_free(r);
+		r = NULL;
+	}
+	for (size_t n = FILER_SHORT_MAX; n <= FILER_SHORT_MAX + 1; n++) {
+		buf_reset(&b);
+		buf_printf(&b, "{\"ops\":[{\"path\":\"/a\",\"name\":\"%0*d\"}]}", (int)n, 1);
+		is_int(api_req_parse("setXattrs", b.data, b.len, NULL, 0, &r, msg, sizeof(msg)),
+		       n == FILER_SHORT_MAX ? WFS_OK : WFS_EINVAL, "name length at the bound");
+		api_req_free(r);
+		r = NULL;
+	}
+	big = xcalloc(1, FILER_XATTR_VALUE_MAX + 1);
+	for (size_t n = FILER_XATTR_VALUE_MAX; n <= FILER_XATTR_VALUE_MAX + 1; n++) {
+		buf_reset(&v);
+		base64_encode(big, n, &v);
+		buf_reset(&b);
+		buf_printf(&b, "{\"ops\":[{\"path\":\"/a\",\"name\":\"k\",\"value\":\"%s\"}]}",
+			   v.data);
+		is_int(api_req_parse("setXattrs", b.data, b.len, NULL, 0, &r, msg, sizeof(msg)),
+		       n == FILER_XATTR_VALUE_MAX ? WFS_OK : WFS_EINVAL, "value size at the bound");
+		ok(n > FILER_XATTR_VALUE_MAX || (r && r->xops[0].len == n), "the 1 MiB value (%s)",
+		   msg);
+		api_req_free(r);
+		r = NULL;
+	}
+	free(big);
+	buf_free(&b);
+	buf_free(&v);
+}
+
+/* Both sides: the client's setXattrs body (filer_meta_set_xattrs_body) is what the filer gets. */
+static void test_set_xattrs_both_sides(void)
+{
+	const struct filer_meta_xattr_op ops[] = {
+		{"/t/\xfe", "user.p", "\0v", 2, FM_XATTR_REPLACE, "0123456789abcdef"},
+		{"/t/b", "user.p", NULL, 0, FM_XATTR_ANY, NULL},
+		{"/t/b", "user.q", "", 0, FM_XATTR_CREATE, NULL},
+	};
+	struct api_req *r = NULL;
+	char msg[256] = "";
+	buf b = BUF_INIT;
+
+	filer_meta_set_xattrs_body(&b, ops, ARRAY_LEN(ops));
+	is_int(api_req_parse("setXattrs", b.data, b.len, NULL, 0, &r, msg, sizeof(msg)), WFS_OK,
+	       "the filer parses the client's setXattrs");
+	ok(r && r->nxops == 3, "three ops arrive (%s)", msg);
+	for (size_t i = 0; r && i < r->nxops && i < ARRAY_LEN(ops); i++) {
+		const struct api_xattr_op *x = &r->xops[i];
+		static const enum api_xattr_flag flag[] = {API_XATTR_ANY, API_XATTR_CREATE,
+							   API_XATTR_REPLACE};
+		ok(!strcmp(x->path, ops[i].path) && !strcmp(x->xname, ops[i].name) &&
+			   x->remove == !ops[i].value && x->len == ops[i].len &&
+			   (!x->len || !memcmp(x->value, ops[i].value, x->len)) &&
+			   x->flag == flag[ops[i].flag] && !x->if_etag == !ops[i].if_etag &&
+			   (!x->if_etag || !strcmp(x->if_etag, ops[i].if_etag)),
+		   "op %zu arrives as sent", i);
+	}
+	api_req_free(r);
+	buf_free(&b);
+}
+
 int main(void)
 {
 	test_answer_round_trip();
@@ -480,5 +624,7 @@ int main(void)
 	test_request_strict();
 	test_chunks();
 	test_create_both_sides();
+	test_set_xattrs_parse();
+	test_set_xattrs_both_sides();
 	return done_testing();
 }

@@ -3,9 +3,11 @@
  * running in-process over SQLite in a temp dir: create (parents, exclusive,
  * ifEtag, moves, consume), update, xattrs, link, rename (POSIX, exchange,
  * SeaweedFS's into-a-directory), delete (recursive over more than a page of
- * children, with a hard link), the verdicts each gives and the events each
- * records. Inline content needs no volume server, so no master runs. After
- * every operation the namespace locks must be free again.
+ * children, with a hard link), a batch of xattrs (all or nothing, also through
+ * the client over HTTP, and from threads in different orders), the verdicts
+ * each gives and the events each records. Inline content needs no volume
+ * server, so no master runs. After every operation the namespace locks must
+ * be free again.
  */
 #include "config.h"
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "client/filer_meta.h"
 #include "filer/filer.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -441,6 +444,226 @@ static void test_dir_links(void)
 	free(events());
 }
 
+/* ---- a batch of xattrs ---- */
+
+/* A set of xname to s on path (a remove when s is NULL), with if_etag. */
+static struct ns_xattr_op xop(const char *path, const char *xname, const char *s,
+			      const char *if_etag)
+{
+	static char dirs[64][64], names[64][64];
+	static size_t next;
+	char *d = NULL, *n = NULL;
+	size_t k = next++ % 64;
+
+	filer_path_split(path, &d, &n);
+	snprintf(dirs[k], sizeof(dirs[k]), "%s", d);
+	snprintf(names[k], sizeof(names[k]), "%s", n);
+	free(d);
+	free(n);
+	return (struct ns_xattr_op){path,    dirs[k],		  names[k],  xname, !s,
+				    (const uint8_t *)s, s ? strlen(s) : 0, NS_XATTR_ANY, if_etag};
+}
+
+/* The value of xname at path ("-" when absent) and, unless NULL, its etag. */
+static char *xval(const char *path, const char *xname, char etag[NS_ETAG_SIZE])
+{
+	struct filer_entry *e = find(path);
+	const struct filer_xattr *x;
+	char *v;
+
+	if (e && filer_hardlink_resolve(f->store, NULL, &e)) {
+		filer_entry_free(e);
+		e = NULL;
+	}
+	x = e ? filer_entry_xattr_get(e, xname) : NULL;
+	v = x ? xstrndup((const char *)x->value, x->value_len) : xstrdup("-");
+	if (etag)
+		ns_etag(e, etag);
+	filer_entry_free(e);
+	return v;
+}
+
+static void is_xval(const char *path, const char *xname, const char *want, const char *name)
+{
+	char *v = xval(path, xname, NULL);
+	is_str(v, want, name);
+	free(v);
+}
+
+static void test_xattrs_batch(void)
+{
+	struct ns_result res = {0};
+	char ea[NS_ETAG_SIZE], eb[NS_ETAG_SIZE], ec[NS_ETAG_SIZE], etags[4][NS_ETAG_SIZE];
+	struct ns_xattr_op ops[4];
+	size_t failed = 0;
+	struct filer_entry *made = NULL;
+
+	is_err(create("/xb/a", "a", true, &res), WFS_OK, &res, "file a");
+	is_err(create("/xb/b", "b", false, &res), WFS_OK, &res, "file b");
+	is_err(create("/xb/c", "c", false, &res), WFS_OK, &res, "file c");
+	free(events());
+	free(xval("/xb/a", "user.p", ea));
+	free(xval("/xb/b", "user.p", eb));
+	free(xval("/xb/c", "user.p", ec));
+
+	/* one stale etag of three: nothing changes, its index is reported */
+	ops[0] = xop("/xb/c", "user.p", "c1", ec);
+	ops[1] = xop("/xb/a", "user.p", "a1", ea);
+	ops[2] = xop("/xb/b", "user.p", "b1", ec);
+	is_int(ns_xattrs_set(f, 0, ops, 3, etags, &failed, &res), WFS_EPRECOND,
+	       "a stale etag refuses the batch");
+	is_int(failed, 2, "the op with the stale etag");
+	is_xval("/xb/a", "user.p", "-", "a unchanged");
+	is_xval("/xb/c", "user.p", "-", "c unchanged");
+	ops[2] = xop("/xb/none", "user.p", "b1", NULL);
+	is_int(ns_xattrs_set(f, 0, ops, 3, etags, &failed, &res), WFS_ENOENT, "a missing path");
+	is_int(failed, 2, "its index");
+	ops[2] = xop("/xb/b", "user.gone", NULL, NULL);
+	is_int(ns_xattrs_set(f, 0, ops, 3, etags, &failed, &res), WFS_ENODATA,
+	       "a remove of an absent attribute refuses the batch");
+	is_int(failed, 2, "its index");
+	is_events("", "no events for refused batches");
+
+	/* all three, two ops on a: one write and one event each, in path order */
+	ops[2] = xop("/xb/b", "user.p", "b1", eb);
+	ops[3] = xop("/xb/a", "user.q", "a2", ea);
+	is_err(ns_xattrs_set(f, 0, ops, 4, etags, &failed, &res), WFS_OK, &res, "the batch");
+	is_xval("/xb/a", "user.p", "a1", "a set");
+	is_xval("/xb/a", "user.q", "a2", "a's second op");
+	is_xval("/xb/b", "user.p", "b1", "b set");
+	is_xval("/xb/c", "user.p", "c1", "c set");
+	free(xval("/xb/a", "user.p", ea));
+	free(xval("/xb/c", "user.p", ec));
+	ok(!strcmp(etags[0], ec) && !strcmp(etags[1], ea) && !strcmp(etags[3], ea),
+	   "each op's new etag, in op order");
+	is_events("/xb/a>/xb/a\n/xb/b>/xb/b\n/xb/c>/xb/c\n", "an event per entry");
+
+	/* a verdict of an edit: create of an existing attribute */
+	ops[0] = xop("/xb/a", "user.p", NULL, ea);
+	ops[1] = xop("/xb/c", "user.p", "c2", NULL);
+	ops[1].flag = NS_XATTR_CREATE;
+	is_int(ns_xattrs_set(f, 0, ops, 2, etags, &failed, &res), WFS_EEXIST,
+	       "create of an existing attribute");
+	is_int(failed, 1, "its index");
+	is_xval("/xb/a", "user.p", "a1", "the remove before it is rolled back");
+
+	/* two names of one hard-linked file: the one file gets both changes */
+	is_err(ns_link(f, 0, "/xb/b", "/xb", "b", "/xb/l", "/xb", "l", &made, &res), WFS_OK, &res,
+	       "link b");
+	filer_entry_free(made);
+	free(events());
+	ops[0] = xop("/xb/l", "user.h1", "1", NULL);
+	ops[1] = xop("/xb/b", "user.h2", "2", NULL);
+	is_err(ns_xattrs_set(f, 0, ops, 2, etags, &failed, &res), WFS_OK, &res,
+	       "both names in one batch");
+	is_xval("/xb/l", "user.h2", "2", "through one name, the other's change");
+	is_xval("/xb/b", "user.h1", "1", "and the other way");
+	free(xval("/xb/b", "user.p", eb));
+	ok(!strcmp(etags[0], eb) && !strcmp(etags[1], eb), "one file, one etag");
+	is_events("/xb/b>/xb/b\n/xb/l>/xb/l\n", "one write of the file, the other name's event");
+	ok(unlocked(), "locks released");
+}
+
+/* The batch through the client (filer_meta_set_xattrs_if) over HTTP. */
+static void test_xattrs_batch_client(void)
+{
+	char *addr = xasprintf("127.0.0.1:%d", filer_port(f));
+	filer_rpc *r = filer_rpc_new(addr, 10000, 5, 0);
+	char ea[17], ec[17], etags[3][17], stale[17];
+	struct filer_meta_xattr_op ops[3];
+	size_t failed = 7;
+
+	is_int(filer_meta_lookup_etag(r, "/xb/a", NULL, ea), WFS_OK, "lookup a");
+	is_int(filer_meta_lookup_etag(r, "/xb/c", NULL, ec), WFS_OK, "lookup c");
+	memcpy(stale, ec, sizeof(stale));
+	stale[0] = stale[0] == '0' ? '1' : '0';
+	ops[0] = (struct filer_meta_xattr_op){"/xb/a", "user.m", "m1", 2, FM_XATTR_ANY, ea};
+	ops[1] = (struct filer_meta_xattr_op){"/xb/c", "user.m", "m1", 2, FM_XATTR_CREATE, stale};
+	ops[2] = (struct filer_meta_xattr_op){"/xb/a", "user.p", NULL, 0, FM_XATTR_ANY, NULL};
+	is_int(filer_meta_set_xattrs_if(r, ops, 3, &failed, etags), WFS_EPRECOND,
+	       "client: a stale etag");
+	is_int(failed, 1, "client: the index");
+	is_xval("/xb/a", "user.p", "a1", "client: nothing changed");
+	ops[1].if_etag = ec;
+	is_int(filer_meta_set_xattrs_if(r, ops, 3, &failed, etags), WFS_OK, "client: the batch");
+	is_int(failed, SIZE_MAX, "client: no index on success");
+	is_xval("/xb/a", "user.p", "-", "client: removed");
+	is_xval("/xb/c", "user.m", "m1", "client: set");
+	is_int(filer_meta_lookup_etag(r, "/xb/a", NULL, ea), WFS_OK, "lookup a again");
+	ok(!strcmp(etags[0], ea) && !strcmp(etags[2], ea), "client: a's new etag (%s)", etags[0]);
+	ops[1].path = "/xb/none";
+	is_int(filer_meta_set_xattrs_if(r, ops, 3, &failed, NULL), WFS_ENOENT,
+	       "client: a missing path");
+	is_int(failed, 1, "client: its index");
+	is_int(filer_meta_set_xattrs_if(r, ops, 0, &failed, NULL), WFS_EINVAL, "client: no ops");
+	filer_rpc_free(r);
+	free(addr);
+	free(events());
+}
+
+#define RACERS 8
+#define ROUNDS 40
+
+/* Sets user.n to its own number on the four paths, each round in another order. */
+static void *xattrs_racer(void *arg)
+{
+	static const char *const paths[] = {"/xr/0", "/xr/1", "/xr/2", "/xr/3"};
+	size_t id = (size_t)(uintptr_t)arg;
+	char v[8];
+	wfs_err err = WFS_OK;
+
+	snprintf(v, sizeof(v), "%zu", id);
+	for (size_t round = 0; round < ROUNDS && !err; round++) {
+		struct ns_xattr_op ops[4];
+		struct ns_result res = {0};
+		size_t failed;
+		for (size_t i = 0; i < 4; i++) {
+			/* odd racers go backwards: every pair of orders differs somewhere */
+			const char *p = paths[(i * (id % 2 ? 3 : 1) + id + round) % 4];
+			ops[i] = (struct ns_xattr_op){p, "/xr", p + 4, "user.n", false,
+						      (const uint8_t *)v, strlen(v), NS_XATTR_ANY,
+						      NULL};
+		}
+		err = ns_xattrs_set(f, 0, ops, 4, NULL, &failed, &res);
+	}
+	return (void *)(uintptr_t)err;
+}
+
+/* Batches over the same paths in different orders: no deadlock, never half applied. */
+static void test_xattrs_batch_race(void)
+{
+	pthread_t t[RACERS];
+	struct ns_result res = {0};
+	bool all_ok = true;
+	char *v0, *v;
+
+	for (size_t i = 0; i < 4; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/xr/%zu", i);
+		is_err(create(p, "x", true, &res), WFS_OK, &res, "a racer's file");
+	}
+	for (size_t i = 0; i < RACERS; i++)
+		pthread_create(&t[i], NULL, xattrs_racer, (void *)(uintptr_t)i);
+	for (size_t i = 0; i < RACERS; i++) {
+		void *rc;
+		pthread_join(t[i], &rc);
+		all_ok &= rc == NULL;
+	}
+	ok(all_ok, "every batch of every racer applied");
+	v0 = xval("/xr/0", "user.n", NULL);
+	for (size_t i = 1; i < 4; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "/xr/%zu", i);
+		v = xval(p, "user.n", NULL);
+		ok(!strcmp(v, v0) && strcmp(v, "-"), "%s holds the last batch's value (%s, %s)", p,
+		   v, v0);
+		free(v);
+	}
+	free(v0);
+	free(events());
+	ok(unlocked(), "locks released");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/weedfs-ns-test.XXXXXX";
@@ -463,6 +686,9 @@ int main(void)
 		test_link_rename();
 		test_delete();
 		test_dir_links();
+		test_xattrs_batch();
+		test_xattrs_batch_client();
+		test_xattrs_batch_race();
 		filer_stop(f);
 	}
 	{
