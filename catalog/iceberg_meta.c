@@ -520,6 +520,17 @@ jt *ice_meta_parse(const char *text, size_t len, char *err, size_t errlen)
 
 void ice_meta_write(const jt *meta, buf *out) { jt_to_buf(meta, out, false); }
 
+ice_rc ice_schema_check(const jt *schema, bool need_id, int64_t *highest, char *err,
+			size_t errlen)
+{
+	return check_schema(schema, need_id, highest, err, errlen);
+}
+
+ice_rc ice_string_map_check(const jt *obj, const char *what, char *err, size_t errlen)
+{
+	return check_string_map(obj, what, err, errlen);
+}
+
 /* ---- create ---- */
 
 /* Version 1 also carries the current schema and the default spec's fields on their own. */

@@ -89,4 +89,14 @@ int ice_meta_file_version(const char *path);
 /* Appends the document's JSON text to out. */
 void ice_meta_write(const jt *meta, buf *out);
 
+/*
+ * Shared with the view engine (iceberg_view_meta.c), whose schemas and
+ * properties are the table's: checks a schema (need_id: it must carry its
+ * schema-id; the highest field id to *highest when not NULL), and that obj is
+ * an object of string values. ICE_OK or ICE_BAD.
+ */
+ice_rc ice_schema_check(const jt *schema, bool need_id, int64_t *highest, char *err,
+			size_t errlen);
+ice_rc ice_string_map_check(const jt *obj, const char *what, char *err, size_t errlen);
+
 #endif
