@@ -56,16 +56,6 @@ static ice_rc need_id(const jt *obj, const char *key, int64_t *out, const char *
 	return ICE_OK;
 }
 
-/* The index of the object in arr whose key is id, or -1. */
-static ssize_t find_id(const jt *arr, const char *key, int64_t id)
-{
-	int64_t v;
-	for (size_t i = 0; i < jt_len(arr); i++)
-		if (jt_get_i64(jt_at(arr, i), key, &v) && v == id)
-			return (ssize_t)i;
-	return -1;
-}
-
 static int64_t max_id(const jt *arr, const char *key)
 {
 	int64_t v, m = -1;
@@ -144,7 +134,7 @@ static ice_rc check_version(const jt *v, const jt *schemas, char *err, size_t er
 	    need_id(v, "schema-id", &sid, "view version", err, errlen))
 		return ICE_BAD;
 	REQ(v, "timestamp-ms", JT_NUM, "view version");
-	if (find_id(schemas, "schema-id", sid) < 0)
+	if (ice_find_id(schemas, "schema-id", sid) < 0)
 		return BAD("view version %" PRId64 ": schema %" PRId64 " does not exist", id, sid);
 	return ICE_OK;
 }
@@ -157,7 +147,7 @@ static ice_rc unique_ids(const jt *arr, const char *key, const char *what, char 
 	for (size_t i = 0; i < jt_len(arr); i++) {
 		if (need_id(jt_at(arr, i), key, &id, what, err, errlen))
 			return ICE_BAD;
-		if (find_id(arr, key, id) != (ssize_t)i)
+		if (ice_find_id(arr, key, id) != (ssize_t)i)
 			return BAD("view metadata: %s %" PRId64 " appears twice", key, id);
 	}
 	return ICE_OK;
@@ -191,7 +181,7 @@ ice_rc ice_view_validate(const jt *m, char *err, size_t errlen)
 	if (unique_ids(versions, "version-id", "view version", err, errlen) ||
 	    need_id(m, "current-version-id", &cur, "view metadata", err, errlen))
 		return ICE_BAD;
-	if (find_id(versions, "version-id", cur) < 0)
+	if (ice_find_id(versions, "version-id", cur) < 0)
 		return BAD("view metadata: current-version-id %" PRId64 " is not in versions", cur);
 	REQ(m, "version-log", JT_ARR, "view metadata");
 	for (size_t i = 0; i < jt_len(log); i++) {
@@ -329,8 +319,6 @@ ice_rc ice_view_create(const jt *req, const char *uuid, const char *location, in
 static ice_rc check_requirement(const jt *m, const jt *r, char *err, size_t errlen)
 {
 	const char *type = jt_get_str(r, "type"), *want, *have;
-	if (!jt_is(r, JT_OBJ))
-		return BAD("a requirement must be an object");
 	if (!type)
 		return BAD("requirement: missing \"type\"");
 	/* The table requirements (assert-create, assert-table-uuid, ...) have no meaning here. */
@@ -343,27 +331,6 @@ static ice_rc check_requirement(const jt *m, const jt *r, char *err, size_t errl
 		return CONFLICT("assert-view-uuid failed: the view's uuid is %s, expected %s",
 				have ? have : "unset", want);
 	return ICE_OK;
-}
-
-static ice_rc check_requirements(const jt *m, const jt *reqs, char *err, size_t errlen)
-{
-	ice_rc rc, first = ICE_OK;
-	char msg[256];
-	if (!reqs || jt_is(reqs, JT_NULL))
-		return ICE_OK;
-	if (!jt_is(reqs, JT_ARR))
-		return BAD("\"requirements\" must be an array");
-	/* A malformed requirement anywhere is 400 even when an earlier one conflicts. */
-	for (size_t i = 0; i < jt_len(reqs); i++) {
-		rc = check_requirement(m, jt_at(reqs, i), msg, sizeof(msg));
-		if (rc == ICE_BAD)
-			return BAD("%s", msg);
-		if (rc == ICE_CONFLICT && first == ICE_OK) {
-			first = rc;
-			(void)snprintf(err, errlen, "%s", msg);
-		}
-	}
-	return first;
 }
 
 /* ---- updates ---- */
@@ -447,36 +414,18 @@ static ice_rc u_set_location(vctx *c, const jt *u)
 	return ICE_OK;
 }
 
-static jt *properties(jt *m)
-{
-	if (!jt_is(jt_get(m, "properties"), JT_OBJ))
-		jt_set(m, "properties", jt_obj());
-	return jt_get(m, "properties");
-}
-
 static ice_rc u_set_properties(vctx *c, const jt *u)
 {
-	jt *up = jt_get(u, "updates"), *props;
-	if (ice_string_map_check(up, "set-properties: \"updates\"", c->err, c->errlen))
-		return ICE_BAD;
-	props = properties(c->m);
-	for (size_t i = 0; i < up->n; i++)
-		jt_set(props, up->keys[i], jt_copy(up->items[i]));
-	return ICE_OK;
+	return ice_set_properties(c->m, u, c->err, c->errlen);
 }
 
 static ice_rc u_remove_properties(vctx *c, const jt *u)
 {
-	jt *rm = jt_get(u, "removals");
-	if (!jt_is(rm, JT_ARR))
-		return UBAD("remove-properties: \"removals\" must be an array");
-	for (size_t i = 0; i < jt_len(rm); i++)
-		if (!jt_is(jt_at(rm, i), JT_STR))
-			return UBAD("remove-properties: removals must be strings");
-	for (size_t i = 0; i < jt_len(rm); i++)
-		jt_remove(jt_get(c->m, "properties"), jt_at(rm, i)->s);
-	return ICE_OK;
+	return ice_remove_properties(c->m, u, c->err, c->errlen);
 }
+
+/* v, or NULL when it is JSON null (a null default-catalog is none). */
+static const jt *present(const jt *v) { return jt_is(v, JT_NULL) ? NULL : v; }
 
 /* A version that behaves the same as v (ids and time aside), or -1. */
 static ssize_t find_same_version(const jt *versions, const jt *v)
@@ -486,7 +435,8 @@ static ssize_t find_same_version(const jt *versions, const jt *v)
 	for (size_t i = 0; i < jt_len(versions); i++) {
 		size_t k = 0;
 		while (k < sizeof(keys) / sizeof(*keys) &&
-		       jt_equal(jt_get(jt_at(versions, i), keys[k]), jt_get(v, keys[k])))
+		       jt_equal(present(jt_get(jt_at(versions, i), keys[k])),
+				present(jt_get(v, keys[k]))))
 			k++;
 		if (k == sizeof(keys) / sizeof(*keys))
 			return (ssize_t)i;
@@ -512,7 +462,7 @@ static ice_rc u_add_view_version(vctx *c, const jt *u)
 	if (sid == -1 && (sid = c->last_schema) < 0)
 		return UBAD("add-view-version: schema-id -1 (the last added) but this commit added "
 			    "no schema");
-	if (find_id(jt_get(c->m, "schemas"), "schema-id", sid) < 0)
+	if (ice_find_id(jt_get(c->m, "schemas"), "schema-id", sid) < 0)
 		return UBAD("add-view-version: schema %" PRId64 " does not exist", sid);
 	v = stored_version(given, id, sid, ts);
 	/* A version identical to an existing one is that one, as the Java reference has it. */
@@ -550,7 +500,7 @@ static ice_rc u_set_current_view_version(vctx *c, const jt *u)
 	if (id == -1 && (id = c->last_version) < 0)
 		return UBAD("set-current-view-version: -1 (the last added) but this commit added no "
 			    "version");
-	if ((at = find_id(versions, "version-id", id)) < 0)
+	if ((at = ice_find_id(versions, "version-id", id)) < 0)
 		return UBAD("set-current-view-version: version %" PRId64 " does not exist", id);
 	jt_get_i64(c->m, "current-version-id", &cur);
 	if (id == cur)
@@ -611,7 +561,7 @@ static ice_rc check_dialects(const jt *before, const jt *after, char *err, size_
 	if (allow && !strcasecmp(allow, "true"))
 		return ICE_OK;
 	jt_get_i64(after, "current-version-id", &id);
-	if ((at = find_id(jt_get(after, "versions"), "version-id", id)) < 0)
+	if ((at = ice_find_id(jt_get(after, "versions"), "version-id", id)) < 0)
 		return ICE_OK; /* validation says what is wrong */
 	for (size_t i = 0; i < jt_len(reps); i++) {
 		const char *d = jt_get_str(jt_at(reps, i), "dialect");
@@ -659,7 +609,7 @@ static void trim_versions(vctx *c, int64_t keep)
 		return;
 	for (size_t i = 0; i < jt_len(log); i++)
 		if (!jt_get_i64(jt_at(log, i), "version-id", &id) ||
-		    find_id(versions, "version-id", id) < 0)
+		    ice_find_id(versions, "version-id", id) < 0)
 			keep_from = i + 1;
 	while (keep_from-- > 0)
 		jt_remove_at(log, 0);
@@ -677,7 +627,7 @@ static ice_rc finish(vctx *c, const jt *before, char *err, size_t errlen)
 		c->log = NULL;
 	}
 	if (check_dialects(jt_at(jt_get(before, "versions"),
-				 (size_t)find_id(jt_get(before, "versions"), "version-id", cur)),
+				 (size_t)ice_find_id(jt_get(before, "versions"), "version-id", cur)),
 			   c->m, err, errlen) ||
 	    history_size(jt_get(c->m, "properties"), &keep, err, errlen))
 		return ICE_BAD;
@@ -698,7 +648,7 @@ ice_rc ice_view_commit(jt **meta, const jt *body, int64_t now_ms, char *err, siz
 		return BAD("commit view: the body must be a JSON object");
 	if (!jt_is(*meta, JT_OBJ))
 		return BAD("commit view: no view metadata");
-	if ((rc = check_requirements(*meta, reqs, err, errlen)) != ICE_OK)
+	if ((rc = ice_check_each(*meta, reqs, check_requirement, err, errlen)) != ICE_OK)
 		return rc;
 	if (ups && !jt_is(ups, JT_NULL) && !jt_is(ups, JT_ARR))
 		return BAD("\"updates\" must be an array");
