@@ -520,6 +520,19 @@ jt *ice_meta_parse(const char *text, size_t len, char *err, size_t errlen)
 
 void ice_meta_write(const jt *meta, buf *out) { jt_to_buf(meta, out, false); }
 
+ice_rc ice_schema_check(const jt *schema, bool need_id, int64_t *highest, char *err,
+			size_t errlen)
+{
+	return check_schema(schema, need_id, highest, err, errlen);
+}
+
+ice_rc ice_string_map_check(const jt *obj, const char *what, char *err, size_t errlen)
+{
+	return check_string_map(obj, what, err, errlen);
+}
+
+ssize_t ice_find_id(const jt *arr, const char *key, int64_t id) { return find_i64(arr, key, id); }
+
 /* ---- create ---- */
 
 /* Version 1 also carries the current schema and the default spec's fields on their own. */
@@ -811,7 +824,7 @@ static ice_rc check_one(const jt *meta, const jt *r, char *err, size_t errlen)
 	return BAD("unknown requirement type \"%s\"", type);
 }
 
-ice_rc ice_check_requirements(const jt *meta, const jt *reqs, char *err, size_t errlen)
+ice_rc ice_check_each(const jt *meta, const jt *reqs, ice_check_fn one, char *err, size_t errlen)
 {
 	ice_rc rc, first = ICE_OK;
 	char msg[256];
@@ -823,7 +836,7 @@ ice_rc ice_check_requirements(const jt *meta, const jt *reqs, char *err, size_t 
 	for (size_t i = 0; i < jt_len(reqs); i++) {
 		if (!jt_is(jt_at(reqs, i), JT_OBJ))
 			return BAD("a requirement must be an object");
-		rc = check_one(meta, jt_at(reqs, i), msg, sizeof(msg));
+		rc = one(meta, jt_at(reqs, i), msg, sizeof(msg));
 		if (rc == ICE_BAD)
 			return BAD("%s", msg);
 		if (rc == ICE_CONFLICT && first == ICE_OK) {
@@ -832,6 +845,11 @@ ice_rc ice_check_requirements(const jt *meta, const jt *reqs, char *err, size_t 
 		}
 	}
 	return first;
+}
+
+ice_rc ice_check_requirements(const jt *meta, const jt *reqs, char *err, size_t errlen)
+{
+	return ice_check_each(meta, reqs, check_one, err, errlen);
 }
 
 /* ---- updates ---- */
@@ -1205,28 +1223,38 @@ static ice_rc u_set_location(ice_ctx *c, const jt *u)
 	return set_string(c, u, "location", "location");
 }
 
-static ice_rc u_set_properties(ice_ctx *c, const jt *u)
+ice_rc ice_set_properties(jt *m, const jt *u, char *err, size_t errlen)
 {
 	jt *up = jt_get(u, "updates"), *props;
-	if (check_string_map(up, "set-properties: \"updates\"", c->err, c->errlen))
+	if (check_string_map(up, "set-properties: \"updates\"", err, errlen))
 		return ICE_BAD;
-	props = member(c->m, "properties", JT_OBJ);
+	props = member(m, "properties", JT_OBJ);
 	for (size_t i = 0; i < up->n; i++)
 		jt_set(props, up->keys[i], jt_copy(up->items[i]));
 	return ICE_OK;
 }
 
-static ice_rc u_remove_properties(ice_ctx *c, const jt *u)
+ice_rc ice_remove_properties(jt *m, const jt *u, char *err, size_t errlen)
 {
 	jt *rm = jt_get(u, "removals");
 	if (!jt_is(rm, JT_ARR))
-		return UBAD("remove-properties: \"removals\" must be an array");
+		return BAD("remove-properties: \"removals\" must be an array");
 	for (size_t i = 0; i < jt_len(rm); i++)
 		if (!jt_is(jt_at(rm, i), JT_STR))
-			return UBAD("remove-properties: removals must be strings");
+			return BAD("remove-properties: removals must be strings");
 	for (size_t i = 0; i < jt_len(rm); i++)
-		jt_remove(jt_get(c->m, "properties"), jt_at(rm, i)->s);
+		jt_remove(jt_get(m, "properties"), jt_at(rm, i)->s);
 	return ICE_OK;
+}
+
+static ice_rc u_set_properties(ice_ctx *c, const jt *u)
+{
+	return ice_set_properties(c->m, u, c->err, c->errlen);
+}
+
+static ice_rc u_remove_properties(ice_ctx *c, const jt *u)
+{
+	return ice_remove_properties(c->m, u, c->err, c->errlen);
 }
 
 /* set-statistics, set-partition-statistics: one file per snapshot, replaced. */

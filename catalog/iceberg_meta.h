@@ -15,6 +15,7 @@
 #define WEEDFS_CATALOG_ICEBERG_META_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "buf.h"
 #include "jtree.h"
 
@@ -88,5 +89,28 @@ int ice_meta_file_version(const char *path);
 
 /* Appends the document's JSON text to out. */
 void ice_meta_write(const jt *meta, buf *out);
+
+/*
+ * Shared with the view engine (iceberg_view_meta.c), whose schemas and
+ * properties are the table's: checks a schema (need_id: it must carry its
+ * schema-id; the highest field id to *highest when not NULL), and that obj is
+ * an object of string values. ICE_OK or ICE_BAD.
+ */
+ice_rc ice_schema_check(const jt *schema, bool need_id, int64_t *highest, char *err,
+			size_t errlen);
+ice_rc ice_string_map_check(const jt *obj, const char *what, char *err, size_t errlen);
+/* The index of the object in arr whose integer member key is id, or -1. */
+ssize_t ice_find_id(const jt *arr, const char *key, int64_t id);
+/*
+ * A requirements array checked with `one` for each requirement (an object):
+ * ICE_BAD for the first malformed one even after a conflict, else the first
+ * ICE_CONFLICT. ice_check_requirements is this with the table's.
+ */
+typedef ice_rc (*ice_check_fn)(const jt *meta, const jt *req, char *err, size_t errlen);
+ice_rc ice_check_each(const jt *meta, const jt *reqs, ice_check_fn one, char *err,
+		      size_t errlen);
+/* The set-properties and remove-properties updates on meta's "properties". */
+ice_rc ice_set_properties(jt *meta, const jt *update, char *err, size_t errlen);
+ice_rc ice_remove_properties(jt *meta, const jt *update, char *err, size_t errlen);
 
 #endif

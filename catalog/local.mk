@@ -14,3 +14,18 @@ tests_fuzz_fuzz_iceberg_commit_SOURCES = tests/fuzz/fuzz_iceberg_commit.c
 tests_fuzz_fuzz_iceberg_commit_LDADD = $(CATALOG_TEST_LDADD)
 tests_fuzz_fuzz_iceberg_commit_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+catalog_libcatalog_a_SOURCES += catalog/iceberg_view_meta.c catalog/iceberg_view_meta.h
+
+check_PROGRAMS += tests/unit/test_iceberg_view_meta
+TESTS += tests/unit/test_iceberg_view_meta
+tests_unit_test_iceberg_view_meta_SOURCES = tests/unit/test_iceberg_view_meta.c tests/unit/tap.h
+tests_unit_test_iceberg_view_meta_LDADD = $(CATALOG_TEST_LDADD)
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_iceberg_view tests/fuzz/fuzz_iceberg_meta
+tests_fuzz_fuzz_iceberg_view_SOURCES = tests/fuzz/fuzz_iceberg_view.c
+tests_fuzz_fuzz_iceberg_view_LDADD = $(CATALOG_TEST_LDADD)
+tests_fuzz_fuzz_iceberg_view_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+tests_fuzz_fuzz_iceberg_meta_SOURCES = tests/fuzz/fuzz_iceberg_meta.c
+tests_fuzz_fuzz_iceberg_meta_LDADD = $(CATALOG_TEST_LDADD)
+tests_fuzz_fuzz_iceberg_meta_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <yajl/yajl_parse.h>
 #include "jtree.h"
+#include "utf8.h"
 #include "util.h"
 
 static jt *jt_new(jt_type t)
@@ -342,8 +343,22 @@ static int jp_open(jt_parser *p, jt *v)
 static int jp_null(void *ctx) { return jp_add(ctx, jt_null()); }
 static int jp_boolean(void *ctx, int b) { return jp_add(ctx, jt_bool(b)); }
 static int jp_number(void *ctx, const char *s, size_t n) { return jp_add(ctx, jt_num_raw(s, n)); }
+/*
+ * yajl lets overlong and surrogate encodings through; the writer would turn
+ * them into U+FFFD, so what was read would not write back the same.
+ */
+static int jp_utf8(jt_parser *p, const unsigned char *s, size_t n)
+{
+	if (utf8_valid((const char *)s, n))
+		return 1;
+	p->why = "invalid UTF-8 in a JSON string";
+	return 0;
+}
+
 static int jp_string(void *ctx, const unsigned char *s, size_t n)
 {
+	if (!jp_utf8(ctx, s, n))
+		return 0;
 	return jp_add(ctx, jt_strn((const char *)s, n));
 }
 static int jp_start_map(void *ctx) { return jp_open(ctx, jt_obj()); }
@@ -361,6 +376,8 @@ static int jp_map_key(void *ctx, const unsigned char *s, size_t n)
 		p->why = "NUL in a JSON member name";
 		return 0;
 	}
+	if (!jp_utf8(p, s, n))
+		return 0;
 	free(p->key);
 	p->key = xstrndup((const char *)s, n);
 	return 1;

@@ -90,7 +90,8 @@ static void test_bad(void)
 	char err[128] = "";
 	char deep[200];
 	jt *v;
-	const char *bad[] = {"", "{", "[1,]", "{\"a\"}", "nul", "{\"a\":1}x", "\"\xff\""};
+	const char *bad[] = {"", "{", "[1,]", "{\"a\"}", "nul", "{\"a\":1}x", "\"\xff\"",
+			     "\"\xc1\x8f\"", "{\"\xe0\x80\xaf\":1}"}; /* overlong UTF-8 */
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		err[0] = 0;
