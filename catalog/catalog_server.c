@@ -7,7 +7,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include "catalog/iceberg_rest.h"
 #include "catalog/s3tables.h"
+#include "catalog/table_files.h"
 #include "client/filer_rpc.h"
 #include "lib/http_server.h"
 #include "lib/json.h"
@@ -22,14 +24,17 @@
 #define CATALOG_WORKERS      16
 #define CATALOG_SERVICE      "s3tables"
 #define CATALOG_ACCOUNT      "000000000000"
+#define CATALOG_CACHE_BYTES  (64u << 20) /* metadata files kept in memory */
 
 struct catalog_server {
 	http_server *http;
 	filer_rpc *filer;
 	pool *work;
 	struct s3_iam *iam;
-	char *region;
+	char *region, *s3_endpoint;
+	table_files *files;
 	struct s3t_env env;
+	struct ice_env ice;
 };
 
 /* One request on its way through a worker. */
@@ -40,6 +45,7 @@ struct job {
 	size_t body_len;
 	struct sigv4_header *hs;
 	size_t nh;
+	bool iceberg; /* an Iceberg REST request (/v1/): its error shape */
 	struct s3t_answer a;
 };
 
@@ -62,10 +68,19 @@ static void answer_error(struct job *j, int status, const char *type, const char
 	json_w *w;
 	buf_reset(&j->a.body);
 	j->a.status = status;
-	j->a.error_type = type;
 	w = jw_new(&j->a.body, false);
 	jw_obj_begin(w);
-	jw_kv_str(w, "message", msg);
+	if (j->iceberg) {
+		jw_key(w, "error");
+		jw_obj_begin(w);
+		jw_kv_str(w, "message", msg);
+		jw_kv_str(w, "type", status == 403 ? "ForbiddenException" : "BadRequestException");
+		jw_kv_i64(w, "code", status);
+		jw_obj_end(w);
+	} else {
+		j->a.error_type = type;
+		jw_kv_str(w, "message", msg);
+	}
 	jw_obj_end(w);
 	jw_free(w);
 }
@@ -159,10 +174,19 @@ static void work(void *arg)
 	if (authenticate(j, who, sizeof(who))) {
 		const char *q = strchr(j->uri, '?');
 		char *path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
-		struct s3t_request r = {j->method, path, q ? q + 1 : NULL,
-					j->body,   j->body_len, who};
 		buf_free(&j->a.body);
-		s3t_handle(&j->c->env, &r, &j->a);
+		if (j->iceberg) {
+			struct ice_request r = {j->method, path, q ? q + 1 : NULL,
+						j->body,   j->body_len, who};
+			struct ice_answer a;
+			ice_rest_handle(&j->c->ice, &r, &a);
+			j->a.status = a.status;
+			j->a.body = a.body;
+		} else {
+			struct s3t_request r = {j->method, path, q ? q + 1 : NULL,
+						j->body,   j->body_len, who};
+			s3t_handle(&j->c->env, &r, &j->a);
+		}
 		free(path);
 	}
 	http_req_defer(j->req, send_answer, j);
@@ -181,6 +205,7 @@ static void body_done(http_req *req, const char *data, size_t len, void *arg)
 	j->uri = xstrdup(http_req_uri(req));
 	j->body = xstrndup(data ? data : "", len);
 	j->body_len = len;
+	j->iceberg = ice_rest_is_path(http_req_path(req));
 	for (size_t i = 0; http_req_header_at(req, i, &name, &value); i++) {
 		if (i == SIGV4_MAX_HEADERS)
 			break;
@@ -192,38 +217,20 @@ static void body_done(http_req *req, const char *data, size_t len, void *arg)
 	pool_submit(c->work, work, j);
 }
 
-/* A JSON 404 in the API's error shape of the path. */
-static void not_here(http_req *req, const char *path)
+/* A JSON 404 in the S3 Tables API's error shape. */
+static void not_here(http_req *req)
 {
-	buf b;
-	json_w *w;
-
-	buf_init(&b);
-	w = jw_new(&b, false);
-	jw_obj_begin(w);
-	if (!strncmp(path, "/v1/", 4) || !strcmp(path, "/v1")) {
-		/* the Iceberg REST shape, for the catalog that comes next */
-		jw_key(w, "error");
-		jw_obj_begin(w);
-		jw_kv_str(w, "message", "the Iceberg REST catalog is not served yet");
-		jw_kv_str(w, "type", "NotFoundException");
-		jw_kv_i64(w, "code", 404);
-		jw_obj_end(w);
-	} else {
-		jw_kv_str(w, "message", "no such resource");
-		http_resp_header(req, "x-amzn-ErrorType", "NotFoundException");
-	}
-	jw_obj_end(w);
-	jw_free(w);
-	http_resp_send_json(req, 404, &b);
-	buf_free(&b);
+	static const char body[] = "{\"message\":\"no such resource\"}";
+	http_resp_header(req, "Content-Type", "application/json");
+	http_resp_header(req, "x-amzn-ErrorType", "NotFoundException");
+	http_resp_send(req, 404, body, sizeof(body) - 1);
 }
 
 static void handle(http_req *req, void *ctx)
 {
 	const char *path = http_req_path(req);
-	if (!s3t_is_api_path(path))
-		return not_here(req, path);
+	if (!s3t_is_api_path(path) && !ice_rest_is_path(path))
+		return not_here(req);
 	http_req_read_body(req, CATALOG_BODY_MAX, body_done, ctx);
 }
 
@@ -246,6 +253,9 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	c->filer = filer_rpc_new(o->filer, CATALOG_FILER_MS, 10, 0);
 	c->work = pool_new(CATALOG_WORKERS, "wfs-catalog");
 	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
+	c->files = tf_new(o->filer, CATALOG_CACHE_BYTES);
+	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;
+	c->ice = (struct ice_env){c->filer, c->files, c->region, CATALOG_ACCOUNT, c->s3_endpoint};
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads ? o->threads : 1;
@@ -276,7 +286,9 @@ void catalog_stop(struct catalog_server *c)
 	pool_free(c->work); /* the requests in work end first */
 	http_server_free(c->http);
 	filer_rpc_free(c->filer);
+	tf_free(c->files);
 	s3_iam_free(c->iam);
 	free(c->region);
+	free(c->s3_endpoint);
 	free(c);
 }

@@ -1,7 +1,7 @@
 /*
  * The catalog listener (docs/catalog.md): an HTTP server on its own port,
  * beside the S3 gateway, that answers the S3 Tables API (s3tables.h) and,
- * under /v1/, the Iceberg REST catalog (not served yet: a JSON 404).
+ * under /v1/, the Iceberg REST catalog (iceberg_rest.h).
  * Stateless: every state is in the filer, so any number of them may serve
  * one cluster. Requests are SigV4-signed for the service "s3tables" with the
  * gateway's identities; with none the catalog is open (and says so).
@@ -17,6 +17,7 @@ struct catalog_opts {
 	const char *filer;  /* host:port of the filer */
 	const char *config; /* identities file (s3/s3_iam.h); NULL or "": none */
 	const char *region; /* the region signatures and ARNs name; NULL: us-east-1 */
+	const char *s3_endpoint; /* the S3 gateway's URL Iceberg clients are told; NULL: none */
 	int threads;        /* HTTP loop threads, 0 = cores */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;

@@ -456,6 +456,26 @@ static void set_names(struct ts_table *t, const char *bucket, const char *ns, co
 	t->name = xstrdup(name);
 }
 
+/*
+ * A create found a directory at the table's path: it becomes the table (its
+ * attribute set, exclusively against other creates) when it is no table and
+ * holds no renamed table's files, the leftovers of a drop that kept them.
+ */
+static wfs_err adopt_dir(filer_rpc *r, const char *path, const buf *json)
+{
+	struct filer_entry *e = NULL;
+	char etag[17];
+	wfs_err err = filer_meta_lookup_etag(r, path, &e, etag);
+	if (!err && (!S_ISDIR(e->attr.mode) || filer_entry_xattr_get(e, TS_XATTR_TABLE) ||
+		     filer_entry_xattr_get(e, TS_XATTR_MOVED)))
+		err = WFS_EEXIST;
+	filer_entry_free(e);
+	if (!err)
+		err = filer_meta_set_xattr_if(r, path, TS_XATTR_TABLE, json->data, json->len,
+					      FM_XATTR_CREATE, etag, NULL, NULL);
+	return err == WFS_EPRECOND || err == WFS_ENOENT ? WFS_EEXIST : err;
+}
+
 wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, const char *ns,
 			const char *name, const char *format, const char *created_by,
 			const char *owner, struct ts_table *out)
@@ -489,6 +509,8 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 	free(json);
 	path = table_path(bucket, ns, name);
 	err = make_dir(r, path, TS_XATTR_TABLE, &b, false);
+	if (err == WFS_EEXIST)
+		err = adopt_dir(r, path, &b);
 	buf_free(&b);
 	for (int i = 0; !err && i < 2; i++) {
 		buf none = {0};
@@ -516,6 +538,162 @@ wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const cha
 	free(path);
 	if (!err)
 		set_names(out, bucket, ns, name);
+	return err;
+}
+
+char *ts_location_dir(const char *location)
+{
+	char why[TS_WHY_MAX], *bucket;
+	const char *p, *c;
+	size_t n;
+	bool ok;
+
+	if (!location || strncmp(location, "s3://", 5))
+		return NULL;
+	p = location + 5;
+	n = strlen(p);
+	while (n && p[n - 1] == '/')
+		n--; /* a directory may be named with its trailing '/' */
+	bucket = xstrndup(p, strcspn(p, "/"));
+	ok = ts_valid_bucket_name(bucket, why);
+	for (c = p + strlen(bucket); ok && c < p + n; c += strcspn(c, "/")) {
+		size_t len;
+		c++; /* the '/' */
+		len = strcspn(c, "/");
+		if (c + len > p + n)
+			len = (size_t)(p + n - c);
+		ok = len > 0 && !(len == 1 && c[0] == '.') && !(len == 2 && !strncmp(c, "..", 2));
+	}
+	free(bucket);
+	return ok ? xasprintf(TS_BUCKETS_DIR "/%.*s", (int)n, p) : NULL;
+}
+
+wfs_err ts_table_forget(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *expect)
+{
+	char *path = table_path(bucket, ns, name);
+	struct ts_table t = {0};
+	wfs_err err = table_load(r, path, &t, NULL);
+	if (!err && expect && strcmp(t.version_token, expect))
+		err = WFS_EPRECOND;
+	ts_table_free(&t);
+	if (!err)
+		err = filer_meta_remove_xattr(r, path, TS_XATTR_TABLE);
+	free(path);
+	return err == WFS_ENODATA ? WFS_ENOENT : err;
+}
+
+/* The attribute TS_XATTR_MOVED for table t renamed to ns/name. */
+static void moved_json(const struct ts_table *t, const char *ns, const char *name, buf *b)
+{
+	json_w *w = jw_new(b, false);
+	jw_obj_begin(w);
+	jw_kv_str(w, "tableARN", t->arn);
+	jw_key(w, "to");
+	{
+		char *to = xasprintf("%s/%s", ns, name);
+		jw_str(w, to);
+		free(to);
+	}
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+/* Whether dir (an entry looked up) holds the files of the table whose ARN is arn. */
+static bool holds_files_of(const struct filer_entry *e, const char *arn)
+{
+	yajl_val v = xattr_json(e, TS_XATTR_MOVED);
+	const char *s;
+	bool yes = v && json_get_str(v, "tableARN", &s) && !strcmp(s, arn);
+	yajl_tree_free(v);
+	return yes;
+}
+
+/*
+ * The rename's new name: a directory with t's attribute, made exclusively;
+ * or, when it is the directory holding t's files, that directory again.
+ */
+static wfs_err rename_target(filer_rpc *r, const char *to, const struct ts_table *t)
+{
+	char *json = ts_table_json(t);
+	buf b = {0};
+	wfs_err err;
+
+	buf_append_str(&b, json);
+	free(json);
+	err = make_dir(r, to, TS_XATTR_TABLE, &b, false);
+	if (err == WFS_EEXIST) {
+		struct filer_entry *e = NULL;
+		char etag[17];
+		err = filer_meta_lookup_etag(r, to, &e, etag);
+		if (!err && !holds_files_of(e, t->arn))
+			err = WFS_EEXIST;
+		filer_entry_free(e);
+		if (!err)
+			err = filer_meta_set_xattr_if(r, to, TS_XATTR_TABLE, b.data, b.len,
+						      FM_XATTR_CREATE, etag, NULL, NULL);
+		if (!err)
+			err = filer_meta_remove_xattr(r, to, TS_XATTR_MOVED);
+		if (err == WFS_EPRECOND)
+			err = WFS_EEXIST;
+	}
+	buf_free(&b);
+	return err;
+}
+
+wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *to_ns, const char *to_name, const char *expect, const char *by)
+{
+	char *from = table_path(bucket, ns, name), *to = table_path(bucket, to_ns, to_name);
+	char *files = NULL, etag[17];
+	struct ts_namespace n = {0};
+	struct ts_table t = {0};
+	wfs_err err = table_load(r, from, &t, etag);
+
+	if (!err && expect && strcmp(t.version_token, expect))
+		err = WFS_EPRECOND;
+	if (!err && !strcmp(from, to))
+		err = WFS_EEXIST;
+	if (!err)
+		err = ts_namespace_get(r, bucket, to_ns, &n);
+	if (err)
+		goto out;
+	files = ts_location_dir(t.warehouse);
+	free(t.version_token);
+	free(t.modified_by);
+	t.version_token = new_token();
+	t.modified_by = xstrdup(by);
+	t.modified_ms = now_ms();
+	err = rename_target(r, to, &t);
+	if (err)
+		goto out;
+	if (files && !strcmp(files, from)) {
+		/* the old name keeps the files: mark it so, then it is no table */
+		buf b = {0};
+		moved_json(&t, to_ns, to_name, &b);
+		err = filer_meta_set_xattr_if(r, from, TS_XATTR_MOVED, b.data, b.len, FM_XATTR_ANY,
+					      etag, NULL, NULL);
+		buf_free(&b);
+		if (!err)
+			err = filer_meta_remove_xattr(r, from, TS_XATTR_TABLE);
+	} else {
+		/* a name the table had after an earlier rename: nothing of it stays */
+		err = filer_meta_delete_if(r, from, etag);
+	}
+	if (err) {
+		/* undo the new name so the table keeps exactly one */
+		if (files && !strcmp(files, to))
+			filer_meta_remove_xattr(r, to, TS_XATTR_TABLE);
+		else
+			filer_meta_delete(r, to, false);
+		err = err == WFS_EPRECOND ? WFS_EPRECOND : err;
+	}
+out:
+	ts_namespace_free(&n);
+	ts_table_free(&t);
+	free(files);
+	free(from);
+	free(to);
 	return err;
 }
 
@@ -575,9 +753,17 @@ wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const 
 	wfs_err err = table_load(r, path, &t, etag);
 	if (!err && expect && strcmp(t.version_token, expect))
 		err = WFS_EPRECOND;
-	ts_table_free(&t);
 	if (!err)
 		err = filer_meta_delete(r, path, true);
+	if (!err) {
+		char *files = ts_location_dir(t.warehouse);
+		if (files && strcmp(files, path)) {
+			wfs_err e2 = filer_meta_delete(r, files, true);
+			err = e2 == WFS_ENOENT ? WFS_OK : e2;
+		}
+		free(files);
+	}
+	ts_table_free(&t);
 	free(path);
 	return err;
 }

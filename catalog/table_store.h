@@ -23,6 +23,8 @@
 #define TS_XATTR_BUCKET    "weedfs.catalog.bucket"
 #define TS_XATTR_NAMESPACE "weedfs.catalog.namespace"
 #define TS_XATTR_TABLE     "weedfs.catalog.table"
+/* on the directory that still holds a renamed table's files: {"tableARN", "to"} */
+#define TS_XATTR_MOVED     "weedfs.catalog.moved"
 #define TS_NS_LEVELS_MAX   16
 #define TS_WHY_MAX         160
 
@@ -89,6 +91,30 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 		     struct ts_table *out);
 /*
+ * Drops the table but keeps its files: the directory loses its attribute (a
+ * later create of the name adopts it); expect (NULL: any) as below.
+ */
+wfs_err ts_table_forget(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *expect);
+/*
+ * Renames the table, keeping its files where they are: Iceberg's metadata and
+ * manifests name every file by its absolute location, so the table's
+ * warehouse location stays the directory it was created in, which then
+ * carries TS_XATTR_MOVED (no create may take that name while it holds them);
+ * the new name is a directory with the table's attribute only. Renaming back
+ * to that directory makes it the table again. WFS_EEXIST when the new name is
+ * taken, WFS_ENOENT when the table or the new namespace is missing,
+ * WFS_EPRECOND when expect (NULL: any) is not the version token.
+ */
+wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *to_ns, const char *to_name, const char *expect, const char *by);
+/*
+ * The filer path of an s3://<bucket>/<path> location (a table's warehouse, a
+ * file), trailing '/' left out, or NULL unless the bucket name is valid and
+ * no component of path is empty, "." or "..". Caller frees.
+ */
+char *ts_location_dir(const char *location);
+/*
  * Points the table at location if its version token is still expect: a new
  * token, by compare-and-swap in the filer. WFS_EPRECOND when the token has
  * moved on (a lost race or a stale client), nothing changed.
@@ -96,7 +122,10 @@ wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const cha
 wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			      const char *expect, const char *location, const char *by,
 			      struct ts_table *out);
-/* Deletes the table's directory with all its files; expect (NULL: any) as above. */
+/*
+ * Deletes the table's directory with all its files, and its warehouse
+ * directory when a rename left it elsewhere; expect (NULL: any) as above.
+ */
 wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			const char *expect);
 

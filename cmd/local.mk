@@ -6,6 +6,6 @@ weedfs_SOURCES = \
 	cmd/mini.c cmd/mini.h \
 	cmd/s3_cmd.c cmd/s3_cmd.h \
 	cmd/benchmark.c cmd/benchmark.h
-weedfs_LDADD = catalog/libcatalog_api.a s3/libs3.a filer/libfiler.a server/master/libmaster.a server/volume/libvolume.a \
+weedfs_LDADD = catalog/libcatalog_api.a catalog/libcatalog.a s3/libs3.a filer/libfiler.a server/master/libmaster.a server/volume/libvolume.a \
 	client/libclient.a server/libcommon.a lib/libweedfs.a $(WEEDFS_DEP_LIBS) $(SQLITE_LIBS) \
 	$(LIBPQ_LIBS) $(EXPAT_LIBS)

@@ -134,11 +134,12 @@ static struct s3_gateway *mini_s3_start(const char *ip, int fport, struct s3_opt
 
 /* The catalog beside the gateway, with its identities; NULL on failure (logged). */
 static struct catalog_server *mini_catalog_start(const char *ip, int fport, int port,
-						 const struct s3_opts *so)
+						 const struct s3_opts *so, int s3port)
 {
 	char *filer = xasprintf("%s:%d", ip, fport);
+	char *s3 = xasprintf("http://%s", mini_s3_url(ip, s3port));
 	struct catalog_opts co = {.ip = ip, .port = port, .filer = filer, .config = so->config,
-				  .region = so->region,
+				  .region = so->region, .s3_endpoint = s3,
 				  .admin_access_key = so->admin_access_key,
 				  .admin_secret_key = so->admin_secret_key};
 	struct catalog_server *c;
@@ -148,6 +149,7 @@ static struct catalog_server *mini_catalog_start(const char *ip, int fport, int 
 	if (!c)
 		log_error("could not start the catalog: %s", wfs_strerror(err));
 	free(filer);
+	free(s3);
 	return c;
 }
 
@@ -273,7 +275,7 @@ int mini_main(int argc, char **argv)
 			goto out;
 	}
 	if (gw && iceberg_port > 0) {
-		cat = mini_catalog_start(ip, filer_port(fl), iceberg_port, &so);
+		cat = mini_catalog_start(ip, filer_port(fl), iceberg_port, &so, s3_port(gw));
 		if (!cat)
 			goto out;
 		snprintf(catalog_url, sizeof(catalog_url), "catalog http://%s:%d, ", ip,

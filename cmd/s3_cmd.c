@@ -8,6 +8,8 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "catalog/catalog_server.h"
 #include "daemon.h"
 #include "flags.h"
@@ -22,6 +24,8 @@ int s3_main(int argc, char **argv)
 	struct s3_gateway *g;
 	struct catalog_server *cat = NULL;
 	int iceberg_port = 8181;
+	const char *s3_endpoint = "";
+	char *endpoint = NULL;
 	sigset_t set;
 	wfs_err err;
 	int rc;
@@ -47,6 +51,8 @@ int s3_main(int argc, char **argv)
 		 "MiB the uploads in progress may hold together; more wait their turn"},
 		{"iceberg.port", FLAG_INT, &iceberg_port,
 		 "catalog port (S3 Tables API; Iceberg REST), 0: no catalog"},
+		{"iceberg.s3Endpoint", FLAG_STRING, &s3_endpoint,
+		 "the S3 endpoint the catalog gives clients (default http://<ip>:<port>)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 
@@ -63,6 +69,11 @@ int s3_main(int argc, char **argv)
 	if (iceberg_port > 0) {
 		struct catalog_opts co = {.ip = o.ip, .port = iceberg_port, .filer = o.filer,
 					  .config = o.config, .region = o.region};
+		endpoint = *s3_endpoint ? xstrdup(s3_endpoint)
+					: xasprintf("http://%s:%d",
+						    strcmp(o.ip, "0.0.0.0") ? o.ip : "127.0.0.1",
+						    s3_port(g));
+		co.s3_endpoint = endpoint;
 		cat = catalog_start(&co, &err);
 		if (!cat) {
 			fprintf(stderr, "weedfs s3: could not start the catalog: %s\n",
@@ -74,5 +85,6 @@ int s3_main(int argc, char **argv)
 	daemon_wait_for_stop(&set);
 	catalog_stop(cat);
 	s3_stop(g);
+	free(endpoint);
 	return 0;
 }

@@ -205,8 +205,14 @@ static bool body_form(struct s3_put *p, enum s3_cksum trailer)
 	int64_t len = raw;
 	bool streaming = r->payload >= SIGV4_STREAMING_SIGNED;
 
+	const char *te = http_req_header(r->req, "transfer-encoding");
+
 	if (streaming)
 		len = r->decoded_length;
+	/* the AWS C++ SDK (pyarrow's S3) sends aws-chunked parts with HTTP chunking and
+	   no Content-Length: x-amz-decoded-content-length still gives the length */
+	if (streaming && raw < 0 && te && strcasestr(te, "chunked"))
+		raw = 0;
 	if (raw < 0 || len < 0) {
 		s3_error(r, S3_MISSING_CONTENT_LENGTH,
 			 "You must provide the Content-Length HTTP "

@@ -1,0 +1,1401 @@
+/* The Iceberg REST catalog: see iceberg_rest.h and docs/catalog.md. */
+#include "config.h"
+#include "catalog/iceberg_rest.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "catalog/iceberg_meta.h"
+#include "catalog/table_store.h"
+#include "client/filer_meta.h"
+#include "lib/http_util.h"
+#include "lib/jtree.h"
+#include "lib/json.h"
+#include "lib/util.h"
+
+#define SEGS_MAX     8
+#define PAGE_MAX     1000 /* the largest pageSize */
+#define NS_SEP       '\x1f'
+#define XATTR_PROPS  "weedfs.catalog.properties" /* a namespace's properties (JSON object) */
+#define COMMIT_TRIES 8 /* rounds of a commit that lost the pointer's race */
+#define ERR_MAX      512
+
+/* One request being answered. */
+struct call {
+	const struct ice_env *env;
+	const struct ice_request *q;
+	struct ice_answer *a;
+	char *seg[SEGS_MAX]; /* the decoded path segments after /v1/ */
+	size_t nseg;
+	jt *body; /* the JSON body, NULL when empty */
+	const char *bucket;
+	/* the namespace of the path (seg[2]): its levels and directory */
+	char *levels[TS_NS_LEVELS_MAX];
+	size_t nlev;
+	char *ns;
+};
+
+/* ---- answers ---- */
+
+static void fail(struct call *c, int code, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void fail(struct call *c, int code, const char *type, const char *fmt, ...)
+{
+	char msg[ERR_MAX];
+	va_list ap;
+	json_w *w;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	buf_reset(&c->a->body);
+	c->a->status = code;
+	w = jw_new(&c->a->body, false);
+	jw_obj_begin(w);
+	jw_key(w, "error");
+	jw_obj_begin(w);
+	jw_kv_str(w, "message", msg);
+	jw_kv_str(w, "type", type);
+	jw_kv_i64(w, "code", code);
+	jw_obj_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+static void bad(struct call *c, const char *why)
+{
+	fail(c, 400, "BadRequestException", "%s", why);
+}
+
+/* The answer to a filer error about what (a table, a namespace, ...). */
+static void fail_err(struct call *c, wfs_err err, const char *missing_type, const char *what)
+{
+	switch (err) {
+	case WFS_EINVAL:
+		fail(c, 400, "BadRequestException", "%s: invalid request", what);
+		break;
+	case WFS_ENOENT:
+	case WFS_ENOTDIR:
+		fail(c, 404, missing_type, "%s does not exist", what);
+		break;
+	case WFS_EEXIST:
+		fail(c, 409, "AlreadyExistsException", "%s already exists", what);
+		break;
+	case WFS_ENOTEMPTY:
+		fail(c, 409, "NamespaceNotEmptyException", "%s is not empty", what);
+		break;
+	case WFS_EPRECOND:
+		fail(c, 409, "CommitFailedException", "%s changed meanwhile; reload and retry", what);
+		break;
+	case WFS_EPERM:
+	case WFS_EACCES:
+		fail(c, 403, "ForbiddenException", "%s: access denied", what);
+		break;
+	case WFS_EUNAVAIL:
+	case WFS_ETIMEDOUT:
+		fail(c, 503, "ServiceUnavailableException", "%s: the filer is unavailable", what);
+		break;
+	default:
+		fail(c, 500, "ServerErrorException", "%s: %s", what, wfs_strerror(err));
+	}
+}
+
+/* The answer's JSON writer (status 200); the caller ends the object and frees it. */
+static json_w *answer(struct call *c)
+{
+	json_w *w;
+	c->a->status = 200;
+	w = jw_new(&c->a->body, false);
+	jw_obj_begin(w);
+	return w;
+}
+
+static void done(json_w *w)
+{
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+static bool is(const struct call *c, const char *m) { return !strcmp(c->q->method, m); }
+
+/* ---- request pieces ---- */
+
+/* The query parameter name decoded (caller frees), or NULL; "" when malformed. */
+static char *query(struct call *c, const char *name)
+{
+	const char *p = c->q->raw_query;
+	size_t n = strlen(name);
+	while (p && *p) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		eq = memchr(p, '=', len);
+		if ((eq ? (size_t)(eq - p) : len) == n && !strncmp(p, name, n)) {
+			buf b;
+			buf_init(&b);
+			if (!eq || !url_decode(eq + 1, len - n - 1, true, &b)) {
+				buf_free(&b);
+				return xstrdup("");
+			}
+			buf_append_byte(&b, '\0');
+			return b.data;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* pageSize (1..PAGE_MAX, default PAGE_MAX); false (answered) when malformed. */
+static bool page_size(struct call *c, size_t *out)
+{
+	char *s = query(c, "pageSize");
+	uint64_t v = PAGE_MAX;
+	bool ok = !s || (parse_u64(s, &v) && v >= 1 && v <= PAGE_MAX);
+	free(s);
+	if (!ok)
+		fail(c, 400, "BadRequestException", "pageSize must be 1 to %d", PAGE_MAX);
+	*out = (size_t)v;
+	return ok;
+}
+
+/* Whether query parameter name is "true" (false when absent); answered when malformed. */
+static bool query_bool(struct call *c, const char *name, bool *out, bool *ok)
+{
+	char *s = query(c, name);
+	*out = false;
+	*ok = !s || parse_bool(s, out);
+	if (!*ok)
+		fail(c, 400, "BadRequestException", "%s must be true or false", name);
+	free(s);
+	return *out;
+}
+
+static void free_levels(char **levels, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free(levels[i]);
+	*n = 0;
+}
+
+/* Parses the levels of a namespace given joined by 0x1F; false (answered) when invalid. */
+static bool split_levels(struct call *c, const char *s, char **levels, size_t *n)
+{
+	char why[TS_WHY_MAX];
+	*n = 0;
+	for (const char *p = s;;) {
+		size_t len = strcspn(p, "\x1f");
+		char *level = xstrndup(p, len);
+		if (*n == TS_NS_LEVELS_MAX) {
+			free(level);
+			free_levels(levels, n);
+			fail(c, 400, "BadRequestException", "a namespace has at most %d levels",
+			     TS_NS_LEVELS_MAX);
+			return false;
+		}
+		levels[(*n)++] = level;
+		if (!ts_valid_namespace_name(level, why)) {
+			free_levels(levels, n);
+			fail(c, 400, "BadRequestException", "invalid namespace level: %s", why);
+			return false;
+		}
+		if (!p[len])
+			return true;
+		p += len + 1;
+	}
+}
+
+/* Levels from a JSON array of strings; false (answered) when invalid. */
+static bool json_levels(struct call *c, const jt *arr, char **levels, size_t *n)
+{
+	buf b;
+	bool ok;
+	*n = 0;
+	if (!jt_is(arr, JT_ARR) || !jt_len(arr)) {
+		bad(c, "a namespace is a non-empty array of strings");
+		return false;
+	}
+	buf_init(&b);
+	for (size_t i = 0; i < jt_len(arr); i++) {
+		const char *s = jt_as_str(jt_at(arr, i));
+		if (!s || strlen(s) != jt_at(arr, i)->slen || strchr(s, NS_SEP)) {
+			buf_free(&b);
+			bad(c, "a namespace level is a string without NUL or 0x1F");
+			return false;
+		}
+		if (i)
+			buf_append_byte(&b, NS_SEP);
+		buf_append_str(&b, s);
+	}
+	buf_append_byte(&b, '\0');
+	ok = split_levels(c, b.data, levels, n);
+	buf_free(&b);
+	return ok;
+}
+
+/* The directory name of levels (valid ones). */
+static char *levels_dir(char *const *levels, size_t n)
+{
+	char why[TS_WHY_MAX];
+	return ts_namespace_dir((const char *const *)levels, n, why);
+}
+
+static void write_levels(json_w *w, char *const *levels, size_t n)
+{
+	jw_arr_begin(w);
+	for (size_t i = 0; i < n; i++)
+		jw_str(w, levels[i]);
+	jw_arr_end(w);
+}
+
+/* The levels of namespace directory dir (split at '.'), into levels. */
+static size_t dir_levels(const char *dir, char **levels)
+{
+	size_t n = 0;
+	for (const char *p = dir; n < TS_NS_LEVELS_MAX;) {
+		size_t len = strcspn(p, ".");
+		levels[n++] = xstrndup(p, len);
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	return n;
+}
+
+/* The path's namespace (seg[2]) into c; false (answered) when invalid. */
+static bool path_namespace(struct call *c)
+{
+	if (!split_levels(c, c->seg[2], c->levels, &c->nlev))
+		return false;
+	c->ns = levels_dir(c->levels, c->nlev);
+	return true;
+}
+
+static bool valid_table_name(struct call *c, const char *name)
+{
+	char why[TS_WHY_MAX];
+	if (name && ts_valid_table_name(name, why))
+		return true;
+	fail(c, 400, "BadRequestException", "invalid table name: %s", name ? why : "missing");
+	return false;
+}
+
+/* A table identifier {"namespace": [...], "name"} into levels, *dir and *name. */
+static bool json_identifier(struct call *c, const jt *id, char **levels, size_t *n, char **dir,
+			    const char **name)
+{
+	if (!jt_is(id, JT_OBJ)) {
+		bad(c, "a table identifier is {\"namespace\": [...], \"name\": \"...\"}");
+		return false;
+	}
+	*name = jt_get_str(id, "name");
+	if (!valid_table_name(c, *name) || !json_levels(c, jt_get(id, "namespace"), levels, n))
+		return false;
+	*dir = levels_dir(levels, *n);
+	return true;
+}
+
+/* ---- storage ---- */
+
+/* The table bucket of the prefix; false (answered) when there is none. */
+static bool check_bucket(struct call *c)
+{
+	struct ts_bucket b = {0};
+	char why[TS_WHY_MAX];
+	wfs_err err;
+	if (!ts_valid_bucket_name(c->bucket, why)) {
+		fail(c, 400, "BadRequestException", "invalid warehouse (table bucket) %s", why);
+		return false;
+	}
+	err = ts_bucket_get(c->env->rpc, c->bucket, &b);
+	ts_bucket_free(&b);
+	if (err)
+		fail_err(c, err, "NoSuchWarehouseException", "the table bucket");
+	return !err;
+}
+
+/* Whether the path's namespace exists; false (answered) when not. */
+static bool check_namespace(struct call *c)
+{
+	struct ts_namespace n = {0};
+	wfs_err err = ts_namespace_get(c->env->rpc, c->bucket, c->ns, &n);
+	ts_namespace_free(&n);
+	if (err)
+		fail_err(c, err, "NoSuchNamespaceException", "the namespace");
+	return !err;
+}
+
+/* A table's answer for a filer error: a missing table in a missing namespace says so. */
+static void fail_table(struct call *c, wfs_err err, const char *ns)
+{
+	if (err == WFS_ENOENT) {
+		struct ts_namespace n = {0};
+		wfs_err e2 = ts_namespace_get(c->env->rpc, c->bucket, ns, &n);
+		ts_namespace_free(&n);
+		if (e2 == WFS_ENOENT)
+			return fail(c, 404, "NoSuchNamespaceException", "namespace %s does not exist",
+				    ns);
+	}
+	fail_err(c, err, "NoSuchTableException", "the table");
+}
+
+/* An Iceberg table's entry and its current metadata text; false (answered) when none. */
+static bool load_table(struct call *c, const char *ns, const char *name, struct ts_table *t,
+		       buf *text)
+{
+	wfs_err err = ts_table_get(c->env->rpc, c->bucket, ns, name, t);
+	if (err) {
+		fail_table(c, err, ns);
+		return false;
+	}
+	if (strcmp(t->format, "ICEBERG")) {
+		fail(c, 404, "NoSuchTableException", "%s.%s is a %s table, not an Iceberg one", ns,
+		     name, t->format);
+		return false;
+	}
+	if (!t->metadata_location) {
+		fail(c, 404, "NoSuchTableException", "%s.%s has no Iceberg metadata yet", ns, name);
+		return false;
+	}
+	if (!text)
+		return true;
+	err = tf_get(c->env->files, t->metadata_location, text);
+	if (err)
+		fail(c, 500, "ServerErrorException", "the metadata file %s cannot be read: %s",
+		     t->metadata_location, wfs_strerror(err));
+	return !err;
+}
+
+/* ---- config ---- */
+
+static void kv_endpoints(json_w *w)
+{
+	static const char *const endpoints[] = {
+		"GET /v1/{prefix}/namespaces",
+		"POST /v1/{prefix}/namespaces",
+		"GET /v1/{prefix}/namespaces/{namespace}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}",
+		"DELETE /v1/{prefix}/namespaces/{namespace}",
+		"POST /v1/{prefix}/namespaces/{namespace}/properties",
+		"GET /v1/{prefix}/namespaces/{namespace}/tables",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables",
+		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+		"POST /v1/{prefix}/namespaces/{namespace}/register",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+		"POST /v1/{prefix}/tables/rename",
+		"POST /v1/{prefix}/transactions/commit",
+	};
+	jw_key(w, "endpoints");
+	jw_arr_begin(w);
+	for (size_t i = 0; i < sizeof(endpoints) / sizeof(*endpoints); i++)
+		jw_str(w, endpoints[i]);
+	jw_arr_end(w);
+}
+
+/* The table bucket a warehouse names: "b", "s3://b" or a table bucket ARN. */
+static char *warehouse_bucket(const char *wh)
+{
+	const char *at = strstr(wh, ":bucket/");
+	if (!strncmp(wh, "arn:", 4) && at)
+		return xstrdup(at + 8);
+	if (!strncmp(wh, "s3://", 5))
+		wh += 5;
+	return xstrndup(wh, strcspn(wh, "/"));
+}
+
+static void get_config(struct call *c)
+{
+	char *wh = query(c, "warehouse"), *bucket;
+	json_w *w;
+
+	if (!wh || !*wh) {
+		free(wh);
+		return bad(c, "give the table bucket as the warehouse (?warehouse=<bucket>)");
+	}
+	bucket = warehouse_bucket(wh);
+	free(wh);
+	c->bucket = bucket;
+	if (check_bucket(c)) {
+		w = answer(c);
+		jw_key(w, "defaults");
+		jw_obj_begin(w);
+		if (c->env->s3_endpoint)
+			jw_kv_str(w, "s3.endpoint", c->env->s3_endpoint);
+		jw_kv_str(w, "s3.path-style-access", "true");
+		jw_kv_str(w, "client.region", c->env->region);
+		jw_kv_str(w, "s3.region", c->env->region);
+		jw_obj_end(w);
+		jw_key(w, "overrides");
+		jw_obj_begin(w);
+		jw_kv_str(w, "prefix", bucket);
+		jw_obj_end(w);
+		kv_endpoints(w);
+		done(w);
+	}
+	c->bucket = NULL;
+	free(bucket);
+}
+
+/* ---- namespaces ---- */
+
+/* A namespace directory's properties (an object; empty when it has none). */
+static jt *ns_properties(const struct filer_entry *e)
+{
+	const struct filer_xattr *x = filer_entry_xattr_get(e, XATTR_PROPS);
+	char msg[64];
+	jt *v = x ? jt_parse((const char *)x->value, x->value_len, msg, sizeof(msg)) : NULL;
+	if (!jt_is(v, JT_OBJ)) {
+		jt_free(v);
+		v = jt_obj();
+	}
+	return v;
+}
+
+static char *ns_path(const char *bucket, const char *ns)
+{
+	return xasprintf(TS_BUCKETS_DIR "/%s/%s", bucket, ns);
+}
+
+/*
+ * The namespaces directly under parent (the top without one), after the
+ * pageToken (a directory name), as {"namespaces": [[...]], "next-page-token"}.
+ */
+static void list_namespaces(struct call *c)
+{
+	char *parent_s = query(c, "parent"), *token = query(c, "pageToken");
+	char *levels[TS_NS_LEVELS_MAX], *parent = NULL, *prefix = NULL, *dir, *from, *last = NULL;
+	size_t depth = 0, max, count = 0, k;
+	bool more = true, cut = false, any_below = false;
+	wfs_err err = WFS_OK;
+	json_w *w;
+	buf out;
+
+	if (!page_size(c, &max))
+		goto out;
+	if (parent_s && *parent_s) {
+		if (!split_levels(c, parent_s, levels, &depth))
+			goto out;
+		parent = levels_dir(levels, depth);
+		prefix = xasprintf("%s.", parent);
+		k = depth;
+		free_levels(levels, &k);
+	}
+	dir = xasprintf(TS_BUCKETS_DIR "/%s", c->bucket);
+	from = xstrdup(token ? token : "");
+	buf_init(&out);
+	w = jw_new(&out, false);
+	jw_obj_begin(w);
+	jw_key(w, "namespaces");
+	jw_arr_begin(w);
+	while (more && !cut && !err) {
+		struct filer_meta_page p = {0};
+		err = filer_meta_list_from(c->env->rpc, dir, from, false, prefix, PAGE_MAX, &p);
+		more = !err && p.more && p.n;
+		for (size_t i = 0; !err && i < p.n && !cut; i++) {
+			const struct filer_entry *e = p.entries[i];
+			free(from);
+			from = xstrdup(e->name);
+			if (!S_ISDIR(e->attr.mode) || !filer_entry_xattr_get(e, TS_XATTR_NAMESPACE))
+				continue;
+			any_below = true;
+			k = dir_levels(e->name, levels);
+			if (k == depth + 1 && count == max) {
+				cut = true;
+			} else if (k == depth + 1) {
+				write_levels(w, levels, k);
+				count++;
+				free(last);
+				last = xstrdup(e->name);
+			}
+			free_levels(levels, &k);
+		}
+		filer_meta_page_free(&p);
+	}
+	jw_arr_end(w);
+	if (cut)
+		jw_kv_str(w, "next-page-token", last);
+	jw_obj_end(w);
+	jw_free(w);
+	if (err) {
+		fail_err(c, err, "NoSuchNamespaceException", "the table bucket");
+	} else if (parent && !any_below) {
+		/* a parent with nothing below must at least exist itself */
+		c->ns = xstrdup(parent);
+		if (check_namespace(c))
+			buf_append(&c->a->body, out.data, out.len), c->a->status = 200;
+	} else {
+		c->a->status = 200;
+		buf_append(&c->a->body, out.data, out.len);
+	}
+	buf_free(&out);
+	free(from);
+	free(last);
+	free(dir);
+out:
+	free(parent_s);
+	free(token);
+	free(parent);
+	free(prefix);
+}
+
+static void namespace_json(json_w *w, char *const *levels, size_t n, const jt *props)
+{
+	jw_key(w, "namespace");
+	write_levels(w, levels, n);
+	jw_key(w, "properties");
+	jt_write(props, w);
+}
+
+/* A properties object of string values; false (answered) when it is not one. */
+static bool check_properties(struct call *c, const jt *props)
+{
+	if (props && !jt_is(props, JT_OBJ)) {
+		bad(c, "properties must be an object of strings");
+		return false;
+	}
+	for (size_t i = 0; i < jt_len(props); i++)
+		if (!jt_is(jt_at(props, i), JT_STR)) {
+			fail(c, 400, "BadRequestException", "property %s is not a string",
+			     props->keys[i]);
+			return false;
+		}
+	return true;
+}
+
+static void create_namespace(struct call *c)
+{
+	const jt *props = jt_get(c->body, "properties");
+	char *levels[TS_NS_LEVELS_MAX];
+	size_t n = 0;
+	wfs_err err;
+
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "CreateNamespaceRequest is a JSON object");
+	if (!json_levels(c, jt_get(c->body, "namespace"), levels, &n))
+		return;
+	if (!check_properties(c, props))
+		goto out;
+	err = ts_namespace_create(c->env->rpc, c->bucket, (const char *const *)levels, n,
+				  c->q->caller, c->env->account, NULL);
+	if (!err && jt_len(props)) {
+		char *dir = levels_dir(levels, n), *path = ns_path(c->bucket, dir);
+		buf b;
+		buf_init(&b);
+		jt_to_buf(props, &b, false);
+		err = filer_meta_set_xattr(c->env->rpc, path, XATTR_PROPS, b.data, b.len,
+					   FM_XATTR_CREATE);
+		buf_free(&b);
+		free(path);
+		free(dir);
+	}
+	if (err) {
+		fail_err(c, err, "NoSuchWarehouseException", "the namespace");
+	} else {
+		json_w *w = answer(c);
+		jt *empty = jt_obj();
+		namespace_json(w, levels, n, props ? props : empty);
+		jt_free(empty);
+		done(w);
+	}
+out:
+	free_levels(levels, &n);
+}
+
+/* The namespace directory's entry and etag; false (answered) when it is no namespace. */
+static bool ns_entry(struct call *c, struct filer_entry **e, char etag[17])
+{
+	char *path = ns_path(c->bucket, c->ns);
+	wfs_err err = filer_meta_lookup_etag(c->env->rpc, path, e, etag);
+	free(path);
+	if (!err && (!S_ISDIR((*e)->attr.mode) || !filer_entry_xattr_get(*e, TS_XATTR_NAMESPACE)))
+		err = WFS_ENOENT;
+	if (err) {
+		filer_entry_free(*e);
+		*e = NULL;
+		fail_err(c, err, "NoSuchNamespaceException", "the namespace");
+	}
+	return !err;
+}
+
+static void load_namespace(struct call *c)
+{
+	struct filer_entry *e = NULL;
+	char etag[17];
+	if (!ns_entry(c, &e, etag))
+		return;
+	if (is(c, "HEAD")) {
+		c->a->status = 204;
+	} else {
+		json_w *w = answer(c);
+		jt *props = ns_properties(e);
+		namespace_json(w, c->levels, c->nlev, props);
+		jt_free(props);
+		done(w);
+	}
+	filer_entry_free(e);
+}
+
+static void drop_namespace(struct call *c)
+{
+	wfs_err err = ts_namespace_delete(c->env->rpc, c->bucket, c->ns);
+	if (err)
+		return fail_err(c, err, "NoSuchNamespaceException", "the namespace");
+	c->a->status = 204;
+}
+
+/* Writes the names of props's keys that are (in) or are not (!in) in keys. */
+static void key_list(json_w *w, const char *key, const jt *names, const jt *props, bool in)
+{
+	jw_key(w, key);
+	jw_arr_begin(w);
+	for (size_t i = 0; i < jt_len(names); i++) {
+		const char *k = jt_as_str(jt_at(names, i));
+		if (!!jt_get(props, k) == in)
+			jw_str(w, k);
+	}
+	jw_arr_end(w);
+}
+
+/* UpdateNamespaceProperties: {"removals", "updates"}, by compare-and-swap. */
+static void update_properties(struct call *c)
+{
+	const jt *rm = jt_get(c->body, "removals"), *up = jt_get(c->body, "updates");
+	char *path;
+	wfs_err err = WFS_EPRECOND;
+
+	if (!jt_is(c->body, JT_OBJ) || (rm && !jt_is(rm, JT_ARR)) || !check_properties(c, up))
+		return c->a->status ? (void)0 : bad(c, "removals is an array, updates an object");
+	for (size_t i = 0; i < jt_len(rm); i++) {
+		const char *k = jt_as_str(jt_at(rm, i));
+		if (!k)
+			return bad(c, "removals must be strings");
+		if (jt_get(up, k))
+			return fail(c, 422, "UnprocessableEntityException",
+				    "property %s is both updated and removed", k);
+	}
+	path = ns_path(c->bucket, c->ns);
+	for (int round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
+		struct filer_entry *e = NULL;
+		char etag[17];
+		jt *props, *before;
+		buf b;
+		if (!ns_entry(c, &e, etag))
+			goto out;
+		props = ns_properties(e);
+		filer_entry_free(e);
+		before = jt_copy(props);
+		for (size_t i = 0; i < jt_len(rm); i++)
+			jt_remove(props, jt_as_str(jt_at(rm, i)));
+		for (size_t i = 0; i < jt_len(up); i++)
+			jt_set(props, up->keys[i], jt_copy(jt_at(up, i)));
+		buf_init(&b);
+		jt_to_buf(props, &b, false);
+		err = filer_meta_set_xattr_if(c->env->rpc, path, XATTR_PROPS, b.data, b.len,
+					      FM_XATTR_ANY, etag, NULL, NULL);
+		buf_free(&b);
+		jt_free(props);
+		if (!err) {
+			json_w *w = answer(c);
+			jt *up_names = jt_arr();
+			for (size_t i = 0; i < jt_len(up); i++)
+				jt_append(up_names, jt_str(up->keys[i]));
+			key_list(w, "updated", up_names, up_names, true);
+			key_list(w, "removed", rm, before, true);
+			key_list(w, "missing", rm, before, false);
+			done(w);
+			jt_free(up_names);
+		}
+		jt_free(before);
+	}
+	if (err)
+		fail_err(c, err, "NoSuchNamespaceException", "the namespace");
+out:
+	free(path);
+}
+
+/* ---- tables ---- */
+
+static void list_tables(struct call *c)
+{
+	char *token = query(c, "pageToken"), *dir, *from;
+	size_t max, count = 0;
+	bool more = true, cut = false;
+	wfs_err err = WFS_OK;
+	json_w *w;
+	buf out;
+
+	if (!page_size(c, &max) || !check_namespace(c)) {
+		free(token);
+		return;
+	}
+	buf_init(&out);
+	dir = ns_path(c->bucket, c->ns);
+	from = xstrdup(token ? token : "");
+	w = jw_new(&out, false);
+	jw_obj_begin(w);
+	jw_key(w, "identifiers");
+	jw_arr_begin(w);
+	while (more && !cut) {
+		struct filer_meta_page p = {0};
+		err = filer_meta_list_from(c->env->rpc, dir, from, false, NULL, PAGE_MAX, &p);
+		if (err)
+			break;
+		more = p.more && p.n;
+		for (size_t i = 0; i < p.n && !cut; i++) {
+			const struct filer_entry *e = p.entries[i];
+			const struct filer_xattr *x = filer_entry_xattr_get(e, TS_XATTR_TABLE);
+			struct ts_table t = {0};
+			if (!S_ISDIR(e->attr.mode) || !x ||
+			    !ts_table_from_json((const char *)x->value, x->value_len, &t) ||
+			    strcmp(t.format, "ICEBERG")) {
+				ts_table_free(&t);
+				continue;
+			}
+			ts_table_free(&t);
+			if (count == max) {
+				cut = true;
+				break;
+			}
+			free(from);
+			from = xstrdup(e->name);
+			jw_obj_begin(w);
+			jw_key(w, "namespace");
+			write_levels(w, c->levels, c->nlev);
+			jw_kv_str(w, "name", e->name);
+			jw_obj_end(w);
+			count++;
+		}
+		filer_meta_page_free(&p);
+	}
+	jw_arr_end(w);
+	if (cut)
+		jw_kv_str(w, "next-page-token", from);
+	jw_obj_end(w);
+	jw_free(w);
+	if (err) {
+		fail_err(c, err, "NoSuchNamespaceException", "the namespace");
+	} else {
+		c->a->status = 200;
+		buf_append(&c->a->body, out.data, out.len);
+	}
+	buf_free(&out);
+	free(from);
+	free(dir);
+	free(token);
+}
+
+/* The table's own location: s3://<bucket>/<ns>/<name>. */
+static char *table_location(const struct call *c, const char *ns, const char *name)
+{
+	return xasprintf("s3://%s/%s/%s", c->bucket, ns, name);
+}
+
+/*
+ * Whether the metadata stays inside the table's warehouse (where, a
+ * directory location): its location and write.metadata.path, and so every
+ * file the server writes for it. Answered when not.
+ */
+static bool inside_table(struct call *c, const jt *meta, const char *where)
+{
+	const char *loc = jt_get_str(meta, "location");
+	const char *mdir = jt_get_str(jt_get(meta, "properties"), "write.metadata.path");
+	char *dir;
+	bool ok;
+	if (!loc)
+		return true;
+	dir = xstrdup(loc);
+	while (*dir && dir[strlen(dir) - 1] == '/')
+		dir[strlen(dir) - 1] = '\0';
+	ok = tf_location_under(dir, where) && (!mdir || tf_location_under(mdir, where));
+	if (!ok)
+		fail(c, 403, "ForbiddenException",
+		     "a table's location and metadata path stay inside its directory %s", where);
+	free(dir);
+	return ok;
+}
+
+/* Appends s as a JSON string. */
+static void append_json_str(buf *b, const char *s)
+{
+	json_w *w = jw_new(b, false);
+	jw_str(w, s);
+	jw_free(w);
+}
+
+/*
+ * Answers the LoadTableResult of metadata text (the file at location), the
+ * text spliced in as it is stored; with refs_only, only the snapshots the
+ * refs point at.
+ */
+static void load_result(struct call *c, const char *location, const char *text, size_t len,
+			bool refs_only)
+{
+	buf *b = &c->a->body;
+	c->a->status = 200;
+	buf_append_str(b, "{\"metadata-location\":");
+	append_json_str(b, location);
+	buf_append_str(b, ",\"metadata\":");
+	if (refs_only) {
+		char msg[64];
+		jt *m = jt_parse(text, len, msg, sizeof(msg)), *snaps = jt_get(m, "snapshots");
+		const jt *refs = jt_get(m, "refs");
+		for (size_t i = jt_len(snaps); i-- > 0;) {
+			const jt *id = jt_get(jt_at(snaps, i), "snapshot-id");
+			bool referenced = false;
+			for (size_t k = 0; k < jt_len(refs) && !referenced; k++)
+				referenced = jt_equal(jt_get(jt_at(refs, k), "snapshot-id"), id);
+			if (!referenced)
+				jt_remove_at(snaps, i);
+		}
+		jt_to_buf(m, b, false);
+		jt_free(m);
+	} else {
+		buf_append(b, text, len);
+	}
+	buf_append_str(b, ",\"config\":{}}");
+}
+
+static void load(struct call *c, const char *name)
+{
+	struct ts_table t = {0};
+	char *snaps = query(c, "snapshots");
+	buf text;
+
+	buf_init(&text);
+	if (snaps && strcmp(snaps, "all") && strcmp(snaps, "refs"))
+		bad(c, "snapshots must be all or refs");
+	else if (load_table(c, c->ns, name, &t, is(c, "HEAD") ? NULL : &text)) {
+		if (is(c, "HEAD"))
+			c->a->status = 204;
+		else
+			load_result(c, t.metadata_location, text.data, text.len,
+				    snaps && !strcmp(snaps, "refs"));
+	}
+	buf_free(&text);
+	ts_table_free(&t);
+	free(snaps);
+}
+
+/*
+ * Writes meta as version `version` of the table under a fresh name; *file is
+ * its location (caller frees). false (answered) on failure.
+ */
+static bool write_metadata(struct call *c, const jt *meta, int version, char **file)
+{
+	char uuid[37];
+	wfs_err err;
+	buf b;
+
+	tf_uuid(uuid);
+	*file = ice_meta_file_name(meta, version, uuid);
+	buf_init(&b);
+	ice_meta_write(meta, &b);
+	err = tf_put(c->env->files, *file, b.data, b.len);
+	buf_free(&b);
+	if (err) {
+		fail(c, err == WFS_EINVAL ? 400 : 503,
+		     err == WFS_EINVAL ? "BadRequestException" : "ServiceUnavailableException",
+		     "the metadata file %s cannot be written: %s", *file, wfs_strerror(err));
+		free(*file);
+		*file = NULL;
+	}
+	return !err;
+}
+
+/* The answer {"metadata-location", "metadata", "config"} for meta at file. */
+static void meta_result(struct call *c, const jt *meta, const char *file)
+{
+	buf b;
+	buf_init(&b);
+	ice_meta_write(meta, &b);
+	load_result(c, file, b.data, b.len, false);
+	buf_free(&b);
+}
+
+/*
+ * Makes the table ns.name pointing at meta's first metadata file (version
+ * `version`): the directory first (which a racing create loses), then the
+ * file, then the pointer. false (answered) on failure, nothing left behind.
+ */
+static bool make_table(struct call *c, const char *ns, const char *name, const jt *meta,
+		       int version)
+{
+	struct ts_table t = {0};
+	char *file = NULL;
+	wfs_err err = ts_table_create(c->env->rpc, c->env->region, c->bucket, ns, name, "ICEBERG",
+				      c->q->caller, c->env->account, &t);
+	if (err) {
+		if (err == WFS_EEXIST)
+			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", ns,
+			     name);
+		else
+			fail_table(c, err, ns);
+		return false;
+	}
+	if (write_metadata(c, meta, version, &file)) {
+		err = ts_table_set_location(c->env->rpc, c->bucket, ns, name, t.version_token, file,
+					    c->q->caller, NULL);
+		if (err) {
+			fail_err(c, err, "NoSuchTableException", "the new table");
+			tf_delete(c->env->files, file, false);
+		}
+	}
+	if (!file || err)
+		ts_table_delete(c->env->rpc, c->bucket, ns, name, NULL);
+	else
+		meta_result(c, meta, file);
+	ts_table_free(&t);
+	free(file);
+	return file && !err;
+}
+
+static void create_table(struct call *c)
+{
+	const char *name = jt_get_str(c->body, "name"), *loc;
+	char uuid[37], msg[ERR_MAX], *own;
+	bool stage = false;
+	jt *meta = NULL;
+	ice_rc rc;
+
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "CreateTableRequest is a JSON object");
+	if (!valid_table_name(c, name) || !check_namespace(c))
+		return;
+	own = table_location(c, c->ns, name);
+	loc = jt_get_str(c->body, "location");
+	jt_as_bool(jt_get(c->body, "stage-create"), &stage);
+	tf_uuid(uuid);
+	rc = ice_meta_create(c->body, uuid, own, (int64_t)(time_now_ns() / 1000000), &meta, msg,
+			     sizeof(msg));
+	if (rc) {
+		bad(c, msg);
+	} else if (loc && !tf_location_under(loc, own)) {
+		fail(c, 403, "ForbiddenException", "a table's location is its directory %s", own);
+	} else if (inside_table(c, meta, own)) {
+		if (stage) {
+			/* nothing is made: the commit with assert-create makes it */
+			json_w *w = answer(c);
+			jw_key(w, "metadata");
+			jt_write(meta, w);
+			jw_key(w, "config");
+			jw_obj_begin(w);
+			jw_obj_end(w);
+			done(w);
+		} else {
+			make_table(c, c->ns, name, meta, 0);
+		}
+	}
+	jt_free(meta);
+	free(own);
+}
+
+static void drop_table(struct call *c, const char *name)
+{
+	struct ts_table t = {0};
+	bool purge, ok;
+	wfs_err err;
+
+	query_bool(c, "purgeRequested", &purge, &ok);
+	if (!ok || !load_table(c, c->ns, name, &t, NULL)) {
+		ts_table_free(&t);
+		return;
+	}
+	if (purge)
+		err = ts_table_delete(c->env->rpc, c->bucket, c->ns, name, t.version_token);
+	else
+		err = ts_table_forget(c->env->rpc, c->bucket, c->ns, name, t.version_token);
+	ts_table_free(&t);
+	if (err)
+		return fail_err(c, err, "NoSuchTableException", "the table");
+	c->a->status = 204;
+}
+
+/* RegisterTable: a table pointing at an existing metadata file of this bucket. */
+static void register_table(struct call *c)
+{
+	const char *name = jt_get_str(c->body, "name");
+	const char *file = jt_get_str(c->body, "metadata-location");
+	char msg[ERR_MAX], *bucket_dir = NULL;
+	bool overwrite = false;
+	jt *meta = NULL;
+	wfs_err err;
+	buf text;
+
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "RegisterTableRequest is a JSON object");
+	if (!valid_table_name(c, name) || !check_namespace(c))
+		return;
+	jt_as_bool(jt_get(c->body, "overwrite"), &overwrite);
+	bucket_dir = xasprintf("s3://%s", c->bucket);
+	buf_init(&text);
+	if (!file || !tf_location_path(file) || !tf_location_under(file, bucket_dir)) {
+		fail(c, 400, "BadRequestException",
+		     "metadata-location must be a metadata file in s3://%s/", c->bucket);
+		goto out;
+	}
+	err = tf_get(c->env->files, file, &text);
+	if (err) {
+		fail(c, err == WFS_ENOENT ? 404 : 500,
+		     err == WFS_ENOENT ? "NotFoundException" : "ServerErrorException",
+		     "the metadata file %s cannot be read: %s", file, wfs_strerror(err));
+		goto out;
+	}
+	if (!(meta = ice_meta_parse(text.data, text.len, msg, sizeof(msg)))) {
+		fail(c, 400, "BadRequestException", "%s is no table metadata: %s", file, msg);
+		goto out;
+	}
+	err = WFS_EEXIST;
+	for (int round = 0; round < COMMIT_TRIES && overwrite && err; round++) {
+		struct ts_table t = {0};
+		err = ts_table_get(c->env->rpc, c->bucket, c->ns, name, &t);
+		if (!err)
+			err = ts_table_set_location(c->env->rpc, c->bucket, c->ns, name,
+						    t.version_token, file, c->q->caller, NULL);
+		ts_table_free(&t);
+		if (err == WFS_ENOENT)
+			break;
+	}
+	if (!err) {
+		load_result(c, file, text.data, text.len, false);
+	} else if (overwrite && err != WFS_ENOENT) {
+		fail_err(c, err, "NoSuchTableException", "the table");
+	} else {
+		struct ts_table t = {0};
+		err = ts_table_create(c->env->rpc, c->env->region, c->bucket, c->ns, name,
+				      "ICEBERG", c->q->caller, c->env->account, &t);
+		if (!err)
+			err = ts_table_set_location(c->env->rpc, c->bucket, c->ns, name,
+						    t.version_token, file, c->q->caller, NULL);
+		if (err == WFS_EEXIST)
+			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", c->ns,
+			     name);
+		else if (err)
+			fail_table(c, err, c->ns);
+		else
+			load_result(c, file, text.data, text.len, false);
+		ts_table_free(&t);
+	}
+out:
+	jt_free(meta);
+	buf_free(&text);
+	free(bucket_dir);
+}
+
+static void rename_table(struct call *c)
+{
+	char *from_lv[TS_NS_LEVELS_MAX], *to_lv[TS_NS_LEVELS_MAX], *from_ns = NULL, *to_ns = NULL;
+	const char *from, *to;
+	size_t nf = 0, nt = 0;
+	struct ts_table t = {0};
+	wfs_err err;
+
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "RenameTableRequest is a JSON object");
+	if (!json_identifier(c, jt_get(c->body, "source"), from_lv, &nf, &from_ns, &from) ||
+	    !json_identifier(c, jt_get(c->body, "destination"), to_lv, &nt, &to_ns, &to))
+		goto out;
+	if (load_table(c, from_ns, from, &t, NULL)) {
+		err = ts_table_rename(c->env->rpc, c->bucket, from_ns, from, to_ns, to, NULL,
+				      c->q->caller);
+		if (err == WFS_EEXIST)
+			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", to_ns,
+			     to);
+		else if (err == WFS_ENOENT)
+			fail_table(c, err, to_ns);
+		else if (err)
+			fail_err(c, err, "NoSuchTableException", "the table");
+		else
+			c->a->status = 204;
+	}
+out:
+	ts_table_free(&t);
+	free_levels(from_lv, &nf);
+	free_levels(to_lv, &nt);
+	free(from_ns);
+	free(to_ns);
+}
+
+/* Whether a commit's requirements include assert-create. */
+static bool asserts_create(const jt *body)
+{
+	const jt *reqs = jt_get(body, "requirements");
+	for (size_t i = 0; i < jt_len(reqs); i++) {
+		const char *type = jt_get_str(jt_at(reqs, i), "type");
+		if (type && !strcmp(type, "assert-create"))
+			return true;
+	}
+	return false;
+}
+
+/* The version number of the next metadata file after file (of meta). */
+static int next_version(const char *file, const jt *meta)
+{
+	int v = ice_meta_file_version(file);
+	return v >= 0 ? v + 1 : (int)jt_len(jt_get(meta, "metadata-log")) + 1;
+}
+
+/*
+ * One commit to ns.name: the requirements checked and the updates applied
+ * to the current metadata, the new file written, the pointer swapped; a lost
+ * race redone against the new current metadata (the requirements decide
+ * again), so concurrent writers of different things all land.
+ */
+static void commit_table(struct call *c, const char *ns, const char *name)
+{
+	char msg[ERR_MAX], *own = table_location(c, ns, name);
+	wfs_err err = WFS_EPRECOND;
+	int round;
+
+	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
+		struct ts_table t = {0};
+		char *file = NULL, *where;
+		jt *meta = NULL;
+		ice_rc rc;
+		buf text;
+
+		buf_init(&text);
+		err = ts_table_get(c->env->rpc, c->bucket, ns, name, &t);
+		if (err == WFS_ENOENT && asserts_create(c->body)) {
+			/* the commit of a staged create: no table yet */
+			rc = ice_commit(&meta, c->body, NULL, (int64_t)(time_now_ns() / 1000000), msg,
+					sizeof(msg));
+			if (rc)
+				fail(c, rc == ICE_CONFLICT ? 409 : 400,
+				     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException",
+				     "%s", msg);
+			else if (inside_table(c, meta, own))
+				make_table(c, ns, name, meta, 0);
+			jt_free(meta);
+			buf_free(&text);
+			goto out;
+		}
+		if (err) {
+			fail_table(c, err, ns);
+			ts_table_free(&t);
+			buf_free(&text);
+			goto out;
+		}
+		if (!load_table(c, ns, name, &t, &text)) {
+			ts_table_free(&t);
+			buf_free(&text);
+			goto out;
+		}
+		meta = ice_meta_parse(text.data, text.len, msg, sizeof(msg));
+		if (!meta) {
+			fail(c, 500, "ServerErrorException", "the current metadata %s: %s",
+			     t.metadata_location, msg);
+			err = WFS_EIO;
+		} else if (!jt_len(jt_get(c->body, "updates"))) {
+			/* nothing to change: the requirements alone decide, no new version */
+			rc = ice_check_requirements(meta, jt_get(c->body, "requirements"), msg,
+						    sizeof(msg));
+			if (rc)
+				fail(c, rc == ICE_CONFLICT ? 409 : 400,
+				     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException",
+				     "%s", msg);
+			else
+				load_result(c, t.metadata_location, text.data, text.len, false);
+			err = WFS_OK;
+		} else if ((rc = ice_commit(&meta, c->body, t.metadata_location,
+					    (int64_t)(time_now_ns() / 1000000), msg, sizeof(msg)))) {
+			fail(c, rc == ICE_CONFLICT ? 409 : 400,
+			     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException", "%s",
+			     msg);
+			err = WFS_OK;
+		} else {
+			where = ts_location_dir(t.warehouse) ? xstrdup(t.warehouse) : xstrdup(own);
+			if (!inside_table(c, meta, where) ||
+			    !write_metadata(c, meta, next_version(t.metadata_location, meta), &file)) {
+				err = WFS_OK; /* answered */
+			} else {
+				err = ts_table_set_location(c->env->rpc, c->bucket, ns, name,
+							    t.version_token, file, c->q->caller, NULL);
+				if (!err)
+					meta_result(c, meta, file);
+				else
+					tf_delete(c->env->files, file, false);
+				if (err && err != WFS_EPRECOND)
+					fail(c, err == WFS_EIO ? 500 : 503,
+					     err == WFS_EIO ? "CommitStateUnknownException"
+							    : "ServiceUnavailableException",
+					     "the table pointer: %s", wfs_strerror(err));
+			}
+			free(where);
+		}
+		jt_free(meta);
+		free(file);
+		ts_table_free(&t);
+		buf_free(&text);
+	}
+	if (err == WFS_EPRECOND)
+		fail(c, 409, "CommitFailedException",
+		     "the table changed %d times during this commit; reload and retry", round);
+out:
+	free(own);
+}
+
+/* POST .../tables/{table}: CommitTableRequest; the body's identifier must be the path's. */
+static void commit(struct call *c, const char *name)
+{
+	const jt *id = jt_get(c->body, "identifier");
+	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR) ||
+	    !jt_is(jt_get(c->body, "requirements"), JT_ARR))
+		return bad(c, "CommitTableRequest is {\"requirements\": [...], \"updates\": [...]}");
+	if (id) {
+		char *lv[TS_NS_LEVELS_MAX], *dir = NULL;
+		const char *n;
+		size_t k = 0;
+		bool ok = json_identifier(c, id, lv, &k, &dir, &n);
+		if (ok && (strcmp(dir, c->ns) || strcmp(n, name)))
+			bad(c, "the body's identifier is not the table of the path"), ok = false;
+		free_levels(lv, &k);
+		free(dir);
+		if (!ok)
+			return;
+	}
+	commit_table(c, c->ns, name);
+}
+
+static void metrics(struct call *c)
+{
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "a metrics report is a JSON object");
+	c->a->status = 204;
+}
+
+/* ---- routing ---- */
+
+/* Splits the path after /v1/ into decoded segments; false (answered) when malformed. */
+static bool split_path(struct call *c)
+{
+	const char *p = c->q->raw_path + 4;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+		buf b;
+		if (c->nseg == SEGS_MAX) {
+			fail(c, 404, "NotFoundException", "no such route");
+			return false;
+		}
+		buf_init(&b);
+		if (!len || !url_decode(p, len, false, &b) || memchr(b.data, '\0', b.len) ||
+		    memchr(b.data, '/', b.len)) {
+			buf_free(&b);
+			bad(c, "a path segment is empty or holds NUL or '/'");
+			return false;
+		}
+		buf_append_byte(&b, '\0');
+		c->seg[c->nseg++] = b.data;
+		p += len;
+		p += *p == '/';
+	}
+	return true;
+}
+
+bool ice_rest_is_path(const char *raw_path)
+{
+	return !strncmp(raw_path, "/v1/", 4) || !strcmp(raw_path, "/v1");
+}
+
+static bool seg_is(const struct call *c, size_t i, const char *s)
+{
+	return i < c->nseg && !strcmp(c->seg[i], s);
+}
+
+static void method_not_allowed(struct call *c)
+{
+	fail(c, 405, "MethodNotAllowedException", "%s is not allowed here", c->q->method);
+}
+
+/* /v1/{prefix}/namespaces/{ns}/tables/{table}[/metrics] */
+static void route_table(struct call *c)
+{
+	const char *name = c->seg[4];
+	if (!valid_table_name(c, name))
+		return;
+	if (c->nseg == 6 && seg_is(c, 5, "metrics"))
+		return is(c, "POST") ? metrics(c) : method_not_allowed(c);
+	if (c->nseg != 5)
+		return fail(c, 404, "NotFoundException", "no such route");
+	if (is(c, "GET") || is(c, "HEAD"))
+		load(c, name);
+	else if (is(c, "POST"))
+		commit(c, name);
+	else if (is(c, "DELETE"))
+		drop_table(c, name);
+	else
+		method_not_allowed(c);
+}
+
+/* /v1/{prefix}/namespaces[/...] */
+static void route_namespaces(struct call *c)
+{
+	if (c->nseg == 2) {
+		if (is(c, "GET"))
+			return list_namespaces(c);
+		return is(c, "POST") ? create_namespace(c) : method_not_allowed(c);
+	}
+	if (!path_namespace(c))
+		return;
+	if (c->nseg == 3) {
+		if (is(c, "GET") || is(c, "HEAD"))
+			return load_namespace(c);
+		return is(c, "DELETE") ? drop_namespace(c) : method_not_allowed(c);
+	}
+	if (c->nseg == 4 && seg_is(c, 3, "properties"))
+		return is(c, "POST") ? update_properties(c) : method_not_allowed(c);
+	if (c->nseg == 4 && seg_is(c, 3, "register"))
+		return is(c, "POST") ? register_table(c) : method_not_allowed(c);
+	if (c->nseg == 4 && seg_is(c, 3, "tables")) {
+		if (is(c, "GET"))
+			return list_tables(c);
+		return is(c, "POST") ? create_table(c) : method_not_allowed(c);
+	}
+	if (c->nseg >= 5 && seg_is(c, 3, "tables"))
+		return route_table(c);
+	fail(c, 404, "NotFoundException", "no such route");
+}
+
+static void route(struct call *c)
+{
+	if (c->nseg == 1 && seg_is(c, 0, "config"))
+		return is(c, "GET") ? get_config(c) : method_not_allowed(c);
+	if (c->nseg < 2)
+		return fail(c, 404, "NotFoundException",
+			    "no such route (the paths are /v1/config and /v1/{prefix}/...)");
+	c->bucket = c->seg[0];
+	if (!check_bucket(c))
+		return;
+	if (seg_is(c, 1, "namespaces"))
+		return route_namespaces(c);
+	if (c->nseg == 3 && seg_is(c, 1, "tables") && seg_is(c, 2, "rename"))
+		return is(c, "POST") ? rename_table(c) : method_not_allowed(c);
+	fail(c, 404, "NotFoundException", "no such route");
+}
+
+void ice_rest_handle(const struct ice_env *env, const struct ice_request *q, struct ice_answer *a)
+{
+	struct call c = {.env = env, .q = q, .a = a};
+	char msg[128];
+
+	buf_init(&a->body);
+	a->status = 0;
+	if (!split_path(&c))
+		goto out;
+	if (q->body_len && (is(&c, "POST") || is(&c, "PUT"))) {
+		c.body = jt_parse(q->body, q->body_len, msg, sizeof(msg));
+		if (!c.body) {
+			fail(&c, 400, "BadRequestException", "the body is not JSON: %s", msg);
+			goto out;
+		}
+	}
+	route(&c);
+out:
+	for (size_t i = 0; i < c.nseg; i++)
+		free(c.seg[i]);
+	free_levels(c.levels, &c.nlev);
+	free(c.ns);
+	jt_free(c.body);
+}
