@@ -1137,6 +1137,87 @@ static int next_version(const char *file, const jt *meta)
 	return v >= 0 ? v + 1 : (int)jt_len(jt_get(meta, "metadata-log")) + 1;
 }
 
+static int64_t now_ms(void) { return (int64_t)(time_now_ns() / 1000000); }
+
+/* Answers a failed ice_* call. */
+static void fail_ice(struct call *c, ice_rc rc, const char *msg)
+{
+	if (rc == ICE_CONFLICT)
+		fail(c, 409, "CommitFailedException", "%s", msg);
+	else
+		fail(c, 400, "BadRequestException", "%s", msg);
+}
+
+enum prepared { PREP_WRITTEN, PREP_UNCHANGED, PREP_FAILED };
+
+/*
+ * One table's part of a commit (change: requirements and updates) against
+ * its current metadata: *t the table as loaded, *text its metadata; when
+ * PREP_WRITTEN, *meta the new metadata, written to *file (both the caller
+ * frees). PREP_UNCHANGED: no updates and the requirements hold. PREP_FAILED:
+ * answered.
+ */
+static enum prepared prepare(struct call *c, const char *ns, const char *name, const jt *change,
+			     struct ts_table *t, buf *text, jt **meta, char **file)
+{
+	char msg[ERR_MAX], *where;
+	ice_rc rc;
+	bool ok;
+
+	*meta = NULL;
+	*file = NULL;
+	if (!load_table(c, ns, name, t, text))
+		return PREP_FAILED;
+	*meta = ice_meta_parse(text->data, text->len, msg, sizeof(msg));
+	if (!*meta) {
+		fail(c, 500, "ServerErrorException", "the current metadata %s: %s",
+		     t->metadata_location, msg);
+		return PREP_FAILED;
+	}
+	if (!jt_len(jt_get(change, "updates"))) {
+		/* nothing to change: the requirements alone decide, no new version */
+		rc = ice_check_requirements(*meta, jt_get(change, "requirements"), msg, sizeof(msg));
+		if (rc)
+			fail_ice(c, rc, msg);
+		return rc ? PREP_FAILED : PREP_UNCHANGED;
+	}
+	rc = ice_commit(meta, change, t->metadata_location, now_ms(), msg, sizeof(msg));
+	if (rc) {
+		fail_ice(c, rc, msg);
+		return PREP_FAILED;
+	}
+	where = ts_location_dir(t->warehouse) ? xstrdup(t->warehouse)
+					      : table_location(c, ns, name);
+	ok = inside_table(c, *meta, where) &&
+	     write_metadata(c, *meta, next_version(t->metadata_location, *meta), file);
+	free(where);
+	return ok ? PREP_WRITTEN : PREP_FAILED;
+}
+
+/* The answer to a pointer swap that failed other than by a lost race. */
+static void fail_swap(struct call *c, wfs_err err)
+{
+	if (err == WFS_EIO)
+		fail(c, 500, "CommitStateUnknownException",
+		     "the table pointer: the filer's answer was lost; the commit may have landed");
+	else
+		fail_err(c, err, "NoSuchTableException", "the table");
+}
+
+/* The staged create's commit (assert-create, no table yet): the table is made. */
+static void commit_create(struct call *c, const char *ns, const char *name)
+{
+	char msg[ERR_MAX], *own = table_location(c, ns, name);
+	jt *meta = NULL;
+	ice_rc rc = ice_commit(&meta, c->body, NULL, now_ms(), msg, sizeof(msg));
+	if (rc)
+		fail_ice(c, rc, msg);
+	else if (inside_table(c, meta, own))
+		make_table(c, ns, name, meta, 0);
+	jt_free(meta);
+	free(own);
+}
+
 /*
  * One commit to ns.name: the requirements checked and the updates applied
  * to the current metadata, the new file written, the pointer swapped; a lost
@@ -1145,85 +1226,37 @@ static int next_version(const char *file, const jt *meta)
  */
 static void commit_table(struct call *c, const char *ns, const char *name)
 {
-	char msg[ERR_MAX], *own = table_location(c, ns, name);
 	wfs_err err = WFS_EPRECOND;
 	int round;
 
 	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
 		struct ts_table t = {0};
-		char *file = NULL, *where;
-		jt *meta = NULL;
-		ice_rc rc;
+		char *file;
+		jt *meta;
 		buf text;
 
-		buf_init(&text);
 		err = ts_table_get(c->env->rpc, c->bucket, ns, name, &t);
-		if (err == WFS_ENOENT && asserts_create(c->body)) {
-			/* the commit of a staged create: no table yet */
-			rc = ice_commit(&meta, c->body, NULL, (int64_t)(time_now_ns() / 1000000), msg,
-					sizeof(msg));
-			if (rc)
-				fail(c, rc == ICE_CONFLICT ? 409 : 400,
-				     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException",
-				     "%s", msg);
-			else if (inside_table(c, meta, own))
-				make_table(c, ns, name, meta, 0);
-			jt_free(meta);
-			buf_free(&text);
-			goto out;
-		}
-		if (err) {
-			fail_table(c, err, ns);
-			ts_table_free(&t);
-			buf_free(&text);
-			goto out;
-		}
-		if (!load_table(c, ns, name, &t, &text)) {
-			ts_table_free(&t);
-			buf_free(&text);
-			goto out;
-		}
-		meta = ice_meta_parse(text.data, text.len, msg, sizeof(msg));
-		if (!meta) {
-			fail(c, 500, "ServerErrorException", "the current metadata %s: %s",
-			     t.metadata_location, msg);
-			err = WFS_EIO;
-		} else if (!jt_len(jt_get(c->body, "updates"))) {
-			/* nothing to change: the requirements alone decide, no new version */
-			rc = ice_check_requirements(meta, jt_get(c->body, "requirements"), msg,
-						    sizeof(msg));
-			if (rc)
-				fail(c, rc == ICE_CONFLICT ? 409 : 400,
-				     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException",
-				     "%s", msg);
-			else
-				load_result(c, t.metadata_location, text.data, text.len, false);
+		ts_table_free(&t);
+		if (err == WFS_ENOENT && asserts_create(c->body))
+			return commit_create(c, ns, name);
+		buf_init(&text);
+		switch (prepare(c, ns, name, c->body, &t, &text, &meta, &file)) {
+		case PREP_FAILED:
+			err = WFS_OK; /* answered */
+			break;
+		case PREP_UNCHANGED:
+			load_result(c, t.metadata_location, text.data, text.len, false);
 			err = WFS_OK;
-		} else if ((rc = ice_commit(&meta, c->body, t.metadata_location,
-					    (int64_t)(time_now_ns() / 1000000), msg, sizeof(msg)))) {
-			fail(c, rc == ICE_CONFLICT ? 409 : 400,
-			     rc == ICE_CONFLICT ? "CommitFailedException" : "BadRequestException", "%s",
-			     msg);
-			err = WFS_OK;
-		} else {
-			where = ts_location_dir(t.warehouse) ? xstrdup(t.warehouse) : xstrdup(own);
-			if (!inside_table(c, meta, where) ||
-			    !write_metadata(c, meta, next_version(t.metadata_location, meta), &file)) {
-				err = WFS_OK; /* answered */
-			} else {
-				err = ts_table_set_location(c->env->rpc, c->bucket, ns, name,
-							    t.version_token, file, c->q->caller, NULL);
-				if (!err)
-					meta_result(c, meta, file);
-				else
-					tf_delete(c->env->files, file, false);
-				if (err && err != WFS_EPRECOND)
-					fail(c, err == WFS_EIO ? 500 : 503,
-					     err == WFS_EIO ? "CommitStateUnknownException"
-							    : "ServiceUnavailableException",
-					     "the table pointer: %s", wfs_strerror(err));
-			}
-			free(where);
+			break;
+		case PREP_WRITTEN:
+			err = ts_table_set_location(c->env->rpc, c->bucket, ns, name,
+						    t.version_token, file, c->q->caller, NULL);
+			if (!err)
+				meta_result(c, meta, file);
+			else if (err != WFS_EIO)
+				tf_delete(c->env->files, file, false);
+			if (err && err != WFS_EPRECOND)
+				fail_swap(c, err);
 		}
 		jt_free(meta);
 		free(file);
@@ -1233,8 +1266,136 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 	if (err == WFS_EPRECOND)
 		fail(c, 409, "CommitFailedException",
 		     "the table changed %d times during this commit; reload and retry", round);
+}
+
+/* One table of a multi-table transaction. */
+struct change {
+	char *levels[TS_NS_LEVELS_MAX], *ns;
+	size_t nlev;
+	const char *name;
+	const jt *body;
+	struct ts_table t;
+	char *file;
+};
+
+static void change_reset(struct change *ch, struct call *c)
+{
+	if (ch->file)
+		tf_delete(c->env->files, ch->file, false);
+	free(ch->file);
+	ch->file = NULL;
+	ts_table_free(&ch->t);
+}
+
+/* Parses the transaction's table changes into chs; false (answered) when malformed. */
+static bool parse_changes(struct call *c, const jt *arr, struct change *chs, size_t *n)
+{
+	*n = 0;
+	if (!jt_is(arr, JT_ARR) || !jt_len(arr) || jt_len(arr) > TS_SWAP_MAX) {
+		fail(c, 400, "BadRequestException", "table-changes is an array of 1 to %d commits",
+		     TS_SWAP_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < jt_len(arr); i++) {
+		struct change *ch = &chs[(*n)++];
+		const jt *b = jt_at(arr, i);
+		ch->body = b;
+		if (!jt_is(jt_get(b, "updates"), JT_ARR) || !jt_is(jt_get(b, "requirements"), JT_ARR)) {
+			bad(c, "each table change has requirements, updates and an identifier");
+			return false;
+		}
+		if (!json_identifier(c, jt_get(b, "identifier"), ch->levels, &ch->nlev, &ch->ns,
+				     &ch->name))
+			return false;
+		if (asserts_create(b)) {
+			bad(c, "a transaction commits existing tables; create a table on its own");
+			return false;
+		}
+		for (size_t k = 0; k + 1 < *n; k++)
+			if (!strcmp(chs[k].ns, ch->ns) && !strcmp(chs[k].name, ch->name)) {
+				fail(c, 400, "BadRequestException", "table %s.%s changes twice",
+				     ch->ns, ch->name);
+				return false;
+			}
+	}
+	return true;
+}
+
+/*
+ * POST /v1/{prefix}/transactions/commit: every table's change prepared (its
+ * new metadata written), then all the pointers swapped in one filer
+ * transaction: every table moves on or none does. A lost race redoes it all.
+ */
+static void commit_transaction(struct call *c)
+{
+	struct change *chs = xcalloc(TS_SWAP_MAX, sizeof(*chs));
+	struct ts_swap swaps[TS_SWAP_MAX];
+	wfs_err err = WFS_EPRECOND;
+	size_t n = 0, ns = 0, failed = SIZE_MAX;
+	char lost[TS_NS_LEVELS_MAX * 256 + 256] = "?";
+	int round;
+
+	if (!jt_is(c->body, JT_OBJ) || !parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
+		goto out;
+	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
+		bool answered = false;
+		ns = 0;
+		for (size_t i = 0; i < n && !answered; i++) {
+			struct change *ch = &chs[i];
+			jt *meta = NULL;
+			buf text;
+			buf_init(&text);
+			switch (prepare(c, ch->ns, ch->name, ch->body, &ch->t, &text, &meta,
+					&ch->file)) {
+			case PREP_FAILED:
+				answered = true;
+				break;
+			case PREP_UNCHANGED:
+				break;
+			case PREP_WRITTEN:
+				swaps[ns++] = (struct ts_swap){ch->ns, ch->name, ch->t.version_token,
+							       ch->file};
+			}
+			jt_free(meta);
+			buf_free(&text);
+		}
+		if (answered) {
+			err = WFS_OK;
+			break;
+		}
+		err = ns ? ts_tables_set_locations(c->env->rpc, c->bucket, swaps, ns, c->q->caller,
+						   &failed)
+			 : WFS_OK;
+		if (!err) {
+			for (size_t i = 0; i < n; i++) {
+				free(chs[i].file); /* they are the tables' metadata now */
+				chs[i].file = NULL;
+			}
+			c->a->status = 204;
+		} else if (err != WFS_EPRECOND) {
+			fail_swap(c, err);
+		}
+		if (err == WFS_EPRECOND && failed < ns)
+			snprintf(lost, sizeof(lost), "%s.%s", swaps[failed].ns, swaps[failed].name);
+		for (size_t i = 0; i < n; i++) {
+			if (err == WFS_EIO) {
+				free(chs[i].file); /* it may be a table's metadata now */
+				chs[i].file = NULL;
+			}
+			change_reset(&chs[i], c);
+		}
+	}
+	if (err == WFS_EPRECOND)
+		fail(c, 409, "CommitFailedException",
+		     "table %s changed %d times during this transaction; reload and retry", lost,
+		     round);
 out:
-	free(own);
+	for (size_t i = 0; i < n; i++) {
+		change_reset(&chs[i], c);
+		free_levels(chs[i].levels, &chs[i].nlev);
+		free(chs[i].ns);
+	}
+	free(chs);
 }
 
 /* POST .../tables/{table}: CommitTableRequest; the body's identifier must be the path's. */
@@ -1372,6 +1533,8 @@ static void route(struct call *c)
 		return route_namespaces(c);
 	if (c->nseg == 3 && seg_is(c, 1, "tables") && seg_is(c, 2, "rename"))
 		return is(c, "POST") ? rename_table(c) : method_not_allowed(c);
+	if (c->nseg == 3 && seg_is(c, 1, "transactions") && seg_is(c, 2, "commit"))
+		return is(c, "POST") ? commit_transaction(c) : method_not_allowed(c);
 	fail(c, 404, "NotFoundException", "no such route");
 }
 

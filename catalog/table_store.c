@@ -744,6 +744,57 @@ wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, 
 	return err;
 }
 
+wfs_err ts_tables_set_locations(filer_rpc *r, const char *bucket, const struct ts_swap *s,
+				size_t n, const char *by, size_t *failed)
+{
+	struct filer_meta_xattr_op ops[TS_SWAP_MAX];
+	char *paths[TS_SWAP_MAX], *json[TS_SWAP_MAX] = {0}, etags[TS_SWAP_MAX][17];
+	wfs_err err = WFS_EPRECOND;
+	size_t at = SIZE_MAX;
+
+	if (!n || n > TS_SWAP_MAX)
+		return WFS_EINVAL;
+	for (size_t i = 0; i < n; i++)
+		paths[i] = table_path(bucket, s[i].ns, s[i].name);
+	for (int round = 0; round < CAS_ROUNDS && err == WFS_EPRECOND; round++) {
+		err = WFS_OK;
+		for (size_t i = 0; i < n && !err; i++) {
+			struct ts_table t = {0};
+			err = table_load(r, paths[i], &t, etags[i]);
+			if (!err && strcmp(t.version_token, s[i].expect))
+				err = WFS_EPRECOND;
+			if (err) {
+				at = i;
+				ts_table_free(&t);
+				break;
+			}
+			free(t.version_token);
+			free(t.metadata_location);
+			free(t.modified_by);
+			t.version_token = new_token();
+			t.metadata_location = xstrdup(s[i].location);
+			t.modified_by = xstrdup(by);
+			t.modified_ms = now_ms();
+			free(json[i]);
+			json[i] = ts_table_json(&t);
+			ops[i] = (struct filer_meta_xattr_op){paths[i], TS_XATTR_TABLE, json[i],
+							      strlen(json[i]), FM_XATTR_REPLACE, etags[i]};
+			ts_table_free(&t);
+		}
+		if (err)
+			break; /* a token moved on, or a table is gone: no retry helps */
+		/* a lost race on an etag is retried: the tokens decide on the next round */
+		err = filer_meta_set_xattrs_if(r, ops, n, NULL, NULL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(paths[i]);
+		free(json[i]);
+	}
+	if (failed)
+		*failed = at;
+	return err;
+}
+
 wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			const char *expect)
 {

@@ -122,6 +122,21 @@ char *ts_location_dir(const char *location);
 wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			      const char *expect, const char *location, const char *by,
 			      struct ts_table *out);
+/* One table of ts_tables_set_locations. */
+struct ts_swap {
+	const char *ns, *name;
+	const char *expect;   /* the version token it must still have */
+	const char *location; /* the new metadata location */
+};
+#define TS_SWAP_MAX 64
+/*
+ * ts_table_set_location for n (1..TS_SWAP_MAX) tables of bucket in one filer
+ * transaction: all move on or none (the filer's setXattrs). WFS_EPRECOND when
+ * a table's token has moved on, WFS_ENOENT when one is missing; *failed
+ * (may be NULL) is then its index.
+ */
+wfs_err ts_tables_set_locations(filer_rpc *r, const char *bucket, const struct ts_swap *s,
+				size_t n, const char *by, size_t *failed);
 /*
  * Deletes the table's directory with all its files, and its warehouse
  * directory when a rename left it elsewhere; expect (NULL: any) as above.
