@@ -345,7 +345,10 @@ static bool load_table(struct call *c, const char *ns, const char *name, struct 
 {
 	wfs_err err = ts_table_get(c->env->rpc, c->bucket, ns, name, t);
 	if (err) {
-		fail_table(c, err, ns);
+		/* NoSuchTable even when the namespace is missing too: Spark, reading
+		   ns.t.snapshots, first tries table "snapshots" of namespace ns.t and
+		   takes only that answer as "a metadata table, then" */
+		fail_err(c, err, "NoSuchTableException", "the table");
 		return false;
 	}
 	if (strcmp(t->format, "ICEBERG")) {
