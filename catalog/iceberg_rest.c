@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "catalog/iceberg_meta.h"
+#include "catalog/iceberg_view_meta.h"
 #include "catalog/table_store.h"
 #include "client/filer_meta.h"
 #include "lib/http_util.h"
@@ -22,8 +23,26 @@
 #define COMMIT_TRIES 8 /* rounds of a commit that lost the pointer's race */
 #define ERR_MAX      512
 
+/*
+ * What a catalog entry is: an Iceberg table or an Iceberg view. Both are
+ * table entries of the storage model (one name space, as Iceberg wants),
+ * told apart by their format.
+ */
+struct kind {
+	const char *format;  /* ts_table.format */
+	const char *missing; /* the exception type of a missing one */
+	const char *what;
+	char *(*file_name)(const jt *meta, int version, const char *uuid);
+	void (*write)(const jt *meta, buf *out);
+};
+static const struct kind TABLE = {"ICEBERG", "NoSuchTableException", "table",
+				  ice_meta_file_name, ice_meta_write};
+static const struct kind VIEW = {"ICEBERG_VIEW", "NoSuchViewException", "view",
+				 ice_view_file_name, ice_view_write};
+
 /* One request being answered. */
 struct call {
+	const struct kind *kind; /* what the route is about */
 	const struct ice_env *env;
 	const struct ice_request *q;
 	struct ice_answer *a;
@@ -339,6 +358,12 @@ static void fail_table(struct call *c, wfs_err err, const char *ns)
 	fail_err(c, err, "NoSuchTableException", "the table");
 }
 
+/* The answer to a filer error about the route's table or view. */
+static void fail_entry(struct call *c, wfs_err err)
+{
+	fail_err(c, err, c->kind->missing, c->kind == &VIEW ? "the view" : "the table");
+}
+
 /* An Iceberg table's entry and its current metadata text; false (answered) when none. */
 static bool load_table(struct call *c, const char *ns, const char *name, struct ts_table *t,
 		       buf *text)
@@ -348,16 +373,16 @@ static bool load_table(struct call *c, const char *ns, const char *name, struct 
 		/* NoSuchTable even when the namespace is missing too: Spark, reading
 		   ns.t.snapshots, first tries table "snapshots" of namespace ns.t and
 		   takes only that answer as "a metadata table, then" */
-		fail_err(c, err, "NoSuchTableException", "the table");
+		fail_entry(c, err);
 		return false;
 	}
-	if (strcmp(t->format, "ICEBERG")) {
-		fail(c, 404, "NoSuchTableException", "%s.%s is a %s table, not an Iceberg one", ns,
-		     name, t->format);
+	if (strcmp(t->format, c->kind->format)) {
+		fail(c, 404, c->kind->missing, "%s.%s is a %s entry, not an Iceberg %s", ns, name,
+		     t->format, c->kind->what);
 		return false;
 	}
 	if (!t->metadata_location) {
-		fail(c, 404, "NoSuchTableException", "%s.%s has no Iceberg metadata yet", ns, name);
+		fail(c, 404, c->kind->missing, "%s.%s has no Iceberg metadata yet", ns, name);
 		return false;
 	}
 	if (!text)
@@ -390,6 +415,13 @@ static void kv_endpoints(json_w *w)
 		"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
 		"POST /v1/{prefix}/tables/rename",
 		"POST /v1/{prefix}/transactions/commit",
+		"GET /v1/{prefix}/namespaces/{namespace}/views",
+		"POST /v1/{prefix}/namespaces/{namespace}/views",
+		"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+		"POST /v1/{prefix}/views/rename",
 	};
 	jw_key(w, "endpoints");
 	jw_arr_begin(w);
@@ -753,7 +785,7 @@ static void list_tables(struct call *c)
 			struct ts_table t = {0};
 			if (!S_ISDIR(e->attr.mode) || !x ||
 			    !ts_table_from_json((const char *)x->value, x->value_len, &t) ||
-			    strcmp(t.format, "ICEBERG")) {
+			    strcmp(t.format, c->kind->format)) {
 				ts_table_free(&t);
 				continue;
 			}
@@ -893,9 +925,9 @@ static bool write_metadata(struct call *c, const jt *meta, int version, char **f
 	buf b;
 
 	tf_uuid(uuid);
-	*file = ice_meta_file_name(meta, version, uuid);
+	*file = c->kind->file_name(meta, version, uuid);
 	buf_init(&b);
-	ice_meta_write(meta, &b);
+	c->kind->write(meta, &b);
 	err = tf_put(c->env->files, *file, b.data, b.len);
 	buf_free(&b);
 	if (err) {
@@ -913,7 +945,7 @@ static void meta_result(struct call *c, const jt *meta, const char *file)
 {
 	buf b;
 	buf_init(&b);
-	ice_meta_write(meta, &b);
+	c->kind->write(meta, &b);
 	load_result(c, file, b.data, b.len, false);
 	buf_free(&b);
 }
@@ -928,12 +960,11 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 {
 	struct ts_table t = {0};
 	char *file = NULL;
-	wfs_err err = ts_table_create(c->env->rpc, c->env->region, c->bucket, ns, name, "ICEBERG",
-				      c->q->caller, c->env->account, &t);
+	wfs_err err = ts_table_create(c->env->rpc, c->env->region, c->bucket, ns, name,
+				      c->kind->format, c->q->caller, c->env->account, &t);
 	if (err) {
 		if (err == WFS_EEXIST)
-			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", ns,
-			     name);
+			fail(c, 409, "AlreadyExistsException", "%s.%s already exists", ns, name);
 		else
 			fail_table(c, err, ns);
 		return false;
@@ -1006,13 +1037,13 @@ static void drop_table(struct call *c, const char *name)
 		ts_table_free(&t);
 		return;
 	}
-	if (purge)
+	if (purge || c->kind == &VIEW) /* a view's files are only its metadata */
 		err = ts_table_delete(c->env->rpc, c->bucket, c->ns, name, t.version_token);
 	else
 		err = ts_table_forget(c->env->rpc, c->bucket, c->ns, name, t.version_token);
 	ts_table_free(&t);
 	if (err)
-		return fail_err(c, err, "NoSuchTableException", "the table");
+		return fail_entry(c, err);
 	c->a->status = 204;
 }
 
@@ -1109,7 +1140,7 @@ static void rename_table(struct call *c)
 		else if (err == WFS_ENOENT)
 			fail_table(c, err, to_ns);
 		else if (err)
-			fail_err(c, err, "NoSuchTableException", "the table");
+			fail_entry(c, err);
 		else
 			c->a->status = 204;
 	}
@@ -1430,6 +1461,91 @@ static void metrics(struct call *c)
 	c->a->status = 204;
 }
 
+/* ---- views ---- */
+
+/* Views live in ICEBERG table buckets only; false (answered) in another. */
+static bool views_here(struct call *c)
+{
+	struct ts_bucket b = {0};
+	wfs_err err = ts_bucket_get(c->env->rpc, c->bucket, &b);
+	bool ok = !err && (!b.format || !strcmp(b.format, "ICEBERG"));
+	if (!err && !ok)
+		fail(c, 400, "BadRequestException", "table bucket %s is a %s bucket: no views",
+		     c->bucket, b.format);
+	else if (err)
+		fail_err(c, err, "NoSuchWarehouseException", "the table bucket");
+	ts_bucket_free(&b);
+	return ok;
+}
+
+static void create_view(struct call *c)
+{
+	const char *name = jt_get_str(c->body, "name"), *loc;
+	char uuid[37], msg[ERR_MAX], *own;
+	jt *meta = NULL;
+	ice_rc rc;
+
+	if (!jt_is(c->body, JT_OBJ))
+		return bad(c, "CreateViewRequest is a JSON object");
+	if (!valid_table_name(c, name) || !check_namespace(c))
+		return;
+	own = table_location(c, c->ns, name);
+	loc = jt_get_str(c->body, "location");
+	tf_uuid(uuid);
+	rc = ice_view_create(c->body, uuid, own, now_ms(), &meta, msg, sizeof(msg));
+	if (rc)
+		fail_ice(c, rc, msg);
+	else if (loc && !tf_location_under(loc, own))
+		fail(c, 403, "ForbiddenException", "a view's location is its directory %s", own);
+	else if (inside_table(c, meta, own))
+		make_table(c, c->ns, name, meta, 0);
+	jt_free(meta);
+	free(own);
+}
+
+/* ReplaceView: a CommitViewRequest, applied like a table's commit. */
+static void commit_view(struct call *c, const char *name)
+{
+	wfs_err err = WFS_EPRECOND;
+	int round;
+
+	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR))
+		return bad(c, "CommitViewRequest is {\"requirements\": [...], \"updates\": [...]}");
+	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
+		struct ts_table t = {0};
+		char msg[ERR_MAX], *file = NULL;
+		jt *meta = NULL;
+		ice_rc rc;
+		buf text;
+
+		buf_init(&text);
+		err = WFS_OK; /* answered unless the swap loses */
+		if (!load_table(c, c->ns, name, &t, &text)) {
+		} else if (!(meta = ice_view_parse(text.data, text.len, msg, sizeof(msg)))) {
+			fail(c, 500, "ServerErrorException", "the current view metadata: %s", msg);
+		} else if ((rc = ice_view_commit(&meta, c->body, now_ms(), msg, sizeof(msg)))) {
+			fail_ice(c, rc, msg);
+		} else if (inside_table(c, meta, t.warehouse) &&
+			   write_metadata(c, meta, next_version(t.metadata_location, meta), &file)) {
+			err = ts_table_set_location(c->env->rpc, c->bucket, c->ns, name,
+						    t.version_token, file, c->q->caller, NULL);
+			if (!err)
+				meta_result(c, meta, file);
+			else if (err != WFS_EIO)
+				tf_delete(c->env->files, file, false);
+			if (err && err != WFS_EPRECOND)
+				fail_swap(c, err);
+		}
+		jt_free(meta);
+		free(file);
+		ts_table_free(&t);
+		buf_free(&text);
+	}
+	if (err == WFS_EPRECOND)
+		fail(c, 409, "CommitFailedException",
+		     "the view changed %d times during this commit; reload and retry", round);
+}
+
 /* ---- routing ---- */
 
 /* Splits the path after /v1/ into decoded segments; false (answered) when malformed. */
@@ -1493,6 +1609,29 @@ static void route_table(struct call *c)
 		method_not_allowed(c);
 }
 
+/* /v1/{prefix}/namespaces/{ns}/views[/{view}] */
+static void route_views(struct call *c)
+{
+	c->kind = &VIEW;
+	if (!views_here(c))
+		return;
+	if (c->nseg == 4) {
+		if (is(c, "GET"))
+			return list_tables(c);
+		return is(c, "POST") ? create_view(c) : method_not_allowed(c);
+	}
+	if (c->nseg != 5 || !valid_table_name(c, c->seg[4]))
+		return c->a->status ? (void)0 : fail(c, 404, "NotFoundException", "no such route");
+	if (is(c, "GET") || is(c, "HEAD"))
+		load(c, c->seg[4]);
+	else if (is(c, "POST"))
+		commit_view(c, c->seg[4]);
+	else if (is(c, "DELETE"))
+		drop_table(c, c->seg[4]);
+	else
+		method_not_allowed(c);
+}
+
 /* /v1/{prefix}/namespaces[/...] */
 static void route_namespaces(struct call *c)
 {
@@ -1519,6 +1658,8 @@ static void route_namespaces(struct call *c)
 	}
 	if (c->nseg >= 5 && seg_is(c, 3, "tables"))
 		return route_table(c);
+	if (c->nseg >= 4 && seg_is(c, 3, "views"))
+		return route_views(c);
 	fail(c, 404, "NotFoundException", "no such route");
 }
 
@@ -1536,6 +1677,10 @@ static void route(struct call *c)
 		return route_namespaces(c);
 	if (c->nseg == 3 && seg_is(c, 1, "tables") && seg_is(c, 2, "rename"))
 		return is(c, "POST") ? rename_table(c) : method_not_allowed(c);
+	if (c->nseg == 3 && seg_is(c, 1, "views") && seg_is(c, 2, "rename")) {
+		c->kind = &VIEW;
+		return is(c, "POST") ? rename_table(c) : method_not_allowed(c);
+	}
 	if (c->nseg == 3 && seg_is(c, 1, "transactions") && seg_is(c, 2, "commit"))
 		return is(c, "POST") ? commit_transaction(c) : method_not_allowed(c);
 	fail(c, 404, "NotFoundException", "no such route");
@@ -1543,7 +1688,7 @@ static void route(struct call *c)
 
 void ice_rest_handle(const struct ice_env *env, const struct ice_request *q, struct ice_answer *a)
 {
-	struct call c = {.env = env, .q = q, .a = a};
+	struct call c = {.kind = &TABLE, .env = env, .q = q, .a = a};
 	char msg[128];
 
 	buf_init(&a->body);
