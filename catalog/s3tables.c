@@ -907,6 +907,7 @@ static void table_policy(struct call *c, const char *bucket, const char *dir, co
 #define TAGS_MAX         50 /* S3 Tables' limits on a resource's tags */
 #define TAG_KEY_MAX      128
 #define TAG_VALUE_MAX    256
+#define EDIT_ROUNDS      8 /* of an attribute's compare-and-swap (the etag moves with any change) */
 
 /* The JSON attribute xname of the directory path: *out NULL when it has none; false (answered). */
 static bool read_attr(struct call *c, const char *path, const char *xname, const char *what,
@@ -936,7 +937,7 @@ static bool edit_attr(struct call *c, const char *path, const char *xname, const
 {
 	wfs_err err = WFS_EPRECOND;
 
-	for (int round = 0; round < 8 && err == WFS_EPRECOND; round++) {
+	for (int round = 0; round < EDIT_ROUNDS && err == WFS_EPRECOND; round++) {
 		struct filer_entry *e = NULL;
 		char etag[17];
 		yajl_val old;

@@ -614,6 +614,9 @@ bool ts_is_storage(const struct filer_xattr *x)
 	return x && x->value_len >= n && !memcmp(x->value, STORAGE_MARK, n);
 }
 
+/* The table attribute of a directory holding the files of the renamed table arn. */
+static char *storage_mark(const char *arn) { return xasprintf(STORAGE_MARK "\"%s\"}", arn); }
+
 char *ts_table_path(const char *bucket, const char *ns, const char *name)
 {
 	return table_path(bucket, ns, name);
@@ -816,7 +819,7 @@ static wfs_err split_entry(filer_rpc *r, const char *from, const char *to,
 {
 	struct filer_xattr *xs = xcalloc(e->n_xattrs ? e->n_xattrs : 1, sizeof(*xs));
 	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true};
-	char *mark = xasprintf(STORAGE_MARK "\"%s\"}", arn);
+	char *mark = storage_mark(arn);
 	wfs_err err;
 
 	n.xattrs = xs;
@@ -836,15 +839,16 @@ static wfs_err split_entry(filer_rpc *r, const char *from, const char *to,
 }
 
 /*
- * A rename of the entry from back onto its storage directory to: the
- * attributes go back (the table's last, at to's etag: from then on to is the
- * table), and the entry directory goes.
+ * A rename of the entry from back onto its storage directory to: the other
+ * attributes go back first; then from's table attribute becomes a storage
+ * mark at from_etag (commits are refused from then on: none is lost), to's
+ * becomes the table's (from then on to is the table), and the entry goes.
  */
 static wfs_err join_entry(filer_rpc *r, const char *from, const char *to,
-			  const struct filer_entry *e)
+			  const struct filer_entry *e, const char *from_etag, const char *arn)
 {
 	const struct filer_xattr *t = filer_entry_xattr_get(e, TS_XATTR_TABLE);
-	char etag[17];
+	char *mark = storage_mark(arn), etag[17];
 	wfs_err err = filer_meta_lookup_etag(r, to, NULL, etag);
 
 	for (size_t i = 0; !err && i < e->n_xattrs; i++) {
@@ -854,10 +858,18 @@ static wfs_err join_entry(filer_rpc *r, const char *from, const char *to,
 						      FM_XATTR_ANY, etag, NULL, etag);
 	}
 	if (!err)
+		err = filer_meta_set_xattr_if(r, from, TS_XATTR_TABLE, mark, strlen(mark),
+					      FM_XATTR_REPLACE, from_etag, NULL, NULL);
+	if (!err) {
 		err = filer_meta_set_xattr_if(r, to, TS_XATTR_TABLE, t->value, t->value_len,
 					      FM_XATTR_REPLACE, etag, NULL, NULL);
-	if (!err && filer_meta_delete(r, from, false))
-		filer_meta_remove_xattr(r, from, TS_XATTR_TABLE); /* it holds something */
+		if (err) /* from is the table again */
+			filer_meta_set_xattr(r, from, TS_XATTR_TABLE, t->value, t->value_len,
+					     FM_XATTR_REPLACE);
+		else if (filer_meta_delete(r, from, false)) /* holding files: a plain directory */
+			drop_catalog_xattrs(r, from, e);
+	}
+	free(mark);
 	return err;
 }
 
@@ -872,7 +884,7 @@ static bool is_storage_of(filer_rpc *r, const char *path, const char *arn)
 	if (filer_meta_lookup(r, path, &e))
 		return false;
 	x = filer_entry_xattr_get(e, TS_XATTR_TABLE);
-	want = xasprintf(STORAGE_MARK "\"%s\"}", arn);
+	want = storage_mark(arn);
 	yes = ts_is_storage(x) && x->value_len == strlen(want) && !memcmp(x->value, want,
 									  x->value_len);
 	free(want);
@@ -889,7 +901,7 @@ wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const 
 	for (int round = 0; round < CAS_ROUNDS && err == WFS_EPRECOND; round++) {
 		struct filer_entry *e = NULL;
 		struct ts_table t = {0};
-		char etag[17], *storage;
+		char etag[17];
 		const struct filer_xattr *x;
 
 		err = filer_meta_lookup_etag(r, from, &e, etag);
@@ -903,20 +915,20 @@ wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const 
 			err = WFS_EPRECOND;
 			break;
 		}
-		storage = err ? NULL : location_dir(t.warehouse);
-		if (err)
-			;
-		else if (!strcmp(from, to))
-			err = WFS_EEXIST;
-		else if (storage && !strcmp(storage, from))
-			err = split_entry(r, from, to, e, etag, t.arn);
-		else if (storage && !strcmp(storage, to) && is_storage_of(r, to, t.arn))
-			err = join_entry(r, from, to, e);
-		else
-			err = filer_meta_rename(r, from, to, true, false);
+		if (!err) {
+			char *storage = location_dir(t.warehouse);
+			if (!strcmp(from, to))
+				err = WFS_EEXIST;
+			else if (storage && !strcmp(storage, from))
+				err = split_entry(r, from, to, e, etag, t.arn);
+			else if (storage && !strcmp(storage, to) && is_storage_of(r, to, t.arn))
+				err = join_entry(r, from, to, e, etag, t.arn);
+			else /* the entry alone; its files are elsewhere */
+				err = filer_meta_rename(r, from, to, true, false);
+			free(storage);
+		}
 		if (!err)
 			arn_index_set(r, t.arn, bucket, to_ns, to_name);
-		free(storage);
 		ts_table_free(&t);
 		filer_entry_free(e);
 	}

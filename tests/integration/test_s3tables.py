@@ -605,8 +605,8 @@ def test_rename_keeps_locations(cat):
         == 404
     # a commit after the renames lands; a rename onto a taken name is a conflict
     c.create_table(tableBucketARN=arn, namespace="archive", name="taken", format="ICEBERG")
-    c.rename_table(tableBucketARN=arn, namespace="ns", name="orders", newNamespaceName="archive",
-                   newName="o4")
+    aws_cli(m.catalog_port, "rename-table", "--table-bucket-arn", arn, "--namespace", "ns",
+            "--name", "orders", "--new-namespace-name", "archive", "--new-name", "o4")
     assert status_of(c.rename_table, tableBucketARN=arn, namespace="archive", name="o4",
                      newName="taken") == (409, "ConflictException")
     tok = c.get_table(tableArn=tarn)["versionToken"]
