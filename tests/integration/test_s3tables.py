@@ -359,6 +359,21 @@ def test_tags(cat):
     c.rename_table(tableBucketARN=arn, namespace="ns", name="t", newName="t2")
     c.tag_resource(resourceArn=tarn, tags={"owner": "bob"})
     assert c.list_tags_for_resource(resourceArn=tarn)["tags"] == {"pii": "no", "owner": "bob"}
+    # concurrent tag calls all land (compare-and-swap of the attribute)
+    barrier = threading.Barrier(8)
+
+    def tagger(i):
+        cl = tables(m.catalog_port)
+        barrier.wait()
+        cl.tag_resource(resourceArn=tarn, tags={"c%d" % i: str(i)})
+
+    ts = [threading.Thread(target=tagger, args=(i,)) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    got = c.list_tags_for_resource(resourceArn=tarn)["tags"]
+    assert {k: v for k, v in got.items() if k.startswith("c")} == \
+        {"c%d" % i: str(i) for i in range(8)}
+    c.untag_resource(resourceArn=tarn, tagKeys=["c%d" % i for i in range(8)])
     # the limits: 50 tags, keys 1..128, values 0..256, no aws: keys; nothing changes
     full = {"k%02d" % i: "v" for i in range(49)}
     c.tag_resource(resourceArn=arn, tags=full)
