@@ -1134,6 +1134,15 @@ static void tag_resource(struct call *c, const char *arn)
 	free(path);
 }
 
+static void encryption_obj(json_w *w, const char *alg, const char *key)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "sseAlgorithm", alg);
+	if (key)
+		jw_kv_str(w, "kmsKeyArn", key);
+	jw_obj_end(w);
+}
+
 /*
  * Writes an EncryptionConfiguration v once checked (the model's: sseAlgorithm
  * AES256, or aws:kms with a KMS key ARN); false (answered) when malformed.
@@ -1163,11 +1172,7 @@ static bool encryption_value(struct call *c, yajl_val v, json_w *w)
 		       "AES256 none");
 		return false;
 	}
-	jw_obj_begin(w);
-	jw_kv_str(w, "sseAlgorithm", alg);
-	if (key)
-		jw_kv_str(w, "kmsKeyArn", key);
-	jw_obj_end(w);
+	encryption_obj(w, alg, key);
 	return true;
 }
 
@@ -1191,11 +1196,7 @@ static void encryption_answer(struct call *c, const char *path, const char *what
 		json_get_str(v, "kmsKeyArn", &key);
 	w = answer(c);
 	jw_key(w, "encryptionConfiguration");
-	jw_obj_begin(w);
-	jw_kv_str(w, "sseAlgorithm", alg);
-	if (key)
-		jw_kv_str(w, "kmsKeyArn", key);
-	jw_obj_end(w);
+	encryption_obj(w, alg, key);
 	done(w);
 	yajl_tree_free(v);
 }
