@@ -545,6 +545,18 @@ static void list_namespaces(struct call *c, const char *bucket)
 
 /* ---- tables ---- */
 
+/* Whether the directory of the table name is the storage of a renamed table. */
+static bool holds_renamed(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	char *path = ts_table_path(bucket, dir, name);
+	struct filer_entry *e = NULL;
+	bool yes = !filer_meta_lookup(c->env->rpc, path, &e) &&
+		   ts_is_storage(filer_entry_xattr_get(e, TS_XATTR_TABLE));
+	filer_entry_free(e);
+	free(path);
+	return yes;
+}
+
 static void create_table(struct call *c, const char *bucket, const char *dir)
 {
 	const char *name = body_str(c, "name"), *format = body_str(c, "format");
@@ -562,6 +574,10 @@ static void create_table(struct call *c, const char *bucket, const char *dir)
 		return;
 	err = ts_table_create(c->env->rpc, c->env->region, bucket, dir, name, format,
 			      c->q->caller, c->env->account, &t);
+	if (err == WFS_EEXIST && holds_renamed(c, bucket, dir, name))
+		return fail(c, 409, "ConflictException",
+			    "%s holds the files of a renamed table: the name is free once that "
+			    "table is deleted or renamed back", name);
 	if (err)
 		return fail_err(c, err, err == WFS_ENOENT ? "the namespace" : "the table");
 	path = ts_table_path(bucket, dir, name);

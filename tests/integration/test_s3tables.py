@@ -609,8 +609,11 @@ def test_rename_keeps_locations(cat):
             # the old name is no table any more; its directory holds the files
             assert status_of(c.get_table, tableBucketARN=arn, namespace="ns",
                              name="orders") == (404, "NotFoundException")
-            assert status_of(c.create_table, tableBucketARN=arn, namespace="ns", name="orders",
-                             format="ICEBERG") == (409, "ConflictException")
+            with pytest.raises(botocore.exceptions.ClientError) as ei:
+                c.create_table(tableBucketARN=arn, namespace="ns", name="orders",
+                               format="ICEBERG")
+            assert ei.value.response["Error"]["Code"] == "ConflictException"
+            assert "renamed table" in ei.value.response["Error"]["Message"]
             assert status_of(c.update_table_metadata_location, tableBucketARN=arn,
                              namespace="ns", name="orders", versionToken=u["versionToken"],
                              metadataLocation="s3://ren/x") == (404, "NotFoundException")
