@@ -1132,8 +1132,11 @@ static void rename_table(struct call *c)
 	    !json_identifier(c, jt_get(c->body, "destination"), to_lv, &nt, &to_ns, &to))
 		goto out;
 	if (load_table(c, from_ns, from, &t, NULL)) {
-		err = ts_table_rename(c->env->rpc, c->bucket, from_ns, from, to_ns, to, NULL,
-				      c->q->caller);
+		struct ts_namespace dest = {0};
+		err = ts_namespace_get(c->env->rpc, c->bucket, to_ns, &dest);
+		ts_namespace_free(&dest);
+		if (!err)
+			err = ts_table_rename(c->env->rpc, c->bucket, from_ns, from, to_ns, to, NULL);
 		if (err == WFS_EEXIST)
 			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", to_ns,
 			     to);
@@ -1220,8 +1223,9 @@ static enum prepared prepare(struct call *c, const char *ns, const char *name, c
 		fail_ice(c, rc, msg);
 		return PREP_FAILED;
 	}
-	where = ts_location_dir(t->warehouse) ? xstrdup(t->warehouse)
-					      : table_location(c, ns, name);
+	where = ts_location_dir(t->warehouse);
+	free(where); /* only whether it is one */
+	where = where ? xstrdup(t->warehouse) : table_location(c, ns, name);
 	ok = inside_table(c, *meta, where) &&
 	     write_metadata(c, *meta, next_version(t->metadata_location, *meta), file);
 	free(where);

@@ -214,6 +214,10 @@ static bool valid_table(struct call *c, const char *name)
 	return false;
 }
 
+/* The tags and encryption configuration of a create (with the catalog attributes below). */
+static bool valid_create_extras(struct call *c);
+static bool store_create_extras(struct call *c, const char *path, const char *inherit);
+
 /* ---- table buckets ---- */
 
 static void bucket_json(json_w *w, const struct ts_bucket *b)
@@ -230,15 +234,23 @@ static void create_bucket(struct call *c)
 {
 	const char *name = body_str(c, "name");
 	struct ts_bucket b = {0};
-	char why[TS_WHY_MAX];
+	char why[TS_WHY_MAX], *path;
 	wfs_err err;
 	json_w *w;
+	bool ok;
 
 	if (!ts_valid_bucket_name(name, why))
 		return bad(c, why);
+	if (!valid_create_extras(c))
+		return;
 	err = ts_bucket_create(c->env->rpc, name, c->env->region, c->env->account, "ICEBERG", &b);
 	if (err)
 		return fail_err(c, err, "the bucket");
+	path = xasprintf(TS_BUCKETS_DIR "/%s", name);
+	ok = store_create_extras(c, path, NULL);
+	free(path);
+	if (!ok)
+		return ts_bucket_free(&b);
 	w = answer(c);
 	jw_kv_str(w, "arn", b.arn);
 	done(w);
@@ -293,7 +305,10 @@ static wfs_err list_marked(struct call *c, const char *dir, const char *xname, c
 			struct filer_entry *e = p.entries[i];
 			free(from);
 			from = xstrdup(e->name);
-			if (!S_ISDIR(e->attr.mode) || !filer_entry_xattr_get(e, xname))
+			const struct filer_xattr *x = filer_entry_xattr_get(e, xname);
+			/* a renamed table's storage directory is no table */
+			if (!S_ISDIR(e->attr.mode) || !x ||
+			    (!strcmp(xname, TS_XATTR_TABLE) && ts_is_storage(x)))
 				continue;
 			(*out)[(*n)++] = e;
 			p.entries[i] = NULL;
@@ -530,21 +545,48 @@ static void list_namespaces(struct call *c, const char *bucket)
 
 /* ---- tables ---- */
 
+/* Whether the directory of the table name is the storage of a renamed table. */
+static bool holds_renamed(struct call *c, const char *bucket, const char *dir, const char *name)
+{
+	char *path = ts_table_path(bucket, dir, name);
+	struct filer_entry *e = NULL;
+	bool yes = !filer_meta_lookup(c->env->rpc, path, &e) &&
+		   ts_is_storage(filer_entry_xattr_get(e, TS_XATTR_TABLE));
+	filer_entry_free(e);
+	free(path);
+	return yes;
+}
+
 static void create_table(struct call *c, const char *bucket, const char *dir)
 {
 	const char *name = body_str(c, "name"), *format = body_str(c, "format");
 	struct ts_table t = {0};
+	char *path, *bpath;
 	wfs_err err;
 	json_w *w;
+	bool ok;
 
 	if (!valid_table(c, name))
 		return;
 	if (!format || strcmp(format, "ICEBERG"))
 		return bad(c, "\"format\" must be ICEBERG");
+	if (!valid_create_extras(c))
+		return;
 	err = ts_table_create(c->env->rpc, c->env->region, bucket, dir, name, format,
 			      c->q->caller, c->env->account, &t);
+	if (err == WFS_EEXIST && holds_renamed(c, bucket, dir, name))
+		return fail(c, 409, "ConflictException",
+			    "%s holds the files of a renamed table: the name is free once that "
+			    "table is deleted or renamed back", name);
 	if (err)
 		return fail_err(c, err, err == WFS_ENOENT ? "the namespace" : "the table");
+	path = ts_table_path(bucket, dir, name);
+	bpath = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	ok = store_create_extras(c, path, bpath);
+	free(path);
+	free(bpath);
+	if (!ok)
+		return ts_table_free(&t);
 	w = answer(c);
 	jw_kv_str(w, "tableARN", t.arn);
 	jw_kv_str(w, "versionToken", t.version_token);
@@ -576,20 +618,27 @@ static void table_json(json_w *w, const struct ts_table *t)
 static void get_table(struct call *c)
 {
 	char *arn = query(c, "tableBucketARN"), *ns = query(c, "namespace"),
-	     *name = query(c, "name"), *dir = NULL;
+	     *name = query(c, "name"), *table_arn = query(c, "tableArn"), *dir = NULL;
 	const char *bucket;
 	struct ts_table t = {0};
 	wfs_err err;
 	json_w *w;
 
-	if (!arn || !ns || !name) {
-		bad(c, "GetTable needs tableBucketARN, namespace and name");
+	if ((!arn || !ns || !name) && !table_arn) {
+		bad(c, "GetTable needs tableArn, or tableBucketARN, namespace and name");
 		goto out;
 	}
-	bucket = arn_bucket(c, arn);
-	if (!bucket || !(dir = path_namespace(c, ns)) || !valid_table(c, name))
+	if (table_arn)
+		err = ts_table_by_arn(c->env->rpc, table_arn, &t);
+	else if (!(bucket = arn_bucket(c, arn)) || !(dir = path_namespace(c, ns)) ||
+		 !valid_table(c, name))
 		goto out;
-	err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	else
+		err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	if (err == WFS_EINVAL) {
+		bad(c, "the table ARN is malformed");
+		goto out;
+	}
 	if (err) {
 		fail_err(c, err, "the table");
 		goto out;
@@ -602,6 +651,7 @@ out:
 	free(arn);
 	free(ns);
 	free(name);
+	free(table_arn);
 	free(dir);
 }
 
@@ -656,12 +706,16 @@ static void update_location(struct call *c, const char *bucket, const char *dir,
 	ts_table_free(&t);
 }
 
+/*
+ * The table's name changes, its files stay: its warehouseLocation and
+ * metadataLocation (and the paths inside its Iceberg metadata) stay valid.
+ */
 static void rename_table(struct call *c, const char *bucket, const char *dir, const char *name)
 {
 	const char *new_ns = body_str(c, "newNamespaceName"), *new_name = body_str(c, "newName");
 	const char *token = body_str(c, "versionToken");
-	struct ts_table t = {0};
-	char *to_dir = NULL, *from, *to;
+	struct ts_namespace ns = {0};
+	char *to_dir = NULL;
 	wfs_err err;
 
 	if (!new_ns && !new_name)
@@ -672,25 +726,13 @@ static void rename_table(struct call *c, const char *bucket, const char *dir, co
 	if (!to_dir)
 		return;
 	new_name = new_name ? new_name : name;
-	err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
-	if (!err && token && strcmp(token, t.version_token))
-		err = WFS_EPRECOND;
-	ts_table_free(&t);
-	if (!err) {
-		struct ts_namespace ns = {0};
-		err = ts_namespace_get(c->env->rpc, bucket, to_dir, &ns);
-		ts_namespace_free(&ns);
-		if (err) {
-			free(to_dir);
-			return fail_err(c, err, "the new namespace");
-		}
+	err = ts_namespace_get(c->env->rpc, bucket, to_dir, &ns);
+	ts_namespace_free(&ns);
+	if (err) {
+		free(to_dir);
+		return fail_err(c, err, "the new namespace");
 	}
-	from = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, dir, name);
-	to = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, to_dir, new_name);
-	if (!err)
-		err = filer_meta_rename(c->env->rpc, from, to, true, false);
-	free(from);
-	free(to);
+	err = ts_table_rename(c->env->rpc, bucket, dir, name, to_dir, new_name, token);
 	free(to_dir);
 	if (err)
 		return fail_err(c, err, err == WFS_EEXIST ? "the new table" : "the table");
@@ -873,6 +915,614 @@ static void table_policy(struct call *c, const char *bucket, const char *dir, co
 	free(path);
 }
 
+/* ---- catalog attributes: tags, encryption, maintenance ---- */
+
+#define TAGS_XATTR       "weedfs.catalog.tags"
+#define ENCRYPTION_XATTR "weedfs.catalog.encryption"
+#define MAINT_XATTR      "weedfs.catalog.maintenance"
+#define TAGS_MAX         50 /* S3 Tables' limits on a resource's tags */
+#define TAG_KEY_MAX      128
+#define TAG_VALUE_MAX    256
+#define EDIT_ROUNDS      8 /* of an attribute's compare-and-swap (the etag moves with any change) */
+
+/* The JSON attribute xname of the directory path: *out NULL when it has none; false (answered). */
+static bool read_attr(struct call *c, const char *path, const char *xname, const char *what,
+		      yajl_val *out)
+{
+	struct filer_entry *e = NULL;
+	wfs_err err = filer_meta_lookup(c->env->rpc, path, &e);
+	if (err) {
+		fail_err(c, err, what);
+		return false;
+	}
+	*out = entry_attr(e, xname);
+	filer_entry_free(e);
+	return true;
+}
+
+/* Writes the new value of an attribute from its old one (NULL: none); false (answered) stops. */
+typedef bool attr_edit(struct call *c, yajl_val old, json_w *w, const void *arg);
+
+/*
+ * Rewrites the JSON attribute xname of the directory path with edit, by
+ * compare-and-swap at the entry's etag (two callers editing at once both
+ * land). false when answered.
+ */
+static bool edit_attr(struct call *c, const char *path, const char *xname, const char *what,
+		      attr_edit *edit, const void *arg)
+{
+	wfs_err err = WFS_EPRECOND;
+
+	for (int round = 0; round < EDIT_ROUNDS && err == WFS_EPRECOND; round++) {
+		struct filer_entry *e = NULL;
+		char etag[17];
+		yajl_val old;
+		json_w *w;
+		bool ok;
+		buf b;
+
+		err = filer_meta_lookup_etag(c->env->rpc, path, &e, etag);
+		if (err)
+			break;
+		old = entry_attr(e, xname);
+		filer_entry_free(e);
+		buf_init(&b);
+		w = jw_new(&b, false);
+		ok = edit(c, old, w, arg);
+		jw_free(w);
+		yajl_tree_free(old);
+		if (ok)
+			err = filer_meta_set_xattr_if(c->env->rpc, path, xname, b.data, b.len,
+						      FM_XATTR_ANY, etag, NULL, NULL);
+		buf_free(&b);
+		if (!ok)
+			return false;
+	}
+	if (err)
+		fail_err(c, err, what);
+	return !err;
+}
+
+/* UTF-8 characters of s. */
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* A Tags map of the request; false (answered) when it breaks the limits. */
+static bool valid_tags(struct call *c, yajl_val tags)
+{
+	if (!YAJL_IS_OBJECT(tags)) {
+		bad(c, "\"tags\" must be a map of keys to values");
+		return false;
+	}
+	if (tags->u.object.len > TAGS_MAX) {
+		fail(c, 400, "BadRequestException", "a resource has at most %d tags", TAGS_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < tags->u.object.len; i++) {
+		const char *k = tags->u.object.keys[i];
+		yajl_val v = tags->u.object.values[i];
+		if (chars(k) < 1 || chars(k) > TAG_KEY_MAX || !strncmp(k, "aws:", 4)) {
+			fail(c, 400, "BadRequestException",
+			     "a tag key is 1 to %d characters, not beginning \"aws:\"", TAG_KEY_MAX);
+			return false;
+		}
+		if (!YAJL_IS_STRING(v) || chars(v->u.string) > TAG_VALUE_MAX) {
+			fail(c, 400, "BadRequestException", "a tag value is 0 to %d characters",
+			     TAG_VALUE_MAX);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool tag_in(yajl_val tags, const char *key) { return json_get(tags, key) != NULL; }
+
+/* The old tags with arg's (a valid Tags map) added or replacing. */
+static bool tags_merge(struct call *c, yajl_val old, json_w *w, const void *arg)
+{
+	yajl_val add = (yajl_val)arg;
+	size_t n = add->u.object.len;
+
+	jw_obj_begin(w);
+	for (size_t i = 0; YAJL_IS_OBJECT(old) && i < old->u.object.len; i++)
+		if (YAJL_IS_STRING(old->u.object.values[i]) && !tag_in(add, old->u.object.keys[i])) {
+			jw_kv_str(w, old->u.object.keys[i], old->u.object.values[i]->u.string);
+			n++;
+		}
+	for (size_t i = 0; i < add->u.object.len; i++)
+		jw_kv_str(w, add->u.object.keys[i], add->u.object.values[i]->u.string);
+	jw_obj_end(w);
+	if (n > TAGS_MAX)
+		fail(c, 400, "BadRequestException", "a resource has at most %d tags", TAGS_MAX);
+	return n <= TAGS_MAX;
+}
+
+struct key_list {
+	char **keys;
+	size_t n;
+};
+
+/* The old tags without arg's keys (a struct key_list). */
+static bool tags_drop(struct call *c, yajl_val old, json_w *w, const void *arg)
+{
+	const struct key_list *drop = arg;
+	(void)c;
+	jw_obj_begin(w);
+	for (size_t i = 0; YAJL_IS_OBJECT(old) && i < old->u.object.len; i++) {
+		bool gone = false;
+		for (size_t j = 0; j < drop->n && !gone; j++)
+			gone = !strcmp(drop->keys[j], old->u.object.keys[i]);
+		if (!gone && YAJL_IS_STRING(old->u.object.values[i]))
+			jw_kv_str(w, old->u.object.keys[i], old->u.object.values[i]->u.string);
+	}
+	jw_obj_end(w);
+	return true;
+}
+
+/* Every value of the query parameter name, decoded (caller frees each and the array). */
+static size_t query_all(struct call *c, const char *name, char ***out)
+{
+	const char *p = c->q->raw_query;
+	size_t n = strlen(name), count = 0;
+
+	*out = NULL;
+	while (p && *p) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		buf b;
+		eq = memchr(p, '=', len);
+		buf_init(&b);
+		if (eq && (size_t)(eq - p) == n && !strncmp(p, name, n) &&
+		    sigv4_pct_decode(eq + 1, len - n - 1, &b)) {
+			buf_append_byte(&b, '\0');
+			*out = xrealloc(*out, (count + 1) * sizeof(**out));
+			(*out)[count++] = b.data;
+		} else {
+			buf_free(&b);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return count;
+}
+
+/*
+ * The directory of the resource a tag request names (a table bucket's or a
+ * table's ARN; caller frees), or NULL (answered).
+ */
+static char *resource_dir(struct call *c, const char *arn)
+{
+	struct ts_table t = {0};
+	const char *bucket;
+	char *path;
+	wfs_err err;
+
+	if (arn && strstr(arn, "/table/")) {
+		err = ts_table_by_arn(c->env->rpc, arn, &t);
+		if (err == WFS_EINVAL)
+			bad(c, "the table ARN is malformed");
+		else if (err)
+			fail_err(c, err, "the table");
+		if (err)
+			return NULL;
+		path = ts_table_path(t.bucket, t.ns, t.name);
+		ts_table_free(&t);
+		return path;
+	}
+	if (!(bucket = arn_bucket(c, arn)) || !bucket_exists(c, bucket))
+		return NULL;
+	return xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+}
+
+/* POST, GET, DELETE /tag/{resourceArn}. */
+static void tag_resource(struct call *c, const char *arn)
+{
+	char *path = resource_dir(c, arn);
+	yajl_val tags = json_get(c->body, "tags"), old = NULL;
+	json_w *w;
+
+	if (!path)
+		return;
+	if (is(c, "POST") && valid_tags(c, tags)) {
+		if (edit_attr(c, path, TAGS_XATTR, "the resource", tags_merge, tags))
+			done(answer(c));
+	} else if (is(c, "DELETE")) {
+		struct key_list drop;
+		drop.n = query_all(c, "tagKeys", &drop.keys);
+		if (!drop.n)
+			bad(c, "UntagResource needs tagKeys");
+		else if (edit_attr(c, path, TAGS_XATTR, "the resource", tags_drop, &drop))
+			no_content(c);
+		for (size_t i = 0; i < drop.n; i++)
+			free(drop.keys[i]);
+		free(drop.keys);
+	} else if (is(c, "GET") && read_attr(c, path, TAGS_XATTR, "the resource", &old)) {
+		w = answer(c);
+		jw_key(w, "tags");
+		tags_drop(c, old, w, &(struct key_list){0});
+		done(w);
+		yajl_tree_free(old);
+	}
+	free(path);
+}
+
+static void encryption_obj(json_w *w, const char *alg, const char *key)
+{
+	jw_obj_begin(w);
+	jw_kv_str(w, "sseAlgorithm", alg);
+	if (key)
+		jw_kv_str(w, "kmsKeyArn", key);
+	jw_obj_end(w);
+}
+
+/*
+ * Writes an EncryptionConfiguration v once checked (the model's: sseAlgorithm
+ * AES256, or aws:kms with a KMS key ARN); false (answered) when malformed.
+ */
+static bool encryption_value(struct call *c, yajl_val v, json_w *w)
+{
+	const char *alg = NULL, *key = NULL;
+
+	for (size_t i = 0; YAJL_IS_OBJECT(v) && i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+		if (strcmp(k, "sseAlgorithm") && strcmp(k, "kmsKeyArn")) {
+			fail(c, 400, "BadRequestException", "encryptionConfiguration has no member %s",
+			     k);
+			return false;
+		}
+	}
+	json_get_str(v, "sseAlgorithm", &alg);
+	json_get_str(v, "kmsKeyArn", &key);
+	if (!alg || (strcmp(alg, "AES256") && strcmp(alg, "aws:kms"))) {
+		bad(c, "\"sseAlgorithm\" must be AES256 or aws:kms");
+		return false;
+	}
+	if (!strcmp(alg, "aws:kms") != (key != NULL) ||
+	    (key && (strncmp(key, "arn:aws", 7) || !strstr(key, ":kms:") || !strstr(key, ":key/") ||
+		     strlen(key) > 2048))) {
+		bad(c, "aws:kms needs \"kmsKeyArn\" (arn:aws:kms:<region>:<account>:key/<id>), "
+		       "AES256 none");
+		return false;
+	}
+	encryption_obj(w, alg, key);
+	return true;
+}
+
+/* Replaces the attribute with the value arg (a valid EncryptionConfiguration). */
+static bool encryption_set(struct call *c, yajl_val old, json_w *w, const void *arg)
+{
+	(void)old;
+	return encryption_value(c, (yajl_val)arg, w);
+}
+
+/* {"encryptionConfiguration": ...}: the stored one, else the default AES256. */
+static void encryption_answer(struct call *c, const char *path, const char *what)
+{
+	const char *alg = "AES256", *key = NULL;
+	yajl_val v = NULL;
+	json_w *w;
+
+	if (!read_attr(c, path, ENCRYPTION_XATTR, what, &v))
+		return;
+	if (json_get_str(v, "sseAlgorithm", &alg))
+		json_get_str(v, "kmsKeyArn", &key);
+	w = answer(c);
+	jw_key(w, "encryptionConfiguration");
+	encryption_obj(w, alg, key);
+	done(w);
+	yajl_tree_free(v);
+}
+
+/* Get/Put/DeleteTableBucketEncryption. */
+static void bucket_encryption(struct call *c, const char *bucket)
+{
+	char *path;
+	wfs_err err;
+
+	if (!bucket_exists(c, bucket))
+		return;
+	path = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	if (is(c, "GET")) {
+		encryption_answer(c, path, "the table bucket");
+	} else if (is(c, "PUT")) {
+		yajl_val v = json_get(c->body, "encryptionConfiguration");
+		if (edit_attr(c, path, ENCRYPTION_XATTR, "the table bucket", encryption_set, v))
+			done(answer(c));
+	} else if (is(c, "DELETE")) {
+		err = filer_meta_remove_xattr(c->env->rpc, path, ENCRYPTION_XATTR);
+		if (err && err != WFS_ENODATA)
+			fail_err(c, err, "the table bucket");
+		else
+			no_content(c);
+	}
+	free(path);
+}
+
+/*
+ * The settings the model defines for each maintenance type, all of them
+ * PositiveInteger but compaction's strategy.
+ */
+static const struct maint_type {
+	const char *type;
+	bool bucket; /* a table bucket's, else a table's */
+	const char *fields[3];
+} maint_types[] = {
+	{"icebergUnreferencedFileRemoval", true, {"unreferencedDays", "nonCurrentDays", NULL}},
+	{"icebergCompaction", false, {"targetFileSizeMB", "strategy", NULL}},
+	{"icebergSnapshotManagement", false, {"minSnapshotsToKeep", "maxSnapshotAgeHours", NULL}},
+};
+#define N_MAINT_TYPES (sizeof(maint_types) / sizeof(*maint_types))
+
+static const struct maint_type *maint_type(const char *type, bool bucket)
+{
+	for (size_t i = 0; type && i < N_MAINT_TYPES; i++)
+		if (!strcmp(maint_types[i].type, type) && maint_types[i].bucket == bucket)
+			return &maint_types[i];
+	return NULL;
+}
+
+/* One setting of mt checked and written; false (answered) when malformed. */
+static bool maint_setting(struct call *c, const struct maint_type *mt, const char *k, yajl_val v,
+			  json_w *w)
+{
+	static const char *const strategies[] = {"auto", "binpack", "sort", "z-order", NULL};
+	int64_t n;
+	size_t i = 0;
+
+	while (mt->fields[i] && strcmp(mt->fields[i], k))
+		i++;
+	if (!mt->fields[i]) {
+		fail(c, 400, "BadRequestException", "%s has no setting %s", mt->type, k);
+		return false;
+	}
+	if (!strcmp(k, "strategy")) {
+		for (i = 0; YAJL_IS_STRING(v) && strategies[i]; i++)
+			if (!strcmp(v->u.string, strategies[i])) {
+				jw_kv_str(w, k, v->u.string);
+				return true;
+			}
+		bad(c, "\"strategy\" must be auto, binpack, sort or z-order");
+		return false;
+	}
+	if (!json_as_i64(v, &n) || n < 1 || n > 2147483647) {
+		fail(c, 400, "BadRequestException", "%s must be 1 to 2147483647", k);
+		return false;
+	}
+	jw_kv_i64(w, k, n);
+	return true;
+}
+
+/*
+ * Writes a maintenance configuration value ({status?, settings?: {<type>:
+ * {...}}}) of the type mt once checked; false (answered) when malformed.
+ */
+static bool maint_value(struct call *c, const struct maint_type *mt, yajl_val v, json_w *w)
+{
+	const char *status = NULL;
+	yajl_val settings = json_get(v, "settings"), mine = json_get(settings, mt->type);
+
+	if (!YAJL_IS_OBJECT(v) || (json_get(v, "status") && !json_get_str(v, "status", &status)) ||
+	    (status && strcmp(status, "enabled") && strcmp(status, "disabled"))) {
+		bad(c, "\"value\" must be an object whose \"status\" is enabled or disabled");
+		return false;
+	}
+	for (size_t i = 0; i < v->u.object.len; i++)
+		if (strcmp(v->u.object.keys[i], "status") && strcmp(v->u.object.keys[i], "settings")) {
+			fail(c, 400, "BadRequestException", "\"value\" has no member %s",
+			     v->u.object.keys[i]);
+			return false;
+		}
+	if (settings && (!YAJL_IS_OBJECT(settings) || settings->u.object.len != 1 ||
+			 !YAJL_IS_OBJECT(mine))) {
+		fail(c, 400, "BadRequestException", "\"settings\" must hold exactly %s", mt->type);
+		return false;
+	}
+	jw_obj_begin(w);
+	if (status)
+		jw_kv_str(w, "status", status);
+	if (settings) {
+		jw_key(w, "settings");
+		jw_obj_begin(w);
+		jw_key(w, mt->type);
+		jw_obj_begin(w);
+		for (size_t i = 0; i < mine->u.object.len; i++)
+			if (!maint_setting(c, mt, mine->u.object.keys[i], mine->u.object.values[i], w))
+				return false;
+		jw_obj_end(w);
+		jw_obj_end(w);
+	}
+	jw_obj_end(w);
+	return true;
+}
+
+/* The stored configuration map (its types of the bucket's or a table's kind) written. */
+static void maint_map(struct call *c, yajl_val old, bool bucket, const char *skip, json_w *w)
+{
+	jw_obj_begin(w);
+	for (size_t i = 0; YAJL_IS_OBJECT(old) && i < old->u.object.len; i++) {
+		const struct maint_type *mt = maint_type(old->u.object.keys[i], bucket);
+		if (!mt || (skip && !strcmp(skip, mt->type)))
+			continue;
+		jw_key(w, mt->type);
+		maint_value(c, mt, old->u.object.values[i], w); /* stored ones are valid */
+	}
+}
+
+struct maint_put {
+	const struct maint_type *mt;
+	yajl_val value;
+};
+
+/* The stored map with arg's type set to its value (both checked already). */
+static bool maint_set(struct call *c, yajl_val old, json_w *w, const void *arg)
+{
+	const struct maint_put *p = arg;
+	maint_map(c, old, p->mt->bucket, p->mt->type, w);
+	jw_key(w, p->mt->type);
+	maint_value(c, p->mt, p->value, w);
+	jw_obj_end(w);
+	return true;
+}
+
+/* PUT .../maintenance/{type}: false (answered) when the type or value is wrong. */
+static void maint_put(struct call *c, const char *path, const char *type, bool bucket,
+		      const char *what)
+{
+	struct maint_put p = {maint_type(type, bucket), json_get(c->body, "value")};
+	json_w *w;
+	bool ok;
+	buf b;
+
+	if (!p.mt) {
+		fail(c, 400, "BadRequestException", "no maintenance type %s for a %s", type,
+		     bucket ? "table bucket" : "table");
+		return;
+	}
+	buf_init(&b);
+	w = jw_new(&b, false);
+	ok = maint_value(c, p.mt, p.value, w); /* checked before anything changes */
+	jw_free(w);
+	buf_free(&b);
+	if (ok && edit_attr(c, path, MAINT_XATTR, what, maint_set, &p))
+		no_content(c);
+}
+
+/* GET .../maintenance: {<arn_key>: arn, "configuration": {...}}. */
+static void maint_get(struct call *c, const char *path, bool bucket, const char *arn_key,
+		      const char *arn, const char *what)
+{
+	yajl_val old = NULL;
+	json_w *w;
+	if (!read_attr(c, path, MAINT_XATTR, what, &old))
+		return;
+	w = answer(c);
+	jw_kv_str(w, arn_key, arn);
+	jw_key(w, "configuration");
+	maint_map(c, old, bucket, NULL, w);
+	jw_obj_end(w);
+	done(w);
+	yajl_tree_free(old);
+}
+
+static void bucket_maintenance(struct call *c, const char *arn, const char *bucket,
+			       const char *type)
+{
+	char *path;
+	if (!bucket_exists(c, bucket))
+		return;
+	path = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	if (type && is(c, "PUT"))
+		maint_put(c, path, type, true, "the table bucket");
+	else if (!type && is(c, "GET"))
+		maint_get(c, path, true, "tableBucketARN", arn, "the table bucket");
+	free(path);
+}
+
+/* A configured type's job: Disabled when its status says so, else Not_Yet_Run (none runs). */
+static void job_status(json_w *w, yajl_val config, const char *type)
+{
+	const char *status = NULL;
+	json_get_str(json_get(config, type), "status", &status);
+	jw_key(w, type);
+	jw_obj_begin(w);
+	jw_kv_str(w, "status", status && !strcmp(status, "disabled") ? "Disabled" : "Not_Yet_Run");
+	jw_obj_end(w);
+}
+
+/* GetTableMaintenanceJobStatus: no maintenance job runs here yet. */
+static void maint_jobs(struct call *c, const char *bucket, const char *path, const char *arn)
+{
+	char *bpath = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
+	yajl_val mine = NULL, theirs = NULL;
+	json_w *w;
+
+	if (read_attr(c, path, MAINT_XATTR, "the table", &mine) &&
+	    read_attr(c, bpath, MAINT_XATTR, "the table bucket", &theirs)) {
+		w = answer(c);
+		jw_kv_str(w, "tableARN", arn);
+		jw_key(w, "status");
+		jw_obj_begin(w);
+		for (size_t i = 0; i < N_MAINT_TYPES; i++)
+			job_status(w, maint_types[i].bucket ? theirs : mine, maint_types[i].type);
+		jw_obj_end(w);
+		done(w);
+	}
+	yajl_tree_free(mine);
+	yajl_tree_free(theirs);
+	free(bpath);
+}
+
+/* .../maintenance[/{type}], .../maintenance-job-status and .../encryption of a table. */
+static void table_settings(struct call *c, const char *bucket, const char *dir,
+			   const char *name, const char *op, const char *type)
+{
+	struct ts_table t = {0};
+	wfs_err err = ts_table_get(c->env->rpc, bucket, dir, name, &t);
+	char *path;
+
+	if (err)
+		return fail_err(c, err, "the table");
+	path = ts_table_path(bucket, dir, name);
+	if (!strcmp(op, "maintenance") && type && is(c, "PUT"))
+		maint_put(c, path, type, false, "the table");
+	else if (!strcmp(op, "maintenance") && !type && is(c, "GET"))
+		maint_get(c, path, false, "tableARN", t.arn, "the table");
+	else if (!strcmp(op, "maintenance-job-status") && !type && is(c, "GET"))
+		maint_jobs(c, bucket, path, t.arn);
+	else if (!strcmp(op, "encryption") && !type && is(c, "GET"))
+		encryption_answer(c, path, "the table");
+	free(path);
+	ts_table_free(&t);
+}
+
+/*
+ * The tags and encryption configuration a CreateTableBucket or CreateTable
+ * body carries, checked before anything is made; false (answered).
+ */
+static bool valid_create_extras(struct call *c)
+{
+	yajl_val tags = json_get(c->body, "tags"), enc = json_get(c->body, "encryptionConfiguration");
+	bool ok = true;
+	if (tags)
+		ok = valid_tags(c, tags);
+	if (ok && enc) {
+		buf b;
+		json_w *w;
+		buf_init(&b);
+		w = jw_new(&b, false);
+		ok = encryption_value(c, enc, w);
+		jw_free(w);
+		buf_free(&b);
+	}
+	return ok;
+}
+
+/*
+ * Stores them on the new directory path; a table without an encryption
+ * configuration of its own takes its bucket's (inherit: that directory, or
+ * NULL), as S3 Tables does at creation.
+ */
+static bool store_create_extras(struct call *c, const char *path, const char *inherit)
+{
+	yajl_val tags = json_get(c->body, "tags"), enc = json_get(c->body, "encryptionConfiguration");
+	yajl_val from = NULL;
+	bool ok = true;
+
+	if (tags)
+		ok = edit_attr(c, path, TAGS_XATTR, "the new resource", tags_merge, tags);
+	if (ok && !enc && inherit)
+		ok = read_attr(c, inherit, ENCRYPTION_XATTR, "the table bucket", &from);
+	if (ok && (enc || from))
+		ok = edit_attr(c, path, ENCRYPTION_XATTR, "the new resource", encryption_set,
+			       enc ? enc : from);
+	yajl_tree_free(from);
+	return ok;
+}
+
 /* ---- routing ---- */
 
 static void split_path(struct call *c)
@@ -921,7 +1571,10 @@ static void route_table(struct call *c, const char *bucket)
 		return;
 	if (!valid_table(c, name))
 		goto out;
-	if (!*op && is(c, "DELETE"))
+	if (c->nseg > 5 && strcmp(op, "maintenance"))
+		fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
+		     c->q->raw_path);
+	else if (!*op && is(c, "DELETE"))
 		delete_table(c, bucket, dir, name);
 	else if (!strcmp(op, "metadata-location") && is(c, "GET"))
 		get_location(c, bucket, dir, name);
@@ -929,8 +1582,11 @@ static void route_table(struct call *c, const char *bucket)
 		update_location(c, bucket, dir, name);
 	else if (!strcmp(op, "rename") && is(c, "PUT"))
 		rename_table(c, bucket, dir, name);
-	else if (!strcmp(op, "policy") && !is(c, "POST"))
+	else if (!strcmp(op, "policy") && !is(c, "POST") && c->nseg == 5)
 		table_policy(c, bucket, dir, name);
+	else if (!strcmp(op, "maintenance") || !strcmp(op, "maintenance-job-status") ||
+		 !strcmp(op, "encryption"))
+		table_settings(c, bucket, dir, name, op, c->nseg > 5 ? c->seg[5] : NULL);
 	else
 		fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
 		     c->q->raw_path);
@@ -949,6 +1605,8 @@ static void route(struct call *c)
 		return is(c, "PUT") ? create_bucket(c) : is(c, "GET") ? list_buckets(c) : (void)0;
 	if (!strcmp(root, "get-table") && n == 1 && is(c, "GET"))
 		return get_table(c);
+	if (!strcmp(root, "tag") && n == 2)
+		return tag_resource(c, c->seg[1]);
 	if (n >= 2 && (!strcmp(root, "buckets") || !strcmp(root, "namespaces") ||
 		       !strcmp(root, "tables")) &&
 	    !(bucket = arn_bucket(c, c->seg[1])))
@@ -961,6 +1619,10 @@ static void route(struct call *c)
 	}
 	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "policy") && !is(c, "POST"))
 		return bucket_policy(c, bucket);
+	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "encryption"))
+		return bucket_encryption(c, bucket);
+	if (!strcmp(root, "buckets") && (n == 3 || n == 4) && !strcmp(c->seg[2], "maintenance"))
+		return bucket_maintenance(c, c->seg[1], bucket, n == 4 ? c->seg[3] : NULL);
 	if (!strcmp(root, "namespaces") && n == 2) {
 		if (is(c, "PUT"))
 			return create_namespace(c, c->seg[1], bucket);
@@ -987,7 +1649,7 @@ static void route(struct call *c)
 		free(dir);
 		return;
 	}
-	if (!strcmp(root, "tables") && (n == 4 || n == 5))
+	if (!strcmp(root, "tables") && n >= 4 && n <= 6)
 		return route_table(c, bucket);
 	fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
 	     c->q->raw_path);

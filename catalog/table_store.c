@@ -121,6 +121,12 @@ static char *table_path(const char *b, const char *ns, const char *t)
 	return xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", b, ns, t);
 }
 
+/* The ARN index and the storage of renamed tables (the block at the end). */
+static void arn_index_set(filer_rpc *r, const char *arn, const char *bucket, const char *ns,
+			  const char *name);
+static void arn_index_drop(filer_rpc *r, const char *arn);
+static bool is_storage_of(filer_rpc *r, const char *path, const char *arn);
+
 static int64_t now_ms(void) { return (int64_t)(time_now_ns() / 1000000); }
 
 static char *dup_str(yajl_val v, const char *key)
@@ -266,7 +272,13 @@ static wfs_err delete_empty(filer_rpc *r, char *path, const char *xname)
 
 wfs_err ts_bucket_delete(filer_rpc *r, const char *name)
 {
-	return delete_empty(r, bucket_path(name), TS_XATTR_BUCKET);
+	wfs_err err = delete_empty(r, bucket_path(name), TS_XATTR_BUCKET);
+	if (!err) {
+		char *index = xasprintf(TS_ARN_DIR "/%s", name);
+		filer_meta_delete(r, index, true); /* its tables' ARNs, gone with them */
+		free(index);
+	}
+	return err;
 }
 
 /* ---- namespaces ---- */
@@ -466,8 +478,7 @@ static wfs_err adopt_dir(filer_rpc *r, const char *path, const buf *json)
 	struct filer_entry *e = NULL;
 	char etag[17];
 	wfs_err err = filer_meta_lookup_etag(r, path, &e, etag);
-	if (!err && (!S_ISDIR(e->attr.mode) || filer_entry_xattr_get(e, TS_XATTR_TABLE) ||
-		     filer_entry_xattr_get(e, TS_XATTR_MOVED)))
+	if (!err && (!S_ISDIR(e->attr.mode) || filer_entry_xattr_get(e, TS_XATTR_TABLE)))
 		err = WFS_EEXIST;
 	filer_entry_free(e);
 	if (!err)
@@ -521,6 +532,8 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 		free(sub);
 	}
 	free(path);
+	if (!err)
+		arn_index_set(r, t.arn, bucket, ns, name);
 	if (!err && out) {
 		set_names(&t, bucket, ns, name);
 		*out = t;
@@ -581,120 +594,6 @@ wfs_err ts_table_forget(filer_rpc *r, const char *bucket, const char *ns, const 
 		err = filer_meta_remove_xattr(r, path, TS_XATTR_TABLE);
 	free(path);
 	return err == WFS_ENODATA ? WFS_ENOENT : err;
-}
-
-/* The attribute TS_XATTR_MOVED for table t renamed to ns/name. */
-static void moved_json(const struct ts_table *t, const char *ns, const char *name, buf *b)
-{
-	json_w *w = jw_new(b, false);
-	jw_obj_begin(w);
-	jw_kv_str(w, "tableARN", t->arn);
-	jw_key(w, "to");
-	{
-		char *to = xasprintf("%s/%s", ns, name);
-		jw_str(w, to);
-		free(to);
-	}
-	jw_obj_end(w);
-	jw_free(w);
-}
-
-/* Whether dir (an entry looked up) holds the files of the table whose ARN is arn. */
-static bool holds_files_of(const struct filer_entry *e, const char *arn)
-{
-	yajl_val v = xattr_json(e, TS_XATTR_MOVED);
-	const char *s;
-	bool yes = v && json_get_str(v, "tableARN", &s) && !strcmp(s, arn);
-	yajl_tree_free(v);
-	return yes;
-}
-
-/*
- * The rename's new name: a directory with t's attribute, made exclusively;
- * or, when it is the directory holding t's files, that directory again.
- */
-static wfs_err rename_target(filer_rpc *r, const char *to, const struct ts_table *t)
-{
-	char *json = ts_table_json(t);
-	buf b = {0};
-	wfs_err err;
-
-	buf_append_str(&b, json);
-	free(json);
-	err = make_dir(r, to, TS_XATTR_TABLE, &b, false);
-	if (err == WFS_EEXIST) {
-		struct filer_entry *e = NULL;
-		char etag[17];
-		err = filer_meta_lookup_etag(r, to, &e, etag);
-		if (!err && !holds_files_of(e, t->arn))
-			err = WFS_EEXIST;
-		filer_entry_free(e);
-		if (!err)
-			err = filer_meta_set_xattr_if(r, to, TS_XATTR_TABLE, b.data, b.len,
-						      FM_XATTR_CREATE, etag, NULL, NULL);
-		if (!err)
-			err = filer_meta_remove_xattr(r, to, TS_XATTR_MOVED);
-		if (err == WFS_EPRECOND)
-			err = WFS_EEXIST;
-	}
-	buf_free(&b);
-	return err;
-}
-
-wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
-			const char *to_ns, const char *to_name, const char *expect, const char *by)
-{
-	char *from = table_path(bucket, ns, name), *to = table_path(bucket, to_ns, to_name);
-	char *files = NULL, etag[17];
-	struct ts_namespace n = {0};
-	struct ts_table t = {0};
-	wfs_err err = table_load(r, from, &t, etag);
-
-	if (!err && expect && strcmp(t.version_token, expect))
-		err = WFS_EPRECOND;
-	if (!err && !strcmp(from, to))
-		err = WFS_EEXIST;
-	if (!err)
-		err = ts_namespace_get(r, bucket, to_ns, &n);
-	if (err)
-		goto out;
-	files = ts_location_dir(t.warehouse);
-	free(t.version_token);
-	free(t.modified_by);
-	t.version_token = new_token();
-	t.modified_by = xstrdup(by);
-	t.modified_ms = now_ms();
-	err = rename_target(r, to, &t);
-	if (err)
-		goto out;
-	if (files && !strcmp(files, from)) {
-		/* the old name keeps the files: mark it so, then it is no table */
-		buf b = {0};
-		moved_json(&t, to_ns, to_name, &b);
-		err = filer_meta_set_xattr_if(r, from, TS_XATTR_MOVED, b.data, b.len, FM_XATTR_ANY,
-					      etag, NULL, NULL);
-		buf_free(&b);
-		if (!err)
-			err = filer_meta_remove_xattr(r, from, TS_XATTR_TABLE);
-	} else {
-		/* a name the table had after an earlier rename: nothing of it stays */
-		err = filer_meta_delete_if(r, from, etag);
-	}
-	if (err) {
-		/* undo the new name so the table keeps exactly one */
-		if (files && !strcmp(files, to))
-			filer_meta_remove_xattr(r, to, TS_XATTR_TABLE);
-		else
-			filer_meta_delete(r, to, false);
-		err = err == WFS_EPRECOND ? WFS_EPRECOND : err;
-	}
-out:
-	ts_namespace_free(&n);
-	ts_table_free(&t);
-	free(files);
-	free(from);
-	free(to);
-	return err;
 }
 
 /*
@@ -802,19 +701,344 @@ wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const 
 	struct ts_table t = {0};
 	char etag[17];
 	wfs_err err = table_load(r, path, &t, etag);
+	char *storage = err ? NULL : ts_location_dir(t.warehouse);
 	if (!err && expect && strcmp(t.version_token, expect))
 		err = WFS_EPRECOND;
 	if (!err)
 		err = filer_meta_delete(r, path, true);
-	if (!err) {
-		char *files = ts_location_dir(t.warehouse);
-		if (files && strcmp(files, path)) {
-			wfs_err e2 = filer_meta_delete(r, files, true);
-			err = e2 == WFS_ENOENT ? WFS_OK : e2;
-		}
-		free(files);
+	/* a renamed table's files are in its storage directory */
+	if (!err && storage && strcmp(storage, path) && is_storage_of(r, storage, t.arn))
+		err = filer_meta_delete(r, storage, true);
+	if (!err)
+		arn_index_drop(r, t.arn);
+	ts_table_free(&t);
+	free(storage);
+	free(path);
+	return err;
+}
+
+/* ---- table ARNs and renames ---- */
+
+#define STORAGE_MARK "{\"storageOf\":"
+
+bool ts_is_storage(const struct filer_xattr *x)
+{
+	size_t n = strlen(STORAGE_MARK);
+	return x && x->value_len >= n && !memcmp(x->value, STORAGE_MARK, n);
+}
+
+/* The table attribute of a directory holding the files of the renamed table arn. */
+static char *storage_mark(const char *arn) { return xasprintf(STORAGE_MARK "\"%s\"}", arn); }
+
+char *ts_table_path(const char *bucket, const char *ns, const char *name)
+{
+	return table_path(bucket, ns, name);
+}
+
+bool ts_table_arn_parse(const char *arn, char **bucket, char **id)
+{
+	const char *b = arn ? strstr(arn, ":bucket/") : NULL, *t;
+	char why[TS_WHY_MAX];
+	size_t n;
+
+	if (!b || strncmp(arn, "arn:aws:s3tables:", 17) || !(t = strstr(b, "/table/")))
+		return false;
+	b += strlen(":bucket/");
+	t += strlen("/table/");
+	n = strlen(t);
+	if (n < 1 || n > 255 || strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					  "0123456789-_") != n)
+		return false;
+	*bucket = xstrndup(b, (size_t)(t - strlen("/table/") - b));
+	if (!ts_valid_bucket_name(*bucket, why)) {
+		free(*bucket);
+		*bucket = NULL;
+		return false;
+	}
+	*id = xstrdup(t);
+	return true;
+}
+
+static char *arn_index_path(const char *bucket, const char *id)
+{
+	return xasprintf(TS_ARN_DIR "/%s/%s", bucket, id);
+}
+
+/*
+ * Records that the table arn is bucket/ns/name. Best effort: a missing or
+ * stale record only costs ts_table_by_arn a scan, which rewrites it.
+ */
+static void arn_index_set(filer_rpc *r, const char *arn, const char *bucket, const char *ns,
+			  const char *name)
+{
+	char *b = NULL, *id = NULL, *path, *where;
+	buf v;
+
+	if (!ts_table_arn_parse(arn, &b, &id))
+		return;
+	path = arn_index_path(bucket, id);
+	where = xasprintf("%s/%s", ns, name);
+	buf_init(&v);
+	buf_append_str(&v, where);
+	if (make_dir(r, path, TS_XATTR_ARN, &v, true) == WFS_EEXIST)
+		filer_meta_set_xattr(r, path, TS_XATTR_ARN, where, strlen(where), FM_XATTR_ANY);
+	buf_free(&v);
+	free(where);
+	free(path);
+	free(b);
+	free(id);
+}
+
+static void arn_index_drop(filer_rpc *r, const char *arn)
+{
+	char *b = NULL, *id = NULL, *path;
+	if (!ts_table_arn_parse(arn, &b, &id))
+		return;
+	path = arn_index_path(b, id);
+	filer_meta_delete(r, path, false);
+	free(path);
+	free(b);
+	free(id);
+}
+
+/* The table at bucket/ns/name if it has the ARN arn. */
+static wfs_err table_with_arn(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			      const char *arn, struct ts_table *out)
+{
+	wfs_err err = ts_table_get(r, bucket, ns, name, out);
+	if (!err && strcmp(out->arn, arn)) {
+		ts_table_free(out);
+		err = WFS_ENOENT;
+	}
+	return err;
+}
+
+struct arn_scan {
+	filer_rpc *r;
+	const char *bucket, *ns, *arn;
+	char *found_ns, *found_name;
+};
+
+static bool scan_table(const struct filer_entry *e, void *arg)
+{
+	struct arn_scan *s = arg;
+	const struct filer_xattr *x = filer_entry_xattr_get(e, TS_XATTR_TABLE);
+	struct ts_table t = {0};
+	if (!S_ISDIR(e->attr.mode) || !x || ts_is_storage(x))
+		return true;
+	if (ts_table_from_json((const char *)x->value, x->value_len, &t) && !strcmp(t.arn, s->arn)) {
+		s->found_ns = xstrdup(s->ns);
+		s->found_name = xstrdup(e->name);
 	}
 	ts_table_free(&t);
+	return !s->found_name;
+}
+
+static bool scan_namespace(const struct filer_entry *e, void *arg)
+{
+	struct arn_scan *s = arg;
+	char *dir;
+	if (!S_ISDIR(e->attr.mode) || !filer_entry_xattr_get(e, TS_XATTR_NAMESPACE))
+		return true;
+	dir = ns_path(s->bucket, e->name);
+	s->ns = e->name;
+	filer_meta_each(s->r, dir, scan_table, s);
+	free(dir);
+	return !s->found_name;
+}
+
+wfs_err ts_table_by_arn(filer_rpc *r, const char *arn, struct ts_table *out)
+{
+	struct arn_scan s = {.r = r, .arn = arn};
+	struct filer_entry *e = NULL;
+	char *bucket = NULL, *id = NULL, *path, *dir;
+	wfs_err err;
+
+	if (!ts_table_arn_parse(arn, &bucket, &id))
+		return WFS_EINVAL;
+	path = arn_index_path(bucket, id);
+	err = filer_meta_lookup(r, path, &e);
 	free(path);
+	free(id);
+	if (!err) {
+		const struct filer_xattr *x = filer_entry_xattr_get(e, TS_XATTR_ARN);
+		char *where = x ? xstrndup((const char *)x->value, x->value_len) : NULL;
+		char *slash = where ? strchr(where, '/') : NULL;
+		err = WFS_ENOENT;
+		if (slash) {
+			*slash = '\0';
+			err = table_with_arn(r, bucket, where, slash + 1, arn, out);
+		}
+		free(where);
+		filer_entry_free(e);
+	}
+	if (err == WFS_ENOENT) {
+		s.bucket = bucket;
+		dir = bucket_path(bucket);
+		err = filer_meta_each(r, dir, scan_namespace, &s);
+		free(dir);
+		if (!err && !s.found_name)
+			err = WFS_ENOENT;
+		if (!err)
+			err = table_with_arn(r, bucket, s.found_ns, s.found_name, arn, out);
+		if (!err)
+			arn_index_set(r, arn, bucket, s.found_ns, s.found_name);
+		free(s.found_ns);
+		free(s.found_name);
+	}
+	free(bucket);
+	return err;
+}
+
+/* The filer directory of an s3://<bucket>/<key> location (caller frees), or NULL. */
+/*
+ * The catalog attributes of e (all TS_XATTR_PREFIX ones but the ARN
+ * index's), borrowed from e into xs (of e->n_xattrs); their number.
+ */
+static size_t catalog_xattrs(const struct filer_entry *e, struct filer_xattr *xs)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < e->n_xattrs; i++)
+		if (has_prefix(e->xattrs[i].name, TS_XATTR_PREFIX) &&
+		    strcmp(e->xattrs[i].name, TS_XATTR_ARN))
+			xs[n++] = e->xattrs[i];
+	return n;
+}
+
+/* Removes the catalog attributes of e but the table's from path (best effort). */
+static void drop_catalog_xattrs(filer_rpc *r, const char *path, const struct filer_entry *e)
+{
+	for (size_t i = 0; i < e->n_xattrs; i++)
+		if (has_prefix(e->xattrs[i].name, TS_XATTR_PREFIX) &&
+		    strcmp(e->xattrs[i].name, TS_XATTR_TABLE))
+			filer_meta_remove_xattr(r, path, e->xattrs[i].name);
+}
+
+/*
+ * The first rename of a table whose directory from holds its files: a new
+ * entry directory to with the table's attributes, then, at the etag they
+ * were read at, from's table attribute becomes the storage mark. A change of
+ * from in between (a commit) undoes the new entry: WFS_EPRECOND, to retry.
+ */
+static wfs_err split_entry(filer_rpc *r, const char *from, const char *to,
+			   const struct filer_entry *e, const char *etag, const char *arn)
+{
+	struct filer_xattr *xs = xcalloc(e->n_xattrs ? e->n_xattrs : 1, sizeof(*xs));
+	struct filer_meta_new n = {.mode = S_IFDIR | 0755, .exclusive = true};
+	char *mark = storage_mark(arn);
+	wfs_err err;
+
+	n.xattrs = xs;
+	n.n_xattrs = catalog_xattrs(e, xs);
+	err = filer_meta_create(r, to, &n, NULL);
+	if (!err) {
+		err = filer_meta_set_xattr_if(r, from, TS_XATTR_TABLE, mark, strlen(mark),
+					      FM_XATTR_REPLACE, etag, NULL, NULL);
+		if (err)
+			filer_meta_delete(r, to, false);
+		else
+			drop_catalog_xattrs(r, from, e);
+	}
+	free(mark);
+	free(xs);
+	return err;
+}
+
+/*
+ * A rename of the entry from back onto its storage directory to: the other
+ * attributes go back first; then from's table attribute becomes a storage
+ * mark at from_etag (commits are refused from then on: none is lost), to's
+ * becomes the table's (from then on to is the table), and the entry goes.
+ */
+static wfs_err join_entry(filer_rpc *r, const char *from, const char *to,
+			  const struct filer_entry *e, const char *from_etag, const char *arn)
+{
+	const struct filer_xattr *t = filer_entry_xattr_get(e, TS_XATTR_TABLE);
+	char *mark = storage_mark(arn), etag[17];
+	wfs_err err = filer_meta_lookup_etag(r, to, NULL, etag);
+
+	for (size_t i = 0; !err && i < e->n_xattrs; i++) {
+		const struct filer_xattr *x = &e->xattrs[i];
+		if (has_prefix(x->name, TS_XATTR_PREFIX) && x != t)
+			err = filer_meta_set_xattr_if(r, to, x->name, x->value, x->value_len,
+						      FM_XATTR_ANY, etag, NULL, etag);
+	}
+	if (!err)
+		err = filer_meta_set_xattr_if(r, from, TS_XATTR_TABLE, mark, strlen(mark),
+					      FM_XATTR_REPLACE, from_etag, NULL, NULL);
+	if (!err) {
+		err = filer_meta_set_xattr_if(r, to, TS_XATTR_TABLE, t->value, t->value_len,
+					      FM_XATTR_REPLACE, etag, NULL, NULL);
+		if (err) /* from is the table again */
+			filer_meta_set_xattr(r, from, TS_XATTR_TABLE, t->value, t->value_len,
+					     FM_XATTR_REPLACE);
+		else if (filer_meta_delete(r, from, false)) /* holding files: a plain directory */
+			drop_catalog_xattrs(r, from, e);
+	}
+	free(mark);
+	return err;
+}
+
+/* Whether the directory path is the storage of the table arn. */
+static bool is_storage_of(filer_rpc *r, const char *path, const char *arn)
+{
+	struct filer_entry *e = NULL;
+	const struct filer_xattr *x;
+	char *want;
+	bool yes;
+
+	if (filer_meta_lookup(r, path, &e))
+		return false;
+	x = filer_entry_xattr_get(e, TS_XATTR_TABLE);
+	want = storage_mark(arn);
+	yes = ts_is_storage(x) && x->value_len == strlen(want) && !memcmp(x->value, want,
+									  x->value_len);
+	free(want);
+	filer_entry_free(e);
+	return yes;
+}
+
+wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *to_ns, const char *to_name, const char *expect)
+{
+	char *from = table_path(bucket, ns, name), *to = table_path(bucket, to_ns, to_name);
+	wfs_err err = WFS_EPRECOND;
+
+	for (int round = 0; round < CAS_ROUNDS && err == WFS_EPRECOND; round++) {
+		struct filer_entry *e = NULL;
+		struct ts_table t = {0};
+		char etag[17];
+		const struct filer_xattr *x;
+
+		err = filer_meta_lookup_etag(r, from, &e, etag);
+		x = err ? NULL : filer_entry_xattr_get(e, TS_XATTR_TABLE);
+		if (!err && (!S_ISDIR(e->attr.mode) || !x ||
+			     !ts_table_from_json((const char *)x->value, x->value_len, &t)))
+			err = WFS_ENOENT;
+		if (!err && expect && strcmp(t.version_token, expect)) {
+			filer_entry_free(e);
+			ts_table_free(&t);
+			err = WFS_EPRECOND;
+			break;
+		}
+		if (!err) {
+			char *storage = ts_location_dir(t.warehouse);
+			if (!strcmp(from, to))
+				err = WFS_EEXIST;
+			else if (storage && !strcmp(storage, from))
+				err = split_entry(r, from, to, e, etag, t.arn);
+			else if (storage && !strcmp(storage, to) && is_storage_of(r, to, t.arn))
+				err = join_entry(r, from, to, e, etag, t.arn);
+			else /* the entry alone; its files are elsewhere */
+				err = filer_meta_rename(r, from, to, true, false);
+			free(storage);
+		}
+		if (!err)
+			arn_index_set(r, t.arn, bucket, to_ns, to_name);
+		ts_table_free(&t);
+		filer_entry_free(e);
+	}
+	free(from);
+	free(to);
 	return err;
 }

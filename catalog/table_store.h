@@ -23,8 +23,6 @@
 #define TS_XATTR_BUCKET    "weedfs.catalog.bucket"
 #define TS_XATTR_NAMESPACE "weedfs.catalog.namespace"
 #define TS_XATTR_TABLE     "weedfs.catalog.table"
-/* on the directory that still holds a renamed table's files: {"tableARN", "to"} */
-#define TS_XATTR_MOVED     "weedfs.catalog.moved"
 #define TS_NS_LEVELS_MAX   16
 #define TS_WHY_MAX         160
 
@@ -97,18 +95,6 @@ wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const cha
 wfs_err ts_table_forget(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			const char *expect);
 /*
- * Renames the table, keeping its files where they are: Iceberg's metadata and
- * manifests name every file by its absolute location, so the table's
- * warehouse location stays the directory it was created in, which then
- * carries TS_XATTR_MOVED (no create may take that name while it holds them);
- * the new name is a directory with the table's attribute only. Renaming back
- * to that directory makes it the table again. WFS_EEXIST when the new name is
- * taken, WFS_ENOENT when the table or the new namespace is missing,
- * WFS_EPRECOND when expect (NULL: any) is not the version token.
- */
-wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
-			const char *to_ns, const char *to_name, const char *expect, const char *by);
-/*
  * The filer path of an s3://<bucket>/<path> location (a table's warehouse, a
  * file), trailing '/' left out, or NULL unless the bucket name is valid and
  * no component of path is empty, "." or "..". Caller frees.
@@ -143,6 +129,42 @@ wfs_err ts_tables_set_locations(filer_rpc *r, const char *bucket, const struct t
  */
 wfs_err ts_table_delete(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			const char *expect);
+
+/* ---- table ARNs and renames (docs/catalog.md, "Renames and table ARNs") ---- */
+
+/* The attributes of a table (or bucket) that follow it: every one named so. */
+#define TS_XATTR_PREFIX "weedfs.catalog."
+/* The ARN index: /.catalog/tables/<bucket>/<id>, its attribute naming "<ns>/<table>". */
+#define TS_ARN_DIR   "/.catalog/tables"
+#define TS_XATTR_ARN "weedfs.catalog.path"
+
+/* The filer directory of a table entry (caller frees). */
+char *ts_table_path(const char *bucket, const char *ns, const char *name);
+/*
+ * The bucket and id of a table ARN (arn:aws:s3tables:<region>:<account>:
+ * bucket/<b>/table/<id>), each malloc'd; false when it is malformed.
+ */
+bool ts_table_arn_parse(const char *arn, char **bucket, char **id);
+/*
+ * The table arn names: through the ARN index, and when the index has no
+ * entry or a stale one, by a scan of the bucket's namespaces (the index is
+ * then repaired). WFS_ENOENT when no table has that ARN.
+ */
+wfs_err ts_table_by_arn(filer_rpc *r, const char *arn, struct ts_table *out);
+/*
+ * Renames the table to to_ns/to_name (to_ns exists) if its version token is
+ * still expect (NULL: any). Its files stay where they are, so its
+ * warehouseLocation and metadataLocation stay valid: the first rename leaves
+ * them in the old directory, marked as the table's storage, and makes a new
+ * entry directory carrying the table's attributes; later renames move that
+ * entry; a rename back onto the storage directory joins the two again.
+ * WFS_EEXIST when to_name is taken, WFS_EPRECOND for a stale token.
+ */
+wfs_err ts_table_rename(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			const char *to_ns, const char *to_name, const char *expect);
+/* Whether the table attribute x marks a renamed table's storage, not a table. */
+struct filer_xattr;
+bool ts_is_storage(const struct filer_xattr *x);
 
 /* The JSON of an attribute value and back (exposed for the unit test). */
 char *ts_table_json(const struct ts_table *t);

@@ -112,14 +112,15 @@ def test_lifecycle_and_the_filer_view(cat):
     assert c.get_table(tableBucketARN=arn, namespace="archive", name="o2")["name"] == "o2"
     assert status_of(c.get_table, tableBucketARN=arn, namespace="sales", name="orders") == \
         (404, "NotFoundException")
-    assert filer.get("/buckets/life/archive/o2/data/x.parquet").content == b"rows"
+    # the files stay where the table's locations name them (test_rename_keeps_locations)
+    assert filer.get("/buckets/life/sales/orders/data/x.parquet").content == b"rows"
 
     # delete: the table with its files, then the namespaces, then the bucket
     assert status_of(c.delete_table, tableBucketARN=arn, namespace="archive", name="o2",
                      versionToken=loc["versionToken"]) == (409, "ConflictException")
     c.delete_table(tableBucketARN=arn, namespace="archive", name="o2")
-    assert filer.post("/.api/v1/lookup", json={"path": "/buckets/life/archive/o2"}).status_code \
-        == 404
+    for gone in ["/buckets/life/archive/o2", "/buckets/life/sales/orders"]:
+        assert filer.post("/.api/v1/lookup", json={"path": gone}).status_code == 404, gone
     c.delete_namespace(tableBucketARN=arn, namespace="archive")
     c.delete_namespace(tableBucketARN=arn, namespace="sales")
     c.delete_table_bucket(tableBucketARN=arn)
@@ -321,3 +322,321 @@ def test_policies_stored(cat):
                      resourcePolicy=doc) == (404, "NotFoundException")
     # the table's attributes are untouched by its policy
     assert c.get_table(tableBucketARN=arn, namespace="ns", name="t")["name"] == "t"
+
+
+def new_table(c, bucket, ns="ns", name="t"):
+    arn = c.create_table_bucket(name=bucket)["arn"]
+    c.create_namespace(tableBucketARN=arn, namespace=[ns])
+    t = c.create_table(tableBucketARN=arn, namespace=ns, name=name, format="ICEBERG")
+    return arn, t["tableARN"]
+
+
+def aws_cli(port, *args):
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y",
+               AWS_DEFAULT_REGION="us-east-1")
+    r = subprocess.run(["aws", "s3tables"] + list(args) +
+                       ["--endpoint-url", "http://127.0.0.1:%d" % port, "--output", "json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout) if r.stdout.strip() else None
+
+
+def test_tags(cat):
+    m, _, c = cat
+    arn = c.create_table_bucket(name="tagged", tags={"team": "data", "env": ""})["arn"]
+    assert c.list_tags_for_resource(resourceArn=arn)["tags"] == {"team": "data", "env": ""}
+    c.create_namespace(tableBucketARN=arn, namespace=["ns"])
+    tarn = c.create_table(tableBucketARN=arn, namespace="ns", name="t", format="ICEBERG",
+                          tags={"pii": "no"})["tableARN"]
+    assert c.list_tags_for_resource(resourceArn=tarn)["tags"] == {"pii": "no"}
+    c.tag_resource(resourceArn=arn, tags={"team": "ml", "cost": "42"})
+    assert c.list_tags_for_resource(resourceArn=arn)["tags"] == \
+        {"team": "ml", "env": "", "cost": "42"}
+    c.untag_resource(resourceArn=arn, tagKeys=["env", "cost", "absent"])
+    assert c.list_tags_for_resource(resourceArn=arn)["tags"] == {"team": "ml"}
+    # the table's tags are its own, and follow it through a rename
+    assert c.list_tags_for_resource(resourceArn=tarn)["tags"] == {"pii": "no"}
+    c.rename_table(tableBucketARN=arn, namespace="ns", name="t", newName="t2")
+    c.tag_resource(resourceArn=tarn, tags={"owner": "bob"})
+    assert c.list_tags_for_resource(resourceArn=tarn)["tags"] == {"pii": "no", "owner": "bob"}
+    # concurrent tag calls all land (compare-and-swap of the attribute)
+    barrier = threading.Barrier(8)
+
+    def tagger(i):
+        cl = tables(m.catalog_port)
+        barrier.wait()
+        cl.tag_resource(resourceArn=tarn, tags={"c%d" % i: str(i)})
+
+    ts = [threading.Thread(target=tagger, args=(i,)) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    got = c.list_tags_for_resource(resourceArn=tarn)["tags"]
+    assert {k: v for k, v in got.items() if k.startswith("c")} == \
+        {"c%d" % i: str(i) for i in range(8)}
+    c.untag_resource(resourceArn=tarn, tagKeys=["c%d" % i for i in range(8)])
+    # the limits: 50 tags, keys 1..128, values 0..256, no aws: keys; nothing changes
+    full = {"k%02d" % i: "v" for i in range(49)}
+    c.tag_resource(resourceArn=arn, tags=full)
+    assert status_of(c.tag_resource, resourceArn=arn, tags={"one": "more", "two": "more"}) == \
+        (400, "BadRequestException")
+    for bad in [{"k" * 129: "v"}, {"k": "v" * 257}, {"aws:x": "v"}]:
+        assert status_of(c.tag_resource, resourceArn=arn, tags=bad) == \
+            (400, "BadRequestException"), bad
+    assert len(c.list_tags_for_resource(resourceArn=arn)["tags"]) == 50
+    c.tag_resource(resourceArn=arn, tags={"k00": "replaced"})  # a replacement fits
+    assert c.list_tags_for_resource(resourceArn=arn)["tags"]["k00"] == "replaced"
+    assert status_of(c.create_table_bucket, name="toomany",
+                     tags={"k%02d" % i: "v" for i in range(51)}) == (400, "BadRequestException")
+    assert "toomany" not in [b["name"] for b in c.list_table_buckets()["tableBuckets"]]
+    # unknown and malformed resources
+    assert status_of(c.list_tags_for_resource, resourceArn=arn.replace("tagged", "nobucket")) \
+        == (404, "NotFoundException")
+    assert status_of(c.tag_resource, resourceArn=arn + "/table/" + "0" * 32,
+                     tags={"a": "b"}) == (404, "NotFoundException")
+    assert status_of(c.list_tags_for_resource,
+                     resourceArn="arn:aws:s3tables:us-east-1:000000000000:bucket/tagged/table/x.y") \
+        == (400, "BadRequestException")
+    base = "http://127.0.0.1:%d" % m.catalog_port
+    r = requests.delete(base + "/tag/" + requests.utils.quote(arn, safe=""), timeout=10)
+    assert r.status_code == 400 and r.headers["x-amzn-ErrorType"] == "BadRequestException"
+    # awscli
+    assert aws_cli(m.catalog_port, "list-tags-for-resource", "--resource-arn", tarn)["tags"] \
+        == {"pii": "no", "owner": "bob"}
+
+
+def test_maintenance(cat):
+    m, _, c = cat
+    arn, tarn = new_table(c, "maint")
+    assert c.get_table_bucket_maintenance_configuration(tableBucketARN=arn)["configuration"] \
+        == {}
+    v = {"status": "enabled", "settings": {"icebergUnreferencedFileRemoval": {
+        "unreferencedDays": 4, "nonCurrentDays": 11}}}
+    c.put_table_bucket_maintenance_configuration(tableBucketARN=arn,
+                                                 type="icebergUnreferencedFileRemoval", value=v)
+    g = c.get_table_bucket_maintenance_configuration(tableBucketARN=arn)
+    assert g["tableBucketARN"] == arn
+    assert g["configuration"] == {"icebergUnreferencedFileRemoval": v}
+    comp = {"status": "enabled", "settings": {"icebergCompaction": {"targetFileSizeMB": 256,
+                                                                    "strategy": "binpack"}}}
+    snap = {"status": "disabled", "settings": {"icebergSnapshotManagement": {
+        "minSnapshotsToKeep": 2, "maxSnapshotAgeHours": 48}}}
+    kw = dict(tableBucketARN=arn, namespace="ns", name="t")
+    c.put_table_maintenance_configuration(type="icebergCompaction", value=comp, **kw)
+    c.put_table_maintenance_configuration(type="icebergSnapshotManagement", value=snap, **kw)
+    g = c.get_table_maintenance_configuration(**kw)
+    assert g["tableARN"] == tarn
+    assert g["configuration"] == {"icebergCompaction": comp, "icebergSnapshotManagement": snap}
+    # no maintenance job runs: each type not yet run, or disabled as configured
+    st = c.get_table_maintenance_job_status(**kw)
+    assert st["tableARN"] == tarn
+    assert {k: x["status"] for k, x in st["status"].items()} == {
+        "icebergCompaction": "Not_Yet_Run", "icebergSnapshotManagement": "Disabled",
+        "icebergUnreferencedFileRemoval": "Not_Yet_Run"}
+    # malformed configurations are 400 and change nothing
+    bads = [
+        ("icebergCompaction", {"status": "on"}),
+        ("icebergCompaction", {"status": "enabled", "settings": {"icebergCompaction": {
+            "strategy": "random"}}}),
+        ("icebergCompaction", {"settings": {"icebergSnapshotManagement": {
+            "minSnapshotsToKeep": 1}}}),
+    ]
+    for typ, val in bads:
+        assert status_of(c.put_table_maintenance_configuration, type=typ, value=val, **kw) == \
+            (400, "BadRequestException"), val
+    base = "http://127.0.0.1:%d/tables/%s/ns/t/maintenance/" % (m.catalog_port,
+                                                                 requests.utils.quote(arn, safe=""))
+    for typ, body in [("icebergCompaction", {"value": {"status": "enabled", "extra": 1}}),
+                      ("icebergCompaction", {"value": {"settings": {"icebergCompaction": {
+                          "targetFileSizeMB": 1, "bogus": 2}}}}),
+                      ("icebergCompaction", {"value": {"settings": {"icebergCompaction": {
+                          "targetFileSizeMB": 0}}}}),
+                      ("icebergSnapshotManagement", {"value": {"settings": {
+                          "icebergSnapshotManagement": {"maxSnapshotAgeHours": 2 ** 31}}}}),
+                      ("icebergCompaction", {"value": {"settings": {"icebergCompaction": {
+                          "targetFileSizeMB": "1"}}}}),
+                      ("icebergCompaction", {"value": "enabled"}),
+                      ("icebergCompaction", {}),
+                      ("icebergUnreferencedFileRemoval", {"value": {"status": "enabled"}}),
+                      ("icebergNothing", {"value": {"status": "enabled"}})]:
+        r = requests.put(base + typ, json=body, timeout=10)
+        assert r.status_code == 400 and r.headers["x-amzn-ErrorType"] == \
+            "BadRequestException", (typ, body, r.text)
+    assert c.get_table_maintenance_configuration(**kw)["configuration"] == \
+        {"icebergCompaction": comp, "icebergSnapshotManagement": snap}
+    r = requests.put("http://127.0.0.1:%d/buckets/%s/maintenance/icebergUnreferencedFileRemoval"
+                     % (m.catalog_port, requests.utils.quote(arn, safe="")),
+                     json={"value": {"settings": {"icebergUnreferencedFileRemoval": {
+                         "unreferencedDays": -1}}}}, timeout=10)
+    assert r.status_code == 400 and r.headers["x-amzn-ErrorType"] == "BadRequestException"
+    assert c.get_table_bucket_maintenance_configuration(tableBucketARN=arn)["configuration"] \
+        == {"icebergUnreferencedFileRemoval": v}
+    assert status_of(c.get_table_maintenance_configuration, tableBucketARN=arn, namespace="ns",
+                     name="nope") == (404, "NotFoundException")
+    assert status_of(c.get_table_bucket_maintenance_configuration,
+                     tableBucketARN=arn.replace("maint", "nomaint")) == (404, "NotFoundException")
+    # awscli
+    cli = aws_cli(m.catalog_port, "get-table-maintenance-configuration", "--table-bucket-arn",
+                  arn, "--namespace", "ns", "--name", "t")
+    assert cli["configuration"]["icebergCompaction"] == comp
+
+
+def test_encryption(cat):
+    m, _, c = cat
+    arn, _ = new_table(c, "enc")
+    assert c.get_table_bucket_encryption(tableBucketARN=arn)["encryptionConfiguration"] == \
+        {"sseAlgorithm": "AES256"}
+    assert c.get_table_encryption(tableBucketARN=arn, namespace="ns", name="t")[
+        "encryptionConfiguration"] == {"sseAlgorithm": "AES256"}
+    kms = {"sseAlgorithm": "aws:kms",
+           "kmsKeyArn": "arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab"}
+    c.put_table_bucket_encryption(tableBucketARN=arn, encryptionConfiguration=kms)
+    assert c.get_table_bucket_encryption(tableBucketARN=arn)["encryptionConfiguration"] == kms
+    # a new table takes its bucket's configuration, or its own
+    c.create_table(tableBucketARN=arn, namespace="ns", name="inherits", format="ICEBERG")
+    assert c.get_table_encryption(tableBucketARN=arn, namespace="ns", name="inherits")[
+        "encryptionConfiguration"] == kms
+    c.create_table(tableBucketARN=arn, namespace="ns", name="own", format="ICEBERG",
+                   encryptionConfiguration={"sseAlgorithm": "AES256"})
+    assert c.get_table_encryption(tableBucketARN=arn, namespace="ns", name="own")[
+        "encryptionConfiguration"] == {"sseAlgorithm": "AES256"}
+    # malformed: 400, nothing changed
+    for bad in [{"sseAlgorithm": "aws:kms"},
+                {"sseAlgorithm": "AES256", "kmsKeyArn": kms["kmsKeyArn"]},
+                {"sseAlgorithm": "aws:kms", "kmsKeyArn": "arn:aws:s3:::nokey"}]:
+        assert status_of(c.put_table_bucket_encryption, tableBucketARN=arn,
+                         encryptionConfiguration=bad) == (400, "BadRequestException"), bad
+    r = requests.put("http://127.0.0.1:%d/buckets/%s/encryption" % (
+        m.catalog_port, requests.utils.quote(arn, safe="")),
+        json={"encryptionConfiguration": {"sseAlgorithm": "DES"}}, timeout=10)
+    assert r.status_code == 400 and r.headers["x-amzn-ErrorType"] == "BadRequestException"
+    assert status_of(c.create_table, tableBucketARN=arn, namespace="ns", name="badenc",
+                     format="ICEBERG", encryptionConfiguration={"sseAlgorithm": "aws:kms"}) == \
+        (400, "BadRequestException")
+    assert "badenc" not in [t["name"] for t in c.list_tables(tableBucketARN=arn)["tables"]]
+    assert c.get_table_bucket_encryption(tableBucketARN=arn)["encryptionConfiguration"] == kms
+    assert aws_cli(m.catalog_port, "get-table-bucket-encryption", "--table-bucket-arn",
+                   arn)["encryptionConfiguration"] == kms
+    c.delete_table_bucket_encryption(tableBucketARN=arn)
+    assert c.get_table_bucket_encryption(tableBucketARN=arn)["encryptionConfiguration"] == \
+        {"sseAlgorithm": "AES256"}
+    assert status_of(c.get_table_bucket_encryption,
+                     tableBucketARN=arn.replace("enc", "noenc")) == (404, "NotFoundException")
+
+
+def test_get_table_by_arn(cat):
+    m, filer, c = cat
+    arn, tarn = new_table(c, "byarn")
+    g = c.get_table(tableArn=tarn)
+    assert g["tableARN"] == tarn and g["name"] == "t" and g["namespace"] == ["ns"]
+    c.create_namespace(tableBucketARN=arn, namespace=["other"])
+    c.rename_table(tableBucketARN=arn, namespace="ns", name="t", newNamespaceName="other",
+                   newName="moved")
+    g = c.get_table(tableArn=tarn)
+    assert (g["namespace"], g["name"]) == (["other"], "moved")
+    # the ARN index is a help, not the truth: without it the bucket is searched, and it is
+    # written again
+    tid = tarn.rsplit("/", 1)[1]
+    index = "/.catalog/tables/byarn/" + tid
+    assert filer.post("/.api/v1/lookup", json={"path": index}).status_code == 200
+    filer.api("delete", {"path": index})
+    assert c.get_table(tableArn=tarn)["name"] == "moved"
+    assert filer.post("/.api/v1/lookup", json={"path": index}).status_code == 200
+    assert status_of(c.get_table, tableArn=arn + "/table/" + "f" * 32) == \
+        (404, "NotFoundException")
+    assert status_of(c.get_table, tableArn="arn:aws:s3tables:us-east-1:000000000000:bucket/"
+                     "nobucket/table/abc") == (404, "NotFoundException")
+    r = requests.get("http://127.0.0.1:%d/get-table" % m.catalog_port,
+                     params={"tableArn": "arn:aws:s3tables:x:1:bucket/byarn/table/a.b"},
+                     timeout=10)
+    assert r.status_code == 400 and r.headers["x-amzn-ErrorType"] == "BadRequestException"
+    assert aws_cli(m.catalog_port, "get-table", "--table-arn", tarn)["name"] == "moved"
+    c.delete_table(tableBucketARN=arn, namespace="other", name="moved")
+    assert status_of(c.get_table, tableArn=tarn) == (404, "NotFoundException")
+    assert filer.post("/.api/v1/lookup", json={"path": index}).status_code == 404
+
+
+def test_rename_keeps_locations(cat):
+    m, filer, c = cat
+    arn, tarn = new_table(c, "ren", name="orders")
+    c.create_namespace(tableBucketARN=arn, namespace=["archive"])
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % m.s3_port,
+                      region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    g = c.get_table(tableBucketARN=arn, namespace="ns", name="orders")
+    wh = g["warehouseLocation"]
+    assert wh == "s3://ren/ns/orders"
+    # an Iceberg writer's files: metadata naming the table's location and its data files
+    meta_key = "ns/orders/metadata/00000-a.metadata.json"
+    doc = json.dumps({"format-version": 2, "location": wh,
+                      "snapshots": [{"manifest-list": wh + "/metadata/snap-1.avro"}]})
+    s3.put_object(Bucket="ren", Key=meta_key, Body=doc.encode())
+    s3.put_object(Bucket="ren", Key="ns/orders/metadata/snap-1.avro", Body=b"avro")
+    s3.put_object(Bucket="ren", Key="ns/orders/data/f1.parquet", Body=b"rows")
+    u = c.update_table_metadata_location(tableBucketARN=arn, namespace="ns", name="orders",
+                                         versionToken=g["versionToken"],
+                                         metadataLocation="s3://ren/" + meta_key)
+    c.put_table_policy(tableBucketARN=arn, namespace="ns", name="orders", resourcePolicy="{}")
+
+    def reachable(table):
+        """Every location the table and its metadata name can be read through S3."""
+        loc = c.get_table_metadata_location(tableBucketARN=arn, **table)
+        bucket, key = loc["metadataLocation"][5:].split("/", 1)
+        meta = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        assert meta["location"] == loc["warehouseLocation"]
+        prefix = meta["location"][len("s3://ren/"):]
+        assert s3.get_object(Bucket="ren", Key=prefix + "/metadata/snap-1.avro")[
+            "Body"].read() == b"avro"
+        assert s3.get_object(Bucket="ren", Key=prefix + "/data/f1.parquet")["Body"].read() == \
+            b"rows"
+        return loc
+
+    for n, (to_ns, to_name) in enumerate([("archive", "o2"), ("archive", "o3"),
+                                          ("ns", "orders")]):
+        cur = c.get_table(tableArn=tarn)
+        c.rename_table(tableBucketARN=arn, namespace=cur["namespace"][0], name=cur["name"],
+                       newNamespaceName=to_ns, newName=to_name,
+                       versionToken=cur["versionToken"])
+        table = {"namespace": to_ns, "name": to_name}
+        loc = reachable(table)
+        assert loc["warehouseLocation"] == wh and loc["metadataLocation"] == u["metadataLocation"]
+        got = c.get_table(tableBucketARN=arn, **table)
+        assert got["tableARN"] == tarn and got["versionToken"] == u["versionToken"]
+        names = sorted((t["namespace"][0], t["name"]) for t in
+                       c.list_tables(tableBucketARN=arn)["tables"])
+        assert names == [(to_ns, to_name)], names
+        # the table's other attributes went with it
+        assert c.get_table_policy(tableBucketARN=arn, **table)["resourcePolicy"] == "{}"
+        if n == 0:
+            # the old name is no table any more; its directory holds the files
+            assert status_of(c.get_table, tableBucketARN=arn, namespace="ns",
+                             name="orders") == (404, "NotFoundException")
+            with pytest.raises(botocore.exceptions.ClientError) as ei:
+                c.create_table(tableBucketARN=arn, namespace="ns", name="orders",
+                               format="ICEBERG")
+            assert ei.value.response["Error"]["Code"] == "ConflictException"
+            assert "renamed table" in ei.value.response["Error"]["Message"]
+            assert status_of(c.update_table_metadata_location, tableBucketARN=arn,
+                             namespace="ns", name="orders", versionToken=u["versionToken"],
+                             metadataLocation="s3://ren/x") == (404, "NotFoundException")
+    # back at its first name the table is one directory again
+    assert T_XATTR in xattr_names(filer, "/buckets/ren/ns/orders")
+    assert filer.post("/.api/v1/lookup", json={"path": "/buckets/ren/archive/o3"}).status_code \
+        == 404
+    # a commit after the renames lands; a rename onto a taken name is a conflict
+    c.create_table(tableBucketARN=arn, namespace="archive", name="taken", format="ICEBERG")
+    aws_cli(m.catalog_port, "rename-table", "--table-bucket-arn", arn, "--namespace", "ns",
+            "--name", "orders", "--new-namespace-name", "archive", "--new-name", "o4")
+    assert status_of(c.rename_table, tableBucketARN=arn, namespace="archive", name="o4",
+                     newName="taken") == (409, "ConflictException")
+    tok = c.get_table(tableArn=tarn)["versionToken"]
+    u2 = c.update_table_metadata_location(tableBucketARN=arn, namespace="archive", name="o4",
+                                          versionToken=tok,
+                                          metadataLocation="s3://ren/" + meta_key)
+    assert u2["versionToken"] != tok
+    reachable({"namespace": "archive", "name": "o4"})
+    # deleting the renamed table deletes its files: the old namespace is empty again
+    assert status_of(c.delete_namespace, tableBucketARN=arn, namespace="ns") == \
+        (409, "ConflictException")
+    c.delete_table(tableBucketARN=arn, namespace="archive", name="o4")
+    assert filer.post("/.api/v1/lookup", json={"path": "/buckets/ren/ns/orders"}).status_code \
+        == 404
+    c.delete_namespace(tableBucketARN=arn, namespace="ns")

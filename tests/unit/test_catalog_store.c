@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "catalog/table_store.h"
+#include "client/entry.h"
 #include "tap.h"
 
 static void names(void)
@@ -89,10 +90,41 @@ static void table_json(void)
 	ok(!ts_table_from_json("[", 1, &back), "broken JSON refused");
 }
 
+static void table_arns(void)
+{
+	static const char *const bad[] = {
+		"arn:aws:s3tables:us-east-1:000000000000:bucket/b1x",
+		"arn:aws:s3:us-east-1:000000000000:bucket/b1x/table/abc",
+		"arn:aws:s3tables:us-east-1:000000000000:bucket/b1x/table/",
+		"arn:aws:s3tables:us-east-1:000000000000:bucket/b1x/table/a.b",
+		"arn:aws:s3tables:us-east-1:000000000000:bucket/b1x/table/a/b",
+		"arn:aws:s3tables:us-east-1:000000000000:bucket/B_x/table/abc",
+		"arn:aws:s3tables:us-east-1:000000000000:bucket//table/abc",
+		NULL};
+	struct filer_xattr mark = {TS_XATTR_TABLE, (uint8_t *)"{\"storageOf\":\"a\"}", 17};
+	struct filer_xattr table = {TS_XATTR_TABLE, (uint8_t *)"{\"format\":\"ICEBERG\"}", 20};
+	char *b = NULL, *id = NULL;
+
+	ok(ts_table_arn_parse("arn:aws:s3tables:us-east-1:000000000000:bucket/b1x/table/Ab-9_z",
+			      &b, &id),
+	   "a table ARN parses");
+	is_str(b, "b1x", "its bucket");
+	is_str(id, "Ab-9_z", "its id");
+	free(b);
+	free(id);
+	for (size_t i = 0; bad[i]; i++) {
+		b = id = NULL;
+		ok(!ts_table_arn_parse(bad[i], &b, &id) && !b && !id, "refused: %s", bad[i]);
+	}
+	ok(ts_is_storage(&mark), "a storage mark is one");
+	ok(!ts_is_storage(&table) && !ts_is_storage(NULL), "a table attribute is none");
+}
+
 int main(void)
 {
 	names();
 	flattening();
 	table_json();
+	table_arns();
 	return done_testing();
 }
