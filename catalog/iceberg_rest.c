@@ -280,6 +280,19 @@ static bool valid_table_name(struct call *c, const char *name)
 	return false;
 }
 
+/* The table name of obj's "name" into *name; false (answered) when invalid. */
+static bool json_table_name(struct call *c, const jt *obj, const char **name)
+{
+	const jt *v = jt_get(obj, "name");
+	*name = jt_as_str(v);
+	if (*name && strlen(*name) != v->slen) {
+		/* a NUL would cut the name short: "a\u0000b" must not become "a" */
+		bad(c, "invalid table name: it holds NUL");
+		return false;
+	}
+	return valid_table_name(c, *name);
+}
+
 /* A table identifier {"namespace": [...], "name"} into levels, *dir and *name. */
 static bool json_identifier(struct call *c, const jt *id, char **levels, size_t *n, char **dir,
 			    const char **name)
@@ -288,8 +301,7 @@ static bool json_identifier(struct call *c, const jt *id, char **levels, size_t 
 		bad(c, "a table identifier is {\"namespace\": [...], \"name\": \"...\"}");
 		return false;
 	}
-	*name = jt_get_str(id, "name");
-	if (!valid_table_name(c, *name) || !json_levels(c, jt_get(id, "namespace"), levels, n))
+	if (!json_table_name(c, id, name) || !json_levels(c, jt_get(id, "namespace"), levels, n))
 		return false;
 	*dir = levels_dir(levels, *n);
 	return true;
@@ -641,9 +653,44 @@ static void load_namespace(struct call *c)
 	filer_entry_free(e);
 }
 
+/*
+ * Whether a namespace below c's exists (its directory "<ns>.<level>..."):
+ * the levels live side by side, so dropping a parent would orphan them.
+ */
+static wfs_err has_child_namespace(struct call *c, bool *yes)
+{
+	char *dir = xasprintf(TS_BUCKETS_DIR "/%s", c->bucket), *prefix = xasprintf("%s.", c->ns);
+	char *from = xstrdup("");
+	bool more = true;
+	wfs_err err = WFS_OK;
+
+	*yes = false;
+	while (more && !*yes && !err) {
+		struct filer_meta_page p = {0};
+		err = filer_meta_list_from(c->env->rpc, dir, from, false, prefix, PAGE_MAX, &p);
+		more = !err && p.more && p.n;
+		for (size_t i = 0; !err && i < p.n && !*yes; i++) {
+			const struct filer_entry *e = p.entries[i];
+			*yes = S_ISDIR(e->attr.mode) && filer_entry_xattr_get(e, TS_XATTR_NAMESPACE);
+			free(from);
+			from = xstrdup(e->name);
+		}
+		filer_meta_page_free(&p);
+	}
+	free(from);
+	free(prefix);
+	free(dir);
+	return err;
+}
+
 static void drop_namespace(struct call *c)
 {
-	wfs_err err = ts_namespace_delete(c->env->rpc, c->bucket, c->ns);
+	bool below = false;
+	wfs_err err = has_child_namespace(c, &below);
+	if (!err && below)
+		err = WFS_ENOTEMPTY;
+	if (!err)
+		err = ts_namespace_delete(c->env->rpc, c->bucket, c->ns);
 	if (err)
 		return fail_err(c, err, "NoSuchNamespaceException", "the namespace");
 	c->a->status = 204;
@@ -705,7 +752,7 @@ static void update_properties(struct call *c)
 			jt *up_names = jt_arr();
 			for (size_t i = 0; i < jt_len(up); i++)
 				jt_append(up_names, jt_str(up->keys[i]));
-			key_list(w, "updated", up_names, up_names, true);
+			key_list(w, "updated", up_names, up, true);
 			key_list(w, "removed", rm, before, true);
 			key_list(w, "missing", rm, before, false);
 			done(w);
@@ -957,7 +1004,7 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 
 static void create_table(struct call *c)
 {
-	const char *name = jt_get_str(c->body, "name"), *loc;
+	const char *name, *loc;
 	char uuid[37], msg[ERR_MAX], *own;
 	bool stage = false;
 	jt *meta = NULL;
@@ -965,7 +1012,7 @@ static void create_table(struct call *c)
 
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "CreateTableRequest is a JSON object");
-	if (!valid_table_name(c, name) || !check_namespace(c))
+	if (!json_table_name(c, c->body, &name) || !check_namespace(c))
 		return;
 	own = table_location(c, c->ns, name);
 	loc = jt_get_str(c->body, "location");
@@ -1019,8 +1066,7 @@ static void drop_table(struct call *c, const char *name)
 /* RegisterTable: a table pointing at an existing metadata file of this bucket. */
 static void register_table(struct call *c)
 {
-	const char *name = jt_get_str(c->body, "name");
-	const char *file = jt_get_str(c->body, "metadata-location");
+	const char *name, *file = jt_get_str(c->body, "metadata-location");
 	char msg[ERR_MAX], *bucket_dir = NULL;
 	bool overwrite = false;
 	jt *meta = NULL;
@@ -1029,7 +1075,7 @@ static void register_table(struct call *c)
 
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "RegisterTableRequest is a JSON object");
-	if (!valid_table_name(c, name) || !check_namespace(c))
+	if (!json_table_name(c, c->body, &name) || !check_namespace(c))
 		return;
 	jt_as_bool(jt_get(c->body, "overwrite"), &overwrite);
 	bucket_dir = xasprintf("s3://%s", c->bucket);
