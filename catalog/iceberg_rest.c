@@ -1384,7 +1384,11 @@ static void commit_transaction(struct call *c)
 	char lost[TS_NS_LEVELS_MAX * 256 + 256] = "?";
 	int round;
 
-	if (!jt_is(c->body, JT_OBJ) || !parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
+	if (!jt_is(c->body, JT_OBJ)) {
+		bad(c, "CommitTransactionRequest is {\"table-changes\": [...]}");
+		goto out;
+	}
+	if (!parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
 		goto out;
 	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
 		bool answered = false;

@@ -249,6 +249,13 @@ def test_rename_and_the_old_name(env):
     with pytest.raises(NoSuchNamespaceError):
         cat.rename_table("rn1.u", "missing.u")
     assert cat.load_table("rn2.v").scan().to_arrow().num_rows == 3
+    # a purge of the renamed table takes its files, in the old directory
+    assert env.files_under("/buckets/lake/rn1/t/data")
+    cat.purge_table("rn2.v")
+    assert env.entry("/buckets/lake/rn2/v") is None
+    assert env.files_under("/buckets/lake/rn1/t") == []
+    cat.create_table("rn1.t", schema())
+    assert cat.load_table("rn1.t").scan().to_arrow().num_rows == 0
 
 
 def test_drop_purge_and_keep(env):
@@ -354,6 +361,10 @@ def test_errors_and_names(env):
     err_of(r, 403, "ForbiddenException")
     assert requests.head(u("lake/namespaces/pe/tables/x")).status_code == 404
     before = loc_of(env, "lake", "pe", "m")
+    for loc in ["s3://lake/pe/m/../x", "s3://lake/pe/m/./x", "s3://lake/pe/m//x",
+                "s3://lake/pe/mx"]:
+        r = commit(env, "lake", "pe", "m", [], [{"action": "set-location", "location": loc}])
+        err_of(r, 403, "ForbiddenException")
     r = commit(env, "lake", "pe", "m", [], [{"action": "set-location",
                                               "location": "s3://lake/pe/elsewhere"}])
     err_of(r, 403, "ForbiddenException")
@@ -468,8 +479,10 @@ def test_bodies_commits_and_transactions(env):
     r = requests.post(tx, json={"table-changes": [change("a", [], "2"),
                                                   change("b", [{"type": "nonsense"}], "2")]})
     err_of(r, 400, "BadRequestException")
-    r = requests.post(tx, json={"table-changes": "x"})
-    err_of(r, 400, "BadRequestException")
+    for body in ({"table-changes": "x"}, {"table-changes": []}, [], "x", None):
+        err_of(requests.post(tx, json=body), 400, "BadRequestException")
+    err_of(requests.post(tx, json={"table-changes": [change("a", [], "3"), change("a", [], "4")]}),
+           400, "BadRequestException")
     assert loc_of(env, "lake", "cm", "a") == a2 and loc_of(env, "lake", "cm", "b") == b2
 
 
