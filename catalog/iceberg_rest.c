@@ -1067,8 +1067,8 @@ static void drop_table(struct call *c, const char *name)
 static void register_table(struct call *c)
 {
 	const char *name, *file = jt_get_str(c->body, "metadata-location");
-	char msg[ERR_MAX], *bucket_dir = NULL;
-	bool overwrite = false;
+	char msg[ERR_MAX], *bucket_dir = NULL, *path;
+	bool overwrite = false, in_bucket;
 	jt *meta = NULL;
 	wfs_err err;
 	buf text;
@@ -1080,7 +1080,10 @@ static void register_table(struct call *c)
 	jt_as_bool(jt_get(c->body, "overwrite"), &overwrite);
 	bucket_dir = xasprintf("s3://%s", c->bucket);
 	buf_init(&text);
-	if (!file || !tf_location_path(file) || !tf_location_under(file, bucket_dir)) {
+	path = file ? tf_location_path(file) : NULL; /* only whether it names a file */
+	in_bucket = path && tf_location_under(file, bucket_dir);
+	free(path);
+	if (!in_bucket) {
 		fail(c, 400, "BadRequestException",
 		     "metadata-location must be a metadata file in s3://%s/", c->bucket);
 		goto out;
@@ -1235,8 +1238,10 @@ static enum prepared prepare(struct call *c, const char *ns, const char *name, c
 		fail_ice(c, rc, msg);
 		return PREP_FAILED;
 	}
-	where = ts_location_dir(t->warehouse) ? xstrdup(t->warehouse)
-					      : table_location(c, ns, name);
+	where = ts_location_dir(t->warehouse); /* only whether it is valid */
+	ok = where != NULL;
+	free(where);
+	where = ok ? xstrdup(t->warehouse) : table_location(c, ns, name);
 	ok = inside_table(c, *meta, where) &&
 	     write_metadata(c, *meta, next_version(t->metadata_location, *meta), file);
 	free(where);
