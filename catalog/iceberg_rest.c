@@ -299,6 +299,19 @@ static bool valid_table_name(struct call *c, const char *name)
 	return false;
 }
 
+/* The table name of obj's "name" into *name; false (answered) when invalid. */
+static bool json_table_name(struct call *c, const jt *obj, const char **name)
+{
+	const jt *v = jt_get(obj, "name");
+	*name = jt_as_str(v);
+	if (*name && strlen(*name) != v->slen) {
+		/* a NUL would cut the name short: "a\u0000b" must not become "a" */
+		bad(c, "invalid table name: it holds NUL");
+		return false;
+	}
+	return valid_table_name(c, *name);
+}
+
 /* A table identifier {"namespace": [...], "name"} into levels, *dir and *name. */
 static bool json_identifier(struct call *c, const jt *id, char **levels, size_t *n, char **dir,
 			    const char **name)
@@ -307,8 +320,7 @@ static bool json_identifier(struct call *c, const jt *id, char **levels, size_t 
 		bad(c, "a table identifier is {\"namespace\": [...], \"name\": \"...\"}");
 		return false;
 	}
-	*name = jt_get_str(id, "name");
-	if (!valid_table_name(c, *name) || !json_levels(c, jt_get(id, "namespace"), levels, n))
+	if (!json_table_name(c, id, name) || !json_levels(c, jt_get(id, "namespace"), levels, n))
 		return false;
 	*dir = levels_dir(levels, *n);
 	return true;
@@ -673,9 +685,44 @@ static void load_namespace(struct call *c)
 	filer_entry_free(e);
 }
 
+/*
+ * Whether a namespace below c's exists (its directory "<ns>.<level>..."):
+ * the levels live side by side, so dropping a parent would orphan them.
+ */
+static wfs_err has_child_namespace(struct call *c, bool *yes)
+{
+	char *dir = xasprintf(TS_BUCKETS_DIR "/%s", c->bucket), *prefix = xasprintf("%s.", c->ns);
+	char *from = xstrdup("");
+	bool more = true;
+	wfs_err err = WFS_OK;
+
+	*yes = false;
+	while (more && !*yes && !err) {
+		struct filer_meta_page p = {0};
+		err = filer_meta_list_from(c->env->rpc, dir, from, false, prefix, PAGE_MAX, &p);
+		more = !err && p.more && p.n;
+		for (size_t i = 0; !err && i < p.n && !*yes; i++) {
+			const struct filer_entry *e = p.entries[i];
+			*yes = S_ISDIR(e->attr.mode) && filer_entry_xattr_get(e, TS_XATTR_NAMESPACE);
+			free(from);
+			from = xstrdup(e->name);
+		}
+		filer_meta_page_free(&p);
+	}
+	free(from);
+	free(prefix);
+	free(dir);
+	return err;
+}
+
 static void drop_namespace(struct call *c)
 {
-	wfs_err err = ts_namespace_delete(c->env->rpc, c->bucket, c->ns);
+	bool below = false;
+	wfs_err err = has_child_namespace(c, &below);
+	if (!err && below)
+		err = WFS_ENOTEMPTY;
+	if (!err)
+		err = ts_namespace_delete(c->env->rpc, c->bucket, c->ns);
 	if (err)
 		return fail_err(c, err, "NoSuchNamespaceException", "the namespace");
 	c->a->status = 204;
@@ -737,7 +784,7 @@ static void update_properties(struct call *c)
 			jt *up_names = jt_arr();
 			for (size_t i = 0; i < jt_len(up); i++)
 				jt_append(up_names, jt_str(up->keys[i]));
-			key_list(w, "updated", up_names, up_names, true);
+			key_list(w, "updated", up_names, up, true);
 			key_list(w, "removed", rm, before, true);
 			key_list(w, "missing", rm, before, false);
 			done(w);
@@ -988,7 +1035,7 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 
 static void create_table(struct call *c)
 {
-	const char *name = jt_get_str(c->body, "name"), *loc;
+	const char *name, *loc;
 	char uuid[37], msg[ERR_MAX], *own;
 	bool stage = false;
 	jt *meta = NULL;
@@ -996,7 +1043,7 @@ static void create_table(struct call *c)
 
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "CreateTableRequest is a JSON object");
-	if (!valid_table_name(c, name) || !check_namespace(c))
+	if (!json_table_name(c, c->body, &name) || !check_namespace(c))
 		return;
 	own = table_location(c, c->ns, name);
 	loc = jt_get_str(c->body, "location");
@@ -1050,22 +1097,24 @@ static void drop_table(struct call *c, const char *name)
 /* RegisterTable: a table pointing at an existing metadata file of this bucket. */
 static void register_table(struct call *c)
 {
-	const char *name = jt_get_str(c->body, "name");
-	const char *file = jt_get_str(c->body, "metadata-location");
-	char msg[ERR_MAX], *bucket_dir = NULL;
-	bool overwrite = false;
+	const char *name, *file = jt_get_str(c->body, "metadata-location");
+	char msg[ERR_MAX], *bucket_dir = NULL, *path;
+	bool overwrite = false, in_bucket;
 	jt *meta = NULL;
 	wfs_err err;
 	buf text;
 
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "RegisterTableRequest is a JSON object");
-	if (!valid_table_name(c, name) || !check_namespace(c))
+	if (!json_table_name(c, c->body, &name) || !check_namespace(c))
 		return;
 	jt_as_bool(jt_get(c->body, "overwrite"), &overwrite);
 	bucket_dir = xasprintf("s3://%s", c->bucket);
 	buf_init(&text);
-	if (!file || !tf_location_path(file) || !tf_location_under(file, bucket_dir)) {
+	path = file ? tf_location_path(file) : NULL; /* only whether it names a file */
+	in_bucket = path && tf_location_under(file, bucket_dir);
+	free(path);
+	if (!in_bucket) {
 		fail(c, 400, "BadRequestException",
 		     "metadata-location must be a metadata file in s3://%s/", c->bucket);
 		goto out;
@@ -1223,9 +1272,10 @@ static enum prepared prepare(struct call *c, const char *ns, const char *name, c
 		fail_ice(c, rc, msg);
 		return PREP_FAILED;
 	}
-	where = ts_location_dir(t->warehouse);
-	free(where); /* only whether it is one */
-	where = where ? xstrdup(t->warehouse) : table_location(c, ns, name);
+	where = ts_location_dir(t->warehouse); /* only whether it is valid */
+	ok = where != NULL;
+	free(where);
+	where = ok ? xstrdup(t->warehouse) : table_location(c, ns, name);
 	ok = inside_table(c, *meta, where) &&
 	     write_metadata(c, *meta, next_version(t->metadata_location, *meta), file);
 	free(where);
@@ -1373,7 +1423,11 @@ static void commit_transaction(struct call *c)
 	char lost[TS_NS_LEVELS_MAX * 256 + 256] = "?";
 	int round;
 
-	if (!jt_is(c->body, JT_OBJ) || !parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
+	if (!jt_is(c->body, JT_OBJ)) {
+		bad(c, "CommitTransactionRequest is {\"table-changes\": [...]}");
+		goto out;
+	}
+	if (!parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
 		goto out;
 	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
 		bool answered = false;

@@ -74,7 +74,15 @@ char *tf_location_path(const char *location)
 int tf_location_under(const char *location, const char *dir)
 {
 	size_t n = strlen(dir);
-	return !strncmp(location, dir, n) && (location[n] == '\0' || location[n] == '/');
+	char *path;
+	int ok;
+	if (strncmp(location, dir, n) || (location[n] != '\0' && location[n] != '/'))
+		return 0;
+	/* "dir/../x" starts with dir but names no place under it */
+	path = ts_location_dir(location);
+	ok = path != NULL;
+	free(path);
+	return ok;
 }
 
 /* The request path (percent-encoded) of location's file, with query q; NULL if invalid. */

@@ -35,7 +35,10 @@ void tf_free(table_files *f);
  * Caller frees.
  */
 char *tf_location_path(const char *location);
-/* Whether location is dir or below it (dir an s3:// location, no trailing '/'). */
+/*
+ * Whether location is dir or below it (dir an s3:// location, no trailing
+ * '/'): a valid location (see tf_location_path) that starts with dir.
+ */
 int tf_location_under(const char *location, const char *dir);
 
 /* Writes the file (replacing one of the same name). WFS_EINVAL for a bad location. */

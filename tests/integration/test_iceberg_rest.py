@@ -1,0 +1,583 @@
+"""The Iceberg REST catalog of the catalog port (docs/catalog.md) with real clients:
+pyiceberg's RestCatalog (namespaces, tables, appends, scans, evolution, time travel,
+rename, drop, register, staged create, concurrent writers), `requests` for the
+protocol's corners and bad input, boto3's s3tables and s3 clients for the same
+tables seen through the S3 Tables API and the S3 gateway."""
+import json
+import threading
+import uuid
+
+import boto3
+import pyarrow as pa
+import pytest
+import requests
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import (CommitFailedException, NamespaceNotEmptyError,
+                                  NoSuchNamespaceError, NoSuchTableError,
+                                  TableAlreadyExistsError)
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
+from filer_fixtures import start_mini_with_filer
+
+T_XATTR = "weedfs.catalog.table"
+MOVED_XATTR = "weedfs.catalog.moved"
+US = "\x1f"
+
+
+class Env:
+    def __init__(self, m, filer):
+        self.m, self.filer = m, filer
+        self.uri = "http://127.0.0.1:%d" % m.catalog_port
+        kw = dict(endpoint_url=self.uri, region_name="us-east-1", aws_access_key_id="x",
+                  aws_secret_access_key="y")
+        self.tables = boto3.client("s3tables", **kw)
+        kw["endpoint_url"] = "http://127.0.0.1:%d" % m.s3_port
+        self.s3 = boto3.client("s3", **kw)
+
+    def bucket(self, name):
+        return self.tables.create_table_bucket(name=name)["arn"]
+
+    def catalog(self, warehouse):
+        return RestCatalog("w-" + uuid.uuid4().hex[:8], uri=self.uri, warehouse=warehouse,
+                           **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
+                              "s3.region": "us-east-1"})
+
+    def url(self, path):
+        return self.uri + "/v1/" + path
+
+    def entry(self, path):
+        """The filer's entry at path (its xattrs), or None when there is none."""
+        r = self.filer.post("/.api/v1/lookup", json={"path": path})
+        if r.status_code == 404:
+            return None
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def files_under(self, path):
+        """Every file name below path (recursively), through the filer's JSON listing."""
+        out = []
+        r = self.filer.get(path + "/", headers={"Accept": "application/json"})
+        if r.status_code == 404:
+            return out
+        assert r.status_code == 200, r.text
+        for e in r.json()["Entries"] or []:
+            p = e["FullPath"]
+            if e["Mode"] & 0o40000:
+                out += self.files_under(p)
+            else:
+                out.append(p)
+        return out
+
+
+@pytest.fixture(scope="module")
+def env(module_cluster):
+    m, filer = start_mini_with_filer(module_cluster)
+    e = Env(m, filer)
+    e.bucket("lake")
+    return e
+
+
+def schema():
+    return Schema(NestedField(1, "id", IntegerType(), required=False),
+                  NestedField(2, "region", StringType(), required=False))
+
+
+def rows(ids, region):
+    return pa.table({"id": pa.array(ids, pa.int32()), "region": [region] * len(ids)})
+
+
+def err_of(r, status, type_):
+    assert r.status_code == status, "%s %s" % (r.status_code, r.text)
+    e = r.json()["error"]
+    assert e["type"] == type_ and e["code"] == status and e["message"], e
+    return e
+
+
+def loc_of(env, prefix, ns, name):
+    r = requests.get(env.url("%s/namespaces/%s/tables/%s" % (prefix, ns, name)))
+    assert r.status_code == 200, r.text
+    return r.json()["metadata-location"]
+
+
+# ---- pyiceberg ----
+
+def test_namespaces(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("nsa", {"owner": "ann", "team": "x"})
+    cat.create_namespace(("nsa", "b"))
+    cat.create_namespace(("nsa", "b", "c"))
+    cat.create_namespace("nsz")
+    top = cat.list_namespaces()
+    assert ("nsa",) in top and ("nsz",) in top and ("nsa", "b") not in top
+    assert cat.list_namespaces("nsa") == [("nsa", "b")]
+    assert cat.list_namespaces(("nsa", "b")) == [("nsa", "b", "c")]
+    props = cat.load_namespace_properties("nsa")
+    assert props["owner"] == "ann" and props["team"] == "x"
+    s = cat.update_namespace_properties("nsa", removals={"team", "absent"},
+                                        updates={"owner": "bob", "tier": "1"})
+    assert sorted(s.removed) == ["team"] and sorted(s.updated) == ["owner", "tier"]
+    assert sorted(s.missing) == ["absent"]
+    props = cat.load_namespace_properties("nsa")
+    assert props.get("owner") == "bob" and props.get("tier") == "1" and "team" not in props
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("nsa")
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace(("nsa", "b"))
+    cat.create_table("nsz.t", schema())
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("nsz")
+    # a drop keeping the files keeps them in the namespace's directory: still refused
+    cat.drop_table("nsz.t")
+    assert cat.list_tables("nsz") == []
+    with pytest.raises(NamespaceNotEmptyError):
+        cat.drop_namespace("nsz")
+    cat.create_table("nsz.t", schema())
+    cat.purge_table("nsz.t")
+    cat.drop_namespace("nsz")
+    cat.drop_namespace(("nsa", "b", "c"))
+    assert cat.list_namespaces(("nsa", "b")) == []
+    with pytest.raises(NoSuchNamespaceError):
+        cat.load_namespace_properties("nsz")
+    assert ("nsz",) not in cat.list_namespaces()
+
+
+def test_table_data_evolution_and_time_travel(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("sales")
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+    t = cat.create_table("sales.orders", schema(), partition_spec=spec,
+                         properties={"k": "v"})
+    assert t.metadata_location.startswith("s3://lake/sales/orders/metadata/")
+    t.append(rows([1, 2, 3], "eu"))
+    s1 = t.current_snapshot().snapshot_id
+    t.append(rows([4, 5], "us"))
+    t = cat.load_table("sales.orders")
+    assert t.properties["k"] == "v"
+    assert sorted(r["id"] for r in t.scan(row_filter="region = 'eu'").to_arrow().to_pylist()) \
+        == [1, 2, 3]
+    assert t.scan(row_filter="id >= 4").to_arrow().num_rows == 2
+    # time travel: the first snapshot has the first append only
+    assert t.scan(snapshot_id=s1).to_arrow().num_rows == 3
+    assert len(t.snapshots()) == 2
+
+    # schema evolution: add, rename, widen int -> long
+    with t.update_schema() as u:
+        u.add_column("qty", LongType())
+        u.rename_column("region", "area")
+        u.update_column("id", field_type=LongType())
+    t = cat.load_table("sales.orders")
+    f = {x.name: x for x in t.schema().fields}
+    assert set(f) == {"id", "area", "qty"} and isinstance(f["id"].field_type, LongType)
+    assert f["area"].field_id == 2
+    # partition evolution: a bucket of id beside the region
+    with t.update_spec() as u:
+        u.add_identity("qty")
+    t = cat.load_table("sales.orders")
+    assert len(t.specs()) == 2 and len(t.spec().fields) == 2
+    t.append(pa.table({"id": pa.array([6], pa.int64()), "area": ["eu"],
+                       "qty": pa.array([7], pa.int64())}))
+    t = cat.load_table("sales.orders")
+    assert t.scan().to_arrow().num_rows == 6
+    assert t.scan(row_filter="area = 'eu'").to_arrow().num_rows == 4
+    assert t.scan(snapshot_id=s1).to_arrow().num_rows == 3
+    # overwrite replaces everything
+    t.overwrite(pa.table({"id": pa.array([9], pa.int64()), "area": ["eu"],
+                          "qty": pa.array([5], pa.int64())}))
+    t = cat.load_table("sales.orders")
+    assert t.scan().to_arrow().to_pylist() == [{"id": 9, "area": "eu", "qty": 5}]
+    assert t.scan(snapshot_id=s1).to_arrow().num_rows == 3
+    n_all = len(t.metadata.snapshots)
+    assert n_all >= 4
+
+    # snapshots=refs: only what a ref points at
+    r = requests.get(env.url("lake/namespaces/sales/tables/orders"),
+                     params={"snapshots": "refs"})
+    assert r.status_code == 200, r.text
+    md = r.json()["metadata"]
+    ref_ids = {x["snapshot-id"] for x in md["refs"].values()}
+    assert {x["snapshot-id"] for x in md["snapshots"]} == ref_ids
+    assert md["current-snapshot-id"] in ref_ids
+    r = requests.get(env.url("lake/namespaces/sales/tables/orders"),
+                     params={"snapshots": "all"})
+    assert len(r.json()["metadata"]["snapshots"]) == n_all
+    r = requests.get(env.url("lake/namespaces/sales/tables/orders"),
+                     params={"snapshots": "some"})
+    err_of(r, 400, "BadRequestException")
+
+    # exists: HEAD 204 / 404
+    assert cat.table_exists("sales.orders") and not cat.table_exists("sales.nope")
+    assert requests.head(env.url("lake/namespaces/sales/tables/orders")).status_code == 204
+    assert requests.head(env.url("lake/namespaces/sales/tables/nope")).status_code == 404
+
+
+def test_rename_and_the_old_name(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("rn1")
+    cat.create_namespace("rn2")
+    t = cat.create_table("rn1.t", schema())
+    t.append(rows([1, 2], "eu"))
+    cat.rename_table("rn1.t", "rn1.u")
+    assert cat.load_table("rn1.u").scan().to_arrow().num_rows == 2
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("rn1.t")
+    # across namespaces
+    cat.rename_table("rn1.u", "rn2.v")
+    t = cat.load_table("rn2.v")
+    assert t.scan().to_arrow().num_rows == 2
+    t.append(rows([3], "us"))
+    assert cat.load_table("rn2.v").scan().to_arrow().num_rows == 3
+    assert cat.list_tables("rn1") == [] and cat.list_tables("rn2") == [("rn2", "v")]
+    # the old directory holds v's files: marked, no table, and no new table may take it
+    e = env.entry("/buckets/lake/rn1/t")
+    xa = json.dumps(e.get("xattrs"))
+    assert MOVED_XATTR in xa and T_XATTR not in xa
+    assert not cat.table_exists("rn1.t")
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table("rn1.t", schema())
+    # the intermediate name held nothing of the files: gone, and free again
+    assert env.entry("/buckets/lake/rn1/u") is None
+    cat.create_table("rn1.u", schema())
+    assert cat.load_table("rn1.u").scan().to_arrow().num_rows == 0
+    # renaming onto an existing table is refused, a missing source is 404
+    with pytest.raises(TableAlreadyExistsError):
+        cat.rename_table("rn1.u", "rn2.v")
+    with pytest.raises(NoSuchTableError):
+        cat.rename_table("rn1.nope", "rn1.other")
+    with pytest.raises(NoSuchNamespaceError):
+        cat.rename_table("rn1.u", "missing.u")
+    assert cat.load_table("rn2.v").scan().to_arrow().num_rows == 3
+    # a purge of the renamed table takes its files, in the old directory
+    assert env.files_under("/buckets/lake/rn1/t/data")
+    cat.purge_table("rn2.v")
+    assert env.entry("/buckets/lake/rn2/v") is None
+    assert env.files_under("/buckets/lake/rn1/t") == []
+    cat.create_table("rn1.t", schema())
+    assert cat.load_table("rn1.t").scan().to_arrow().num_rows == 0
+
+
+def test_drop_purge_and_keep(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("dr")
+    t = cat.create_table("dr.p", schema())
+    t.append(rows([1], "eu"))
+    assert env.files_under("/buckets/lake/dr/p/data")
+    cat.purge_table("dr.p")
+    assert env.entry("/buckets/lake/dr/p") is None
+    assert not cat.table_exists("dr.p")
+
+    t = cat.create_table("dr.k", schema())
+    t.append(rows([1, 2], "eu"))
+    meta_loc = cat.load_table("dr.k").metadata_location
+    data = env.files_under("/buckets/lake/dr/k/data")
+    assert data
+    cat.drop_table("dr.k")
+    assert not cat.table_exists("dr.k")
+    assert env.files_under("/buckets/lake/dr/k/data") == data
+    # the same name again adopts the directory: a new, empty table
+    t = cat.create_table("dr.k", schema())
+    assert t.scan().to_arrow().num_rows == 0
+    assert t.metadata_location != meta_loc
+    # register the old metadata file under a new name: its data is back
+    r = cat.register_table("dr.back", meta_loc)
+    assert r.metadata_location == meta_loc
+    assert cat.load_table("dr.back").scan().to_arrow().num_rows == 2
+    with pytest.raises(TableAlreadyExistsError):
+        cat.register_table("dr.back", meta_loc)
+
+
+def test_stage_create(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("st")
+    tx = cat.create_table_transaction("st.s", schema())
+    assert not cat.table_exists("st.s")
+    tx.append(rows([1, 2, 3], "eu"))
+    tx.commit_transaction()
+    t = cat.load_table("st.s")
+    assert t.scan().to_arrow().num_rows == 3 and len(t.snapshots()) == 1
+    # a second staged create of the same name loses at its commit
+    tx = cat.create_table_transaction("st.s", schema())
+    with pytest.raises((CommitFailedException, TableAlreadyExistsError)):
+        tx.commit_transaction()
+    assert cat.load_table("st.s").scan().to_arrow().num_rows == 3
+
+
+# ---- protocol and bad input ----
+
+def test_errors_and_names(env):
+    u = env.url
+    r = requests.get(u("config"), params={"warehouse": "lake"})
+    assert r.status_code == 200 and r.json()["overrides"]["prefix"] == "lake"
+    requests.post(u("lake/namespaces"), json={"namespace": ["pe"]})
+    e = err_of(requests.post(u("lake/namespaces"), data=b"{not json"), 400,
+               "BadRequestException")
+    assert set(e) == {"message", "type", "code"}
+    err_of(requests.post(u("lake/namespaces/pe/tables"), data=b"[1,"), 400,
+           "BadRequestException")
+    for bad in ["a/b", "..", ".", "a\x00b", "Upper", "", "-x", "x" * 256]:
+        r = requests.post(u("lake/namespaces"), json={"namespace": [bad]})
+        err_of(r, 400, "BadRequestException")
+        r = requests.post(u("lake/namespaces/pe/tables"),
+                          json={"name": bad, "schema": schema_json()})
+        err_of(r, 400, "BadRequestException")
+    # a NUL in the path is refused by the HTTP layer already (a plain 400)
+    assert requests.get(u("lake/namespaces/a%00b")).status_code == 400
+    assert requests.get(u("lake/namespaces/pe/tables/a%00b")).status_code == 400
+    for raw in ["a%2Fb", "%2E%2E", "%2E", "pe%1F", "%1Fpe", "pe%1F%1Fx", "PE", "pe.x"]:
+        r = requests.get(u("lake/namespaces/" + raw))
+        err_of(r, 400, "BadRequestException")
+        r = requests.get(u("lake/namespaces/" + raw + "/tables/t"))
+        err_of(r, 400, "BadRequestException")
+    r = requests.get(u("lake/namespaces/pe/tables/a%2Fb"))
+    err_of(r, 400, "BadRequestException")
+    r = requests.get(u("lake/namespaces/pe/tables/T"))
+    err_of(r, 400, "BadRequestException")
+    # nothing was made by any of it
+    assert env.files_under("/buckets/lake/pe") == []
+    # the missing: namespace vs table
+    err_of(requests.post(u("lake/namespaces/nons/tables"),
+                         json={"name": "t", "schema": schema_json()}), 404,
+           "NoSuchNamespaceException")
+    err_of(requests.get(u("lake/namespaces/pe/tables/nope")), 404, "NoSuchTableException")
+    err_of(requests.get(u("lake/namespaces/nons/tables/nope")), 404, "NoSuchTableException")
+    err_of(requests.get(u("lake/namespaces/nons")), 404, "NoSuchNamespaceException")
+    r = requests.get(u("nobucket/namespaces"))
+    assert r.status_code == 404 and r.json()["error"]["type"].startswith("NoSuch"), r.text
+    # metrics
+    requests.post(u("lake/namespaces/pe/tables"), json={"name": "m", "schema": schema_json()})
+    r = requests.post(u("lake/namespaces/pe/tables/m/metrics"),
+                      json={"report-type": "scan-report", "table-name": "pe.m"})
+    assert r.status_code == 204, r.text
+    # a location outside the table's directory
+    for loc in ["s3://lake/pe/other", "s3://other/pe/x", "s3://lake/pe/x/../../y"]:
+        r = requests.post(u("lake/namespaces/pe/tables"),
+                          json={"name": "x", "schema": schema_json(), "location": loc})
+        err_of(r, 403, "ForbiddenException")
+    r = requests.post(u("lake/namespaces/pe/tables"),
+                      json={"name": "x", "schema": schema_json(),
+                            "properties": {"write.metadata.path": "s3://lake/elsewhere"}})
+    err_of(r, 403, "ForbiddenException")
+    assert requests.head(u("lake/namespaces/pe/tables/x")).status_code == 404
+    before = loc_of(env, "lake", "pe", "m")
+    for loc in ["s3://lake/pe/m/../x", "s3://lake/pe/m/./x", "s3://lake/pe/m//x",
+                "s3://lake/pe/mx"]:
+        r = commit(env, "lake", "pe", "m", [], [{"action": "set-location", "location": loc}])
+        err_of(r, 403, "ForbiddenException")
+    r = commit(env, "lake", "pe", "m", [], [{"action": "set-location",
+                                              "location": "s3://lake/pe/elsewhere"}])
+    err_of(r, 403, "ForbiddenException")
+    r = commit(env, "lake", "pe", "m", [], [{"action": "set-properties", "updates": {
+        "write.metadata.path": "s3://lake/zz"}}])
+    err_of(r, 403, "ForbiddenException")
+    assert loc_of(env, "lake", "pe", "m") == before
+
+
+def test_page_sizes_and_paging(env):
+    u = env.url
+    requests.post(u("lake/namespaces"), json={"namespace": ["pg"]})
+    for v in ["0", "100000", "x", "-1", ""]:
+        r = requests.get(u("lake/namespaces"), params={"pageSize": v})
+        err_of(r, 400, "BadRequestException")
+        r = requests.get(u("lake/namespaces/pg/tables"), params={"pageSize": v})
+        err_of(r, 400, "BadRequestException")
+    names = ["n%02d" % i for i in range(25)]
+    for n in names:
+        r = requests.post(u("lake/namespaces"), json={"namespace": ["pg", n]})
+        assert r.status_code == 200, r.text
+        r = requests.post(u("lake/namespaces/pg/tables"),
+                          json={"name": "t" + n, "schema": schema_json()})
+        assert r.status_code == 200, r.text
+
+    def pages(path, key):
+        got, token, n = [], None, 0
+        while True:
+            p = {"pageSize": 10, "parent": "pg"} if key == "namespaces" else {"pageSize": 10}
+            if token:
+                p["pageToken"] = token
+            r = requests.get(u(path), params=p)
+            assert r.status_code == 200, r.text
+            j = r.json()
+            assert len(j[key]) <= 10
+            got += j[key]
+            n += 1
+            token = j.get("next-page-token")
+            if not token:
+                return got, n
+            assert n < 10
+
+    got, n = pages("lake/namespaces", "namespaces")
+    assert got == [["pg", x] for x in names] and n in (3, 4)
+    got, n = pages("lake/namespaces/pg/tables", "identifiers")
+    assert [x["name"] for x in got] == ["t" + x for x in names] and n in (3, 4)
+    assert all(x["namespace"] == ["pg"] for x in got)
+    r = requests.get(u("lake/namespaces/pg/tables"), params={"pageToken": "\x01bogus/.."})
+    assert r.status_code in (200, 400), r.text
+
+
+def test_bodies_commits_and_transactions(env):
+    u = env.url
+    requests.post(u("lake/namespaces"), json={"namespace": ["cm"]})
+    for n in ("a", "b"):
+        r = requests.post(u("lake/namespaces/cm/tables"), json={"name": n, "schema": schema_json()})
+        assert r.status_code == 200, r.text
+    a0, b0 = loc_of(env, "lake", "cm", "a"), loc_of(env, "lake", "cm", "b")
+    # oversized
+    big = json.dumps({"namespace": ["big"], "properties": {"x": "y" * (1 << 20) + "z"}})
+    r = requests.post(u("lake/namespaces"), data=big)
+    assert r.status_code == 413, r.status_code
+    assert requests.get(u("lake/namespaces/big")).status_code == 404
+    # unknown requirement and update types change nothing
+    r = commit(env, "lake", "cm", "a", [{"type": "assert-bogus"}], [])
+    err_of(r, 400, "BadRequestException")
+    r = commit(env, "lake", "cm", "a", [], [{"action": "bogus-update"}])
+    err_of(r, 400, "BadRequestException")
+    r = commit(env, "lake", "cm", "a", [], [{"action": "set-properties", "updates": {"k": "v"}},
+                                             {"action": "bogus-update"}])
+    err_of(r, 400, "BadRequestException")
+    r = commit(env, "lake", "cm", "a", [], {"not": "a list"})
+    err_of(r, 400, "BadRequestException")
+    assert loc_of(env, "lake", "cm", "a") == a0
+    # a failing requirement: 409 CommitFailedException
+    r = commit(env, "lake", "cm", "a", [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}],
+               [{"action": "set-properties", "updates": {"k": "v"}}])
+    err_of(r, 409, "CommitFailedException")
+    r = commit(env, "lake", "cm", "a", [{"type": "assert-ref-snapshot-id", "ref": "main",
+                                          "snapshot-id": 12345}],
+               [{"action": "set-properties", "updates": {"k": "v"}}])
+    err_of(r, 409, "CommitFailedException")
+    assert loc_of(env, "lake", "cm", "a") == a0
+    # the body names another table than the path
+    r = requests.post(u("lake/namespaces/cm/tables/a"), json={
+        "identifier": {"namespace": ["cm"], "name": "b"}, "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    err_of(r, 400, "BadRequestException")
+    assert loc_of(env, "lake", "cm", "a") == a0 and loc_of(env, "lake", "cm", "b") == b0
+    # a good commit moves it
+    r = commit(env, "lake", "cm", "a", [], [{"action": "set-properties", "updates": {"k": "1"}}])
+    assert r.status_code == 200, r.text
+    a1 = r.json()["metadata-location"]
+    assert a1 != a0 and loc_of(env, "lake", "cm", "a") == a1
+
+    def change(n, reqs, v):
+        return {"identifier": {"namespace": ["cm"], "name": n}, "requirements": reqs,
+                "updates": [{"action": "set-properties", "updates": {"tx": v}}]}
+    tx = u("lake/transactions/commit")
+    r = requests.post(tx, json={"table-changes": [change("a", [], "1"), change("b", [], "1")]})
+    assert r.status_code == 204, r.text
+    a2, b2 = loc_of(env, "lake", "cm", "a"), loc_of(env, "lake", "cm", "b")
+    assert a2 != a1 and b2 != b0
+    for t in ("a", "b"):
+        r = requests.get(u("lake/namespaces/cm/tables/" + t))
+        assert r.json()["metadata"]["properties"]["tx"] == "1"
+    stale = [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}]
+    r = requests.post(tx, json={"table-changes": [change("a", [], "2"), change("b", stale, "2")]})
+    err_of(r, 409, "CommitFailedException")
+    r = requests.post(tx, json={"table-changes": [change("a", [], "2"), change("nope", [], "2")]})
+    assert r.status_code in (404, 409), r.text
+    r = requests.post(tx, json={"table-changes": [change("a", [], "2"),
+                                                  change("b", [{"type": "nonsense"}], "2")]})
+    err_of(r, 400, "BadRequestException")
+    for body in ({"table-changes": "x"}, {"table-changes": []}, [], "x", None):
+        err_of(requests.post(tx, json=body), 400, "BadRequestException")
+    err_of(requests.post(tx, json={"table-changes": [change("a", [], "3"), change("a", [], "4")]}),
+           400, "BadRequestException")
+    assert loc_of(env, "lake", "cm", "a") == a2 and loc_of(env, "lake", "cm", "b") == b2
+
+
+def schema_json():
+    return {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "int", "required": False}]}
+
+
+def commit(env, prefix, ns, name, reqs, updates):
+    return requests.post(env.url("%s/namespaces/%s/tables/%s" % (prefix, ns, name)), json={
+        "identifier": {"namespace": ns.split("."), "name": name},
+        "requirements": reqs, "updates": updates})
+
+
+# ---- concurrency ----
+
+def test_concurrent_appends(env):
+    cat = env.catalog("lake")
+    cat.create_namespace("cc")
+    cat.create_table("cc.t", schema())
+    n, errors, retries = 8, [], [0]
+
+    def writer(i):
+        try:
+            c = env.catalog("lake")
+            while True:
+                t = c.load_table("cc.t")
+                try:
+                    t.append(rows(list(range(i * 100, i * 100 + i + 1)), "r%d" % i))
+                    return
+                except CommitFailedException:
+                    retries[0] += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+    ths = [threading.Thread(target=writer, args=(i,)) for i in range(n)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(120)
+    assert not errors, errors
+    t = cat.load_table("cc.t")
+    assert t.scan().to_arrow().num_rows == sum(i + 1 for i in range(n))
+    assert len(t.snapshots()) == n
+    assert sorted(r["id"] for r in t.scan().to_arrow().to_pylist()) == \
+        sorted(x for i in range(n) for x in range(i * 100, i * 100 + i + 1))
+
+
+def test_concurrent_creates(env):
+    env.catalog("lake").create_namespace("cr")
+    barrier = threading.Barrier(16)
+    out = []
+
+    def creator():
+        c = env.catalog("lake")
+        barrier.wait()
+        try:
+            c.create_table("cr.one", schema())
+            out.append("ok")
+        except TableAlreadyExistsError:
+            out.append("exists")
+        except Exception as e:  # noqa: BLE001 - reported below
+            out.append(repr(e))
+    ths = [threading.Thread(target=creator) for _ in range(16)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(60)
+    assert sorted(out) == ["exists"] * 15 + ["ok"], out
+    assert env.catalog("lake").load_table("cr.one").scan().to_arrow().num_rows == 0
+
+
+# ---- the same tables through S3 Tables and S3 ----
+
+def test_cross_view(env):
+    arn = env.bucket("xview")
+    cat = env.catalog("xview")
+    cat.create_namespace("ns")
+    t = cat.create_table("ns.tab", schema())
+    t.append(rows([1, 2, 3], "eu"))
+    t = cat.load_table("ns.tab")
+    listed = env.tables.list_tables(tableBucketARN=arn, namespace="ns")["tables"]
+    assert [x["name"] for x in listed] == ["tab"]
+    g = env.tables.get_table_metadata_location(tableBucketARN=arn, namespace="ns", name="tab")
+    assert g["metadataLocation"] == t.metadata_location
+    keys = [o["Key"] for o in env.s3.list_objects_v2(Bucket="xview", Prefix="ns/tab/data/")
+            .get("Contents", [])]
+    assert keys and all(k.endswith(".parquet") for k in keys)
+    body = env.s3.get_object(Bucket="xview", Key=keys[0])["Body"].read()
+    assert body[:4] == b"PAR1" and body[-4:] == b"PAR1"
+    mkey = t.metadata_location[len("s3://xview/"):]
+    meta = json.loads(env.s3.get_object(Bucket="xview", Key=mkey)["Body"].read())
+    assert meta["current-snapshot-id"] == t.current_snapshot().snapshot_id
+    # a commit through S3 Tables' pointer is what pyiceberg loads next
+    tok = env.tables.get_table(tableBucketARN=arn, namespace="ns", name="tab")["versionToken"]
+    t.append(rows([4], "us"))
+    g2 = env.tables.get_table_metadata_location(tableBucketARN=arn, namespace="ns", name="tab")
+    assert g2["metadataLocation"] == cat.load_table("ns.tab").metadata_location
+    assert g2["versionToken"] != tok
