@@ -2,12 +2,16 @@
 #include "config.h"
 #include "catalog/catalog_server.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include "catalog/catalog_token.h"
 #include "catalog/iceberg_rest.h"
+#include "catalog/oauth_tokens.h"
+#include "catalog/token_key.h"
 #include "catalog/s3tables.h"
 #include "catalog/table_files.h"
 #include "client/filer_rpc.h"
@@ -35,6 +39,10 @@ struct catalog_server {
 	table_files *files;
 	struct s3t_env env;
 	struct ice_env ice;
+	/* the cluster's token key (token_key.h), loaded at first use */
+	pthread_mutex_t key_lock;
+	bool key_loaded;
+	uint8_t key[CT_KEY_LEN];
 };
 
 /* One request on its way through a worker. */
@@ -46,6 +54,7 @@ struct job {
 	struct sigv4_header *hs;
 	size_t nh;
 	bool iceberg; /* an Iceberg REST request (/v1/): its error shape */
+	const struct s3_identity *id; /* who it is (NULL: the catalog is open) */
 	struct s3t_answer a;
 };
 
@@ -74,7 +83,9 @@ static void answer_error(struct job *j, int status, const char *type, const char
 		jw_key(w, "error");
 		jw_obj_begin(w);
 		jw_kv_str(w, "message", msg);
-		jw_kv_str(w, "type", status == 403 ? "ForbiddenException" : "BadRequestException");
+		jw_kv_str(w, "type", status == 401   ? "NotAuthorizedException"
+				     : status == 403 ? "ForbiddenException"
+						     : "BadRequestException");
 		jw_kv_i64(w, "code", status);
 		jw_obj_end(w);
 	} else {
@@ -83,6 +94,66 @@ static void answer_error(struct job *j, int status, const char *type, const char
 	}
 	jw_obj_end(w);
 	jw_free(w);
+}
+
+/* Worker: the cluster's token key, loaded from the filer once; NULL while it cannot be. */
+static const uint8_t *signing_key(struct catalog_server *c)
+{
+	const uint8_t *key;
+	pthread_mutex_lock(&c->key_lock);
+	if (!c->key_loaded && token_key_load(c->filer, c->key) == WFS_OK)
+		c->key_loaded = true;
+	key = c->key_loaded ? c->key : NULL;
+	pthread_mutex_unlock(&c->key_lock);
+	return key;
+}
+
+static const char *header(const struct job *j, const char *name)
+{
+	size_t count;
+	return sigv4_header_find(&(struct sigv4_input){.headers = j->hs, .nheaders = j->nh}, name,
+				 &count);
+}
+
+/* Worker: an Iceberg request's bearer token (catalog_token.h) into who; false answered. */
+static bool bearer(struct job *j, const char *token, char *who, size_t wholen)
+{
+	const uint8_t *key = signing_key(j->c);
+	char ak[CT_NAME_MAX + 1];
+	const char *secret;
+	enum ct_status st;
+
+	if (!key) {
+		answer_error(j, 503, "ServiceUnavailableException",
+			     "the signing key cannot be read from the filer");
+		return false;
+	}
+	st = ct_verify(key, token, (int64_t)time(NULL), ak);
+	if (st == CT_VALID && (j->id = s3_iam_lookup(j->c->iam, ak, &secret))) {
+		snprintf(who, wholen, "%s", s3_identity_name(j->id));
+		return true;
+	}
+	answer_error(j, 401, "NotAuthorizedException",
+		     st == CT_EXPIRED ? "the token has expired; get a new one at /v1/oauth/tokens"
+		     : st == CT_VALID ? "the token's identity is no longer known"
+				      : "the bearer token is not valid");
+	return false;
+}
+
+/*
+ * The SigV4 service an Iceberg client signed for: pyiceberg and Java sign
+ * "execute-api" unless told rest.signing-name (s3tables or glue).
+ */
+static const char *iceberg_service(const struct job *j)
+{
+	static const char *const ok[] = {"s3tables", "execute-api", "glue"};
+	const char *h = header(j, "authorization"), *cred = h ? strstr(h, "Credential=") : NULL;
+	for (int slash = 0; cred && *cred && slash < 3; cred++)
+		slash += *cred == '/';
+	for (size_t i = 0; cred && i < sizeof(ok) / sizeof(*ok); i++)
+		if (!strncmp(cred, ok[i], strlen(ok[i])) && cred[strlen(ok[i])] == '/')
+			return ok[i];
+	return CATALOG_SERVICE;
 }
 
 /*
@@ -106,6 +177,9 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 	snprintf(who, wholen, "%s", CATALOG_ACCOUNT);
 	if (s3_iam_is_open(j->c->iam))
 		return true;
+	if (j->iceberg && header(j, "authorization") &&
+	    !strncasecmp(header(j, "authorization"), "Bearer ", 7))
+		return bearer(j, header(j, "authorization") + 7, who, wholen);
 	sigv4_sha256_hex(j->body ? j->body : "", j->body_len, hash);
 	if (!sigv4_header_find(&(struct sigv4_input){.headers = j->hs, .nheaders = j->nh},
 			       "x-amz-content-sha256", &count)) {
@@ -129,10 +203,12 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 	in.nheaders = j->nh;
 	in.now = (int64_t)time(NULL);
 	in.region = j->c->region;
-	in.service = CATALOG_SERVICE;
+	in.service = j->iceberg ? iceberg_service(j) : CATALOG_SERVICE;
 	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
 	if (!e && anonymous)
-		answer_error(j, 403, "AccessDeniedException", "the request is not signed");
+		answer_error(j, j->iceberg ? 401 : 403, "AccessDeniedException",
+			     j->iceberg ? "the request carries no bearer token nor signature"
+					: "the request is not signed");
 	else if (e)
 		answer_error(j, 403, "AccessDeniedException", msg);
 	else if (a.payload == SIGV4_PAYLOAD_HASH && strcmp(a.payload_hash, hash))
@@ -148,6 +224,7 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 			     "the request signature does not match the one computed");
 	else {
 		snprintf(who, wholen, "%s", s3_identity_name(id));
+		j->id = id;
 		ok = true;
 	}
 	free(path);
@@ -165,30 +242,87 @@ static void send_answer(http_req *req, void *arg)
 	job_free(j);
 }
 
+/*
+ * Worker: whether j's identity may make its Iceberg request on the table
+ * bucket of its prefix (reads: Read or List, the rest: Write), and
+ * *may_write whether it may write there; false answered.
+ */
+static bool granted(struct job *j, const char *path, bool *may_write)
+{
+	const char *p = path + 4; /* after "/v1/" */
+	char *bucket = xstrndup(p, strcspn(p, "/"));
+	bool read = !strcmp(j->method, "GET") || !strcmp(j->method, "HEAD"), ok;
+
+	*may_write = !j->id || s3_identity_allows(j->id, S3_ACT_WRITE, bucket);
+	ok = !j->id || !strcmp(bucket, "config") ||
+	     (read ? s3_identity_allows(j->id, S3_ACT_READ, bucket) ||
+			     s3_identity_allows(j->id, S3_ACT_LIST, bucket)
+		   : *may_write);
+	if (!ok) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%s may not %s table bucket %.200s",
+			 s3_identity_name(j->id), read ? "read" : "change", bucket);
+		answer_error(j, 403, "ForbiddenException", msg);
+	}
+	free(bucket);
+	return ok;
+}
+
+/* Worker: an Iceberg REST request, authenticated as who. */
+static void iceberg(struct job *j, const char *path, const char *q, const char *who)
+{
+	struct ice_request r = {.method = j->method,
+				.raw_path = path,
+				.raw_query = q ? q + 1 : NULL,
+				.body = j->body,
+				.body_len = j->body_len,
+				.caller = who};
+	struct ice_answer a;
+
+	bool may_write;
+
+	if (!granted(j, path, &may_write))
+		return;
+	ice_rest_handle(&j->c->ice, &r, &a);
+	buf_free(&j->a.body);
+	j->a.status = a.status;
+	j->a.body = a.body;
+}
+
+/* Worker: POST /v1/oauth/tokens, which needs no signature. */
+static void tokens(struct job *j)
+{
+	const uint8_t *key = signing_key(j->c);
+	if (strcmp(j->method, "POST"))
+		return answer_error(j, 405, "MethodNotAllowedException", "POST a token request");
+	if (!key)
+		return answer_error(j, 503, "ServiceUnavailableException",
+				    "the signing key cannot be read from the filer");
+	oauth_tokens(j->c->iam, key, j->body, j->body_len, header(j, "authorization"),
+		     (int64_t)time(NULL), &j->a.status, &j->a.body);
+}
+
 static void work(void *arg)
 {
 	struct job *j = arg;
+	const char *q = strchr(j->uri, '?');
+	char *path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
 	char who[128];
 
 	buf_init(&j->a.body);
-	if (authenticate(j, who, sizeof(who))) {
-		const char *q = strchr(j->uri, '?');
-		char *path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
-		buf_free(&j->a.body);
+	if (j->iceberg && !strcmp(path, "/v1/oauth/tokens")) {
+		tokens(j);
+	} else if (authenticate(j, who, sizeof(who))) {
 		if (j->iceberg) {
-			struct ice_request r = {j->method, path, q ? q + 1 : NULL,
-						j->body,   j->body_len, who};
-			struct ice_answer a;
-			ice_rest_handle(&j->c->ice, &r, &a);
-			j->a.status = a.status;
-			j->a.body = a.body;
+			iceberg(j, path, q, who);
 		} else {
 			struct s3t_request r = {j->method, path, q ? q + 1 : NULL,
 						j->body,   j->body_len, who};
+			buf_free(&j->a.body);
 			s3t_handle(&j->c->env, &r, &j->a);
 		}
-		free(path);
 	}
+	free(path);
 	http_req_defer(j->req, send_answer, j);
 }
 
@@ -254,6 +388,7 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	c->work = pool_new(CATALOG_WORKERS, "wfs-catalog");
 	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
 	c->files = tf_new(o->filer, CATALOG_CACHE_BYTES);
+	pthread_mutex_init(&c->key_lock, NULL);
 	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;
 	c->ice = (struct ice_env){c->filer, c->files, c->region, CATALOG_ACCOUNT, c->s3_endpoint};
 	ho.host = o->ip;
@@ -287,6 +422,7 @@ void catalog_stop(struct catalog_server *c)
 	http_server_free(c->http);
 	filer_rpc_free(c->filer);
 	tf_free(c->files);
+	pthread_mutex_destroy(&c->key_lock);
 	s3_iam_free(c->iam);
 	free(c->region);
 	free(c->s3_endpoint);

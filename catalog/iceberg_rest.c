@@ -144,25 +144,7 @@ static bool is(const struct call *c, const char *m) { return !strcmp(c->q->metho
 /* The query parameter name decoded (caller frees), or NULL; "" when malformed. */
 static char *query(struct call *c, const char *name)
 {
-	const char *p = c->q->raw_query;
-	size_t n = strlen(name);
-	while (p && *p) {
-		const char *end = strchr(p, '&'), *eq;
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		eq = memchr(p, '=', len);
-		if ((eq ? (size_t)(eq - p) : len) == n && !strncmp(p, name, n)) {
-			buf b;
-			buf_init(&b);
-			if (!eq || !url_decode(eq + 1, len - n - 1, true, &b)) {
-				buf_free(&b);
-				return xstrdup("");
-			}
-			buf_append_byte(&b, '\0');
-			return b.data;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return NULL;
+	return url_query_param(c->q->raw_query, name);
 }
 
 /* pageSize (1..PAGE_MAX, default PAGE_MAX); false (answered) when malformed. */
@@ -899,6 +881,16 @@ static bool inside_table(struct call *c, const jt *meta, const char *where)
 	return ok;
 }
 
+/*
+ * The LoadTableResult's ",config": nothing the client needs beyond the
+ * catalog's defaults (vended credentials are not served yet).
+ */
+static void write_config(struct call *c, buf *b)
+{
+	(void)c;
+	buf_append_str(b, ",\"config\":{}");
+}
+
 /* Appends s as a JSON string. */
 static void append_json_str(buf *b, const char *s)
 {
@@ -937,7 +929,8 @@ static void load_result(struct call *c, const char *location, const char *text, 
 	} else {
 		buf_append(b, text, len);
 	}
-	buf_append_str(b, ",\"config\":{}}");
+	write_config(c, b);
+	buf_append_byte(b, '}');
 }
 
 static void load(struct call *c, const char *name)
@@ -1024,10 +1017,11 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 			tf_delete(c->env->files, file, false);
 		}
 	}
-	if (!file || err)
+	if (!file || err) {
 		ts_table_delete(c->env->rpc, c->bucket, ns, name, NULL);
-	else
+	} else {
 		meta_result(c, meta, file);
+	}
 	ts_table_free(&t);
 	free(file);
 	return file && !err;
@@ -1058,13 +1052,11 @@ static void create_table(struct call *c)
 	} else if (inside_table(c, meta, own)) {
 		if (stage) {
 			/* nothing is made: the commit with assert-create makes it */
-			json_w *w = answer(c);
-			jw_key(w, "metadata");
-			jt_write(meta, w);
-			jw_key(w, "config");
-			jw_obj_begin(w);
-			jw_obj_end(w);
-			done(w);
+			c->a->status = 200;
+			buf_append_str(&c->a->body, "{\"metadata\":");
+			jt_to_buf(meta, &c->a->body, false);
+			write_config(c, &c->a->body);
+			buf_append_byte(&c->a->body, '}');
 		} else {
 			make_table(c, c->ns, name, meta, 0);
 		}
@@ -1254,20 +1246,22 @@ static enum prepared prepare(struct call *c, const char *ns, const char *name, c
 	*file = NULL;
 	if (!load_table(c, ns, name, t, text))
 		return PREP_FAILED;
-	*meta = ice_meta_parse(text->data, text->len, msg, sizeof(msg));
+	*meta = c->kind == &VIEW ? ice_view_parse(text->data, text->len, msg, sizeof(msg))
+				 : ice_meta_parse(text->data, text->len, msg, sizeof(msg));
 	if (!*meta) {
 		fail(c, 500, "ServerErrorException", "the current metadata %s: %s",
 		     t->metadata_location, msg);
 		return PREP_FAILED;
 	}
-	if (!jt_len(jt_get(change, "updates"))) {
+	if (!jt_len(jt_get(change, "updates")) && c->kind == &TABLE) {
 		/* nothing to change: the requirements alone decide, no new version */
 		rc = ice_check_requirements(*meta, jt_get(change, "requirements"), msg, sizeof(msg));
 		if (rc)
 			fail_ice(c, rc, msg);
 		return rc ? PREP_FAILED : PREP_UNCHANGED;
 	}
-	rc = ice_commit(meta, change, t->metadata_location, now_ms(), msg, sizeof(msg));
+	rc = c->kind == &VIEW ? ice_view_commit(meta, change, now_ms(), msg, sizeof(msg))
+			      : ice_commit(meta, change, t->metadata_location, now_ms(), msg, sizeof(msg));
 	if (rc) {
 		fail_ice(c, rc, msg);
 		return PREP_FAILED;
@@ -1325,7 +1319,7 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 
 		err = ts_table_get(c->env->rpc, c->bucket, ns, name, &t);
 		ts_table_free(&t);
-		if (err == WFS_ENOENT && asserts_create(c->body))
+		if (err == WFS_ENOENT && c->kind == &TABLE && asserts_create(c->body))
 			return commit_create(c, ns, name);
 		buf_init(&text);
 		switch (prepare(c, ns, name, c->body, &t, &text, &meta, &file)) {
@@ -1538,14 +1532,14 @@ static bool views_here(struct call *c)
 
 static void create_view(struct call *c)
 {
-	const char *name = jt_get_str(c->body, "name"), *loc;
+	const char *name, *loc;
 	char uuid[37], msg[ERR_MAX], *own;
 	jt *meta = NULL;
 	ice_rc rc;
 
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "CreateViewRequest is a JSON object");
-	if (!valid_table_name(c, name) || !check_namespace(c))
+	if (!json_table_name(c, c->body, &name) || !check_namespace(c))
 		return;
 	own = table_location(c, c->ns, name);
 	loc = jt_get_str(c->body, "location");
@@ -1564,44 +1558,9 @@ static void create_view(struct call *c)
 /* ReplaceView: a CommitViewRequest, applied like a table's commit. */
 static void commit_view(struct call *c, const char *name)
 {
-	wfs_err err = WFS_EPRECOND;
-	int round;
-
 	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR))
 		return bad(c, "CommitViewRequest is {\"requirements\": [...], \"updates\": [...]}");
-	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
-		struct ts_table t = {0};
-		char msg[ERR_MAX], *file = NULL;
-		jt *meta = NULL;
-		ice_rc rc;
-		buf text;
-
-		buf_init(&text);
-		err = WFS_OK; /* answered unless the swap loses */
-		if (!load_table(c, c->ns, name, &t, &text)) {
-		} else if (!(meta = ice_view_parse(text.data, text.len, msg, sizeof(msg)))) {
-			fail(c, 500, "ServerErrorException", "the current view metadata: %s", msg);
-		} else if ((rc = ice_view_commit(&meta, c->body, now_ms(), msg, sizeof(msg)))) {
-			fail_ice(c, rc, msg);
-		} else if (inside_table(c, meta, t.warehouse) &&
-			   write_metadata(c, meta, next_version(t.metadata_location, meta), &file)) {
-			err = ts_table_set_location(c->env->rpc, c->bucket, c->ns, name,
-						    t.version_token, file, c->q->caller, NULL);
-			if (!err)
-				meta_result(c, meta, file);
-			else if (err != WFS_EIO)
-				tf_delete(c->env->files, file, false);
-			if (err && err != WFS_EPRECOND)
-				fail_swap(c, err);
-		}
-		jt_free(meta);
-		free(file);
-		ts_table_free(&t);
-		buf_free(&text);
-	}
-	if (err == WFS_EPRECOND)
-		fail(c, 409, "CommitFailedException",
-		     "the view changed %d times during this commit; reload and retry", round);
+	commit_table(c, c->ns, name);
 }
 
 /* ---- routing ---- */

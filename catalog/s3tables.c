@@ -10,6 +10,7 @@
 #include <time.h>
 #include "catalog/table_store.h"
 #include "client/filer_meta.h"
+#include "lib/http_util.h"
 #include "lib/json.h"
 #include "lib/util.h"
 #include "s3/sigv4.h"
@@ -117,28 +118,10 @@ static void kv_time(json_w *w, const char *key, int64_t ms)
 
 static bool is(const struct call *c, const char *m) { return !strcmp(c->q->method, m); }
 
-/* The query parameter name decoded (caller frees), or NULL. */
+/* The query parameter name decoded (caller frees), or NULL; "" when malformed. */
 static char *query(struct call *c, const char *name)
 {
-	const char *p = c->q->raw_query;
-	size_t n = strlen(name);
-	while (p && *p) {
-		const char *end = strchr(p, '&'), *eq;
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		eq = memchr(p, '=', len);
-		if ((eq ? (size_t)(eq - p) : len) == n && !strncmp(p, name, n)) {
-			buf b;
-			buf_init(&b);
-			if (!eq || !sigv4_pct_decode(eq + 1, len - n - 1, &b)) {
-				buf_free(&b);
-				return xstrdup("");
-			}
-			buf_append_byte(&b, '\0');
-			return b.data;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return NULL;
+	return url_query_param(c->q->raw_query, name);
 }
 
 /* A page size parameter (1..LIST_MAX, default LIST_MAX); false (answered) when malformed. */

@@ -805,3 +805,25 @@ bool host_port_resolve(const char *host_port, struct sockaddr_storage *ss, unsig
 	freeaddrinfo(ai);
 	return true;
 }
+
+char *url_query_param(const char *raw_query, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = raw_query; p && *p;) {
+		const char *end = strchr(p, '&'), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		eq = memchr(p, '=', len);
+		if ((eq ? (size_t)(eq - p) : len) == n && !strncmp(p, name, n)) {
+			buf b;
+			buf_init(&b);
+			if (!eq || !url_decode(eq + 1, len - n - 1, true, &b)) {
+				buf_free(&b);
+				return xstrdup("");
+			}
+			buf_append_byte(&b, '\0');
+			return b.data;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}

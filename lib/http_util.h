@@ -39,6 +39,12 @@ const char *http_mime_by_ext(const char *name);
 /* Percent-decodes n bytes of s into out (appended); '+' becomes ' ' when plus_is_space.
  * Returns false on a malformed escape or a decoded NUL byte. */
 bool url_decode(const char *s, size_t n, bool plus_is_space, buf *out);
+/*
+ * The value of parameter name in raw_query (without '?'; may be NULL),
+ * percent-decoded with '+' as a space: "" when it has no '=' or a malformed
+ * escape, NULL when absent. Caller frees.
+ */
+char *url_query_param(const char *raw_query, const char *name);
 /* Percent-encodes s for a URL path (keeps unreserved characters and '/'). */
 void url_encode_path(const char *s, buf *out);
 /* Percent-encodes s for a query component (keeps only unreserved characters). */

@@ -1,0 +1,120 @@
+"""Who may use the Iceberg REST catalog (docs/catalog.md, "Identity"): with identities
+configured, OAuth2 client credentials at /v1/oauth/tokens (a bearer token any gateway of
+the cluster verifies) or SigV4-signed requests, each identity limited by its grants."""
+import pyarrow as pa
+import pytest
+import requests
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import ForbiddenError, UnauthorizedError, OAuthError
+
+from conftest import wait_until
+from filer_fixtures import start_mini_with_filer
+from s3_fixtures import start_gateway
+from test_s3tables import port_open, tables
+
+IDS = {"identities": [
+    {"name": "alice", "credentials": [{"accessKey": "AKALICE", "secretKey": "alice-secret"}],
+     "actions": ["Admin"]},
+    {"name": "rita", "credentials": [{"accessKey": "AKRITA", "secretKey": "rita-secret"}],
+     "actions": ["Read:whs", "List:whs"]},
+]}
+
+
+@pytest.fixture(scope="module")
+def gw(module_cluster):
+    _, filer = start_mini_with_filer(module_cluster)
+    g = start_gateway(module_cluster, filer, IDS).start()
+    wait_until(lambda: port_open(g.catalog_port), what="the catalog listens")
+    tables(g.catalog_port, "AKALICE", "alice-secret").create_table_bucket(name="whs")
+    # a second gateway of the same cluster: tokens and sessions hold there too
+    g2 = start_gateway(module_cluster, filer, IDS).start()
+    wait_until(lambda: port_open(g2.catalog_port), what="the second catalog listens")
+    return g, g2
+
+
+def uri(g):
+    return "http://127.0.0.1:%d" % g.catalog_port
+
+
+def catalog(g, **props):
+    return RestCatalog("w", uri=uri(g), warehouse="whs", **props)
+
+
+def token(g, ak, sk):
+    r = requests.post(uri(g) + "/v1/oauth/tokens", timeout=10,
+                      data={"grant_type": "client_credentials", "client_id": ak,
+                            "client_secret": sk})
+    return r
+
+
+def test_oauth_tokens(gw):
+    g, g2 = gw
+    r = token(g, "AKALICE", "alice-secret")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["token_type"] == "bearer" and body["expires_in"] == 3600
+    tok = body["access_token"]
+    # any gateway of the cluster takes it
+    for gg in (g, g2):
+        r = requests.get(uri(gg) + "/v1/config?warehouse=whs", timeout=10,
+                         headers={"Authorization": "Bearer " + tok})
+        assert r.status_code == 200 and r.json()["overrides"]["prefix"] == "whs"
+    assert token(g, "AKALICE", "wrong").status_code == 401
+    assert token(g, "AKALICE", "wrong").json()["error"] == "invalid_client"
+    assert token(g, "AKNOBODY", "x").status_code == 401
+    r = requests.post(uri(g) + "/v1/oauth/tokens", timeout=10,
+                      data={"grant_type": "password", "client_id": "AKALICE"})
+    assert r.status_code == 400 and r.json()["error"] == "unsupported_grant_type"
+    # HTTP Basic carries the client credentials too
+    r = requests.post(uri(g) + "/v1/oauth/tokens", timeout=10,
+                      data={"grant_type": "client_credentials"},
+                      auth=("AKALICE", "alice-secret"))
+    assert r.status_code == 200
+    # a tampered token, none at all
+    bad = tok[:-1] + ("0" if tok[-1] != "0" else "1")
+    r = requests.get(uri(g) + "/v1/whs/namespaces", timeout=10,
+                     headers={"Authorization": "Bearer " + bad})
+    assert r.status_code == 401 and r.json()["error"]["type"] == "NotAuthorizedException"
+    r = requests.get(uri(g) + "/v1/whs/namespaces", timeout=10)
+    assert r.status_code == 401
+
+
+def test_pyiceberg_oauth_and_grants(gw):
+    g, _ = gw
+    with pytest.raises(OAuthError):
+        catalog(g, credential="AKALICE:wrong")
+    alice = catalog(g, credential="AKALICE:alice-secret",
+                    **{"s3.access-key-id": "AKALICE", "s3.secret-access-key": "alice-secret"})
+    alice.create_namespace("sales")
+    t = alice.create_table("sales.orders", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1, 2, 3]}))
+    # rita may read wh, not change it
+    rita = catalog(g, credential="AKRITA:rita-secret",
+                   **{"s3.access-key-id": "AKRITA", "s3.secret-access-key": "rita-secret"})
+    assert ("sales",) in rita.list_namespaces()
+    assert rita.load_table("sales.orders").scan().to_arrow().num_rows == 3
+    with pytest.raises(ForbiddenError):
+        rita.create_namespace("nope")
+    with pytest.raises(ForbiddenError):
+        rita.drop_table("sales.orders")
+    assert alice.load_table("sales.orders").scan().to_arrow().num_rows == 3
+
+
+def test_sigv4(gw):
+    g, _ = gw
+    signed = catalog(g, **{"rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
+                           "rest.signing-region": "us-east-1",
+                           "rest.access-key-id": "AKALICE",
+                           "rest.secret-access-key": "alice-secret",
+                           "client.access-key-id": "AKALICE",
+                           "client.secret-access-key": "alice-secret",
+                           "client.region": "us-east-1"})
+    signed.create_namespace("signed")
+    assert ("signed",) in signed.list_namespaces()
+    with pytest.raises((UnauthorizedError, ForbiddenError)) as ei:
+        catalog(g, **{"rest.sigv4-enabled": "true", "rest.signing-name": "s3tables",
+                      "rest.signing-region": "us-east-1",
+                      "client.access-key-id": "AKALICE",
+                      "client.secret-access-key": "wrong",
+                      "client.region": "us-east-1"}).list_namespaces()
+    assert "signature" in str(ei.value).lower() or "403" in str(ei.value)
