@@ -54,6 +54,7 @@ struct call {
 	char *levels[TS_NS_LEVELS_MAX];
 	size_t nlev;
 	char *ns;
+	bool vend; /* a load or create, whose answer carries vended credentials if asked */
 };
 
 /* ---- answers ---- */
@@ -881,14 +882,76 @@ static bool inside_table(struct call *c, const jt *meta, const char *where)
 	return ok;
 }
 
-/*
- * The LoadTableResult's ",config": nothing the client needs beyond the
- * catalog's defaults (vended credentials are not served yet).
- */
-static void write_config(struct call *c, buf *b)
+/* Whether c's answer carries vended credentials: a table's load or create that asked. */
+static bool vending(const struct call *c) { return c->vend && c->q->vend && c->kind == &TABLE; }
+
+/* Whether location is no table location to vend credentials for (answered). */
+static bool vend_refused(struct call *c, const char *location)
 {
-	(void)c;
-	buf_append_str(b, ",\"config\":{}");
+	const char *key = location && !strncmp(location, "s3://", 5) ? location + 5 : NULL;
+	if (key && strchr(key, '/') && strchr(key, '/')[1] && !strpbrk(key, "*?"))
+		return false;
+	fail(c, 400, "BadRequestException",
+	     "no credentials are vended for the location %s: an s3:// location "
+	     "without '*' or '?' is needed",
+	     location ? location : "(none)");
+	return true;
+}
+
+/*
+ * The LoadTableResult's ",config": nothing beyond the catalog's defaults,
+ * unless the client asked for vended credentials on a load or create (c->vend
+ * and c->q->vend): then keys limited to the table's location, in "config" and
+ * once more in "storage-credentials" under the location as prefix. A location
+ * with '*' or '?' is refused, never widened into a pattern. false answered.
+ */
+static bool write_config(struct call *c, buf *b, const char *location)
+{
+	const char *key;
+	char msg[256] = "", *bucket, *prefix;
+	bool ok;
+	json_w *w;
+	buf cfg;
+
+	if (!vending(c)) {
+		buf_append_str(b, ",\"config\":{}");
+		return true;
+	}
+	if (vend_refused(c, location))
+		return false;
+	key = location + 5;
+	bucket = xstrndup(key, strcspn(key, "/"));
+	prefix = xasprintf("%s/", key + strlen(bucket) + 1);
+	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 2] == '/')
+		prefix[strlen(prefix) - 1] = '\0';
+	buf_init(&cfg);
+	w = jw_new(&cfg, false);
+	jw_obj_begin(w);
+	ok = c->q->vend->mint(c->q->vend->ctx, bucket, prefix, w, msg, sizeof(msg));
+	if (c->env->s3_endpoint)
+		jw_kv_str(w, "s3.endpoint", c->env->s3_endpoint);
+	jw_kv_str(w, "s3.path-style-access", "true");
+	jw_kv_str(w, "client.region", c->env->region);
+	jw_obj_end(w);
+	jw_free(w);
+	if (!ok) {
+		fail(c, 403, "ForbiddenException", "no credentials are vended for %s: %s", location,
+		     msg);
+	} else {
+		buf_append_str(b, ",\"config\":");
+		buf_append(b, cfg.data, cfg.len);
+		buf_append_str(b, ",\"storage-credentials\":[{\"prefix\":");
+		w = jw_new(b, false);
+		jw_strn(w, location, strlen(location));
+		jw_free(w);
+		buf_append_str(b, ",\"config\":");
+		buf_append(b, cfg.data, cfg.len);
+		buf_append_str(b, "}]");
+	}
+	buf_free(&cfg);
+	free(prefix);
+	free(bucket);
+	return ok;
 }
 
 /* Appends s as a JSON string. */
@@ -908,13 +971,15 @@ static void load_result(struct call *c, const char *location, const char *text, 
 			bool refs_only)
 {
 	buf *b = &c->a->body;
+	char msg[64];
+	jt *m = refs_only || vending(c) ? jt_parse(text, len, msg, sizeof(msg)) : NULL;
+
 	c->a->status = 200;
 	buf_append_str(b, "{\"metadata-location\":");
 	append_json_str(b, location);
 	buf_append_str(b, ",\"metadata\":");
 	if (refs_only) {
-		char msg[64];
-		jt *m = jt_parse(text, len, msg, sizeof(msg)), *snaps = jt_get(m, "snapshots");
+		jt *snaps = jt_get(m, "snapshots");
 		const jt *refs = jt_get(m, "refs");
 		for (size_t i = jt_len(snaps); i-- > 0;) {
 			const jt *id = jt_get(jt_at(snaps, i), "snapshot-id");
@@ -925,12 +990,12 @@ static void load_result(struct call *c, const char *location, const char *text, 
 				jt_remove_at(snaps, i);
 		}
 		jt_to_buf(m, b, false);
-		jt_free(m);
 	} else {
 		buf_append(b, text, len);
 	}
-	write_config(c, b);
-	buf_append_byte(b, '}');
+	if (write_config(c, b, jt_get_str(m, "location")))
+		buf_append_byte(b, '}');
+	jt_free(m);
 }
 
 static void load(struct call *c, const char *name)
@@ -940,6 +1005,7 @@ static void load(struct call *c, const char *name)
 	buf text;
 
 	buf_init(&text);
+	c->vend = true;
 	if (snaps && strcmp(snaps, "all") && strcmp(snaps, "refs"))
 		bad(c, "snapshots must be all or refs");
 	else if (load_table(c, c->ns, name, &t, is(c, "HEAD") ? NULL : &text)) {
@@ -1049,14 +1115,17 @@ static void create_table(struct call *c)
 		bad(c, msg);
 	} else if (loc && !tf_location_under(loc, own)) {
 		fail(c, 403, "ForbiddenException", "a table's location is its directory %s", own);
+	} else if (c->q->vend && vend_refused(c, own)) {
+		/* answered: nothing made that its client could not write to */
 	} else if (inside_table(c, meta, own)) {
+		c->vend = true;
 		if (stage) {
 			/* nothing is made: the commit with assert-create makes it */
 			c->a->status = 200;
 			buf_append_str(&c->a->body, "{\"metadata\":");
 			jt_to_buf(meta, &c->a->body, false);
-			write_config(c, &c->a->body);
-			buf_append_byte(&c->a->body, '}');
+			if (write_config(c, &c->a->body, jt_get_str(meta, "location")))
+				buf_append_byte(&c->a->body, '}');
 		} else {
 			make_table(c, c->ns, name, meta, 0);
 		}
@@ -1093,6 +1162,8 @@ static void register_table(struct call *c)
 	char msg[ERR_MAX], *bucket_dir = NULL, *path;
 	bool overwrite = false, in_bucket;
 	jt *meta = NULL;
+
+	c->vend = true;
 	wfs_err err;
 	buf text;
 

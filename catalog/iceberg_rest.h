@@ -17,6 +17,7 @@
 #include "catalog/table_files.h"
 #include "client/filer_rpc.h"
 #include "lib/buf.h"
+#include "lib/json.h"
 
 struct ice_env {
 	filer_rpc *rpc;
@@ -26,6 +27,19 @@ struct ice_env {
 	const char *s3_endpoint; /* the S3 gateway clients read and write through ("http://h:p") */
 };
 
+/*
+ * Vended credentials (X-Iceberg-Access-Delegation: vended-credentials): mint
+ * writes the S3 client properties ("s3.access-key-id", "s3.secret-access-key",
+ * "s3.session-token", ...) of keys limited to the keys of bucket under prefix
+ * into w's open object; false with msg when it cannot. The catalog server's
+ * are S3 session credentials of the caller (s3/s3_session_key.h).
+ */
+struct ice_vend {
+	bool (*mint)(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		     size_t msglen);
+	void *ctx;
+};
+
 struct ice_request {
 	const char *method;    /* "GET", ... */
 	const char *raw_path;  /* as received, still percent-encoded */
@@ -33,6 +47,7 @@ struct ice_request {
 	const char *body;
 	size_t body_len;
 	const char *caller; /* the authenticated identity, or the account id */
+	const struct ice_vend *vend; /* NULL: the client keeps its own S3 keys */
 };
 
 struct ice_answer {
