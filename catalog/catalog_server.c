@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include "catalog/catalog_authz.h"
 #include "catalog/catalog_token.h"
 #include "catalog/iceberg_rest.h"
 #include "catalog/oauth_tokens.h"
@@ -29,6 +30,15 @@
 #define CATALOG_SERVICE      "s3tables"
 #define CATALOG_ACCOUNT      "000000000000"
 #define CATALOG_CACHE_BYTES  (64u << 20) /* metadata files kept in memory */
+#define CATALOG_VEND_SECONDS 3600        /* vended credentials' lifetime */
+
+/* A key of the cluster kept in the filer, loaded at first use (by any worker). */
+struct cluster_key {
+	wfs_err (*load)(filer_rpc *r, uint8_t key[32]);
+	pthread_mutex_t lock;
+	bool loaded;
+	uint8_t key[32];
+};
 
 struct catalog_server {
 	http_server *http;
@@ -39,10 +49,8 @@ struct catalog_server {
 	table_files *files;
 	struct s3t_env env;
 	struct ice_env ice;
-	/* the cluster's token key (token_key.h), loaded at first use */
-	pthread_mutex_t key_lock;
-	bool key_loaded;
-	uint8_t key[CT_KEY_LEN];
+	struct cluster_key token_key;   /* bearer tokens' (token_key.h) */
+	struct cluster_key session_key; /* vended credentials' (s3/s3_session_key.h) */
 };
 
 /* One request on its way through a worker. */
@@ -97,14 +105,15 @@ static void answer_error(struct job *j, int status, const char *type, const char
 }
 
 /* Worker: the cluster's token key, loaded from the filer once; NULL while it cannot be. */
-static const uint8_t *signing_key(struct catalog_server *c)
+/* Worker: k's bytes, NULL while the filer cannot give them (retried by the next call). */
+static const uint8_t *cluster_key(struct catalog_server *c, struct cluster_key *k)
 {
 	const uint8_t *key;
-	pthread_mutex_lock(&c->key_lock);
-	if (!c->key_loaded && token_key_load(c->filer, c->key) == WFS_OK)
-		c->key_loaded = true;
-	key = c->key_loaded ? c->key : NULL;
-	pthread_mutex_unlock(&c->key_lock);
+	pthread_mutex_lock(&k->lock);
+	if (!k->loaded && k->load(c->filer, k->key) == WFS_OK)
+		k->loaded = true;
+	key = k->loaded ? k->key : NULL;
+	pthread_mutex_unlock(&k->lock);
 	return key;
 }
 
@@ -118,7 +127,7 @@ static const char *header(const struct job *j, const char *name)
 /* Worker: an Iceberg request's bearer token (catalog_token.h) into who; false answered. */
 static bool bearer(struct job *j, const char *token, char *who, size_t wholen)
 {
-	const uint8_t *key = signing_key(j->c);
+	const uint8_t *key = cluster_key(j->c, &j->c->token_key);
 	char ak[CT_NAME_MAX + 1];
 	const char *secret;
 	enum ct_status st;
@@ -242,47 +251,32 @@ static void send_answer(http_req *req, void *arg)
 	job_free(j);
 }
 
-/*
- * Worker: whether j's identity may make its Iceberg request on the table
- * bucket of its prefix (reads: Read or List, the rest: Write), and
- * *may_write whether it may write there; false answered.
- */
-static bool granted(struct job *j, const char *path, bool *may_write)
+/* catalog_authz's hook: j's identity asks (catalog_authz.h). */
+static bool allow(void *ctx, const struct catalog_access *a, char *msg, size_t msglen)
 {
-	const char *p = path + 4; /* after "/v1/" */
-	char *bucket = xstrndup(p, strcspn(p, "/"));
-	bool read = !strcmp(j->method, "GET") || !strcmp(j->method, "HEAD"), ok;
-
-	*may_write = !j->id || s3_identity_allows(j->id, S3_ACT_WRITE, bucket);
-	ok = !j->id || !strcmp(bucket, "config") ||
-	     (read ? s3_identity_allows(j->id, S3_ACT_READ, bucket) ||
-			     s3_identity_allows(j->id, S3_ACT_LIST, bucket)
-		   : *may_write);
-	if (!ok) {
-		char msg[400];
-		snprintf(msg, sizeof(msg), "%s may not %s table bucket %.200s",
-			 s3_identity_name(j->id), read ? "read" : "change", bucket);
-		answer_error(j, 403, "ForbiddenException", msg);
-	}
-	free(bucket);
-	return ok;
+	struct job *j = ctx;
+	return catalog_authorize(j->c->filer, j->c->region, CATALOG_ACCOUNT, j->id, a, msg,
+				 msglen);
 }
 
-/* Worker: an Iceberg REST request, authenticated as who. */
+/*
+ * Worker: an Iceberg REST request, authenticated as who. Credentials are
+ * vended only to an identity: an open catalog's gateway takes any keys.
+ */
 static void iceberg(struct job *j, const char *path, const char *q, const char *who)
 {
+	const char *deleg = header(j, "x-iceberg-access-delegation");
+	struct catalog_authz authz = {allow, j};
 	struct ice_request r = {.method = j->method,
 				.raw_path = path,
 				.raw_query = q ? q + 1 : NULL,
 				.body = j->body,
 				.body_len = j->body_len,
-				.caller = who};
+				.caller = who,
+				.authz = &authz};
 	struct ice_answer a;
 
-	bool may_write;
-
-	if (!granted(j, path, &may_write))
-		return;
+	(void)deleg;
 	ice_rest_handle(&j->c->ice, &r, &a);
 	buf_free(&j->a.body);
 	j->a.status = a.status;
@@ -292,7 +286,7 @@ static void iceberg(struct job *j, const char *path, const char *q, const char *
 /* Worker: POST /v1/oauth/tokens, which needs no signature. */
 static void tokens(struct job *j)
 {
-	const uint8_t *key = signing_key(j->c);
+	const uint8_t *key = cluster_key(j->c, &j->c->token_key);
 	if (strcmp(j->method, "POST"))
 		return answer_error(j, 405, "MethodNotAllowedException", "POST a token request");
 	if (!key)
@@ -316,8 +310,9 @@ static void work(void *arg)
 		if (j->iceberg) {
 			iceberg(j, path, q, who);
 		} else {
-			struct s3t_request r = {j->method, path, q ? q + 1 : NULL,
-						j->body,   j->body_len, who};
+			struct catalog_authz authz = {allow, j};
+			struct s3t_request r = {j->method,   path, q ? q + 1 : NULL, j->body,
+						j->body_len, who,  &authz};
 			buf_free(&j->a.body);
 			s3t_handle(&j->c->env, &r, &j->a);
 		}
@@ -388,7 +383,9 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	c->work = pool_new(CATALOG_WORKERS, "wfs-catalog");
 	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
 	c->files = tf_new(o->filer, CATALOG_CACHE_BYTES);
-	pthread_mutex_init(&c->key_lock, NULL);
+	c->token_key.load = token_key_load;
+	pthread_mutex_init(&c->token_key.lock, NULL);
+	pthread_mutex_init(&c->session_key.lock, NULL);
 	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;
 	c->ice = (struct ice_env){c->filer, c->files, c->region, CATALOG_ACCOUNT, c->s3_endpoint};
 	ho.host = o->ip;
@@ -422,7 +419,8 @@ void catalog_stop(struct catalog_server *c)
 	http_server_free(c->http);
 	filer_rpc_free(c->filer);
 	tf_free(c->files);
-	pthread_mutex_destroy(&c->key_lock);
+	pthread_mutex_destroy(&c->token_key.lock);
+	pthread_mutex_destroy(&c->session_key.lock);
 	s3_iam_free(c->iam);
 	free(c->region);
 	free(c->s3_endpoint);

@@ -122,6 +122,20 @@ static void fail_err(struct call *c, wfs_err err, const char *missing_type, cons
 	}
 }
 
+/*
+ * Whether the caller may do S3 Tables' action (Iceberg's routes map onto
+ * them as S3 Tables' own Iceberg endpoint does) on c's bucket, namespace ns
+ * and table; false answered (403 ForbiddenException).
+ */
+static bool may(struct call *c, const char *action, const char *ns, const char *table)
+{
+	char msg[512] = "";
+	if (catalog_may(c->q->authz, action, c->bucket, ns, table, msg, sizeof(msg)))
+		return true;
+	fail(c, 403, "ForbiddenException", "%s", msg);
+	return false;
+}
+
 /* The answer's JSON writer (status 200); the caller ends the object and frees it. */
 static json_w *answer(struct call *c)
 {
@@ -448,7 +462,7 @@ static void get_config(struct call *c)
 	bucket = warehouse_bucket(wh);
 	free(wh);
 	c->bucket = bucket;
-	if (check_bucket(c)) {
+	if (check_bucket(c) && may(c, "GetTableBucket", NULL, NULL)) {
 		w = answer(c);
 		jw_key(w, "defaults");
 		jw_obj_begin(w);
@@ -1241,7 +1255,8 @@ static void rename_table(struct call *c)
 	if (!jt_is(c->body, JT_OBJ))
 		return bad(c, "RenameTableRequest is a JSON object");
 	if (!json_identifier(c, jt_get(c->body, "source"), from_lv, &nf, &from_ns, &from) ||
-	    !json_identifier(c, jt_get(c->body, "destination"), to_lv, &nt, &to_ns, &to))
+	    !json_identifier(c, jt_get(c->body, "destination"), to_lv, &nt, &to_ns, &to) ||
+	    !may(c, "RenameTable", from_ns, from) || !may(c, "CreateTable", to_ns, NULL))
 		goto out;
 	if (load_table(c, from_ns, from, &t, NULL)) {
 		struct ts_namespace dest = {0};
@@ -1494,6 +1509,9 @@ static void commit_transaction(struct call *c)
 	}
 	if (!parse_changes(c, jt_get(c->body, "table-changes"), chs, &n))
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (!may(c, "UpdateTableMetadataLocation", chs[i].ns, chs[i].name))
+			goto out;
 	for (round = 0; round < COMMIT_TRIES && err == WFS_EPRECOND; round++) {
 		bool answered = false;
 		ns = 0;
@@ -1681,7 +1699,10 @@ static void method_not_allowed(struct call *c)
 static void route_table(struct call *c)
 {
 	const char *name = c->seg[4];
-	if (!valid_table_name(c, name))
+	const char *action = is(c, "POST") && c->nseg == 5 ? "UpdateTableMetadataLocation"
+			     : is(c, "DELETE")		     ? "DeleteTable"
+							     : "GetTableMetadataLocation";
+	if (!valid_table_name(c, name) || !may(c, action, c->ns, name))
 		return;
 	if (c->nseg == 6 && seg_is(c, 5, "metrics"))
 		return is(c, "POST") ? metrics(c) : method_not_allowed(c);
@@ -1705,11 +1726,19 @@ static void route_views(struct call *c)
 		return;
 	if (c->nseg == 4) {
 		if (is(c, "GET"))
-			return list_tables(c);
-		return is(c, "POST") ? create_view(c) : method_not_allowed(c);
+			return may(c, "ListTables", c->ns, NULL) ? list_tables(c) : (void)0;
+		return !is(c, "POST")			   ? method_not_allowed(c)
+		       : may(c, "CreateTable", c->ns, NULL) ? create_view(c)
+							    : (void)0;
 	}
 	if (c->nseg != 5 || !valid_table_name(c, c->seg[4]))
 		return c->a->status ? (void)0 : fail(c, 404, "NotFoundException", "no such route");
+	if (!may(c,
+		 is(c, "POST")	   ? "UpdateTableMetadataLocation"
+		 : is(c, "DELETE") ? "DeleteTable"
+				   : "GetTableMetadataLocation",
+		 c->ns, c->seg[4]))
+		return;
 	if (is(c, "GET") || is(c, "HEAD"))
 		load(c, c->seg[4]);
 	else if (is(c, "POST"))
@@ -1725,24 +1754,35 @@ static void route_namespaces(struct call *c)
 {
 	if (c->nseg == 2) {
 		if (is(c, "GET"))
-			return list_namespaces(c);
-		return is(c, "POST") ? create_namespace(c) : method_not_allowed(c);
+			return may(c, "ListNamespaces", NULL, NULL) ? list_namespaces(c) : (void)0;
+		return !is(c, "POST")			      ? method_not_allowed(c)
+		       : may(c, "CreateNamespace", NULL, NULL) ? create_namespace(c)
+							       : (void)0;
 	}
 	if (!path_namespace(c))
 		return;
 	if (c->nseg == 3) {
 		if (is(c, "GET") || is(c, "HEAD"))
-			return load_namespace(c);
-		return is(c, "DELETE") ? drop_namespace(c) : method_not_allowed(c);
+			return may(c, "GetNamespace", c->ns, NULL) ? load_namespace(c) : (void)0;
+		return !is(c, "DELETE")			      ? method_not_allowed(c)
+		       : may(c, "DeleteNamespace", c->ns, NULL) ? drop_namespace(c)
+								: (void)0;
 	}
+	/* S3 Tables has no action of its own for namespace properties: its create's */
 	if (c->nseg == 4 && seg_is(c, 3, "properties"))
-		return is(c, "POST") ? update_properties(c) : method_not_allowed(c);
+		return !is(c, "POST")			      ? method_not_allowed(c)
+		       : may(c, "CreateNamespace", c->ns, NULL) ? update_properties(c)
+								: (void)0;
 	if (c->nseg == 4 && seg_is(c, 3, "register"))
-		return is(c, "POST") ? register_table(c) : method_not_allowed(c);
+		return !is(c, "POST")			  ? method_not_allowed(c)
+		       : may(c, "CreateTable", c->ns, NULL) ? register_table(c)
+							    : (void)0;
 	if (c->nseg == 4 && seg_is(c, 3, "tables")) {
 		if (is(c, "GET"))
-			return list_tables(c);
-		return is(c, "POST") ? create_table(c) : method_not_allowed(c);
+			return may(c, "ListTables", c->ns, NULL) ? list_tables(c) : (void)0;
+		return !is(c, "POST")			  ? method_not_allowed(c)
+		       : may(c, "CreateTable", c->ns, NULL) ? create_table(c)
+							    : (void)0;
 	}
 	if (c->nseg >= 5 && seg_is(c, 3, "tables"))
 		return route_table(c);

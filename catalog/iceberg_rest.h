@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "catalog/catalog_authz.h"
 #include "catalog/table_files.h"
 #include "client/filer_rpc.h"
 #include "lib/buf.h"
@@ -48,6 +49,7 @@ struct ice_request {
 	size_t body_len;
 	const char *caller; /* the authenticated identity, or the account id */
 	const struct ice_vend *vend; /* NULL: the client keeps its own S3 keys */
+	const struct catalog_authz *authz; /* NULL: everything allowed */
 };
 
 struct ice_answer {

@@ -13,6 +13,7 @@
 #include "lib/http_util.h"
 #include "lib/json.h"
 #include "lib/util.h"
+#include "s3/bucket_policy.h"
 #include "s3/sigv4.h"
 
 #define SEGS_MAX      7
@@ -201,6 +202,29 @@ static bool valid_table(struct call *c, const char *name)
 static bool valid_create_extras(struct call *c);
 static bool store_create_extras(struct call *c, const char *path, const char *inherit);
 
+/* ---- authorization ---- */
+
+/* Whether the caller may do S3 Tables' action on bucket (ns, table); false answered (403). */
+static bool may(struct call *c, const char *action, const char *bucket, const char *ns,
+		const char *table)
+{
+	char msg[512] = "";
+	if (catalog_may(c->q->authz, action, bucket, ns, table, msg, sizeof(msg)))
+		return true;
+	fail(c, 403, "AccessDeniedException", "%s", msg);
+	return false;
+}
+
+/* may() for the action named by the method's verb (Put, Delete, Get) and noun. */
+static bool may_verb(struct call *c, const char *noun, const char *bucket, const char *ns,
+		     const char *table)
+{
+	char action[80];
+	snprintf(action, sizeof(action), "%s%s",
+		 is(c, "PUT") ? "Put" : is(c, "DELETE") ? "Delete" : "Get", noun);
+	return may(c, action, bucket, ns, table);
+}
+
 /* ---- table buckets ---- */
 
 static void bucket_json(json_w *w, const struct ts_bucket *b)
@@ -224,7 +248,7 @@ static void create_bucket(struct call *c)
 
 	if (!ts_valid_bucket_name(name, why))
 		return bad(c, why);
-	if (!valid_create_extras(c))
+	if (!valid_create_extras(c) || !may(c, "CreateTableBucket", name, NULL, NULL))
 		return;
 	err = ts_bucket_create(c->env->rpc, name, c->env->region, c->env->account, "ICEBERG", &b);
 	if (err)
@@ -626,9 +650,11 @@ static void get_table(struct call *c)
 		fail_err(c, err, "the table");
 		goto out;
 	}
-	w = answer(c);
-	table_json(w, &t);
-	done(w);
+	if (may(c, "GetTable", t.bucket, t.ns, t.name)) {
+		w = answer(c);
+		table_json(w, &t);
+		done(w);
+	}
 	ts_table_free(&t);
 out:
 	free(arn);
@@ -827,13 +853,16 @@ out:
 	free(next);
 }
 
-/* ---- resource policies (stored and returned; not enforced yet) ---- */
+/* ---- resource policies (enforced by catalog_authz.c) ---- */
 
-#define POLICY_XATTR "weedfs.catalog.policy"
-#define POLICY_MAX   (20 * 1024) /* the model's bound on resourcePolicy */
+#define POLICY_XATTR TS_XATTR_POLICY
 
-/* Put, Get or Delete the policy of the directory path (a bucket or table checked to exist). */
-static void policy(struct call *c, const char *path, const char *what)
+/*
+ * Put, Get or Delete the policy of the directory path (a bucket or table
+ * checked to exist) of bucket. A policy is parsed as it will be evaluated
+ * (catalog_authz.h): one that would not be is refused here.
+ */
+static void policy(struct call *c, const char *bucket, const char *path, const char *what)
 {
 	const char *doc = body_str(c, "resourcePolicy");
 	struct filer_entry *e = NULL;
@@ -842,14 +871,16 @@ static void policy(struct call *c, const char *path, const char *what)
 	json_w *w;
 
 	if (is(c, "PUT")) {
-		char msg[64];
-		yajl_val v = doc && strlen(doc) <= POLICY_MAX ? json_parse(doc, strlen(doc), msg,
-									   sizeof(msg))
-							   : NULL;
-		bool valid = YAJL_IS_OBJECT(v);
-		yajl_tree_free(v);
-		if (!valid)
-			return bad(c, "\"resourcePolicy\" must be a JSON policy document");
+		char msg[256] = "", *prefix = xasprintf("arn:aws:s3tables:%s:%s:bucket/",
+							 c->env->region, c->env->account);
+		struct bucket_policy *p =
+			doc ? bucket_policy_parse_for(doc, strlen(doc), &POLICY_S3TABLES, prefix,
+						      bucket, msg, sizeof(msg))
+			    : NULL;
+		free(prefix);
+		if (!p)
+			return bad(c, doc ? msg : "\"resourcePolicy\" must be a JSON policy document");
+		bucket_policy_free(p);
 		err = filer_meta_set_xattr(c->env->rpc, path, POLICY_XATTR, doc, strlen(doc),
 					   FM_XATTR_ANY);
 		if (err)
@@ -881,7 +912,7 @@ static void bucket_policy(struct call *c, const char *bucket)
 	if (!bucket_exists(c, bucket))
 		return;
 	path = xasprintf(TS_BUCKETS_DIR "/%s", bucket);
-	policy(c, path, "the table bucket");
+	policy(c, bucket, path, "the table bucket");
 	free(path);
 }
 
@@ -894,7 +925,7 @@ static void table_policy(struct call *c, const char *bucket, const char *dir, co
 	if (err)
 		return fail_err(c, err, "the table");
 	path = xasprintf(TS_BUCKETS_DIR "/%s/%s/%s", bucket, dir, name);
-	policy(c, path, "the table");
+	policy(c, bucket, path, "the table");
 	free(path);
 }
 
@@ -1104,12 +1135,25 @@ static char *resource_dir(struct call *c, const char *arn)
 /* POST, GET, DELETE /tag/{resourceArn}. */
 static void tag_resource(struct call *c, const char *arn)
 {
-	char *path = resource_dir(c, arn);
+	char *path = resource_dir(c, arn), *bucket = NULL, *id = NULL;
 	yajl_val tags = json_get(c->body, "tags"), old = NULL;
+	bool allowed;
 	json_w *w;
 
 	if (!path)
 		return;
+	/* a bucket's tags or a table's: the bucket's grants and policy decide */
+	if (!ts_table_arn_parse(arn, &bucket, &id))
+		bucket = xstrdup(path + strlen(TS_BUCKETS_DIR "/"));
+	allowed = may(c, is(c, "POST") ? "TagResource" : is(c, "DELETE") ? "UntagResource"
+									 : "ListTagsForResource",
+		      bucket, NULL, NULL);
+	free(bucket);
+	free(id);
+	if (!allowed) {
+		free(path);
+		return;
+	}
 	if (is(c, "POST") && valid_tags(c, tags)) {
 		if (edit_attr(c, path, TAGS_XATTR, "the resource", tags_merge, tags))
 			done(answer(c));
@@ -1544,6 +1588,29 @@ int s3t_is_api_path(const char *raw_path)
 	return 0;
 }
 
+/* The action of a table's operation op ("" for the table itself), as S3 Tables names it. */
+static const char *table_action(struct call *c, const char *op)
+{
+	static const struct {
+		const char *op, *put, *get, *del;
+	} ops[] = {
+		{"", NULL, NULL, "DeleteTable"},
+		{"metadata-location", "UpdateTableMetadataLocation", "GetTableMetadataLocation", NULL},
+		{"rename", "RenameTable", NULL, NULL},
+		{"policy", "PutTablePolicy", "GetTablePolicy", "DeleteTablePolicy"},
+		{"maintenance", "PutTableMaintenanceConfiguration", "GetTableMaintenanceConfiguration",
+		 NULL},
+		{"maintenance-job-status", NULL, "GetTableMaintenanceJobStatus", NULL},
+		{"encryption", NULL, "GetTableEncryption", NULL},
+	};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		const char *a = is(c, "PUT") ? ops[i].put : is(c, "DELETE") ? ops[i].del : ops[i].get;
+		if (!strcmp(op, ops[i].op) && a)
+			return a;
+	}
+	return "GetTable"; /* no such operation: answered 404 once allowed to look */
+}
+
 /* /tables/{arn}/{ns}/{name}[/op] */
 static void route_table(struct call *c, const char *bucket)
 {
@@ -1552,7 +1619,7 @@ static void route_table(struct call *c, const char *bucket)
 
 	if (!(dir = path_namespace(c, c->seg[2])))
 		return;
-	if (!valid_table(c, name))
+	if (!valid_table(c, name) || !may(c, table_action(c, op), bucket, dir, name))
 		goto out;
 	if (c->nseg > 5 && strcmp(op, "maintenance"))
 		fail(c, 404, "NotFoundException", "no such operation: %s %s", c->q->method,
@@ -1595,39 +1662,51 @@ static void route(struct call *c)
 	    !(bucket = arn_bucket(c, c->seg[1])))
 		return;
 	if (!strcmp(root, "buckets") && n == 2) {
-		if (is(c, "GET"))
+		if (is(c, "GET") && may(c, "GetTableBucket", bucket, NULL, NULL))
 			return get_bucket(c, bucket);
-		if (is(c, "DELETE"))
+		if (is(c, "DELETE") && may(c, "DeleteTableBucket", bucket, NULL, NULL))
 			return delete_bucket(c, bucket);
+		if (is(c, "GET") || is(c, "DELETE"))
+			return;
 	}
 	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "policy") && !is(c, "POST"))
-		return bucket_policy(c, bucket);
+		return may_verb(c, "TableBucketPolicy", bucket, NULL, NULL)
+			       ? bucket_policy(c, bucket)
+			       : (void)0;
 	if (!strcmp(root, "buckets") && n == 3 && !strcmp(c->seg[2], "encryption"))
-		return bucket_encryption(c, bucket);
+		return may_verb(c, "TableBucketEncryption", bucket, NULL, NULL)
+			       ? bucket_encryption(c, bucket)
+			       : (void)0;
 	if (!strcmp(root, "buckets") && (n == 3 || n == 4) && !strcmp(c->seg[2], "maintenance"))
-		return bucket_maintenance(c, c->seg[1], bucket, n == 4 ? c->seg[3] : NULL);
+		return may_verb(c, "TableBucketMaintenanceConfiguration", bucket, NULL, NULL)
+			       ? bucket_maintenance(c, c->seg[1], bucket, n == 4 ? c->seg[3] : NULL)
+			       : (void)0;
 	if (!strcmp(root, "namespaces") && n == 2) {
 		if (is(c, "PUT"))
-			return create_namespace(c, c->seg[1], bucket);
+			return may(c, "CreateNamespace", bucket, NULL, NULL)
+				       ? create_namespace(c, c->seg[1], bucket)
+				       : (void)0;
 		if (is(c, "GET"))
-			return list_namespaces(c, bucket);
+			return may(c, "ListNamespaces", bucket, NULL, NULL)
+				       ? list_namespaces(c, bucket)
+				       : (void)0;
 	}
 	if (!strcmp(root, "namespaces") && n == 3) {
 		char *dir = path_namespace(c, c->seg[2]);
-		if (dir && is(c, "GET"))
+		if (dir && is(c, "GET") && may(c, "GetNamespace", bucket, dir, NULL))
 			get_namespace(c, bucket, dir);
-		else if (dir && is(c, "DELETE"))
+		else if (dir && is(c, "DELETE") && may(c, "DeleteNamespace", bucket, dir, NULL))
 			delete_namespace(c, bucket, dir);
-		else if (dir)
+		else if (dir && !is(c, "GET") && !is(c, "DELETE"))
 			fail(c, 405, "MethodNotAllowedException", "no such operation");
 		free(dir);
 		return;
 	}
 	if (!strcmp(root, "tables") && n == 2 && is(c, "GET"))
-		return list_tables(c, bucket);
+		return may(c, "ListTables", bucket, NULL, NULL) ? list_tables(c, bucket) : (void)0;
 	if (!strcmp(root, "tables") && n == 3 && is(c, "PUT")) {
 		char *dir = path_namespace(c, c->seg[2]);
-		if (dir)
+		if (dir && may(c, "CreateTable", bucket, dir, NULL))
 			create_table(c, bucket, dir);
 		free(dir);
 		return;

@@ -8,6 +8,7 @@
 #ifndef WEEDFS_CATALOG_S3TABLES_H
 #define WEEDFS_CATALOG_S3TABLES_H
 
+#include "catalog/catalog_authz.h"
 #include <stddef.h>
 #include "client/filer_rpc.h"
 #include "lib/buf.h"
@@ -25,6 +26,7 @@ struct s3t_request {
 	const char *body;
 	size_t body_len;
 	const char *caller; /* the authenticated identity, or the account id */
+	const struct catalog_authz *authz; /* NULL: everything allowed */
 };
 
 struct s3t_answer {

@@ -23,6 +23,7 @@
 #define TS_XATTR_BUCKET    "weedfs.catalog.bucket"
 #define TS_XATTR_NAMESPACE "weedfs.catalog.namespace"
 #define TS_XATTR_TABLE     "weedfs.catalog.table"
+#define TS_XATTR_POLICY    "weedfs.catalog.policy" /* a bucket's or table's resource policy */
 #define TS_NS_LEVELS_MAX   16
 #define TS_WHY_MAX         160
 

@@ -140,6 +140,31 @@ static const char *const known_actions[] = {
 	"RestoreObject",
 };
 
+/* S3 Tables' action names (after "s3tables:"). */
+static const char *const tables_actions[] = {
+	"CreateNamespace", "CreateTable", "CreateTableBucket", "DeleteNamespace", "DeleteTable",
+	"DeleteTableBucket", "DeleteTableBucketEncryption", "DeleteTableBucketPolicy",
+	"DeleteTablePolicy", "GetNamespace", "GetTable", "GetTableBucket",
+	"GetTableBucketEncryption", "GetTableBucketMaintenanceConfiguration",
+	"GetTableBucketPolicy", "GetTableData", "GetTableEncryption",
+	"GetTableMaintenanceConfiguration", "GetTableMaintenanceJobStatus",
+	"GetTableMetadataLocation", "GetTablePolicy", "ListNamespaces", "ListTableBuckets",
+	"ListTables", "ListTagsForResource", "PutTableBucketEncryption",
+	"PutTableBucketMaintenanceConfiguration", "PutTableBucketPolicy", "PutTableData",
+	"PutTableMaintenanceConfiguration", "PutTablePolicy", "RenameTable", "TagResource",
+	"UntagResource", "UpdateTableMetadataLocation",
+};
+
+struct policy_service {
+	const char *prefix; /* of every action, "s3:" */
+	const char *const *actions;
+	size_t n;
+};
+const struct policy_service POLICY_S3 = {"s3:", known_actions, ARRAY_LEN(known_actions)};
+const struct policy_service POLICY_S3TABLES = {"s3tables:", tables_actions,
+					       ARRAY_LEN(tables_actions)};
+
+
 struct strs {
 	const char **v;
 	size_t n;
@@ -185,6 +210,8 @@ struct bucket_policy {
 };
 
 struct pctx {
+	const struct policy_service *svc;
+	const char *res_prefix; /* what every Resource starts with, the bucket next */
 	const char *bucket;
 	size_t si; /* the statement being parsed, from 1; 0 outside one */
 	char *msg;
@@ -479,17 +506,19 @@ static bool parse_actions(struct pctx *c, yajl_val v, const char *field, struct 
 {
 	if (!get_strs(c, v, field, out))
 		return false;
+	size_t plen = strlen(c->svc->prefix);
+
 	for (size_t i = 0; i < out->n; i++) {
-		const char *a = out->v[i], *name = a + 3;
+		const char *a = out->v[i], *name = a + (strlen(a) >= plen ? plen : 0);
 		bool known = false;
 		if (!strcmp(a, "*"))
 			continue;
-		if (strncasecmp(a, "s3:", 3) || !*name)
+		if (strncasecmp(a, c->svc->prefix, plen) || !*name)
 			return fail(c, "Policy has invalid action \"%.64s\" in %s", a, field);
 		if (strpbrk(name, "*?"))
 			continue; /* a pattern may match nothing, as s3:Get* does on AWS */
-		for (size_t k = 0; k < ARRAY_LEN(known_actions) && !known; k++)
-			known = !strcasecmp(name, known_actions[k]);
+		for (size_t k = 0; k < c->svc->n && !known; k++)
+			known = !strcasecmp(name, c->svc->actions[k]);
 		if (!known)
 			return fail(c, "Policy has invalid action \"%.64s\" in %s", a, field);
 	}
@@ -498,17 +527,17 @@ static bool parse_actions(struct pctx *c, yajl_val v, const char *field, struct 
 
 static bool parse_resources(struct pctx *c, yajl_val v, const char *field, struct strs *out)
 {
-	size_t plen = strlen(RES_PREFIX);
+	size_t plen = strlen(c->res_prefix);
 
 	if (!get_strs(c, v, field, out))
 		return false;
 	for (size_t i = 0; i < out->n; i++) {
 		const char *r = out->v[i], *b = r + plen, *slash;
-		if (strncmp(r, RES_PREFIX, plen))
+		if (strncmp(r, c->res_prefix, plen))
 			return fail(c,
 				    "Policy has invalid resource \"%.64s\" in %s: not an "
-				    "arn:aws:s3::: ARN",
-				    r, field);
+				    "ARN under %.100s",
+				    r, field, c->res_prefix);
 		slash = strchr(b, '/');
 		if (!glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket, strlen(c->bucket),
 			  false))
@@ -722,7 +751,19 @@ static bool shallow(const char *json, size_t len)
 struct bucket_policy *bucket_policy_parse(const char *json, size_t len, const char *bucket,
 					  char *msg, size_t msglen)
 {
-	struct pctx c = {.bucket = bucket ? bucket : "", .msg = msg, .msglen = msglen};
+	return bucket_policy_parse_for(json, len, &POLICY_S3, RES_PREFIX, bucket, msg, msglen);
+}
+
+struct bucket_policy *bucket_policy_parse_for(const char *json, size_t len,
+					      const struct policy_service *svc,
+					      const char *arn_prefix, const char *bucket,
+					      char *msg, size_t msglen)
+{
+	struct pctx c = {.svc = svc,
+			 .res_prefix = arn_prefix,
+			 .bucket = bucket ? bucket : "",
+			 .msg = msg,
+			 .msglen = msglen};
 	struct bucket_policy *p = xcalloc(1, sizeof(*p));
 	yajl_val version = NULL, id = NULL, stmts = NULL;
 	char err[128];

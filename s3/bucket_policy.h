@@ -59,6 +59,19 @@ enum policy_effect { POLICY_NO_MATCH, POLICY_ALLOW, POLICY_DENY };
  */
 struct bucket_policy *bucket_policy_parse(const char *json, size_t len, const char *bucket,
 					  char *msg, size_t msglen);
+/* The actions a policy may name: S3's ("s3:GetObject") or S3 Tables' ("s3tables:GetTable"). */
+struct policy_service;
+extern const struct policy_service POLICY_S3, POLICY_S3TABLES;
+/*
+ * The same for another service: every Action is one of svc's (or a pattern),
+ * every Resource arn_prefix, then bucket (a pattern matching it), then
+ * nothing or "/..."; S3 Tables' policies take
+ * "arn:aws:s3tables:<region>:<account>:bucket/".
+ */
+struct bucket_policy *bucket_policy_parse_for(const char *json, size_t len,
+					      const struct policy_service *svc,
+					      const char *arn_prefix, const char *bucket,
+					      char *msg, size_t msglen);
 void bucket_policy_free(struct bucket_policy *p);
 
 /*

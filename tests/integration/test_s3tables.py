@@ -575,7 +575,10 @@ def test_rename_keeps_locations(cat):
     u = c.update_table_metadata_location(tableBucketARN=arn, namespace="ns", name="orders",
                                          versionToken=g["versionToken"],
                                          metadataLocation="s3://ren/" + meta_key)
-    c.put_table_policy(tableBucketARN=arn, namespace="ns", name="orders", resourcePolicy="{}")
+    pol = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3tables:GetTable",
+         "Resource": arn + "/table/*"}]})
+    c.put_table_policy(tableBucketARN=arn, namespace="ns", name="orders", resourcePolicy=pol)
 
     def reachable(table):
         """Every location the table and its metadata name can be read through S3."""
@@ -605,7 +608,7 @@ def test_rename_keeps_locations(cat):
                        c.list_tables(tableBucketARN=arn)["tables"])
         assert names == [(to_ns, to_name)], names
         # the table's other attributes went with it
-        assert c.get_table_policy(tableBucketARN=arn, **table)["resourcePolicy"] == "{}"
+        assert c.get_table_policy(tableBucketARN=arn, **table)["resourcePolicy"] == pol
         if n == 0:
             # the old name is no table any more; its directory holds the files
             assert status_of(c.get_table, tableBucketARN=arn, namespace="ns",

@@ -1,6 +1,10 @@
-"""Who may use the Iceberg REST catalog (docs/catalog.md, "Identity"): with identities
-configured, OAuth2 client credentials at /v1/oauth/tokens (a bearer token any gateway of
-the cluster verifies) or SigV4-signed requests, each identity limited by its grants."""
+"""Who may use the catalogs (docs/catalog.md, "Authentication"): with identities
+configured, OAuth2 client credentials at /v1/oauth/tokens (a bearer token any gateway of the
+cluster verifies) or SigV4-signed requests; each identity limited by its grants and by the
+table bucket's and the table's resource policies, on both APIs."""
+import json
+
+import botocore
 import pyarrow as pa
 import pytest
 import requests
@@ -17,7 +21,10 @@ IDS = {"identities": [
      "actions": ["Admin"]},
     {"name": "rita", "credentials": [{"accessKey": "AKRITA", "secretKey": "rita-secret"}],
      "actions": ["Read:whs", "List:whs"]},
+    {"name": "bob", "credentials": [{"accessKey": "AKBOB", "secretKey": "bob-secret"}],
+     "actions": []},
 ]}
+ARN = "arn:aws:s3tables:us-east-1:000000000000:bucket/whs"
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +125,87 @@ def test_sigv4(gw):
                       "client.secret-access-key": "wrong",
                       "client.region": "us-east-1"}).list_namespaces()
     assert "signature" in str(ei.value).lower() or "403" in str(ei.value)
+
+
+def policy(*statements):
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def user(name):
+    return {"AWS": "arn:aws:iam::000000000000:user/" + name}
+
+
+def code(ei):
+    return ei.value.response["Error"]["Code"]
+
+
+def test_s3tables_grants_and_policies(gw):
+    g, _ = gw
+    alice = tables(g.catalog_port, "AKALICE", "alice-secret")
+    rita = tables(g.catalog_port, "AKRITA", "rita-secret")
+    bob = tables(g.catalog_port, "AKBOB", "bob-secret")
+    alice.create_namespace(tableBucketARN=ARN, namespace=["pol"])
+    acat = catalog(g, credential="AKALICE:alice-secret")
+    for name in ("a", "b"):
+        acat.create_table("pol." + name, pa.schema([("id", pa.int64())]))
+    # grants: rita reads, bob has none
+    assert rita.get_table(tableBucketARN=ARN, namespace="pol", name="a")["name"] == "a"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        rita.create_namespace(tableBucketARN=ARN, namespace=["nope"])
+    assert code(ei) == "AccessDeniedException"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bob.list_namespaces(tableBucketARN=ARN)
+    assert code(ei) == "AccessDeniedException"
+    # only Admin touches policies
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        rita.put_table_bucket_policy(tableBucketARN=ARN, resourcePolicy=policy(
+            {"Effect": "Allow", "Principal": "*", "Action": "s3tables:*", "Resource": ARN}))
+    assert code(ei) == "AccessDeniedException"
+    # a bucket policy lets bob read; rita is denied one table by that table's policy
+    alice.put_table_bucket_policy(tableBucketARN=ARN, resourcePolicy=policy(
+        {"Effect": "Allow", "Principal": user("bob"),
+         "Action": ["s3tables:GetTableBucket", "s3tables:ListNamespaces", "s3tables:GetTable",
+                    "s3tables:ListTables",
+                    "s3tables:GetTableMetadataLocation"],
+         "Resource": [ARN, ARN + "/table/*"]}))
+    assert [n["namespace"] for n in bob.list_namespaces(tableBucketARN=ARN)["namespaces"]]
+    assert bob.get_table(tableBucketARN=ARN, namespace="pol", name="b")["name"] == "b"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bob.delete_table(tableBucketARN=ARN, namespace="pol", name="b")
+    assert code(ei) == "AccessDeniedException"
+    alice.put_table_policy(tableBucketARN=ARN, namespace="pol", name="a",
+                           resourcePolicy=policy({"Effect": "Deny", "Principal": user("rita"),
+                                                  "Action": "s3tables:Get*",
+                                                  "Resource": ARN + "/table/*"}))
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        rita.get_table(tableBucketARN=ARN, namespace="pol", name="a")
+    assert code(ei) == "AccessDeniedException" and "policy denies" in str(ei.value)
+    assert rita.get_table(tableBucketARN=ARN, namespace="pol", name="b")["name"] == "b"
+    # the same policies hold on the Iceberg side
+    rcat = catalog(g, credential="AKRITA:rita-secret")
+    with pytest.raises(ForbiddenError):
+        rcat.load_table("pol.a")
+    assert rcat.load_table("pol.b") is not None
+    bcat = catalog(g, credential="AKBOB:bob-secret")
+    assert ("pol", "b") in bcat.list_tables("pol")
+    with pytest.raises(ForbiddenError):
+        bcat.create_namespace("bobs")
+    # policies that cannot be evaluated are refused, nothing stored
+    for bad in (policy({"Effect": "Allow", "Principal": "*", "Action": "s3tables:Nope",
+                        "Resource": ARN}),
+                policy({"Effect": "Allow", "Principal": "*", "Action": "s3tables:GetTable",
+                        "Resource": "arn:aws:s3tables:us-east-1:000000000000:bucket/other"}),
+                policy({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                        "Resource": ARN}),
+                "{not json"):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            alice.put_table_bucket_policy(tableBucketARN=ARN, resourcePolicy=bad)
+        assert code(ei) == "BadRequestException"
+    assert "bob" in alice.get_table_bucket_policy(tableBucketARN=ARN)["resourcePolicy"]
+    # without the policies, the grants alone again
+    alice.delete_table_bucket_policy(tableBucketARN=ARN)
+    alice.delete_table_policy(tableBucketARN=ARN, namespace="pol", name="a")
+    assert rita.get_table(tableBucketARN=ARN, namespace="pol", name="a")["name"] == "a"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        bob.get_table(tableBucketARN=ARN, namespace="pol", name="b")
+    assert code(ei) == "AccessDeniedException"
