@@ -22,6 +22,7 @@
 #include "lib/pool.h"
 #include "lib/util.h"
 #include "s3/s3_iam.h"
+#include "s3/s3_session_key.h"
 #include "s3/sigv4.h"
 
 #define CATALOG_BODY_MAX     (1 << 20)
@@ -260,12 +261,42 @@ static bool allow(void *ctx, const struct catalog_access *a, char *msg, size_t m
 }
 
 /*
+ * ice_vend's mint: S3 session credentials of j's identity, limited to
+ * bucket/prefix, and to reads unless it may write the table bucket's data.
+ */
+static bool mint(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		 size_t msglen)
+{
+	struct job *j = ctx;
+	const uint8_t *key = cluster_key(j->c, &j->c->session_key);
+	struct catalog_access put = {"s3tables:PutTableData", bucket, NULL, NULL};
+	char expires[32], why[8];
+	struct s3_session_creds cr;
+	bool may_write = allow(j, &put, why, sizeof(why));
+
+	if (!key) {
+		snprintf(msg, msglen, "the session key cannot be read from the filer");
+		return false;
+	}
+	if (!s3_session_vend(key, s3_identity_name(j->id), bucket, prefix, may_write,
+			     CATALOG_VEND_SECONDS, (int64_t)time(NULL), &cr, msg, msglen))
+		return false;
+	snprintf(expires, sizeof(expires), "%lld", (long long)cr.expiry * 1000);
+	jw_kv_str(w, "s3.access-key-id", cr.access_key);
+	jw_kv_str(w, "s3.secret-access-key", cr.secret_key);
+	jw_kv_str(w, "s3.session-token", cr.session_token);
+	jw_kv_str(w, "s3.session-token-expires-at-ms", expires);
+	return true;
+}
+
+/*
  * Worker: an Iceberg REST request, authenticated as who. Credentials are
  * vended only to an identity: an open catalog's gateway takes any keys.
  */
 static void iceberg(struct job *j, const char *path, const char *q, const char *who)
 {
 	const char *deleg = header(j, "x-iceberg-access-delegation");
+	struct ice_vend vend = {mint, j};
 	struct catalog_authz authz = {allow, j};
 	struct ice_request r = {.method = j->method,
 				.raw_path = path,
@@ -276,7 +307,8 @@ static void iceberg(struct job *j, const char *path, const char *q, const char *
 				.authz = &authz};
 	struct ice_answer a;
 
-	(void)deleg;
+	if (j->id && deleg && strstr(deleg, "vended-credentials"))
+		r.vend = &vend;
 	ice_rest_handle(&j->c->ice, &r, &a);
 	buf_free(&j->a.body);
 	j->a.status = a.status;
@@ -384,6 +416,7 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
 	c->files = tf_new(o->filer, CATALOG_CACHE_BYTES);
 	c->token_key.load = token_key_load;
+	c->session_key.load = s3_session_key_load;
 	pthread_mutex_init(&c->token_key.lock, NULL);
 	pthread_mutex_init(&c->session_key.lock, NULL);
 	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;

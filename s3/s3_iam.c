@@ -272,6 +272,14 @@ const struct s3_identity *s3_iam_lookup(const struct s3_iam *iam, const char *ac
 	return NULL;
 }
 
+const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name)
+{
+	for (size_t i = 0; i < iam->n; i++)
+		if (!strcmp(iam->v[i].name, name))
+			return &iam->v[i];
+	return NULL;
+}
+
 const char *s3_identity_name(const struct s3_identity *id) { return id->name; }
 
 static bool bucket_matches(const char *pattern, const char *bucket)

@@ -50,6 +50,8 @@ size_t s3_iam_count(const struct s3_iam *iam);
 /* The identity owning access_key and its secret (*secret borrowed), or NULL. */
 const struct s3_identity *s3_iam_lookup(const struct s3_iam *iam, const char *access_key,
 					const char **secret);
+/* The identity named name, or NULL (a session's parent). */
+const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name);
 /* The identity's name (borrowed). */
 const char *s3_identity_name(const struct s3_identity *id);
 /* Whether id may do a on bucket (NULL or "" for calls on no bucket, like ListBuckets). */

@@ -35,6 +35,8 @@
 struct blob_client;
 struct s3_bucket_cache;
 struct s3_budget;
+struct s3_session_auth;
+struct s3_session_gw;
 
 struct s3_gateway {
 	struct s3_iam *iam;
@@ -59,6 +61,7 @@ struct s3_gateway {
 	atomic_bool closing;             /* s3_stop has begun: loops start no more work */
 	pthread_mutex_t live_mu;
 	struct s3_req *live; /* requests not answered yet (protected by live_mu) */
+	struct s3_session_gw *sessions; /* session credentials (s3_session_gw.h) */
 };
 
 /* One request, from its head to its answer. */
@@ -69,6 +72,8 @@ struct s3_req {
 	char *bucket, *key;            /* decoded; NULL when the path names none */
 	bool virtual_host;             /* the bucket came from the Host header */
 	const struct s3_identity *who; /* NULL: anonymous or an open gateway */
+	struct s3_session_auth *session; /* session credentials' (who: its parent); freed with r */
+	bool sts;                        /* an STS call (s3_session_gw.h) */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */

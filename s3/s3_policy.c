@@ -21,6 +21,7 @@
 #include "log.h"
 #include "s3/bucket_policy.h"
 #include "s3/s3_int.h"
+#include "s3/s3_session_gw.h"
 #include "util.h"
 
 #define X_POLICY "s3.policy"
@@ -331,12 +332,14 @@ static enum policy_effect policy_says(struct s3_req *r, const char *bucket, cons
 }
 
 /* The decision once the policy's effect is known. */
-static bool decide(struct s3_req *r, const char *bucket, const char *action, enum s3_action act,
-		   enum policy_effect eff)
+static bool decide(struct s3_req *r, const char *bucket, const char *key, const char *action,
+		   enum s3_action act, enum policy_effect eff)
 {
 	bool granted =
 		s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
 	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
+	if (!s3_session_gate(r, bucket, key, action))
+		return false; /* session credentials: only within their scopes */
 	if (admin && strstr(action, "BucketPolicy"))
 		return true; /* the owner can always undo a policy that locks everyone out */
 	return eff == POLICY_ALLOW || (eff == POLICY_NO_MATCH && granted);
@@ -350,7 +353,8 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
-	ok = decide(r, r->bucket, action, act, policy_in(r, b, r->bucket, r->key, action));
+	ok = decide(r, r->bucket, r->key, action, act,
+		    policy_in(r, b, r->bucket, r->key, action));
 	filer_entry_free(b);
 	if (!ok)
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
@@ -361,9 +365,9 @@ bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const c
 		  enum s3_action act)
 {
 	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
-	if (admin && strstr(action, "BucketPolicy"))
+	if (admin && strstr(action, "BucketPolicy") && !r->session)
 		return true; /* no need to read the policy */
-	return decide(r, bucket, action, act, policy_says(r, bucket, key, action));
+	return decide(r, bucket, key, action, act, policy_says(r, bucket, key, action));
 }
 
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act)

@@ -32,6 +32,7 @@
 #include "client/chunk_stream.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_session_gw.h"
 #include "s3/sigv2.h"
 #include "s3/sigv4.h"
 #include "util.h"
@@ -187,6 +188,9 @@ void s3_req_free(struct s3_req *r)
 	free(r->hnames);
 	free(r->hvalues);
 	free(r->chain);
+	if (r->session)
+		OPENSSL_cleanse(r->session, sizeof(*r->session));
+	free(r->session);
 	filer_entry_free(r->found);
 	free(r->lookup_path);
 	free(r);
@@ -256,6 +260,8 @@ void s3_submit(struct s3_req *r, void (*fn)(struct s3_req *r))
 static enum s3_err identify(struct s3_req *r, const char *access_key, const char **secret,
 			    char *msg, size_t msglen)
 {
+	if (s3_session_presented(r, access_key))
+		return s3_session_identify(r, access_key, secret, msg, msglen);
 	r->who = s3_iam_lookup(r->g->iam, access_key, secret);
 	if (!r->who && !s3_iam_is_open(r->g->iam)) {
 		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
@@ -297,11 +303,11 @@ static bool authenticate(struct s3_req *r)
 	struct sigv4_input in = {0};
 	struct sigv4_auth a;
 	const char *name, *value, *secret, *uri = http_req_uri(r->req), *q;
-	char msg[512], *raw_path;
+	char msg[512], *raw_path, body_hash[65];
 	uint8_t key[32] = {0};
 	bool anonymous;
 	enum s3_err e;
-	size_t n = 0;
+	size_t n = 0, count;
 
 	for (size_t i = 0; http_req_header_at(r->req, i, &name, &value); i++) {
 		if (n == ARRAY_LEN(hs)) {
@@ -321,6 +327,16 @@ static bool authenticate(struct s3_req *r)
 	in.nheaders = n;
 	in.now = (int64_t)time(NULL);
 	in.region = r->g->region;
+	if (r->sts) {
+		/* botocore signs STS's body without sending its hash: the hash is then the one
+		   the signature covers (s3_sts checks the body against it) */
+		in.service = "sts";
+		if (!sigv4_header_find(&in, "x-amz-content-sha256", &count) && n < ARRAY_LEN(hs)) {
+			sigv4_sha256_hex(r->in.data ? r->in.data : "", r->in.len, body_hash);
+			hs[n++] = (struct sigv4_header){"x-amz-content-sha256", body_hash};
+			in.nheaders = n;
+		}
+	}
 	if (sigv2_present(&in)) {
 		bool ok = authenticate_v2(r, &in);
 		free(raw_path);
@@ -457,7 +473,8 @@ static const char *unsupported_param(const struct s3_req *r)
 	};
 	const char *name, *value;
 	for (size_t i = 0; http_req_query_at(r->req, i, &name, &value); i++) {
-		bool ok = !strncmp(name, "X-Amz-", 6) || s3_is_response_override(name);
+		/* x-amz-*: SigV2 presigned URLs carry x-amz-security-token and kin */
+		bool ok = !strncasecmp(name, "X-Amz-", 6) || s3_is_response_override(name);
 		for (size_t k = 0; k < ARRAY_LEN(served) && !ok; k++)
 			ok = !strcmp(name, served[k]);
 		if (!ok)
@@ -705,6 +722,8 @@ static void route(struct s3_req *r)
 				 "The specified method is not allowed against this resource.");
 		} else if (!r->who && !s3_iam_is_open(r->g->iam)) {
 			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the request is not signed");
+		} else if (!s3_session_gate(r, NULL, NULL, "s3:ListAllMyBuckets")) {
+			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the session may not list buckets");
 		} else {
 			/* any identity may list; it sees the buckets it has a grant on */
 			s3_submit(r, s3_list_buckets);
@@ -791,6 +810,17 @@ static void route(struct s3_req *r)
 	s3_send_answer(r);
 }
 
+/* An STS call's body is in: authenticated with it, answered on a worker. */
+static void sts_read(struct s3_req *r)
+{
+	if (authenticate(r)) {
+		s3_submit(r, s3_sts);
+		return;
+	}
+	s3_sts_auth_failed(r);
+	s3_send_answer(r);
+}
+
 /* Whether the body is a multipart/form-data form (a browser POST upload). */
 static bool is_form(http_req *req)
 {
@@ -857,6 +887,11 @@ static void handler(http_req *req, void *ctx)
 	if (http_req_method(req) == HTTP_OPTIONS && r->bucket) {
 		/* a CORS preflight: browsers send it without credentials */
 		s3_submit(r, s3_cors_preflight);
+		return;
+	}
+	if (s3_sts_is(r)) {
+		/* STS (AssumeRole): the signature covers the form body, so it is read first */
+		read_body(r, S3_CONFIG_BODY_MAX, sts_read);
 		return;
 	}
 	if (!authenticate(r)) {
@@ -948,6 +983,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->filer = filer_rpc_new(o->filer, S3_FILER_TIMEOUT_MS, 10, 0);
 	g->bc = blob_client_new_filer(o->filer, NULL);
 	g->work = pool_new(16, "wfs-s3-work");
+	g->sessions = s3_session_gw_new(g->filer, !s3_iam_is_open(g->iam));
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
@@ -1026,6 +1062,7 @@ void s3_stop(struct s3_gateway *g)
 	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
 	s3_iam_free(g->iam);
+	s3_session_gw_free(g->sessions);
 	s3_bucket_cache_free(g->buckets);
 	s3_budget_free(g->upload_mem);
 	free(g->region);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include "log.h"
+#include "lib/http_util.h"
 #include "s3/sigv2.h"
 #include "util.h"
 
@@ -282,14 +283,50 @@ static void append_lower(buf *out, const char *s)
 		buf_append_byte(out, (char)((*s >= 'A' && *s <= 'Z') ? *s + 32 : *s));
 }
 
-/* The x-amz-* headers, "name:v1,v2\n" each, sorted by name. */
-static void append_amz_headers(const struct sigv4_input *in, buf *out)
+/* Adds the x-amz-* parameters of raw_query to h (names and values decoded, malloc'd). */
+static size_t amz_query_params(const char *raw_query, struct amz_header *h, size_t n,
+			       char **owned, size_t *nowned)
 {
-	struct amz_header *h = xcalloc(in->nheaders ? in->nheaders : 1, sizeof(*h));
-	size_t n = 0;
+	for (const char *p = raw_query; p && *p;) {
+		size_t len = strcspn(p, "&"), nlen = strcspn(p, "=");
+		buf name, value;
+		if (nlen > len)
+			nlen = len;
+		buf_init(&name);
+		buf_init(&value);
+		if (url_decode(p, nlen, false, &name) &&
+		    url_decode(p + nlen + (nlen < len), len - nlen - (nlen < len), false, &value) &&
+		    name.len > 6 && !strncasecmp(name.data, "x-amz-", 6)) {
+			owned[(*nowned)++] = buf_steal(&name, NULL);
+			owned[(*nowned)++] = buf_steal(&value, NULL);
+			h[n] = (struct amz_header){owned[*nowned - 2], owned[*nowned - 1], 1000 + n};
+			n++;
+		}
+		buf_free(&name);
+		buf_free(&value);
+		p += len + (p[len] == '&');
+	}
+	return n;
+}
+
+/*
+ * The x-amz-* headers, "name:v1,v2\n" each, sorted by name; for a presigned
+ * URL also its x-amz-* query parameters, which clients sign as headers
+ * (x-amz-security-token of session credentials).
+ */
+static void append_amz_headers(const struct sigv4_input *in, bool presigned, buf *out)
+{
+	size_t nq = 0, nowned = 0, n = 0;
+	for (const char *p = presigned ? in->raw_query : NULL; p && *p; p++)
+		nq += *p == '&';
+	nq += presigned && in->raw_query ? 1 : 0;
+	struct amz_header *h = xcalloc(in->nheaders + nq + 1, sizeof(*h));
+	char **owned = xcalloc(2 * nq + 1, sizeof(*owned));
 	for (size_t i = 0; i < in->nheaders; i++)
 		if (!strncasecmp(in->headers[i].name, "x-amz-", 6))
 			h[n++] = (struct amz_header){in->headers[i].name, in->headers[i].value, i};
+	if (presigned)
+		n = amz_query_params(in->raw_query, h, n, owned, &nowned);
 	qsort(h, n, sizeof(*h), amz_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (i && !strcasecmp(h[i].name, h[i - 1].name)) {
@@ -304,6 +341,9 @@ static void append_amz_headers(const struct sigv4_input *in, buf *out)
 	}
 	if (n)
 		buf_append_byte(out, '\n');
+	for (size_t i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
 	free(h);
 }
 
@@ -420,7 +460,7 @@ static bool string_to_sign(const struct sigv4_input *in, const struct sigv2_auth
 	else if (date && !sigv4_header_find(in, "x-amz-date", &cnt))
 		append_trimmed(out, date);
 	buf_append_byte(out, '\n');
-	append_amz_headers(in, out);
+	append_amz_headers(in, a->presigned, out);
 	return append_resource(in, vhost_bucket, other_form, out);
 }
 

@@ -4,7 +4,9 @@ cluster verifies) or SigV4-signed requests; each identity limited by its grants 
 table bucket's and the table's resource policies, on both APIs."""
 import json
 
+import boto3
 import botocore
+from botocore.config import Config
 import pyarrow as pa
 import pytest
 import requests
@@ -14,6 +16,7 @@ from pyiceberg.exceptions import ForbiddenError, UnauthorizedError, OAuthError
 from conftest import wait_until
 from filer_fixtures import start_mini_with_filer
 from s3_fixtures import start_gateway
+from catalog_clients import duckdb_connect
 from test_s3tables import port_open, tables
 
 IDS = {"identities": [
@@ -209,3 +212,78 @@ def test_s3tables_grants_and_policies(gw):
     with pytest.raises(botocore.exceptions.ClientError) as ei:
         bob.get_table(tableBucketARN=ARN, namespace="pol", name="b")
     assert code(ei) == "AccessDeniedException"
+
+def s3(g, creds):
+    return boto3.client("s3", endpoint_url="http://%s" % g.url, region_name="us-east-1",
+                        aws_access_key_id=creds["s3.access-key-id"],
+                        aws_secret_access_key=creds["s3.secret-access-key"],
+                        aws_session_token=creds["s3.session-token"],
+                        config=Config(retries={"max_attempts": 1}))
+
+
+def load_vended(g, tok, name):
+    r = requests.get(uri(g) + "/v1/whs/namespaces/vend/tables/" + name, timeout=10,
+                     headers={"Authorization": "Bearer " + tok,
+                              "X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_vended_credentials(gw):
+    g, g2 = gw
+    alice = catalog(g, credential="AKALICE:alice-secret",
+                    **{"s3.access-key-id": "AKALICE", "s3.secret-access-key": "alice-secret"})
+    alice.create_namespace("vend")
+    t = alice.create_table("vend.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": [1]}))
+    alice.create_table("vend.other", pa.schema([("id", pa.int64())]))
+    atok = token(g, "AKALICE", "alice-secret").json()["access_token"]
+    res = load_vended(g, atok, "t")
+    cfg = res["config"]
+    assert cfg["s3.session-token"] and cfg["s3.access-key-id"] != "AKALICE"
+    sc = res["storage-credentials"]
+    assert sc[0]["prefix"] == "s3://whs/vend/t" and sc[0]["config"]["s3.session-token"]
+    # inside the table's prefix: read and write; outside: refused (also via the other gateway)
+    for gg in (g, g2):
+        c = s3(gg, cfg)
+        keys = [o["Key"] for o in c.list_objects_v2(Bucket="whs", Prefix="vend/t/")["Contents"]]
+        assert any(k.endswith(".metadata.json") for k in keys)
+        c.put_object(Bucket="whs", Key="vend/t/data/extra.bin", Body=b"x")
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            c.get_object(Bucket="whs", Key=keys[0].replace("vend/t/", "vend/other/"))
+        assert ei.value.response["Error"]["Code"] in ("AccessDenied", "NoSuchKey") and \
+            ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            c.list_objects_v2(Bucket="whs", Prefix="vend/")
+        assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    # rita only reads: her vended keys read, never write
+    rtok = token(g, "AKRITA", "rita-secret").json()["access_token"]
+    rc = s3(g, load_vended(g, rtok, "t")["config"])
+    assert rc.get_object(Bucket="whs", Key="vend/t/data/extra.bin")["Body"].read() == b"x"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        rc.put_object(Bucket="whs", Key="vend/t/data/rita.bin", Body=b"r")
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    # pyiceberg with delegation reads through the vended keys alone
+    vended = catalog(g, credential="AKRITA:rita-secret",
+                     **{"header.X-Iceberg-Access-Delegation": "vended-credentials"})
+    assert vended.load_table("vend.t").scan().to_arrow().num_rows == 1
+
+
+def test_duckdb_vended_credentials(gw, tmp_path):
+    """DuckDB with no S3 secret of its own: OAuth2 at the catalog, data through the
+    credentials the catalog vends per table."""
+    g, _ = gw
+    con = duckdb_connect(tmp_path / "ext")
+    con.execute("ATTACH 'whs' AS v (TYPE ICEBERG, ENDPOINT '%s', CLIENT_ID 'AKALICE', "
+                "CLIENT_SECRET 'alice-secret', OAUTH2_SERVER_URI '%s/v1/oauth/tokens', "
+                "ACCESS_DELEGATION_MODE 'vended_credentials')" % (uri(g), uri(g)))
+    con.execute("CREATE SCHEMA v.duck")
+    con.execute("CREATE TABLE v.duck.t (id BIGINT, name VARCHAR)")
+    con.execute("INSERT INTO v.duck.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    con.execute("DELETE FROM v.duck.t WHERE id = 2")
+    assert con.execute("SELECT id, name FROM v.duck.t ORDER BY id").fetchall() == \
+        [(1, "a"), (3, "c")]
+    # what DuckDB wrote is where the table is, readable with the owner's own keys
+    alice = catalog(g, credential="AKALICE:alice-secret",
+                    **{"s3.access-key-id": "AKALICE", "s3.secret-access-key": "alice-secret"})
+    assert alice.load_table("duck.t").scan().to_arrow().num_rows == 2
