@@ -381,7 +381,7 @@ static const char summary[] =
 int main(int argc, char **argv)
 {
 	struct opts o = {"127.0.0.1:8181", "127.0.0.1:8888", "lake", "bench", "t", "",
-			 "load", "", 16, 1, 0, 10, 60};
+			 "load", "", 16, 1, 1000, 10, 60};
 	const struct flag flags[] = {
 		{"endpoint", FLAG_STRING, &o.endpoint, "the catalog, host:port"},
 		{"filer", FLAG_STRING, &o.filer, "the filer, host:port (raw modes)"},
