@@ -2,8 +2,14 @@
 # Built by `make tests/bench/s3_load` (and by `make`, like tests/bench/filer_store);
 # tests/bench/s3.sh runs it.
 noinst_PROGRAMS += tests/bench/s3_load
-tests_bench_s3_load_SOURCES = tests/bench/s3_load.c
+tests_bench_s3_load_SOURCES = tests/bench/s3_load.c tests/bench/load_stats.h
 tests_bench_s3_load_LDADD = s3/libs3.a $(UNIT_LDADD)
+
+# The Iceberg REST catalog's load generator (tests/bench/catalog_load.c); tests/bench/catalog.sh
+# runs it.
+noinst_PROGRAMS += tests/bench/catalog_load
+tests_bench_catalog_load_SOURCES = tests/bench/catalog_load.c tests/bench/load_stats.h
+tests_bench_catalog_load_LDADD = $(UNIT_LDADD)
 
 # MD5's rate (tests/bench/md5_rate.c): OpenSSL's, and weedfs's with and without its AVX2 lanes.
 noinst_PROGRAMS += tests/bench/md5_rate

@@ -37,10 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include "buf.h"
 #include "flags.h"
+#include "load_stats.h"
 #include "s3/sigv4.h"
 #include "util.h"
 
@@ -325,21 +325,6 @@ static void finish(struct slot *s, CURLcode res)
 	}
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile p (0..100] of the sorted v[0..n), in ms. */
-static double pct_ms(const uint32_t *v, size_t n, double p)
-{
-	if (!n)
-		return 0;
-	size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
-	return v[(k ? k : 1) - 1] / 1000.0;
-}
-
 /* Prints one line of figures for st (sorted here) over secs seconds. */
 static void print_stats(const char *name, const struct opts *o, struct stats *st, double secs,
 			double cpu, long long connects)
@@ -388,14 +373,6 @@ static void report(struct run *r, double secs, double cpu)
 		printf("\n");
 	}
 	free(all.lat_us);
-}
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* Runs the requests with o->c in flight until next_request has none; returns the seconds. */
