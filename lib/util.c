@@ -232,3 +232,13 @@ int cpu_count(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
 }
+
+bool msg_fail(char *msg, size_t msglen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (msglen)
+		vsnprintf(msg, msglen, fmt, ap);
+	va_end(ap);
+	return false;
+}

@@ -20,6 +20,8 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Returns a newly allocated formatted string; the caller frees it. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Formats the reason for a refusal into msg (msglen bytes, 0: none) and returns false. */
+bool msg_fail(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Wall clock in nanoseconds since the epoch, and a monotonic clock in ns. */
 uint64_t time_now_ns(void);

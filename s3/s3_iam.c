@@ -39,17 +39,6 @@ static const char *const action_names[] = {
 	[S3_ACT_TAGGING] = "Tagging", [S3_ACT_ADMIN] = "Admin",
 };
 
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (msglen)
-		vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 static void identity_free(struct s3_identity *id)
 {
@@ -88,13 +77,13 @@ static bool only_keys(yajl_val obj, const char *const *keys, const char *what, c
 		      size_t msglen)
 {
 	if (!YAJL_IS_OBJECT(obj))
-		return fail(msg, msglen, "%s must be an object", what);
+		return msg_fail(msg, msglen, "%s must be an object", what);
 	for (size_t i = 0; i < obj->u.object.len; i++) {
 		bool ok = false;
 		for (size_t k = 0; keys[k] && !ok; k++)
 			ok = !strcmp(keys[k], obj->u.object.keys[i]);
 		if (!ok)
-			return fail(msg, msglen, "unknown field \"%.64s\" in %s",
+			return msg_fail(msg, msglen, "unknown field \"%.64s\" in %s",
 				    obj->u.object.keys[i], what);
 	}
 	return true;
@@ -108,7 +97,7 @@ static bool parse_grant(const char *s, struct s3_identity *id, char *msg, size_t
 		if (strlen(action_names[a]) != n || strncmp(action_names[a], s, n))
 			continue;
 		if (colon && !colon[1])
-			return fail(msg, msglen, "action \"%s\": empty bucket after ':'", s);
+			return msg_fail(msg, msglen, "action \"%s\": empty bucket after ':'", s);
 		if (a == S3_ACT_ADMIN && !colon)
 			id->admin = true;
 		id->grants = xrealloc(id->grants, (id->n_grants + 1) * sizeof(*id->grants));
@@ -117,7 +106,7 @@ static bool parse_grant(const char *s, struct s3_identity *id, char *msg, size_t
 		id->n_grants++;
 		return true;
 	}
-	return fail(msg, msglen, "unknown action \"%.64s\" (Read, Write, List, Tagging, Admin)", s);
+	return msg_fail(msg, msglen, "unknown action \"%.64s\" (Read, Write, List, Tagging, Admin)", s);
 }
 
 static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t msglen)
@@ -130,21 +119,21 @@ static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t
 	if (!only_keys(v, keys, "an identity", msg, msglen))
 		return false;
 	if (!(name = str_field(v, "name")))
-		return fail(msg, msglen, "an identity needs a \"name\"");
+		return msg_fail(msg, msglen, "an identity needs a \"name\"");
 	id->name = xstrdup(name);
 	creds = json_get(v, "credentials");
 	acts = json_get(v, "actions");
 	if (!creds || !YAJL_IS_ARRAY(creds))
-		return fail(msg, msglen, "identity %s: \"credentials\" must be an array", name);
+		return msg_fail(msg, msglen, "identity %s: \"credentials\" must be an array", name);
 	if (acts && !YAJL_IS_ARRAY(acts))
-		return fail(msg, msglen, "identity %s: \"actions\" must be an array", name);
+		return msg_fail(msg, msglen, "identity %s: \"actions\" must be an array", name);
 	for (size_t i = 0; i < creds->u.array.len; i++) {
 		yajl_val c = creds->u.array.values[i];
 		const char *ak, *sk;
 		if (!only_keys(c, ckeys, "a credential", msg, msglen))
 			return false;
 		if (!(ak = str_field(c, "accessKey")) || !(sk = str_field(c, "secretKey")))
-			return fail(
+			return msg_fail(
 				msg, msglen,
 				"identity %s: a credential needs \"accessKey\" and \"secretKey\"",
 				name);
@@ -157,7 +146,7 @@ static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t
 	for (size_t i = 0; acts && i < acts->u.array.len; i++) {
 		yajl_val a = acts->u.array.values[i];
 		if (!YAJL_IS_STRING(a))
-			return fail(msg, msglen, "identity %s: actions must be strings", name);
+			return msg_fail(msg, msglen, "identity %s: actions must be strings", name);
 		if (!parse_grant(a->u.string, id, msg, msglen))
 			return false;
 	}
@@ -175,14 +164,14 @@ struct s3_iam *s3_iam_parse(const char *text, size_t len, char *msg, size_t msgl
 		msg[0] = '\0';
 	root = json_parse(text, len, err, sizeof(err));
 	if (!root) {
-		fail(msg, msglen, "not JSON: %s", err);
+		msg_fail(msg, msglen, "not JSON: %s", err);
 		goto bad;
 	}
 	if (!only_keys(root, keys, "the document", msg, msglen))
 		goto bad;
 	ids = json_get(root, "identities");
 	if (ids && !YAJL_IS_ARRAY(ids)) {
-		fail(msg, msglen, "\"identities\" must be an array");
+		msg_fail(msg, msglen, "\"identities\" must be an array");
 		goto bad;
 	}
 	for (size_t i = 0; ids && i < ids->u.array.len; i++) {
@@ -197,7 +186,7 @@ struct s3_iam *s3_iam_parse(const char *text, size_t len, char *msg, size_t msgl
 			const struct s3_identity *other =
 				s3_iam_lookup(iam, id->access[k], &unused);
 			if (other && other != id) {
-				fail(msg, msglen, "access key %s belongs to two identities",
+				msg_fail(msg, msglen, "access key %s belongs to two identities",
 				     id->access[k]);
 				goto bad;
 			}
@@ -224,7 +213,7 @@ struct s3_iam *s3_iam_load(const char *path, char *msg, size_t msglen)
 		return xcalloc(1, sizeof(struct s3_iam));
 	f = fopen(path, "r");
 	if (!f) {
-		fail(msg, msglen, "%s: %s", path, strerror(errno));
+		msg_fail(msg, msglen, "%s: %s", path, strerror(errno));
 		return NULL;
 	}
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len <= IAM_FILE_MAX)
@@ -232,7 +221,7 @@ struct s3_iam *s3_iam_load(const char *path, char *msg, size_t msglen)
 	fclose(f);
 	if (b.len > IAM_FILE_MAX) {
 		buf_free(&b);
-		fail(msg, msglen, "%s: larger than %u bytes", path, IAM_FILE_MAX);
+		msg_fail(msg, msglen, "%s: larger than %u bytes", path, IAM_FILE_MAX);
 		return NULL;
 	}
 	iam = s3_iam_parse(b.data ? b.data : "", b.len, msg, msglen);

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 #include "s3/s3_session.h"
+#include "util.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,17 +21,6 @@
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (msglen)
-		vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 /* ---- base64url without padding ---- */
 
@@ -117,11 +107,11 @@ static bool bucket_ok(const char *b, size_t n)
 static bool prefix_ok(const char *p, size_t n, char *msg, size_t msglen)
 {
 	if (n > S3_SESSION_PREFIX_MAX)
-		return fail(msg, msglen, "a prefix may be at most %d bytes", S3_SESSION_PREFIX_MAX);
+		return msg_fail(msg, msglen, "a prefix may be at most %d bytes", S3_SESSION_PREFIX_MAX);
 	if (memchr(p, '*', n) || memchr(p, '?', n))
-		return fail(msg, msglen, "a prefix may not hold '*' or '?' (\"%.64s\")", p);
+		return msg_fail(msg, msglen, "a prefix may not hold '*' or '?' (\"%.64s\")", p);
 	if (!printable(p, n))
-		return fail(msg, msglen, "a prefix may not hold control characters");
+		return msg_fail(msg, msglen, "a prefix may not hold control characters");
 	return true;
 }
 
@@ -130,11 +120,11 @@ bool s3_session_add_scope(struct s3_session *s, const char *bucket, const char *
 {
 	struct s3_session_scope *sc;
 	if (!bucket_ok(bucket, strlen(bucket)))
-		return fail(msg, msglen, "\"%.64s\" is not a bucket name", bucket);
+		return msg_fail(msg, msglen, "\"%.64s\" is not a bucket name", bucket);
 	if (!prefix_ok(prefix, strlen(prefix), msg, msglen))
 		return false;
 	if (!actions || actions & ~(unsigned)S3_SESSION_ALL)
-		return fail(msg, msglen, "a scope needs actions");
+		return msg_fail(msg, msglen, "a scope needs actions");
 	s->scoped = true;
 	for (size_t i = 0; i < s->n; i++) {
 		if (!strcmp(s->scope[i].bucket, bucket) && !strcmp(s->scope[i].prefix, prefix)) {
@@ -143,7 +133,7 @@ bool s3_session_add_scope(struct s3_session *s, const char *bucket, const char *
 		}
 	}
 	if (s->n == S3_SESSION_SCOPES_MAX)
-		return fail(msg, msglen, "at most %d bucket and prefix pairs",
+		return msg_fail(msg, msglen, "at most %d bucket and prefix pairs",
 			    S3_SESSION_SCOPES_MAX);
 	sc = &s->scope[s->n++];
 	snprintf(sc->bucket, sizeof(sc->bucket), "%s", bucket);
@@ -241,14 +231,14 @@ bool s3_session_issue(const uint8_t key[S3_SESSION_KEY_LEN], struct s3_session *
 	int have = 0;
 
 	if (!pn || pn > S3_SESSION_PARENT_MAX || !printable(s->parent, pn))
-		return fail(msg, msglen, "the parent identity's name is empty, too long or "
+		return msg_fail(msg, msglen, "the parent identity's name is empty, too long or "
 					 "holds control characters");
 	if (nn > S3_SESSION_NAME_MAX || !printable(s->name, nn))
-		return fail(msg, msglen, "the session name is too long or holds control characters");
+		return msg_fail(msg, msglen, "the session name is too long or holds control characters");
 	if (s->expiry <= 0)
-		return fail(msg, msglen, "the session needs an expiry");
+		return msg_fail(msg, msglen, "the session needs an expiry");
 	if (s->scoped && !s->n)
-		return fail(msg, msglen, "a scoped session needs a scope");
+		return msg_fail(msg, msglen, "a scoped session needs a scope");
 	/* 10 random bytes as 16 base32 digits, 5 bits each */
 	memcpy(s->access_key, S3_SESSION_AK_PREFIX, 4);
 	for (size_t i = 0, o = 4; o < S3_SESSION_AK_LEN; o++) {
@@ -262,7 +252,7 @@ bool s3_session_issue(const uint8_t key[S3_SESSION_KEY_LEN], struct s3_session *
 	s->access_key[S3_SESSION_AK_LEN] = '\0';
 	n = encode(s, body, S3_SESSION_BODY_MAX);
 	if (!n)
-		return fail(msg, msglen, "the session's scopes take more than %d bytes",
+		return msg_fail(msg, msglen, "the session's scopes take more than %d bytes",
 			    S3_SESSION_BODY_MAX);
 	mac(key, TOKEN_LABEL, body, n, body + n);
 	b64url_encode(body, n + MAC_LEN, token);
@@ -304,20 +294,20 @@ static bool parse_scopes(struct reader *rd, struct s3_session *out, char *msg, s
 {
 	uint8_t count;
 	if (!take(rd, &count, 1))
-		return fail(msg, msglen, "the token is cut short");
+		return msg_fail(msg, msglen, "the token is cut short");
 	if (count > S3_SESSION_SCOPES_MAX || (!out->scoped && count) || (out->scoped && !count))
-		return fail(msg, msglen, "the token's scope count is wrong");
+		return msg_fail(msg, msglen, "the token's scope count is wrong");
 	for (size_t i = 0; i < count; i++) {
 		struct s3_session_scope *sc = &out->scope[i];
 		uint8_t act;
 		if (!take(rd, &act, 1) || !take_str(rd, 1, sc->bucket, sizeof(sc->bucket)) ||
 		    !take_str(rd, 2, sc->prefix, sizeof(sc->prefix)))
-			return fail(msg, msglen, "the token's scope %zu is cut short or too long",
+			return msg_fail(msg, msglen, "the token's scope %zu is cut short or too long",
 				    i + 1);
 		sc->actions = act;
 		if (!act || act & ~S3_SESSION_ALL || !bucket_ok(sc->bucket, strlen(sc->bucket)) ||
 		    !prefix_ok(sc->prefix, strlen(sc->prefix), NULL, 0))
-			return fail(msg, msglen, "the token's scope %zu is malformed", i + 1);
+			return msg_fail(msg, msglen, "the token's scope %zu is malformed", i + 1);
 		out->n++;
 	}
 	return true;
@@ -339,26 +329,26 @@ bool s3_session_parse(const uint8_t *body, size_t len, struct s3_session *out, c
 	memset(out, 0, sizeof(*out));
 	if (len > S3_SESSION_BODY_MAX || !take(&rd, head, 2) || !take(&rd, e, 8) ||
 	    !take(&rd, out->access_key, S3_SESSION_AK_LEN))
-		return fail(msg, msglen, "the token is cut short");
+		return msg_fail(msg, msglen, "the token is cut short");
 	if (head[0] != S3_SESSION_VERSION)
-		return fail(msg, msglen, "the token's version %u is not known here", head[0]);
+		return msg_fail(msg, msglen, "the token's version %u is not known here", head[0]);
 	if (head[1] & ~FLAG_SCOPED)
-		return fail(msg, msglen, "the token has unknown flags");
+		return msg_fail(msg, msglen, "the token has unknown flags");
 	out->scoped = head[1] & FLAG_SCOPED;
 	for (int i = 0; i < 8; i++)
 		expiry = expiry << 8 | e[i];
 	out->expiry = (int64_t)expiry;
 	if (out->expiry <= 0)
-		return fail(msg, msglen, "the token's expiry is not valid");
+		return msg_fail(msg, msglen, "the token's expiry is not valid");
 	if (!s3_session_key_id(out->access_key))
-		return fail(msg, msglen, "the token's access key id is malformed");
+		return msg_fail(msg, msglen, "the token's access key id is malformed");
 	if (!take_name(&rd, out->parent, sizeof(out->parent), false) ||
 	    !take_name(&rd, out->name, sizeof(out->name), true))
-		return fail(msg, msglen, "the token's names are malformed");
+		return msg_fail(msg, msglen, "the token's names are malformed");
 	if (!parse_scopes(&rd, out, msg, msglen))
 		return false;
 	if (rd.at != rd.n)
-		return fail(msg, msglen, "the token has %zu bytes too many", rd.n - rd.at);
+		return msg_fail(msg, msglen, "the token has %zu bytes too many", rd.n - rd.at);
 	return true;
 }
 
@@ -373,29 +363,29 @@ enum s3_session_status s3_session_verify(const uint8_t key[S3_SESSION_KEY_LEN], 
 
 	memset(out, 0, sizeof(*out));
 	if (tl > S3_SESSION_TOKEN_MAX) {
-		fail(msg, msglen, "The security token is longer than any this gateway issues");
+		msg_fail(msg, msglen, "The security token is longer than any this gateway issues");
 		return S3_SESSION_MALFORMED;
 	}
 	n = b64url_decode(token, tl, raw, sizeof(raw));
 	if (n < FIXED_LEN + MAC_LEN) {
-		fail(msg, msglen, "The security token is not one this gateway issues (not base64url, "
+		msg_fail(msg, msglen, "The security token is not one this gateway issues (not base64url, "
 				  "or too short)");
 		return S3_SESSION_MALFORMED;
 	}
 	if (raw[0] != S3_SESSION_VERSION) {
-		fail(msg, msglen, "The security token's version %u is not known here", raw[0]);
+		msg_fail(msg, msglen, "The security token's version %u is not known here", raw[0]);
 		return S3_SESSION_BAD_VERSION;
 	}
 	mac(key, TOKEN_LABEL, raw, (size_t)n - MAC_LEN, want);
 	if (CRYPTO_memcmp(want, raw + n - MAC_LEN, MAC_LEN)) {
-		fail(msg, msglen, "The security token's signature does not hold: it was altered "
+		msg_fail(msg, msglen, "The security token's signature does not hold: it was altered "
 				  "or comes from another cluster");
 		return S3_SESSION_BAD_SIGNATURE;
 	}
 	if (!s3_session_parse(raw, (size_t)n - MAC_LEN, out, msg, msglen))
 		return S3_SESSION_MALFORMED;
 	if (now >= out->expiry) {
-		fail(msg, msglen, "The provided token has expired.");
+		msg_fail(msg, msglen, "The provided token has expired.");
 		memset(out, 0, sizeof(*out));
 		return S3_SESSION_EXPIRED;
 	}

@@ -15,17 +15,6 @@
 
 #define ARN_S3 "arn:aws:s3:::"
 
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool fail(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (msglen)
-		vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 /* A string or an array of strings: its count (0 when it is neither or holds a non-string). */
 static size_t strings(yajl_val v, const char **out, size_t cap)
@@ -81,7 +70,7 @@ static size_t list_prefixes(yajl_val cond, const char **pre, size_t cap, char *m
 	    strcmp(cond->u.object.keys[0], "StringLike") ||
 	    !YAJL_IS_OBJECT(like = cond->u.object.values[0]) || like->u.object.len != 1 ||
 	    strcmp(like->u.object.keys[0], "s3:prefix")) {
-		fail(msg, msglen, "only a Condition of StringLike on s3:prefix can be mapped");
+		msg_fail(msg, msglen, "only a Condition of StringLike on s3:prefix can be mapped");
 		return 0;
 	}
 	return strings(like->u.object.values[0], pre, cap);
@@ -93,7 +82,7 @@ static bool add(struct s3_session *s, const char *bucket, const char *prefix, un
 	char m[160];
 	if (s3_session_add_scope(s, bucket, prefix, bits, m, sizeof(m)))
 		return true;
-	return fail(msg, msglen, "%s", m);
+	return msg_fail(msg, msglen, "%s", m);
 }
 
 /* One resource for the statement's object actions (bits): "arn:aws:s3:::bucket/prefix*". */
@@ -104,7 +93,7 @@ static bool object_resource(struct s3_session *s, const char *res, unsigned bits
 	char bucket[S3_SESSION_BUCKET_MAX + 1], prefix[S3_SESSION_PREFIX_MAX + 2];
 	if (!slash || slash == b || (size_t)(slash - b) > S3_SESSION_BUCKET_MAX ||
 	    !star_prefix(slash + 1, prefix, sizeof(prefix)))
-		return fail(msg, msglen,
+		return msg_fail(msg, msglen,
 			    "resource \"%.128s\": object actions need arn:aws:s3:::bucket/prefix* "
 			    "(one '*', last)",
 			    res);
@@ -120,16 +109,16 @@ static bool bucket_resource(struct s3_session *s, const char *res, yajl_val cond
 	char prefix[S3_SESSION_PREFIX_MAX + 2];
 	size_t np;
 	if (!*b || strchr(b, '/') || strchr(b, '*') || strchr(b, '?'))
-		return fail(msg, msglen, "resource \"%.128s\": s3:ListBucket needs arn:aws:s3:::bucket",
+		return msg_fail(msg, msglen, "resource \"%.128s\": s3:ListBucket needs arn:aws:s3:::bucket",
 			    res);
 	np = list_prefixes(cond, pre, ARRAY_LEN(pre), msg, msglen);
 	if (!np)
 		return msglen && *msg ? false
-				      : fail(msg, msglen, "s3:prefix must be a string or a list of "
+				      : msg_fail(msg, msglen, "s3:prefix must be a string or a list of "
 							  "strings");
 	for (size_t i = 0; i < np; i++) {
 		if (!star_prefix(pre[i], prefix, sizeof(prefix)))
-			return fail(msg, msglen,
+			return msg_fail(msg, msglen,
 				    "s3:prefix \"%.128s\" must be prefix* (one '*', last)", pre[i]);
 		if (!add(s, b, prefix, S3_SESSION_LIST, msg, msglen))
 			return false;
@@ -146,25 +135,25 @@ static bool statement(struct s3_session *s, yajl_val st, char *msg, size_t msgle
 	size_t na, nr;
 
 	if (!YAJL_IS_OBJECT(st))
-		return fail(msg, msglen, "a statement must be an object");
+		return msg_fail(msg, msglen, "a statement must be an object");
 	for (size_t i = 0; i < st->u.object.len; i++) {
 		bool known = false;
 		for (size_t k = 0; k < ARRAY_LEN(keys) && !known; k++)
 			known = !strcmp(keys[k], st->u.object.keys[i]);
 		if (!known)
-			return fail(msg, msglen, "\"%.64s\" in a statement cannot be mapped",
+			return msg_fail(msg, msglen, "\"%.64s\" in a statement cannot be mapped",
 				    st->u.object.keys[i]);
 	}
 	if (!json_get_str(st, "Effect", &effect) || strcmp(effect, "Allow"))
-		return fail(msg, msglen, "only Allow statements can be mapped");
+		return msg_fail(msg, msglen, "only Allow statements can be mapped");
 	na = strings(json_get(st, "Action"), acts, ARRAY_LEN(acts));
 	nr = strings(json_get(st, "Resource"), res, ARRAY_LEN(res));
 	if (!na || !nr)
-		return fail(msg, msglen, "a statement needs Action and Resource (strings)");
+		return msg_fail(msg, msglen, "a statement needs Action and Resource (strings)");
 	for (size_t i = 0; i < na; i++) {
 		unsigned bit = action_bit(acts[i]);
 		if (!bit)
-			return fail(msg, msglen,
+			return msg_fail(msg, msglen,
 				    "action \"%.64s\" cannot be mapped (s3:GetObject, s3:PutObject, "
 				    "s3:DeleteObject, s3:ListBucket)",
 				    acts[i]);
@@ -173,11 +162,11 @@ static bool statement(struct s3_session *s, yajl_val st, char *msg, size_t msgle
 	cond = json_get(st, "Condition");
 	/* an object request has no s3:prefix: such a statement would allow it nothing */
 	if (cond && obj)
-		return fail(msg, msglen, "a Condition goes only with s3:ListBucket here");
+		return msg_fail(msg, msglen, "a Condition goes only with s3:ListBucket here");
 	for (size_t i = 0; i < nr; i++) {
 		bool object;
 		if (strncmp(res[i], ARN_S3, strlen(ARN_S3)))
-			return fail(msg, msglen, "resource \"%.128s\" is not an arn:aws:s3::: one",
+			return msg_fail(msg, msglen, "resource \"%.128s\" is not an arn:aws:s3::: one",
 				    res[i]);
 		object = strchr(res[i] + strlen(ARN_S3), '/') != NULL;
 		/* an object action on a bucket resource (or the reverse) matches nothing */
@@ -186,7 +175,7 @@ static bool statement(struct s3_session *s, yajl_val st, char *msg, size_t msgle
 		if (!object && list && !bucket_resource(s, res[i], cond, msg, msglen))
 			return false;
 		if (object ? !obj : !list)
-			return fail(msg, msglen, "resource \"%.128s\" matches none of the statement's "
+			return msg_fail(msg, msglen, "resource \"%.128s\" matches none of the statement's "
 						 "actions",
 				    res[i]);
 	}
@@ -206,17 +195,17 @@ bool s3_session_policy(const char *text, size_t len, struct s3_session *s, char 
 		*msg = '\0';
 	if (!root || !YAJL_IS_OBJECT(root)) {
 		yajl_tree_free(root);
-		return fail(msg, msglen, "the policy is not a JSON object");
+		return msg_fail(msg, msglen, "the policy is not a JSON object");
 	}
 	for (size_t i = 0; i < root->u.object.len && ok; i++)
 		if (strcmp(root->u.object.keys[i], "Version") &&
 		    strcmp(root->u.object.keys[i], "Statement") &&
 		    strcmp(root->u.object.keys[i], "Id"))
-			ok = fail(msg, msglen, "\"%.64s\" in a policy cannot be mapped",
+			ok = msg_fail(msg, msglen, "\"%.64s\" in a policy cannot be mapped",
 				  root->u.object.keys[i]);
 	if (ok && json_get(root, "Version") &&
 	    (!json_get_str(root, "Version", &version) || strcmp(version, "2012-10-17")))
-		ok = fail(msg, msglen, "Version must be \"2012-10-17\"");
+		ok = msg_fail(msg, msglen, "Version must be \"2012-10-17\"");
 	sts = json_get(root, "Statement");
 	if (ok && YAJL_IS_OBJECT(sts))
 		ok = statement(s, sts, msg, msglen);
@@ -224,9 +213,9 @@ bool s3_session_policy(const char *text, size_t len, struct s3_session *s, char 
 		for (size_t i = 0; i < sts->u.array.len && ok; i++)
 			ok = statement(s, sts->u.array.values[i], msg, msglen);
 	else if (ok)
-		ok = fail(msg, msglen, "a policy needs a Statement");
+		ok = msg_fail(msg, msglen, "a policy needs a Statement");
 	yajl_tree_free(root);
 	if (ok && !s->n)
-		ok = fail(msg, msglen, "the policy allows nothing");
+		ok = msg_fail(msg, msglen, "the policy allows nothing");
 	return ok;
 }
