@@ -1403,10 +1403,12 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 		jt *meta;
 		buf text;
 
-		err = ts_table_get(c->env->rpc, c->bucket, ns, name, &t);
-		ts_table_free(&t);
-		if (err == WFS_ENOENT && c->kind == &TABLE && asserts_create(c->body))
-			return commit_create(c, ns, name);
+		if (c->kind == &TABLE && asserts_create(c->body)) {
+			err = ts_table_get(c->env->rpc, c->bucket, ns, name, &t);
+			ts_table_free(&t);
+			if (err == WFS_ENOENT)
+				return commit_create(c, ns, name);
+		}
 		buf_init(&text);
 		switch (prepare(c, ns, name, c->body, &t, &text, &meta, &file)) {
 		case PREP_FAILED:
@@ -1417,8 +1419,7 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 			err = WFS_OK;
 			break;
 		case PREP_WRITTEN:
-			err = ts_table_set_location(c->env->rpc, c->bucket, ns, name,
-						    t.version_token, file, c->q->caller, NULL);
+			err = ts_table_advance(c->env->rpc, &t, file, c->q->caller, NULL);
 			if (!err)
 				meta_result(c, meta, file);
 			else if (err != WFS_EIO)

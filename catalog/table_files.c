@@ -183,6 +183,8 @@ wfs_err tf_put(table_files *f, const char *location, const void *data, size_t le
 				 4096, &res);
 	if (!err && res.status != 201 && res.status != 200)
 		err = answer_err(res.status);
+	if (!err) /* the next commit reads it back as the current metadata */
+		cache_add(f, location, (const char *)data, len);
 	http_result_free(&res);
 	free(path);
 	return err;

@@ -449,16 +449,22 @@ static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, ch
 {
 	struct filer_entry *e = NULL;
 	const struct filer_xattr *x;
-	wfs_err err = filer_meta_lookup_etag(r, path, &e, etag);
+	char seen[17];
+	wfs_err err = filer_meta_lookup_etag(r, path, &e, seen);
 	if (err)
 		return err;
 	x = S_ISDIR(e->attr.mode) ? filer_entry_xattr_get(e, TS_XATTR_TABLE) : NULL;
 	if (!x || !ts_table_from_json((const char *)x->value, x->value_len, t))
 		err = WFS_ENOENT;
 	filer_entry_free(e);
-	if (err)
+	if (err) {
 		ts_table_free(t);
-	return err;
+		return err;
+	}
+	memcpy(t->etag, seen, sizeof(seen));
+	if (etag)
+		memcpy(etag, seen, sizeof(seen));
+	return WFS_OK;
 }
 
 static void set_names(struct ts_table *t, const char *bucket, const char *ns, const char *name)
@@ -603,9 +609,13 @@ wfs_err ts_table_forget(filer_rpc *r, const char *bucket, const char *ns, const 
  */
 #define CAS_ROUNDS 8
 
-wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
-			      const char *expect, const char *location, const char *by,
-			      struct ts_table *out)
+/*
+ * The swap of ts_table_set_location; seen (NULL: none) spares the first
+ * round its lookup.
+ */
+static wfs_err set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			    const char *expect, const struct ts_table *seen, const char *location,
+			    const char *by, struct ts_table *out)
 {
 	char *path = table_path(bucket, ns, name);
 	wfs_err err = WFS_EPRECOND;
@@ -613,7 +623,14 @@ wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, 
 	for (int round = 0; round < CAS_ROUNDS && err == WFS_EPRECOND; round++) {
 		struct ts_table t = {0};
 		char etag[17], *json;
-		err = table_load(r, path, &t, etag);
+		if (round == 0 && seen) {
+			json = ts_table_json(seen); /* a deep copy */
+			err = ts_table_from_json(json, strlen(json), &t) ? WFS_OK : WFS_EINVAL;
+			free(json);
+			memcpy(etag, seen->etag, sizeof(etag));
+		} else {
+			err = table_load(r, path, &t, etag);
+		}
 		if (err)
 			break;
 		if (strcmp(t.version_token, expect)) {
@@ -634,6 +651,7 @@ wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, 
 		free(json);
 		if (!err && out) {
 			set_names(&t, bucket, ns, name);
+			t.etag[0] = '\0'; /* the swap moved the entry's etag on */
 			*out = t;
 		} else {
 			ts_table_free(&t);
@@ -641,6 +659,20 @@ wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, 
 	}
 	free(path);
 	return err;
+}
+
+wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			      const char *expect, const char *location, const char *by,
+			      struct ts_table *out)
+{
+	return set_location(r, bucket, ns, name, expect, NULL, location, by, out);
+}
+
+wfs_err ts_table_advance(filer_rpc *r, const struct ts_table *seen, const char *location,
+			 const char *by, struct ts_table *out)
+{
+	return set_location(r, seen->bucket, seen->ns, seen->name, seen->version_token, seen,
+			    location, by, out);
 }
 
 wfs_err ts_tables_set_locations(filer_rpc *r, const char *bucket, const struct ts_swap *s,

@@ -81,6 +81,7 @@ struct ts_table {
 	char *format, *arn, *version_token, *metadata_location, *warehouse;
 	char *created_by, *modified_by, *owner;
 	int64_t created_ms, modified_ms;
+	char etag[17]; /* the entry's etag as ts_table_get read it */
 };
 void ts_table_free(struct ts_table *t);
 /* A table with no metadata location yet (S3 Tables' CreateTable without metadata). */
@@ -109,6 +110,13 @@ char *ts_location_dir(const char *location);
 wfs_err ts_table_set_location(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 			      const char *expect, const char *location, const char *by,
 			      struct ts_table *out);
+/*
+ * ts_table_set_location of the table as seen (a ts_table_get answer, expecting
+ * its token): the first try swaps against the entry's etag as it was read,
+ * with no new lookup; only a lost race reads the entry again.
+ */
+wfs_err ts_table_advance(filer_rpc *r, const struct ts_table *seen, const char *location,
+			 const char *by, struct ts_table *out);
 /* One table of ts_tables_set_locations. */
 struct ts_swap {
 	const char *ns, *name;

@@ -2,8 +2,9 @@
 iceberg extension (CREATE SCHEMA/TABLE, INSERT, SELECT, UPDATE, DELETE), Spark 3.5
 (one session: partitioned tables, MERGE, DELETE, schema evolution, metadata tables,
 time travel, rewrite_data_files, expire_snapshots), and the
-tables each engine makes seen by the others: `aws s3tables list-tables` lists them
-and the filer holds their data and metadata files under /buckets/<bucket>/<ns>/<t>.
+tables each engine makes seen by the others: `aws s3tables list-tables` lists them,
+the filer holds their data and metadata files under /buckets/<bucket>/<ns>/<t>, and
+weedfs-mount shows the same files as an ordinary directory.
 
 Markers: heavy_client on the Spark tests (one JVM for the module); the others have
 none, so they run under the sanitizer builds too."""
@@ -12,6 +13,7 @@ import os
 import subprocess
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
@@ -20,6 +22,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 import catalog_clients
 import test_iceberg_rest
 from filer_fixtures import start_mini_with_filer
+from mount_fixtures import start_mount
 
 BUCKET = "eng"
 
@@ -124,6 +127,40 @@ def test_pyiceberg_table_read_by_duckdb(env, duck):
     assert sorted(r["id"] for r in got) == [1, 2, 3]
     assert env.listed("py") == [("py", "t")]
     env.assert_table_files("py", "t")
+
+
+def test_table_files_through_the_mount(env, duck, module_cluster):
+    """A table is a directory in the mount: its current metadata file, read there,
+    is the one the catalog names, and its Parquet files read there (by pyarrow and
+    by DuckDB) hold the table's rows, byte for byte what S3 serves."""
+    cat = pyiceberg_table(env, "mnt", [10, 20], ["x", "y"])
+    q(duck, "INSERT INTO lake.mnt.t VALUES (30, 'z')")
+    table = cat.load_table("mnt.t")
+    m = start_mount(module_cluster, env.filer.url, name="eng-mount")
+    try:
+        tdir = m.p("buckets", BUCKET, "mnt", "t")
+        assert sorted(os.listdir(tdir)) == ["data", "metadata"]
+        prefix = "s3://%s/mnt/t/" % BUCKET
+        assert table.metadata_location.startswith(prefix), table.metadata_location
+        with open(os.path.join(tdir, table.metadata_location[len(prefix):])) as f:
+            meta = json.load(f)
+        assert meta["table-uuid"] == str(table.metadata.table_uuid)
+        assert meta["current-snapshot-id"] == table.metadata.current_snapshot_id
+        files = [t.file.file_path for t in table.scan().plan_files()]
+        assert len(files) == 2, files
+        rows = []
+        for path in files:
+            assert path.startswith(prefix), path
+            local = os.path.join(tdir, path[len(prefix):])
+            got = env.s3.get_object(Bucket=BUCKET, Key=path[len("s3://%s/" % BUCKET):])
+            with open(local, "rb") as f:
+                assert f.read() == got["Body"].read()
+            rows += pq.read_table(local).to_pylist()
+        assert sorted((r["id"], r["name"]) for r in rows) == [(10, "x"), (20, "y"), (30, "z")]
+        got = q(duck, "SELECT id FROM read_parquet('%s/data/*.parquet') ORDER BY id" % tdir)
+        assert got == [(10,), (20,), (30,)]
+    finally:
+        m.unmount()
 
 
 @pytest.fixture(scope="module")
