@@ -11,6 +11,7 @@
 #include "catalog/catalog_authz.h"
 #include "catalog/catalog_token.h"
 #include "catalog/iceberg_rest.h"
+#include "catalog/lance_rest.h"
 #include "catalog/oauth_tokens.h"
 #include "catalog/token_key.h"
 #include "catalog/s3tables.h"
@@ -42,7 +43,8 @@ struct cluster_key {
 };
 
 struct catalog_server {
-	http_server *http;
+	http_server *http;       /* S3 Tables and Iceberg REST; NULL: not served */
+	http_server *lance_http; /* Lance Namespace REST; NULL: not served */
 	filer_rpc *filer;
 	pool *work;
 	struct s3_iam *iam;
@@ -50,6 +52,7 @@ struct catalog_server {
 	table_files *files;
 	struct s3t_env env;
 	struct ice_env ice;
+	struct lance_env lance;
 	struct cluster_key token_key;   /* bearer tokens' (token_key.h) */
 	struct cluster_key session_key; /* vended credentials' (s3/s3_session_key.h) */
 };
@@ -62,7 +65,7 @@ struct job {
 	size_t body_len;
 	struct sigv4_header *hs;
 	size_t nh;
-	bool iceberg; /* an Iceberg REST request (/v1/): its error shape */
+	enum { API_S3TABLES, API_ICEBERG, API_LANCE } api; /* the error shape it answers in */
 	const struct s3_identity *id; /* who it is (NULL: the catalog is open) */
 	struct s3t_answer a;
 };
@@ -86,9 +89,21 @@ static void answer_error(struct job *j, int status, const char *type, const char
 	json_w *w;
 	buf_reset(&j->a.body);
 	j->a.status = status;
+	if (j->api == API_LANCE) {
+		enum lance_code code = status == 401   ? LANCE_UNAUTHENTICATED
+				       : status == 403 ? LANCE_PERMISSION_DENIED
+				       : status == 503 ? LANCE_SERVICE_UNAVAILABLE
+				       : status < 500  ? LANCE_INVALID_INPUT
+						       : LANCE_INTERNAL;
+		char *q = strchr(j->uri, '?');
+		char *path = q ? xstrndup(j->uri, (size_t)(q - j->uri)) : xstrdup(j->uri);
+		lance_error_body(&j->a.body, code, msg, path);
+		free(path);
+		return;
+	}
 	w = jw_new(&j->a.body, false);
 	jw_obj_begin(w);
-	if (j->iceberg) {
+	if (j->api == API_ICEBERG) {
 		jw_key(w, "error");
 		jw_obj_begin(w);
 		jw_kv_str(w, "message", msg);
@@ -187,9 +202,11 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 	snprintf(who, wholen, "%s", CATALOG_ACCOUNT);
 	if (s3_iam_is_open(j->c->iam))
 		return true;
-	if (j->iceberg && header(j, "authorization") &&
+	if (j->api != API_S3TABLES && header(j, "authorization") &&
 	    !strncasecmp(header(j, "authorization"), "Bearer ", 7))
 		return bearer(j, header(j, "authorization") + 7, who, wholen);
+	if (j->api == API_LANCE && header(j, "x-api-key")) /* Lance's api_key: a bearer token */
+		return bearer(j, header(j, "x-api-key"), who, wholen);
 	sigv4_sha256_hex(j->body ? j->body : "", j->body_len, hash);
 	if (!sigv4_header_find(&(struct sigv4_input){.headers = j->hs, .nheaders = j->nh},
 			       "x-amz-content-sha256", &count)) {
@@ -213,12 +230,13 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 	in.nheaders = j->nh;
 	in.now = (int64_t)time(NULL);
 	in.region = j->c->region;
-	in.service = j->iceberg ? iceberg_service(j) : CATALOG_SERVICE;
+	in.service = j->api != API_S3TABLES ? iceberg_service(j) : CATALOG_SERVICE;
 	e = sigv4_parse(&in, &a, &anonymous, msg, sizeof(msg));
 	if (!e && anonymous)
-		answer_error(j, j->iceberg ? 401 : 403, "AccessDeniedException",
-			     j->iceberg ? "the request carries no bearer token nor signature"
-					: "the request is not signed");
+		answer_error(j, j->api != API_S3TABLES ? 401 : 403, "AccessDeniedException",
+			     j->api != API_S3TABLES
+				     ? "the request carries no bearer token, API key nor signature"
+				     : "the request is not signed");
 	else if (e)
 		answer_error(j, 403, "AccessDeniedException", msg);
 	else if (a.payload == SIGV4_PAYLOAD_HASH && strcmp(a.payload_hash, hash))
@@ -245,7 +263,10 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 static void send_answer(http_req *req, void *arg)
 {
 	struct job *j = arg;
+	const char *rid = header(j, "x-request-id");
 	http_resp_header(req, "Content-Type", "application/json");
+	if (rid && strlen(rid) <= 128 && !strpbrk(rid, "\r\n")) /* traced: echoed back */
+		http_resp_header(req, "x-request-id", rid);
 	if (j->a.error_type)
 		http_resp_header(req, "x-amzn-ErrorType", j->a.error_type);
 	http_resp_send(req, j->a.status, j->a.body.data, j->a.body.len);
@@ -261,31 +282,54 @@ static bool allow(void *ctx, const struct catalog_access *a, char *msg, size_t m
 }
 
 /*
- * ice_vend's mint: S3 session credentials of j's identity, limited to
+ * Vended credentials: S3 session credentials of j's identity, limited to
  * bucket/prefix, and to reads unless it may write the table bucket's data.
  */
-static bool mint(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
-		 size_t msglen)
+static bool vend(struct job *j, const char *bucket, const char *prefix,
+		 struct s3_session_creds *cr, char *msg, size_t msglen)
 {
-	struct job *j = ctx;
 	const uint8_t *key = cluster_key(j->c, &j->c->session_key);
 	struct catalog_access put = {"s3tables:PutTableData", bucket, NULL, NULL};
-	char expires[32], why[8];
-	struct s3_session_creds cr;
+	char why[8];
 	bool may_write = allow(j, &put, why, sizeof(why));
 
 	if (!key) {
 		snprintf(msg, msglen, "the session key cannot be read from the filer");
 		return false;
 	}
-	if (!s3_session_vend(key, s3_identity_name(j->id), bucket, prefix, may_write,
-			     CATALOG_VEND_SECONDS, (int64_t)time(NULL), &cr, msg, msglen))
+	return s3_session_vend(key, s3_identity_name(j->id), bucket, prefix, may_write,
+			       CATALOG_VEND_SECONDS, (int64_t)time(NULL), cr, msg, msglen);
+}
+
+/* ice_vend's mint: vend's keys as Iceberg's S3 FileIO properties. */
+static bool mint(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		 size_t msglen)
+{
+	struct s3_session_creds cr;
+	char expires[32];
+	if (!vend(ctx, bucket, prefix, &cr, msg, msglen))
 		return false;
 	snprintf(expires, sizeof(expires), "%lld", (long long)cr.expiry * 1000);
 	jw_kv_str(w, "s3.access-key-id", cr.access_key);
 	jw_kv_str(w, "s3.secret-access-key", cr.secret_key);
 	jw_kv_str(w, "s3.session-token", cr.session_token);
 	jw_kv_str(w, "s3.session-token-expires-at-ms", expires);
+	return true;
+}
+
+/* lance_vend's mint: vend's keys as Lance's storage options. */
+static bool mint_lance(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		       size_t msglen)
+{
+	struct s3_session_creds cr;
+	char expires[32];
+	if (!vend(ctx, bucket, prefix, &cr, msg, msglen))
+		return false;
+	snprintf(expires, sizeof(expires), "%lld", (long long)cr.expiry * 1000);
+	jw_kv_str(w, "aws_access_key_id", cr.access_key);
+	jw_kv_str(w, "aws_secret_access_key", cr.secret_key);
+	jw_kv_str(w, "aws_session_token", cr.session_token);
+	jw_kv_str(w, "expires_at_millis", expires);
 	return true;
 }
 
@@ -315,6 +359,27 @@ static void iceberg(struct job *j, const char *path, const char *q, const char *
 	j->a.body = a.body;
 }
 
+/* Worker: a Lance Namespace REST request, authenticated as who. */
+static void lance(struct job *j, const char *path, const char *q, const char *who)
+{
+	struct lance_vend lv = {mint_lance, j};
+	struct catalog_authz authz = {allow, j};
+	struct lance_request r = {.method = j->method,
+				  .raw_path = path,
+				  .raw_query = q ? q + 1 : NULL,
+				  .body = j->body,
+				  .body_len = j->body_len,
+				  .caller = who,
+				  .vend = j->id ? &lv : NULL,
+				  .authz = &authz};
+	struct lance_answer a;
+
+	lance_rest_handle(&j->c->lance, &r, &a);
+	buf_free(&j->a.body);
+	j->a.status = a.status;
+	j->a.body = a.body;
+}
+
 /* Worker: POST /v1/oauth/tokens, which needs no signature. */
 static void tokens(struct job *j)
 {
@@ -336,11 +401,13 @@ static void work(void *arg)
 	char who[128];
 
 	buf_init(&j->a.body);
-	if (j->iceberg && !strcmp(path, "/v1/oauth/tokens")) {
+	if (j->api != API_S3TABLES && !strcmp(path, "/v1/oauth/tokens")) {
 		tokens(j);
 	} else if (authenticate(j, who, sizeof(who))) {
-		if (j->iceberg) {
+		if (j->api == API_ICEBERG) {
 			iceberg(j, path, q, who);
+		} else if (j->api == API_LANCE) {
+			lance(j, path, q, who);
 		} else {
 			struct catalog_authz authz = {allow, j};
 			struct s3t_request r = {j->method,   path, q ? q + 1 : NULL, j->body,
@@ -353,10 +420,10 @@ static void work(void *arg)
 	http_req_defer(j->req, send_answer, j);
 }
 
-/* Loop thread: the body is in; hand the request to a worker. */
-static void body_done(http_req *req, const char *data, size_t len, void *arg)
+/* Loop thread: a job for req (its body data, len bytes) answering in shape api. */
+static struct job *job_new(struct catalog_server *c, http_req *req, const char *data, size_t len,
+			   int api)
 {
-	struct catalog_server *c = arg;
 	struct job *j = xcalloc(1, sizeof(*j));
 	const char *name, *value;
 
@@ -366,7 +433,7 @@ static void body_done(http_req *req, const char *data, size_t len, void *arg)
 	j->uri = xstrdup(http_req_uri(req));
 	j->body = xstrndup(data ? data : "", len);
 	j->body_len = len;
-	j->iceberg = ice_rest_is_path(http_req_path(req));
+	j->api = api;
 	for (size_t i = 0; http_req_header_at(req, i, &name, &value); i++) {
 		if (i == SIGV4_MAX_HEADERS)
 			break;
@@ -375,7 +442,21 @@ static void body_done(http_req *req, const char *data, size_t len, void *arg)
 		j->hs[j->nh].value = xstrdup(value ? value : "");
 		j->nh++;
 	}
-	pool_submit(c->work, work, j);
+	return j;
+}
+
+/* Loop thread: the body is in; hand the request to a worker. */
+static void body_done(http_req *req, const char *data, size_t len, void *arg)
+{
+	struct catalog_server *c = arg;
+	int api = ice_rest_is_path(http_req_path(req)) ? API_ICEBERG : API_S3TABLES;
+	pool_submit(c->work, work, job_new(c, req, data, len, api));
+}
+
+static void lance_body_done(http_req *req, const char *data, size_t len, void *arg)
+{
+	pool_submit(((struct catalog_server *)arg)->work, work,
+		    job_new(arg, req, data, len, API_LANCE));
 }
 
 /* A JSON 404 in the S3 Tables API's error shape. */
@@ -395,10 +476,42 @@ static void handle(http_req *req, void *ctx)
 	http_req_read_body(req, CATALOG_BODY_MAX, body_done, ctx);
 }
 
+/* The Lance port: every request is the catalog's; a body over the limit is refused in JSON. */
+static void handle_lance(http_req *req, void *ctx)
+{
+	if (http_req_content_length(req) > CATALOG_BODY_MAX) {
+		buf b;
+		buf_init(&b);
+		lance_error_body(&b, LANCE_INVALID_INPUT, "the request body is over 1 MiB",
+				 http_req_path(req));
+		http_resp_header(req, "Content-Type", "application/json");
+		http_resp_header(req, "Connection", "close");
+		http_resp_send(req, 413, b.data, b.len);
+		buf_free(&b);
+		return;
+	}
+	http_req_read_body(req, CATALOG_BODY_MAX, lance_body_done, ctx);
+}
+
+/* A listener on port with handler h; NULL (logged) on failure. */
+static http_server *listen_on(const struct catalog_opts *o, int port, http_handler_fn h,
+			      struct catalog_server *c, wfs_err *err)
+{
+	struct http_server_opts ho = {0};
+	http_server *s;
+	ho.host = o->ip;
+	ho.port = port;
+	ho.threads = o->threads ? o->threads : 1;
+	ho.thread_name = "wfs-catalog";
+	s = http_server_new(&ho, h, c, err);
+	if (s)
+		http_server_start(s);
+	return s;
+}
+
 struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 {
 	struct catalog_server *c = xcalloc(1, sizeof(*c));
-	struct http_server_opts ho = {0};
 	char msg[256] = "";
 
 	c->iam = s3_iam_load(o->config, msg, sizeof(msg));
@@ -421,28 +534,31 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	pthread_mutex_init(&c->session_key.lock, NULL);
 	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;
 	c->ice = (struct ice_env){c->filer, c->files, c->region, CATALOG_ACCOUNT, c->s3_endpoint};
-	ho.host = o->ip;
-	ho.port = o->port;
-	ho.threads = o->threads ? o->threads : 1;
-	ho.thread_name = "wfs-catalog";
-	c->http = http_server_new(&ho, handle, c, err);
-	if (!c->http)
+	c->lance = (struct lance_env){c->filer, c->files, c->region, CATALOG_ACCOUNT,
+				      c->s3_endpoint};
+	if (o->port >= 0 && !(c->http = listen_on(o, o->port, handle, c, err)))
 		goto fail;
-	http_server_start(c->http);
+	if (o->lance_port > 0 && !(c->lance_http = listen_on(o, o->lance_port, handle_lance, c, err)))
+		goto fail;
 	if (s3_iam_is_open(c->iam))
-		log_warn("catalog on port %d is OPEN: no identities configured (-config), so "
-			 "every request is allowed, signed or not",
-			 http_server_port(c->http));
+		log_warn("catalog (port %d, Lance namespace port %d) is OPEN: no identities "
+			 "configured (-config), so every request is allowed, signed or not",
+			 catalog_port(c), catalog_lance_port(c));
 	else
-		log_info("catalog on port %d: %zu identities", http_server_port(c->http),
-			 s3_iam_count(c->iam));
+		log_info("catalog (port %d, Lance namespace port %d): %zu identities",
+			 catalog_port(c), catalog_lance_port(c), s3_iam_count(c->iam));
 	return c;
 fail:
 	catalog_stop(c);
 	return NULL;
 }
 
-int catalog_port(const struct catalog_server *c) { return http_server_port(c->http); }
+int catalog_port(const struct catalog_server *c) { return c->http ? http_server_port(c->http) : 0; }
+
+int catalog_lance_port(const struct catalog_server *c)
+{
+	return c->lance_http ? http_server_port(c->lance_http) : 0;
+}
 
 void catalog_stop(struct catalog_server *c)
 {
@@ -450,6 +566,7 @@ void catalog_stop(struct catalog_server *c)
 		return;
 	pool_free(c->work); /* the requests in work end first */
 	http_server_free(c->http);
+	http_server_free(c->lance_http);
 	filer_rpc_free(c->filer);
 	tf_free(c->files);
 	pthread_mutex_destroy(&c->token_key.lock);

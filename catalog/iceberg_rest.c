@@ -19,7 +19,6 @@
 #define SEGS_MAX     8
 #define PAGE_MAX     1000 /* the largest pageSize */
 #define NS_SEP       '\x1f'
-#define XATTR_PROPS  "weedfs.catalog.properties" /* a namespace's properties (JSON object) */
 #define COMMIT_TRIES 8 /* rounds of a commit that lost the pointer's race */
 #define ERR_MAX      512
 
@@ -50,6 +49,7 @@ struct call {
 	size_t nseg;
 	jt *body; /* the JSON body, NULL when empty */
 	const char *bucket;
+	char bucket_format[16]; /* its declared format ("" when undeclared) */
 	/* the namespace of the path (seg[2]): its levels and directory */
 	char *levels[TS_NS_LEVELS_MAX];
 	size_t nlev;
@@ -336,10 +336,24 @@ static bool check_bucket(struct call *c)
 		return false;
 	}
 	err = ts_bucket_get(c->env->rpc, c->bucket, &b);
+	snprintf(c->bucket_format, sizeof(c->bucket_format), "%s", b.format ? b.format : "");
 	ts_bucket_free(&b);
 	if (err)
 		fail_err(c, err, "NoSuchWarehouseException", "the table bucket");
 	return !err;
+}
+
+/*
+ * Whether c's bucket may hold Iceberg tables and views: an ICEBERG one, or
+ * one older than declared formats; false (answered) in a LANCE one.
+ */
+static bool iceberg_bucket(struct call *c)
+{
+	if (!*c->bucket_format || !strcmp(c->bucket_format, "ICEBERG"))
+		return true;
+	fail(c, 400, "BadRequestException", "table bucket %s is a %s bucket: no Iceberg %ss",
+	     c->bucket, c->bucket_format, c->kind->what);
+	return false;
 }
 
 /* Whether the path's namespace exists; false (answered) when not. */
@@ -488,7 +502,7 @@ static void get_config(struct call *c)
 /* A namespace directory's properties (an object; empty when it has none). */
 static jt *ns_properties(const struct filer_entry *e)
 {
-	const struct filer_xattr *x = filer_entry_xattr_get(e, XATTR_PROPS);
+	const struct filer_xattr *x = filer_entry_xattr_get(e, TS_XATTR_PROPERTIES);
 	char msg[64];
 	jt *v = x ? jt_parse((const char *)x->value, x->value_len, msg, sizeof(msg)) : NULL;
 	if (!jt_is(v, JT_OBJ)) {
@@ -629,7 +643,7 @@ static void create_namespace(struct call *c)
 		buf b;
 		buf_init(&b);
 		jt_to_buf(props, &b, false);
-		err = filer_meta_set_xattr(c->env->rpc, path, XATTR_PROPS, b.data, b.len,
+		err = filer_meta_set_xattr(c->env->rpc, path, TS_XATTR_PROPERTIES, b.data, b.len,
 					   FM_XATTR_CREATE);
 		buf_free(&b);
 		free(path);
@@ -772,7 +786,7 @@ static void update_properties(struct call *c)
 			jt_set(props, up->keys[i], jt_copy(jt_at(up, i)));
 		buf_init(&b);
 		jt_to_buf(props, &b, false);
-		err = filer_meta_set_xattr_if(c->env->rpc, path, XATTR_PROPS, b.data, b.len,
+		err = filer_meta_set_xattr_if(c->env->rpc, path, TS_XATTR_PROPERTIES, b.data, b.len,
 					      FM_XATTR_ANY, etag, NULL, NULL);
 		buf_free(&b);
 		jt_free(props);
@@ -1080,8 +1094,12 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 {
 	struct ts_table t = {0};
 	char *file = NULL;
-	wfs_err err = ts_table_create(c->env->rpc, c->env->region, c->bucket, ns, name,
-				      c->kind->format, c->q->caller, c->env->account, &t);
+	wfs_err err;
+
+	if (!iceberg_bucket(c))
+		return false;
+	err = ts_table_create(c->env->rpc, c->env->region, c->bucket, ns, name, c->kind->format,
+			      c->q->caller, c->env->account, &t);
 	if (err) {
 		if (err == WFS_EEXIST)
 			fail(c, 409, "AlreadyExistsException", "%s.%s already exists", ns, name);
@@ -1605,21 +1623,6 @@ static void metrics(struct call *c)
 
 /* ---- views ---- */
 
-/* Views live in ICEBERG table buckets only; false (answered) in another. */
-static bool views_here(struct call *c)
-{
-	struct ts_bucket b = {0};
-	wfs_err err = ts_bucket_get(c->env->rpc, c->bucket, &b);
-	bool ok = !err && (!b.format || !strcmp(b.format, "ICEBERG"));
-	if (!err && !ok)
-		fail(c, 400, "BadRequestException", "table bucket %s is a %s bucket: no views",
-		     c->bucket, b.format);
-	else if (err)
-		fail_err(c, err, "NoSuchWarehouseException", "the table bucket");
-	ts_bucket_free(&b);
-	return ok;
-}
-
 static void create_view(struct call *c)
 {
 	const char *name, *loc;
@@ -1723,7 +1726,7 @@ static void route_table(struct call *c)
 static void route_views(struct call *c)
 {
 	c->kind = &VIEW;
-	if (!views_here(c))
+	if (!iceberg_bucket(c))
 		return;
 	if (c->nseg == 4) {
 		if (is(c, "GET"))

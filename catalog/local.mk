@@ -29,3 +29,5 @@ tests_fuzz_fuzz_iceberg_meta_SOURCES = tests/fuzz/fuzz_iceberg_meta.c
 tests_fuzz_fuzz_iceberg_meta_LDADD = $(CATALOG_TEST_LDADD)
 tests_fuzz_fuzz_iceberg_meta_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
+catalog_libcatalog_a_SOURCES += catalog/lance_id.c catalog/lance_id.h catalog/lance_req.c \
+	catalog/lance_req.h

@@ -564,6 +564,21 @@ static bool holds_renamed(struct call *c, const char *bucket, const char *dir, c
 	return yes;
 }
 
+/* Whether bucket may take Iceberg tables (not a LANCE one); false answered. */
+static bool iceberg_bucket(struct call *c, const char *bucket)
+{
+	struct ts_bucket b = {0};
+	wfs_err err = ts_bucket_get(c->env->rpc, bucket, &b);
+	bool ok = !err && (!b.format || !strcmp(b.format, "ICEBERG"));
+	if (err)
+		fail_err(c, err, "the table bucket");
+	else if (!ok)
+		bad(c, "the table bucket is a LANCE bucket: its tables are made through the Lance "
+		       "catalog");
+	ts_bucket_free(&b);
+	return ok;
+}
+
 static void create_table(struct call *c, const char *bucket, const char *dir)
 {
 	const char *name = body_str(c, "name"), *format = body_str(c, "format");
@@ -577,7 +592,7 @@ static void create_table(struct call *c, const char *bucket, const char *dir)
 		return;
 	if (!format || strcmp(format, "ICEBERG"))
 		return bad(c, "\"format\" must be ICEBERG");
-	if (!valid_create_extras(c))
+	if (!valid_create_extras(c) || !iceberg_bucket(c, bucket))
 		return;
 	err = ts_table_create(c->env->rpc, c->env->region, bucket, dir, name, format,
 			      c->q->caller, c->env->account, &t);

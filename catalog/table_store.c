@@ -530,8 +530,9 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 		err = adopt_dir(r, path, &b);
 	buf_free(&b);
 	for (int i = 0; !err && i < 2; i++) {
+		bool lance = !strcmp(t.format, "LANCE");
 		buf none = {0};
-		sub = xasprintf("%s/%s", path, i ? "data" : "metadata");
+		sub = xasprintf("%s/%s", path, i ? "data" : lance ? "_versions" : "metadata");
 		err = make_dir(r, sub, NULL, &none, false);
 		if (err == WFS_EEXIST)
 			err = WFS_OK;

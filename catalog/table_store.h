@@ -24,6 +24,9 @@
 #define TS_XATTR_NAMESPACE "weedfs.catalog.namespace"
 #define TS_XATTR_TABLE     "weedfs.catalog.table"
 #define TS_XATTR_POLICY    "weedfs.catalog.policy" /* a bucket's or table's resource policy */
+/* a namespace's, a bucket's or a Lance table's properties (a JSON object of strings) */
+#define TS_XATTR_PROPERTIES "weedfs.catalog.properties"
+#define TS_XATTR_LANCE      "weedfs.catalog.lance" /* a Lance table's state (lance_store.h) */
 #define TS_NS_LEVELS_MAX   16
 #define TS_WHY_MAX         160
 
@@ -84,7 +87,11 @@ struct ts_table {
 	char etag[17]; /* the entry's etag as ts_table_get read it */
 };
 void ts_table_free(struct ts_table *t);
-/* A table with no metadata location yet (S3 Tables' CreateTable without metadata). */
+/*
+ * A table with no metadata location yet (S3 Tables' CreateTable without
+ * metadata), its directory holding metadata/ and data/, or for format LANCE
+ * data/ and _versions/ (a declared Lance dataset).
+ */
 wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, const char *ns,
 			const char *name, const char *format, const char *created_by,
 			const char *owner, struct ts_table *out);

@@ -134,11 +134,13 @@ static struct s3_gateway *mini_s3_start(const char *ip, int fport, struct s3_opt
 
 /* The catalog beside the gateway, with its identities; NULL on failure (logged). */
 static struct catalog_server *mini_catalog_start(const char *ip, int fport, int port,
-						 const struct s3_opts *so, int s3port)
+						 int lance_port, const struct s3_opts *so,
+						 int s3port)
 {
 	char *filer = xasprintf("%s:%d", ip, fport);
 	char *s3 = xasprintf("http://%s", mini_s3_url(ip, s3port));
-	struct catalog_opts co = {.ip = ip, .port = port, .filer = filer, .config = so->config,
+	struct catalog_opts co = {.ip = ip, .port = port > 0 ? port : -1,
+				  .lance_port = lance_port, .filer = filer, .config = so->config,
 				  .region = so->region, .s3_endpoint = s3,
 				  .admin_access_key = so->admin_access_key,
 				  .admin_secret_key = so->admin_secret_key};
@@ -167,7 +169,7 @@ int mini_main(int argc, char **argv)
 	pid_t mount_pid = 0;
 	bool s3_on = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
-	int iceberg_port = 8181;
+	int iceberg_port = 8181, lance_port = 9101;
 	long long size_limit_mb = 30000;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
@@ -195,6 +197,8 @@ int mini_main(int argc, char **argv)
 		 "MiB the S3 uploads in progress may hold together; more wait their turn"},
 		{"iceberg.port", FLAG_INT, &iceberg_port,
 		 "catalog port (S3 Tables API; Iceberg REST) beside S3, 0: no catalog"},
+		{"lance.port", FLAG_INT, &lance_port,
+		 "Lance Namespace REST catalog port beside S3, 0: none"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -274,12 +278,18 @@ int mini_main(int argc, char **argv)
 		if (!gw)
 			goto out;
 	}
-	if (gw && iceberg_port > 0) {
-		cat = mini_catalog_start(ip, filer_port(fl), iceberg_port, &so, s3_port(gw));
+	if (gw && (iceberg_port > 0 || lance_port > 0)) {
+		cat = mini_catalog_start(ip, filer_port(fl), iceberg_port, lance_port, &so,
+					 s3_port(gw));
 		if (!cat)
 			goto out;
-		snprintf(catalog_url, sizeof(catalog_url), "catalog http://%s:%d, ", ip,
-			 catalog_port(cat));
+		if (catalog_port(cat))
+			snprintf(catalog_url, sizeof(catalog_url), "catalog http://%s:%d, ", ip,
+				 catalog_port(cat));
+		if (catalog_lance_port(cat))
+			snprintf(catalog_url + strlen(catalog_url),
+				 sizeof(catalog_url) - strlen(catalog_url),
+				 "Lance namespace http://%s:%d, ", ip, catalog_lance_port(cat));
 	}
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
 		 "filer http://%s:%d, %s%s%s%sdata in %s",

@@ -23,7 +23,7 @@ int s3_main(int argc, char **argv)
 	const char *level = "info";
 	struct s3_gateway *g;
 	struct catalog_server *cat = NULL;
-	int iceberg_port = 8181;
+	int iceberg_port = 8181, lance_port = 9101;
 	const char *s3_endpoint = "";
 	char *endpoint = NULL;
 	sigset_t set;
@@ -51,8 +51,10 @@ int s3_main(int argc, char **argv)
 		 "MiB the uploads in progress may hold together; more wait their turn"},
 		{"iceberg.port", FLAG_INT, &iceberg_port,
 		 "catalog port (S3 Tables API; Iceberg REST), 0: no catalog"},
+		{"lance.port", FLAG_INT, &lance_port,
+		 "Lance Namespace REST catalog port, 0: none"},
 		{"iceberg.s3Endpoint", FLAG_STRING, &s3_endpoint,
-		 "the S3 endpoint the catalog gives clients (default http://<ip>:<port>)"},
+		 "the S3 endpoint the catalogs give clients (default http://<ip>:<port>)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 
@@ -66,8 +68,9 @@ int s3_main(int argc, char **argv)
 		fprintf(stderr, "weedfs s3: could not start: %s\n", wfs_strerror(err));
 		return 1;
 	}
-	if (iceberg_port > 0) {
-		struct catalog_opts co = {.ip = o.ip, .port = iceberg_port, .filer = o.filer,
+	if (iceberg_port > 0 || lance_port > 0) {
+		struct catalog_opts co = {.ip = o.ip, .port = iceberg_port > 0 ? iceberg_port : -1,
+					  .lance_port = lance_port, .filer = o.filer,
 					  .config = o.config, .region = o.region};
 		endpoint = *s3_endpoint ? xstrdup(s3_endpoint)
 					: xasprintf("http://%s:%d",
