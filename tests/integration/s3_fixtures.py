@@ -26,17 +26,17 @@ IDENTITIES = {"identities": [
 
 
 def start_gateway(cluster, filer, config=None, extra=()):
-    port, cport = free_port(), free_port()
+    port, cport, lport = free_port(), free_port(), free_port()
     d = cluster._dir("s3")
     args = ["s3", "-ip=127.0.0.1", "-port=%d" % port, "-filer=%s" % filer.url,
-            "-iceberg.port=%d" % cport] + list(extra)
+            "-iceberg.port=%d" % cport, "-lance.port=%d" % lport] + list(extra)
     if config is not None:
         path = d / "identities.json"
         d.mkdir(parents=True, exist_ok=True)
         path.write_text(config if isinstance(config, str) else json.dumps(config))
         args.append("-config=%s" % path)
     g = Daemon("s3-%d" % port, args, d, "127.0.0.1:%d" % port)
-    g.catalog_port = cport
+    g.catalog_port, g.lance_port = cport, lport
     cluster.daemons.append(g)
     return g
 

@@ -1,7 +1,8 @@
 """Who may use the catalogs (docs/catalog.md, "Authentication"): with identities
 configured, OAuth2 client credentials at /v1/oauth/tokens (a bearer token any gateway of the
-cluster verifies) or SigV4-signed requests; each identity limited by its grants and by the
-table bucket's and the table's resource policies, on both APIs."""
+cluster verifies; Lance clients may send it as x-api-key) or SigV4-signed requests; each
+identity limited by its grants and by the table bucket's and the table's resource policies,
+on the S3 Tables, Iceberg REST and Lance namespace APIs; credentials vended to each."""
 import json
 
 import boto3
@@ -26,6 +27,8 @@ IDS = {"identities": [
      "actions": ["Read:whs", "List:whs"]},
     {"name": "bob", "credentials": [{"accessKey": "AKBOB", "secretKey": "bob-secret"}],
      "actions": []},
+    {"name": "lena", "credentials": [{"accessKey": "AKLENA", "secretKey": "lena-secret"}],
+     "actions": ["Read:lnc", "List:lnc"]},
 ]}
 ARN = "arn:aws:s3tables:us-east-1:000000000000:bucket/whs"
 
@@ -287,3 +290,111 @@ def test_duckdb_vended_credentials(gw, tmp_path):
     alice = catalog(g, credential="AKALICE:alice-secret",
                     **{"s3.access-key-id": "AKALICE", "s3.secret-access-key": "alice-secret"})
     assert alice.load_table("duck.t").scan().to_arrow().num_rows == 2
+
+
+def lance_ns(g, tok, header="Authorization"):
+    """pylance's REST namespace client on g's Lance port, sending tok."""
+    import lance_namespace
+    value = "Bearer " + tok if header == "Authorization" else tok
+    return lance_namespace.connect("rest", {"uri": "http://127.0.0.1:%d" % g.lance_port,
+                                            "header." + header: value})
+
+
+def lance_post(g, path, body=None, **headers):
+    return requests.post("http://127.0.0.1:%d/v1/%s" % (g.lance_port, path), json=body or {},
+                         headers=headers, timeout=10)
+
+
+def test_lance_identities_grants_and_vended_credentials(gw):
+    """The Lance namespace API under identities: no credentials is 401 Unauthenticated,
+    a token as Bearer or x-api-key is the identity, grants decide (403 PermissionDenied),
+    the root lists only the buckets a caller may see, and describe with vend_credentials
+    gives session keys limited to the table (read-only without write grants) that
+    pylance writes and reads the dataset with."""
+    import lance
+    from lance_namespace import (CreateNamespaceRequest, DeclareTableRequest,
+                                 DescribeTableRequest, ListNamespacesRequest)
+    g, g2 = gw
+    atok = token(g, "AKALICE", "alice-secret").json()["access_token"]
+    ltok = token(g, "AKLENA", "lena-secret").json()["access_token"]
+    btok = token(g, "AKBOB", "bob-secret").json()["access_token"]
+    r = lance_post(g, "namespace/lnc/create")
+    assert r.status_code == 401 and r.json()["code"] == 16, r.text
+    r = lance_post(g, "namespace/lnc/create", **{"Authorization": "Bearer " + atok[:-2]})
+    assert r.status_code == 401 and r.json()["code"] == 16, r.text
+    alice = lance_ns(g, atok)
+    alice.create_namespace(CreateNamespaceRequest(id=["lnc"]))
+    lance_ns(g2, atok, header="x-api-key").create_namespace(CreateNamespaceRequest(id=["lnc", "v"]))
+    alice.declare_table(DeclareTableRequest(id=["lnc", "v", "t"]))
+    # bob: no grants; the root hides what he may not see
+    r = lance_post(g, "namespace/lnc%24v/describe", **{"x-api-key": btok})
+    assert r.status_code == 403 and r.json()["code"] == 15, r.text
+    root = "http://127.0.0.1:%d/v1/namespace/%%24/list" % g.lance_port
+    r = requests.get(root, timeout=10, headers={"x-api-key": btok})
+    assert r.status_code == 200 and r.json()["namespaces"] == [], r.text
+    r = requests.get(root, timeout=10, headers={"x-api-key": ltok})
+    assert r.status_code == 200 and r.json()["namespaces"] == ["lnc"], r.text
+    assert {"lnc", "whs"} <= set(alice.list_namespaces(ListNamespacesRequest(id=[])).namespaces)
+    r = requests.get("http://127.0.0.1:%d/v1/table" % g.lance_port, timeout=10,
+                     headers={"x-api-key": btok})
+    assert r.status_code == 200 and r.json()["tables"] == [], r.text
+    # lena reads lnc only
+    lena = lance_ns(g, ltok)
+    with pytest.raises(Exception) as ei:
+        lena.declare_table(DeclareTableRequest(id=["lnc", "v", "u"]))
+    assert "ermission" in str(ei.value) or "403" in str(ei.value), ei.value
+    r = lance_post(g, "table/lnc%24v%24u/exists", **{"x-api-key": atok})
+    assert r.status_code == 404 and r.json()["code"] == 4  # nothing was made
+    # vended keys: alice's write the dataset, lena's only read it
+    d = alice.describe_table(DescribeTableRequest(id=["lnc", "v", "t"], vend_credentials=True))
+    so = d.storage_options
+    assert so["aws_session_token"] and so["aws_access_key_id"] != "AKALICE", so
+    assert int(so["expires_at_millis"]) > 0 and so["allow_http"] == "true"
+    assert "aws_skip_signature" not in so
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), d.location, storage_options=so)
+    ld = lena.describe_table(DescribeTableRequest(id=["lnc", "v", "t"], vend_credentials=True))
+    assert lance.dataset(ld.location, storage_options=ld.storage_options).count_rows() == 3
+    with pytest.raises(OSError):
+        lance.write_dataset(pa.table({"id": [4]}), ld.location,
+                            storage_options=ld.storage_options, mode="append")
+    assert lance.dataset(d.location, storage_options=so).count_rows() == 3
+    # the keys are the table's only
+    c = boto3.client("s3", endpoint_url="http://%s" % g.url, region_name="us-east-1",
+                     aws_access_key_id=so["aws_access_key_id"],
+                     aws_secret_access_key=so["aws_secret_access_key"],
+                     aws_session_token=so["aws_session_token"],
+                     config=Config(retries={"max_attempts": 1}))
+    assert c.list_objects_v2(Bucket="lnc", Prefix="v/t/")["KeyCount"] > 0
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        c.put_object(Bucket="lnc", Key="v/other/x", Body=b"x")
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+
+def test_lance_and_iceberg_keep_to_their_buckets(gw):
+    """A LANCE bucket takes no Iceberg table (Iceberg REST and S3 Tables refuse), an
+    ICEBERG one no Lance table, and a Lance table is never loaded as an Iceberg one."""
+    from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
+    g, _ = gw
+    atok = token(g, "AKALICE", "alice-secret").json()["access_token"]
+    alice = lance_ns(g, atok)
+    alice.create_namespace(CreateNamespaceRequest(id=["lnk"]))
+    alice.create_namespace(CreateNamespaceRequest(id=["lnk", "n"]))
+    alice.declare_table(DeclareTableRequest(id=["lnk", "n", "t"]))
+    auth = {"Authorization": "Bearer " + atok}
+    r = requests.get(uri(g) + "/v1/lnk/namespaces/n/tables/t", headers=auth, timeout=10)
+    assert r.status_code == 404, r.text
+    r = requests.post(uri(g) + "/v1/lnk/namespaces/n/tables", headers=auth, timeout=10,
+                      json={"name": "ice", "schema": {"type": "struct", "schema-id": 0,
+                                                      "fields": []}})
+    assert r.status_code == 400 and "LANCE" in r.text, r.text
+    t = tables(g.catalog_port, "AKALICE", "alice-secret")
+    arn = "arn:aws:s3tables:us-east-1:000000000000:bucket/lnk"
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        t.create_table(tableBucketARN=arn, namespace="n", name="ice2", format="ICEBERG")
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    # and the Iceberg bucket whs takes no Lance table
+    alice_ice = catalog(g, credential="AKALICE:alice-secret")
+    if ("lancefree",) not in alice_ice.list_namespaces():
+        alice_ice.create_namespace("lancefree")
+    r = lance_post(g, "table/whs%24lancefree%24t/declare", **auth)
+    assert r.status_code == 400 and r.json()["code"] == 13 and "ICEBERG" in r.text, r.text
