@@ -48,36 +48,52 @@ static bool add_part(struct lance_id *id, const char *part, size_t len, char why
 	return true;
 }
 
-bool lance_id_parse(const char *raw, size_t len, const char *delim, struct lance_id *id,
+bool lance_id_split(const char *text, size_t len, const char *delim, struct lance_id *id,
 		    char why[LANCE_WHY_MAX])
 {
 	size_t dl;
 	bool ok = true;
-	buf s;
 
 	id->n = 0;
 	delim = delim_or_default(delim);
 	dl = strlen(delim);
-	buf_init(&s);
 	if (!lance_delimiter_ok(delim)) {
 		snprintf(why, LANCE_WHY_MAX, "the delimiter must be 1 to %d bytes without '/'",
 			 LANCE_DELIM_MAX);
-		ok = false;
-	} else if (!url_decode(raw, len, false, &s)) {
-		snprintf(why, LANCE_WHY_MAX,
-			 "the identifier is not valid percent-encoding, or holds a NUL");
-		ok = false;
+		return false;
 	}
-	for (size_t at = 0; ok && at < s.len;) {
-		const char *p = s.data + at;
-		const char *next = memmem(p, s.len - at, delim, dl);
-		size_t plen = next ? (size_t)(next - p) : s.len - at;
+	if (memchr(text, '\0', len)) {
+		snprintf(why, LANCE_WHY_MAX, "the identifier holds a NUL");
+		return false;
+	}
+	for (size_t at = 0; ok && at < len;) {
+		const char *p = text + at;
+		const char *next = memmem(p, len - at, delim, dl);
+		size_t plen = next ? (size_t)(next - p) : len - at;
 		ok = add_part(id, p, plen, why);
 		at += plen + (next ? dl : 0);
 	}
-	buf_free(&s);
 	if (!ok)
 		lance_id_free(id);
+	return ok;
+}
+
+bool lance_id_parse(const char *raw, size_t len, const char *delim, struct lance_id *id,
+		    char why[LANCE_WHY_MAX])
+{
+	bool ok;
+	buf s;
+
+	id->n = 0;
+	buf_init(&s);
+	if (!url_decode(raw, len, false, &s)) {
+		snprintf(why, LANCE_WHY_MAX,
+			 "the identifier is not valid percent-encoding, or holds a NUL");
+		ok = false;
+	} else {
+		ok = lance_id_split(s.data ? s.data : "", s.len, delim, id, why);
+	}
+	buf_free(&s);
 	return ok;
 }
 

@@ -35,6 +35,12 @@ bool lance_delimiter_ok(const char *delim);
  */
 bool lance_id_parse(const char *raw, size_t len, const char *delim, struct lance_id *id,
 		    char why[LANCE_WHY_MAX]);
+/*
+ * The same for text already decoded (len bytes, the parts of a JSON id
+ * joined): split at delim, empty parts dropped.
+ */
+bool lance_id_split(const char *text, size_t len, const char *delim, struct lance_id *id,
+		    char why[LANCE_WHY_MAX]);
 /* Whether a and b name the same object. */
 bool lance_id_equal(const struct lance_id *a, const struct lance_id *b);
 /* The parts from..n-1 joined with delim (caller frees). */

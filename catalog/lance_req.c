@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/buf.h"
 #include "lib/http_util.h"
 #include "lib/util.h"
 
@@ -215,23 +216,37 @@ static bool word_is(const char *s, const char *word)
 	}
 }
 
-/* An array of strings as id parts into id (no part dropped); false when it is not one. */
-static bool json_id(const jt *v, struct lance_id *id, const char *what, struct lance_refusal *r)
+/*
+ * An array of strings as an id into id: the parts joined with the delimiter
+ * and split again, so ["a", "b"] and ["a$b"] (as some clients send the
+ * path's id) are one id. false when it is no array of strings.
+ */
+static bool json_id(const jt *v, const char *delim, struct lance_id *id, const char *what,
+		    struct lance_refusal *r)
 {
+	char why[LANCE_WHY_MAX];
+	bool ok;
+	buf b;
+
 	id->n = 0;
 	if (!jt_is(v, JT_ARR) || jt_len(v) > LANCE_ID_PARTS_MAX)
 		return refuse(r, LANCE_INVALID_INPUT, "%s is an array of at most %d strings", what,
 			      LANCE_ID_PARTS_MAX);
+	buf_init(&b);
 	for (size_t i = 0; i < jt_len(v); i++) {
 		const jt *s = jt_at(v, i);
 		if (!jt_is(s, JT_STR) || !s->slen || strlen(jt_as_str(s)) != s->slen) {
-			lance_id_free(id);
+			buf_free(&b);
 			return refuse(r, LANCE_INVALID_INPUT,
 				      "%s holds a part that is no non-empty string without NUL", what);
 		}
-		id->parts[id->n++] = xstrdup(jt_as_str(s));
+		if (i)
+			buf_append_str(&b, delim);
+		buf_append(&b, jt_as_str(s), s->slen);
 	}
-	return true;
+	ok = lance_id_split(b.data ? b.data : "", b.len, delim, id, why);
+	buf_free(&b);
+	return ok || refuse(r, LANCE_INVALID_INPUT, "%s: %s", what, why);
 }
 
 /* A string member of the body into *out (malloc'd); false when present and no string. */
@@ -314,7 +329,7 @@ static bool parse_body(jt *body, struct lance_op *op, struct lance_refusal *r)
 	if ((v = jt_get(body, "id")) && !jt_is(v, JT_NULL)) {
 		struct lance_id given = {0};
 		bool same;
-		if (!json_id(v, &given, "id", r))
+		if (!json_id(v, op->delim, &given, "id", r))
 			return false;
 		same = lance_id_equal(&given, &op->id);
 		lance_id_free(&given);
@@ -328,7 +343,7 @@ static bool parse_body(jt *body, struct lance_op *op, struct lance_refusal *r)
 		op->has_version = true;
 	}
 	if ((v = jt_get(body, "new_namespace_id")) && !jt_is(v, JT_NULL)) {
-		if (!json_id(v, &op->new_namespace, "new_namespace_id", r))
+		if (!json_id(v, op->delim, &op->new_namespace, "new_namespace_id", r))
 			return false;
 		op->has_new_namespace = true;
 	}
