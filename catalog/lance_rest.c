@@ -707,13 +707,14 @@ static bool load_lance(struct call *c, struct ts_table *t)
 		return false;
 	}
 	if (err == WFS_ENOENT) {
-		/* a missing namespace says so */
+		/* TableNotFound all the same (clients' exists checks take only that), but a
+		   missing namespace is said */
 		struct filer_entry *e = NULL;
 		wfs_err ns_err = ns_entry(c, &e);
 		filer_entry_free(e);
 		if (ns_err == WFS_ENOENT) {
-			fail(c, LANCE_NAMESPACE_NOT_FOUND, "namespace %s of table bucket %s does not "
-			     "exist", c->ns, c->bucket);
+			fail(c, LANCE_TABLE_NOT_FOUND, "the table does not exist: namespace %s of "
+			     "table bucket %s does not exist either", c->ns, c->bucket);
 			return false;
 		}
 	}
