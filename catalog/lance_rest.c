@@ -304,7 +304,7 @@ static void page_begin(struct call *c, struct page *p, const char *key)
 static void page_end(struct page *p)
 {
 	jw_arr_end(p->w);
-	if (p->cut)
+	if (p->cut && p->last) /* limit 0 is an empty page without a token */
 		jw_kv_str(p->w, "page_token", p->last);
 	done(p->w);
 	free(p->last);
