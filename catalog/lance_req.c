@@ -144,8 +144,12 @@ static bool find_route(const char *method, const char *path, struct lance_op *op
 			continue;
 		p = path + 4 + sl + 1;
 		slash = strchr(p, '/');
-		if (!slash || strcmp(slash + 1, rt->op))
+		if (!slash && !strcmp(p, rt->op)) {
+			slash = p - 1; /* no id at all: the root (a client drops a "." id) */
+			p = slash;
+		} else if (!slash || strcmp(slash + 1, rt->op)) {
 			continue;
+		}
 		if (strcmp(method, rt->method))
 			return refuse(r, LANCE_INVALID_INPUT, "%s is a %s", rt->what, rt->method);
 		op->route = rt->route;

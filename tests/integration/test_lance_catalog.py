@@ -10,7 +10,6 @@ in weedfs-mount; concurrent appenders and the conditional PUT their commits rely
 Markers: none, so these run under the sanitizer builds too."""
 import multiprocessing
 import threading
-import time
 import uuid
 
 import boto3
@@ -30,14 +29,17 @@ from lance_namespace.errors import (NamespaceAlreadyExistsError, NamespaceNotEmp
                                     NamespaceNotFoundError, TableAlreadyExistsError,
                                     TableNotFoundError)
 
+import catalog_clients
 from filer_fixtures import start_mini_with_filer
 from mount_fixtures import start_mount
 
 BUCKET = "lkb"  # table bucket names are 3-63 characters: "lk" is one short
 LOC = "s3://%s/sales/" % BUCKET
 DIM = 8
-# Keys a vended answer carries (the catalog's contract).
-VENDED = ("aws_access_key_id", "aws_secret_access_key", "aws_region", "expires_at_millis")
+# What every table answer of an open catalog carries in storage_options: where the
+# gateway is, and that it takes unsigned requests (vended keys need identities:
+# test_catalog_auth.py).
+OPEN_OPTIONS = ("aws_endpoint", "aws_region", "allow_http", "aws_skip_signature")
 
 
 def static_options(s3_port):
@@ -146,11 +148,10 @@ def t1(env):
     desc = env.describe(tid, vend_credentials=True, check_declared=True)
     assert desc.location.rstrip("/") == LOC + "t1", desc.location
     assert desc.is_only_declared is True, desc
-    for k in VENDED:
+    for k in OPEN_OPTIONS:
         assert desc.storage_options and desc.storage_options.get(k), (k, desc.storage_options)
-    # pylance re-describes before every object-store request once the credentials are
-    # close to expiry: they must be good for minutes, not seconds
-    assert int(desc.storage_options["expires_at_millis"]) > (time.time() + 120) * 1000
+    assert desc.storage_options["aws_endpoint"] == env.s3_endpoint
+    assert "aws_access_key_id" not in desc.storage_options  # nothing to vend: it is open
     # declared, not yet created: listed only with include_declared
     assert "t1" in env.tables([BUCKET, "sales"], include_declared=True)
     assert "t1" not in env.tables([BUCKET, "sales"], include_declared=False)
@@ -476,6 +477,29 @@ def test_bad_input(env, t1):
 def _append_one(uri, opts, i, barrier):
     barrier.wait(60)
     lance.write_dataset(rows(1000 * (i + 1), 10), uri, mode="append", storage_options=opts)
+
+
+def test_duckdb_by_uri_and_through_the_catalog(env, t1, tmp_path, monkeypatch):
+    """DuckDB's lance extension reads the dataset by s3:// URI (its object store takes
+    the AWS_* environment) and through the catalog (ATTACH ... TYPE LANCE: ListTables,
+    then DescribeTable's location and storage_options)."""
+    location, opts = t1
+    want = lance.dataset(location, storage_options=opts).count_rows()
+    for k, v in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "y"),
+                 ("AWS_REGION", "us-east-1"), ("AWS_ENDPOINT", env.s3_endpoint),
+                 ("AWS_ALLOW_HTTP", "true")):
+        monkeypatch.setenv(k, v)
+    con = catalog_clients.duckdb_connect(tmp_path / "ext", extensions=("httpfs", "lance"))
+    try:
+        got = con.execute("SELECT count(*), min(id) FROM __lance_scan('%s')"
+                          % location.rstrip("/")).fetchall()
+        assert got == [(want, 0)], got
+        con.execute("ATTACH '%s$sales' AS lk (TYPE LANCE, ENDPOINT '%s')" % (BUCKET, env.uri))
+        names = {r[2] for r in con.execute("SHOW ALL TABLES").fetchall() if r[0] == "lk"}
+        assert "t1" in names, names
+        assert con.execute("SELECT count(*) FROM lk.t1").fetchall() == [(want,)]
+    finally:
+        con.close()
 
 
 def test_eight_process_appenders(env):
