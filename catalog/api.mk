@@ -16,6 +16,10 @@ check_PROGRAMS += tests/unit/test_catalog_token
 TESTS += tests/unit/test_catalog_token
 tests_unit_test_catalog_token_SOURCES = tests/unit/test_catalog_token.c tests/unit/tap.h
 tests_unit_test_catalog_token_LDADD = $(CATALOG_API_TEST_LDADD)
+check_PROGRAMS += tests/unit/test_lance
+TESTS += tests/unit/test_lance
+tests_unit_test_lance_SOURCES = tests/unit/test_lance.c tests/unit/tap.h
+tests_unit_test_lance_LDADD = $(CATALOG_API_TEST_LDADD)
 if ENABLE_FUZZ
 noinst_PROGRAMS += tests/fuzz/fuzz_catalog_token
 tests_fuzz_fuzz_catalog_token_SOURCES = tests/fuzz/fuzz_catalog_token.c

@@ -157,8 +157,11 @@ static bool map_id(struct call *c, size_t to)
 		}
 		c->levels[c->nlev++] = id->parts[i];
 	}
-	if (c->nlev)
-		c->ns = ts_namespace_dir(c->levels, c->nlev, why);
+	if (c->nlev && !(c->ns = ts_namespace_dir(c->levels, c->nlev, why))) {
+		/* valid levels may still be too long together: no namespace, not the bucket */
+		fail(c, LANCE_INVALID_INPUT, "invalid namespace: %s", why);
+		return false;
+	}
 	return true;
 }
 

@@ -31,3 +31,9 @@ tests_fuzz_fuzz_iceberg_meta_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
 catalog_libcatalog_a_SOURCES += catalog/lance_id.c catalog/lance_id.h catalog/lance_req.c \
 	catalog/lance_req.h
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_lance_req
+tests_fuzz_fuzz_lance_req_SOURCES = tests/fuzz/fuzz_lance_req.c
+tests_fuzz_fuzz_lance_req_LDADD = $(CATALOG_TEST_LDADD)
+tests_fuzz_fuzz_lance_req_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif
