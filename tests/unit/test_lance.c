@@ -168,6 +168,13 @@ static bool taken(const char *method, const char *path, const char *query, const
 
 static void routes(void)
 {
+	struct lance_op root;
+	enum lance_code code;
+
+	ok(parse("GET", "/v1/namespace/list", NULL, "", &root, &code) &&
+		   root.route == LR_NS_LIST && root.id.n == 0,
+	   "a route without an id is the root's (the client drops a \".\" id)");
+	lance_op_free(&root);
 	static const struct {
 		const char *method, *path, *what;
 		enum lance_route route;
@@ -335,6 +342,10 @@ static void body_id(void)
 
 	ok(taken("POST", T_PATH("describe"), NULL, "{\"id\":[\"lake\",\"sales\",\"t1\"]}"),
 	   "the body's id equal to the path's");
+	ok(taken("POST", T_PATH("describe"), NULL, "{\"id\":[\"lake$sales$t1\"]}"),
+	   "the body's id as one joined part (DuckDB's lance extension sends that)");
+	ok(taken("POST", T_PATH("describe"), NULL, "{\"id\":[\"lake\",\"sales$t1\"]}"),
+	   "the body's id partly joined");
 	ok(taken("POST", T_PATH("describe"), NULL, "{\"id\":null}"), "a null id");
 	ok(taken("POST", "/v1/namespace/%24/describe", NULL, "{\"id\":[]}"), "root: id []");
 	for (size_t i = 0; bad[i].body; i++)
