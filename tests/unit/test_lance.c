@@ -169,9 +169,9 @@ static bool taken(const char *method, const char *path, const char *query, const
 static void routes(void)
 {
 	struct lance_op root;
-	enum lance_code code;
+	enum lance_code why;
 
-	ok(parse("GET", "/v1/namespace/list", NULL, "", &root, &code) &&
+	ok(parse("GET", "/v1/namespace/list", NULL, "", &root, &why) &&
 		   root.route == LR_NS_LIST && root.id.n == 0,
 	   "a route without an id is the root's (the client drops a \".\" id)");
 	lance_op_free(&root);
