@@ -301,36 +301,40 @@ static bool vend(struct job *j, const char *bucket, const char *prefix,
 			       CATALOG_VEND_SECONDS, (int64_t)time(NULL), cr, msg, msglen);
 }
 
-/* ice_vend's mint: vend's keys as Iceberg's S3 FileIO properties. */
-static bool mint(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
-		 size_t msglen)
+/* The names a catalog gives vended keys: access key, secret, token, expiry (ms). */
+static const char *const ICEBERG_KEYS[4] = {"s3.access-key-id", "s3.secret-access-key",
+					    "s3.session-token", "s3.session-token-expires-at-ms"};
+static const char *const LANCE_KEYS[4] = {"aws_access_key_id", "aws_secret_access_key",
+					  "aws_session_token", "expires_at_millis"};
+
+/* vend's keys written into w under names. */
+static bool mint_as(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		    size_t msglen, const char *const names[4])
 {
 	struct s3_session_creds cr;
 	char expires[32];
 	if (!vend(ctx, bucket, prefix, &cr, msg, msglen))
 		return false;
 	snprintf(expires, sizeof(expires), "%lld", (long long)cr.expiry * 1000);
-	jw_kv_str(w, "s3.access-key-id", cr.access_key);
-	jw_kv_str(w, "s3.secret-access-key", cr.secret_key);
-	jw_kv_str(w, "s3.session-token", cr.session_token);
-	jw_kv_str(w, "s3.session-token-expires-at-ms", expires);
+	jw_kv_str(w, names[0], cr.access_key);
+	jw_kv_str(w, names[1], cr.secret_key);
+	jw_kv_str(w, names[2], cr.session_token);
+	jw_kv_str(w, names[3], expires);
 	return true;
 }
 
-/* lance_vend's mint: vend's keys as Lance's storage options. */
+/* ice_vend's mint: Iceberg's S3 FileIO properties. */
+static bool mint(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
+		 size_t msglen)
+{
+	return mint_as(ctx, bucket, prefix, w, msg, msglen, ICEBERG_KEYS);
+}
+
+/* lance_vend's mint: Lance's storage options. */
 static bool mint_lance(void *ctx, const char *bucket, const char *prefix, json_w *w, char *msg,
 		       size_t msglen)
 {
-	struct s3_session_creds cr;
-	char expires[32];
-	if (!vend(ctx, bucket, prefix, &cr, msg, msglen))
-		return false;
-	snprintf(expires, sizeof(expires), "%lld", (long long)cr.expiry * 1000);
-	jw_kv_str(w, "aws_access_key_id", cr.access_key);
-	jw_kv_str(w, "aws_secret_access_key", cr.secret_key);
-	jw_kv_str(w, "aws_session_token", cr.session_token);
-	jw_kv_str(w, "expires_at_millis", expires);
-	return true;
+	return mint_as(ctx, bucket, prefix, w, msg, msglen, LANCE_KEYS);
 }
 
 /*

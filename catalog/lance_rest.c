@@ -1024,7 +1024,11 @@ static void gone_answer(struct call *c, const char *location, const jt *props)
 	done(w);
 }
 
-static void deregister_table(struct call *c)
+/*
+ * Deregister (keep_data: the catalog forgets the table, its dataset stays,
+ * marked) or drop (the directory and its data go).
+ */
+static void remove_table(struct call *c, bool keep_data)
 {
 	struct ts_table t = {0};
 	jt *props = NULL;
@@ -1033,29 +1037,13 @@ static void deregister_table(struct call *c)
 	if (!may(c, "DeleteTable", c->bucket, c->ns, c->table) || !load_lance(c, &t))
 		goto out;
 	props = table_properties(c);
-	err = ts_table_forget(c->env->rpc, c->bucket, c->ns, c->table, t.version_token);
-	if (!err)
-		err = set_state(c, t.warehouse, LANCE_DEREGISTERED);
-	if (err) {
-		fail_err(c, err, LANCE_TABLE_NOT_FOUND, "the table");
-		goto out;
+	if (keep_data) {
+		err = ts_table_forget(c->env->rpc, c->bucket, c->ns, c->table, t.version_token);
+		if (!err)
+			err = set_state(c, t.warehouse, LANCE_DEREGISTERED);
+	} else {
+		err = ts_table_delete(c->env->rpc, c->bucket, c->ns, c->table, t.version_token);
 	}
-	gone_answer(c, t.warehouse, props);
-out:
-	jt_free(props);
-	ts_table_free(&t);
-}
-
-static void drop_table(struct call *c)
-{
-	struct ts_table t = {0};
-	jt *props = NULL;
-	wfs_err err;
-
-	if (!may(c, "DeleteTable", c->bucket, c->ns, c->table) || !load_lance(c, &t))
-		goto out;
-	props = table_properties(c);
-	err = ts_table_delete(c->env->rpc, c->bucket, c->ns, c->table, t.version_token);
 	if (err) {
 		fail_err(c, err, LANCE_TABLE_NOT_FOUND, "the table");
 		goto out;
@@ -1318,9 +1306,9 @@ static void route(struct call *c)
 	case LR_REGISTER:
 		return register_table(c);
 	case LR_DEREGISTER:
-		return deregister_table(c);
+		return remove_table(c, true);
 	case LR_DROP:
-		return drop_table(c);
+		return remove_table(c, false);
 	case LR_RENAME:
 		return rename_table(c);
 	case LR_TABLE_LIST_ALL:
