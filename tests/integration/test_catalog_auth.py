@@ -387,6 +387,11 @@ def test_lance_and_iceberg_keep_to_their_buckets(gw):
     auth = {"Authorization": "Bearer " + atok}
     r = requests.get(uri(g) + "/v1/lnk/namespaces/n/tables/t", headers=auth, timeout=10)
     assert r.status_code == 404, r.text
+    # an Iceberg purge never reaches it
+    r = requests.delete(uri(g) + "/v1/lnk/namespaces/n/tables/t?purgeRequested=true",
+                        headers=auth, timeout=10)
+    assert r.status_code == 404, r.text
+    assert lance_post(g, "table/lnk%24n%24t/exists", **auth).status_code == 204
     r = requests.post(uri(g) + "/v1/lnk/namespaces/n/tables", headers=auth, timeout=10,
                       json={"name": "ice", "schema": {"type": "struct", "schema-id": 0,
                                                       "fields": []}})

@@ -502,6 +502,15 @@ def test_duckdb_by_uri_and_through_the_catalog(env, t1, tmp_path, monkeypatch):
         con.close()
 
 
+def test_request_id_echoed(env):
+    """x-request-id (lance-namespace's header.x-request-id context) comes back, on
+    answers and errors alike."""
+    for path, want in (("/v1/namespace/%s/describe" % BUCKET, 200),
+                       ("/v1/table/%s%%24sales%%24missing/describe" % BUCKET, 404)):
+        r = requests.post(env.url(path), json={}, headers={"x-request-id": "req-42"})
+        assert r.status_code == want and r.headers.get("x-request-id") == "req-42", r.headers
+
+
 def test_eight_process_appenders(env):
     tid = [BUCKET, "sales", "mp"]
     d = env.ns.declare_table(DeclareTableRequest(id=tid))
