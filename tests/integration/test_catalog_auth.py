@@ -407,3 +407,23 @@ def test_lance_and_iceberg_keep_to_their_buckets(gw):
         alice_ice.create_namespace("lancefree")
     r = lance_post(g, "table/whs%24lancefree%24t/declare", **auth)
     assert r.status_code == 400 and r.json()["code"] == 13 and "ICEBERG" in r.text, r.text
+
+
+def test_lance_sigv4(gw):
+    """A SigV4-signed Lance request (service s3tables) is its signer's; a wrong secret is
+    refused with the Lance error shape."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    g, _ = gw
+
+    def signed(secret):
+        url = "http://127.0.0.1:%d/v1/namespace/%%24/list" % g.lance_port
+        req = AWSRequest(method="GET", url=url)
+        SigV4Auth(Credentials("AKALICE", secret), "s3tables", "us-east-1").add_auth(req)
+        return requests.get(url, headers=dict(req.headers), timeout=10)
+
+    r = signed("alice-secret")
+    assert r.status_code == 200 and "whs" in r.json()["namespaces"], r.text
+    r = signed("wrong")
+    assert r.status_code == 403 and r.json()["code"] == 15, r.text
