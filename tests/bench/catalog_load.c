@@ -73,8 +73,8 @@ enum mode {
 	NMODES
 };
 static const char *const mode_names[NMODES] = {
-	"load",       "commit",     "conflict", "lance-declare", "lance-describe", "lance-vend",
-	"lance-list", "raw-get",    "raw-lookup", "raw-cas",     "raw-list"};
+	"load",       "commit",  "conflict",   "lance-declare", "lance-describe", "lance-vend",
+	"lance-list", "raw-get", "raw-lookup", "raw-cas",       "raw-list"};
 
 struct opts {
 	const char *endpoint, *filer, *prefix, *ns, *table, *path, *mode, *label, *bearer;
@@ -326,8 +326,10 @@ static bool next_page(struct slot *s)
 	bool lance = r->mode == M_LANCE_LIST, more = false;
 	jt *root = parse(&s->got), *items = jt_get(root, lance ? "tables" : "entries");
 	const char *next = lance ? jt_get_str(root, "page_token") : jt_get_str(root, "lastName");
+	/* the filer's lastName goes into the next request's JSON as it is */
 	bool ok = jt_is(items, JT_ARR) &&
-		  (lance || (jt_as_bool(jt_get(root, "more"), &more) && (!more || next)));
+		  (lance || (jt_as_bool(jt_get(root, "more"), &more) &&
+			     (!more || (next && !strpbrk(next, "\"\\")))));
 
 	free(s->cursor);
 	s->cursor = ok && (lance ? next != NULL : more) ? xstrdup(next) : NULL;

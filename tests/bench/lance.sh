@@ -15,11 +15,13 @@
 #   filer-list-1000  POST /.api/v1/list of the namespace directory, 1000 entries a request,
 #                    to the end: one op
 #   filer-list-100   the same, 100 entries a request
+# and the four listings again at c=1 (labels ...-c1): a page's own latency, no queueing.
 # Then (AUTH=1) a second mini with an identities file (one Admin identity), a bearer token
 # from its /v1/oauth/tokens, AUTH_TABLES tables, and with that token:
 #   auth-describe  DescribeTable {}
 #   auth-vend      DescribeTable {"vend_credentials":true}: session keys minted per request
-# Prints each run's lines and a table of the best of the rounds.
+# Prints each run's lines and a table of the best of the rounds (ms/page: 1000 / pages/s, at
+# c=16 the machine's time per page, at c=1 a page's latency).
 #
 #   tests/bench/lance.sh [BUILD_DIR]  (env: C=16 DURATION=10 ROUNDS=1 TABLES=10000
 #                                      AUTH=1 AUTH_TABLES=1000)
@@ -112,6 +114,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	run list-100 -mode=lance-list -limit=100 -duration="$DURATION"
 	run filer-list-1000 -mode=raw-list -path=/buckets/lake/bench -limit=1000 -duration="$DURATION"
 	run filer-list-100 -mode=raw-list -path=/buckets/lake/bench -limit=100 -duration="$DURATION"
+	for l in 1000 100; do
+		run "list-$l-c1" -mode=lance-list -limit="$l" -c=1 -duration="$DURATION"
+		run "filer-list-$l-c1" -mode=raw-list -path=/buckets/lake/bench -limit="$l" -c=1 \
+			-duration="$DURATION"
+	done
 done
 
 if ((AUTH)); then
@@ -156,11 +163,12 @@ for line in open(sys.argv[1]):
     if f[0] not in best or float(d["ops_s"]) > float(best[f[0]]["ops_s"]):
         best[f[0]] = d
 print("\nc=%s, %s s per run, best of %s rounds" % tuple(sys.argv[2:5]))
-print("| run | ops/s | tables/s | pages/s | p50 ms | p99 ms | client cpu_s | errors |")
-print("|---|---|---|---|---|---|---|---|")
+print("| run | ops/s | tables/s | pages/s | ms/page | p50 ms | p99 ms | client cpu_s | errors |")
+print("|---|---|---|---|---|---|---|---|---|")
 for k, d in best.items():
     items = "%.0f" % float(d["items_s"]) if "items_s" in d else "-"
     pages = "%.1f" % float(d["pages_s"]) if "pages_s" in d else "-"
-    print("| %s | %.1f | %s | %s | %s | %s | %s | %s |" % (k, float(d["ops_s"]), items, pages,
-          d["p50_ms"], d["p99_ms"], d["cpu_s"], d["errors"]))
+    per = "%.2f" % (1000 / float(d["pages_s"])) if float(d.get("pages_s", 0)) else "-"
+    print("| %s | %.1f | %s | %s | %s | %s | %s | %s | %s |" % (k, float(d["ops_s"]), items,
+          pages, per, d["p50_ms"], d["p99_ms"], d["cpu_s"], d["errors"]))
 PY
