@@ -5,8 +5,8 @@ noinst_PROGRAMS += tests/bench/s3_load
 tests_bench_s3_load_SOURCES = tests/bench/s3_load.c tests/bench/load_stats.h
 tests_bench_s3_load_LDADD = s3/libs3.a $(UNIT_LDADD)
 
-# The Iceberg REST catalog's load generator (tests/bench/catalog_load.c); tests/bench/catalog.sh
-# runs it.
+# The catalogs' load generator (tests/bench/catalog_load.c): tests/bench/catalog.sh runs it
+# against the Iceberg REST catalog, tests/bench/lance.sh against the Lance Namespace one.
 noinst_PROGRAMS += tests/bench/catalog_load
 tests_bench_catalog_load_SOURCES = tests/bench/catalog_load.c tests/bench/load_stats.h
 tests_bench_catalog_load_LDADD = $(UNIT_LDADD)

@@ -1,8 +1,9 @@
 /*
- * Iceberg REST catalog load generator: C concurrent requests on one libcurl
- * multi handle, against the catalog or, for the floors, against the filer
- * operations the catalog does per request. Prints one line of figures; exits
- * 1 if a request failed unexpectedly, 2 on bad flags. A benchmark, not a test.
+ * Catalog load generator (Iceberg REST and Lance Namespace REST): C
+ * concurrent requests on one libcurl multi handle, against the catalog or,
+ * for the floors, against the filer operations the catalog does per request.
+ * Prints one line of figures; exits 1 if a request failed unexpectedly, 2 on
+ * bad flags. A benchmark, not a test.
  *
  *   tests/bench/catalog_load -endpoint=127.0.0.1:8181 -prefix=lake -ns=bench \
  *           -table=t -mode=commit -c=16 -duration=10
@@ -23,6 +24,18 @@
  *   raw-lookup  filer POST /.api/v1/lookup of PATH: 200
  *   raw-cas   filer setXattrs of the attribute bench.cas on PATH with ifEtag:
  *             the catalog's pointer swap. A 412 is a retry after a lookup.
+ *   raw-list  filer POST /.api/v1/list of the directory PATH, -limit entries a
+ *             request, from each answer's lastName while it says more: the
+ *             whole directory is one operation
+ * The Lance modes name tables <prefix>$<ns>$TABLE (-endpoint: the Lance port;
+ * -bearer: a token from /v1/oauth/tokens when the catalog has identities):
+ *   lance-declare   POST DeclareTable of TABLE: 200 (with -n=<tables>
+ *                   -duration=0 it makes each table once)
+ *   lance-describe  POST DescribeTable of TABLE with {}: 200
+ *   lance-vend      the same with {"vend_credentials":true}
+ *   lance-list      GET ListTables of the namespace, -limit tables a page,
+ *                   following page_token to the end: one operation
+ * The listing modes print items (tables or entries) and pages too.
  *
  * A table (entry) is chosen round-robin per operation. An operation's latency
  * runs from its first request to its success (retries and reloads included),
@@ -45,13 +58,27 @@
 #define MAX_STATUS   600
 #define MAX_REPORTED 10
 
-enum mode { M_LOAD, M_COMMIT, M_CONFLICT, M_RAW_GET, M_RAW_LOOKUP, M_RAW_CAS, NMODES };
-static const char *const mode_names[NMODES] = {"load",    "commit",     "conflict",
-					       "raw-get", "raw-lookup", "raw-cas"};
+enum mode {
+	M_LOAD,
+	M_COMMIT,
+	M_CONFLICT,
+	M_LANCE_DECLARE,
+	M_LANCE_DESCRIBE,
+	M_LANCE_VEND,
+	M_LANCE_LIST,
+	M_RAW_GET, /* the filer's own modes from here */
+	M_RAW_LOOKUP,
+	M_RAW_CAS,
+	M_RAW_LIST,
+	NMODES
+};
+static const char *const mode_names[NMODES] = {
+	"load",       "commit",  "conflict",   "lance-declare", "lance-describe", "lance-vend",
+	"lance-list", "raw-get", "raw-lookup", "raw-cas",       "raw-list"};
 
 struct opts {
-	const char *endpoint, *filer, *prefix, *ns, *table, *path, *mode, *label;
-	int c, tables;
+	const char *endpoint, *filer, *prefix, *ns, *table, *path, *mode, *label, *bearer;
+	int c, tables, limit;
 	long long n;
 	double duration, timeout;
 };
@@ -72,6 +99,7 @@ struct run {
 	uint64_t deadline; /* no new operation from this time (monotonic ns), 0: -n */
 	CURLM *multi;
 	uint64_t ops, retries, refreshes, errors, connects;
+	uint64_t items, pages; /* the listing modes' */
 	uint64_t err_status[MAX_STATUS];
 	uint32_t *lat_us;
 	size_t nlat, caplat;
@@ -84,6 +112,7 @@ struct slot {
 	struct curl_slist *hdrs;
 	int target;
 	bool refresh; /* the request in flight reloads the target */
+	char *cursor; /* a listing's next page starts after it; NULL: the first page */
 	long long seq;
 	uint64_t t0;
 	buf body; /* the request's */
@@ -104,13 +133,18 @@ static jt *parse(const buf *b)
 
 /* Sets up h for a request to url (a POST of body when body is not NULL). */
 static void prepare(CURL *h, struct curl_slist **hdrs, const char *url, const buf *body,
-		    buf *got, double timeout)
+		    buf *got, const struct opts *o)
 {
 	curl_easy_reset(h);
 	curl_slist_free_all(*hdrs);
 	*hdrs = curl_slist_append(NULL, "Expect:");
 	if (body)
 		*hdrs = curl_slist_append(*hdrs, "Content-Type: application/json");
+	if (*o->bearer) {
+		char *auth = xasprintf("Authorization: Bearer %s", o->bearer);
+		*hdrs = curl_slist_append(*hdrs, auth);
+		free(auth);
+	}
 	buf_reset(got);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hdrs);
@@ -118,7 +152,7 @@ static void prepare(CURL *h, struct curl_slist **hdrs, const char *url, const bu
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, got);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000));
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000));
 	if (body) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body->data);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
@@ -129,6 +163,32 @@ static char *table_url(const struct opts *o, const char *table)
 {
 	return xasprintf("http://%s/v1/%s/namespaces/%s/tables/%s", o->endpoint, o->prefix, o->ns,
 			 table);
+}
+
+/* A Lance route of TABLE: POST /v1/table/<prefix>$<ns>$<table>/<verb>. */
+static char *lance_table_url(const struct opts *o, const char *table, const char *verb)
+{
+	return xasprintf("http://%s/v1/table/%s%%24%s%%24%s/%s", o->endpoint, o->prefix, o->ns,
+			 table, verb);
+}
+
+/* ListTables' page after cursor (NULL: the first). */
+static char *lance_list_url(const struct opts *o, const char *cursor)
+{
+	char *tok = cursor ? curl_easy_escape(NULL, cursor, 0) : NULL;
+	char *url = xasprintf("http://%s/v1/namespace/%s%%24%s/table/list?limit=%d%s%s",
+			      o->endpoint, o->prefix, o->ns, o->limit, tok ? "&page_token=" : "",
+			      tok ? tok : "");
+	curl_free(tok);
+	return url;
+}
+
+/* The filer's listing of dir after cursor (NULL: from the start). */
+static char *list_request(const struct opts *o, const char *dir, const char *cursor, buf *body)
+{
+	buf_printf(body, "{\"dir\":\"%s\",\"startName\":\"%s\",\"limit\":%d}", dir,
+		   cursor ? cursor : "", o->limit);
+	return xasprintf("http://%s/.api/v1/list", o->filer);
 }
 
 static char *lookup_request(const struct opts *o, const char *path, buf *body)
@@ -177,6 +237,16 @@ static char *op_request(const struct slot *s, buf *body)
 		return xasprintf("http://%s%s", o->filer, t->name);
 	case M_RAW_LOOKUP:
 		return lookup_request(o, t->name, body);
+	case M_RAW_LIST:
+		return list_request(o, t->name, s->cursor, body);
+	case M_LANCE_DECLARE:
+	case M_LANCE_DESCRIBE:
+	case M_LANCE_VEND:
+		buf_append_str(body, r->mode == M_LANCE_VEND ? "{\"vend_credentials\":true}" : "{}");
+		return lance_table_url(o, t->name,
+				       r->mode == M_LANCE_DECLARE ? "declare" : "describe");
+	case M_LANCE_LIST:
+		return lance_list_url(o, s->cursor);
 	case M_RAW_CAS:
 		snprintf(val, sizeof(val), "v%lld", s->seq);
 		base64_encode(val, strlen(val), &v);
@@ -211,7 +281,7 @@ static void send_request(struct slot *s)
 	buf_reset(&s->body);
 	char *url = s->refresh ? refresh_request(s->r, &s->r->t[s->target], &s->body)
 			       : op_request(s, &s->body);
-	prepare(s->h, &s->hdrs, url, s->body.len ? &s->body : NULL, &s->got, s->r->o->timeout);
+	prepare(s->h, &s->hdrs, url, s->body.len ? &s->body : NULL, &s->got, s->r->o);
 	curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
 	free(url);
 	curl_multi_add_handle(s->r->multi, s->h);
@@ -226,6 +296,8 @@ static bool start_op(struct slot *s)
 	s->seq = r->next++;
 	s->target = (int)(s->seq % r->o->tables);
 	s->refresh = false;
+	free(s->cursor);
+	s->cursor = NULL;
 	s->t0 = time_mono_ns();
 	send_request(s);
 	return true;
@@ -243,6 +315,32 @@ static void failed(struct slot *s, CURLcode res, long status)
 			s->got.len ? s->got.data : "");
 }
 
+/*
+ * Takes in a page of a listing (s->got): counts its items and sets s->cursor
+ * to where the next page starts, NULL after the last. false when the answer
+ * is not understood.
+ */
+static bool next_page(struct slot *s)
+{
+	struct run *r = s->r;
+	bool lance = r->mode == M_LANCE_LIST, more = false;
+	jt *root = parse(&s->got), *items = jt_get(root, lance ? "tables" : "entries");
+	const char *next = lance ? jt_get_str(root, "page_token") : jt_get_str(root, "lastName");
+	/* the filer's lastName goes into the next request's JSON as it is */
+	bool ok = jt_is(items, JT_ARR) &&
+		  (lance || (jt_as_bool(jt_get(root, "more"), &more) &&
+			     (!more || (next && !strpbrk(next, "\"\\")))));
+
+	free(s->cursor);
+	s->cursor = ok && (lance ? next != NULL : more) ? xstrdup(next) : NULL;
+	if (ok) {
+		r->items += jt_len(items);
+		r->pages++;
+	}
+	jt_free(root);
+	return ok;
+}
+
 /* Accounts for s's finished request; true when s goes on with the same operation. */
 static bool finish(struct slot *s, CURLcode res)
 {
@@ -250,6 +348,7 @@ static bool finish(struct slot *s, CURLcode res)
 	struct target *t = &r->t[s->target];
 	long status = 0, nconn = 0;
 	bool conflict_mode = r->mode == M_CONFLICT || r->mode == M_RAW_CAS;
+	bool listing = r->mode == M_LANCE_LIST || r->mode == M_RAW_LIST;
 
 	buf_append_byte(&s->got, 0);
 	s->got.len--;
@@ -265,16 +364,18 @@ static bool finish(struct slot *s, CURLcode res)
 		failed(s, res, status);
 		return false;
 	}
-	if (status == (r->mode == M_RAW_CAS ? 412 : 409) && r->mode != M_LOAD &&
-	    r->mode != M_RAW_GET && r->mode != M_RAW_LOOKUP) {
+	if (status == (r->mode == M_RAW_CAS ? 412 : 409) &&
+	    (r->mode == M_COMMIT || conflict_mode)) {
 		r->retries++;
 		s->refresh = conflict_mode;
 		return true;
 	}
-	if (status != 200) {
+	if (status != 200 || (listing && !next_page(s))) {
 		failed(s, res, status);
 		return false;
 	}
+	if (listing && s->cursor)
+		return true; /* the next page */
 	if (r->mode == M_CONFLICT) {
 		t->schema = t->schema ? 0 : 1;
 	} else if (r->mode == M_RAW_CAS) {
@@ -333,7 +434,7 @@ static bool setup(struct run *r)
 		long status = 0;
 		buf_reset(&s.body);
 		char *url = refresh_request(r, &r->t[i], &s.body);
-		prepare(s.h, &s.hdrs, url, s.body.len ? &s.body : NULL, &s.got, r->o->timeout);
+		prepare(s.h, &s.hdrs, url, s.body.len ? &s.body : NULL, &s.got, r->o);
 		free(url);
 		if (curl_easy_perform(s.h) == CURLE_OK)
 			curl_easy_getinfo(s.h, CURLINFO_RESPONSE_CODE, &status);
@@ -361,6 +462,10 @@ static void report(struct run *r, double secs, double cpu)
 	       pct_ms(r->lat_us, r->nlat, 100), r->retries,
 	       r->ops ? (double)r->retries / (double)r->ops : 0, r->refreshes, r->errors, cpu,
 	       r->connects);
+	if (r->mode == M_LANCE_LIST || r->mode == M_RAW_LIST)
+		printf("%s items=%" PRIu64 " items_s=%.1f pages=%" PRIu64 " pages_s=%.1f limit=%d\n",
+		       *o->label ? o->label : o->mode, r->items, r->items / secs, r->pages,
+		       r->pages / secs, o->limit);
 	if (r->errors) {
 		printf("%s errors by status:", o->mode);
 		if (r->err_status[0])
@@ -373,15 +478,17 @@ static void report(struct run *r, double secs, double cpu)
 }
 
 static const char summary[] =
-	"Drives the Iceberg REST catalog (load, commit, conflict) or the filer operations\n"
-	"it does per request (raw-get, raw-lookup, raw-cas) with C requests in flight on\n"
-	"one libcurl multi handle, for DURATION seconds (or N operations), and prints\n"
-	"operations/s, latency and retries. Exit 1 if a request failed.";
+	"Drives the Iceberg REST catalog (load, commit, conflict), the Lance Namespace\n"
+	"REST catalog (lance-declare, lance-describe, lance-vend, lance-list) or the filer\n"
+	"operations they do per request (raw-get, raw-lookup, raw-cas, raw-list) with C\n"
+	"requests in flight on one libcurl multi handle, for DURATION seconds (or N\n"
+	"operations), and prints operations/s, latency and retries. Exit 1 if a request\n"
+	"failed.";
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"127.0.0.1:8181", "127.0.0.1:8888", "lake", "bench", "t", "",
-			 "load", "", 16, 1, 1000, 10, 60};
+	struct opts o = {"127.0.0.1:8181", "127.0.0.1:8888", "lake", "bench", "t", "", "load",
+			 "", "", 16, 1, 1000, 1000, 10, 60};
 	const struct flag flags[] = {
 		{"endpoint", FLAG_STRING, &o.endpoint, "the catalog, host:port"},
 		{"filer", FLAG_STRING, &o.filer, "the filer, host:port (raw modes)"},
@@ -390,8 +497,12 @@ int main(int argc, char **argv)
 		{"table", FLAG_STRING, &o.table, "the table, or the tables' name prefix"},
 		{"tables", FLAG_INT, &o.tables, "tables (entries) TABLE0.. used round-robin"},
 		{"path", FLAG_STRING, &o.path, "raw modes: the filer entry (prefix)"},
-		{"mode", FLAG_STRING, &o.mode, "load, commit, conflict, raw-get, raw-lookup, raw-cas"},
+		{"mode", FLAG_STRING, &o.mode,
+		 "load, commit, conflict, lance-declare, lance-describe, lance-vend, lance-list, "
+		 "raw-get, raw-lookup, raw-cas, raw-list"},
 		{"label", FLAG_STRING, &o.label, "the name the figures are printed under"},
+		{"bearer", FLAG_STRING, &o.bearer, "a bearer token sent with each request"},
+		{"limit", FLAG_INT, &o.limit, "listing modes: items asked a page"},
 		{"c", FLAG_INT, &o.c, "requests in flight"},
 		{"n", FLAG_I64, &o.n, "operations (when -duration=0)"},
 		{"duration", FLAG_DOUBLE, &o.duration, "seconds (0: -n operations)"},
@@ -411,9 +522,9 @@ int main(int argc, char **argv)
 	r.mode = (enum mode)i;
 	bool raw = r.mode >= M_RAW_GET;
 	if (i == NMODES || npos < argc - 1 || o.c < 1 || o.c > 4096 || o.tables < 1 ||
-	    o.tables > 100000 || o.n < 1 || o.duration < 0 || o.timeout <= 0 ||
-	    (raw && *o.path != '/') || strchr(raw ? o.path : o.table, '"') ||
-	    strchr(o.ns, '"') || strchr(o.ns, '/')) {
+	    o.tables > 100000 || o.n < 1 || o.duration < 0 || o.timeout <= 0 || o.limit < 1 ||
+	    (raw && *o.path != '/') || strpbrk(raw ? o.path : o.table, "\"\\") ||
+	    strpbrk(o.ns, "\"/") || strpbrk(o.prefix, "\"/") || strpbrk(o.bearer, "\r\n")) {
 		fprintf(stderr, "catalog_load: bad flags (see catalog_load -h)\n");
 		return 2;
 	}
@@ -449,6 +560,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.c; i++) {
 		curl_easy_cleanup(slots[i].h);
 		curl_slist_free_all(slots[i].hdrs);
+		free(slots[i].cursor);
 		buf_free(&slots[i].body);
 		buf_free(&slots[i].got);
 	}
