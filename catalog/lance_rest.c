@@ -21,6 +21,7 @@ struct call {
 	const struct lance_request *q;
 	struct lance_answer *a;
 	struct lance_op op;
+	size_t list_page; /* entries asked of the filer at a time (0: LIST_PAGE) */
 	/* what the id names: bucket, the namespace's levels and directory, the table */
 	const char *bucket;
 	const char *levels[TS_NS_LEVELS_MAX];
@@ -299,6 +300,8 @@ static void page_begin(struct call *c, struct page *p, const char *key)
 {
 	memset(p, 0, sizeof(*p));
 	p->limit = c->op.limit;
+	/* the page and the one entry that tells there is more: a listing costs its page */
+	c->list_page = p->limit + 1 < LIST_PAGE ? p->limit + 1 : LIST_PAGE;
 	p->w = answer(c);
 	jw_key(p->w, key);
 	jw_arr_begin(p->w);
@@ -327,7 +330,8 @@ static wfs_err walk_entries(struct call *c, const char *dir, const char *from, b
 
 	while (more && go && !err) {
 		struct filer_meta_page p = {0};
-		err = filer_meta_list_from(c->env->rpc, dir, at, inclusive, prefix, LIST_PAGE, &p);
+		err = filer_meta_list_from(c->env->rpc, dir, at, inclusive, prefix,
+					   c->list_page ? c->list_page : LIST_PAGE, &p);
 		inclusive = false;
 		more = !err && p.more && p.n;
 		for (size_t i = 0; !err && go && i < p.n; i++) {
@@ -698,10 +702,18 @@ static bool lance_home(struct call *c)
 	return ok && check_namespace(c);
 }
 
-/* The Lance table of c; false answered (TableNotFound: none, or another format's entry). */
-static bool load_lance(struct call *c, struct ts_table *t)
+/*
+ * The Lance table of c, and its properties into *props (NULL: not wanted)
+ * from the same lookup; false answered (TableNotFound: none, or another
+ * format's entry).
+ */
+static bool load_lance(struct call *c, struct ts_table *t, jt **props)
 {
-	wfs_err err = ts_table_get(c->env->rpc, c->bucket, c->ns, c->table, t);
+	struct filer_entry *e = NULL;
+	wfs_err err = ts_table_get_entry(c->env->rpc, c->bucket, c->ns, c->table, t, &e);
+	if (props)
+		*props = err ? NULL : entry_properties(e);
+	filer_entry_free(e);
 	if (!err && strcmp(t->format, LANCE_FORMAT)) {
 		char *id = id_text(c);
 		fail(c, LANCE_TABLE_NOT_FOUND, "%s is an %s entry, not a Lance table", id,
@@ -712,9 +724,9 @@ static bool load_lance(struct call *c, struct ts_table *t)
 	if (err == WFS_ENOENT) {
 		/* TableNotFound all the same (clients' exists checks take only that), but a
 		   missing namespace is said */
-		struct filer_entry *e = NULL;
-		wfs_err ns_err = ns_entry(c, &e);
-		filer_entry_free(e);
+		struct filer_entry *ne = NULL;
+		wfs_err ns_err = ns_entry(c, &ne);
+		filer_entry_free(ne);
 		if (ns_err == WFS_ENOENT) {
 			fail(c, LANCE_TABLE_NOT_FOUND, "the table does not exist: namespace %s of "
 			     "table bucket %s does not exist either", c->ns, c->bucket);
@@ -789,20 +801,6 @@ static bool storage_options(struct call *c, json_w *w, const char *location, cha
 	}
 	jw_obj_end(w);
 	return ok;
-}
-
-/* The table's properties (its stored object, {} when none). */
-static jt *table_properties(struct call *c)
-{
-	char *path = ts_table_path(c->bucket, c->ns, c->table);
-	struct filer_entry *e = NULL;
-	jt *props;
-	if (filer_meta_lookup(c->env->rpc, path, &e))
-		e = NULL;
-	props = entry_properties(e);
-	filer_entry_free(e);
-	free(path);
-	return props;
 }
 
 /* The answer {location, storage_options, properties, managed_versioning}; false answered. */
@@ -949,10 +947,10 @@ static void describe_table(struct call *c)
 	uint64_t version = 0;
 	char msg[256] = "";
 	wfs_err err = WFS_OK;
-	jt *props;
+	jt *props = NULL;
 	json_w *w;
 
-	if (!may(c, "GetTable", c->bucket, c->ns, c->table) || !load_lance(c, &t))
+	if (!may(c, "GetTable", c->bucket, c->ns, c->table) || !load_lance(c, &t, &props))
 		goto out;
 	if (c->op.has_version) {
 		err = lance_version_exists(c->env->rpc, t.warehouse, c->op.version, &any);
@@ -970,7 +968,6 @@ static void describe_table(struct call *c)
 		fail_err(c, err, LANCE_TABLE_NOT_FOUND, "the table's versions");
 		goto out;
 	}
-	props = table_properties(c);
 	w = answer(c);
 	if (detailed) {
 		jw_kv_str(w, "table", c->table);
@@ -987,7 +984,6 @@ static void describe_table(struct call *c)
 		jw_kv_str(w, "table_uri", t.warehouse);
 	if (!storage_options(c, w, t.warehouse, msg, sizeof(msg))) {
 		jw_free(w);
-		jt_free(props);
 		fail(c, LANCE_PERMISSION_DENIED, "no credentials are vended for %s: %s",
 		     t.warehouse, msg);
 		goto out;
@@ -997,15 +993,15 @@ static void describe_table(struct call *c)
 	if ((detailed || c->op.check_declared) && !c->op.has_version)
 		jw_kv_bool(w, "is_only_declared", !any);
 	done(w);
-	jt_free(props);
 out:
+	jt_free(props);
 	ts_table_free(&t);
 }
 
 static void table_exists(struct call *c)
 {
 	struct ts_table t = {0};
-	if (may(c, "GetTable", c->bucket, c->ns, c->table) && load_lance(c, &t))
+	if (may(c, "GetTable", c->bucket, c->ns, c->table) && load_lance(c, &t, NULL))
 		c->a->status = 204;
 	ts_table_free(&t);
 }
@@ -1034,9 +1030,8 @@ static void remove_table(struct call *c, bool keep_data)
 	jt *props = NULL;
 	wfs_err err;
 
-	if (!may(c, "DeleteTable", c->bucket, c->ns, c->table) || !load_lance(c, &t))
+	if (!may(c, "DeleteTable", c->bucket, c->ns, c->table) || !load_lance(c, &t, &props))
 		goto out;
-	props = table_properties(c);
 	if (keep_data) {
 		err = ts_table_forget(c->env->rpc, c->bucket, c->ns, c->table, t.version_token);
 		if (!err)
@@ -1077,7 +1072,7 @@ static void rename_table(struct call *c)
 		if (!(to_ns = ts_namespace_dir(levels, to->n - 1, why)))
 			return fail(c, LANCE_INVALID_INPUT, "new_namespace_id: %s", why);
 	}
-	if (!may(c, "RenameTable", c->bucket, c->ns, c->table) || !load_lance(c, &t))
+	if (!may(c, "RenameTable", c->bucket, c->ns, c->table) || !load_lance(c, &t, NULL))
 		goto out;
 	err = ts_table_rename(c->env->rpc, c->bucket, c->ns, c->table, to_ns ? to_ns : c->ns,
 			      c->op.new_table_name, t.version_token);

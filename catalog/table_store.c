@@ -444,8 +444,12 @@ static char *new_token(void)
 	return xstrdup(hex);
 }
 
-/* The table at path with the etag of its entry; WFS_ENOENT when no table is there. */
-static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, char etag[17])
+/*
+ * The table at path with the etag of its entry, and the entry itself into
+ * *keep (NULL: not kept); WFS_ENOENT when no table is there.
+ */
+static wfs_err table_load_entry(filer_rpc *r, const char *path, struct ts_table *t,
+				char etag[17], struct filer_entry **keep)
 {
 	struct filer_entry *e = NULL;
 	const struct filer_xattr *x;
@@ -456,7 +460,10 @@ static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, ch
 	x = S_ISDIR(e->attr.mode) ? filer_entry_xattr_get(e, TS_XATTR_TABLE) : NULL;
 	if (!x || !ts_table_from_json((const char *)x->value, x->value_len, t))
 		err = WFS_ENOENT;
-	filer_entry_free(e);
+	if (err || !keep)
+		filer_entry_free(e);
+	else
+		*keep = e;
 	if (err) {
 		ts_table_free(t);
 		return err;
@@ -465,6 +472,11 @@ static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, ch
 	if (etag)
 		memcpy(etag, seen, sizeof(seen));
 	return WFS_OK;
+}
+
+static wfs_err table_load(filer_rpc *r, const char *path, struct ts_table *t, char etag[17])
+{
+	return table_load_entry(r, path, t, etag, NULL);
 }
 
 static void set_names(struct ts_table *t, const char *bucket, const char *ns, const char *name)
@@ -550,15 +562,21 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 	return err;
 }
 
-wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
-		     struct ts_table *out)
+wfs_err ts_table_get_entry(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			   struct ts_table *out, struct filer_entry **entry)
 {
 	char *path = table_path(bucket, ns, name);
-	wfs_err err = table_load(r, path, out, NULL);
+	wfs_err err = table_load_entry(r, path, out, NULL, entry);
 	free(path);
 	if (!err)
 		set_names(out, bucket, ns, name);
 	return err;
+}
+
+wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+		     struct ts_table *out)
+{
+	return ts_table_get_entry(r, bucket, ns, name, out, NULL);
 }
 
 char *ts_location_dir(const char *location)

@@ -97,6 +97,10 @@ wfs_err ts_table_create(filer_rpc *r, const char *region, const char *bucket, co
 			const char *owner, struct ts_table *out);
 wfs_err ts_table_get(filer_rpc *r, const char *bucket, const char *ns, const char *name,
 		     struct ts_table *out);
+/* The same, with the table's directory entry (its other attributes) into *entry (caller frees). */
+struct filer_entry;
+wfs_err ts_table_get_entry(filer_rpc *r, const char *bucket, const char *ns, const char *name,
+			   struct ts_table *out, struct filer_entry **entry);
 /*
  * Drops the table but keeps its files: the directory loses its attribute (a
  * later create of the name adopts it); expect (NULL: any) as below.
