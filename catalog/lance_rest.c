@@ -135,7 +135,7 @@ static char *id_text(const struct call *c)
 
 /* ---- what an id names ---- */
 
-/* Checks the bucket part and levels from..to-1 of the id into c; false answered. */
+/* The bucket (part 0) and namespace levels (parts 1..to-1) of the id into c; false answered. */
 static bool map_id(struct call *c, size_t to)
 {
 	char why[TS_WHY_MAX];
