@@ -6,6 +6,7 @@ import base64
 import json
 import struct
 import threading
+import uuid
 
 import pytest
 import requests
@@ -554,7 +555,7 @@ def test_delete(mini_filer):
 @pytest.fixture
 def rn(mini_filer):
     f = mini_filer
-    base = "/rn%d" % id(object())
+    base = "/rn-" + uuid.uuid4().hex  # id(object()) repeats once the object is freed
     mkdir(f, base)
     return f, base
 
