@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include "bigbuf.h"
 #include <unistd.h>
 #include <xxhash.h>
 #include "hashmap.h"
@@ -152,9 +153,9 @@ size_t chunk_cache_encode_header(uint8_t *out, size_t cap, const char *fid, cons
 	return CHUNK_CACHE_HEADER_MIN + flen;
 }
 
-wfs_err chunk_cache_parse_entry(const void *buf, size_t len, struct chunk_cache_entry *out)
+wfs_err chunk_cache_parse_entry(const void *raw, size_t len, struct chunk_cache_entry *out)
 {
-	const uint8_t *p = buf;
+	const uint8_t *p = raw;
 	if (len < CHUNK_CACHE_HEADER_MIN || memcmp(p, MAGIC, 4) != 0 ||
 	    get_be16(p + 4) != FORMAT_VERSION)
 		return WFS_ECORRUPT;
@@ -221,12 +222,17 @@ static inline struct dentry *dtab_find(chunk_cache *c, uint64_t key)
 
 /* ---- memory level ---- */
 
+/*
+ * A blob's buffer back where it came from: its pool, else the big-buffer
+ * stash (lib/bigbuf.h), which the next fetch's body takes again instead of
+ * faulting in fresh pages (a small one is just freed).
+ */
 static void release(buf_pool *pool, void *alloc)
 {
 	if (pool)
 		buf_pool_put(pool, alloc);
 	else
-		free(alloc);
+		bigbuf_put(alloc);
 }
 
 static void mentry_unref(struct mentry *e)
@@ -366,7 +372,7 @@ static enum load_result disk_load(chunk_cache *c, uint64_t key, const char *fid,
 				  const uint8_t **data, size_t *len)
 {
 	enum load_result res = LOAD_CORRUPT;
-	uint8_t *buf = NULL;
+	uint8_t *file = NULL;
 	char *path = entry_path(c, key);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(path);
@@ -381,9 +387,9 @@ static enum load_result disk_load(chunk_cache *c, uint64_t key, const char *fid,
 	if (st.st_size < CHUNK_CACHE_HEADER_MIN || (uint64_t)st.st_size > c->disk_cap)
 		goto out;
 	size_t n = (size_t)st.st_size, got = 0;
-	buf = xmalloc(n);
+	file = xmalloc(n);
 	while (got < n) {
-		ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+		ssize_t r = pread(fd, file + got, n - got, (off_t)got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -396,7 +402,7 @@ static enum load_result disk_load(chunk_cache *c, uint64_t key, const char *fid,
 		got += (size_t)r;
 	}
 	struct chunk_cache_entry e;
-	if (chunk_cache_parse_entry(buf, n, &e) != WFS_OK ||
+	if (chunk_cache_parse_entry(file, n, &e) != WFS_OK ||
 	    chunk_cache_fid_key(e.fid, e.fid_len) != key)
 		goto out;
 	if (e.fid_len != strlen(fid) || memcmp(e.fid, fid, e.fid_len) != 0) {
@@ -406,13 +412,13 @@ static enum load_result disk_load(chunk_cache *c, uint64_t key, const char *fid,
 	/* Recency for the next open's scan. */
 	struct timespec ts[2] = {{.tv_nsec = UTIME_NOW}, {.tv_nsec = UTIME_OMIT}};
 	(void)futimens(fd, ts);
-	*alloc = buf;
+	*alloc = file;
 	*data = e.data;
 	*len = (size_t)e.len;
-	buf = NULL;
+	file = NULL;
 	res = LOAD_OK;
 out:
-	free(buf);
+	free(file);
 	close(fd);
 	return res;
 }
@@ -768,22 +774,24 @@ bool chunk_cache_read(chunk_cache *c, const char *fid, uint64_t off, size_t len,
 
 void chunk_cache_put(chunk_cache *c, const char *fid, const void *data, size_t len)
 {
+	void *copy = xmalloc(len ? len : 1);
+	memcpy(copy, data, len);
+	chunk_cache_put_take(c, fid, copy, len);
+}
+
+void chunk_cache_put_take(chunk_cache *c, const char *fid, void *data, size_t len)
+{
 	size_t flen = strlen(fid);
-	if (flen == 0 || flen > CHUNK_CACHE_FID_MAX)
+	uint64_t key;
+
+	if (flen == 0 || flen > CHUNK_CACHE_FID_MAX) {
+		free(data);
 		return;
-	uint64_t key = chunk_cache_fid_key(fid, flen);
-	if (len <= c->mem_cap) {
-		pthread_mutex_lock(&c->mu);
-		bool have = mtab_find(c, key, fid) != NULL;
-		pthread_mutex_unlock(&c->mu);
-		if (!have) {
-			void *copy = xmalloc(len ? len : 1);
-			memcpy(copy, data, len);
-			mem_insert(c, key, fid, copy, NULL, copy, len, false);
-		}
 	}
+	key = chunk_cache_fid_key(fid, flen);
 	if (c->dir)
-		disk_put(c, key, fid, data, len);
+		disk_put(c, key, fid, data, len); /* before the insert: once in, it may go */
+	mem_insert(c, key, fid, data, NULL, data, len, false); /* frees it when not kept */
 }
 
 void chunk_cache_put_pooled(chunk_cache *c, const char *fid, void *data, size_t len, buf_pool *pool)

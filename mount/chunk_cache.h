@@ -35,6 +35,11 @@ bool chunk_cache_read(chunk_cache *c, const char *fid, uint64_t off, size_t len,
 
 /* Stores a whole blob (copied). Over capacity, least recently used blobs go. */
 void chunk_cache_put(chunk_cache *c, const char *fid, const void *data, size_t len);
+/*
+ * The same, taking data (malloc'd; freed by the cache, at once when it is not
+ * kept): a fetched blob goes in without a second buffer and a copy.
+ */
+void chunk_cache_put_take(chunk_cache *c, const char *fid, void *data, size_t len);
 /* Like chunk_cache_put, taking data, a buffer of pool: it goes back there when evicted
    (or at once when not kept). No copy. */
 void chunk_cache_put_pooled(chunk_cache *c, const char *fid, void *data, size_t len,

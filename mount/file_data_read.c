@@ -64,8 +64,9 @@ static wfs_err fetch_whole(mount_data *md, const char *fid)
 
 	err = blob_client_read(md->bc, fid, 0, 0, CHUNK_SIZE_MAX, &b);
 	if (!err) {
-		chunk_cache_put(md->cache, fid, b.data, b.len);
 		mount_data_stat_add(md, &md->st.fetched_bytes, b.len);
+		chunk_cache_put_take(md->cache, fid, b.data ? b.data : xmalloc(1), b.len);
+		buf_init(&b); /* the cache has the bytes now */
 	}
 	buf_free(&b);
 

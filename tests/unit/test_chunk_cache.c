@@ -191,6 +191,18 @@ static void test_memory(void)
 	put_idx(c, 7, 0);
 	ok(read_matches(c, 7, 0, 0), "empty blob cached");
 
+	/* taken buffers: kept as they are, or freed (ASan's leak check tells) */
+	fid_of(8, fid, sizeof(fid));
+	chunk_cache_put_take(c, fid, blob(8, 500), 500);
+	ok(read_matches(c, 8, 0, 500), "a taken blob is cached");
+	chunk_cache_put_take(c, fid, blob(8, 500), 500);
+	ok(read_matches(c, 8, 0, 500), "a taken duplicate leaves the first");
+	fid_of(9, fid, sizeof(fid));
+	chunk_cache_put_take(c, fid, blob(9, 3001), 3001);
+	ok(!is_hit(c, 9), "a taken blob over the bound is not kept");
+	chunk_cache_put_take(c, "", blob(9, 10), 10);
+	ok(!chunk_cache_read(c, "", 0, 1, buf), "a taken blob without a fid is dropped");
+
 	char longfid[CHUNK_CACHE_FID_MAX + 2];
 	memset(longfid, 'a', sizeof(longfid) - 1);
 	longfid[sizeof(longfid) - 1] = 0;
