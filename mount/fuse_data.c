@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bigbuf.h"
 #include "client/chunks.h"
 #include "fuse_locks.h"
 #include "log.h"
@@ -546,7 +547,8 @@ void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	b = xmalloc(size ? size : 1);
+	/* a reply of up to 1 MiB: a recycled block, not fresh pages to fault in each time */
+	b = bigbuf_get(size ? size : 1, NULL);
 	rc = file_data_read(h->node->fd, (uint64_t)off, size, b, &got);
 	if (!rc)
 		fuse_attrs_note_access(ctx(req), h->node);
@@ -554,7 +556,7 @@ void fuse_data_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_ops_reply_err(req, rc);
 	else
 		fuse_reply_buf(req, b, got);
-	free(b);
+	bigbuf_put(b);
 }
 
 void fuse_data_note_write(struct inode *n)
