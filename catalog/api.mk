@@ -4,7 +4,7 @@ catalog_libcatalog_api_a_SOURCES = catalog/table_store.c catalog/table_store.h \
 	catalog/s3tables.c catalog/s3tables.h catalog/catalog_server.c catalog/catalog_server.h \
 	catalog/table_files.c catalog/table_files.h catalog/iceberg_rest.c catalog/iceberg_rest.h \
 	catalog/catalog_token.c catalog/catalog_token.h catalog/oauth_tokens.c catalog/oauth_tokens.h \
-	catalog/token_key.c catalog/token_key.h catalog/catalog_authz.c catalog/catalog_authz.h \
+	catalog/catalog_authz.c catalog/catalog_authz.h \
 	catalog/lance_rest.c catalog/lance_rest.h catalog/lance_store.c catalog/lance_store.h
 # What the catalog's unit tests link.
 CATALOG_API_TEST_LDADD = catalog/libcatalog_api.a catalog/libcatalog.a $(S3_TEST_LDADD)

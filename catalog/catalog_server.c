@@ -13,7 +13,6 @@
 #include "catalog/iceberg_rest.h"
 #include "catalog/lance_rest.h"
 #include "catalog/oauth_tokens.h"
-#include "catalog/token_key.h"
 #include "catalog/s3tables.h"
 #include "catalog/table_files.h"
 #include "client/filer_rpc.h"
@@ -34,13 +33,14 @@
 #define CATALOG_CACHE_BYTES  (64u << 20) /* metadata files kept in memory */
 #define CATALOG_VEND_SECONDS 3600        /* vended credentials' lifetime */
 
-/* A key of the cluster kept in the filer, loaded at first use (by any worker). */
+/* A key of the cluster kept in the filer at path, loaded at first use (by any worker). */
 struct cluster_key {
-	wfs_err (*load)(filer_rpc *r, uint8_t key[32]);
+	const char *path; /* s3_cluster_key_load's */
 	pthread_mutex_t lock;
 	bool loaded;
 	uint8_t key[32];
 };
+_Static_assert(CT_KEY_LEN == 32 && S3_SESSION_KEY_LEN == 32, "both cluster keys are 32 bytes");
 
 struct catalog_server {
 	http_server *http;       /* S3 Tables and Iceberg REST; NULL: not served */
@@ -53,7 +53,7 @@ struct catalog_server {
 	struct s3t_env env;
 	struct ice_env ice;
 	struct lance_env lance;
-	struct cluster_key token_key;   /* bearer tokens' (token_key.h) */
+	struct cluster_key token_key;   /* bearer tokens' (catalog_token.h) */
 	struct cluster_key session_key; /* vended credentials' (s3/s3_session_key.h) */
 };
 
@@ -120,14 +120,13 @@ static void answer_error(struct job *j, int status, const char *type, const char
 	jw_free(w);
 }
 
-/* Worker: the cluster's token key, loaded from the filer once; NULL while it cannot be. */
 /* Worker: k's bytes, NULL while the filer cannot give them (retried by the next call). */
 static const uint8_t *cluster_key(struct catalog_server *c, struct cluster_key *k)
 {
 	const uint8_t *key;
 	pthread_mutex_lock(&k->lock);
-	if (!k->loaded && k->load(c->filer, k->key) == WFS_OK)
-		k->loaded = true;
+	if (!k->loaded)
+		k->loaded = !s3_cluster_key_load(c->filer, k->path, k->key, sizeof(k->key));
 	key = k->loaded ? k->key : NULL;
 	pthread_mutex_unlock(&k->lock);
 	return key;
@@ -532,8 +531,8 @@ struct catalog_server *catalog_start(const struct catalog_opts *o, wfs_err *err)
 	c->work = pool_new(CATALOG_WORKERS, "wfs-catalog");
 	c->env = (struct s3t_env){c->filer, c->region, CATALOG_ACCOUNT};
 	c->files = tf_new(o->filer, CATALOG_CACHE_BYTES);
-	c->token_key.load = token_key_load;
-	c->session_key.load = s3_session_key_load;
+	c->token_key.path = CT_KEY_PATH;
+	c->session_key.path = S3_SESSION_KEY_PATH;
 	pthread_mutex_init(&c->token_key.lock, NULL);
 	pthread_mutex_init(&c->session_key.lock, NULL);
 	c->s3_endpoint = o->s3_endpoint ? xstrdup(o->s3_endpoint) : NULL;

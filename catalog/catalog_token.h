@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 #define CT_KEY_LEN   32
+/* The key's place in the filer: a cluster key (s3_cluster_key_load), made by the first
+   catalog server that needs it; deleting it and restarting the servers revokes every token. */
+#define CT_KEY_PATH "/etc/catalog/token.key"
 #define CT_NAME_MAX  256 /* the longest identity name a token carries */
 #define CT_TOKEN_MAX (6 + 20 + 1 + 2 * CT_NAME_MAX + 1 + 64 + 1)
 

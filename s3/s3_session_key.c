@@ -14,41 +14,48 @@
 #include "client/filer_meta.h"
 #include "log.h"
 
-/* The key stored at the path: WFS_OK with it in key, or why not. */
-static wfs_err key_read(filer_rpc *filer, uint8_t key[S3_SESSION_KEY_LEN])
+/* The key stored at path: WFS_OK with it in key, or why not. */
+static wfs_err key_read(filer_rpc *filer, const char *path, uint8_t *key, size_t len)
 {
 	struct filer_entry *e = NULL;
-	wfs_err rc = filer_meta_lookup(filer, S3_SESSION_KEY_PATH, &e);
-	if (!rc && (!e->has_content || e->content_len != S3_SESSION_KEY_LEN)) {
-		log_error("%s is not %d bytes: session credentials refused", S3_SESSION_KEY_PATH,
-			  S3_SESSION_KEY_LEN);
+	wfs_err rc = filer_meta_lookup(filer, path, &e);
+	if (!rc && (!e->has_content || e->content_len != len)) {
+		log_error("%s is not %zu bytes: what it signs is refused", path, len);
 		rc = WFS_EIO;
 	}
 	if (!rc)
-		memcpy(key, e->content, S3_SESSION_KEY_LEN);
+		memcpy(key, e->content, len);
 	if (e && e->content)
 		OPENSSL_cleanse(e->content, e->content_len);
 	filer_entry_free(e);
 	return rc;
 }
 
-wfs_err s3_session_key_load(filer_rpc *filer, uint8_t key[S3_SESSION_KEY_LEN])
+wfs_err s3_cluster_key_load(filer_rpc *filer, const char *path, uint8_t *key, size_t len)
 {
-	uint8_t fresh[S3_SESSION_KEY_LEN];
+	uint8_t fresh[S3_CLUSTER_KEY_MAX];
 	struct filer_meta_new n = {.mode = S_IFREG | 0600, .exclusive = true, .parents = true,
-				   .content = fresh, .content_len = sizeof(fresh),
-				   .has_content = true};
-	wfs_err rc = key_read(filer, key);
+				   .content = fresh, .content_len = len, .has_content = true};
+	wfs_err rc;
+
+	if (len > sizeof(fresh))
+		return WFS_EINVAL;
+	rc = key_read(filer, path, key, len);
 	if (rc != WFS_ENOENT)
 		return rc;
-	if (RAND_bytes(fresh, sizeof(fresh)) != 1)
+	if (RAND_bytes(fresh, (int)len) != 1)
 		return WFS_EINTERNAL;
-	rc = filer_meta_create(filer, S3_SESSION_KEY_PATH, &n, NULL);
+	rc = filer_meta_create(filer, path, &n, NULL);
 	OPENSSL_cleanse(fresh, sizeof(fresh));
 	if (!rc)
-		log_info("session credentials: made the cluster key %s", S3_SESSION_KEY_PATH);
-	/* another gateway's create won (EEXIST), or ours may have committed (EIO): read it */
-	return rc && rc != WFS_EEXIST && rc != WFS_EIO ? rc : key_read(filer, key);
+		log_info("made the cluster key %s", path);
+	/* another server's create won (EEXIST), or ours may have committed (EIO): read it */
+	return rc && rc != WFS_EEXIST && rc != WFS_EIO ? rc : key_read(filer, path, key, len);
+}
+
+wfs_err s3_session_key_load(filer_rpc *filer, uint8_t key[S3_SESSION_KEY_LEN])
+{
+	return s3_cluster_key_load(filer, S3_SESSION_KEY_PATH, key, S3_SESSION_KEY_LEN);
 }
 
 bool s3_session_mint(const uint8_t key[S3_SESSION_KEY_LEN], struct s3_session *s,

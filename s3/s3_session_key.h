@@ -24,10 +24,15 @@
 #define S3_SESSION_VEND_TTL_MAX S3_SESSION_TTL_MAX
 
 /*
- * Reads the cluster key from the filer, creating it when missing. WFS_OK, or
- * the filer's error; WFS_EIO when the stored file is not 32 bytes. Blocks
- * (filer calls): workers only.
+ * A key of the cluster kept in the filer at path: len (at most
+ * S3_CLUSTER_KEY_MAX) random bytes made by the first server that needs them
+ * (an exclusive create; the losers of the race read the winner's). WFS_OK, or
+ * the filer's error; WFS_EIO when the stored file is not len bytes. Blocks
+ * (filer calls): workers only. The catalog's token key is one too.
  */
+#define S3_CLUSTER_KEY_MAX 64
+wfs_err s3_cluster_key_load(filer_rpc *filer, const char *path, uint8_t *key, size_t len);
+/* The session key: s3_cluster_key_load of S3_SESSION_KEY_PATH. */
 wfs_err s3_session_key_load(filer_rpc *filer, uint8_t key[S3_SESSION_KEY_LEN]);
 
 /* Session credentials as a client takes them. */
