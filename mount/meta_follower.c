@@ -19,6 +19,7 @@
 #include <string.h>
 #include "client/filer_meta.h"
 #include "client/meta_stream.h"
+#include "log.h"
 #include "util.h"
 
 struct meta_follower {
@@ -120,7 +121,8 @@ static void on_connected(void *arg)
 {
 	struct meta_follower *f = arg;
 	itable_uncache_all(f->m->it);
-	atomic_store(&f->m->following, true);
+	if (!atomic_exchange(&f->m->following, true))
+		log_info("following the filer's events: cached entries stay valid until changed");
 }
 
 /* A heartbeat: a quiet moment to give forgotten inodes' memory back. */
@@ -153,7 +155,10 @@ static void on_event(void *arg, const struct filer_entry *oe, const struct filer
 static void on_disconnected(void *arg)
 {
 	struct meta_follower *f = arg;
-	atomic_store(&f->m->following, false);
+	/* logged once per loss: tests and operators wait for it, retries are quiet */
+	if (atomic_exchange(&f->m->following, false))
+		log_info("lost the filer's event stream: cached entries expire after "
+			 "-attrTimeout again until it is back");
 }
 
 static const struct meta_stream_ops follower_ops = {

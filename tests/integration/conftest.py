@@ -84,6 +84,8 @@ class Daemon:
         self._checked_upto = 0
         self.returncodes = []
         self.reaped = False
+        # mini's gateway and catalogs start after its filer answers: ready is its ready line
+        self.ready_line = "mini ready:" if list(args)[:1] == ["mini"] else None
 
     # ---- lifecycle -------------------------------------------------------
     def start(self, wait=True):
@@ -129,6 +131,11 @@ class Daemon:
                     "%s not ready on %s after %ss\n%s"
                     % (self.name, pending[0], timeout, self.log_tail())
                 )
+            time.sleep(0.02)
+        while self.ready_line and self.ready_line not in self.log_text().rsplit("==== start ", 1)[-1]:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("%s never logged %r\n%s"
+                                     % (self.name, self.ready_line, self.log_tail()))
             time.sleep(0.02)
 
     def alive(self):

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from conftest import wait_until
 from filer_fixtures import start_mini_with_filer
 from mount_fixtures import is_mounted, start_mount
 
@@ -42,6 +43,9 @@ def test_filer_down_eio_then_recovers(cluster):
     assert os.write(pending, os.urandom(1 << 20)) == 1 << 20
 
     mini.kill9()
+    # until the mount sees its event stream end, what it knows of d is still current
+    wait_until(lambda: "lost the filer's event stream" in m.daemon.log_text(), 30,
+               "the mount never noticed the filer's event stream end")
 
     code, took = timed_errno(os.stat, m.p("d", "new-name"))
     assert code == errno.EIO and took < BOUND, (code, took)
