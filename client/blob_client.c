@@ -28,6 +28,7 @@
 #include <time.h>
 #include "client/fid.h"
 #include "client/blob_client.h"
+#include "client/short_circuit.h"
 #include "http_client.h"
 #include "http_fetch.h"
 #include "http_util.h"
@@ -69,6 +70,7 @@ struct blob_client {
 	uint64_t ttl_ns;
 	pool *workers;
 	http_fetcher *fetch; /* blob reads and uploads (no libcurl: no copies, see http_fetch.h) */
+	short_circuit *sc;   /* reads from volume servers on this host; NULL when off */
 	pthread_mutex_t mu;
 	struct loc_entry *buckets[LOC_BUCKETS]; /* protected by mu */
 	struct blob_client_stats stats;         /* protected by mu */
@@ -83,6 +85,8 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16, "wfs-blob-io");
 	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX, FETCH_KEEP_MS);
+	if (!opts || !opts->short_circuit_off)
+		bc->sc = short_circuit_new();
 	pthread_mutex_init(&bc->mu, NULL);
 	return bc;
 }
@@ -100,6 +104,7 @@ void blob_client_free(blob_client *bc)
 		return;
 	pool_free(bc->workers);
 	http_fetcher_free(bc->fetch);
+	short_circuit_free(bc->sc);
 	for (size_t i = 0; i < LOC_BUCKETS; i++) {
 		struct loc_entry *e = bc->buckets[i], *next;
 		for (; e; e = next) {
@@ -121,9 +126,14 @@ long blob_client_timeout_ms(const blob_client *bc) { return bc->timeout_ms; }
 
 void blob_client_get_stats(blob_client *bc, struct blob_client_stats *out)
 {
+	struct short_circuit_stats sc = {0};
 	pthread_mutex_lock(&bc->mu);
 	*out = bc->stats;
 	pthread_mutex_unlock(&bc->mu);
+	if (bc->sc)
+		short_circuit_get_stats(bc->sc, &sc);
+	out->short_circuit_reads = sc.reads;
+	out->short_circuit_fallbacks = sc.fallbacks;
 }
 
 #define STAT_INC(bc, field)                      \
@@ -620,9 +630,16 @@ static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint6
 	char range[80];
 	const char *hdr[] = {range, NULL};
 	struct http_result r;
-	char *path = xasprintf("/%s", fid);
+	char *path;
 	wfs_err err;
 
+	/* a replica on this host: its bytes straight from the volume file, else over HTTP */
+	if (bc->sc) {
+		err = short_circuit_read(bc->sc, url, fid, off, len, max_whole, out);
+		if (err != WFS_ENOSYS)
+			return err;
+	}
+	path = xasprintf("/%s", fid);
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
 	http_result_init(&r);
 	/* A whole-blob read (len 0) sends no Range: the volume server then checks its CRC. */

@@ -23,6 +23,8 @@ struct blob_client_opts {
 	long timeout_ms;          /* per HTTP request (connect and transfer); 0 = 30000 */
 	uint64_t location_ttl_ms; /* how long a looked-up volume location is trusted; 0 = 600000 */
 	int threads;              /* worker threads for uploads and read-ahead; 0 = 16 */
+	bool short_circuit_off;   /* never read through a local volume server's descriptors
+				     (client/short_circuit.h); they are tried first by default */
 };
 
 typedef struct blob_client blob_client;
@@ -62,6 +64,8 @@ struct blob_client_stats {
 	uint64_t upload_retries; /* uploads repeated on a new assignment */
 	uint64_t read_failovers; /* reads that moved on to another replica */
 	uint64_t down_skips;     /* assignments skipped: their server failed moments ago */
+	uint64_t short_circuit_reads;     /* reads served from a local volume file */
+	uint64_t short_circuit_fallbacks; /* reads of a local server that went to HTTP after all */
 };
 
 /*

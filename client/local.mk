@@ -10,6 +10,7 @@ client_libclient_a_SOURCES = \
 	client/entry_json.c client/entry_json.h \
 	client/chunks.c client/chunks.h \
 	client/blob_client.c client/blob_client.h \
+	client/short_circuit.c client/short_circuit.h \
 	client/chunk_io.c client/chunk_io.h \
 	client/chunk_stream.c client/chunk_stream.h \
 	client/filer_wire.h \

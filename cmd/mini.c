@@ -30,7 +30,8 @@
 extern char **environ;
 
 /* Starts weedfs-mount (next to /proc/self/exe) on dir against the filer. 0 on failure. */
-static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char *level)
+static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char *level,
+			 bool short_circuit)
 {
 	char exe[PATH_MAX], *slash, *bin = NULL, *filer = NULL, *lv = NULL;
 	char *argv[6];
@@ -54,8 +55,9 @@ static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char 
 	argv[0] = bin;
 	argv[1] = filer;
 	argv[2] = lv;
-	argv[3] = (char *)dir;
-	argv[4] = NULL;
+	argv[3] = short_circuit ? "-shortCircuit=true" : "-shortCircuit=false";
+	argv[4] = (char *)dir;
+	argv[5] = NULL;
 	/* mini blocks SIGTERM/SIGINT for its own waiting; the child must get them */
 	sigemptyset(&none);
 	sigemptyset(&def);
@@ -167,7 +169,7 @@ int mini_main(int argc, char **argv)
 	const char *mount_dir = NULL;
 	struct s3_opts so; /* -s3.* flags */
 	pid_t mount_pid = 0;
-	bool s3_on = true;
+	bool s3_on = true, short_circuit = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
 	int iceberg_port = 8181, lance_port = 9101;
 	long long size_limit_mb = 30000;
@@ -199,6 +201,8 @@ int mini_main(int argc, char **argv)
 		 "catalog port (S3 Tables API; Iceberg REST) beside S3, 0: no catalog"},
 		{"lance.port", FLAG_INT, &lance_port,
 		 "Lance Namespace REST catalog port beside S3, 0: none"},
+		{"shortCircuit", FLAG_BOOL, &short_circuit,
+		 "readers (filer, S3, the mount) take blobs straight from the volume files"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -220,6 +224,7 @@ int mini_main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	rc = 1;
+	so.short_circuit = short_circuit;
 	if (!dir || !*dir) {
 		fprintf(stderr, "weedfs mini: -dir is required (see weedfs mini -h)\n");
 		return 2;
@@ -256,6 +261,7 @@ int mini_main(int argc, char **argv)
 	vo.max = max;
 	vo.mserver = mserver;
 	vo.pulse_seconds = pulse;
+	vo.short_circuit = short_circuit;
 	vs = volume_server_start(&vo, &err);
 	if (!vs) {
 		log_error("could not start the volume server: %s", wfs_strerror(err));
@@ -268,6 +274,7 @@ int mini_main(int argc, char **argv)
 	fo.dir = filer_dir;
 	fo.max_mb = max_mb;
 	fo.default_replication = "";
+	fo.short_circuit = short_circuit;
 	fl = filer_start(&fo, &err);
 	if (!fl) {
 		log_error("could not start the filer: %s", wfs_strerror(err));
@@ -297,7 +304,7 @@ int mini_main(int argc, char **argv)
 		 gw ? "S3 http://" : "", gw ? mini_s3_url(ip, s3_port(gw)) : "", gw ? ", " : "",
 		 catalog_url, dir);
 	if (mount_dir && *mount_dir) {
-		mount_pid = mount_spawn(mount_dir, ip, filer_port(fl), level);
+		mount_pid = mount_spawn(mount_dir, ip, filer_port(fl), level, short_circuit);
 		if (!mount_pid)
 			goto out;
 	}

@@ -41,6 +41,8 @@ int s3_main(int argc, char **argv)
 		{"domainName", FLAG_STRING, &o.domain,
 		 "domains (comma list) of virtual-hosted requests: Host <bucket>.<domain>"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"shortCircuit", FLAG_BOOL, &o.short_circuit,
+		 "read blobs of volume servers on this host from their files (a Unix socket), not over HTTP"},
 		{"chunkSizeMB", FLAG_INT, &o.chunk_mb,
 		 "object data goes in chunks of this many MiB"},
 		{"lifecycleSeconds", FLAG_INT, &o.lifecycle_s,

@@ -26,6 +26,7 @@ struct filer_opts {
 					    long are deleted */
 	int lock_grace_seconds;          /* -lockGraceSeconds: after a start, only locks held
 					    before are granted (their mounts reclaim them) */
+	bool short_circuit;              /* -shortCircuit: local volume servers' files (default) */
 };
 
 struct filer;

@@ -73,6 +73,7 @@ void filer_opts_default(struct filer_opts *o)
 	o->tus_expire_seconds = 86400;
 	o->assign_lease_seconds = 3600;
 	o->lock_grace_seconds = FILER_LOCK_GRACE_S;
+	o->short_circuit = true;
 }
 
 bool filer_submit(struct filer *f, bool io, pool_fn fn, void *arg)
@@ -315,7 +316,8 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		*err = filer_inode_migrate(f->store, NULL);
 	if (*err)
 		goto fail;
-	f->bc = blob_client_new(o->master, NULL);
+	f->bc = blob_client_new(o->master,
+				&(struct blob_client_opts){.short_circuit_off = !o->short_circuit});
 	f->gc = gc_queue_start(f->store, NULL, gc_delete, f);
 	f->metalog = metalog_new(f->store, NULL);
 	f->meta_pool = pool_new(nthreads, "wfs-filer-meta");
@@ -417,6 +419,8 @@ int filer_main(int argc, char **argv)
 		{"defaultReplication", FLAG_STRING, &o.default_replication,
 		 "replication of new chunks when none is asked for (\"\" = master's default)"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"shortCircuit", FLAG_BOOL, &o.short_circuit,
+		 "read blobs of volume servers on this host from their files (a Unix socket), not over HTTP"},
 		{"tus.expireSeconds", FLAG_INT, &o.tus_expire_seconds,
 		 "remove resumable (TUS) uploads idle this long, with their chunks"},
 		{"assignLeaseSeconds", FLAG_INT, &o.assign_lease_seconds,

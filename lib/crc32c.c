@@ -16,3 +16,9 @@ uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
 	}
 	return ~crc;
 }
+
+bool crc32c_stored_matches(uint32_t stored, uint32_t crc)
+{
+	uint32_t legacy = ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+	return stored == crc || stored == legacy;
+}

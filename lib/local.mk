@@ -20,6 +20,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/log.c lib/log.h \
 	lib/md5.c lib/md5.h lib/md5_rounds.h lib/md5_x8.c lib/md5_x8.h \
 	lib/pool.c lib/pool.h \
+	lib/sc_wire.c lib/sc_wire.h \
 	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
 

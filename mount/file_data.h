@@ -40,6 +40,7 @@ struct mount_data_opts {
 	long timeout_ms;     /* one request to a volume server or the filer; 0 = 30 s */
 	uint64_t inline_max; /* files up to this size commit inline (file_data_flush_inline);
 				0 = never */
+	bool short_circuit_off; /* chunks only over HTTP (blob_client_opts) */
 };
 
 /* The data path of one mount. */

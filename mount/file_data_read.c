@@ -95,8 +95,10 @@ static wfs_err read_blob(mount_data *md, const char *fid, uint64_t off, size_t l
 		if (chunk_cache_read(md->cache, fid, off, len, dst))
 			return WFS_OK;
 		err = fetch_whole(md, fid);
+		if (err == WFS_ETOOBIG)
+			break; /* a chunk bigger than the cache takes: ranges of it */
 		if (err)
-			break;
+			goto out; /* not a range instead: only a whole read checks the CRC */
 	}
 	if (chunk_cache_read(md->cache, fid, off, len, dst))
 		return WFS_OK;
@@ -109,6 +111,7 @@ static wfs_err read_blob(mount_data *md, const char *fid, uint64_t off, size_t l
 		mount_data_stat_add(md, &md->st.fetched_bytes, len);
 	}
 	buf_free(&b);
+out:
 	if (err) {
 		log_warn("mount: read of %s [%" PRIu64 ", +%zu): %s", fid, off, len,
 			 wfs_strerror(err));

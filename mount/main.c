@@ -40,7 +40,7 @@ struct opts {
 	const char *filer, *filer_path, *cache_dir, *collection, *replication, *ttl, *level;
 	long long cache_mb, mem_mb, chunk_mb, dirty_mb, inline_kb;
 	double entry_timeout, attr_timeout;
-	bool writeback, foreground, allow_other, read_only, noatime;
+	bool writeback, foreground, allow_other, read_only, noatime, short_circuit;
 	int retry_seconds, timeout_seconds, threads, commit_seconds, lock_lease_seconds;
 	struct flag_list o;
 };
@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 		.timeout_seconds = 30,
 		.commit_seconds = 30,
 		.lock_lease_seconds = 15,
+		.short_circuit = true,
 	};
 	const struct flag flags[] = {
 		{"filer", FLAG_STRING, &o.filer, "the filer, HOST:PORT"},
@@ -177,6 +178,8 @@ int main(int argc, char **argv)
 		{"commitSeconds", FLAG_INT, &o.commit_seconds,
 		 "files dirty this long are committed without a close or fsync (0 = never)"},
 		{"threads", FLAG_INT, &o.threads, "FUSE worker threads at most (0 = 16)"},
+		{"shortCircuit", FLAG_BOOL, &o.short_circuit,
+		 "read blobs of volume servers on this host from their files (a Unix socket), not over HTTP"},
 		{"lockLeaseSeconds", FLAG_INT, &o.lock_lease_seconds,
 		 "the filer frees this mount's locks and hidden files this long after it died"},
 		{"foreground", FLAG_BOOL, &o.foreground, "stay in the foreground"},
@@ -258,6 +261,7 @@ int main(int argc, char **argv)
 	mdo.dirty_max = (uint64_t)o.dirty_mb << 20;
 	mdo.inline_max = (uint64_t)o.inline_kb << 10;
 	mdo.timeout_ms = (long)o.timeout_seconds * 1000;
+	mdo.short_circuit_off = !o.short_circuit;
 	mdo.mem_cache_bytes = (uint64_t)o.mem_mb << 20;
 	mdo.cache_dir = o.cache_dir && *o.cache_dir ? o.cache_dir : NULL;
 	mdo.cache_disk_bytes = (uint64_t)o.cache_mb << 20;

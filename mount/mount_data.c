@@ -56,7 +56,8 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 {
 	mount_data *md = xcalloc(1, sizeof(*md));
 	struct blob_client_opts bo = {.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 30000,
-				      .threads = 16};
+				      .threads = 16,
+				      .short_circuit_off = o->short_circuit_off};
 
 	md->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
 	md->dirty_max = o->dirty_max ? o->dirty_max : 256ull << 20;

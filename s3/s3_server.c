@@ -54,6 +54,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->inline_kb = 4;
 	o->lifecycle_s = 3600;
 	o->upload_mem_mb = 256;
+	o->short_circuit = true;
 }
 
 /* ---- answers ---- */
@@ -981,7 +982,8 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->chunk_size = (uint64_t)o->chunk_mb << 20;
 	g->inline_max = (size_t)o->inline_kb << 10;
 	g->filer = filer_rpc_new(o->filer, S3_FILER_TIMEOUT_MS, 10, 0);
-	g->bc = blob_client_new_filer(o->filer, NULL);
+	g->bc = blob_client_new_filer(o->filer,
+				      &(struct blob_client_opts){.short_circuit_off = !o->short_circuit});
 	g->work = pool_new(16, "wfs-s3-work");
 	g->sessions = s3_session_gw_new(g->filer, !s3_iam_is_open(g->iam));
 	ho.host = o->ip;

@@ -5,6 +5,7 @@
 #ifndef WEEDFS_S3_SERVER_H
 #define WEEDFS_S3_SERVER_H
 
+#include <stdbool.h>
 #include "err.h"
 
 struct s3_opts {
@@ -19,6 +20,7 @@ struct s3_opts {
 	int inline_kb;      /* objects up to this many KiB (0..64) live in their filer entry */
 	int lifecycle_s;    /* seconds between lifecycle expiration passes; 0: none */
 	int upload_mem_mb;  /* MiB that uploads in progress may hold together */
+	bool short_circuit; /* read local volume servers' files (client/short_circuit.h) */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 };

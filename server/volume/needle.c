@@ -5,12 +5,6 @@
 #include "needle.h"
 #include "util.h"
 
-bool needle_crc_matches(uint32_t stored, uint32_t crc)
-{
-	uint32_t legacy = ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
-	return stored == crc || stored == legacy;
-}
-
 uint32_t needle_body_size(const struct needle *n)
 {
 	uint64_t s = 4 + (uint64_t)n->data_size + 1;
@@ -202,7 +196,7 @@ wfs_err needle_decode(const uint8_t *p, size_t len, bool check_crc, struct needl
 	n->append_ns = get_be64(end + 4);
 	if (check_crc && n->size > 0) {
 		uint32_t crc = crc32c_update(0, n->data, n->data_size);
-		if (!needle_crc_matches(n->crc, crc))
+		if (!crc32c_stored_matches(n->crc, crc))
 			return WFS_ECORRUPT;
 		n->crc = crc; /* the plain value even when stored in the legacy form */
 	}

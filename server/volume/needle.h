@@ -76,8 +76,6 @@ static inline uint64_t needle_disk_size(uint32_t size)
 	return NEEDLE_HEADER_SIZE + (uint64_t)size + NEEDLE_TRAILER_SIZE + needle_padding(size);
 }
 
-/* True if stored matches the CRC32C crc, plainly or in SeaweedFS's legacy masked form. */
-bool needle_crc_matches(uint32_t stored, uint32_t crc);
 
 /*
  * Body length for n's data and the fields its flags select (n->size is not read).

@@ -276,7 +276,7 @@ static wfs_err read_meta(int fd, uint64_t off, uint32_t size, bool check_crc, bu
 	err = crc_range(fd, off + NEEDLE_HEAD_SIZE, dsize, &crc);
 	if (err)
 		return err;
-	if (!needle_crc_matches(n->crc, crc))
+	if (!crc32c_stored_matches(n->crc, crc))
 		return WFS_ECORRUPT;
 	n->crc = crc;
 	return WFS_OK;
@@ -838,7 +838,7 @@ static wfs_err check_existing(volume *v, const struct nm_entry *old, const struc
 		buf_free(&b);
 		return WFS_EPERM;
 	}
-	*unchanged = on.data_size == n->data_size && needle_crc_matches(on.crc, crc) &&
+	*unchanged = on.data_size == n->data_size && crc32c_stored_matches(on.crc, crc) &&
 		     on.name_len == n->name_len && on.mime_len == n->mime_len &&
 		     (!n->name_len || !memcmp(on.name, n->name, n->name_len)) &&
 		     (!n->mime_len || !memcmp(on.mime, n->mime, n->mime_len)) &&

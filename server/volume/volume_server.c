@@ -43,6 +43,7 @@ void volume_server_opts_default(struct volume_server_opts *o)
 	o->pulse_seconds = 5;
 	o->file_size_limit_mb = 256;
 	o->threads = 0;
+	o->short_circuit = true;
 }
 
 /* Runs fn(arg) on *which unless the server is stopping (*which is NULL). */
@@ -155,6 +156,7 @@ static void handle_status(struct volume_server *vs, http_req *req)
 	jw_arr_end(w);
 	jw_kv_i64(w, "MaxVolumeCount", volume_store_max_volumes(vs->store));
 	vs_upload_status(w);
+	vs_short_circuit_status(vs->sc, w);
 	jw_obj_end(w);
 	jw_free(w);
 	http_resp_send_json(req, 200, &b);
@@ -514,6 +516,8 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	vs->public_url = xstrdup(o->public_url && *o->public_url ? o->public_url : vs->self);
 	vs->pool = pool_new(MAX(4, cpu_count() * 2), "wfs-vol-work");
 	vs->read_pool = pool_new(VS_READ_THREADS, "wfs-vol-read");
+	if (o->short_circuit)
+		vs->sc = vs_short_circuit_start(vs);
 	http_server_start(vs->http);
 	/* also runs without a master: it sweeps expired TTL volumes */
 	if (pthread_create(&vs->hb_thread, NULL, heartbeat_main, vs) != 0) {
@@ -560,6 +564,7 @@ void volume_server_stop(struct volume_server *vs)
 	pthread_rwlock_unlock(&vs->pool_lock);
 	pool_free(p);
 	pool_free(rp);
+	vs_short_circuit_stop(vs->sc);
 	http_server_free(vs->http);
 	volume_store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {
@@ -603,6 +608,8 @@ int volume_main(int argc, char **argv)
 		{"pulseSeconds", FLAG_INT, &o.pulse_seconds, "heartbeat interval in seconds"},
 		{"fileSizeLimitMB", FLAG_INT, &o.file_size_limit_mb, "largest upload in MiB"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"shortCircuit", FLAG_BOOL, &o.short_circuit,
+		 "hand readers on this host the volume files' descriptors (a Unix socket)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

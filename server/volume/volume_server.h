@@ -21,6 +21,7 @@ struct volume_server_opts {
 	int pulse_seconds;       /* -pulseSeconds */
 	int file_size_limit_mb;  /* -fileSizeLimitMB */
 	int threads;             /* HTTP loop threads, 0 = cores */
+	bool short_circuit;      /* -shortCircuit: serve local readers descriptors (default on) */
 };
 
 struct volume_server;

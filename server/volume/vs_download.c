@@ -241,7 +241,7 @@ static void pump(http_req *req, void *arg)
 		if (d->check)
 			d->crc = crc32c_update(d->crc, piece, n);
 		d->pos += n;
-		if (d->check && d->pos == s->len && !needle_crc_matches(d->want, d->crc)) {
+		if (d->check && d->pos == s->len && !crc32c_stored_matches(d->want, d->crc)) {
 			/* the last piece is held back, so the transfer is visibly short */
 			log_error("needle %" PRIx64
 				  ": CRC mismatch while streaming (stored %08" PRIx32

@@ -56,6 +56,8 @@ struct volume_server {
 	pthread_mutex_t cache_lock;
 	struct lookup_cache_entry *cache; /* protected by cache_lock */
 	int ncache;
+
+	struct vs_short_circuit *sc; /* NULL: short-circuit reads off */
 };
 
 /* Threads of the read pool: as deep a disk queue as 16 clients reading at once. */
@@ -128,5 +130,15 @@ void vs_upload_status(json_w *w);
  */
 void vs_stream_needle(struct volume_server *vs, http_req *req, const struct needle *n,
 		      struct needle_blob *blob, const char *range_h, const char *ctype);
+
+/*
+ * Starts serving short-circuit reads (vs_short_circuit.c) on the abstract
+ * socket named after vs->self; NULL (logged) when it cannot listen. Control thread.
+ */
+struct vs_short_circuit *vs_short_circuit_start(struct volume_server *vs);
+/* Closes the socket and every connection, waits for their threads. NULL does nothing. */
+void vs_short_circuit_stop(struct vs_short_circuit *sc);
+/* Writes "ShortCircuit": {enabled, connections, answered, descriptors, refusedPeers}. Any thread. */
+void vs_short_circuit_status(struct vs_short_circuit *sc, json_w *w);
 
 #endif

@@ -49,7 +49,9 @@ int main(int argc, char **argv)
 	uint64_t cs = strtoull(arg_val(argc, argv, "chunkMB", "4"), NULL, 10) << 20;
 	struct chunk_writer_opts o = {.chunk_size = cs};
 	struct chunk_read_opts ro = {0, 0};
-	struct blob_client_opts bo = {60000, 0, 0};
+	struct blob_client_opts bo = {
+		.timeout_ms = 60000,
+		.short_circuit_off = !strcmp(arg_val(argc, argv, "shortCircuit", "true"), "false")};
 	blob_client *bc;
 	chunk_writer *cw;
 	struct filer_chunk *c = NULL;

@@ -131,7 +131,7 @@ static void test_master_client(blob_client *bc)
 	size_t n = 0;
 	uint32_t vid;
 	blob_client *shortlived;
-	struct blob_client_opts so = {5000, 50, 1};
+	struct blob_client_opts so = {.timeout_ms = 5000, .location_ttl_ms = 50, .threads = 1};
 
 	is_int(blob_client_assign(bc, NULL, &a), WFS_OK, "assign");
 	ok(strchr(a.fid, ',') && strstr(a.url, "127.0.0.1:"), "fid %s at %s", a.fid, a.url);
@@ -676,7 +676,7 @@ int main(void)
 	struct master_opts mo;
 	wfs_err err;
 	blob_client *bc;
-	struct blob_client_opts bo = {5000, 0, 8};
+	struct blob_client_opts bo = {.timeout_ms = 5000, .threads = 8};
 
 	if (!mkdtemp(dir))
 		return 1;
