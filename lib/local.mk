@@ -24,6 +24,12 @@ lib_libweedfs_a_SOURCES = \
 	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
 
+# The short-circuit wire format and descriptor passing.
+check_PROGRAMS += tests/unit/test_sc_wire
+TESTS += tests/unit/test_sc_wire
+tests_unit_test_sc_wire_SOURCES = tests/unit/test_sc_wire.c tests/unit/tap.h
+tests_unit_test_sc_wire_LDADD = $(UNIT_LDADD)
+
 # The hash table.
 check_PROGRAMS += tests/unit/test_hashmap
 TESTS += tests/unit/test_hashmap

@@ -114,8 +114,8 @@ wfs_err sc_parse_answer(const char *line, size_t len, struct sc_answer *out)
 		out->err = WFS_OK;
 		return WFS_OK;
 	}
-	/* NO <name> <message>: the message is the rest of the line */
-	if (n >= 3 && !strcmp(f[0], "NO") && split(line, len, copy, f, 3) == 3) {
+	/* NO <name> <message>: the message is the rest of the line, spaces and all */
+	if (split(line, len, copy, f, 3) == 3 && !strcmp(f[0], "NO")) {
 		out->err = wfs_err_from_name(f[1]);
 		if (out->err == WFS_OK)
 			out->err = WFS_EIO; /* "NO OK" is no success */

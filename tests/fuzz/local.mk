@@ -6,4 +6,8 @@ noinst_PROGRAMS += tests/fuzz/fuzz_fid
 tests_fuzz_fuzz_fid_SOURCES = tests/fuzz/fuzz_fid.c
 tests_fuzz_fuzz_fid_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_fid_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+noinst_PROGRAMS += tests/fuzz/fuzz_sc_wire
+tests_fuzz_fuzz_sc_wire_SOURCES = tests/fuzz/fuzz_sc_wire.c
+tests_fuzz_fuzz_sc_wire_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_sc_wire_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif
