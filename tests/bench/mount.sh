@@ -29,6 +29,8 @@
 #              MD_SIZE=1024 WALK_FILES=10000 (100000 for a real run)
 #              MOUNT_OPTS="" (flags for weedfs-mount, e.g. -writebackCache=true: the
 #              mini's own mount is then replaced at once by one with these flags)
+#              MINI_OPTS="" (more flags for weedfs mini, e.g. -shortCircuit=false with
+#              MOUNT_OPTS=-shortCircuit=false: the remounted mount then reads over HTTP too)
 #              PHASES="seq rand fsync meta walk" BENCH_DIR=/tmp KEEP=1 (keep the temp dir)
 #              RESULTS=tests/bench/results/mount-<date>.txt
 set -euo pipefail
@@ -131,7 +133,7 @@ remount() {
 # ---- the cluster ---------------------------------------------------------------------
 mport=$(free_port); vport=$(free_port); fport=$(free_port)
 "$bdir/weedfs" mini -dir="$tmp/mini" -ip=127.0.0.1 -master.port="$mport" \
-	-volume.port="$vport" -filer.port="$fport" -s3=false -mount.dir="$mnt" -v=warn \
+	-volume.port="$vport" -filer.port="$fport" -s3=false -mount.dir="$mnt" -v=warn ${MINI_OPTS:-} \
 	>"$tmp/mini.log" 2>&1 &
 mini_pid=$!
 wait_mounted
@@ -321,7 +323,7 @@ fi
 
 summary=$(cat <<EOF2
 == weedfs mount benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) ($(nproc) cores, load $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end)
--- weedfs mini + weedfs-mount ${MOUNT_OPTS:-(default flags)} on 127.0.0.1 vs a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')); SIZE=$SIZE RUNTIME=${RUNTIME}s; m/l = mount/local
+-- weedfs mini ${MINI_OPTS:-} + weedfs-mount ${MOUNT_OPTS:-(default flags)} on 127.0.0.1 vs a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')); SIZE=$SIZE RUNTIME=${RUNTIME}s; m/l = mount/local
 $(cat "$out")
 mount process VmHWM over the runs above: ${run_hwm} kB (largest of the mount processes; a remount starts a new one)
 ${walk_line}

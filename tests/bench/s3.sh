@@ -36,6 +36,8 @@
 #              PHASES="small big mixed local" (mixed needs small's objects: without the
 #              small phase it PUTs them first, untimed)
 #              BENCH_DIR=/tmp KEEP=1 (keep the temp dir) RESULTS=tests/bench/results/s3-<date>.txt
+#              MINI_OPTS="" (more flags for weedfs mini, e.g. -shortCircuit=false: reads over
+#              loopback HTTP instead of the volume files)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -114,7 +116,7 @@ bucket=bench
 mport=$(free_port); vport=$(free_port); fport=$(free_port); sport=$(free_port)
 AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk S3_BUCKET=$bucket \
 	"$bdir/weedfs" mini -dir="$tmp/mini" -ip=127.0.0.1 -master.port="$mport" \
-	-volume.port="$vport" -filer.port="$fport" -s3.port="$sport" -v=warn \
+	-volume.port="$vport" -filer.port="$fport" -s3.port="$sport" -v=warn ${MINI_OPTS:-} \
 	>"$tmp/mini.log" 2>&1 &
 mini_pid=$!
 
@@ -297,7 +299,7 @@ fail_line="failed requests: none"
 
 summary=$(cat <<EOF2
 == weedfs S3 gateway benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) ($(nproc) cores, load $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end)
--- weedfs mini (master + volume + filer + S3 gateway, one process) on 127.0.0.1, driven by tests/bench/s3_load (libcurl, c=$C, SigV4 UNSIGNED-PAYLOAD), vs fio files in a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')), no fsync on either side; g/l = gateway/local
+-- weedfs mini ${MINI_OPTS:-} (master + volume + filer + S3 gateway, one process) on 127.0.0.1, driven by tests/bench/s3_load (libcurl, c=$C, SigV4 UNSIGNED-PAYLOAD), vs fio files in a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')), no fsync on either side; g/l = gateway/local
 $(cat "$out")
 $mixed_line
 $fail_line
