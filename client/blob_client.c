@@ -86,7 +86,7 @@ blob_client *blob_client_new(const char *master, const struct blob_client_opts *
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16, "wfs-blob-io");
 	bc->fetch = http_fetcher_new(FETCH_IDLE_MAX, FETCH_KEEP_MS);
 	if (!opts || !opts->short_circuit_off)
-		bc->sc = short_circuit_new();
+		bc->sc = short_circuit_new(MIN(bc->timeout_ms, 5000));
 	pthread_mutex_init(&bc->mu, NULL);
 	return bc;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include "bigbuf.h"
 #include "client/fid.h"
@@ -50,6 +51,7 @@ struct short_circuit {
 	struct sc_server *servers; /* protected by mu */
 	struct in6_addr addrs[ADDRS_MAX]; /* this host's addresses (IPv4 mapped), read once */
 	size_t naddrs;
+	struct timeval timeout; /* of one request on a connection */
 	atomic_uint_fast64_t reads, bytes, fallbacks, descriptors;
 };
 
@@ -60,10 +62,13 @@ static void addr_v4_mapped(const struct in_addr *a, struct in6_addr *out)
 	memcpy(out->s6_addr + 12, a, 4);
 }
 
-short_circuit *short_circuit_new(void)
+short_circuit *short_circuit_new(long timeout_ms)
 {
 	short_circuit *sc = xcalloc(1, sizeof(*sc));
 	struct ifaddrs *ifs = NULL;
+
+	sc->timeout.tv_sec = timeout_ms / 1000;
+	sc->timeout.tv_usec = (timeout_ms % 1000) * 1000;
 
 	pthread_mutex_init(&sc->mu, NULL);
 	if (getifaddrs(&ifs) == 0) {
@@ -205,6 +210,9 @@ static int connect_server(short_circuit *sc, const char *url)
 
 	if (s < 0)
 		return -1;
+	/* a stopped (SIGSTOP) or hung server: the read moves on to HTTP, then another replica */
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &sc->timeout, sizeof(sc->timeout));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &sc->timeout, sizeof(sc->timeout));
 	sc_socket_addr(url, &sa, &len);
 	if (connect(s, (struct sockaddr *)&sa, len) == 0)
 		return s;

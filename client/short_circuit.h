@@ -42,7 +42,8 @@ struct short_circuit_stats {
 	uint64_t descriptors; /* volume descriptors received */
 };
 
-short_circuit *short_circuit_new(void);
+/* timeout_ms bounds each request to a server (a stopped one, then HTTP is tried). */
+short_circuit *short_circuit_new(long timeout_ms);
 /* Closes every connection and descriptor. No read may be in progress. NULL does nothing. */
 void short_circuit_free(short_circuit *sc);
 
