@@ -30,6 +30,8 @@ struct volume {
 	atomic_bool read_only;
 	_Atomic uint64_t size_limit;
 	_Atomic uint64_t modified_sec;
+	_Atomic uint64_t last_append_ns; /* append time of the newest record */
+	atomic_bool disk_full;           /* an append hit ENOSPC/EDQUOT: read-only since */
 
 	/* superblock */
 	uint8_t version, rp_byte, ttl_bytes[2];
@@ -43,7 +45,7 @@ struct volume {
 	int dat_fd, idx_fd; /* protected by map_lock (swapped by commit) */
 	uint16_t revision;  /* protected by map_lock */
 	uint64_t dat_size;  /* written under write_lock + map_lock */
-	uint64_t idx_size;  /* protected by write_lock */
+	uint64_t idx_size;  /* written under write_lock + map_lock (a snapshot pairs it with dat_size) */
 	needle_map *map;    /* protected by map_lock */
 	struct vstats st;   /* protected by map_lock */
 
@@ -303,6 +305,61 @@ static void superblock_encode(const volume *v, uint16_t revision, uint8_t *p)
 
 /* ---- scanning the .dat ---- */
 
+/*
+ * Checks the needle record at off in fd, which must end by end: a sane
+ * header, the whole record present, its fields well formed and its data's
+ * CRC right (read 1 MiB at a time: big needles cost a bounded buffer). n's
+ * fields borrow b.
+ */
+static wfs_err check_record_at(int fd, uint64_t off, uint64_t end, buf *b, struct needle *n)
+{
+	uint8_t h[NEEDLE_HEADER_SIZE];
+	uint32_t cookie, size;
+	uint64_t key, len;
+
+	if (off + NEEDLE_HEADER_SIZE > end || pread_all(fd, h, sizeof(h), off))
+		return WFS_ECORRUPT;
+	needle_parse_header(h, &cookie, &key, &size);
+	if (key == 0 || size > NEEDLE_MAX_BODY)
+		return WFS_ECORRUPT;
+	len = needle_disk_size(size);
+	if (off + len > end)
+		return WFS_ECORRUPT;
+	if (size > 0)
+		return read_meta(fd, off, size, true, b, n);
+	buf_reset(b);
+	buf_reserve(b, len);
+	if (pread_all(fd, b->data, len, off))
+		return WFS_ECORRUPT;
+	return needle_decode((uint8_t *)b->data, len, true, n);
+}
+
+wfs_err volume_check_record_fd(int fd, uint64_t off, uint64_t end, uint64_t *key, uint32_t *size)
+{
+	buf b = BUF_INIT;
+	struct needle n;
+	wfs_err err = check_record_at(fd, off, end, &b, &n);
+	if (!err) {
+		*key = n.key;
+		*size = n.size;
+	}
+	buf_free(&b);
+	return err;
+}
+
+wfs_err needle_raw_check(const uint8_t *p, size_t len, struct needle *n)
+{
+	uint32_t cookie, size;
+	uint64_t key;
+
+	if (len < NEEDLE_HEADER_SIZE)
+		return WFS_ECORRUPT;
+	needle_parse_header(p, &cookie, &key, &size);
+	if (key == 0 || size > NEEDLE_MAX_BODY || len != needle_disk_size(size))
+		return WFS_ECORRUPT;
+	return needle_decode(p, len, true, n);
+}
+
 typedef void (*scan_fn)(volume *v, uint64_t off, const struct needle *n, void *arg);
 
 /*
@@ -312,31 +369,11 @@ typedef void (*scan_fn)(volume *v, uint64_t off, const struct needle *n, void *a
 static uint64_t scan_dat(volume *v, uint64_t off, scan_fn fn, void *arg)
 {
 	buf b = BUF_INIT;
-	uint8_t h[NEEDLE_HEADER_SIZE];
+	struct needle n;
 
-	while (off + NEEDLE_HEADER_SIZE <= v->dat_size) {
-		uint32_t cookie, size;
-		uint64_t key, len;
-		struct needle n;
-		if (pread_all(v->dat_fd, h, sizeof(h), off))
-			break;
-		needle_parse_header(h, &cookie, &key, &size);
-		if (key == 0 || size > NEEDLE_MAX_BODY)
-			break;
-		len = needle_disk_size(size);
-		if (off + len > v->dat_size)
-			break;
-		if (size == 0) {
-			buf_reset(&b);
-			buf_reserve(&b, len);
-			if (pread_all(v->dat_fd, b.data, len, off) ||
-			    needle_decode((uint8_t *)b.data, len, true, &n))
-				break;
-		} else if (read_meta(v->dat_fd, off, size, true, &b, &n)) {
-			break; /* data not in memory: big needles cost a bounded buffer */
-		}
+	while (!check_record_at(v->dat_fd, off, v->dat_size, &b, &n)) {
 		fn(v, off, &n, arg);
-		off += len;
+		off += needle_disk_size(n.size);
 	}
 	buf_free(&b);
 	return off;
@@ -555,7 +592,31 @@ static char *vpath(const char *dir, const char *collection, uint32_t id, const c
 	return xasprintf("%s/%" PRIu32 "%s", dir, id, ext);
 }
 
+char *volume_file_path(const char *dir, const char *collection, uint32_t id, const char *ext)
+{
+	return vpath(dir, collection, id, ext);
+}
+
 static bool file_exists(const char *p) { return access(p, F_OK) == 0; }
+
+/* Reads the append time of the record named by the last .idx entry (0 if none). */
+static void load_last_append(volume *v)
+{
+	uint8_t e[IDX_ENTRY_SIZE], t[8];
+	uint64_t key, off;
+	uint32_t uoff, size;
+
+	if (v->idx_size < IDX_ENTRY_SIZE ||
+	    pread_all(v->idx_fd, e, sizeof(e), v->idx_size - IDX_ENTRY_SIZE))
+		return;
+	idx_entry_decode(e, &key, &uoff, &size);
+	if (size == NEEDLE_TOMBSTONE)
+		size = 0;
+	off = (uint64_t)uoff * NEEDLE_ALIGN + NEEDLE_HEADER_SIZE + size + 4;
+	if (uoff && size <= NEEDLE_MAX_BODY && off + 8 <= v->dat_size &&
+	    !pread_all(v->dat_fd, t, sizeof(t), off))
+		atomic_store(&v->last_append_ns, get_be64(t));
+}
 
 static void volume_free(volume *v)
 {
@@ -698,6 +759,8 @@ wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
 	} else {
 		err = load(v);
 	}
+	if (!err)
+		load_last_append(v);
 out:
 	if (err) {
 		volume_free(v);
@@ -732,6 +795,8 @@ void volume_get_info(volume *v, struct volume_info *out)
 	ttl_from_bytes(v->ttl_bytes, &out->ttl);
 	out->version = v->version;
 	out->read_only = atomic_load(&v->read_only);
+	out->disk_full = atomic_load(&v->disk_full);
+	out->last_append_ns = atomic_load(&v->last_append_ns);
 	out->modified_at_sec = atomic_load(&v->modified_sec);
 	pthread_rwlock_rdlock(&v->map_lock);
 	out->compact_revision = v->revision;
@@ -847,6 +912,45 @@ static wfs_err check_existing(volume *v, const struct nm_entry *old, const struc
 	return WFS_OK;
 }
 
+/*
+ * A failed append: cuts both files back to their last good ends (a needle
+ * left without its .idx entry would come back at the next load) and, when
+ * the disk or the quota is full, turns the volume read-only, logged once: the
+ * heartbeat reports it and the master stops assigning to it. Caller holds
+ * write_lock.
+ */
+static void append_failed(volume *v, uint64_t dat_end, wfs_err err)
+{
+	if (ftruncate(v->dat_fd, (off_t)dat_end) < 0 || ftruncate(v->idx_fd, (off_t)v->idx_size) < 0)
+		log_error("volume %" PRIu32 ": cannot cut back a failed append: %s", v->id,
+			  strerror(errno));
+	if ((err == WFS_ENOSPC || err == WFS_EQUOTA) && !atomic_exchange(&v->disk_full, true)) {
+		atomic_store(&v->read_only, true);
+		log_error("volume %" PRIu32 ": %s is full (%s); the volume is read-only now",
+			  v->id, v->dir, wfs_strerror(err));
+	}
+}
+
+/*
+ * Records an append of a record of len bytes at off (size 0: a deletion) in
+ * the map and the statistics. Caller holds write_lock.
+ */
+static void appended(volume *v, uint64_t key, uint64_t off, uint32_t size, uint64_t len,
+		     uint64_t append_ns)
+{
+	pthread_rwlock_wrlock(&v->map_lock);
+	if (size)
+		apply_put(v->map, &v->st, key, (uint32_t)(off / NEEDLE_ALIGN), size);
+	else
+		apply_delete(v->map, &v->st, key, NULL);
+	v->dat_size = off + len;
+	v->idx_size += IDX_ENTRY_SIZE;
+	pthread_rwlock_unlock(&v->map_lock);
+	atomic_fetch_add(&v->appended, 1);
+	atomic_store(&v->modified_sec, append_ns / 1000000000u);
+	atomic_store(&v->last_append_ns, append_ns);
+}
+
 /* volume_write and volume_write_fd: the data is n->data, or fd's first data_size bytes. */
 static wfs_err write_needle(volume *v, struct needle *n, uint32_t crc, int fd, bool *unchanged)
 {
@@ -908,15 +1012,10 @@ static wfs_err write_needle(volume *v, struct needle *n, uint32_t crc, int fd, b
 	}
 	if (err) {
 		log_error("volume %" PRIu32 ": write failed: %s", v->id, wfs_strerror(err));
+		append_failed(v, off, err);
 		goto out;
 	}
-	pthread_rwlock_wrlock(&v->map_lock);
-	apply_put(v->map, &v->st, n->key, (uint32_t)(off / NEEDLE_ALIGN), n->size);
-	v->dat_size = off + enc.total;
-	pthread_rwlock_unlock(&v->map_lock);
-	v->idx_size += IDX_ENTRY_SIZE;
-	atomic_fetch_add(&v->appended, 1);
-	atomic_store(&v->modified_sec, n->append_ns / 1000000000u);
+	appended(v, n->key, off, n->size, enc.total, n->append_ns);
 out:
 	pthread_mutex_unlock(&v->write_lock);
 	needle_enc_free(&enc);
@@ -973,15 +1072,11 @@ wfs_err volume_delete(volume *v, uint64_t key, uint32_t cookie, uint64_t append_
 		idx_entry_encode(e, key, (uint32_t)(off / NEEDLE_ALIGN), NEEDLE_TOMBSTONE);
 		err = write_all(v->idx_fd, e, sizeof(e));
 	}
-	if (err)
+	if (err) {
+		append_failed(v, off, err);
 		goto out;
-	pthread_rwlock_wrlock(&v->map_lock);
-	apply_delete(v->map, &v->st, key, NULL);
-	v->dat_size = off + enc.total;
-	pthread_rwlock_unlock(&v->map_lock);
-	v->idx_size += IDX_ENTRY_SIZE;
-	atomic_fetch_add(&v->appended, 1);
-	atomic_store(&v->modified_sec, now / 1000000000u);
+	}
+	appended(v, key, off, 0, enc.total, now);
 	*size = old.size;
 out:
 	pthread_mutex_unlock(&v->write_lock);
@@ -1075,6 +1170,110 @@ wfs_err volume_read(volume *v, uint64_t key, uint32_t cookie, bool read_deleted,
 		    struct needle *n)
 {
 	return volume_read_ex(v, key, cookie, read_deleted, UINT64_MAX, storage, n, NULL);
+}
+
+wfs_err volume_snapshot(volume *v, bool fds, uint64_t key, struct volume_snapshot *s)
+{
+	struct nm_entry e;
+	wfs_err err = WFS_OK;
+
+	memset(s, 0, sizeof(*s));
+	s->dat_fd = s->idx_fd = -1;
+	pthread_rwlock_rdlock(&v->map_lock);
+	s->revision = v->revision;
+	s->dat_size = v->dat_size;
+	s->idx_size = v->idx_size;
+	s->data_start = v->data_start;
+	if (key && needle_map_get(v->map, key, &e) && e.offset) {
+		s->found = true;
+		s->deleted = (e.size & NM_DELETED) != 0;
+		s->off = (uint64_t)e.offset * NEEDLE_ALIGN;
+		s->size = e.size & ~NM_DELETED;
+	}
+	/* dups: the files stay readable as they are now even if a vacuum swaps them */
+	if (fds && ((s->dat_fd = fcntl(v->dat_fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+		    (s->idx_fd = fcntl(v->idx_fd, F_DUPFD_CLOEXEC, 0)) < 0))
+		err = wfs_err_from_errno(errno);
+	pthread_rwlock_unlock(&v->map_lock);
+	s->last_append_ns = atomic_load(&v->last_append_ns);
+	if (err)
+		volume_snapshot_close(s);
+	return err;
+}
+
+void volume_snapshot_close(struct volume_snapshot *s)
+{
+	if (s->dat_fd >= 0)
+		close(s->dat_fd);
+	if (s->idx_fd >= 0)
+		close(s->idx_fd);
+	s->dat_fd = s->idx_fd = -1;
+}
+
+/*
+ * True if the live needle e is the record rec (cookie, size and append time
+ * agree: the same write). Caller holds write_lock.
+ */
+static bool same_record(volume *v, const struct nm_entry *e, const struct needle *rec)
+{
+	uint64_t off = (uint64_t)e->offset * NEEDLE_ALIGN;
+	uint8_t h[NEEDLE_HEADER_SIZE], t[NEEDLE_TRAILER_SIZE];
+	uint32_t cookie, size;
+	uint64_t key;
+
+	if (e->size != rec->size || pread_all(v->dat_fd, h, sizeof(h), off) ||
+	    pread_all(v->dat_fd, t, sizeof(t), off + NEEDLE_HEADER_SIZE + e->size))
+		return false;
+	needle_parse_header(h, &cookie, &key, &size);
+	return cookie == rec->cookie && key == rec->key && get_be64(t + 4) == rec->append_ns;
+}
+
+wfs_err volume_append_raw(volume *v, const uint8_t *rec, size_t len, bool *unchanged)
+{
+	struct needle n;
+	struct nm_entry e;
+	struct iovec iov = {(void *)rec, len};
+	uint8_t ie[IDX_ENTRY_SIZE];
+	bool have, live;
+	uint64_t off;
+	wfs_err err;
+
+	*unchanged = false;
+	if (needle_raw_check(rec, len, &n))
+		return WFS_EINVAL;
+	if (atomic_load(&v->read_only))
+		return WFS_EREADONLY;
+	pthread_mutex_lock(&v->write_lock);
+	pthread_rwlock_rdlock(&v->map_lock);
+	have = needle_map_get(v->map, n.key, &e);
+	pthread_rwlock_unlock(&v->map_lock);
+	live = have && !(e.size & NM_DELETED);
+	/* a deletion of what is not here, or the very write already here: nothing to do */
+	if ((n.size == 0 && !live) || (n.size && live && same_record(v, &e, &n))) {
+		*unchanged = true;
+		err = WFS_OK;
+		goto out;
+	}
+	off = v->dat_size;
+	if ((off + len) / NEEDLE_ALIGN > UINT32_MAX) {
+		err = WFS_ENOSPC;
+		goto out;
+	}
+	err = pwritev_pieces(v->dat_fd, &iov, 1, off);
+	if (!err) {
+		idx_entry_encode(ie, n.key, (uint32_t)(off / NEEDLE_ALIGN),
+				 n.size ? n.size : NEEDLE_TOMBSTONE);
+		err = write_all(v->idx_fd, ie, sizeof(ie));
+	}
+	if (err) {
+		log_error("volume %" PRIu32 ": raw append failed: %s", v->id, wfs_strerror(err));
+		append_failed(v, off, err);
+		goto out;
+	}
+	appended(v, n.key, off, n.size, len, n.append_ns);
+out:
+	pthread_mutex_unlock(&v->write_lock);
+	return err;
 }
 
 double volume_garbage_ratio(volume *v)

@@ -67,6 +67,8 @@ struct volume_info {
 	uint64_t live_count;
 	uint64_t max_key;
 	bool read_only;
+	bool disk_full;           /* an append hit ENOSPC/EDQUOT and made it read-only */
+	uint64_t last_append_ns;  /* append time of the newest record (0: none) */
 	uint64_t modified_at_sec; /* last write (or file mtime at load) */
 	uint64_t appended;        /* append generation: 1 at open, +1 per write or delete */
 	uint64_t synced;          /* the generation volume_sync last made durable */
@@ -89,6 +91,8 @@ bool volume_collection_valid(const char *name);
  */
 wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
 		    const struct volume_create *create, volume **out);
+/* dir/[collection_]id<ext>, malloc'ed. */
+char *volume_file_path(const char *dir, const char *collection, uint32_t id, const char *ext);
 void volume_ref(volume *v);
 /* Drops a reference; the last one closes the files (and removes them after volume_destroy). */
 void volume_unref(volume *v);
@@ -171,6 +175,49 @@ struct needle_blob {
 wfs_err volume_read_ex(volume *v, uint64_t key, uint32_t cookie, bool read_deleted,
 		       uint64_t inline_max, buf *storage, struct needle *n,
 		       struct needle_blob *blob);
+
+/*
+ * A consistent view of the volume's files for copying them: their sizes now
+ * (every needle the .idx prefix names lies inside the .dat prefix, and every
+ * needle of the .dat prefix has its entry in the .idx prefix), the
+ * compaction revision, and with fds dups of both files that stay as they are
+ * across a vacuum. key (0: none) is looked up in the same instant: found,
+ * deleted (then off/size are of the needle it deleted) and its place.
+ */
+struct volume_snapshot {
+	uint16_t revision;
+	uint64_t dat_size, idx_size, data_start, last_append_ns;
+	int dat_fd, idx_fd; /* -1 unless fds; close with volume_snapshot_close */
+	bool found, deleted;
+	uint64_t off;  /* bytes */
+	uint32_t size; /* body size */
+};
+/* Takes the snapshot (never blocks on writers, only on a vacuum's swap). Any thread. */
+wfs_err volume_snapshot(volume *v, bool fds, uint64_t key, struct volume_snapshot *s);
+void volume_snapshot_close(struct volume_snapshot *s);
+
+/*
+ * Appends rec, one raw needle record as another replica stores it (header,
+ * body, CRC, append time, padding), byte for byte: id, cookie and times are
+ * kept. A deletion record (size 0) deletes the id. Checked first
+ * (needle_raw_check): WFS_EINVAL and nothing written when bad. *unchanged when
+ * there was nothing to do (the same write already live, or a deletion of an
+ * id not live). WFS_EREADONLY, WFS_ENOSPC, WFS_EIO. Any thread.
+ */
+wfs_err volume_append_raw(volume *v, const uint8_t *rec, size_t len, bool *unchanged);
+
+/*
+ * Checks one raw needle record of exactly len bytes: a header with a key,
+ * len matching its size, well-formed fields and the data's CRC. Fields of n
+ * borrow p. WFS_ECORRUPT when bad. Any thread.
+ */
+wfs_err needle_raw_check(const uint8_t *p, size_t len, struct needle *n);
+
+/*
+ * The same check for the record at off in fd, which must end by end; reads
+ * at most 1 MiB at a time. Sets *key and *size (body; 0 for a deletion). Any thread.
+ */
+wfs_err volume_check_record_fd(int fd, uint64_t off, uint64_t end, uint64_t *key, uint32_t *size);
 
 /* deleted bytes / size. */
 double volume_garbage_ratio(volume *v);

@@ -12,12 +12,15 @@
  */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "client/fid.h"
 #include "daemon.h"
 #include "flags.h"
@@ -167,8 +170,7 @@ static void handle_status(struct volume_server *vs, http_req *req)
 
 static void send_empty(http_req *req) { http_resp_send(req, 200, "{}", 2); }
 
-/* Parses ?volume=N; answers 400 and returns false when missing or malformed. */
-static bool query_vid(http_req *req, uint32_t *vid)
+bool vs_query_vid(http_req *req, uint32_t *vid)
 {
 	const char *s = http_req_query(req, "volume");
 	if (!s || !volume_id_parse(s, strlen(s), vid) || *vid == 0) {
@@ -220,7 +222,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		struct volume_create c = {0};
 		const char *coll = http_req_query(req, "collection");
 		const char *pre = http_req_query(req, "preallocate");
-		if (!query_vid(req, &vid))
+		if (!vs_query_vid(req, &vid))
 			return;
 		if (replica_placement_parse(http_req_query(req, "replication"), &c.rp) ||
 		    ttl_parse(http_req_query(req, "ttl"), &c.ttl) ||
@@ -251,7 +253,7 @@ static void handle_admin(struct volume_server *vs, http_req *req, const char *pa
 		send_empty(req);
 		return;
 	}
-	if (!query_vid(req, &vid))
+	if (!vs_query_vid(req, &vid))
 		return;
 	if (!strcmp(path, "/admin/volume/delete")) {
 		err = volume_store_delete_volume(vs->store, vid);
@@ -337,7 +339,8 @@ static void handler(http_req *req, void *ctx)
 			http_resp_error(req, 405, "method not allowed");
 			return;
 		}
-		handle_admin(vs, req, path);
+		if (!vs_handle_volume_admin(vs, req, path))
+			handle_admin(vs, req, path);
 		return;
 	}
 	vs_handle_needle(vs, req);
@@ -456,6 +459,45 @@ static size_t split_list(const char *s, char **out, size_t max)
 	return n;
 }
 
+/*
+ * Checks a -dir at start, as SeaweedFS does: it must be a directory this
+ * process can create files in (a probe file, since root passes every mode
+ * check but not a read-only mount). A missing one is created when its parent
+ * exists. Logs the directory and the reason when it is unusable.
+ */
+static wfs_err check_dir(const char *dir)
+{
+	struct stat st;
+	char *probe;
+	int fd, e;
+
+	if (stat(dir, &st) < 0) {
+		if (errno != ENOENT || mkdir(dir, 0755) < 0) {
+			e = errno;
+			log_error("-dir \"%s\" is unusable: %s%s", dir, strerror(e),
+				  e == ENOENT ? " (its parent directory does not exist)" : "");
+			return wfs_err_from_errno(e);
+		}
+		log_info("created -dir \"%s\"", dir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		log_error("-dir \"%s\" is unusable: not a directory", dir);
+		return WFS_ENOTDIR;
+	}
+	probe = xasprintf("%s/.weedfs-write-test.%ld", dir, (long)getpid());
+	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	e = errno;
+	if (fd >= 0) {
+		close(fd);
+		unlink(probe);
+	}
+	free(probe);
+	if (fd < 0) {
+		log_error("-dir \"%s\" is unusable: not writable: %s", dir, strerror(e));
+		return wfs_err_from_errno(e);
+	}
+	return WFS_OK;
+}
+
 struct volume_server *volume_server_start(const struct volume_server_opts *o, wfs_err *err)
 {
 	struct volume_server *vs = xcalloc(1, sizeof(*vs));
@@ -499,6 +541,9 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 		}
 		dirs[i].path = dir_s[i];
 		dirs[i].max = (int)m;
+		*err = check_dir(dir_s[i]);
+		if (*err)
+			goto fail;
 	}
 	*err = volume_store_open(dirs, nd, &vs->store);
 	if (*err)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "client/fid.h"
 #include "log.h"
 #include "volume_store.h"
@@ -110,6 +112,13 @@ static bool parse_name(const char *name, char *coll, size_t collsz, uint32_t *id
 	return true;
 }
 
+/* True if name ends with suffix. */
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+	return n > k && !strcmp(name + n - k, suffix);
+}
+
 static void load_dir(volume_store *s, int di)
 {
 	DIR *d = opendir(s->dirs[di].path);
@@ -121,6 +130,13 @@ static void load_dir(volume_store *s, int di)
 		uint32_t id;
 		volume *v;
 		wfs_err err;
+		if (ends_with(de->d_name, VOLUME_COPY_DAT) || ends_with(de->d_name, VOLUME_COPY_IDX)) {
+			/* a copy that was cut off: its volume was never loaded */
+			log_warn("removing %s/%s left by an unfinished volume copy", s->dirs[di].path,
+				 de->d_name);
+			unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
 		if (!parse_name(de->d_name, coll, sizeof(coll), &id))
 			continue;
 		if (find_slot(s, id) >= 0) {
@@ -193,10 +209,24 @@ volume *volume_store_get(volume_store *s, uint32_t vid)
 	return v;
 }
 
+/* The directory with the most free slots, or -1. Caller holds lock. */
+static int best_dir(const volume_store *s)
+{
+	int best = -1, best_free = 0;
+	for (size_t d = 0; d < s->ndirs; d++) {
+		int f = s->dirs[d].max - s->dirs[d].count;
+		if (f > best_free) {
+			best_free = f;
+			best = (int)d;
+		}
+	}
+	return best;
+}
+
 wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *collection,
 			    const struct volume_create *c)
 {
-	int best = -1, best_free = 0;
+	int best;
 	volume *v;
 	ssize_t i;
 	wfs_err err;
@@ -218,13 +248,7 @@ wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *co
 			      : WFS_OK;
 		goto out;
 	}
-	for (size_t d = 0; d < s->ndirs; d++) {
-		int f = s->dirs[d].max - s->dirs[d].count;
-		if (f > best_free) {
-			best_free = f;
-			best = (int)d;
-		}
-	}
+	best = best_dir(s);
 	if (best < 0) {
 		err = WFS_ENOSPC;
 		goto out;
@@ -235,6 +259,50 @@ wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *co
 	add_slot(s, vid, v, best);
 	log_info("created volume %" PRIu32 " collection \"%s\" in %s", vid, collection,
 		 s->dirs[best].path);
+out:
+	pthread_rwlock_unlock(&s->lock);
+	return err;
+}
+
+char *volume_store_pick_dir(volume_store *s)
+{
+	char *path = NULL;
+	int d;
+	pthread_rwlock_rdlock(&s->lock);
+	d = best_dir(s);
+	if (d >= 0)
+		path = xstrdup(s->dirs[d].path);
+	pthread_rwlock_unlock(&s->lock);
+	return path;
+}
+
+wfs_err volume_store_load_volume(volume_store *s, const char *dir, uint32_t vid,
+				 const char *collection, volume **out)
+{
+	ssize_t di = -1;
+	volume *v;
+	wfs_err err;
+
+	*out = NULL;
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t d = 0; d < s->ndirs; d++)
+		if (!strcmp(s->dirs[d].path, dir))
+			di = (ssize_t)d;
+	if (di < 0) {
+		err = WFS_EINVAL;
+		goto out;
+	}
+	if (find_slot(s, vid) >= 0) {
+		err = WFS_EEXIST;
+		goto out;
+	}
+	err = volume_open(dir, collection, vid, NULL, &v);
+	if (err)
+		goto out;
+	add_slot(s, vid, v, (int)di);
+	volume_ref(v);
+	*out = v;
+	log_info("loaded volume %" PRIu32 " collection \"%s\" in %s", vid, collection, dir);
 out:
 	pthread_rwlock_unlock(&s->lock);
 	return err;

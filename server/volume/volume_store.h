@@ -42,6 +42,19 @@ volume *volume_store_get(volume_store *s, uint32_t vid);
  */
 wfs_err volume_store_create_volume(volume_store *s, uint32_t vid, const char *collection,
 			    const struct volume_create *c);
+/* Suffixes of the files a volume copy is received into (removed at open: never loaded). */
+#define VOLUME_COPY_DAT ".dat.copying"
+#define VOLUME_COPY_IDX ".idx.copying"
+
+/* The directory with the most free volume slots (malloc'ed), or NULL when none is free. */
+char *volume_store_pick_dir(volume_store *s);
+/*
+ * Opens the volume whose files are in dir (one of the store's directories)
+ * and adds it; *out gets a reference the caller drops. WFS_EEXIST if vid is
+ * already there. Blocking (the volume's load).
+ */
+wfs_err volume_store_load_volume(volume_store *s, const char *dir, uint32_t vid,
+				 const char *collection, volume **out);
 /* Removes the volume and its files. WFS_ENOENT if unknown. */
 wfs_err volume_store_delete_volume(volume_store *s, uint32_t vid);
 /* Removes every volume of collection; returns how many. */

@@ -336,3 +336,22 @@ void vs_stream_needle(struct volume_server *vs, http_req *req, const struct need
 	http_resp_start(req, status, (int64_t)total);
 	pump(req, d);
 }
+
+void vs_stream_file(struct volume_server *vs, http_req *req, int fd, uint64_t off, uint64_t len,
+		    const char *ctype)
+{
+	struct download *d = xcalloc(1, sizeof(*d));
+	d->vs = vs;
+	d->req = req;
+	d->fd = fd;
+	d->data_off = off;
+	add_segment(d, 0, 0, len);
+	http_resp_header(req, "Content-Type", ctype);
+	if (http_req_method(req) == HTTP_HEAD) {
+		http_resp_send(req, 200, NULL, len);
+		download_free(d);
+		return;
+	}
+	http_resp_start(req, 200, (int64_t)len);
+	pump(req, d);
+}

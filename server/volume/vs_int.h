@@ -132,6 +132,22 @@ void vs_stream_needle(struct volume_server *vs, http_req *req, const struct need
 		      struct needle_blob *blob, const char *range_h, const char *ctype);
 
 /*
+ * Answers 200 with len bytes of fd from off, streamed as vs_stream_needle
+ * does (unchecked: the caller vouches for the range). Takes fd. Loop thread.
+ */
+void vs_stream_file(struct volume_server *vs, http_req *req, int fd, uint64_t off, uint64_t len,
+		    const char *ctype);
+
+/*
+ * The volume administration endpoints of vs_copy.c (/admin/volume/status,
+ * file, tail, needles, needle_raw, copy): true if path is one of them (then
+ * answered). Loop thread.
+ */
+bool vs_handle_volume_admin(struct volume_server *vs, http_req *req, const char *path);
+/* Parses ?volume=N; answers 400 and returns false when missing or malformed. Loop thread. */
+bool vs_query_vid(http_req *req, uint32_t *vid);
+
+/*
  * Starts serving short-circuit reads (vs_short_circuit.c) on the abstract
  * socket named after vs->self; NULL (logged) when it cannot listen. Control thread.
  */

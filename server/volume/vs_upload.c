@@ -263,6 +263,13 @@ static bool md5_final_matches(EVP_MD_CTX *ctx, const char *b64)
 
 static int write_status(wfs_err err) { return wfs_err_http_status(err); }
 
+/* A full disk turned the volume read-only (volume.c): the master hears it now, not a pulse later. */
+static void note_write_error(struct volume_server *vs, volume *v, wfs_err err)
+{
+	if ((err == WFS_ENOSPC || err == WFS_EQUOTA) && volume_read_only(v))
+		vs_heartbeat_now(vs);
+}
+
 static const char *write_error_text(wfs_err err)
 {
 	return err == WFS_EPERM ? "mismatching cookie" : wfs_strerror(err);
@@ -375,6 +382,7 @@ static void upload_whole(http_req *req, const char *data, size_t len, void *arg)
 	n.data_size = (uint32_t)body_len;
 	err = volume_write(v, &n, &unchanged);
 	if (err) {
+		note_write_error(vs, v, err);
 		http_resp_error(req, write_status(err), "write to volume %" PRIu32 ": %s", f.vid,
 				write_error_text(err));
 		goto out;
@@ -810,6 +818,7 @@ static void job_commit(void *arg)
 		err = volume_write(u->v, &n, &u->unchanged);
 		src.mem = (const char *)n.data;
 	}
+	note_write_error(u->vs, u->v, err);
 	if (!err && u->m.fsync)
 		err = volume_sync(u->v); /* an unchanged needle may be unsynced too */
 	u->job_err = err;
