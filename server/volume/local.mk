@@ -26,11 +26,14 @@ tests_unit_test_volume_large_SOURCES = tests/unit/test_volume_large.c tests/unit
 tests_unit_test_volume_large_LDADD = $(VOLUME_UNIT_LDADD)
 
 if ENABLE_FUZZ
-noinst_PROGRAMS += tests/fuzz/fuzz_needle tests/fuzz/fuzz_idx
+noinst_PROGRAMS += tests/fuzz/fuzz_needle tests/fuzz/fuzz_idx tests/fuzz/fuzz_needle_raw
 tests_fuzz_fuzz_needle_SOURCES = tests/fuzz/fuzz_needle.c
 tests_fuzz_fuzz_needle_LDADD = server/volume/libvolume.a $(FUZZ_LDADD)
 tests_fuzz_fuzz_needle_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 tests_fuzz_fuzz_idx_SOURCES = tests/fuzz/fuzz_idx.c
 tests_fuzz_fuzz_idx_LDADD = server/volume/libvolume.a $(FUZZ_LDADD)
 tests_fuzz_fuzz_idx_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+tests_fuzz_fuzz_needle_raw_SOURCES = tests/fuzz/fuzz_needle_raw.c
+tests_fuzz_fuzz_needle_raw_LDADD = server/volume/libvolume.a $(FUZZ_LDADD)
+tests_fuzz_fuzz_needle_raw_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif

@@ -179,6 +179,8 @@ def test_copy_with_writer(cluster):
     ans = r.json()
     assert ans["volume"] == 7 and ans["source"] == src.url and ans["readOnly"] is False
     assert ans["tailRounds"] >= 2 and ans["bytesCopied"] >= before["datSize"]
+    print("copy: %d bytes, %d tail rounds, %d writer needles" % (
+        ans["bytesCopied"], ans["tailRounds"], len(written)))
     st = status(dst, 7)
     assert st["datSize"] == ans["datSize"] and st["idxSize"] == ans["idxSize"]
     # the target's files are exactly a prefix of the source's
@@ -186,8 +188,9 @@ def test_copy_with_writer(cluster):
         t = (dst.dir / ("7." + ext)).read_bytes()
         assert t == (src.dir / ("7." + ext)).read_bytes()[:len(t)]
     check_target(dst, 7, want)
-    copied = {k: d for k, d in written.items()
-              if needles(dst, 7).get(k, {}).get("deleted") is False}
+    listed = needles(dst, 7)
+    copied = {k: d for k, d in written.items() if listed.get(k, {}).get("deleted") is False}
+    assert copied, "the writer's needles reach the target"
     check_target(dst, 7, copied)
     assert leftovers(dst) == []
     # the master hears of the new replica
