@@ -273,6 +273,17 @@ static void handle_tail(struct volume_server *vs, http_req *req, uint32_t vid)
 
 /* ---- needles ---- */
 
+/* Runs job j (malloc'ed, holding snapshot s) on the read pool, or answers 503 and frees it. */
+static void submit_read(struct volume_server *vs, http_req *req, pool_fn fn, void *j,
+			struct volume_snapshot *s)
+{
+	if (!vs_submit_read(vs, fn, j)) {
+		volume_snapshot_close(s);
+		free(j);
+		http_resp_error(req, 503, "server is stopping");
+	}
+}
+
 struct idx_rec {
 	uint64_t key;
 	uint32_t uoff, size;
@@ -401,11 +412,7 @@ static void handle_needles(struct volume_server *vs, http_req *req, uint32_t vid
 	volume_unref(v);
 	j->vs = vs;
 	j->req = req;
-	if (!vs_submit_read(vs, needles_run, j)) {
-		volume_snapshot_close(&j->s);
-		free(j);
-		http_resp_error(req, 503, "server is stopping");
-	}
+	submit_read(vs, req, needles_run, j, &j->s);
 }
 
 /* ---- needle_raw ---- */
@@ -494,19 +501,14 @@ static void handle_raw_get(struct volume_server *vs, http_req *req, uint32_t vid
 	j->req = req;
 	j->s = s;
 	j->key = key;
-	if (!vs_submit_read(vs, raw_get_run, j)) {
-		volume_snapshot_close(&j->s);
-		free(j);
-		http_resp_error(req, 503, "server is stopping");
-	}
+	submit_read(vs, req, raw_get_run, j, &j->s);
 }
 
 struct raw_put_job {
 	struct volume_server *vs;
 	http_req *req;
 	volume *v;
-	uint8_t *rec;
-	size_t len;
+	buf body; /* the record */
 	bool unchanged;
 	wfs_err err;
 };
@@ -525,48 +527,57 @@ static void raw_put_done(http_req *req, void *arg)
 		http_resp_send_json(req, 200, &b);
 		buf_free(&b);
 	}
-	free(j->rec);
+	buf_free(&j->body);
 	free(j);
 }
 
 static void raw_put_run(void *arg)
 {
 	struct raw_put_job *j = arg;
-	j->err = volume_append_raw(j->v, j->rec, j->len, &j->unchanged);
-	volume_unref(j->v);
+	j->err = volume_append_raw(j->v, (const uint8_t *)j->body.data, j->body.len,
+				   &j->unchanged);
 	if (!j->err && !j->unchanged)
 		log_debug("volume %" PRIu32 ": appended a raw record of %zu bytes", volume_id(j->v),
-			  j->len);
+			  j->body.len);
+	volume_unref(j->v);
 	http_req_defer(j->req, raw_put_done, j);
 }
 
-static void raw_put_body(http_req *req, const char *data, size_t len, void *arg)
+static bool raw_put_data(http_req *req, const char *data, size_t len, void *arg)
 {
 	struct raw_put_job *j = arg;
-	j->rec = xmalloc(len ? len : 1);
-	memcpy(j->rec, data, len);
-	j->len = len;
-	if (!vs_submit(j->vs, raw_put_run, j)) {
-		volume_unref(j->v);
-		free(j->rec);
-		free(j);
+	(void)req;
+	buf_append(&j->body, data, len);
+	return true;
+}
+
+/* The whole record is in (or the body failed: then it is answered here). Loop thread. */
+static void raw_put_end(http_req *req, wfs_err err, void *arg)
+{
+	struct raw_put_job *j = arg;
+	if (err || j->body.len == 0) {
+		if (err == WFS_ETOOBIG)
+			http_resp_error(req, 413, "a needle record over the upload limit");
+		else
+			http_resp_error(req, 400, err ? "body: %s" : "empty body: a needle record is needed",
+					wfs_strerror(err));
+	} else if (vs_submit(j->vs, raw_put_run, j)) {
+		return;
+	} else {
 		http_resp_error(req, 503, "server is stopping");
 	}
+	volume_unref(j->v);
+	buf_free(&j->body);
+	free(j);
 }
 
 static void handle_raw_put(struct volume_server *vs, http_req *req, uint32_t vid)
 {
 	struct raw_put_job *j;
 	volume *v = volume_store_get(vs->store, vid);
-	int64_t cl = http_req_content_length(req);
 
 	if (!v) {
 		http_resp_error(req, 404, "volume %" PRIu32 " not found", vid);
-		return;
-	}
-	if (cl == 0) {
-		volume_unref(v);
-		http_resp_error(req, 400, "empty body: a needle record is needed");
 		return;
 	}
 	j = xcalloc(1, sizeof(*j));
@@ -574,9 +585,9 @@ static void handle_raw_put(struct volume_server *vs, http_req *req, uint32_t vid
 	j->req = req;
 	j->v = v;
 	/* a record is its body plus at most 36 bytes of header, trailer and padding */
-	http_req_read_body(req, needle_disk_size((uint32_t)MIN(vs->file_size_limit + 65536,
-							      (uint64_t)NEEDLE_MAX_BODY)),
-			   raw_put_body, j);
+	http_req_stream_body(req, needle_disk_size((uint32_t)MIN(vs->file_size_limit + 65536,
+								(uint64_t)NEEDLE_MAX_BODY)),
+			     raw_put_data, raw_put_end, j);
 }
 
 /* ---- copy (target side) ---- */

@@ -303,6 +303,12 @@ def test_kill9_target_mid_copy(cluster):
     wait_until(lambda: admin(dst, "status", volume=8).json()
                .get("copy", {}).get("bytesCopied", 0) > 0, 30, "copy in progress")
     assert leftovers(dst) == ["8.dat.copying", "8.idx.copying"]
+    prog = admin(dst, "status", volume=8).json()["copy"]
+    assert prog["source"] == src.url and prog["bytesTotal"] == st["datSize"] + st["idxSize"]
+    assert prog["bytesCopied"] < prog["bytesTotal"]
+    # one copy of a volume at a time
+    r = admin(dst, "copy", "POST", volume=8, source=src.url)
+    assert r.status_code == 409, r.text
     dst.kill9()
     t.join(30)
     assert "e" in res or res["r"].status_code >= 500
