@@ -7,8 +7,11 @@
  *   the commit of a vacuum) and guards the file ends. map_lock (a
  *   writer-preferring rwlock) guards the map, the statistics and the file
  *   descriptors; a read holds it shared across its single pread so a vacuum
- *   commit can swap the files underneath safely. Lock order: vacuum_lock,
- *   then write_lock, then map_lock.
+ *   commit can swap the files underneath safely. The file ends move under
+ *   both locks, so a snapshot (volume_snapshot) reads a matching pair under
+ *   map_lock alone. Lock order: vacuum_lock, then write_lock, then map_lock.
+ * - A failed append is cut back off both files; ENOSPC or EDQUOT also makes
+ *   the volume read-only (disk_full), logged once.
  * - A write is pwritev() of the needle at the .dat end (in 1 MiB calls: see
  *   pwritev_pieces), then write() of the .idx entry, then the map update. No fsync by default: a
  * killed process loses nothing the kernel has, and load() repairs a torn tail after a crash.
@@ -114,7 +117,8 @@ void volume_set_size_limit(volume *v, uint64_t limit);
  * append_ns are filled in). If the same key already holds a needle with the
  * same cookie, data, name and mime, nothing is written and *unchanged is set.
  * An existing live needle with a different cookie refuses the write
- * (WFS_EPERM). WFS_EREADONLY, WFS_ENOSPC (size limit), WFS_EIO. The volume's
+ * (WFS_EPERM). WFS_EREADONLY, WFS_ENOSPC (size limit or disk full: the
+ * latter, like WFS_EQUOTA, makes the volume read-only), WFS_EIO. The volume's
  * TTL is applied when n has none. Any thread.
  */
 wfs_err volume_write(volume *v, struct needle *n, bool *unchanged);
