@@ -263,7 +263,7 @@ static bool md5_final_matches(EVP_MD_CTX *ctx, const char *b64)
 
 static int write_status(wfs_err err) { return wfs_err_http_status(err); }
 
-/* A full disk turned the volume read-only (volume.c): the master hears it now, not a pulse later. */
+/* A full disk made the volume read-only (volume.c): the master hears it now, not a pulse later. */
 static void note_write_error(struct volume_server *vs, volume *v, wfs_err err)
 {
 	if ((err == WFS_ENOSPC || err == WFS_EQUOTA) && volume_read_only(v))
