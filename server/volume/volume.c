@@ -924,6 +924,11 @@ static void append_failed(volume *v, uint64_t dat_end, wfs_err err)
 	if (ftruncate(v->dat_fd, (off_t)dat_end) < 0 || ftruncate(v->idx_fd, (off_t)v->idx_size) < 0)
 		log_error("volume %" PRIu32 ": cannot cut back a failed append: %s", v->id,
 			  strerror(errno));
+	volume_note_full(v, err);
+}
+
+void volume_note_full(volume *v, wfs_err err)
+{
 	if ((err == WFS_ENOSPC || err == WFS_EQUOTA) && !atomic_exchange(&v->disk_full, true)) {
 		atomic_store(&v->read_only, true);
 		log_error("volume %" PRIu32 ": %s is full (%s); the volume is read-only now",

@@ -109,6 +109,11 @@ const char *volume_dir(const volume *v);
 void volume_get_info(volume *v, struct volume_info *out);
 void volume_set_read_only(volume *v, bool ro);
 bool volume_read_only(volume *v);
+/*
+ * Turns the volume read-only when err (a failed write to its directory) says
+ * the disk or the quota is full (WFS_ENOSPC, WFS_EQUOTA); logged once. Any thread.
+ */
+void volume_note_full(volume *v, wfs_err err);
 /* The .dat size a write may not exceed (0 = unlimited). Any thread. */
 void volume_set_size_limit(volume *v, uint64_t limit);
 

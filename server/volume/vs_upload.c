@@ -263,7 +263,10 @@ static bool md5_final_matches(EVP_MD_CTX *ctx, const char *b64)
 
 static int write_status(wfs_err err) { return wfs_err_http_status(err); }
 
-/* A full disk made the volume read-only (volume.c): the master hears it now, not a pulse later. */
+/*
+ * A full disk made the volume read-only (volume.c; WFS_ENOSPC may also be its
+ * size limit, which does not): the master hears it now, not a pulse later.
+ */
 static void note_write_error(struct volume_server *vs, volume *v, wfs_err err)
 {
 	if ((err == WFS_ENOSPC || err == WFS_EQUOTA) && volume_read_only(v))
@@ -564,6 +567,11 @@ static wfs_err job_flush(struct upload *u)
 	if (!err && u->wbuf.len)
 		err = spill_write(u->sp, u->wbuf.data, u->wbuf.len);
 	buf_reset(&u->wbuf);
+	if (err) {
+		/* the spill file is on the volume's disk: full for it is full for the volume */
+		volume_note_full(u->v, err);
+		note_write_error(u->vs, u->v, err);
+	}
 	return err;
 }
 

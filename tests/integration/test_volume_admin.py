@@ -394,7 +394,8 @@ def small_fs(tmp_path):
     subprocess.run(["umount", "-l", str(d)], check=False)
 
 
-def test_disk_full_turns_volume_read_only(cluster, small_fs):
+@pytest.mark.parametrize("how", ["memory", "spilled"])
+def test_disk_full_turns_volume_read_only(cluster, small_fs, how):
     m = cluster.master(volume_size_limit_mb=64)
     full = cluster.volume(m, max_volumes=1, vdir=small_fs / "vol")
     try:
@@ -402,7 +403,11 @@ def test_disk_full_turns_volume_read_only(cluster, small_fs):
         for _ in range(100):
             a = assign(m)
             vid = int(a["fid"].split(",")[0])
-            r = upload(a["url"], a["fid"], os.urandom(512 << 10))
+            if how == "memory":
+                r = upload(a["url"], a["fid"], os.urandom(512 << 10))
+            else:  # a chunked body goes through a spill file in the volume's directory
+                r = requests.put("http://%s/%s" % (a["url"], a["fid"]),
+                                 data=iter([os.urandom(1 << 20)]), timeout=30)
             if r.status_code != 201:
                 break
         assert r.status_code == 507, r.text
