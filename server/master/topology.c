@@ -746,6 +746,17 @@ static void sum_slots(const topology *t, uint64_t now_ns, const char *dc, const 
 	}
 }
 
+void topology_counts(topology *t, uint64_t now_ns, struct topo_counts *c)
+{
+	pthread_rwlock_rdlock(&t->lock);
+	sum_slots(t, now_ns, NULL, NULL, &c->max_slots, &c->free_slots);
+	c->nodes = 0;
+	for (size_t i = 0; i < t->nnodes; i++)
+		c->nodes += node_alive(t, t->nodes[i], now_ns);
+	c->volumes = (int64_t)t->volumes.count;
+	pthread_rwlock_unlock(&t->lock);
+}
+
 static void write_slots(const topology *t, json_w *w, uint64_t now_ns, const char *dc,
 			const char *rack)
 {
