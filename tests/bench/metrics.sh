@@ -8,8 +8,9 @@
 # Prints the write and read requests/s of each. A benchmark, not a pass/fail test.
 #
 # Usage: tests/bench/metrics.sh [path/to/weedfs]
-# Environment: N=20000 C=16 SIZE=1024 (weedfs benchmark -n -c -size), KEEP=1 keeps the
-# temp dir (logs).
+# Environment: N=20000 C=16 SIZE=1024 (weedfs benchmark -n -c -size), ROUNDS=1 (the three
+# runs, interleaved, this many times: on a shared machine the spread between rounds is
+# the noise to compare the differences with), KEEP=1 keeps the temp dir (logs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +19,7 @@ weedfs=${1:-$top/build/weedfs}
 N=${N:-20000}
 C=${C:-16}
 SIZE=${SIZE:-1024}
+ROUNDS=${ROUNDS:-1}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weedfs-metrics-bench.XXXXXX")
 pids=()
 
@@ -41,7 +43,7 @@ wait_http() {
 
 # run NAME VOLUME_METRICS(0/1) SCRAPE(0/1): prints "NAME write_rps read_rps"
 run() {
-	local name=$1 vm=$2 scrape=$3 d=$tmp/$1 mport vport mmport vmport vextra=() sp=
+	local name=$1 vm=$2 scrape=$3 d=$tmp/$1.$4 mport vport mmport vmport vextra=() sp=
 	mkdir -p "$d/m" "$d/v"
 	mport=$(free_port) vport=$(free_port) mmport=$(free_port) vmport=$(free_port)
 	[ "$vm" = 1 ] && vextra=(-metricsPort="$vmport")
@@ -79,6 +81,8 @@ run() {
 
 printf "%-7s %12s %12s   (weedfs benchmark -n=%s -c=%s -size=%s)\n" run write_req/s \
 	read_req/s "$N" "$C" "$SIZE"
-run off 0 0
-run on 1 0
-run scrape 1 1
+for r in $(seq 1 "$ROUNDS"); do
+	run off 0 0 "$r"
+	run on 1 0 "$r"
+	run scrape 1 1 "$r"
+done
