@@ -22,6 +22,7 @@
 #include "filer/filer.h"
 #include "s3/s3_server.h"
 #include "log.h"
+#include "metrics.h"
 #include "server/master/master.h"
 #include "mini.h"
 #include "util.h"
@@ -163,6 +164,23 @@ static const char mini_summary[] =
 	"for development, tests and small deployments. Master metadata goes to\n"
 	"DIR/master, volumes to DIR/volume and the filer's SQLite store to DIR/filer.";
 
+/* The components' addresses, for the status page of -metricsPort (set before it starts). */
+struct mini_status {
+	char master[300], volume[300], filer[300], s3[300];
+};
+
+static void mini_page(buf *out, bool json, void *ctx)
+{
+	const struct mini_status *st = ctx;
+	const struct metrics_status_item items[] = {
+		{"Master", st->master},
+		{"Volume", st->volume},
+		{"Filer", st->filer},
+		{"S3", st->s3},
+	};
+	metrics_status_write(out, json, "mini", items, ARRAY_LEN(items), NULL, 0);
+}
+
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
@@ -171,8 +189,10 @@ int mini_main(int argc, char **argv)
 	pid_t mount_pid = 0;
 	bool s3_on = true, short_circuit = true;
 	int mport = 9333, vport = 8080, fport = 8888, volume_max = 0, pulse = 5, max_mb = 4;
-	int iceberg_port = 8181, lance_port = 9101;
+	int iceberg_port = 8181, lance_port = 9101, metrics_port = 0;
 	long long size_limit_mb = 30000;
+	struct mini_status st;
+	metrics_server *ms = NULL;
 	const struct flag flags[] = {
 		{"dir", FLAG_STRING, &dir, "data directory (required)"},
 		{"ip", FLAG_STRING, &ip, "address to bind and advertise"},
@@ -203,6 +223,8 @@ int mini_main(int argc, char **argv)
 		 "Lance Namespace REST catalog port beside S3, 0: none"},
 		{"shortCircuit", FLAG_BOOL, &short_circuit,
 		 "readers (filer, S3, the mount) take blobs straight from the volume files"},
+		{"metricsPort", FLAG_INT, &metrics_port,
+		 "serve /metrics of every component and a status page on this port (0 = none)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;
@@ -224,6 +246,7 @@ int mini_main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	rc = 1;
+	memset(&st, 0, sizeof(st));
 	so.short_circuit = short_circuit;
 	if (!dir || !*dir) {
 		fprintf(stderr, "weedfs mini: -dir is required (see weedfs mini -h)\n");
@@ -237,6 +260,11 @@ int mini_main(int argc, char **argv)
 		log_error("could not create data directories under \"%s\"", dir);
 		goto out;
 	}
+	if (!metrics_port_valid(metrics_port) ||
+	    (metrics_port && !metrics_port_probe(ip, metrics_port)))
+		goto out;
+	if (metrics_port)
+		metrics_enable(); /* the components count their requests from the start */
 	daemon_block_stop_signals(&stop);
 
 	master_opts_default(&mo);
@@ -298,6 +326,13 @@ int mini_main(int argc, char **argv)
 				 sizeof(catalog_url) - strlen(catalog_url),
 				 "Lance namespace http://%s:%d, ", ip, catalog_lance_port(cat));
 	}
+	snprintf(st.master, sizeof(st.master), "%s:%d", ip, master_port(m));
+	snprintf(st.volume, sizeof(st.volume), "%s:%d", ip, volume_server_port(vs));
+	snprintf(st.filer, sizeof(st.filer), "%s:%d", ip, filer_port(fl));
+	if (gw)
+		snprintf(st.s3, sizeof(st.s3), "%s", mini_s3_url(ip, s3_port(gw)));
+	if (metrics_port && !(ms = metrics_server_start(ip, metrics_port, mini_page, &st, &err)))
+		goto out;
 	log_info("mini ready: master http://%s:%d, volume server http://%s:%d, "
 		 "filer http://%s:%d, %s%s%s%sdata in %s",
 		 ip, master_port(m), ip, volume_server_port(vs), ip, filer_port(fl),
@@ -314,6 +349,7 @@ int mini_main(int argc, char **argv)
 out:
 	/* the mount first: it commits its dirty data through the filer */
 	mount_stop(mount_pid);
+	metrics_server_stop(ms);
 	catalog_stop(cat);
 	s3_stop(gw);
 	/* The filer first (it uses both), then the volume server, so its last heartbeat

@@ -57,6 +57,8 @@ int s3_main(int argc, char **argv)
 		 "Lance Namespace REST catalog port, 0: none"},
 		{"iceberg.s3Endpoint", FLAG_STRING, &s3_endpoint,
 		 "the S3 endpoint the catalogs give clients (default http://<ip>:<port>)"},
+		{"metricsPort", FLAG_INT, &o.metrics_port,
+		 "serve /metrics and the status page on this port (0 = none)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

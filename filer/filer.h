@@ -27,6 +27,7 @@ struct filer_opts {
 	int lock_grace_seconds;          /* -lockGraceSeconds: after a start, only locks held
 					    before are granted (their mounts reclaim them) */
 	bool short_circuit;              /* -shortCircuit: local volume servers' files (default) */
+	int metrics_port;                /* -metricsPort: /metrics and status there; 0 = none */
 };
 
 struct filer;

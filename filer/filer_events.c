@@ -99,6 +99,15 @@ void filer_events_stop(struct filer *f)
 	pthread_mutex_unlock(&ev->mu);
 }
 
+int filer_events_subscribers(struct filer_events *ev)
+{
+	int n;
+	pthread_mutex_lock(&ev->mu);
+	n = ev->running;
+	pthread_mutex_unlock(&ev->mu);
+	return n;
+}
+
 void filer_events_free(struct filer_events *ev)
 {
 	if (!ev)

@@ -82,6 +82,9 @@ struct filer {
 	struct filer_locks *locks;   /* filer_lock.c: the lock ops' table (thread-safe) */
 	struct filer_reclaim *reclaim; /* filer_reclaim.c: dead mounts' hidden files */
 	bool local_store;            /* SQLite: lookups and simple changes run on the loop thread */
+	char *master;                         /* -master, for the status page */
+	struct metrics_server *metrics;       /* -metricsPort; NULL: none */
+	struct metric_collector *collector;   /* scrape-time gauges; NULL: metrics off */
 };
 
 struct filer_evs;
@@ -275,6 +278,8 @@ struct filer_events *filer_events_new(void);
 void filer_events_stop(struct filer *f);
 /* Frees ev after filer_events_stop and the live-list drops. NULL does nothing. */
 void filer_events_free(struct filer_events *ev);
+/* Event-stream subscribers now (metrics). Any thread. */
+int filer_events_subscribers(struct filer_events *ev);
 /* Serves GET /.meta/subscribe (validates, then streams until the client leaves). Loop thread. */
 void filer_handle_subscribe(struct filer *f, http_req *req);
 

@@ -23,6 +23,7 @@
 #include "filer/metalog.h"
 #include "flags.h"
 #include "log.h"
+#include "metrics.h"
 #include "util.h"
 
 /* Every query parameter the API knows; anything else is refused with 400. */
@@ -127,6 +128,20 @@ static bool param_known(const char *name)
 	return false;
 }
 
+/* The metrics' route label: fixed endpoints, else the API family; file paths are "path". */
+static const char *filer_route(const char *raw)
+{
+	static const char *const routes[] = {"/healthz", "/readyz", "/.meta/subscribe", NULL};
+	const char *r = http_route_of(routes, raw);
+	if (strcmp(r, "other"))
+		return r;
+	if (!strncmp(raw, "/.tus", 5) && (!raw[5] || raw[5] == '/'))
+		return "/.tus";
+	if (!strncmp(raw, "/.api/", 6))
+		return "/.api";
+	return "path";
+}
+
 static void handler(http_req *req, void *ctx)
 {
 	struct filer *f = ctx;
@@ -136,6 +151,7 @@ static void handler(http_req *req, void *ctx)
 	char *path = NULL;
 	bool trailing;
 
+	http_req_set_route(req, filer_route(raw));
 	http_resp_header(req, "Access-Control-Allow-Origin", "*");
 	if (!strcmp(raw, "/healthz") || !strcmp(raw, "/readyz")) {
 		http_resp_send(req, 200, "OK", 2);
@@ -221,6 +237,43 @@ static void handler(http_req *req, void *ctx)
 	}
 out:
 	free(path);
+}
+
+/* ---- metrics ---- */
+
+static void filer_collect(metric_emit *e, void *ctx)
+{
+	struct filer *f = ctx;
+	metric_emit_sample(e, "weedfs_filer_subscribers", "Event-stream (/.meta/subscribe) clients.",
+			   METRIC_GAUGE, (double)filer_events_subscribers(f->events), NULL);
+}
+
+static void filer_page(buf *out, bool json, void *ctx)
+{
+	struct filer *f = ctx;
+	char subs[16];
+	snprintf(subs, sizeof(subs), "%d", filer_events_subscribers(f->events));
+	const struct metrics_status_item items[] = {
+		{"Url", f->self},
+		{"Store", filer_store_name(f->store)},
+		{"Master", f->master},
+		{"Subscribers", subs},
+	};
+	const char *peers[] = {f->master};
+	metrics_status_write(out, json, "filer", items, ARRAY_LEN(items), peers, 1);
+}
+
+static bool filer_metrics_start(struct filer *f, int port, wfs_err *err)
+{
+	if (!metrics_port_valid(port)) {
+		*err = WFS_EINVAL;
+		return false;
+	}
+	if (port && !(f->metrics = metrics_server_start(f->ip, port, filer_page, f, err)))
+		return false;
+	if (metrics_enabled())
+		f->collector = metrics_collector_add(filer_collect, f);
+	return true;
 }
 
 /* ---- life cycle ---- */
@@ -310,6 +363,7 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		*err = WFS_EINVAL;
 		goto fail;
 	}
+	f->master = xstrdup(o->master);
 	*err = open_store(o, &f->store);
 	f->local_store = !strcmp(o->store, "sqlite");
 	if (!*err)
@@ -332,6 +386,9 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 	/* a full path percent-encoded (3 bytes a byte at worst) and its query */
 	ho.max_uri_bytes = 3 * (size_t)FILER_PATH_MAX + 8192;
 	ho.max_header_bytes = ho.max_uri_bytes + 64 * 1024;
+	if (!filer_metrics_start(f, o->metrics_port, err))
+		goto fail;
+	ho.metrics_prefix = metrics_enabled() ? "weedfs_filer" : NULL;
 	f->http = http_server_new(&ho, handler, f, err);
 	if (!f->http)
 		goto fail;
@@ -371,6 +428,8 @@ void filer_stop(struct filer *f)
 	pthread_rwlock_unlock(&f->pool_lock);
 	pool_free(mp);
 	pool_free(iop);
+	metrics_server_stop(f->metrics);
+	metrics_collector_remove(f->collector);
 	http_server_free(f->http);
 	/* requests the server dropped mid-stream: nothing can touch them any more */
 	while (f->live.next != &f->live) {
@@ -392,6 +451,7 @@ void filer_stop(struct filer *f)
 	free(f->ip);
 	free(f->collection);
 	free(f->replication);
+	free(f->master);
 	free(f);
 	log_info("filer stopped");
 }
@@ -429,6 +489,8 @@ int filer_main(int argc, char **argv)
 		{"lockGraceSeconds", FLAG_INT, &o.lock_grace_seconds,
 		 "after a start, grant only the locks mounts held before (they reclaim them) for "
 		 "this long; longer than the mounts' lock lease"},
+		{"metricsPort", FLAG_INT, &o.metrics_port,
+		 "serve /metrics and the status page on this port (0 = none)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

@@ -18,6 +18,7 @@
 #include "filer/store.h"
 #include "utf8.h"
 #include "filer/store_impl.h"
+#include "metrics.h"
 #include "util.h"
 
 #define INODE_BLOCK 1024
@@ -32,6 +33,29 @@ uint64_t filer_store_dir_hash(const char *dir)
 }
 
 void filer_store_set_hash_for_testing(uint64_t (*fn)(const char *dir)) { hash_hook = fn; }
+
+/* Store operation latency and failures in the process's metrics. */
+static metric *m_store_seconds, *m_store_errors;
+static pthread_once_t store_metrics_once = PTHREAD_ONCE_INIT;
+
+static void store_metrics_init(void)
+{
+	m_store_seconds = metric_histogram("weedfs_filer_store_duration_seconds",
+					   "Filer store operation latency.", "op", NULL, 0);
+	m_store_errors = metric_counter("weedfs_filer_store_errors_total",
+					"Filer store operations that failed (not-found excluded).",
+					"op");
+}
+
+/* Records one operation that started at t0 (time_mono_ns) and returns its result. */
+static wfs_err store_observed(const char *op, uint64_t t0, wfs_err err)
+{
+	pthread_once(&store_metrics_once, store_metrics_init);
+	metric_observe(metric_at(m_store_seconds, op), (double)(time_mono_ns() - t0) / 1e9);
+	if (err && err != WFS_ENOENT && err != WFS_EEXIST)
+		metric_inc(metric_at(m_store_errors, op));
+	return err;
+}
 
 static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
@@ -177,11 +201,12 @@ static wfs_err commit_with_events(struct filer_tx *tx, struct filer_pending_even
 
 wfs_err filer_store_commit(struct filer_tx *tx)
 {
+	uint64_t t0 = time_mono_ns();
 	size_t n;
 	struct filer_pending_event *p = pending_take(tx, &n);
 	wfs_err err = n ? commit_with_events(tx, p, n) : tx->store->ops->commit(tx);
 	pending_free(p, n);
-	return err;
+	return store_observed("commit", t0, err);
 }
 
 void filer_store_tx_durable(struct filer_tx *tx) { tx->durable = true; }
@@ -300,29 +325,33 @@ static wfs_err put_entry(struct filer_store *s, struct filer_tx *tx, struct file
 
 wfs_err filer_store_insert(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e)
 {
-	return put_entry(s, tx, e, true);
+	uint64_t t0 = time_mono_ns();
+	return store_observed("insert", t0, put_entry(s, tx, e, true));
 }
 
 wfs_err filer_store_update(struct filer_store *s, struct filer_tx *tx, struct filer_entry *e)
 {
-	return put_entry(s, tx, e, false);
+	uint64_t t0 = time_mono_ns();
+	return store_observed("update", t0, put_entry(s, tx, e, false));
 }
 
 wfs_err filer_store_find(struct filer_store *s, struct filer_tx *tx, const char *dir,
 			 const char *name, struct filer_entry **out)
 {
 	*out = NULL;
+	uint64_t t0 = time_mono_ns();
 	if (!tx_matches(s, tx) || !dir_ok(dir) || !name_ok(dir, name))
 		return WFS_EINVAL;
-	return s->ops->find(s, tx, dir, name, out);
+	return store_observed("find", t0, s->ops->find(s, tx, dir, name, out));
 }
 
 wfs_err filer_store_delete(struct filer_store *s, struct filer_tx *tx, const char *dir,
 			   const char *name)
 {
+	uint64_t t0 = time_mono_ns();
 	if (!tx_matches(s, tx) || !dir_ok(dir) || !name_ok(dir, name))
 		return WFS_EINVAL;
-	return s->ops->del(s, tx, dir, name);
+	return store_observed("delete", t0, s->ops->del(s, tx, dir, name));
 }
 
 wfs_err filer_store_delete_children(struct filer_store *s, struct filer_tx *tx, const char *dir,
@@ -432,7 +461,9 @@ wfs_err filer_store_list(struct filer_store *s, struct filer_tx *tx, const char 
 	} else {
 		prefix = NULL;
 	}
-	err = s->ops->list(s, tx, dir, lo, lo_incl, hi, prefix, limit, fn, ctx, &got);
+	uint64_t t0 = time_mono_ns();
+	err = store_observed("list", t0,
+			     s->ops->list(s, tx, dir, lo, lo_incl, hi, prefix, limit, fn, ctx, &got));
 	free(hi);
 	if (count)
 		*count = got;

@@ -55,6 +55,7 @@
 #include "http_util.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "util.h"
 
 _Static_assert((int)HTTP_GET == HP_GET && (int)HTTP_HEAD == HP_HEAD && (int)HTTP_POST == HP_POST &&
@@ -120,6 +121,8 @@ struct http_server {
 	int nloops;
 	struct loop *loops;
 	atomic_int nconns;
+	/* opts.metrics_prefix's families, or NULL */
+	metric *m_requests, *m_seconds, *m_in, *m_out;
 };
 
 enum req_state { RS_HANDLER, RS_BODY, RS_BODY_DONE };
@@ -163,6 +166,12 @@ struct http_req {
 	buf out; /* scratch for building a head */
 	http_drain_fn drain_fn;
 	void *drain_arg;
+
+	/* metrics of the current request */
+	const char *route;
+	uint64_t start_ns;
+	int status;
+	uint64_t bytes_in, bytes_out;
 };
 
 static void conn_process(conn *c);
@@ -475,6 +484,7 @@ static void resp_build_head(conn *c, int status, int64_t clen)
 		c->resp_until_close = true;
 		keep = false;
 	}
+	c->status = status;
 	buf_reset(h);
 	buf_append(h, "HTTP/1.1 ", 9);
 	buf_add_u64(h, (uint64_t)(status > 0 && status < 1000 ? status : 500));
@@ -546,6 +556,7 @@ void http_resp_send(http_req *c, int status, const void *body, size_t len)
 			if (!c->resp_head_only && len)
 				evbuffer_add(out, body, len);
 		}
+		c->bytes_out += c->out.len + (c->resp_head_only || len <= 4096 ? 0 : len);
 	}
 	resp_finish(c);
 }
@@ -599,6 +610,7 @@ void http_resp_start(http_req *c, int status, int64_t content_length)
 	out = conn_out(c);
 	if (out) {
 		evbuffer_add(out, c->out.data, c->out.len);
+		c->bytes_out += c->out.len;
 		conn_kick(c);
 	}
 }
@@ -625,6 +637,7 @@ bool http_resp_write(http_req *c, const void *data, size_t len)
 	} else {
 		evbuffer_add(out, data, len);
 	}
+	c->bytes_out += len;
 	conn_kick(c);
 	return evbuffer_get_length(out) < OUT_HIGH;
 }
@@ -646,6 +659,7 @@ bool http_resp_write_take(http_req *c, void *data, size_t len)
 	}
 	c->resp_remaining -= (int64_t)len;
 	evbuffer_add_reference(out, data, len, take_cleanup, NULL);
+	c->bytes_out += len;
 	conn_kick(c);
 	return evbuffer_get_length(out) < OUT_HIGH;
 }
@@ -825,6 +839,16 @@ struct event_base *http_req_event_base(const http_req *c) { return c->l->base; }
 
 void **http_req_loop_data(http_req *c) { return &c->l->data; }
 
+void http_req_set_route(http_req *c, const char *route) { c->route = route; }
+
+const char *http_route_of(const char *const *routes, const char *path)
+{
+	for (; *routes; routes++)
+		if (!strcmp(*routes, path))
+			return *routes;
+	return "other";
+}
+
 void http_req_defer(http_req *c, http_defer_fn fn, void *arg)
 {
 	struct defer_item *d = xmalloc(sizeof(*d));
@@ -850,6 +874,7 @@ static enum hp_event conn_feed(conn *c)
 		for (int i = 0; i < n && i < 8; i++) {
 			size_t k = http_parse_feed(&c->hp, v[i].iov_base, v[i].iov_len, &ev);
 			used += k;
+			c->bytes_in += k;
 			if (ev != HP_EV_NEED_MORE)
 				break;
 		}
@@ -873,6 +898,7 @@ static void conn_head_error(conn *c, int status)
 			  : status == 417 ? "expectation failed"
 					  : "bad request";
 	/* Reuse the response path with a synthetic active request. */
+	c->start_ns = time_mono_ns();
 	c->req_active = true;
 	c->rstate = RS_HANDLER;
 	c->eof = true; /* forces "Connection: close" */
@@ -899,6 +925,9 @@ static void req_reset(conn *c)
 	c->resp_remaining = -1;
 	c->drain_fn = NULL;
 	c->drain_arg = NULL;
+	c->route = NULL;
+	c->status = 0;
+	c->bytes_in = c->bytes_out = 0;
 	buf_reset(&c->resp_hdrs);
 	if (c->body.cap > BODY_KEEP)
 		buf_free(&c->body);
@@ -906,10 +935,31 @@ static void req_reset(conn *c)
 		buf_reset(&c->body);
 }
 
+static const char *const method_names[] = {"GET",    "HEAD",    "POST",  "PUT",
+					   "DELETE", "OPTIONS", "PATCH", "OTHER"};
+
+/* Counts the finished request in the server's metrics; a dropped one (no answer) too, as 0. */
+static void conn_record(conn *c)
+{
+	http_server *s = c->l->s;
+	const char *method = method_names[c->hp.method <= HP_OTHER ? c->hp.method : HP_OTHER];
+	const char *route = c->route ? c->route : "other";
+	char code[8];
+
+	snprintf(code, sizeof(code), "%d", c->status);
+	metric_inc(metric_at(s->m_requests, method, route, code));
+	metric_observe(metric_at(s->m_seconds, method, route),
+		       (double)(time_mono_ns() - c->start_ns) / 1e9);
+	metric_add(metric_at(s->m_in, route), c->bytes_in);
+	metric_add(metric_at(s->m_out, route), c->bytes_out);
+}
+
 /* The response has ended: keep the connection for the next request, or close it. */
 static void conn_finish_req(conn *c)
 {
 	bool keep = c->bev && !c->resp_close && c->hp.msg_done && !c->closing;
+	if (c->l->s->m_requests)
+		conn_record(c);
 	req_reset(c);
 	if (!keep) {
 		conn_close_after_flush(c);
@@ -965,6 +1015,8 @@ static void conn_process(conn *c)
 				continue;
 			}
 			if (ev == HP_EV_HEAD) {
+				if (c->l->s->m_requests)
+					c->start_ns = time_mono_ns();
 				c->req_active = true;
 				c->rstate = RS_HANDLER;
 				c->l->s->handler(c, c->l->s->ctx);
@@ -1261,6 +1313,21 @@ static void loop_destroy(struct loop *l)
 	pthread_mutex_destroy(&l->lock);
 }
 
+static void http_metrics_register(http_server *s, const char *prefix)
+{
+	char name[128];
+	snprintf(name, sizeof(name), "%s_http_requests_total", prefix);
+	s->m_requests = metric_counter(name, "HTTP requests by method, route and status code.",
+				       "method,route,code");
+	snprintf(name, sizeof(name), "%s_http_request_duration_seconds", prefix);
+	s->m_seconds = metric_histogram(name, "HTTP request latency, head parsed to response end.",
+					"method,route", NULL, 0);
+	snprintf(name, sizeof(name), "%s_http_received_bytes_total", prefix);
+	s->m_in = metric_counter(name, "HTTP request bytes received (head and body).", "route");
+	snprintf(name, sizeof(name), "%s_http_sent_bytes_total", prefix);
+	s->m_out = metric_counter(name, "HTTP response bytes sent (head and body).", "route");
+}
+
 http_server *http_server_new(const struct http_server_opts *opts, http_handler_fn handler,
 			     void *ctx, wfs_err *err)
 {
@@ -1288,6 +1355,8 @@ http_server *http_server_new(const struct http_server_opts *opts, http_handler_f
 	s->nloops = opts->threads > 0 ? opts->threads : cpu_count();
 	s->handler = handler;
 	s->ctx = ctx;
+	if (opts->metrics_prefix)
+		http_metrics_register(s, opts->metrics_prefix);
 	atomic_init(&s->nconns, 0);
 	s->loops = xcalloc((size_t)s->nloops, sizeof(*s->loops));
 	for (i = 0; i < s->nloops; i++) {

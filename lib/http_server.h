@@ -57,6 +57,10 @@ struct http_server_opts {
 	/* Frees what the handler kept in a loop's slot (http_req_loop_data), on
 	 * http_server_free, before that loop's event_base goes. NULL: nothing kept. */
 	void (*loop_data_free)(void *data, void *ctx);
+	/* Non-NULL: every request is counted in the process's metrics (lib/metrics.h) as
+	 * <prefix>_http_requests_total{method,route,code}, a latency histogram and bytes in
+	 * and out, under the route the handler names (http_req_set_route). */
+	const char *metrics_prefix;
 };
 
 /*
@@ -100,6 +104,12 @@ bool http_req_closed(const http_req *req);
 /* A per-request slot for the handler's state; never touched by the server. */
 void http_req_set_data(http_req *req, void *data);
 void *http_req_data(const http_req *req);
+
+/* Names the request's route in metrics: a string that lives for the process (a literal),
+ * from a small fixed set, never the raw path. Unset: "other". */
+void http_req_set_route(http_req *req, const char *route);
+/* Returns the entry of routes (NULL-terminated) equal to path, or "other". */
+const char *http_route_of(const char *const *routes, const char *path);
 
 /* The request's loop's event_base: I/O a handler starts there runs on this thread. */
 struct event_base;

@@ -18,6 +18,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/json.c lib/json.h \
 	lib/jtree.c lib/jtree.h \
 	lib/log.c lib/log.h \
+	lib/metrics.c lib/metrics.h \
 	lib/md5.c lib/md5.h lib/md5_rounds.h lib/md5_x8.c lib/md5_x8.h \
 	lib/pool.c lib/pool.h \
 	lib/sc_wire.c lib/sc_wire.h \
@@ -29,6 +30,12 @@ check_PROGRAMS += tests/unit/test_sc_wire
 TESTS += tests/unit/test_sc_wire
 tests_unit_test_sc_wire_SOURCES = tests/unit/test_sc_wire.c tests/unit/tap.h
 tests_unit_test_sc_wire_LDADD = $(UNIT_LDADD)
+
+# The metrics registry and its exposition format.
+check_PROGRAMS += tests/unit/test_metrics
+TESTS += tests/unit/test_metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/tap.h
+tests_unit_test_metrics_LDADD = $(UNIT_LDADD)
 
 # The hash table.
 check_PROGRAMS += tests/unit/test_hashmap

@@ -192,11 +192,15 @@ struct mount_data_stats {
 	uint64_t bg_uploads;    /* of which uploaded before a flush (full chunks, budget) */
 	uint64_t flushes;       /* successful file_data_flush calls */
 	uint64_t fetched_bytes; /* bytes read from volume servers */
+	uint64_t uploaded_bytes; /* bytes of the chunks uploaded */
 	uint64_t prefetches;    /* chunks fetched by read-ahead */
 	uint64_t preassigned;   /* uploads to a pre-assigned file id (no assign round trip) */
 	uint64_t freed;         /* orphaned chunks handed to the filer's freeChunks */
 };
 /* A snapshot of the counters. Any thread. */
 void mount_data_get_stats(mount_data *md, struct mount_data_stats *out);
+/* The chunk cache's counters (hits, misses, bytes held). Any thread. */
+struct chunk_cache_stats;
+void mount_data_cache_stats(mount_data *md, struct chunk_cache_stats *out);
 
 #endif

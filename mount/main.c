@@ -25,8 +25,11 @@
 #include "fuse_locks.h"
 #include "fuse_ops.h"
 #include "http_client.h"
+#include "chunk_cache.h"
+#include "file_data.h"
 #include "log.h"
 #include "meta_follower.h"
+#include "metrics.h"
 #include "util.h"
 
 static const char summary[] =
@@ -42,8 +45,54 @@ struct opts {
 	double entry_timeout, attr_timeout;
 	bool writeback, foreground, allow_other, read_only, noatime, short_circuit;
 	int retry_seconds, timeout_seconds, threads, commit_seconds, lock_lease_seconds;
+	int metrics_port;
 	struct flag_list o;
 };
+
+/* What the metrics port reports: the data path's counters and where the mount is. */
+struct mount_metrics {
+	mount_data *md;
+	const char *filer, *root, *mountpoint;
+};
+
+static void mount_collect(metric_emit *e, void *ctx)
+{
+	struct mount_metrics *mm = ctx;
+	struct mount_data_stats st;
+	struct chunk_cache_stats cs;
+	mount_data_get_stats(mm->md, &st);
+	mount_data_cache_stats(mm->md, &cs);
+	metric_emit_sample(e, "weedfs_mount_chunk_cache_hits_total",
+			   "Chunk reads served by the chunk cache.", METRIC_COUNTER,
+			   (double)cs.mem_hits, "tier", "memory", NULL);
+	metric_emit_sample(e, "weedfs_mount_chunk_cache_hits_total", NULL, METRIC_COUNTER,
+			   (double)cs.disk_hits, "tier", "disk", NULL);
+	metric_emit_sample(e, "weedfs_mount_chunk_cache_misses_total",
+			   "Chunk reads the cache could not serve.", METRIC_COUNTER,
+			   (double)cs.misses, NULL);
+	metric_emit_sample(e, "weedfs_mount_chunk_cache_bytes", "Bytes the chunk cache holds.",
+			   METRIC_GAUGE, (double)cs.mem_bytes, "tier", "memory", NULL);
+	metric_emit_sample(e, "weedfs_mount_chunk_cache_bytes", NULL, METRIC_GAUGE,
+			   (double)cs.disk_bytes, "tier", "disk", NULL);
+	metric_emit_sample(e, "weedfs_mount_dirty_bytes", "Written bytes not yet uploaded.",
+			   METRIC_GAUGE, (double)st.dirty, NULL);
+	metric_emit_sample(e, "weedfs_mount_read_bytes_total", "Bytes read from volume servers.",
+			   METRIC_COUNTER, (double)st.fetched_bytes, NULL);
+	metric_emit_sample(e, "weedfs_mount_written_bytes_total",
+			   "Bytes of chunks uploaded to volume servers.", METRIC_COUNTER,
+			   (double)st.uploaded_bytes, NULL);
+}
+
+static void mount_page(buf *out, bool json, void *ctx)
+{
+	struct mount_metrics *mm = ctx;
+	const struct metrics_status_item items[] = {
+		{"Mountpoint", mm->mountpoint},
+		{"Filer", mm->filer},
+		{"FilerPath", mm->root},
+	};
+	metrics_status_write(out, json, "mount", items, ARRAY_LEN(items), &mm->filer, 1);
+}
 
 /* Canonical form of -filer.path: absolute, no trailing or doubled slash. */
 static char *canonical_root(const char *p)
@@ -182,6 +231,8 @@ int main(int argc, char **argv)
 		 "read blobs of volume servers on this host from their files (a Unix socket), not over HTTP"},
 		{"lockLeaseSeconds", FLAG_INT, &o.lock_lease_seconds,
 		 "the filer frees this mount's locks and hidden files this long after it died"},
+		{"metricsPort", FLAG_INT, &o.metrics_port,
+		 "serve /metrics and a status page on 127.0.0.1:PORT (0 = none)"},
 		{"foreground", FLAG_BOOL, &o.foreground, "stay in the foreground"},
 		{"allowOthers", FLAG_BOOL, &o.allow_other, "let other users in (-o allow_other)"},
 		{"readOnly", FLAG_BOOL, &o.read_only, "mount read-only (-o ro)"},
@@ -198,6 +249,9 @@ int main(int argc, char **argv)
 	filer_rpc *rpc = NULL;
 	mount_data *md = NULL;
 	itable *it = NULL;
+	struct mount_metrics mm = {0};
+	metrics_server *ms = NULL;
+	metric_collector *collector = NULL;
 	const char *mountpoint = NULL;
 	char *root = NULL, *fsname = NULL;
 	wfs_err err = WFS_OK;
@@ -247,6 +301,12 @@ int main(int argc, char **argv)
 	    o.inline_kb < 0 || o.inline_kb > 64 || o.commit_seconds < 0 ||
 	    o.lock_lease_seconds < 1 || o.lock_lease_seconds > 3600) {
 		fprintf(stderr, "weedfs-mount: a size or time flag is out of range\n");
+		free(root);
+		return 2;
+	}
+	/* checked before mounting: after the fork an error would go unseen */
+	if (!metrics_port_valid(o.metrics_port) ||
+	    (o.metrics_port && !metrics_port_probe("127.0.0.1", o.metrics_port))) {
 		free(root);
 		return 2;
 	}
@@ -367,6 +427,16 @@ int main(int argc, char **argv)
 		}
 		m.md = md;
 	}
+	mm.md = md;
+	mm.filer = o.filer;
+	mm.root = root;
+	mm.mountpoint = mountpoint;
+	if (o.metrics_port) {
+		ms = metrics_server_start("127.0.0.1", o.metrics_port, mount_page, &mm, &err);
+		if (!ms)
+			goto out_unmount;
+		collector = metrics_collector_add(mount_collect, &mm);
+	}
 	mf = meta_follower_start(&m, o.filer);
 	fuse_ops_start(&m);
 	fuse_locks_start(&m, (unsigned)o.lock_lease_seconds);
@@ -390,6 +460,8 @@ out_unmount:
 out_signals:
 	stop_signals_install(NULL);
 out:
+	metrics_server_stop(ms);
+	metrics_collector_remove(collector);
 	meta_follower_stop(mf);
 	if (se)
 		fuse_session_destroy(se);

@@ -129,6 +129,11 @@ void mount_data_get_stats(mount_data *md, struct mount_data_stats *out)
 	pthread_mutex_unlock(&md->bmu);
 }
 
+void mount_data_cache_stats(mount_data *md, struct chunk_cache_stats *out)
+{
+	chunk_cache_get_stats(md->cache, out);
+}
+
 size_t mount_data_stale_files(mount_data *md, uint64_t age_ns, uint64_t *inos, size_t max)
 {
 	uint64_t now = time_mono_ns();
@@ -434,6 +439,7 @@ wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsy
 			*fid = xstrdup(p.a.fid);
 			pthread_mutex_lock(&md->bmu);
 			md->st.uploads++;
+			md->st.uploaded_bytes += len;
 			md->st.preassigned++;
 			pthread_mutex_unlock(&md->bmu);
 			return WFS_OK;
@@ -451,5 +457,6 @@ wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsy
 		return err; /* WFS_ENOSPC: the cluster is full (write, fsync and close say so) */
 	}
 	mount_data_stat_add(md, &md->st.uploads, 1);
+	mount_data_stat_add(md, &md->st.uploaded_bytes, len);
 	return WFS_OK;
 }

@@ -39,6 +39,8 @@ struct s3_session_auth;
 struct s3_session_gw;
 
 struct s3_gateway {
+	char *ip, *filer_addr;          /* -ip, -filer: for the status page */
+	struct metrics_server *metrics; /* -metricsPort; NULL: none */
 	struct s3_iam *iam;
 	filer_rpc *filer;
 	struct blob_client *bc; /* object data: ids assigned through the filer, volume servers */
@@ -476,5 +478,9 @@ bool s3_lock_apply(struct s3_req *r, const struct filer_entry *bucket, struct fi
 bool s3_lock_forbids_delete(struct s3_req *r, const char *key, const struct filer_entry *e);
 /* e's lock in GET/HEAD answer headers. */
 void s3_lock_headers(struct s3_req *r, const struct filer_entry *e);
+
+/* Metrics (s3_metrics.c): the request's S3 operation name (a literal), and -metricsPort. */
+const char *s3_op_name(struct s3_req *r);
+bool s3_metrics_start(struct s3_gateway *g, int port, wfs_err *err);
 
 #endif

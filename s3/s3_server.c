@@ -31,6 +31,7 @@
 #include "client/chunk_io.h"
 #include "client/chunk_stream.h"
 #include "log.h"
+#include "metrics.h"
 #include "s3/s3_int.h"
 #include "s3/s3_session_gw.h"
 #include "s3/sigv2.h"
@@ -879,6 +880,7 @@ static void handler(http_req *req, void *ctx)
 	r->decoded_length = -1;
 	r->head_length = -1;
 	name_target(r);
+	http_req_set_route(req, s3_op_name(r));
 	if (http_req_method(req) == HTTP_POST && r->bucket && !r->key && is_form(req) &&
 	    !http_req_header(req, "Authorization") && s3_bucket_name_ok(r->bucket)) {
 		/* a browser upload: the form's policy and signature authorize it */
@@ -992,6 +994,11 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	ho.thread_name = "wfs-s3-loop";
 	ho.error_answer = server_error;
 	ho.loop_data_free = s3_loop_data_free;
+	g->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
+	g->filer_addr = xstrdup(o->filer ? o->filer : "");
+	if (!s3_metrics_start(g, o->metrics_port, err))
+		goto fail;
+	ho.metrics_prefix = metrics_enabled() ? "weedfs_s3" : NULL;
 	g->http = http_server_new(&ho, handler, g, err);
 	if (!g->http)
 		goto fail;
@@ -1047,6 +1054,7 @@ void s3_stop(struct s3_gateway *g)
 	   the loops now are dropped (closing) */
 	atomic_store(&g->closing, true);
 	pool_stop(g->work);
+	metrics_server_stop(g->metrics);
 	http_server_free(g->http);
 	pool_free(g->work);
 	/* requests the loops left half done (a body still coming, an upload waiting for
@@ -1069,5 +1077,7 @@ void s3_stop(struct s3_gateway *g)
 	s3_budget_free(g->upload_mem);
 	free(g->region);
 	free(g->domains);
+	free(g->ip);
+	free(g->filer_addr);
 	free(g);
 }

@@ -23,6 +23,7 @@ struct s3_opts {
 	bool short_circuit; /* read local volume servers' files (client/short_circuit.h) */
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
+	int metrics_port; /* -metricsPort: /metrics and status there; 0 = none */
 };
 
 void s3_opts_default(struct s3_opts *o);

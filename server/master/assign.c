@@ -272,6 +272,7 @@ static void assign_answer(struct assign_ctx *c, int status, const char *msg,
 	json_w *w = jw_new(&out, master_pretty(c->req));
 	jw_obj_begin(w);
 	if (status == 200) {
+		metric_inc(c->m->m_assigns);
 		jw_kv_str(w, "fid", r->fid);
 		jw_kv_str(w, "url", r->loc.url);
 		jw_kv_str(w, "publicUrl", r->loc.public_url);
@@ -300,6 +301,7 @@ static void assign_run(struct master *m, http_req *req, const struct form *f)
 	/* Fast path without any allocation. */
 	if (!assign_try(m, &p, &r, msg, sizeof(msg))) {
 		buf out = BUF_INIT;
+		metric_inc(m->m_assigns);
 		json_w *w = jw_new(&out, master_pretty(req));
 		jw_obj_begin(w);
 		jw_kv_str(w, "fid", r.fid);

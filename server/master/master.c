@@ -178,6 +178,32 @@ static void h_ui(struct master *m, http_req *req)
 	buf_free(&out);
 }
 
+/* GET /cluster/status, as SeaweedFS answers it (one master: itself the leader, no peers). */
+static void h_cluster_status(struct master *m, http_req *req)
+{
+	buf out = BUF_INIT;
+	json_w *w = jw_new(&out, master_pretty(req));
+	jw_obj_begin(w);
+	jw_kv_bool(w, "IsLeader", true);
+	jw_kv_str(w, "Leader", m->self);
+	jw_key(w, "Peers");
+	jw_arr_begin(w);
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 200, &out);
+	buf_free(&out);
+}
+
+static void h_metrics(http_req *req)
+{
+	buf out = BUF_INIT;
+	metrics_write(&out);
+	http_resp_header(req, "Content-Type", METRICS_CONTENT_TYPE);
+	http_resp_send(req, 200, out.data, out.len);
+	buf_free(&out);
+}
+
 static bool method_is(http_req *req, bool get, bool post)
 {
 	enum http_method me = http_req_method(req);
@@ -187,11 +213,19 @@ static bool method_is(http_req *req, bool get, bool post)
 	return false;
 }
 
+/* The metrics' route labels; anything else (file-id redirects) is "other". */
+static const char *const master_routes[] = {
+	"/dir/assign",	"/dir/lookup",	    "/heartbeat",  "/submit",	      "/dir/status",
+	"/vol/status",	"/collection/info", "/col/delete", "/vol/grow",	      "/vol/vacuum",
+	"/healthz",	"/readyz",	    "/",	   "/ui/index.html", "/metrics",
+	"/cluster/status", NULL};
+
 static void master_handle(http_req *req, void *ctx)
 {
 	struct master *m = ctx;
 	const char *p = http_req_path(req);
 
+	http_req_set_route(req, http_route_of(master_routes, p));
 	if (!strcmp(p, "/dir/assign")) {
 		if (method_is(req, true, true))
 			master_h_assign(m, req);
@@ -222,6 +256,12 @@ static void master_handle(http_req *req, void *ctx)
 	} else if (!strcmp(p, "/vol/vacuum")) {
 		if (method_is(req, true, true))
 			master_h_vacuum(m, req);
+	} else if (!strcmp(p, "/metrics")) {
+		if (method_is(req, true, false))
+			h_metrics(req);
+	} else if (!strcmp(p, "/cluster/status")) {
+		if (method_is(req, true, false))
+			h_cluster_status(m, req);
 	} else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz")) {
 		if (method_is(req, true, false))
 			http_resp_send(req, 200, "OK\n", 3);
@@ -231,6 +271,58 @@ static void master_handle(http_req *req, void *ctx)
 	} else if (method_is(req, true, false)) {
 		master_h_redirect(m, req);
 	}
+}
+
+/* ---- metrics ---- */
+
+static void master_collect(metric_emit *e, void *ctx)
+{
+	struct master *m = ctx;
+	struct topo_counts c;
+	topology_counts(m->topo, time_mono_ns(), &c);
+	metric_emit_sample(e, "weedfs_master_volumes", "Volumes the master knows of.", METRIC_GAUGE,
+			   (double)c.volumes, NULL);
+	metric_emit_sample(e, "weedfs_master_data_nodes", "Live volume servers.", METRIC_GAUGE,
+			   (double)c.nodes, NULL);
+	metric_emit_sample(e, "weedfs_master_volume_slots", "Volume slots of live servers.",
+			   METRIC_GAUGE, (double)c.max_slots, NULL);
+	metric_emit_sample(e, "weedfs_master_free_volume_slots",
+			   "Free volume slots of live servers.", METRIC_GAUGE,
+			   (double)c.free_slots, NULL);
+}
+
+/* The status page on -metricsPort: the cluster status (JSON) or the main page (HTML). */
+static void master_page(buf *out, bool json, void *ctx)
+{
+	struct master *m = ctx;
+	json_w *w;
+	if (!json) {
+		topology_write_html(m->topo, out, time_mono_ns());
+		return;
+	}
+	w = jw_new(out, false);
+	jw_obj_begin(w);
+	jw_kv_bool(w, "IsLeader", true);
+	jw_kv_str(w, "Leader", m->self);
+	jw_kv_str(w, "Version", PACKAGE_VERSION);
+	jw_kv_double(w, "UptimeSeconds", metrics_uptime_seconds());
+	jw_obj_end(w);
+	jw_free(w);
+}
+
+static bool master_metrics_start(struct master *m, wfs_err *err)
+{
+	metrics_enable(); /* the master's own port serves /metrics */
+	m->m_assigns = metric_at(metric_counter("weedfs_master_assigns_total",
+						"Successful /dir/assign answers.", NULL));
+	/* incremented by the repair code: one per volume copy re-replicated */
+	metric_at(metric_counter("weedfs_master_replication_repairs_total",
+				 "Volume replicas re-created to meet their placement.", NULL));
+	m->collector = metrics_collector_add(master_collect, m);
+	if (!m->opts.metrics_port)
+		return true;
+	m->metrics = metrics_server_start(m->ip, m->opts.metrics_port, master_page, m, err);
+	return m->metrics != NULL;
 }
 
 /* ---- lifecycle ---- */
@@ -308,10 +400,15 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	ho.port = o->port;
 	ho.threads = o->threads;
 	ho.thread_name = "wfs-master-loop";
+	ho.metrics_prefix = "weedfs_master";
+	if (!metrics_port_valid(o->metrics_port))
+		goto fail;
 	m->http = http_server_new(&ho, master_handle, m, err);
 	if (!m->http)
 		goto fail;
 	snprintf(m->self, sizeof(m->self), "%s:%d", m->ip, http_server_port(m->http));
+	if (!master_metrics_start(m, err))
+		goto fail;
 	http_server_start(m->http);
 	if (pthread_create(&m->vacuum_thread, NULL, vacuum_thread_main, m) == 0)
 		m->vacuum_started = true;
@@ -338,6 +435,8 @@ void master_stop(struct master *m)
 	if (m->growth)
 		growth_shutdown(m->growth);
 	pool_free(m->pool);
+	metrics_server_stop(m->metrics);
+	metrics_collector_remove(m->collector);
 	http_server_free(m->http);
 	growth_free(m->growth);
 	topology_free(m->topo);
@@ -375,6 +474,8 @@ int master_main(int argc, char **argv)
 		{"volumePreallocate", FLAG_BOOL, &o.volume_preallocate,
 		 "preallocate disk space for new volumes"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"metricsPort", FLAG_INT, &o.metrics_port,
+		 "also serve /metrics and status on this port (0 = only the main port)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

@@ -21,6 +21,7 @@ struct master_opts {
 	int pulse_seconds;               /* -pulseSeconds */
 	bool volume_preallocate;         /* -volumePreallocate */
 	int threads;                     /* HTTP loop threads, 0 = cores */
+	int metrics_port;                /* -metricsPort: a second /metrics port, 0 = none */
 };
 
 struct master;

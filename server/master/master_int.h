@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "http_server.h"
+#include "metrics.h"
 #include "server/master/growth.h"
 #include "server/master/master.h"
 #include "server/master/parse.h"
@@ -30,6 +31,9 @@ struct master {
 	pthread_t vacuum_thread;  /* periodic vacuum */
 	bool vacuum_started;
 	pthread_mutex_t vacuum_lock; /* serialises vacuum runs (held on a worker) */
+	metric_series *m_assigns;    /* successful /dir/assign answers */
+	metric_collector *collector; /* topology gauges at scrape time */
+	metrics_server *metrics;     /* -metricsPort */
 };
 
 /* Interval of the automatic vacuum (SeaweedFS runs it every 15 minutes). */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hashmap.h"
+#include "metrics.h"
 #include "server/master/topology.h"
 #include "util.h"
 
@@ -746,6 +747,17 @@ static void sum_slots(const topology *t, uint64_t now_ns, const char *dc, const 
 	}
 }
 
+void topology_counts(topology *t, uint64_t now_ns, struct topo_counts *c)
+{
+	pthread_rwlock_rdlock(&t->lock);
+	sum_slots(t, now_ns, NULL, NULL, &c->max_slots, &c->free_slots);
+	c->nodes = 0;
+	for (size_t i = 0; i < t->nnodes; i++)
+		c->nodes += node_alive(t, t->nodes[i], now_ns);
+	c->volumes = (int64_t)t->volumes.count;
+	pthread_rwlock_unlock(&t->lock);
+}
+
 static void write_slots(const topology *t, json_w *w, uint64_t now_ns, const char *dc,
 			const char *rack)
 {
@@ -982,28 +994,6 @@ void topology_write_collection_info(topology *t, json_w *w, const char *collecti
 	pthread_rwlock_unlock(&t->lock);
 }
 
-static void html_escape(buf *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			buf_append_str(out, "&lt;");
-			break;
-		case '>':
-			buf_append_str(out, "&gt;");
-			break;
-		case '&':
-			buf_append_str(out, "&amp;");
-			break;
-		case '"':
-			buf_append_str(out, "&quot;");
-			break;
-		default:
-			buf_append_byte(out, *s);
-		}
-	}
-}
-
 void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 {
 	struct hashmap_iter it;
@@ -1025,13 +1015,13 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 		if (!node_alive(t, d, now_ns))
 			continue;
 		buf_append_str(out, "<tr><td>");
-		html_escape(out, d->dc);
+		metrics_html_escape(out, d->dc);
 		buf_append_str(out, "</td><td>");
-		html_escape(out, d->rack);
+		metrics_html_escape(out, d->rack);
 		buf_append_str(out, "</td><td>");
-		html_escape(out, d->url);
+		metrics_html_escape(out, d->url);
 		buf_append_str(out, "</td><td>");
-		html_escape(out, d->public_url);
+		metrics_html_escape(out, d->public_url);
 		buf_printf(out, "</td><td>%zu</td><td>%d</td><td>%d</td></tr>\n", d->nvids, d->max,
 			   node_free(d));
 	}
@@ -1046,7 +1036,7 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 		replica_placement_format(&v->layout->rp, rps);
 		ttl_format(&v->layout->ttl, ttls);
 		buf_printf(out, "<tr><td>%" PRIu32 "</td><td>", v->id);
-		html_escape(out, v->layout->collection);
+		metrics_html_escape(out, v->layout->collection);
 		buf_printf(out,
 			   "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
 			   "</td><td>%" PRIu64 "</td><td>%s</td><td>",
@@ -1055,7 +1045,7 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 		for (size_t i = 0; i < v->nreps; i++) {
 			if (i)
 				buf_append_str(out, ", ");
-			html_escape(out, v->reps[i].node->url);
+			metrics_html_escape(out, v->reps[i].node->url);
 			if (!node_alive(t, v->reps[i].node, now_ns))
 				buf_append_str(out, " (dead)");
 		}

@@ -119,6 +119,11 @@ void topology_plan_done(topology *t, const struct topo_layout_key *key, uint32_t
 
 /* Number of volume servers heard from recently. Any thread. */
 size_t topology_live_nodes(topology *t, uint64_t now_ns);
+/* Totals for metrics: live nodes, known volumes, slots of live nodes. */
+struct topo_counts {
+	int64_t nodes, volumes, max_slots, free_slots;
+};
+void topology_counts(topology *t, uint64_t now_ns, struct topo_counts *c);
 /* How long a silent server stays alive, in ns (3 pulses). */
 uint64_t topology_dead_ns(const topology *t);
 

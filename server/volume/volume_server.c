@@ -27,6 +27,7 @@
 #include "http_client.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "util.h"
 #include "vs_int.h"
 
@@ -135,12 +136,11 @@ static bool want_pretty(http_req *req)
 	return p && *p && strcmp(p, "n") && strcmp(p, "false");
 }
 
-static void handle_status(struct volume_server *vs, http_req *req)
+static void write_status(struct volume_server *vs, buf *b, bool pretty)
 {
 	struct volume_store_disk_status ds[MAX_DIRS];
 	size_t nd = volume_store_disk_status(vs->store, ds, MAX_DIRS);
-	buf b = BUF_INIT;
-	json_w *w = jw_new(&b, want_pretty(req));
+	json_w *w = jw_new(b, pretty);
 
 	jw_obj_begin(w);
 	jw_kv_str(w, "Version", PACKAGE_VERSION);
@@ -162,7 +162,24 @@ static void handle_status(struct volume_server *vs, http_req *req)
 	vs_short_circuit_status(vs->sc, w);
 	jw_obj_end(w);
 	jw_free(w);
+}
+
+void vs_status_json(struct volume_server *vs, buf *out) { write_status(vs, out, false); }
+
+static void handle_status(struct volume_server *vs, http_req *req)
+{
+	buf b = BUF_INIT;
+	write_status(vs, &b, want_pretty(req));
 	http_resp_send_json(req, 200, &b);
+	buf_free(&b);
+}
+
+static void handle_ui(struct volume_server *vs, http_req *req)
+{
+	buf b = BUF_INIT;
+	vs_status_html(vs, &b);
+	http_resp_header(req, "Content-Type", "text/html; charset=utf-8");
+	http_resp_send(req, 200, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -317,6 +334,7 @@ static void handler(http_req *req, void *ctx)
 	const char *path = http_req_path(req);
 	enum http_method m = http_req_method(req);
 
+	http_req_set_route(req, vs_route(path));
 	add_cors(req);
 	if (m == HTTP_OPTIONS) {
 		http_resp_header(req, "Access-Control-Allow-Methods",
@@ -332,6 +350,11 @@ static void handler(http_req *req, void *ctx)
 	}
 	if (!strcmp(path, "/status") || !strcmp(path, "/stats/disk")) {
 		handle_status(vs, req);
+		return;
+	}
+	if ((m == HTTP_GET || m == HTTP_HEAD) &&
+	    (!strcmp(path, "/") || !strcmp(path, "/ui/index.html"))) {
+		handle_ui(vs, req);
 		return;
 	}
 	if (!strncmp(path, "/admin/", 7)) {
@@ -553,6 +576,9 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	ho.port = o->port;
 	ho.threads = o->threads;
 	ho.thread_name = "wfs-vol-loop";
+	if (!vs_metrics_start(vs, o->metrics_port, err))
+		goto fail;
+	ho.metrics_prefix = metrics_enabled() ? "weedfs_volume" : NULL;
 	vs->http = http_server_new(&ho, handler, vs, err);
 	if (!vs->http)
 		goto fail;
@@ -610,6 +636,7 @@ void volume_server_stop(struct volume_server *vs)
 	pool_free(p);
 	pool_free(rp);
 	vs_short_circuit_stop(vs->sc);
+	vs_metrics_stop(vs);
 	http_server_free(vs->http);
 	volume_store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {
@@ -655,6 +682,8 @@ int volume_main(int argc, char **argv)
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
 		{"shortCircuit", FLAG_BOOL, &o.short_circuit,
 		 "hand readers on this host the volume files' descriptors (a Unix socket)"},
+		{"metricsPort", FLAG_INT, &o.metrics_port,
+		 "serve /metrics and the status page on this port (0 = none)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

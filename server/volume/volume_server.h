@@ -22,6 +22,7 @@ struct volume_server_opts {
 	int file_size_limit_mb;  /* -fileSizeLimitMB */
 	int threads;             /* HTTP loop threads, 0 = cores */
 	bool short_circuit;      /* -shortCircuit: serve local readers descriptors (default on) */
+	int metrics_port;        /* -metricsPort: /metrics and status there; 0 = none */
 };
 
 struct volume_server;

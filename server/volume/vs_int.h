@@ -58,6 +58,9 @@ struct volume_server {
 	int ncache;
 
 	struct vs_short_circuit *sc; /* NULL: short-circuit reads off */
+
+	struct metrics_server *metrics;     /* -metricsPort; NULL: none */
+	struct metric_collector *collector; /* the volumes' gauges; NULL: metrics off */
 };
 
 /* Threads of the read pool: as deep a disk queue as 16 clients reading at once. */
@@ -65,6 +68,14 @@ struct volume_server {
 
 /* The boundary of multipart/byteranges answers. */
 #define VS_RANGE_BOUNDARY "weedfs3d6b6a416f9b5e5d"
+
+/* Metrics and status pages (vs_metrics.c). */
+const char *vs_route(const char *path);
+bool vs_metrics_start(struct volume_server *vs, int port, wfs_err *err);
+void vs_metrics_stop(struct volume_server *vs);
+void vs_status_html(struct volume_server *vs, buf *out);
+/* The JSON of GET /status (volume_server.c). */
+void vs_status_json(struct volume_server *vs, buf *out);
 
 /* Runs fn(arg) on the worker pool; false if the server is stopping. Any thread. */
 bool vs_submit(struct volume_server *vs, pool_fn fn, void *arg);
