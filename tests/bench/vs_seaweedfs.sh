@@ -101,7 +101,7 @@ mport=$(free_port) vport=$(free_port) fport=$(free_port) s3port=$(free_port)
 AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk S3_BUCKET=$bucket \
 	"$bdir/weedfs" mini -dir="$tmp/mini" -ip=127.0.0.1 -master.port="$mport" \
 	-volume.port="$vport" -filer.port="$fport" -s3.port="$s3port" -mount.dir="$wmnt" \
-	-v=warn ${MINI_OPTS:-} >"$tmp/mini.log" 2>&1 &
+	-iceberg.port=0 -lance.port=0 -v=warn ${MINI_OPTS:-} >"$tmp/mini.log" 2>&1 &
 mini_pid=$!
 
 cat >"$tmp/weed-s3.json" <<EOF
@@ -111,7 +111,8 @@ EOF
 wm=$(weed_port) wv=$(weed_port) wf=$(weed_port) ws=$(weed_port)
 "$WEED" server -dir="$tmp/weed" -ip=127.0.0.1 -ip.bind=127.0.0.1 -master.port="$wm" \
 	-volume.port="$wv" -filer -filer.port="$wf" -s3 -s3.port="$ws" \
-	-s3.config="$tmp/weed-s3.json" >"$tmp/weed.log" 2>&1 &
+	-s3.config="$tmp/weed-s3.json" -s3.port.iceberg="$(weed_port)" -s3.port.lance="$(weed_port)" \
+	-master.telemetry=false >"$tmp/weed.log" 2>&1 &
 weed_pid=$!
 
 # the mounts: weedfs's is the mini's child until the first remount
