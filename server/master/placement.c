@@ -267,3 +267,83 @@ out:
 	groups_free(&g);
 	return err;
 }
+
+/* True if set[a], outside main's rack, shares its rack (outside main's data center: its
+   data center) with no earlier member: one copy per other rack, one per other center. */
+static bool one_per_group(const struct place_node *nodes, const size_t *set, size_t n,
+			  size_t main, size_t a)
+{
+	const struct place_node *m = &nodes[set[main]], *x = &nodes[set[a]];
+	bool other_dc = strcmp(x->dc, m->dc) != 0;
+	for (size_t b = 0; b < a; b++) {
+		const struct place_node *y = &nodes[set[b]];
+		if (b == main)
+			continue;
+		if (other_dc ? !strcmp(y->dc, x->dc)
+			     : !strcmp(y->dc, x->dc) && !strcmp(y->rack, x->rack) &&
+				       strcmp(x->rack, m->rack))
+			return false;
+	}
+	return true;
+}
+
+bool placement_fits(const struct place_node *nodes, const size_t *set, size_t n,
+		    const struct replica_placement *rp)
+{
+	if (n == 0)
+		return true;
+	if (n > (size_t)replica_placement_copies(rp))
+		return false;
+	for (size_t main = 0; main < n; main++) {
+		int same_rack = 0, other_rack = 0, other_dc = 0;
+		bool ok = true;
+		for (size_t a = 0; a < n && ok; a++) {
+			const struct place_node *m = &nodes[set[main]], *x = &nodes[set[a]];
+			if (a == main)
+				continue;
+			if (set[a] == set[main] || !one_per_group(nodes, set, n, main, a))
+				ok = false;
+			else if (strcmp(x->dc, m->dc))
+				other_dc++;
+			else if (strcmp(x->rack, m->rack))
+				other_rack++;
+			else
+				same_rack++;
+		}
+		if (ok && same_rack <= rp->server && other_rack <= rp->rack && other_dc <= rp->dc)
+			return true;
+	}
+	return false;
+}
+
+wfs_err placement_extend(const struct place_node *nodes, size_t n, const size_t *have,
+			 size_t nhave, const struct replica_placement *rp, uint64_t rnd,
+			 size_t *out, char *msg, size_t msglen)
+{
+	size_t *set = xcalloc(nhave + 1, sizeof(size_t)), best = n;
+	char rps[4];
+
+	memcpy(set, have, nhave * sizeof(size_t));
+	for (size_t k = 0, off = n ? (size_t)(rnd_next(&rnd) % n) : 0; k < n; k++) {
+		size_t c = (k + off) % n;
+		bool held = false;
+		for (size_t i = 0; i < nhave; i++)
+			held |= have[i] == c;
+		if (held || nodes[c].free <= 0 || (best < n && nodes[c].free <= nodes[best].free))
+			continue;
+		set[nhave] = c;
+		if (placement_fits(nodes, set, nhave + 1, rp))
+			best = c;
+	}
+	free(set);
+	if (best == n) {
+		replica_placement_format(rp, rps);
+		snprintf(msg, msglen,
+			 "no server with a free slot fits replication %s beside the %zu "
+			 "copies left",
+			 rps, nhave);
+		return WFS_ENOSPC;
+	}
+	*out = best;
+	return WFS_OK;
+}

@@ -7,6 +7,7 @@
 #ifndef WEEDFS_MASTER_PLACEMENT_H
 #define WEEDFS_MASTER_PLACEMENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "server/common/placement.h"
@@ -38,6 +39,23 @@ struct place_prefs {
 wfs_err placement_choose(const struct place_node *nodes, size_t n,
 			 const struct replica_placement *rp, const struct place_prefs *prefs,
 			 uint64_t rnd, size_t *out, char *msg, size_t msglen);
+
+/*
+ * True if the distinct servers set[0..n) (indices into nodes) can all hold copies of one
+ * volume under rp: some member as the main copy, at most z others in its rack, at most y
+ * in other racks of its data center (one a rack), at most x in other data centers (one a
+ * center). The empty set fits.
+ */
+bool placement_fits(const struct place_node *nodes, const size_t *set, size_t n,
+		    const struct replica_placement *rp);
+/*
+ * Repair: one more server (free > 0, not in have) such that have plus it still fits rp,
+ * the freest first (rnd rotates ties). *out gets its index; WFS_ENOSPC with msg when
+ * none does.
+ */
+wfs_err placement_extend(const struct place_node *nodes, size_t n, const size_t *have,
+			 size_t nhave, const struct replica_placement *rp, uint64_t rnd,
+			 size_t *out, char *msg, size_t msglen);
 
 #define PLACEMENT_MAX_COPIES 28
 

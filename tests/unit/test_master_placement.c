@@ -142,5 +142,43 @@ int main(void)
 		}
 		ok(used[0] == 3 && used[1] == 3 && used[2] == 3, "nine volumes spread 3/3/3");
 	}
+
+	/* Repair: which sets fit, and the server that completes one. */
+	{
+		struct replica_placement rp;
+		size_t s2[2], got = 99;
+		replica_placement_parse("010", &rp);
+		s2[0] = 0, s2[1] = 3; /* a (dc1 r1), d (dc1 r2) */
+		ok(placement_fits(nodes, s2, 2, &rp), "010: a and d fit");
+		s2[1] = 1; /* a, b: the same rack */
+		ok(!placement_fits(nodes, s2, 2, &rp), "010: a and b do not");
+		s2[1] = 4; /* a, e: another dc */
+		ok(!placement_fits(nodes, s2, 2, &rp), "010: a and e do not");
+		ok(placement_fits(nodes, s2, 0, &rp), "the empty set fits");
+		s2[1] = 0;
+		ok(!placement_fits(nodes, s2, 2, &rp), "a server twice does not");
+		replica_placement_parse("200", &rp);
+		s2[0] = 4, s2[1] = 5; /* e (dc2), f (dc3): either may be the main copy */
+		ok(placement_fits(nodes, s2, 2, &rp), "200: e and f fit");
+		is_int(placement_extend(nodes, n, s2, 2, &rp, 7, &got, msg, 256), WFS_OK,
+		       "200: a third copy for e and f");
+		ok(!strcmp(nodes[got].dc, "dc1"), "the third copy goes to dc1");
+		is_str(nodes[got].url, "a", "the freest server of dc1");
+		replica_placement_parse("001", &rp);
+		s2[0] = 4; /* e alone on dc2 r1 */
+		is_int(placement_extend(nodes, n, s2, 1, &rp, 7, &got, msg, 256), WFS_ENOSPC,
+		       "001: no second server on e's rack");
+		is_str(msg, "no server with a free slot fits replication 001 beside the 1 copies left",
+		       "the message says why");
+		s2[0] = 2; /* c: a and b share its rack, a is freer */
+		is_int(placement_extend(nodes, n, s2, 1, &rp, 7, &got, msg, 256), WFS_OK,
+		       "001: a partner for c");
+		is_str(nodes[got].url, "a", "the freest of its rack");
+		nodes[0].free = 0;
+		is_int(placement_extend(nodes, n, s2, 1, &rp, 7, &got, msg, 256), WFS_OK,
+		       "001: a full server is skipped");
+		is_str(nodes[got].url, "b", "the next one");
+		nodes[0].free = 5;
+	}
 	return done_testing();
 }
