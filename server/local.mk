@@ -2,4 +2,5 @@
 # (server/master/local.mk and server/volume/local.mk build the two daemons).
 noinst_LIBRARIES += server/libcommon.a
 server_libcommon_a_SOURCES = \
-	server/common/placement.c server/common/placement.h
+	server/common/placement.c server/common/placement.h \
+	server/common/replica_sync.c server/common/replica_sync.h

@@ -1,7 +1,7 @@
 # The master: topology, placement, file-key sequence, volume growth, HTTP API.
 noinst_LIBRARIES += server/master/libmaster.a
 server_master_libmaster_a_SOURCES = \
-	server/master/admin.c \
+	server/master/admin.c server/master/repair.c \
 	server/master/assign.c \
 	server/master/growth.c server/master/growth.h \
 	server/master/master.c server/master/master.h server/master/master_int.h \

@@ -40,6 +40,8 @@ void master_opts_default(struct master_opts *o)
 	o->pulse_seconds = 5;
 	o->volume_preallocate = false;
 	o->threads = 0;
+	o->repair_delay_seconds = 180;
+	o->repair_mbps = 64;
 }
 
 bool master_pretty(http_req *req)
@@ -315,9 +317,6 @@ static bool master_metrics_start(struct master *m, wfs_err *err)
 	metrics_enable(); /* the master's own port serves /metrics */
 	m->m_assigns = metric_at(metric_counter("weedfs_master_assigns_total",
 						"Successful /dir/assign answers.", NULL));
-	/* incremented by the repair code: one per volume copy re-replicated */
-	metric_at(metric_counter("weedfs_master_replication_repairs_total",
-				 "Volume replicas re-created to meet their placement.", NULL));
 	m->collector = metrics_collector_add(master_collect, m);
 	if (!m->opts.metrics_port)
 		return true;
@@ -384,6 +383,11 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 		log_error("invalid -pulseSeconds %d", o->pulse_seconds);
 		goto fail;
 	}
+	if (o->repair_delay_seconds < 0 || o->repair_mbps < 0) {
+		log_error("invalid -repairDelaySeconds %d or -repairMBps %d (want >= 0)",
+			  o->repair_delay_seconds, o->repair_mbps);
+		goto fail;
+	}
 	if (!(o->garbage_threshold >= 0 && o->garbage_threshold <= 1)) {
 		log_error("invalid -garbageThreshold %g (want 0..1)", o->garbage_threshold);
 		goto fail;
@@ -412,6 +416,9 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	http_server_start(m->http);
 	if (pthread_create(&m->vacuum_thread, NULL, vacuum_thread_main, m) == 0)
 		m->vacuum_started = true;
+	if (o->repair_delay_seconds > 0 &&
+	    pthread_create(&m->repair_thread, NULL, master_repair_main, m) == 0)
+		m->repair_started = true;
 	log_info("master listening on %s", m->self);
 	*err = WFS_OK;
 	return m;
@@ -432,6 +439,8 @@ void master_stop(struct master *m)
 	pthread_mutex_unlock(&m->lock);
 	if (m->vacuum_started)
 		pthread_join(m->vacuum_thread, NULL);
+	if (m->repair_started)
+		pthread_join(m->repair_thread, NULL);
 	if (m->growth)
 		growth_shutdown(m->growth);
 	pool_free(m->pool);
@@ -474,6 +483,11 @@ int master_main(int argc, char **argv)
 		{"volumePreallocate", FLAG_BOOL, &o.volume_preallocate,
 		 "preallocate disk space for new volumes"},
 		{"threads", FLAG_INT, &o.threads, "HTTP loop threads (0 = cores)"},
+		{"repairDelaySeconds", FLAG_INT, &o.repair_delay_seconds,
+		 "re-replicate a volume missing copies this long after its server went (0 = "
+		 "never); also brings replicas that differ level"},
+		{"repairMBps", FLAG_INT, &o.repair_mbps,
+		 "rate limit of a repair's copy in MB/s (0 = none)"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "also serve /metrics and status on this port (0 = only the main port)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},

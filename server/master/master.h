@@ -21,6 +21,8 @@ struct master_opts {
 	int pulse_seconds;               /* -pulseSeconds */
 	bool volume_preallocate;         /* -volumePreallocate */
 	int threads;                     /* HTTP loop threads, 0 = cores */
+	int repair_delay_seconds;        /* -repairDelaySeconds: 0 = no automatic repair */
+	int repair_mbps;                 /* -repairMBps: a repair copy's rate limit, 0 = none */
 	int metrics_port;                /* -metricsPort: a second /metrics port, 0 = none */
 };
 

@@ -30,6 +30,8 @@ struct master {
 	bool stopping;            /* protected by lock */
 	pthread_t vacuum_thread;  /* periodic vacuum */
 	bool vacuum_started;
+	pthread_t repair_thread; /* automatic repair, when -repairDelaySeconds > 0 */
+	bool repair_started;
 	pthread_mutex_t vacuum_lock; /* serialises vacuum runs (held on a worker) */
 	metric_series *m_assigns;    /* successful /dir/assign answers */
 	metric_collector *collector; /* topology gauges at scrape time */
@@ -38,6 +40,9 @@ struct master {
 
 /* Interval of the automatic vacuum (SeaweedFS runs it every 15 minutes). */
 #define MASTER_VACUUM_INTERVAL_SEC (15 * 60)
+
+/* The repair thread's body (server/master/repair.c): scans every pulse until stopped. */
+void *master_repair_main(void *m);
 
 /* Vacuums every volume above threshold; blocks (worker or vacuum thread only). */
 void master_vacuum_all(struct master *m, double threshold);

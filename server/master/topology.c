@@ -58,6 +58,11 @@ struct volume {
 	size_t nreps;
 	bool vacuuming;
 	bool writable;             /* listed in layout->writable */
+	bool repairing;            /* listed by topology_repair_list, not done yet */
+	bool no_target_said;       /* the repair list said once that no server fits */
+	uint64_t under_since_ns;   /* first seen with too few live copies; 0 = enough */
+	uint64_t figures_fp;       /* the replicas' figures at the last repair scan */
+	uint64_t settled_fp;       /* figures a sync already brought as level as it can */
 	struct hashmap_node hnode; /* in topology.volumes */
 };
 
@@ -1052,5 +1057,173 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 		buf_append_str(out, "</td></tr>\n");
 	}
 	buf_append_str(out, "</table>\n</body></html>\n");
+	pthread_rwlock_unlock(&t->lock);
+}
+
+/* ---- repair ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Order-independent hash of every replica's figures; 0 when they all agree. */
+static uint64_t figures_fingerprint(const struct volume *v)
+{
+	uint64_t fp = 0;
+	bool differ = false;
+	for (size_t i = 0; i < v->nreps; i++) {
+		const struct replica *r = &v->reps[i], *a = &v->reps[0];
+		uint64_t h = 1469598103934665603ull;
+		for (const char *c = r->node->url; *c; c++)
+			h = (h ^ (uint8_t)*c) * 1099511628211ull;
+		fp += mix64(h ^ mix64(r->size ^ mix64(r->file_count ^ mix64(r->delete_count))));
+		differ |= r->size != a->size || r->file_count != a->file_count ||
+			  r->delete_count != a->delete_count;
+	}
+	return differ ? fp | 1 : 0;
+}
+
+/* True when v is due for repair now (*sync says which kind); updates its scan state. */
+static bool repair_due(topology *t, struct volume *v, uint64_t now_ns, uint64_t delay_ns,
+		       size_t *live, bool *sync, uint64_t *fp)
+{
+	size_t want = (size_t)replica_placement_copies(&v->layout->rp);
+	bool confirmed = true, same_rev = true;
+
+	*live = 0;
+	for (size_t i = 0; i < v->nreps; i++) {
+		*live += node_alive(t, v->reps[i].node, now_ns);
+		confirmed &= v->reps[i].confirmed;
+		same_rev &= v->reps[i].compact_revision == v->reps[0].compact_revision;
+	}
+	if (*live == 0 || v->vacuuming || v->repairing || !confirmed)
+		return false;
+	if (*live < want) {
+		if (!v->under_since_ns)
+			v->under_since_ns = now_ns;
+		*sync = false;
+		return now_ns - v->under_since_ns >= delay_ns;
+	}
+	v->under_since_ns = 0;
+	v->no_target_said = false;
+	if (*live != v->nreps || !same_rev)
+		return false;
+	/* replicas that differ and stayed unchanged for a whole scan: not writes in flight */
+	*fp = figures_fingerprint(v);
+	*sync = *fp && *fp == v->figures_fp && *fp != v->settled_fp;
+	v->figures_fp = *fp;
+	return *sync;
+}
+
+/* A target for one more copy of v: its index in live[], or SIZE_MAX with msg. */
+static size_t repair_target(topology *t, const struct volume *v, struct dnode **live, size_t nlive,
+			    uint64_t now_ns, uint64_t rnd, char *msg, size_t msglen)
+{
+	struct place_node *cand = xcalloc(nlive ? nlive : 1, sizeof(*cand));
+	size_t have[TOPO_MAX_LOCATIONS], nhave = 0, out = SIZE_MAX;
+
+	for (size_t i = 0; i < nlive; i++) {
+		cand[i].url = live[i]->url;
+		cand[i].public_url = live[i]->public_url;
+		cand[i].dc = live[i]->dc;
+		cand[i].rack = live[i]->rack;
+		cand[i].free = node_free(live[i]);
+		for (size_t r = 0; r < v->nreps; r++)
+			if (v->reps[r].node == live[i] && node_alive(t, live[i], now_ns))
+				have[nhave++] = i;
+	}
+	if (placement_extend(cand, nlive, have, nhave, &v->layout->rp, rnd, &out, msg, msglen))
+		out = SIZE_MAX;
+	free(cand);
+	return out;
+}
+
+struct topo_repair_item *topology_repair_list(topology *t, uint64_t now_ns, uint64_t delay_ns,
+					      uint64_t rnd, size_t *n)
+{
+	struct topo_repair_item *items;
+	struct hashmap_iter hi;
+	struct hashmap_node *hn;
+	struct dnode **live;
+	size_t k = 0, nlive = 0;
+
+	pthread_rwlock_wrlock(&t->lock);
+	reap_dead(t, now_ns);
+	live = xcalloc(t->nnodes ? t->nnodes : 1, sizeof(*live));
+	for (size_t i = 0; i < t->nnodes; i++)
+		if (node_alive(t, t->nodes[i], now_ns))
+			live[nlive++] = t->nodes[i];
+	items = xcalloc(MAX(hashmap_count(&t->volumes), 1), sizeof(*items));
+	hashmap_foreach(&t->volumes, hi, hn) {
+		struct volume *v = hashmap_entry(hn, struct volume, hnode);
+		struct topo_repair_item *it = &items[k];
+		size_t nl, target = SIZE_MAX;
+		bool sync = false;
+		uint64_t fp = 0;
+
+		if (!repair_due(t, v, now_ns, delay_ns, &nl, &sync, &fp))
+			continue;
+		memset(it, 0, sizeof(*it));
+		it->vid = v->id;
+		it->sync = sync;
+		it->fingerprint = fp;
+		it->want = (size_t)replica_placement_copies(&v->layout->rp);
+		for (size_t i = 0; i < v->nreps; i++)
+			if (node_alive(t, v->reps[i].node, now_ns))
+				copy_str(it->urls[it->nurls++], TOPO_URL_MAX, v->reps[i].node->url);
+		if (!sync) {
+			target = repair_target(t, v, live, nlive, now_ns, rnd++, it->msg,
+					       sizeof(it->msg));
+			if (target == SIZE_MAX) {
+				/* said once per episode: the list runs every few seconds */
+				if (v->no_target_said)
+					continue;
+				v->no_target_said = true;
+			} else {
+				live[target]->pending++;
+				copy_str(it->target, TOPO_URL_MAX, live[target]->url);
+			}
+		}
+		if (sync || target != SIZE_MAX)
+			v->repairing = true;
+		k++;
+	}
+	free(live);
+	pthread_rwlock_unlock(&t->lock);
+	*n = k;
+	return items;
+}
+
+void topology_repair_done(topology *t, const struct topo_repair_item *it, bool ok,
+			  uint64_t now_ns)
+{
+	struct volume *v;
+	struct dnode *d = NULL;
+
+	pthread_rwlock_wrlock(&t->lock);
+	v = vol_find(t, it->vid);
+	if (it->target[0]) {
+		d = node_find(t, it->target);
+		if (d && d->pending > 0)
+			d->pending--;
+	}
+	if (v) {
+		v->repairing = false;
+		if (it->sync)
+			v->settled_fp = ok ? it->fingerprint : 0;
+		if (ok && d && !vol_replica(v, d) && v->nreps < TOPO_MAX_LOCATIONS) {
+			/* the copy counts at once; the target's heartbeat confirms it */
+			struct replica *r = &v->reps[v->nreps++];
+			memset(r, 0, sizeof(*r));
+			r->node = d;
+			r->added_ns = now_ns;
+			r->version = 3;
+			vid_array_add(&d->vids, &d->nvids, &d->capvids, v->id);
+			vol_refresh(t, v);
+		}
+	}
 	pthread_rwlock_unlock(&t->lock);
 }

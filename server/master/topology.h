@@ -141,6 +141,35 @@ struct topo_vacuum_item *topology_vacuum_list(topology *t, uint64_t now_ns, size
 /* Keeps a volume out of (or returns it to) the writable lists during vacuum. */
 void topology_set_vacuuming(topology *t, uint32_t vid, bool on);
 
+/*
+ * A volume the master's repair acts on: a copy to make (sync false: fewer live copies
+ * than its placement asks for, for longer than the delay; target is where the new copy
+ * goes, "" with msg when no server fits) or replicas to bring level (sync true: every
+ * copy live, their figures differ and did not change for a whole scan).
+ */
+struct topo_repair_item {
+	uint32_t vid;
+	bool sync;
+	size_t want; /* copies the placement asks for */
+	char target[TOPO_URL_MAX];
+	char msg[200];
+	uint64_t fingerprint; /* sync: the figures seen */
+	size_t nurls;
+	char urls[TOPO_MAX_LOCATIONS][TOPO_URL_MAX]; /* live copies */
+};
+/*
+ * The volumes due for repair (see above) at now_ns; *n gets the count, the caller frees
+ * the array. Each listed item with a target or sync is marked as being repaired (and its
+ * target's slot reserved) until topology_repair_done; the list says "no server fits"
+ * once per volume until it has enough copies again. rnd breaks placement ties.
+ */
+struct topo_repair_item *topology_repair_list(topology *t, uint64_t now_ns, uint64_t delay_ns,
+					      uint64_t rnd, size_t *n);
+/* Ends an item's repair: releases the slot, counts a made copy at once (ok), and
+   remembers a sync's figures so the same difference is not synced again. */
+void topology_repair_done(topology *t, const struct topo_repair_item *it, bool ok,
+			  uint64_t now_ns);
+
 /* Live node urls holding volumes of collection; the caller frees each and the array. */
 char **topology_collection_nodes(topology *t, const char *collection, uint64_t now_ns, size_t *n);
 /* True if any volume belongs to collection. */
