@@ -31,7 +31,7 @@ static int cluster_ps(struct shell_env *env, int argc, char **argv)
 	size_t n = 0;
 	jt *st = NULL;
 	char msg[512];
-	int rc = shell_no_args(shell_cmd_find("cluster.ps"), argc, argv);
+	int rc = shell_no_args("cluster.ps", argc, argv);
 
 	if (rc)
 		return rc < 0;
@@ -123,7 +123,7 @@ static int cluster_check(struct shell_env *env, int argc, char **argv)
 	size_t nn = 0, nr = 0, problems = 0, volumes = 0;
 	jt *dst = NULL, *vst = NULL;
 	char msg[512];
-	int rc = shell_no_args(shell_cmd_find("cluster.check"), argc, argv);
+	int rc = shell_no_args("cluster.check", argc, argv);
 
 	if (rc)
 		return rc < 0;
@@ -198,7 +198,7 @@ static int collection_list(struct shell_env *env, int argc, char **argv)
 	size_t nr = 0, nc = 0;
 	jt *st = NULL;
 	char msg[512];
-	int rc = shell_no_args(shell_cmd_find("collection.list"), argc, argv);
+	int rc = shell_no_args("collection.list", argc, argv);
 
 	if (rc)
 		return rc < 0;
@@ -248,13 +248,10 @@ static int collection_delete(struct shell_env *env, int argc, char **argv)
 	bool found = false;
 	jt *st = NULL;
 	char msg[512];
-	int npos, rc = shell_parse_flags(shell_cmd_find(name), flags, ARRAY_LEN(flags), argc,
-					 argv, &npos);
+	int rc = shell_parse_all(name, flags, ARRAY_LEN(flags), argc, argv);
 
 	if (rc)
 		return rc < 0;
-	if (npos != argc)
-		return shell_fail(name, "unexpected argument \"%s\"", argv[npos]);
 	if (!coll || !*coll)
 		return shell_fail(name, "-collection is required");
 	if (shell_need_lock(env, name, dry))

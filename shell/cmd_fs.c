@@ -145,7 +145,7 @@ static int fs_args(struct shell_env *env, const char *name, const struct shell_f
 
 static int fs_pwd(struct shell_env *env, int argc, char **argv)
 {
-	int rc = shell_no_args(shell_cmd_find("fs.pwd"), argc, argv);
+	int rc = shell_no_args("fs.pwd", argc, argv);
 	if (rc)
 		return rc < 0;
 	printf("%s\n", env->cwd);

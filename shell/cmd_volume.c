@@ -158,13 +158,10 @@ static int volume_list(struct shell_env *env, int argc, char **argv)
 	struct vl_sum all = {0}, tot;
 	size_t nn = 0, nr = 0;
 	char msg[512];
-	int npos, rc = shell_parse_flags(shell_cmd_find("volume.list"), flags, ARRAY_LEN(flags),
-					 argc, argv, &npos);
+	int rc = shell_parse_all("volume.list", flags, ARRAY_LEN(flags), argc, argv);
 
 	if (rc)
 		return rc < 0;
-	if (npos != argc)
-		return shell_fail("volume.list", "unexpected argument \"%s\"", argv[npos]);
 	if (shell_nodes(env, &dst, &nodes, &nn, msg, sizeof(msg)) ||
 	    shell_replicas(env, &vst, &reps, &nr, msg, sizeof(msg))) {
 		rc = shell_fail("volume.list", "%s", msg);
@@ -225,23 +222,39 @@ static size_t replicas_of(const struct shell_replica *reps, size_t n, uint32_t v
 	return k;
 }
 
-/* The replica list of an existing volume, or 1 after saying why not. */
-static int load_volume(struct shell_env *env, const char *cmd, uint32_t vid, const char *node,
-		       jt **st, struct shell_replica **reps, const struct shell_replica ***sel,
-		       size_t *nsel)
+/* The replicas of one volume (sel points into the /vol/status tree st). */
+struct vol_sel {
+	jt *st;
+	struct shell_replica *reps;
+	const struct shell_replica **sel;
+	size_t n;
+};
+
+/* Loads the replicas of an existing volume (on node, if given), or 1 after saying why
+ * not. Free with vol_sel_free either way. */
+static int vol_sel_load(struct shell_env *env, const char *cmd, uint32_t vid, const char *node,
+			struct vol_sel *v)
 {
 	size_t n;
 	char msg[512];
 
-	if (shell_replicas(env, st, reps, &n, msg, sizeof(msg)))
+	memset(v, 0, sizeof(*v));
+	if (shell_replicas(env, &v->st, &v->reps, &n, msg, sizeof(msg)))
 		return shell_fail(cmd, "%s", msg);
-	*sel = xcalloc(n + 1, sizeof(**sel));
-	*nsel = replicas_of(*reps, n, vid, node, *sel);
-	if (*nsel == 0 && node && replicas_of(*reps, n, vid, NULL, *sel))
+	v->sel = xcalloc(n + 1, sizeof(*v->sel));
+	v->n = replicas_of(v->reps, n, vid, node, v->sel);
+	if (v->n == 0 && node && replicas_of(v->reps, n, vid, NULL, v->sel))
 		return shell_fail(cmd, "volume %" PRIu32 " is not on %s", vid, node);
-	if (*nsel == 0)
+	if (v->n == 0)
 		return shell_fail(cmd, "volume %" PRIu32 " not found", vid);
 	return 0;
+}
+
+static void vol_sel_free(struct vol_sel *v)
+{
+	free(v->sel);
+	free(v->reps);
+	jt_free(v->st);
 }
 
 static int admin_post(const char *cmd, const char *node, const char *pathq)
@@ -265,41 +278,33 @@ static int volume_mark(struct shell_env *env, int argc, char **argv)
 		{"node", SF_STRING, &node, "only the replica on this server", NULL},
 		{"n", SF_BOOL, &dry, "dry run", NULL},
 	};
-	struct shell_replica *reps = NULL;
-	const struct shell_replica **sel = NULL;
-	size_t nsel = 0;
-	jt *st = NULL;
-	int npos, rc = shell_parse_flags(shell_cmd_find(name), flags, ARRAY_LEN(flags), argc,
-					 argv, &npos);
+	struct vol_sel v;
+	int rc = shell_parse_all(name, flags, ARRAY_LEN(flags), argc, argv);
 
 	if (rc)
 		return rc < 0;
-	if (npos != argc)
-		return shell_fail(name, "unexpected argument \"%s\"", argv[npos]);
 	if (!has_vid)
 		return shell_fail(name, "-volumeId is required");
 	if (ro == rw)
 		return shell_fail(name, "give exactly one of -readonly and -writable");
 	if (shell_need_lock(env, name, dry))
 		return 1;
-	rc = load_volume(env, name, vid, node, &st, &reps, &sel, &nsel);
-	for (size_t i = 0; i < nsel && !rc; i++) {
+	rc = vol_sel_load(env, name, vid, node, &v);
+	for (size_t i = 0; i < v.n && !rc; i++) {
 		char pq[96];
 		if (dry) {
-			printf("would mark volume %" PRIu32 " on %s %s\n", vid, sel[i]->node,
+			printf("would mark volume %" PRIu32 " on %s %s\n", vid, v.sel[i]->node,
 			       ro ? "read-only" : "writable");
 			continue;
 		}
 		snprintf(pq, sizeof(pq), "/admin/volume/readonly?volume=%" PRIu32 "&readonly=%s",
 			 vid, ro ? "true" : "false");
-		rc = admin_post(name, sel[i]->node, pq);
+		rc = admin_post(name, v.sel[i]->node, pq);
 		if (!rc)
-			printf("volume %" PRIu32 " on %s: marked %s\n", vid, sel[i]->node,
+			printf("volume %" PRIu32 " on %s: marked %s\n", vid, v.sel[i]->node,
 			       ro ? "read-only" : "writable");
 	}
-	free(sel);
-	free(reps);
-	jt_free(st);
+	vol_sel_free(&v);
 	return rc;
 }
 
@@ -314,24 +319,18 @@ static int volume_delete(struct shell_env *env, int argc, char **argv)
 		{"node", SF_STRING, &node, "the server to delete it from (host:port)", NULL},
 		{"n", SF_BOOL, &dry, "dry run", NULL},
 	};
-	struct shell_replica *reps = NULL;
-	const struct shell_replica **sel = NULL;
-	size_t nsel = 0;
-	jt *st = NULL;
-	int npos, rc = shell_parse_flags(shell_cmd_find(name), flags, ARRAY_LEN(flags), argc,
-					 argv, &npos);
+	struct vol_sel v;
+	int rc = shell_parse_all(name, flags, ARRAY_LEN(flags), argc, argv);
 
 	if (rc)
 		return rc < 0;
-	if (npos != argc)
-		return shell_fail(name, "unexpected argument \"%s\"", argv[npos]);
 	if (!has_vid)
 		return shell_fail(name, "-volumeId is required");
 	if (!node || !*node)
 		return shell_fail(name, "-node is required");
 	if (shell_need_lock(env, name, dry))
 		return 1;
-	rc = load_volume(env, name, vid, node, &st, &reps, &sel, &nsel);
+	rc = vol_sel_load(env, name, vid, node, &v);
 	if (!rc && dry) {
 		printf("would delete volume %" PRIu32 " on %s\n", vid, node);
 	} else if (!rc) {
@@ -341,9 +340,7 @@ static int volume_delete(struct shell_env *env, int argc, char **argv)
 		if (!rc)
 			printf("volume %" PRIu32 " on %s: deleted\n", vid, node);
 	}
-	free(sel);
-	free(reps);
-	jt_free(st);
+	vol_sel_free(&v);
 	return rc;
 }
 
@@ -409,13 +406,10 @@ static int volume_vacuum(struct shell_env *env, int argc, char **argv)
 	size_t n = 0, due = 0;
 	jt *st = NULL;
 	char msg[512];
-	int npos, rc = shell_parse_flags(shell_cmd_find(name), flags, ARRAY_LEN(flags), argc,
-					 argv, &npos);
+	int rc = shell_parse_all(name, flags, ARRAY_LEN(flags), argc, argv);
 
 	if (rc)
 		return rc < 0;
-	if (npos != argc)
-		return shell_fail(name, "unexpected argument \"%s\"", argv[npos]);
 	if (!(threshold >= 0 && threshold <= 1))
 		return shell_fail(name, "invalid -garbageThreshold %g (want 0..1)", threshold);
 	if (shell_need_lock(env, name, dry))

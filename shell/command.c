@@ -156,11 +156,12 @@ int shell_parse_flags(const struct shell_cmd *cmd, const struct shell_flag *flag
 	return 0;
 }
 
-int shell_no_args(const struct shell_cmd *cmd, int argc, char **argv)
+int shell_parse_all(const char *name, const struct shell_flag *flags, size_t nflags, int argc,
+		    char **argv)
 {
-	int npos, rc = shell_parse_flags(cmd, NULL, 0, argc, argv, &npos);
+	int npos, rc = shell_parse_flags(shell_cmd_find(name), flags, nflags, argc, argv, &npos);
 	if (!rc && npos != argc) {
-		shell_fail(cmd->name, "takes no arguments");
+		shell_fail(name, "unexpected argument \"%s\"", argv[npos]);
 		return -1;
 	}
 	return rc;

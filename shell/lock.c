@@ -169,7 +169,7 @@ void shell_lock_drop(struct shell_env *env)
 static int lock_run(struct shell_env *env, int argc, char **argv)
 {
 	char msg[512];
-	int rc = shell_no_args(shell_cmd_find("lock"), argc, argv);
+	int rc = shell_no_args("lock", argc, argv);
 
 	if (rc)
 		return rc < 0;
@@ -195,7 +195,7 @@ static int lock_run(struct shell_env *env, int argc, char **argv)
 static int unlock_run(struct shell_env *env, int argc, char **argv)
 {
 	char msg[512];
-	int rc = shell_no_args(shell_cmd_find("unlock"), argc, argv);
+	int rc = shell_no_args("unlock", argc, argv);
 
 	if (rc)
 		return rc < 0;

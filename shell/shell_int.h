@@ -71,8 +71,11 @@ void shell_words_free(char **words);
  */
 int shell_parse_flags(const struct shell_cmd *cmd, const struct shell_flag *flags,
 		      size_t nflags, int argc, char **argv, int *npos);
-/* For commands without flags or arguments: 0 to go on, else as shell_parse_flags. */
-int shell_no_args(const struct shell_cmd *cmd, int argc, char **argv);
+/* The same for a command that takes no positional argument (refused with a message). */
+int shell_parse_all(const char *name, const struct shell_flag *flags, size_t nflags, int argc,
+		    char **argv);
+/* For commands without flags or arguments. */
+#define shell_no_args(name, argc, argv) shell_parse_all(name, NULL, 0, argc, argv)
 /* Prints "CMD: message" to stderr and returns 1 (for `return shell_fail(...)`). */
 int shell_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

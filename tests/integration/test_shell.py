@@ -89,8 +89,10 @@ class Holder:
         if self.p.poll() is None:
             self.p.stdin.close()
             self.p.wait(30)
+        rest = self.p.stdout.read().decode(errors="replace")
         self.p.stdin.close()
         self.p.stdout.close()
+        assert not SANITIZER_PATTERNS.search(rest), rest
 
 
 def lease(m):
