@@ -125,6 +125,10 @@ int shell_parse_flags(const struct shell_cmd *cmd, const struct shell_flag *flag
 		name = a + (a[1] == '-' ? 2 : 1);
 		if (!strcmp(name, "h") || !strcmp(name, "help")) {
 			cmd_help(stdout, cmd);
+			if (nflags)
+				printf("\nFlags:\n");
+			for (size_t k = 0; k < nflags; k++)
+				printf("  -%-18s %s\n", flags[k].name, flags[k].help);
 			return 1;
 		}
 		eq = strchr(name, '=');

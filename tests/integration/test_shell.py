@@ -265,23 +265,32 @@ def test_volume_delete_one_replica(env):
 
 def test_volume_vacuum(env):
     _, m, vols, f = env
-    fids = write(m, 20, 5000, collection="vac")
-    vid = parse_fid(fids[0][0])[0]
-    mine = [(fid, url) for fid, url in fids if parse_fid(fid)[0] == vid]
-    for fid, url in mine[1:]:
-        assert requests.delete("http://%s/%s" % (url, fid), timeout=10).status_code in (200, 202, 204)
-    url = mine[0][1]
-    before = server_volumes(url)[vid]["Size"]
-    if len(mine) > 1:
-        _, out, _ = shell(m, f, "volume.vacuum -garbageThreshold=0.01 -volumeId=%d -n" % vid,
-                          expect=0)
-        assert "would vacuum volume %d" % vid in out
-        assert server_volumes(url)[vid]["Size"] == before
-        _, out, _ = shell(m, f, "lock; volume.vacuum -garbageThreshold=0.01 -volumeId=%d" % vid,
-                          expect=0)
-        assert "volume %d: vacuumed" % vid in out
-        assert server_volumes(url)[vid]["Size"] < before
-    assert requests.get("http://%s/%s" % (url, mine[0][0]), timeout=10).status_code == 200
+    fids = write(m, 30, 5000, collection="vac")
+    by_vol = {}
+    for fid, url in fids:
+        by_vol.setdefault(parse_fid(fid)[0], []).append((fid, url))
+    # the two volumes with the most files (30 files over at most 7 volumes: >= 2 each)
+    (va, fa), (vb, fb) = sorted(by_vol.items(), key=lambda kv: -len(kv[1]))[:2]
+    assert len(fa) >= 2 and len(fb) >= 2
+    for fid, url in fa[1:] + fb[1:]:
+        r = requests.delete("http://%s/%s" % (url, fid), timeout=10)
+        assert r.status_code in (200, 202, 204), r.text
+    size = lambda vid, url: server_volumes(url)[vid]["Size"]  # noqa: E731
+    a0, b0 = size(va, fa[0][1]), size(vb, fb[0][1])
+    _, out, _ = shell(m, f, "volume.vacuum -garbageThreshold=0.01 -n", expect=0)
+    assert "would vacuum volume %d" % va in out and "would vacuum volume %d" % vb in out
+    assert (size(va, fa[0][1]), size(vb, fb[0][1])) == (a0, b0)
+    # One volume by id: the shell compacts it on its replicas itself.
+    _, out, _ = shell(m, f, "lock; volume.vacuum -garbageThreshold=0.01 -volumeId=%d" % va,
+                      expect=0)
+    assert "volume %d: vacuumed" % va in out
+    assert size(va, fa[0][1]) < a0 and size(vb, fb[0][1]) == b0
+    # All of them: the master's /vol/vacuum does the work.
+    _, out, _ = shell(m, f, "lock; volume.vacuum -garbageThreshold=0.01", expect=0)
+    assert "volume %d: garbage" % vb in out and re.search(r"vacuumed \d+ volume\(s\)", out)
+    assert size(vb, fb[0][1]) < b0
+    for fid, url in (fa[0], fb[0]):
+        assert requests.get("http://%s/%s" % (url, fid), timeout=10).status_code == 200
     _, out, _ = shell(m, f, "lock; volume.vacuum -garbageThreshold=0.99", expect=0)
     assert "no volume has more than 99.0% garbage" in out
 
