@@ -32,6 +32,14 @@ char *shell_escape(const char *s, bool keep_slash)
 int shell_http(const char *method, const char *host, const char *pathq, const char *body,
 	       jt **out, int *status, char *msg, size_t msglen)
 {
+	return shell_http_timeout(method, host, pathq, body, SHELL_HTTP_TIMEOUT_MS, out, status,
+				  msg, msglen);
+}
+
+int shell_http_timeout(const char *method, const char *host, const char *pathq,
+		       const char *body, long timeout_ms, jt **out, int *status, char *msg,
+		       size_t msglen)
+{
 	static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
 	struct http_result res;
 	char *url = xasprintf("http://%s%s", host, pathq);
@@ -46,7 +54,7 @@ int shell_http(const char *method, const char *host, const char *pathq, const ch
 		*status = 0;
 	http_result_init(&res);
 	err = http_request(method, url, body ? json_hdr : NULL, body, body ? strlen(body) : 0,
-			   SHELL_HTTP_TIMEOUT_MS, &res);
+			   timeout_ms, &res);
 	if (err) {
 		snprintf(msg, msglen, "%s: %s", host, wfs_strerror(err));
 		goto out;

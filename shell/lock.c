@@ -1,9 +1,10 @@
 /*
  * DESIGN: `lock` takes the master's admin lease (POST /admin/lease) and starts a
  * thread that renews it every SHELL_RENEW_SEC, well inside the master's TTL, so a
- * shell that is killed loses it within seconds. A renewal that fails (master
- * restarted, lease taken after a long stall) marks it lost: the next command that
- * changes something refuses, as if `lock` had never run. `unlock` and exit release it.
+ * shell that is killed loses it within seconds. A renewal that fails (the lease was
+ * taken by another shell after a long stall, the master is unreachable) marks it
+ * lost: the next command that changes something refuses, as if `lock` had never run.
+ * `unlock` and exit release it.
  */
 #include "config.h"
 #include <errno.h>
@@ -17,7 +18,9 @@
 #include "util.h"
 
 #define SHELL_RENEW_SEC 3
+#define SHELL_LEASE_SEC 10 /* the master's ADMIN_LEASE_SEC */
 #define LEASE_NAME      "admin"
+#define LEASE_TIMEOUT_MS 5000 /* a hung master must not hold up unlock or exit long */
 
 struct shell_lock {
 	pthread_mutex_t mu;
@@ -30,7 +33,8 @@ struct shell_lock {
 	bool running;   /* the renewal thread was started and not joined yet */
 };
 
-static int lease_call(struct shell_lock *l, const char *prev, char *msg, size_t msglen)
+static int lease_call(struct shell_lock *l, const char *prev, int *status, char *msg,
+		      size_t msglen)
 {
 	char *client = shell_escape(l->client, false);
 	char *pq = xasprintf("/admin/lease?name=" LEASE_NAME "&client=%s%s%s", client,
@@ -39,7 +43,8 @@ static int lease_call(struct shell_lock *l, const char *prev, char *msg, size_t 
 	jt *v = NULL;
 	int rc;
 
-	rc = shell_http("POST", l->master, pq, NULL, &v, NULL, msg, msglen);
+	rc = shell_http_timeout("POST", l->master, pq, NULL, LEASE_TIMEOUT_MS, &v, status, msg,
+				msglen);
 	tok = jt_get_str(v, "token");
 	if (!rc && (!tok || strlen(tok) >= sizeof(l->token))) {
 		snprintf(msg, msglen, "the master's answer has no token");
@@ -60,6 +65,8 @@ static void *renew_main(void *arg)
 {
 	struct shell_lock *l = arg;
 	char prev[32], msg[512];
+	uint64_t last_ok = time_mono_ns();
+	int status;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
@@ -70,7 +77,12 @@ static void *renew_main(void *arg)
 			break;
 		snprintf(prev, sizeof(prev), "%s", l->token);
 		pthread_mutex_unlock(&l->mu);
-		if (lease_call(l, prev, msg, sizeof(msg))) {
+		if (!lease_call(l, prev, &status, msg, sizeof(msg))) {
+			last_ok = time_mono_ns();
+		} else if (status == 0 && time_mono_ns() - last_ok <
+						  (SHELL_LEASE_SEC - SHELL_RENEW_SEC) * 1000000000ull) {
+			/* master unreachable: the lease holds a while yet, try again */
+		} else {
 			fprintf(stderr, "lock: lost the admin lock: %s\n", msg);
 			pthread_mutex_lock(&l->mu);
 			l->token[0] = 0;
@@ -145,7 +157,8 @@ static int lock_release(struct shell_env *env, char *msg, size_t msglen)
 	pq = xasprintf("/admin/release?name=" LEASE_NAME "&token=%s", l->token);
 	l->token[0] = 0;
 	pthread_mutex_unlock(&l->mu);
-	rc = shell_http("POST", l->master, pq, NULL, NULL, NULL, msg, msglen);
+	rc = shell_http_timeout("POST", l->master, pq, NULL, LEASE_TIMEOUT_MS, NULL, NULL, msg,
+				msglen);
 	free(pq);
 	return rc;
 }
@@ -181,7 +194,7 @@ static int lock_run(struct shell_env *env, int argc, char **argv)
 		renew_stop(env->lock); /* a thread that ended after losing the lease */
 	else
 		env->lock = lock_new(env);
-	if (lease_call(env->lock, NULL, msg, sizeof(msg)))
+	if (lease_call(env->lock, NULL, NULL, msg, sizeof(msg)))
 		return shell_fail("lock", "%s", msg);
 	if (pthread_create(&env->lock->thread, NULL, renew_main, env->lock)) {
 		lock_release(env, msg, sizeof(msg));

@@ -87,6 +87,10 @@ int shell_fail(const char *cmd, const char *fmt, ...) __attribute__((format(prin
  */
 int shell_http(const char *method, const char *host, const char *pathq, const char *body,
 	       jt **out, int *status, char *msg, size_t msglen);
+/* The same with a timeout of its own (shell_http allows minutes: a vacuum). */
+int shell_http_timeout(const char *method, const char *host, const char *pathq,
+		       const char *body, long timeout_ms, jt **out, int *status, char *msg,
+		       size_t msglen);
 /* GET shorthand. */
 int shell_get(const char *host, const char *pathq, jt **out, char *msg, size_t msglen);
 /* Percent-encodes s for a query value or a path (keeping '/'); caller frees. */

@@ -74,14 +74,19 @@ def env(module_cluster):
 class Holder:
     """A shell on a pipe that took the lock and keeps running (until killed)."""
 
-    def __init__(self, m, f):
+    def __init__(self, m, f, must=True):
         self.p = subprocess.Popen([WEEDFS, "shell", "-master=%s" % m.url, "-filer=%s" % f.url],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, start_new_session=True)
-        self.p.stdin.write(b"lock\n")
+        self.line = self.say("lock")
+        self.locked = self.line.startswith("locked:")
+        assert self.locked or not must, self.line
+
+    def say(self, cmd):
+        """Sends one command; returns the first line it answers."""
+        self.p.stdin.write(cmd.encode() + b"\n")
         self.p.stdin.flush()
-        line = self.p.stdout.readline().decode()
-        assert line.startswith("locked:"), line
+        return self.p.stdout.readline().decode()
 
     def close(self):
         """Ends the shell (EOF: it releases a held lock) and closes the pipes now, not at
@@ -374,13 +379,45 @@ def test_lock_is_exclusive_and_expires_after_kill9(env):
     assert not lease(m)["held"]
 
 
+def test_stalled_holder_loses_the_lock(env):
+    """A holder stopped past the lease's TTL loses it to another shell; once it runs
+    again its renewal is refused, it says so, and it refuses to change anything."""
+    _, m, vols, f = env
+    a = Holder(m, f)
+    b = None
+    try:
+        a.p.send_signal(signal.SIGSTOP)
+
+        def take():
+            nonlocal b
+            h = Holder(m, f, must=False)
+            if h.locked:
+                b = h
+                return True
+            h.close()
+            return False
+        wait_until(take, 40, "the stalled shell's lease to lapse")
+        assert ("pid %d" % b.p.pid) in lease(m)["client"]
+        a.p.send_signal(signal.SIGCONT)
+        line = a.p.stdout.readline().decode()
+        assert "lost the admin lock" in line and ("pid %d" % b.p.pid) in line, line
+        vid = next(k[1] for k, v in replicas(m).items() if not v["ReadOnly"])
+        line = a.say("volume.mark -volumeId=%d -readonly" % vid)
+        assert 'run "lock" first' in line, line
+        assert not any(server_volumes(v.url).get(vid, {}).get("ReadOnly") for v in vols)
+    finally:
+        a.p.send_signal(signal.SIGCONT)
+        a.close()
+        if b:
+            b.close()
+    assert not lease(m)["held"]
+
+
 def test_unlock_releases_and_second_shell_locks(env):
     _, m, vols, f = env
     a = Holder(m, f)
     try:
-        a.p.stdin.write(b"unlock\n")
-        a.p.stdin.flush()
-        assert a.p.stdout.readline().decode().strip() == "unlocked"
+        assert a.say("unlock").strip() == "unlocked"
         assert not lease(m)["held"]
         _, out, _ = shell(m, f, "lock; unlock", expect=0)
         assert "locked:" in out and "unlocked" in out
