@@ -50,8 +50,8 @@ void admin_locks_free(admin_locks *l)
 	free(l);
 }
 
-/* The slot of name, or a free one for it (NULL when all are taken). mu held. */
-static struct lease *lease_slot(admin_locks *l, const char *name, uint64_t now)
+/* The slot of name, or (with create) a free one for it; NULL when there is none. mu held. */
+static struct lease *lease_slot(admin_locks *l, const char *name, uint64_t now, bool create)
 {
 	struct lease *spare = NULL;
 	for (size_t i = 0; i < LEASE_NAMES; i++) {
@@ -61,14 +61,15 @@ static struct lease *lease_slot(admin_locks *l, const char *name, uint64_t now)
 		if (!spare && (!s->name[0] || s->expires_ns <= now))
 			spare = s;
 	}
-	if (spare) {
+	if (spare && create) {
 		memset(spare, 0, sizeof(*spare));
 		snprintf(spare->name, sizeof(spare->name), "%s", name);
 	}
-	return spare;
+	return create ? spare : NULL;
 }
 
-static void send_lease(http_req *req, const struct lease *s, uint64_t now, bool with_token)
+static void send_lease(http_req *req, const char *name, const struct lease *s, uint64_t now,
+		       bool with_token)
 {
 	buf out = BUF_INIT;
 	json_w *w = jw_new(&out, master_pretty(req));
@@ -76,7 +77,7 @@ static void send_lease(http_req *req, const struct lease *s, uint64_t now, bool 
 	char tok[24];
 
 	jw_obj_begin(w);
-	jw_kv_str(w, "name", s ? s->name : "");
+	jw_kv_str(w, "name", name);
 	jw_kv_bool(w, "held", held);
 	if (held) {
 		jw_kv_str(w, "client", s->client);
@@ -130,8 +131,8 @@ static void h_lease(admin_locks *l, http_req *req)
 		return;
 	if (http_req_method(req) != HTTP_POST) {
 		pthread_mutex_lock(&l->mu);
-		s = lease_slot(l, name, now);
-		send_lease(req, s, now, false);
+		s = lease_slot(l, name, now, false);
+		send_lease(req, name, s, now, false);
 		pthread_mutex_unlock(&l->mu);
 		return;
 	}
@@ -141,7 +142,7 @@ static void h_lease(admin_locks *l, http_req *req)
 		return;
 	}
 	pthread_mutex_lock(&l->mu);
-	s = lease_slot(l, name, now);
+	s = lease_slot(l, name, now, true);
 	if (!s) {
 		http_resp_error(req, 503, "too many leases");
 	} else if (s->token && s->expires_ns > now && s->token != prev) {
@@ -153,7 +154,7 @@ static void h_lease(admin_locks *l, http_req *req)
 		while (!s->token);
 		s->expires_ns = now + (uint64_t)ADMIN_LEASE_SEC * 1000000000;
 		snprintf(s->client, sizeof(s->client), "%s", client);
-		send_lease(req, s, now, true);
+		send_lease(req, name, s, now, true);
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -171,7 +172,7 @@ static void h_release(admin_locks *l, http_req *req)
 		return;
 	}
 	pthread_mutex_lock(&l->mu);
-	s = lease_slot(l, name, now);
+	s = lease_slot(l, name, now, false);
 	if (!s || s->token != tok || s->expires_ns <= now) {
 		http_resp_error(req, 409, "lock \"%s\" is not held with that token", name);
 	} else {

@@ -340,6 +340,12 @@ def test_script_mode_and_exit_status(env):
     assert rc == 1 and out.strip() == "/" and "no.such: unknown command" in err
     rc, out, _ = shell(m, f, "fs.pwd; exit; cluster.ps")
     assert rc == 0 and out == "/\n"
+    # Quotes and backslashes keep blanks and ';' inside one word, in -c and in scripts.
+    assert f.put("/q/a b;c.txt", b"12345").status_code in (200, 201)
+    _, out, _ = shell(m, f, 'fs.meta.cat "/q/a b;c.txt"; fs.ls \'/q\'', expect=0)
+    assert '"fullPath": "/q/a b;c.txt"' in out and out.rstrip().endswith("a b;c.txt")
+    _, out, _ = shell(m, f, stdin="fs.du /q/a\\ b\\;c.txt\n", expect=0)
+    assert re.match(r"block:\s*\d+\tbyte:\s*5\t", out), out
     rc, out, _ = shell(m, f, "help volume.vacuum", expect=0)
     assert out.startswith("volume.vacuum [-garbageThreshold=0.3] [-volumeId=N] [-n]")
     rc, out, _ = shell(m, f, "volume.mark -h", expect=0)
