@@ -39,7 +39,7 @@ static int run_line(struct shell_env *env, const char *line, bool *quit)
 	return rc;
 }
 
-/* -c: commands separated by ';' (quoted ';' stays in its word: split per piece). */
+/* -c: commands separated by ';' (a quoted or escaped ';' stays in its word). */
 static int run_commands(struct shell_env *env, const char *text)
 {
 	char *copy = xstrdup(text), *p = copy;
@@ -49,7 +49,9 @@ static int run_commands(struct shell_env *env, const char *text)
 	while (p && !quit) {
 		char *semi = p, quote = 0;
 		for (; *semi; semi++) {
-			if (quote && *semi == quote)
+			if (*semi == '\\' && semi[1] && quote != '\'')
+				semi++; /* an escaped character, ';' too, as shell_split reads it */
+			else if (quote && *semi == quote)
 				quote = 0;
 			else if (!quote && (*semi == '\'' || *semi == '"'))
 				quote = *semi;

@@ -346,6 +346,8 @@ def test_script_mode_and_exit_status(env):
     assert '"fullPath": "/q/a b;c.txt"' in out and out.rstrip().endswith("a b;c.txt")
     _, out, _ = shell(m, f, stdin="fs.du /q/a\\ b\\;c.txt\n", expect=0)
     assert re.match(r"block:\s*\d+\tbyte:\s*5\t", out), out
+    _, out, _ = shell(m, f, "fs.du /q/a\\ b\\;c.txt; fs.pwd", expect=0)
+    assert re.match(r"block:\s*\d+\tbyte:\s*5\t.*\n/\n$", out), out
     rc, out, _ = shell(m, f, "help volume.vacuum", expect=0)
     assert out.startswith("volume.vacuum [-garbageThreshold=0.3] [-volumeId=N] [-n]")
     rc, out, _ = shell(m, f, "volume.mark -h", expect=0)
