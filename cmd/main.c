@@ -10,6 +10,7 @@
 #include "mini.h"
 #include "s3_cmd.h"
 #include "s3/s3_server.h"
+#include "shell/shell.h"
 #include "server/volume/volume_server.h"
 
 static int version_main(int argc, char **argv);
@@ -25,6 +26,7 @@ static const struct command {
 	{"filer", filer_main, "run a filer: directories and files over volumes (port 8888)"},
 	{"s3", s3_main, "run an S3 gateway over a filer (port 8333)"},
 	{"mini", mini_main, "run a master, a volume server and a filer in one process"},
+	{"shell", shell_main, "an operator's console: volumes, collections, the lock, files"},
 	{"benchmark", benchmark_main, "write then read many small files and print figures"},
 	{"version", version_main, "print the version"},
 	{"help", help_main, "list the commands"},

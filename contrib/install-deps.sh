@@ -16,7 +16,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libevent-dev libcurl4-openssl-dev libyajl-dev libssl-dev
 	libpq-dev libsqlite3-dev libfuse3-dev fuse3
-	libxxhash-dev libisal-dev libhttp-parser-dev libexpat1-dev
+	libxxhash-dev libisal-dev libhttp-parser-dev libexpat1-dev libedit-dev
 	clang libclang-rt-14-dev
 	python3 python3-pip curl fio postgresql strace
 	rsync git

@@ -2,6 +2,7 @@
 noinst_LIBRARIES += server/master/libmaster.a
 server_master_libmaster_a_SOURCES = \
 	server/master/admin.c server/master/repair.c \
+	server/master/admin_lock.c server/master/admin_lock.h \
 	server/master/assign.c \
 	server/master/growth.c server/master/growth.h \
 	server/master/master.c server/master/master.h server/master/master_int.h \

@@ -264,6 +264,8 @@ static void master_handle(http_req *req, void *ctx)
 	} else if (!strcmp(p, "/cluster/status")) {
 		if (method_is(req, true, false))
 			h_cluster_status(m, req);
+	} else if (admin_locks_handle(m->locks, req, p)) {
+		/* answered: /admin/lease, /admin/release */
 	} else if (!strcmp(p, "/healthz") || !strcmp(p, "/readyz")) {
 		if (method_is(req, true, false))
 			http_resp_send(req, 200, "OK\n", 3);
@@ -396,6 +398,7 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	m->seq = sequence_open(m->mdir, err);
 	if (!m->seq)
 		goto fail;
+	m->locks = admin_locks_new();
 	m->topo = topology_new(m->volume_size_limit, o->pulse_seconds);
 	m->pool = pool_new(MAX(8, cpu_count()), "wfs-master-work");
 	m->growth = growth_new(m->topo, m->seq, m->pool,
@@ -449,6 +452,7 @@ void master_stop(struct master *m)
 	http_server_free(m->http);
 	growth_free(m->growth);
 	topology_free(m->topo);
+	admin_locks_free(m->locks);
 	sequence_free(m->seq);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->vacuum_lock);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "http_server.h"
 #include "metrics.h"
+#include "server/master/admin_lock.h"
 #include "server/master/growth.h"
 #include "server/master/master.h"
 #include "server/master/parse.h"
@@ -25,6 +26,7 @@ struct master {
 	topology *topo;
 	sequence *seq;
 	growth *growth;
+	admin_locks *locks; /* the shell's admin lease */
 	pthread_mutex_t lock;
 	pthread_cond_t stop_cond; /* signalled with lock held when stopping is set */
 	bool stopping;            /* protected by lock */
