@@ -15,7 +15,7 @@
 #
 # Usage: WEED=/path/to/weed tests/bench/vs_seaweedfs.sh [path/to/build-dir]
 #        (the build dir holds weedfs, weedfs-mount and tests/bench/s3_load)
-# Environment: SIZE=1G ROUNDS=2 BIG_COUNT=8 C=16 BENCH_DIR=/tmp KEEP=1 (keep the temp dir)
+# Environment: SIZE=1G ROUNDS=3 BIG_COUNT=8 C=16 BENCH_DIR=/tmp KEEP=1 (keep the temp dir)
 #              MINI_OPTS="" (more flags for weedfs mini) PHASES="mount s3"
 #              RESULTS=tests/bench/results/vs-seaweedfs-<date>.txt
 set -euo pipefail
@@ -23,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 SIZE=${SIZE:-1G}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-3}
 BIG_COUNT=${BIG_COUNT:-8}
 C=${C:-16}
 PHASES=${PHASES:-mount s3}
@@ -243,19 +243,30 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
-median() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0 > 0 && b+0 > 0) printf "%.2f", a / b; else print "-" }'; }
+# the median of the numbers in $1 (the mean of the middle two for an even count)
+median() {
+	printf '%s\n' $1 | sort -n |
+		awk '{v[NR] = $1} END {m = int((NR + 1) / 2); if (NR % 2) print v[m]; else printf "%.0f\n", (v[m] + v[m + 1]) / 2}'
+}
+# the median over the rounds of a's figure over b's, each round's pair taken together
+ratio_median() {
+	paste -d' ' <(printf '%s\n' $1) <(printf '%s\n' $2) |
+		awk '$1 + 0 > 0 && $2 + 0 > 0 {print $1 / $2}' | sort -n |
+		awk '{v[NR] = $1} END {if (!NR) {print "-"; exit} m = int((NR + 1) / 2); printf "%.2f\n", NR % 2 ? v[m] : (v[m] + v[m + 1]) / 2}'
+}
 {
 	echo
-	printf "%-28s %9s %9s %9s %8s %8s\n" "median of $ROUNDS (MiB/s)" weedfs SeaweedFS local w/S w/local
+	echo "MiB/s, the median of $ROUNDS rounds; w/S and w/local: the median of the rounds' own ratios"
+	printf "%-28s %9s %9s %9s %8s %8s\n" "workload" weedfs SeaweedFS local w/S w/local
 	for k in w:"mount seq write" c:"mount seq read, cold" h:"mount seq read, warm" \
 		p:"S3 64 MiB PUT" g:"S3 64 MiB GET, cold"; do
 		key=${k%%:*}
 		[[ -n ${acc[weedfs.$key]:-} ]] || continue
 		a=$(median "${acc[weedfs.$key]}") b=$(median "${acc[seaweedfs.$key]}")
 		l=$(median "${acc[local.$key]}")
-		printf "%-28s %9s %9s %9s %8s %8s\n" "${k#*:}" "$a" "$b" "$l" "$(ratio "$a" "$b")" \
-			"$(ratio "$a" "$l")"
+		printf "%-28s %9s %9s %9s %8s %8s\n" "${k#*:}" "$a" "$b" "$l" \
+			"$(ratio_median "${acc[weedfs.$key]}" "${acc[seaweedfs.$key]}")" \
+			"$(ratio_median "${acc[weedfs.$key]}" "${acc[local.$key]}")"
 	done
 	echo "local S3 rows: 16 fio jobs writing/reading the same bytes as 64 MiB files"
 	echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
