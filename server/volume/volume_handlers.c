@@ -282,13 +282,36 @@ static void repl_finish(http_req *req, void *arg)
 	repl_job_free(j);
 }
 
-static void repl_run(void *arg)
+/* Drops vid's cached locations, so the next lookup asks the master. */
+static void lookup_forget(struct volume_server *vs, uint32_t vid)
 {
-	struct repl_job *j = arg;
+	pthread_mutex_lock(&vs->cache_lock);
+	for (int i = 0; i < vs->ncache; i++)
+		if (vs->cache[i].vid == vid)
+			vs->cache[i].expires_ns = 0;
+	pthread_mutex_unlock(&vs->cache_lock);
+}
+
+static bool url_in(char **done, int ndone, const char *url)
+{
+	for (int i = 0; i < ndone; i++)
+		if (!strcmp(done[i], url))
+			return true;
+	return false;
+}
+
+/*
+ * One pass over the replicas the lookup names, skipping those already done (added to
+ * done); false with j->error set at the first failure.
+ */
+static bool repl_pass(struct repl_job *j, char ***done, int *ndone)
+{
 	struct vs_location *locs;
 	int n;
 	wfs_err err = vs_lookup(j->vs, j->vid, &locs, &n);
 
+	free(j->error);
+	j->error = NULL;
 	if (!err)
 		err = vs_check_replicas(j->vs, j->vid, locs, n);
 	if (err) {
@@ -298,20 +321,45 @@ static void repl_run(void *arg)
 	for (int i = 0; !err && i < n && !j->error; i++) {
 		struct http_result res;
 		char *url;
-		if (!strcmp(locs[i].url, j->vs->self))
+		if (!strcmp(locs[i].url, j->vs->self) || url_in(*done, *ndone, locs[i].url))
 			continue;
 		url = xasprintf("http://%s%s", locs[i].url, j->uri);
 		http_result_init(&res);
 		err = http_request(j->method, url, (const char *const *)j->headers, j->body,
 				   j->body_len, REPLICA_TIMEOUT_MS, &res);
-		if (err || res.status < 200 || res.status > 299)
+		if (err || res.status < 200 || res.status > 299) {
 			j->error = xasprintf("replica %s failed: %s", locs[i].url,
 					     err ? wfs_strerror(err)
 						 : (res.body.len ? res.body.data : "error status"));
+		} else {
+			*done = xrealloc(*done, (size_t)(*ndone + 1) * sizeof(**done));
+			(*done)[(*ndone)++] = xstrdup(locs[i].url);
+		}
 		http_result_free(&res);
 		free(url);
 	}
 	vs_locations_free(locs, n);
+	return !j->error;
+}
+
+/*
+ * Forwards to every other replica. A failure may come from locations cached before the
+ * topology changed (a dead server replaced by a repaired copy): the cache is dropped and
+ * the master asked once more; replicas that already took the write are not sent it again.
+ */
+static void repl_run(void *arg)
+{
+	struct repl_job *j = arg;
+	char **done = NULL;
+	int ndone = 0;
+
+	if (!repl_pass(j, &done, &ndone)) {
+		lookup_forget(j->vs, j->vid);
+		repl_pass(j, &done, &ndone);
+	}
+	for (int i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 	http_req_defer(j->req, repl_finish, j);
 }
 
