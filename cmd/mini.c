@@ -257,7 +257,8 @@ int mini_main(int argc, char **argv)
 	volume_dir = xasprintf("%s/volume", dir);
 	filer_dir = xasprintf("%s/filer", dir);
 	if (!mkdir_p(master_dir) || !mkdir_p(volume_dir) || !mkdir_p(filer_dir)) {
-		log_error("could not create data directories under \"%s\"", dir);
+		log_error("could not create data directories under -dir \"%s\": %s", dir,
+			  strerror(errno));
 		goto out;
 	}
 	if (!metrics_port_valid(metrics_port) ||
