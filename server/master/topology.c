@@ -1111,6 +1111,11 @@ static bool repair_due(topology *t, struct volume *v, uint64_t now_ns, uint64_t 
 	v->no_target_said = false;
 	if (*live != v->nreps || !same_rev)
 		return false;
+	/* figures only from servers heard within half the dead time: a server that just
+	   died still counts as live, with its last figures */
+	for (size_t i = 0; i < v->nreps; i++)
+		if (now_ns - v->reps[i].node->last_ns > t->dead_ns / 2)
+			return false;
 	/* replicas that differ and stayed unchanged for a whole scan: not writes in flight */
 	*fp = figures_fingerprint(v);
 	*sync = *fp && *fp == v->figures_fp && *fp != v->settled_fp;

@@ -149,3 +149,39 @@ def test_bad_repair_flags_fail_at_start(tmp_path):
         assert p.returncode != 0, flag
         err = p.stderr.decode()
         assert "repair" in err, (flag, err)
+
+
+def test_repair_killed_mid_copy_is_retried(cluster):
+    # 1 MB/s: a few MiB take seconds to copy, long enough to kill both ends mid-way
+    m = cluster.master(extra=["-repairDelaySeconds=1", "-repairMBps=1"])
+    vols = [cluster.volume(m, dc="dc1", rack="rack1", max_volumes=12) for _ in range(3)]
+    a = assign(m, replication="001", count=6)
+    vid, key, cookie = parse_fid(a["fid"])
+    holders = _locations(m, vid)
+    body = {}
+    for i in range(6):
+        fid = "%d,%x%08x" % (vid, key + i, cookie)
+        body[fid] = bytes([i]) * (700 * 1024)
+        r = upload(a["url"], fid, body[fid])
+        assert r.status_code in (200, 201), r.text
+    victim = next(v for v in vols if v.url == holders[0])
+    spare = next(v for v in vols if v.url not in holders)
+    victim.kill9()
+    wait_until(lambda: "copying it from" in m.log_text(), 60, "a repair copy starts")
+    wait_until(lambda: list(spare.dir.glob("*.copying")), 30, "the copy under way")
+    spare.kill9()                 # the target dies mid-copy
+    spare.start()
+    assert "left by an unfinished volume copy" in spare.log_text()
+    # no half volume: the target does not serve it until a repair completes
+    m.kill9()                     # and the master too
+    m.start()
+
+    def healed():
+        urls = _locations(m, vid)
+        return len(urls) == 2 and victim.url not in urls
+    wait_until(healed, 90, "the repair is retried and completes")
+    for url in _locations(m, vid):
+        wait_until(lambda: _get(url, next(iter(body))).status_code == 200, 15, "served")
+        for fid, b in body.items():
+            assert _get(url, fid).content == b, (url, fid)
+    assert not list(spare.dir.glob("*.copying")), "temporary copy files left behind"
