@@ -68,7 +68,7 @@ static bool repair_copy(struct master *m, const struct topo_repair_item *it)
 		if (j)
 			json_get_u64(j, "bytesCopied", &bytes);
 		yajl_tree_free(j);
-		log_info("repair: volume %" PRIu32 " copied to %s: %" PRIu64 " bytes in %.1f s",
+		log_info("repair: volume %" PRIu32 " copied to %s: %" PRIu64 " bytes in %.3f s",
 			 it->vid, it->target, bytes, (double)(time_mono_ns() - t0) / 1e9);
 	} else {
 		log_warn("repair: copying volume %" PRIu32 " to %s failed: %s%.*s", it->vid,
@@ -83,6 +83,7 @@ static bool repair_sync(const struct topo_repair_item *it)
 {
 	const char *urls[TOPO_MAX_LOCATIONS];
 	struct replica_sync_stats st;
+	uint64_t t0 = time_mono_ns();
 	char msg[512];
 	wfs_err err;
 
@@ -95,8 +96,9 @@ static bool repair_sync(const struct topo_repair_item *it)
 		return false;
 	}
 	log_info("repair: the %zu copies of volume %" PRIu32 " differed; %zu record(s) copied "
-		 "(%zu deletion(s), %" PRIu64 " bytes) over %zu needle id(s)",
-		 it->nurls, it->vid, st.copied, st.deletions, st.bytes, st.ids);
+		 "(%zu deletion(s), %" PRIu64 " bytes) over %zu needle id(s) in %.3f s",
+		 it->nurls, it->vid, st.copied, st.deletions, st.bytes, st.ids,
+		 (double)(time_mono_ns() - t0) / 1e9);
 	return true;
 }
 
