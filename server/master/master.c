@@ -328,27 +328,30 @@ static bool master_metrics_start(struct master *m, wfs_err *err)
 
 /* ---- lifecycle ---- */
 
+bool master_sleep(struct master *m, int seconds)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += seconds;
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping && pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts) != ETIMEDOUT)
+		;
+	stop = m->stopping;
+	pthread_mutex_unlock(&m->lock);
+	return !stop;
+}
+
 /* Runs vacuum every MASTER_VACUUM_INTERVAL_SEC with -garbageThreshold until stopped. */
 static void *vacuum_thread_main(void *arg)
 {
 	struct master *m = arg;
-	struct timespec ts;
-	bool stop;
 
 	pthread_setname_np(pthread_self(), "wfs-vacuum"); /* top -H, gdb, perf */
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += MASTER_VACUUM_INTERVAL_SEC;
-		pthread_mutex_lock(&m->lock);
-		while (!m->stopping &&
-		       pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts) != ETIMEDOUT)
-			;
-		stop = m->stopping;
-		pthread_mutex_unlock(&m->lock);
-		if (stop)
-			return NULL;
+	while (master_sleep(m, MASTER_VACUUM_INTERVAL_SEC))
 		master_vacuum_all(m, m->opts.garbage_threshold);
-	}
+	return NULL;
 }
 
 struct master *master_start(const struct master_opts *o, wfs_err *err)

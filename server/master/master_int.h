@@ -43,6 +43,8 @@ struct master {
 /* Interval of the automatic vacuum (SeaweedFS runs it every 15 minutes). */
 #define MASTER_VACUUM_INTERVAL_SEC (15 * 60)
 
+/* Waits seconds or until the master stops; false once it is stopping. Any thread. */
+bool master_sleep(struct master *m, int seconds);
 /* The repair thread's body (server/master/repair.c): scans every pulse until stopped. */
 void *master_repair_main(void *m);
 

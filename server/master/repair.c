@@ -11,12 +11,10 @@
  * and counted (weedfs_master_replication_repairs_total{kind}).
  */
 #include "config.h"
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "http_client.h"
 #include "json.h"
 #include "log.h"
@@ -144,25 +142,13 @@ static void repair_scan(struct master *m)
 void *master_repair_main(void *arg)
 {
 	struct master *m = arg;
-	struct timespec ts;
-	bool stop;
 
 	pthread_setname_np(pthread_self(), "wfs-repair"); /* top -H, gdb, perf */
 	metric_add(repairs("copy"), 0);
 	metric_add(repairs("sync"), 0);
 	metric_add(failures("copy"), 0);
 	metric_add(failures("sync"), 0);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += m->opts.pulse_seconds;
-		pthread_mutex_lock(&m->lock);
-		while (!m->stopping &&
-		       pthread_cond_timedwait(&m->stop_cond, &m->lock, &ts) != ETIMEDOUT)
-			;
-		stop = m->stopping;
-		pthread_mutex_unlock(&m->lock);
-		if (stop)
-			return NULL;
+	while (master_sleep(m, m->opts.pulse_seconds))
 		repair_scan(m);
-	}
+	return NULL;
 }
