@@ -148,6 +148,10 @@ void *master_repair_main(void *arg)
 	metric_add(repairs("sync"), 0);
 	metric_add(failures("copy"), 0);
 	metric_add(failures("sync"), 0);
+	/* a fresh master waits until every live server has reported (three pulses), so that
+	   a server whose first heartbeat is late does not look like a lost copy */
+	if (!master_sleep(m, 3 * m->opts.pulse_seconds))
+		return NULL;
 	while (master_sleep(m, m->opts.pulse_seconds))
 		repair_scan(m);
 	return NULL;
