@@ -103,7 +103,9 @@ def test_master_metrics_and_cluster_status(cluster):
     assert val(after, "weedfs_master_volume_slots") == 4
     assert (val(after, "weedfs_master_free_volume_slots")
             == 4 - val(after, "weedfs_master_volumes"))
-    assert ("weedfs_master_replication_repairs_total", frozenset()) in after
+    for kind in ("copy", "sync"):  # registered at 0 once the repair thread runs
+        assert ("weedfs_master_replication_repairs_total",
+                frozenset({("kind", kind)})) in after
     # a file id's path never becomes a label value
     requests.get("http://%s/3,01637037d6" % m.url, allow_redirects=False, timeout=5)
     routes = {dict(ls).get("route") for (n_, ls) in scrape(m.url) if n_ == req}
