@@ -716,9 +716,11 @@ static int volume_balance(struct shell_env *env, int argc, char **argv)
 			int64_t ca = balance_count(&s, s.nodes[a].url, coll);
 			if (ca != hi)
 				continue;
-			for (size_t b = 0; b < s.nn && !r; b++) {
+			/* the emptiest first: b's count is lo, then lo + 1, ... */
+			for (size_t b = 0, want = (size_t)lo; !r && (int64_t)want + 1 < ca;
+			     b = (b + 1) % s.nn, want += b == 0) {
 				int64_t cb = balance_count(&s, s.nodes[b].url, coll);
-				if (cb + 1 >= ca || s.nodes[b].free <= 0)
+				if (cb != (int64_t)want || s.nodes[b].free <= 0)
 					continue;
 				r = movable(&s, s.nodes[a].url, b, coll, pn);
 				if (r) {
