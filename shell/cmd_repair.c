@@ -375,6 +375,22 @@ static bool vf_match(const struct vol_filter *f, uint32_t vid, const jt *v)
 	return !f->pattern || !fnmatch(f->pattern, coll_of(v), 0);
 }
 
+/* The common start of the commands over every volume: checks, lock, snapshot, ids and a
+ * replica array c (room for every replica). s is initialised even when it fails. */
+static int vols_load(struct shell_env *env, const char *name, const char *vid_flag,
+		     const struct vol_filter *f, bool dry, struct snap *s, uint32_t **vids,
+		     size_t *nv, struct shell_replica ***c)
+{
+	memset(s, 0, sizeof(*s));
+	if (f->has_vid && !f->vid)
+		return shell_fail(name, "invalid -%s 0", vid_flag);
+	if (shell_need_lock(env, name, dry) || snap_load(env, name, s))
+		return 1;
+	*vids = snap_vids(s, nv);
+	*c = xcalloc(s->nr + 1, sizeof(**c));
+	return 0;
+}
+
 /* One planned copy. */
 struct plan_copy {
 	uint32_t vid;
@@ -476,15 +492,9 @@ static int fix_replication(struct shell_env *env, int argc, char **argv)
 
 	if (rc)
 		return rc < 0;
-	if (f.has_vid && !f.vid)
-		return shell_fail(name, "invalid -volumeIdFilter 0");
-	if (shell_need_lock(env, name, dry))
-		return 1;
-	rc = snap_load(env, name, &s);
+	rc = vols_load(env, name, "volumeIdFilter", &f, dry, &s, &vids, &nv, &c);
 	if (rc)
 		goto out;
-	vids = snap_vids(&s, &nv);
-	c = xcalloc(s.nr + 1, sizeof(*c));
 	for (size_t i = 0; i < nv; i++) {
 		size_t n = snap_copies(&s, vids[i], c), want;
 		struct replica_placement rp = rp_of(c[0]->v);
@@ -575,15 +585,9 @@ static int check_disk(struct shell_env *env, int argc, char **argv)
 
 	if (rc)
 		return rc < 0;
-	if (f.has_vid && !f.vid)
-		return shell_fail(name, "invalid -volumeId 0");
-	if (shell_need_lock(env, name, dry))
-		return 1;
-	rc = snap_load(env, name, &s);
+	rc = vols_load(env, name, "volumeId", &f, dry, &s, &vids, &nv, &c);
 	if (rc)
 		goto out;
-	vids = snap_vids(&s, &nv);
-	c = xcalloc(s.nr + 1, sizeof(*c));
 	if (f.has_vid && !snap_copies(&s, f.vid, c)) {
 		rc = shell_fail(name, "volume %" PRIu32 " not found", f.vid);
 		goto out;
