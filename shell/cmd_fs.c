@@ -115,6 +115,12 @@ static int fs_each(struct shell_env *env, const char *dir, entry_fn fn, void *ar
 	return rc;
 }
 
+int shell_fs_each(struct shell_env *env, const char *dir, shell_entry_fn fn, void *arg,
+		  char *msg, size_t msglen)
+{
+	return fs_each(env, dir, fn, arg, msg, msglen);
+}
+
 /* Parses [-flags] [PATH] and looks PATH up; 0 with the entry and its path. */
 static int fs_args(struct shell_env *env, const char *name, const struct shell_flag *flags,
 		   size_t nflags, int argc, char **argv, char **path, jt **entry)

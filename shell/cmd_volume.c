@@ -257,7 +257,7 @@ static void vol_sel_free(struct vol_sel *v)
 	jt_free(v->st);
 }
 
-static int admin_post(const char *cmd, const char *node, const char *pathq)
+int shell_admin_post(const char *cmd, const char *node, const char *pathq)
 {
 	char msg[512];
 	if (shell_http("POST", node, pathq, NULL, NULL, NULL, msg, sizeof(msg)))
@@ -299,7 +299,7 @@ static int volume_mark(struct shell_env *env, int argc, char **argv)
 		}
 		snprintf(pq, sizeof(pq), "/admin/volume/readonly?volume=%" PRIu32 "&readonly=%s",
 			 vid, ro ? "true" : "false");
-		rc = admin_post(name, v.sel[i]->node, pq);
+		rc = shell_admin_post(name, v.sel[i]->node, pq);
 		if (!rc)
 			printf("volume %" PRIu32 " on %s: marked %s\n", vid, v.sel[i]->node,
 			       ro ? "read-only" : "writable");
@@ -336,7 +336,7 @@ static int volume_delete(struct shell_env *env, int argc, char **argv)
 	} else if (!rc) {
 		char pq[64];
 		snprintf(pq, sizeof(pq), "/admin/volume/delete?volume=%" PRIu32, vid);
-		rc = admin_post(name, node, pq);
+		rc = shell_admin_post(name, node, pq);
 		if (!rc)
 			printf("volume %" PRIu32 " on %s: deleted\n", vid, node);
 	}
@@ -379,7 +379,7 @@ static int vacuum_direct(const char *cmd, const struct shell_replica **sel, size
 			char pq[64];
 			snprintf(pq, sizeof(pq), "/admin/vacuum/%s?volume=%" PRIu32, steps[s],
 				 sel[i]->id);
-			rc = admin_post(cmd, sel[i]->node, pq);
+			rc = shell_admin_post(cmd, sel[i]->node, pq);
 		}
 	for (size_t i = 0; i < n && rc; i++) {
 		char pq[64], msg[512];

@@ -10,4 +10,5 @@ shell_libshell_a_SOURCES = \
 	shell/lock.c \
 	shell/cmd_cluster.c \
 	shell/cmd_volume.c \
+	shell/cmd_repair.c \
 	shell/cmd_fs.c

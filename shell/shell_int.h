@@ -50,6 +50,7 @@ extern const struct shell_cmd shell_cmds_cluster[];
 extern const struct shell_cmd shell_cmds_volume[];
 extern const struct shell_cmd shell_cmds_fs[];
 extern const struct shell_cmd shell_cmds_lock[];
+extern const struct shell_cmd shell_cmds_repair[];
 
 /* The command called name, or NULL. */
 const struct shell_cmd *shell_cmd_find(const char *name);
@@ -117,6 +118,15 @@ struct shell_node {
 /* Every live volume server (tree in *status_out, freed with jt_free). -1 with a message. */
 int shell_nodes(struct shell_env *env, jt **status_out, struct shell_node **nodes, size_t *n,
 		char *msg, size_t msglen);
+
+/* POST pathq to a volume server; 0, or 1 after printing "CMD: node: why" (cmd_volume.c). */
+int shell_admin_post(const char *cmd, const char *node, const char *pathq);
+
+/* Calls fn for each entry of the filer directory dir, page by page (cmd_fs.c); a non-zero
+ * return from fn stops and is returned. -1 with msg when the filer failed. */
+typedef int (*shell_entry_fn)(struct shell_env *env, const jt *e, void *arg);
+int shell_fs_each(struct shell_env *env, const char *dir, shell_entry_fn fn, void *arg,
+		  char *msg, size_t msglen);
 
 /* Lock state (lock.c). True while this shell holds the admin lease. */
 bool shell_lock_held(struct shell_env *env);

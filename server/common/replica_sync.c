@@ -198,6 +198,8 @@ wfs_err replica_sync(uint32_t vid, const char *const *urls, size_t n, bool dry_r
 			bool lacks = i != wi && behind_winner(s, win);
 			if (lacks)
 				behind[nb++] = ls[i].url;
+			if (lacks && i < REPLICA_SYNC_REPORT)
+				st->lacking[i]++;
 			if (s)
 				ls[i].pos++;
 		}

@@ -12,11 +12,15 @@
 #include <stdint.h>
 #include "err.h"
 
+#define REPLICA_SYNC_REPORT 32
+
 struct replica_sync_stats {
 	size_t ids;       /* distinct needle ids seen over all replicas */
 	size_t copied;    /* records written (a record to two replicas counts twice) */
 	uint64_t bytes;   /* their bytes */
 	size_t deletions; /* of which deletions */
+	/* records urls[i] lacked (copied to it), for the first REPLICA_SYNC_REPORT urls */
+	size_t lacking[REPLICA_SYNC_REPORT];
 };
 
 /*
