@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 #include "hashmap.h"
 #include "metrics.h"
 #include "server/master/topology.h"
@@ -1062,13 +1063,6 @@ void topology_write_html(topology *t, buf *out, uint64_t now_ns)
 
 /* ---- repair ---- */
 
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Order-independent hash of every replica's figures; 0 when they all agree. */
 static uint64_t figures_fingerprint(const struct volume *v)
 {
@@ -1076,10 +1070,9 @@ static uint64_t figures_fingerprint(const struct volume *v)
 	bool differ = false;
 	for (size_t i = 0; i < v->nreps; i++) {
 		const struct replica *r = &v->reps[i], *a = &v->reps[0];
-		uint64_t h = 1469598103934665603ull;
-		for (const char *c = r->node->url; *c; c++)
-			h = (h ^ (uint8_t)*c) * 1099511628211ull;
-		fp += mix64(h ^ mix64(r->size ^ mix64(r->file_count ^ mix64(r->delete_count))));
+		uint64_t fig[3] = {r->size, r->file_count, r->delete_count};
+		fp += XXH3_64bits_withSeed(fig, sizeof(fig),
+					   XXH3_64bits(r->node->url, strlen(r->node->url)));
 		differ |= r->size != a->size || r->file_count != a->file_count ||
 			  r->delete_count != a->delete_count;
 	}
