@@ -165,7 +165,6 @@ static void *stream_main(void *arg)
 	CURL *c = curl_easy_init();
 	long backoff_ms = BACKOFF_FIRST_MS;
 
-	pthread_setname_np(pthread_self(), s->thread_name); /* top -H, gdb, tests */
 	if (!c) {
 		log_error("event stream: no curl handle; changes by others show after the cache "
 			  "timeouts only");
@@ -206,7 +205,7 @@ meta_stream *meta_stream_start(const struct meta_stream_opts *o, const struct me
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	buf_init(&s->line);
-	if (pthread_create(&s->th, NULL, stream_main, s))
+	if (thread_start(&s->th, NULL, stream_main, s, s->thread_name))
 		fatal("could not start the event stream thread");
 	return s;
 }

@@ -213,7 +213,6 @@ static void *sub_main(void *arg)
 	wfs_err err = WFS_OK;
 	buf lines;
 
-	pthread_setname_np(pthread_self(), "wfs-filer-sub"); /* top -H, gdb, perf */
 	buf_init(&lines);
 	if (since < 0) {
 		err = filer_store_event_clock(s->f->store, &since);
@@ -358,7 +357,7 @@ void filer_handle_subscribe(struct filer *f, http_req *req)
 	http_resp_header(req, "X-Accel-Buffering", "no");
 	http_resp_start(req, 200, -1);
 	filer_live_add(f, &s->live);
-	if (pthread_create(&s->th, NULL, sub_main, s))
+	if (thread_start(&s->th, NULL, sub_main, s, "wfs-filer-sub"))
 		fatal("could not start an event stream thread");
 out:
 	free(norm);

@@ -253,7 +253,6 @@ static void *reclaim_main(void *arg)
 {
 	struct filer_reclaim *r = arg;
 
-	pthread_setname_np(pthread_self(), "wfs-filer-rclm"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop) {
 		struct timespec ts = time_deadline(CLOCK_MONOTONIC, RECLAIM_POLL_MS * 1000000ull);
@@ -284,7 +283,7 @@ struct filer_reclaim *filer_reclaim_start(struct filer *f)
 	load(r);
 	if (!r->n) /* no mount had a session when this filer stopped: no lock to wait for */
 		filer_locks_set_grace(f->locks, 0);
-	if (pthread_create(&r->th, NULL, reclaim_main, r))
+	if (thread_start(&r->th, NULL, reclaim_main, r, "wfs-filer-rclm"))
 		fatal("could not start the hidden-file reclaimer");
 	return r;
 }

@@ -174,7 +174,6 @@ static void sweep(struct filer_ttl *t)
 static void *ttl_main(void *arg)
 {
 	struct filer_ttl *t = arg;
-	pthread_setname_np(pthread_self(), "wfs-filer-ttl"); /* top -H, gdb, perf */
 	for (;;) {
 		struct timespec dl;
 		clock_gettime(CLOCK_REALTIME, &dl);
@@ -202,7 +201,7 @@ struct filer_ttl *filer_ttl_start(struct filer *f)
 		1000000000;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv, NULL);
-	if (pthread_create(&t->th, NULL, ttl_main, t))
+	if (thread_start(&t->th, NULL, ttl_main, t, "wfs-filer-ttl"))
 		fatal("could not start the ttl sweeper");
 	return t;
 }

@@ -106,7 +106,6 @@ static void run_batch(struct gc_queue *q, struct filer_gc_item *it, size_t n)
 static void *worker_main(void *arg)
 {
 	struct gc_queue *q = arg;
-	pthread_setname_np(pthread_self(), "wfs-filer-gc"); /* top -H, gdb, perf */
 	while (!stopping(q)) {
 		struct filer_gc_item *it = NULL;
 		size_t n = 0;
@@ -164,7 +163,7 @@ struct gc_queue *gc_queue_start(struct filer_store *s, const struct gc_queue_opt
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&q->thread, NULL, worker_main, q))
+	if (thread_start(&q->thread, NULL, worker_main, q, "wfs-filer-gc"))
 		fatal("could not start the gc worker");
 	return q;
 }

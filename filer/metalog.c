@@ -68,7 +68,6 @@ static void *poller_main(void *arg)
 {
 	struct metalog *m = arg;
 	int64_t last = -1, clock;
-	pthread_setname_np(pthread_self(), "wfs-metalog"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&m->mu);
 	while (!m->poller_stop) {
 		struct timespec dl =
@@ -104,7 +103,7 @@ struct metalog *metalog_new(struct filer_store *s, const struct metalog_opts *op
 	pthread_cond_init(&m->poll_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	if (m->opts.poll_ms > 0) {
-		if (pthread_create(&m->poller, NULL, poller_main, m))
+		if (thread_start(&m->poller, NULL, poller_main, m, "wfs-metalog"))
 			fatal("could not start the metalog poller");
 		m->has_poller = true;
 	}

@@ -706,7 +706,6 @@ static void *ckpt_main(void *arg)
 	struct sq_store *s = arg;
 	struct sq_conn *c = NULL;
 
-	pthread_setname_np(pthread_self(), "wfs-sqlite-ckpt"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&s->ckpt_mu);
 	while (!s->ckpt_stop) {
 		int pages = atomic_load(&s->wal_pages);
@@ -819,7 +818,7 @@ static wfs_err sq_open(const char *path, struct filer_store **out)
 		goto fail;
 	}
 	conn_put(s, c);
-	if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s))
+	if (thread_start(&s->ckpt_thread, NULL, ckpt_main, s, "wfs-sqlite-ckpt"))
 		fatal("could not start the sqlite checkpointer");
 	s->ckpt_started = true;
 	*out = &s->base;

@@ -46,7 +46,6 @@ struct http_fetcher {
 static void *reaper_main(void *arg)
 {
 	http_fetcher *f = arg;
-	pthread_setname_np(pthread_self(), "wfs-fetch-reap"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		uint64_t now = time_mono_ns();
@@ -76,7 +75,7 @@ http_fetcher *http_fetcher_new(size_t max_idle, long keep_idle_ms)
 	f->max = max_idle;
 	f->keep_ns = (uint64_t)(keep_idle_ms > 0 ? keep_idle_ms : 1) * 1000000u;
 	f->idle = xcalloc(max_idle ? max_idle : 1, sizeof(*f->idle));
-	f->reaper_started = pthread_create(&f->reaper, NULL, reaper_main, f) == 0;
+	f->reaper_started = thread_start(&f->reaper, NULL, reaper_main, f, "wfs-fetch-reap") == 0;
 	if (!f->reaper_started)
 		f->max = 0; /* nothing would close them: keep nothing idle */
 	return f;

@@ -1239,8 +1239,6 @@ static void wake_cb(evutil_socket_t fd, short what, void *arg)
 static void *loop_main(void *arg)
 {
 	struct loop *l = arg;
-	if (l->s->thread_name[0])
-		pthread_setname_np(pthread_self(), l->s->thread_name);
 	event_base_dispatch(l->base);
 	return NULL;
 }
@@ -1430,8 +1428,8 @@ void http_server_start(http_server *s)
 {
 	for (int i = 0; i < s->nloops; i++) {
 		struct loop *l = &s->loops[i];
-		if (pthread_create(&l->thread, NULL, loop_main, l))
-			fatal("pthread_create failed");
+		if (thread_start(&l->thread, NULL, loop_main, l, s->thread_name))
+			fatal("cannot start an event loop thread");
 		l->started = true;
 	}
 }

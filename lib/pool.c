@@ -27,8 +27,6 @@ struct pool {
 static void *pool_worker(void *arg)
 {
 	pool *p = arg;
-	if (p->name[0])
-		pthread_setname_np(pthread_self(), p->name);
 	for (;;) {
 		struct job *j;
 		pthread_mutex_lock(&p->lock);
@@ -61,7 +59,7 @@ pool *pool_new(int nthreads, const char *name)
 	p->nthreads = nthreads > 0 ? nthreads : 1;
 	p->threads = xcalloc((size_t)p->nthreads, sizeof(pthread_t));
 	for (int i = 0; i < p->nthreads; i++)
-		if (pthread_create(&p->threads[i], NULL, pool_worker, p))
+		if (thread_start(&p->threads[i], NULL, pool_worker, p, p->name))
 			abort();
 	return p;
 }

@@ -242,3 +242,12 @@ bool msg_fail(char *msg, size_t msglen, const char *fmt, ...)
 	va_end(ap);
 	return false;
 }
+
+int thread_start(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		 const char *name)
+{
+	int rc = pthread_create(th, attr, fn, arg);
+	if (!rc && name && name[0])
+		pthread_setname_np(*th, name);
+	return rc;
+}

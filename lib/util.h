@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <pthread.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b)    ((a) < (b) ? (a) : (b))
@@ -29,6 +30,12 @@ uint64_t time_mono_ns(void);
 /* The time on clock (CLOCK_REALTIME, CLOCK_MONOTONIC) ns from now, as
  * pthread_cond_timedwait wants it (for a condition variable on that clock). */
 struct timespec time_deadline(int clock, uint64_t ns);
+
+/* pthread_create, then names the thread (top -H, gdb, perf) before returning, so that no
+ * thread is ever seen with the process's name because it has not run yet. attr may be
+ * NULL; name at most 15 characters. Returns pthread_create's result. */
+int thread_start(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg,
+		 const char *name);
 
 static inline void put_be16(uint8_t *p, uint16_t v)
 {

@@ -116,7 +116,6 @@ void *fuse_attrs_touch_main(void *arg)
 {
 	struct mount_ctx *m = arg;
 
-	pthread_setname_np(pthread_self(), "wfs-touch"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&m->touch_mu);
 	for (;;) {
 		struct inode **v;

@@ -293,7 +293,6 @@ void *fuse_data_commit_main(void *arg)
 	struct mount_ctx *m = arg;
 	uint64_t inos[64];
 
-	pthread_setname_np(pthread_self(), "wfs-commit"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&m->touch_mu);
 	while (!m->touch_stop) {
 		struct timespec until;

@@ -178,7 +178,6 @@ static void *renew_main(void *arg)
 
 	if (every_ms > RENEW_MAX_MS)
 		every_ms = RENEW_MAX_MS;
-	pthread_setname_np(pthread_self(), "wfs-locks"); /* top -H, gdb, tests */
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
 		ts = time_deadline(CLOCK_MONOTONIC, every_ms * 1000000u);
@@ -215,7 +214,7 @@ void fuse_locks_start(struct mount_ctx *m, unsigned lease_s)
 	pthread_mutex_unlock(&g.mu);
 	renew_once(m); /* the session exists before any file is hidden */
 	pthread_mutex_lock(&g.mu);
-	if (pthread_create(&g.thread, NULL, renew_main, m))
+	if (thread_start(&g.thread, NULL, renew_main, m, "wfs-locks"))
 		fatal("could not start the lock session thread");
 	g.started = true;
 	pthread_mutex_unlock(&g.mu);

@@ -286,7 +286,7 @@ void fuse_ops_start(struct mount_ctx *m)
 	pthread_mutex_init(&m->touch_mu, NULL);
 	pthread_cond_init(&m->touch_cv, NULL);
 	m->touch_stop = false;
-	if (pthread_create(&m->touch_thread, NULL, fuse_attrs_touch_main, m)) {
+	if (thread_start(&m->touch_thread, NULL, fuse_attrs_touch_main, m, "wfs-touch")) {
 		log_warn("no directory-time thread: name changes store them at once");
 		pthread_cond_destroy(&m->touch_cv);
 		pthread_mutex_destroy(&m->touch_mu);
@@ -294,7 +294,8 @@ void fuse_ops_start(struct mount_ctx *m)
 	}
 	m->touch_started = true;
 	pthread_cond_init(&m->commit_cv, NULL);
-	if (m->commit_age_ns && !pthread_create(&m->commit_thread, NULL, fuse_data_commit_main, m))
+	if (m->commit_age_ns &&
+	    !thread_start(&m->commit_thread, NULL, fuse_data_commit_main, m, "wfs-commit"))
 		m->commit_started = true;
 	else if (m->commit_age_ns)
 		log_warn("no background commit thread: files commit at close and fsync only");

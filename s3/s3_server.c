@@ -910,7 +910,6 @@ static void handler(http_req *req, void *ctx)
 static void *sweeper_main(void *arg)
 {
 	struct s3_gateway *g = arg;
-	pthread_setname_np(pthread_self(), "wfs-s3-sweep"); /* top -H, gdb, perf */
 	pthread_mutex_lock(&g->sweep_mu);
 	while (!g->stopping) {
 		struct timespec until;
@@ -1006,7 +1005,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	http_server_start(g->http);
 	g->lifecycle_s = o->lifecycle_s;
 	if (g->lifecycle_s > 0)
-		g->sweeper_started = !pthread_create(&g->sweeper, NULL, sweeper_main, g);
+		g->sweeper_started = !thread_start(&g->sweeper, NULL, sweeper_main, g, "wfs-s3-sweep");
 	log_info("S3 gateway listening on %s:%d (filer %s, region %s)", o->ip, g->port, o->filer,
 		 g->region);
 	return g;

@@ -196,7 +196,7 @@ static int lock_run(struct shell_env *env, int argc, char **argv)
 		env->lock = lock_new(env);
 	if (lease_call(env->lock, NULL, NULL, msg, sizeof(msg)))
 		return shell_fail("lock", "%s", msg);
-	if (pthread_create(&env->lock->thread, NULL, renew_main, env->lock)) {
+	if (thread_start(&env->lock->thread, NULL, renew_main, env->lock, "wfs-shell-lock")) {
 		lock_release(env, msg, sizeof(msg));
 		return shell_fail("lock", "could not start the renewal thread");
 	}

@@ -348,7 +348,6 @@ static void *vacuum_thread_main(void *arg)
 {
 	struct master *m = arg;
 
-	pthread_setname_np(pthread_self(), "wfs-vacuum"); /* top -H, gdb, perf */
 	while (master_sleep(m, MASTER_VACUUM_INTERVAL_SEC))
 		master_vacuum_all(m, m->opts.garbage_threshold);
 	return NULL;
@@ -420,10 +419,10 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	if (!master_metrics_start(m, err))
 		goto fail;
 	http_server_start(m->http);
-	if (pthread_create(&m->vacuum_thread, NULL, vacuum_thread_main, m) == 0)
+	if (thread_start(&m->vacuum_thread, NULL, vacuum_thread_main, m, "wfs-vacuum") == 0)
 		m->vacuum_started = true;
 	if (o->repair_delay_seconds > 0 &&
-	    pthread_create(&m->repair_thread, NULL, master_repair_main, m) == 0)
+	    thread_start(&m->repair_thread, NULL, master_repair_main, m, "wfs-repair") == 0)
 		m->repair_started = true;
 	log_info("master listening on %s", m->self);
 	*err = WFS_OK;

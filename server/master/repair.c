@@ -143,7 +143,6 @@ void *master_repair_main(void *arg)
 {
 	struct master *m = arg;
 
-	pthread_setname_np(pthread_self(), "wfs-repair"); /* top -H, gdb, perf */
 	metric_add(repairs("copy"), 0);
 	metric_add(repairs("sync"), 0);
 	metric_add(failures("copy"), 0);

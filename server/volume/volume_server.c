@@ -429,7 +429,6 @@ static void *heartbeat_main(void *arg)
 	uint64_t backoff_ms = 1000;
 	char why[128];
 
-	pthread_setname_np(pthread_self(), "wfs-heartbeat"); /* top -H, gdb, perf */
 
 	for (;;) {
 		struct timespec ts;
@@ -591,7 +590,7 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 		vs->sc = vs_short_circuit_start(vs);
 	http_server_start(vs->http);
 	/* also runs without a master: it sweeps expired TTL volumes */
-	if (pthread_create(&vs->hb_thread, NULL, heartbeat_main, vs) != 0) {
+	if (thread_start(&vs->hb_thread, NULL, heartbeat_main, vs, "wfs-heartbeat") != 0) {
 		*err = WFS_EINTERNAL;
 		goto fail;
 	}

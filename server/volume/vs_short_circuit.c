@@ -142,7 +142,6 @@ static void *conn_main(void *arg)
 	char line[SC_LINE_MAX], out[SC_LINE_MAX];
 	buf storage = BUF_INIT;
 
-	pthread_setname_np(pthread_self(), "wfs-vol-sc");
 	if (!peer_allowed(c->sock)) {
 		atomic_fetch_add(&sc->refused, 1);
 		goto done;
@@ -191,7 +190,6 @@ static void *accept_main(void *arg)
 {
 	struct vs_short_circuit *sc = arg;
 
-	pthread_setname_np(pthread_self(), "wfs-vol-sc-acc");
 	for (;;) {
 		int s = accept4(sc->lsock, NULL, NULL, SOCK_CLOEXEC);
 		struct sc_conn *c;
@@ -223,7 +221,7 @@ static void *accept_main(void *arg)
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&at, 128 << 10);
-		started = pthread_create(&th, &at, conn_main, c) == 0;
+		started = thread_start(&th, &at, conn_main, c, "wfs-vol-sc") == 0;
 		pthread_attr_destroy(&at);
 		if (!started) {
 			sc->conns = c->next;
@@ -259,7 +257,7 @@ struct vs_short_circuit *vs_short_circuit_start(struct volume_server *vs)
 	sc->lsock = s;
 	pthread_mutex_init(&sc->mu, NULL);
 	pthread_cond_init(&sc->gone, NULL);
-	if (pthread_create(&sc->accept_thread, NULL, accept_main, sc)) {
+	if (thread_start(&sc->accept_thread, NULL, accept_main, sc, "wfs-vol-sc-acc")) {
 		log_warn("short-circuit reads off: no thread");
 		pthread_mutex_destroy(&sc->mu);
 		pthread_cond_destroy(&sc->gone);
