@@ -22,7 +22,7 @@ static const struct shell_cmd shell_cmds_help[] = {
 
 static const struct shell_cmd *const groups[] = {
 	shell_cmds_help, shell_cmds_lock, shell_cmds_cluster, shell_cmds_volume, shell_cmds_repair,
-	shell_cmds_fs,
+	shell_cmds_ec, shell_cmds_fs,
 };
 
 const struct shell_cmd *shell_cmd_find(const char *name)

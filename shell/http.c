@@ -165,6 +165,7 @@ int shell_nodes(struct shell_env *env, jt **status_out, struct shell_node **node
 				jt_get_i64(d, "Volumes", &nd.volumes);
 				jt_get_i64(d, "Max", &nd.max);
 				jt_get_i64(d, "Free", &nd.free);
+				nd.ec = jt_get(d, "EcShards");
 				if (*n == cap)
 					*nodes = xrealloc(*nodes, (cap = cap ? cap * 2 : 8) *
 									  sizeof(**nodes));

@@ -11,4 +11,5 @@ shell_libshell_a_SOURCES = \
 	shell/cmd_cluster.c \
 	shell/cmd_volume.c \
 	shell/cmd_repair.c \
+	shell/cmd_ec.c \
 	shell/cmd_fs.c

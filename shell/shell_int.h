@@ -51,6 +51,7 @@ extern const struct shell_cmd shell_cmds_volume[];
 extern const struct shell_cmd shell_cmds_fs[];
 extern const struct shell_cmd shell_cmds_lock[];
 extern const struct shell_cmd shell_cmds_repair[];
+extern const struct shell_cmd shell_cmds_ec[];
 
 /* The command called name, or NULL. */
 const struct shell_cmd *shell_cmd_find(const char *name);
@@ -114,6 +115,7 @@ int shell_replicas(struct shell_env *env, jt **status_out, struct shell_replica 
 struct shell_node {
 	const char *dc, *rack, *url; /* borrowed from the /dir/status tree */
 	int64_t volumes, max, free;
+	const jt *ec; /* its "EcShards": [{Id, Collection, Shards}] */
 };
 /* Every live volume server (tree in *status_out, freed with jt_free). -1 with a message. */
 int shell_nodes(struct shell_env *env, jt **status_out, struct shell_node **nodes, size_t *n,

@@ -550,6 +550,55 @@ void master_h_lookup(struct master *m, http_req *req)
 	buf_free(&out);
 }
 
+void master_h_ec_lookup(struct master *m, http_req *req)
+{
+	const char *id = http_req_query(req, "volumeId");
+	struct topo_ec_locations *ec;
+	buf out = BUF_INIT;
+	json_w *w;
+	uint32_t vid = 0;
+
+	if (!id || !parse_vid_prefix(id, &vid) || id[strspn(id, "0123456789")]) {
+		http_resp_error(req, 400, "invalid volumeId \"%.64s\"", id ? id : "");
+		return;
+	}
+	ec = xmalloc(sizeof(*ec));
+	if (!topology_ec_lookup(m->topo, vid, time_mono_ns(), ec)) {
+		free(ec);
+		http_resp_error(req, 404, "no EC shards of volume %" PRIu32 " on a live server", vid);
+		return;
+	}
+	w = jw_new(&out, master_pretty(req));
+	jw_obj_begin(w);
+	jw_kv_u64(w, "volumeId", vid);
+	jw_kv_str(w, "collection", ec->collection);
+	jw_key(w, "shards");
+	jw_arr_begin(w);
+	for (int s = 0; s < 14; s++) {
+		if (!ec->n[s])
+			continue;
+		jw_obj_begin(w);
+		jw_kv_i64(w, "shard", s);
+		jw_key(w, "locations");
+		jw_arr_begin(w);
+		for (size_t i = 0; i < ec->n[s]; i++) {
+			jw_obj_begin(w);
+			jw_kv_str(w, "url", ec->locs[s][i].url);
+			jw_kv_str(w, "publicUrl", ec->locs[s][i].public_url);
+			jw_kv_str(w, "dataCenter", ec->locs[s][i].dc);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_obj_end(w);
+	jw_free(w);
+	http_resp_send_json(req, 200, &out);
+	buf_free(&out);
+	free(ec);
+}
+
 void master_h_redirect(struct master *m, http_req *req)
 {
 	const char *path = http_req_path(req);

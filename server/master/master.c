@@ -220,7 +220,7 @@ static const char *const master_routes[] = {
 	"/dir/assign",	"/dir/lookup",	    "/heartbeat",  "/submit",	      "/dir/status",
 	"/vol/status",	"/collection/info", "/col/delete", "/vol/grow",	      "/vol/vacuum",
 	"/healthz",	"/readyz",	    "/",	   "/ui/index.html", "/metrics",
-	"/cluster/status", NULL};
+	"/cluster/status", "/vol/ec/lookup", NULL};
 
 static void master_handle(http_req *req, void *ctx)
 {
@@ -234,6 +234,9 @@ static void master_handle(http_req *req, void *ctx)
 	} else if (!strcmp(p, "/dir/lookup")) {
 		if (method_is(req, true, true))
 			master_h_lookup(m, req);
+	} else if (!strcmp(p, "/vol/ec/lookup")) {
+		if (method_is(req, true, false))
+			master_h_ec_lookup(m, req);
 	} else if (!strcmp(p, "/heartbeat")) {
 		if (method_is(req, false, true))
 			http_req_read_body(req, HEARTBEAT_MAX_BODY, heartbeat_body, m);

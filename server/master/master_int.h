@@ -62,6 +62,8 @@ uint32_t master_rand32(void);
 void master_h_assign(struct master *m, http_req *req);
 void master_h_submit(struct master *m, http_req *req);
 void master_h_lookup(struct master *m, http_req *req);
+/* GET /vol/ec/lookup?volumeId=: the servers holding each shard of an erasure-coded volume. */
+void master_h_ec_lookup(struct master *m, http_req *req);
 void master_h_redirect(struct master *m, http_req *req);
 void master_h_grow(struct master *m, http_req *req);
 void master_h_vacuum(struct master *m, http_req *req);

@@ -28,8 +28,10 @@ void heartbeat_msg_free(struct heartbeat_msg *m)
 	if (!m)
 		return;
 	free(m->vols);
+	free(m->ecs);
 	yajl_tree_free(m->tree);
 	m->vols = NULL;
+	m->ecs = NULL;
 	m->tree = NULL;
 }
 
@@ -125,6 +127,36 @@ bool heartbeat_parse(const char *data, size_t len, const char *peer, struct hear
 		goto fail;
 	}
 	out->hb.vols = out->vols;
+	vs = json_get(root, "ecShards");
+	if (vs && YAJL_IS_ARRAY(vs)) {
+		size_t n = vs->u.array.len;
+		if (n > HEARTBEAT_MAX_VOLUMES) {
+			snprintf(msg, msglen, "bad heartbeat: too many EC volumes");
+			goto fail;
+		}
+		out->ecs = xcalloc(n ? n : 1, sizeof(*out->ecs));
+		for (size_t i = 0; i < n; i++) {
+			yajl_val e = vs->u.array.values[i];
+			struct topo_ec_report *r = &out->ecs[i];
+			uint64_t id = 0, bits = 0;
+			const char *coll = "";
+			if (!json_get_u64(e, "id", &id) || id == 0 || id > UINT32_MAX ||
+			    !json_get_u64(e, "shards", &bits) || bits > 0x3fff ||
+			    (json_get_str(e, "collection", &coll) && !(!*coll ||
+			     master_collection_valid(coll)))) {
+				snprintf(msg, msglen, "bad heartbeat: invalid ecShards entry %zu", i);
+				goto fail;
+			}
+			r->id = (uint32_t)id;
+			r->collection = coll;
+			r->shards = (uint16_t)bits;
+		}
+		out->hb.necs = n;
+	} else if (vs && !YAJL_IS_NULL(vs)) {
+		snprintf(msg, msglen, "bad heartbeat: ecShards is not an array");
+		goto fail;
+	}
+	out->hb.ecs = out->ecs;
 	return true;
 fail:
 	heartbeat_msg_free(out);

@@ -20,6 +20,7 @@ struct heartbeat_msg {
 	char url[TOPO_URL_MAX]; /* ip:port */
 	void *tree;             /* yajl_val */
 	struct topo_vol_report *vols;
+	struct topo_ec_report *ecs;
 };
 
 /*

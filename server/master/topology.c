@@ -32,6 +32,14 @@ struct dnode {
 	uint64_t last_ns; /* monotonic time of the last heartbeat */
 	uint32_t *vids;   /* volumes on this node */
 	size_t nvids, capvids;
+	struct ec_hold *ecs; /* erasure-coded shards on this node, as last reported */
+	size_t necs;
+};
+
+struct ec_hold {
+	uint32_t vid;
+	char collection[TOPO_NAME_MAX];
+	uint16_t shards;
 };
 
 struct replica {
@@ -99,9 +107,18 @@ static bool node_alive(const topology *t, const struct dnode *d, uint64_t now_ns
 	return now_ns < d->last_ns + t->dead_ns;
 }
 
+/* EC shards take slots too: ten shards (a volume's worth of data) per slot, rounded up. */
+static int node_ec_slots(const struct dnode *d)
+{
+	int n = 0;
+	for (size_t i = 0; i < d->necs; i++)
+		n += __builtin_popcount(d->ecs[i].shards);
+	return (n + 9) / 10;
+}
+
 static int node_free(const struct dnode *d)
 {
-	int f = d->max - (int)d->nvids - d->pending;
+	int f = d->max - (int)d->nvids - node_ec_slots(d) - d->pending;
 	return f > 0 ? f : 0;
 }
 
@@ -277,6 +294,7 @@ static void node_free_one(struct dnode *d)
 	free(d->dc);
 	free(d->rack);
 	free(d->vids);
+	free(d->ecs);
 	free(d);
 }
 
@@ -402,6 +420,16 @@ wfs_err topology_heartbeat(topology *t, const struct topo_heartbeat *hb, uint64_
 	set_str(&d->rack, hb->rack && *hb->rack ? hb->rack : "DefaultRack");
 	d->max = hb->max_volumes > 0 ? hb->max_volumes : 0;
 	d->last_ns = now_ns;
+	free(d->ecs);
+	d->ecs = xcalloc(hb->necs + 1, sizeof(*d->ecs));
+	d->necs = 0;
+	for (size_t i = 0; i < hb->necs; i++)
+		if (hb->ecs[i].id && hb->ecs[i].shards) {
+			struct ec_hold *e = &d->ecs[d->necs++];
+			e->vid = hb->ecs[i].id;
+			copy_str(e->collection, sizeof(e->collection), hb->ecs[i].collection);
+			e->shards = hb->ecs[i].shards;
+		}
 
 	/* Copies this node no longer reports are gone, unless growth just made them. */
 	old = d->vids;
@@ -545,8 +573,39 @@ size_t topology_lookup(topology *t, uint32_t vid, uint64_t now_ns, struct topo_l
 	for (size_t i = 0; v && i < v->nreps && n < max; i++)
 		if (node_alive(t, v->reps[i].node, now_ns))
 			fill_loc(&locs[n++], v->reps[i].node);
+	for (size_t i = 0; !v && i < t->nnodes && n < max; i++) {
+		const struct dnode *d = t->nodes[i];
+		for (size_t k = 0; k < d->necs && node_alive(t, d, now_ns); k++)
+			if (d->ecs[k].vid == vid) {
+				fill_loc(&locs[n++], d);
+				break;
+			}
+	}
 	pthread_rwlock_unlock(&t->lock);
 	return n;
+}
+
+bool topology_ec_lookup(topology *t, uint32_t vid, uint64_t now_ns, struct topo_ec_locations *out)
+{
+	bool found = false;
+	memset(out, 0, sizeof(*out));
+	pthread_rwlock_rdlock(&t->lock);
+	for (size_t i = 0; i < t->nnodes; i++) {
+		const struct dnode *d = t->nodes[i];
+		if (!node_alive(t, d, now_ns))
+			continue;
+		for (size_t k = 0; k < d->necs; k++) {
+			if (d->ecs[k].vid != vid)
+				continue;
+			found = true;
+			copy_str(out->collection, sizeof(out->collection), d->ecs[k].collection);
+			for (int s = 0; s < 14; s++)
+				if ((d->ecs[k].shards & (1u << s)) && out->n[s] < ARRAY_LEN(out->locs[s]))
+					fill_loc(&out->locs[s][out->n[s]++], d);
+		}
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return found;
 }
 
 wfs_err topology_plan_volume(topology *t, const struct topo_layout_key *key,
@@ -810,6 +869,16 @@ void topology_write_dir_status(topology *t, json_w *w, uint64_t now_ns)
 				jw_kv_i64(w, "Volumes", (int64_t)d->nvids);
 				jw_kv_i64(w, "Max", d->max);
 				jw_kv_i64(w, "Free", node_free(d));
+				jw_key(w, "EcShards");
+				jw_arr_begin(w);
+				for (size_t e = 0; e < d->necs; e++) {
+					jw_obj_begin(w);
+					jw_kv_u64(w, "Id", d->ecs[e].vid);
+					jw_kv_str(w, "Collection", d->ecs[e].collection);
+					jw_kv_u64(w, "Shards", d->ecs[e].shards);
+					jw_obj_end(w);
+				}
+				jw_arr_end(w);
 				jw_obj_end(w);
 			}
 			jw_arr_end(w);

@@ -42,6 +42,13 @@ struct topo_vol_report {
 	int64_t modified_at;
 };
 
+/* A volume server's report of the erasure-coded shards it holds of one volume. */
+struct topo_ec_report {
+	uint32_t id;
+	const char *collection;
+	uint16_t shards; /* bit i: shard i */
+};
+
 /* One heartbeat (strings and vols borrowed). */
 struct topo_heartbeat {
 	const char *url; /* ip:port */
@@ -52,6 +59,8 @@ struct topo_heartbeat {
 	uint64_t max_file_key;
 	const struct topo_vol_report *vols;
 	size_t nvols;
+	const struct topo_ec_report *ecs;
+	size_t necs;
 };
 
 /* Identifies a volume layout. */
@@ -69,6 +78,13 @@ struct topo_location {
 };
 
 #define TOPO_MAX_LOCATIONS 32
+
+/* Where the shards of an erasure-coded volume are (live servers only). */
+struct topo_ec_locations {
+	char collection[TOPO_NAME_MAX];
+	struct topo_location locs[14][8];
+	size_t n[14];
+};
 
 /* volume_size_limit in bytes; pulse_seconds >= 1. */
 topology *topology_new(uint64_t volume_size_limit, int pulse_seconds);
@@ -98,6 +114,13 @@ wfs_err topology_pick_writable(topology *t, const struct topo_layout_key *key,
 /* Live locations of a volume into locs (up to max); returns the count, 0 if unknown. */
 size_t topology_lookup(topology *t, uint32_t vid, uint64_t now_ns, struct topo_location *locs,
 		       size_t max);
+/*
+ * The live servers holding shards of erasure-coded volume vid, shard by shard; false when
+ * none does. (topology_lookup falls back to these servers for a volume with no normal
+ * copy: any of them serves its reads.)
+ */
+bool topology_ec_lookup(topology *t, uint32_t vid, uint64_t now_ns, struct topo_ec_locations *out);
+
 
 /*
  * Plans one new volume of the layout: chooses nodes by placement_choose over

@@ -9,7 +9,8 @@ server_volume_libvolume_a_SOURCES = \
 	server/volume/volume_handlers.c server/volume/vs_int.h \
 	server/volume/spill.c server/volume/spill.h \
 	server/volume/vs_upload.c server/volume/vs_download.c server/volume/vs_short_circuit.c \
-	server/volume/vs_copy.c server/volume/vs_metrics.c
+	server/volume/vs_copy.c server/volume/vs_metrics.c server/volume/vs_ec.c \
+	server/volume/ec_codec.h server/volume/ec_volume.h
 
 VOLUME_UNIT_LDADD = server/volume/libvolume.a $(UNIT_LDADD)
 check_PROGRAMS += tests/unit/test_needle tests/unit/test_volume tests/unit/test_volume_vacuum \

@@ -505,7 +505,8 @@ static void handle_delete(struct volume_server *vs, http_req *req, const struct 
 		return;
 	v = volume_store_get(vs->store, f->vid);
 	if (!v) {
-		http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
+		if (!vs_ec_delete(vs, req, f))
+			http_resp_error(req, 404, "volume %" PRIu32 " not found", f->vid);
 		return;
 	}
 	if (!fsync) {
@@ -662,16 +663,10 @@ static void redirect(struct volume_server *vs, http_req *req, uint32_t vid)
 static void handle_read(struct volume_server *vs, http_req *req, const struct fid_path *f)
 {
 	const char *rd = http_req_query(req, "readDeleted");
-	const char *inm = http_req_header(req, "If-None-Match");
-	const char *ims = http_req_header(req, "If-Modified-Since");
-	const char *range_h = http_req_header(req, "Range");
-	const char *ctype = NULL;
-	char etag[16], date[40], mime[256], namebuf[256];
 	bool read_deleted = false;
 	struct needle_blob blob = {-1, 0};
-	buf *rb = NULL;
+	buf *rb;
 	struct needle n;
-	uint64_t mtime;
 	volume *v;
 	wfs_err err;
 
@@ -681,7 +676,8 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	}
 	v = volume_store_get(vs->store, f->vid);
 	if (!v) {
-		redirect(vs, req, f->vid);
+		if (!vs_ec_read(vs, req, f))
+			redirect(vs, req, f->vid);
 		return;
 	}
 	rb = read_buf_get();
@@ -692,8 +688,27 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 			log_error("volume %" PRIu32 ": needle %" PRIx64 " is corrupt", f->vid,
 				  f->key);
 		http_resp_error(req, wfs_err_http_status(err), "%s", wfs_strerror(err));
-		goto out;
+	} else {
+		vs_answer_needle(vs, req, f, &n, &blob);
 	}
+	if (blob.fd >= 0)
+		close(blob.fd);
+	/* keep the per-thread scratch small after a big needle */
+	if (rb->cap > (4u << 20))
+		buf_free(rb);
+}
+
+void vs_answer_needle(struct volume_server *vs, http_req *req, const struct fid_path *f,
+		      const struct needle *np, struct needle_blob *blob)
+{
+	const char *inm = http_req_header(req, "If-None-Match");
+	const char *ims = http_req_header(req, "If-Modified-Since");
+	const char *range_h = http_req_header(req, "Range");
+	const char *ctype = NULL;
+	char etag[16], date[40], mime[256], namebuf[256];
+	struct needle n = *np;
+	uint64_t mtime;
+
 	snprintf(etag, sizeof(etag), "\"%08" PRIx32 "\"", n.crc);
 	mtime = (n.flags & NEEDLE_FLAG_HAS_LAST_MODIFIED) ? n.last_modified
 							  : n.append_ns / 1000000000u;
@@ -705,13 +720,13 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	}
 	if (inm ? etag_matches(inm, etag) : false) {
 		http_resp_send(req, 304, NULL, 0);
-		goto out;
+		return;
 	}
 	if (!inm && ims && mtime) {
 		time_t t;
 		if (http_date_parse(ims, &t) && (time_t)mtime <= t) {
 			http_resp_send(req, 304, NULL, 0);
-			goto out;
+			return;
 		}
 	}
 	if (n.mime_len) {
@@ -739,22 +754,16 @@ static void handle_read(struct volume_server *vs, http_req *req, const struct fi
 	}
 	if (n.flags & NEEDLE_FLAG_COMPRESSED)
 		http_resp_header(req, "Content-Encoding", "gzip");
-	if (blob.fd >= 0) {
-		vs_stream_needle(vs, req, &n, &blob, range_h, ctype);
-		goto out;
+	if (blob->fd >= 0) {
+		vs_stream_needle(vs, req, &n, blob, range_h, ctype);
+		return;
 	}
 	if (range_h && *range_h) {
 		send_ranges(req, &n, range_h, ctype);
-		goto out;
+		return;
 	}
 	http_resp_header(req, "Content-Type", ctype);
 	http_resp_send(req, 200, n.data, n.data_size);
-out:
-	if (blob.fd >= 0)
-		close(blob.fd);
-	/* keep the per-thread scratch small after a big needle */
-	if (rb && rb->cap > (4u << 20))
-		buf_free(rb);
 }
 
 void vs_handle_needle(struct volume_server *vs, http_req *req)

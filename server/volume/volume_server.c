@@ -362,7 +362,7 @@ static void handler(http_req *req, void *ctx)
 			http_resp_error(req, 405, "method not allowed");
 			return;
 		}
-		if (!vs_handle_volume_admin(vs, req, path))
+		if (!vs_handle_volume_admin(vs, req, path) && !vs_ec_handle_admin(vs, req, path))
 			handle_admin(vs, req, path);
 		return;
 	}
@@ -385,6 +385,7 @@ static void heartbeat_body(struct volume_server *vs, buf *b)
 	jw_key(w, "volumes");
 	write_volume_list(vs, w, true, &max_key);
 	jw_kv_u64(w, "maxFileKey", max_key);
+	vs_ec_heartbeat(vs, w);
 	jw_obj_end(w);
 	jw_free(w);
 }
@@ -570,6 +571,7 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	*err = volume_store_open(dirs, nd, &vs->store);
 	if (*err)
 		goto fail;
+	vs_ec_open(vs);
 
 	ho.host = vs->ip;
 	ho.port = o->port;
@@ -637,6 +639,7 @@ void volume_server_stop(struct volume_server *vs)
 	vs_short_circuit_stop(vs->sc);
 	vs_metrics_stop(vs);
 	http_server_free(vs->http);
+	vs_ec_close(vs);
 	volume_store_free(vs->store);
 	for (int i = 0; i < vs->ncache; i++) {
 		vs_locations_free(vs->cache[i].locs, vs->cache[i].nlocs);

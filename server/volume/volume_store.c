@@ -88,14 +88,14 @@ static ssize_t find_slot(const volume_store *s, uint32_t id)
 	return lo < s->nvols && s->vols[lo].id == id ? (ssize_t)lo : -1;
 }
 
-/* Splits "coll_7.dat" into collection and id; false for other files. */
-static bool parse_name(const char *name, char *coll, size_t collsz, uint32_t *id)
+bool volume_file_name_parse(const char *name, const char *ext, char *coll, size_t collsz,
+			    uint32_t *id)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(name), k = strlen(ext);
 	const char *us, *num;
-	if (n < 5 || strcmp(name + n - 4, ".dat"))
+	if (n < k + 1 || strcmp(name + n - k, ext))
 		return false;
-	n -= 4;
+	n -= k;
 	us = memrchr(name, '_', n);
 	num = us ? us + 1 : name;
 	if (!volume_id_parse(num, (size_t)(name + n - num), id))
@@ -137,7 +137,7 @@ static void load_dir(volume_store *s, int di)
 			unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (!parse_name(de->d_name, coll, sizeof(coll), &id))
+		if (!volume_file_name_parse(de->d_name, ".dat", coll, sizeof(coll), &id))
 			continue;
 		if (find_slot(s, id) >= 0) {
 			log_warn("volume %" PRIu32 " found twice; ignoring %s/%s", id,
@@ -415,4 +415,11 @@ int volume_store_expire(volume_store *s, uint64_t now_sec)
 	}
 	pthread_rwlock_unlock(&s->lock);
 	return n;
+}
+
+size_t volume_store_dirs(volume_store *s, const char **paths, size_t max)
+{
+	for (size_t i = 0; i < s->ndirs && i < max; i++)
+		paths[i] = s->dirs[i].path;
+	return s->ndirs;
 }

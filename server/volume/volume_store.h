@@ -68,6 +68,11 @@ void volume_store_set_size_limit(volume_store *s, uint64_t limit);
 uint64_t volume_store_size_limit(volume_store *s);
 /* Fills up to max entries; returns the count. */
 size_t volume_store_disk_status(volume_store *s, struct volume_store_disk_status *out, size_t max);
+/* The directories' paths (borrowed; at most max written); returns how many there are. */
+size_t volume_store_dirs(volume_store *s, const char **paths, size_t max);
+/* Splits "coll_7<ext>" (ext as ".dat") into collection and id; false for other names. */
+bool volume_file_name_parse(const char *name, const char *ext, char *coll, size_t collsz,
+			    uint32_t *id);
 /* Deletes TTL volumes with nothing written for their TTL; returns how many. */
 int volume_store_expire(volume_store *s, uint64_t now_sec);
 

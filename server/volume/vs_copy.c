@@ -594,7 +594,7 @@ static void handle_raw_put(struct volume_server *vs, http_req *req, uint32_t vid
 
 struct fetch {
 	struct volume_server *vs;
-	struct copy_entry *c;
+	_Atomic uint64_t *progress; /* may be NULL */
 	int fd;
 	uint64_t off, got;
 	wfs_err werr;
@@ -615,7 +615,8 @@ static size_t fetch_write(char *data, size_t size, size_t n, void *arg)
 		done += (size_t)r;
 	}
 	f->got += len;
-	atomic_fetch_add(&f->c->done, len);
+	if (f->progress)
+		atomic_fetch_add(f->progress, len);
 	return len;
 }
 
@@ -629,6 +630,57 @@ static int fetch_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut
 	stopping = f->vs->pool == NULL;
 	pthread_rwlock_unlock(&f->vs->pool_lock);
 	return stopping;
+}
+
+long vs_fetch_file(struct volume_server *vs, const char *source, const char *path, int fd,
+		   uint64_t off, uint64_t limit_bps, _Atomic uint64_t *progress, uint64_t *got,
+		   char *msg, size_t msglen)
+{
+	struct fetch f = {vs, progress, fd, off, 0, WFS_OK};
+	char url[512];
+	long status = 0;
+	CURLcode rc;
+	CURL *h = curl_easy_init();
+
+	*got = 0;
+	if (!h) {
+		snprintf(msg, msglen, "curl_easy_init failed");
+		return 0;
+	}
+	snprintf(url, sizeof(url), "http://%s%s", source, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fetch_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, fetch_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &f);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	/* a stalled source: less than 1 byte/s for 60 s */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
+	if (limit_bps)
+		curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)limit_bps);
+	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	*got = f.got;
+	if (f.werr) {
+		snprintf(msg, msglen, "writing: %s", wfs_strerror(f.werr));
+		return -(long)wfs_err_http_status(f.werr);
+	}
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		snprintf(msg, msglen, "server is stopping");
+		return 0;
+	}
+	if (rc != CURLE_OK && status < 400) {
+		snprintf(msg, msglen, "GET %s: %s", url, curl_easy_strerror(rc));
+		return 0;
+	}
+	if (status != 200)
+		snprintf(msg, msglen, "GET %s: status %ld", url, status);
+	return status;
 }
 
 struct copy_job {
@@ -666,43 +718,18 @@ static bool fail(struct copy_job *j, int status, const char *fmt, ...)
  */
 static bool fetch_to(struct copy_job *j, const char *path, int fd, uint64_t off, uint64_t *got)
 {
-	struct fetch f = {j->vs, j->c, fd, off, 0, WFS_OK};
-	char url[512];
-	long status = 0;
-	CURLcode rc;
-	CURL *h = curl_easy_init();
-
-	if (!h)
-		return fail(j, 500, "curl_easy_init failed");
-	snprintf(url, sizeof(url), "http://%s%s", j->source, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fetch_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, fetch_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &f);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	/* a stalled source: less than 1 byte/s for 60 s */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
-	if (j->limit_bps)
-		curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)j->limit_bps);
-	rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	*got = f.got;
-	if (f.werr)
-		return fail(j, wfs_err_http_status(f.werr), "writing the copy: %s",
-			    wfs_strerror(f.werr));
+	char msg[400];
+	long status = vs_fetch_file(j->vs, j->source, path, fd, off, j->limit_bps, &j->c->done,
+				    got, msg, sizeof(msg));
 	if (status == 409)
 		return fail(j, 409, "volume %" PRIu32 " was compacted on %s during the copy; retry",
 			    j->vid, j->source);
-	if (rc == CURLE_ABORTED_BY_CALLBACK)
-		return fail(j, 503, "server is stopping");
-	if (rc != CURLE_OK || status != 200)
-		return fail(j, 502, "GET %s: %s (status %ld)", url, curl_easy_strerror(rc), status);
+	if (status < 0)
+		return fail(j, (int)-status, "%s", msg);
+	if (!status && !strcmp(msg, "server is stopping"))
+		return fail(j, 503, "%s", msg);
+	if (status != 200)
+		return fail(j, 502, "%s", msg);
 	return true;
 }
 

@@ -58,6 +58,7 @@ struct volume_server {
 	int ncache;
 
 	struct vs_short_circuit *sc; /* NULL: short-circuit reads off */
+	struct vs_ec *ec;            /* the erasure-coded volumes held here (vs_ec.c) */
 
 	struct metrics_server *metrics;     /* -metricsPort; NULL: none */
 	struct metric_collector *collector; /* the volumes' gauges; NULL: metrics off */
@@ -125,6 +126,14 @@ bool vs_needs_replication(http_req *req, volume *v);
 void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_t ts,
 		  const char *body, size_t len, int status, buf *reply, const char *etag);
 
+/*
+ * Answers a GET/HEAD with needle n as read from volume f->vid (ETag, Last-Modified,
+ * conditional requests, Content-Type, Content-Disposition, ranges); a blob's fd is taken.
+ * Loop thread.
+ */
+void vs_answer_needle(struct volume_server *vs, http_req *req, const struct fid_path *f,
+		      const struct needle *n, struct needle_blob *blob);
+
 /* PUT/POST of a needle (vs_upload.c); the volume exists. Loop thread. */
 void vs_handle_upload(struct volume_server *vs, http_req *req, const struct fid_path *f);
 /*
@@ -157,6 +166,32 @@ void vs_stream_file(struct volume_server *vs, http_req *req, int fd, uint64_t of
 bool vs_handle_volume_admin(struct volume_server *vs, http_req *req, const char *path);
 /* Parses ?volume=N; answers 400 and returns false when missing or malformed. Loop thread. */
 bool vs_query_vid(http_req *req, uint32_t *vid);
+
+/*
+ * Erasure-coded volumes (vs_ec.c). vs_ec_open finds the ones in the store's directories
+ * (control thread, blocking); vs_ec_close drops them. vs_ec_read / vs_ec_delete answer a
+ * needle GET/HEAD or DELETE when this server holds vid as an EC volume and return true,
+ * else false (nothing answered). vs_ec_handle_admin answers /admin/ec/... (true if path is
+ * one). vs_ec_heartbeat writes "ecShards": [...] into an open object. Loop thread unless
+ * said otherwise; the heartbeat from any thread.
+ */
+void vs_ec_open(struct volume_server *vs);
+void vs_ec_close(struct volume_server *vs);
+bool vs_ec_read(struct volume_server *vs, http_req *req, const struct fid_path *f);
+bool vs_ec_delete(struct volume_server *vs, http_req *req, const struct fid_path *f);
+bool vs_ec_handle_admin(struct volume_server *vs, http_req *req, const char *path);
+void vs_ec_heartbeat(struct volume_server *vs, json_w *w);
+
+/*
+ * GETs http://source<path> into fd from off (pwrite), with progress (may be NULL) counting
+ * the bytes and limit_bps (0: none) throttling them; stops when the server stops. Returns
+ * the HTTP status (msg set unless 200), 0 when the transfer failed, minus the status to
+ * answer when writing failed (-507: disk full). *got: bytes written. Blocking (pool
+ * threads).
+ */
+long vs_fetch_file(struct volume_server *vs, const char *source, const char *path, int fd,
+		   uint64_t off, uint64_t limit_bps, _Atomic uint64_t *progress, uint64_t *got,
+		   char *msg, size_t msglen);
 
 /*
  * Starts serving short-circuit reads (vs_short_circuit.c) on the abstract
