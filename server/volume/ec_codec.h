@@ -104,6 +104,11 @@ wfs_err ec_decode_volume(const char *base, const struct ec_blocks *b, char *msg,
 /* Reads / writes base.vif. WFS_ENOENT when missing, WFS_ECORRUPT when unreadable. */
 wfs_err ec_vif_read(const char *base, struct ec_vif *out);
 wfs_err ec_vif_write(const char *base, const struct ec_vif *vif);
+/* Parses len bytes of .vif text into out (WFS_ECORRUPT when it is not one). Any thread. */
+wfs_err ec_vif_parse(const char *text, size_t len, struct ec_vif *out);
+
+/* pread until len bytes or the end of the file; *got gets how many (shared by the EC files). */
+wfs_err ec_pread(int fd, void *p, size_t len, uint64_t off, size_t *got);
 
 /* Removes the .tmp leftovers of a torn encode, rebuild or decode of base. */
 void ec_remove_leftovers(const char *base);

@@ -47,6 +47,9 @@ struct ec_volume_info {
  * every shard file present is opened. Returns one reference. Blocking.
  */
 wfs_err ec_volume_open(const char *dir, const char *collection, uint32_t vid, ec_volume **out);
+/* The same for shards cut in blocks other than ec_default_blocks (unit tests); b is copied. */
+wfs_err ec_volume_open_blocks(const char *dir, const char *collection, uint32_t vid,
+			      const struct ec_blocks *b, ec_volume **out);
 void ec_volume_ref(ec_volume *v);
 void ec_volume_unref(ec_volume *v);
 /* The files (.ecNN of the shards held, .ecx, .ecj, .vif) are unlinked when the last reference
