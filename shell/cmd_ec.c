@@ -155,37 +155,49 @@ static int delete_shards(const char *cmd, const char *node, uint32_t vid, uint16
 }
 
 /*
- * Which node gets each shard: the nodes ordered so that consecutive ones are in different
- * racks (and data centers) where possible, the emptiest first, then shard s goes to the
- * (s mod n)-th. With 14 or more servers over 4 or more racks no rack holds more than 4.
+ * Which node gets each shard: one at a time, to the rack (of a data center) holding fewest
+ * shards so far, in it to the node holding fewest, the emptiest first. Losing a rack then
+ * costs as few shards as the racks allow (with 4 or more racks, at most 4: survivable).
  */
+static bool same_rack(const struct shell_node *a, const struct shell_node *b)
+{
+	return !strcmp(a->dc, b->dc) && !strcmp(a->rack, b->rack);
+}
+
 static void spread(const struct ec_view *v, size_t *owner)
 {
-	size_t *order = xcalloc(v->nn + 1, sizeof(*order)), n = 0;
-	bool *used = xcalloc(v->nn + 1, sizeof(*used));
-	const char *last_rack = NULL;
-
-	while (n < v->nn) {
+	int *on_node = xcalloc(v->nn + 1, sizeof(*on_node));
+	for (int s = 0; s < EC_SHARDS; s++) {
 		size_t best = v->nn;
-		for (int pass = 0; pass < 2 && best == v->nn; pass++)
-			for (size_t i = 0; i < v->nn; i++) {
-				bool other_rack = !last_rack || strcmp(v->nodes[i].rack, last_rack);
-				if (used[i] || (!pass && !other_rack))
-					continue;
-				if (best == v->nn || v->nodes[i].free > v->nodes[best].free)
-					best = i;
+		int best_rack = 0;
+		for (size_t i = 0; i < v->nn; i++) {
+			int in_rack = 0;
+			for (size_t k = 0; k < v->nn; k++)
+				if (same_rack(&v->nodes[i], &v->nodes[k]))
+					in_rack += on_node[k];
+			if (best == v->nn || in_rack < best_rack ||
+			    (in_rack == best_rack &&
+			     (on_node[i] < on_node[best] ||
+			      (on_node[i] == on_node[best] && v->nodes[i].free > v->nodes[best].free)))) {
+				best = i;
+				best_rack = in_rack;
 			}
-		used[best] = true;
-		order[n++] = best;
-		last_rack = v->nodes[best].rack;
+		}
+		owner[s] = best;
+		on_node[best]++;
 	}
-	for (int s = 0; s < EC_SHARDS; s++)
-		owner[s] = order[(size_t)s % v->nn];
-	free(order);
-	free(used);
+	free(on_node);
 }
 
 /* ---- ec.encode ---- */
+
+static bool has_replica(const struct ec_view *v, uint32_t vid)
+{
+	for (size_t i = 0; i < v->nr; i++)
+		if (v->reps[i].id == vid)
+			return true;
+	return false;
+}
 
 static int encode_one(const char *cmd, const struct ec_view *v, uint32_t vid, bool dry)
 {
@@ -217,6 +229,13 @@ static int encode_one(const char *cmd, const struct ec_view *v, uint32_t vid, bo
 	if (src == v->nn)
 		return shell_fail(cmd, "volume %" PRIu32 ": its server %s is not live", vid,
 				  r[0]->node);
+	if (!dry && all_shards(v, vid, NULL)) {
+		/* an ec.encode cut off before it removed the original: start again */
+		printf("  removing the shards an unfinished ec.encode left\n");
+		for (size_t i = 0; i < v->nn; i++)
+			if (node_shards(v, i, vid, NULL) && delete_shards(cmd, v->nodes[i].url, vid, EC_ALL))
+				return 1;
+	}
 	spread(v, owner);
 	for (int s = 0; s < EC_SHARDS; s++)
 		bits[owner[s]] |= (uint16_t)(1u << s);
@@ -291,7 +310,7 @@ static int ec_encode(struct shell_env *env, int argc, char **argv)
 		return shell_fail(name, "invalid -volumeId 0");
 	if (shell_need_lock(env, name, dry) || view_load(env, name, &v))
 		return 1;
-	if (has_vid && all_shards(&v, vid, NULL)) {
+	if (has_vid && all_shards(&v, vid, NULL) && !has_replica(&v, vid)) {
 		view_free(&v);
 		return shell_fail(name, "volume %" PRIu32 " is erasure coded already", vid);
 	}

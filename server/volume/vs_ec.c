@@ -170,6 +170,7 @@ static void open_dir(struct volume_server *vs, const char *path)
 		return;
 	while ((de = readdir(d))) {
 		char coll[VOLUME_COLLECTION_MAX];
+		struct ec_volume_info in;
 		ec_volume *v;
 		uint32_t id;
 		wfs_err err;
@@ -187,8 +188,18 @@ static void open_dir(struct volume_server *vs, const char *path)
 				  wfs_strerror(err));
 			continue;
 		}
+		ec_volume_get_info(v, &in);
+		if (!in.shard_bits) {
+			/* its shards are gone (a lost disk): nothing to serve, the index goes too */
+			log_warn("EC volume %" PRIu32 " in %s has no shard left; removing its index",
+				 id, path);
+			ec_volume_destroy(v);
+			ec_volume_unref(v);
+			continue;
+		}
 		ec_add(vs, v);
-		log_info("loaded EC volume %" PRIu32 " from %s", id, path);
+		log_info("loaded EC volume %" PRIu32 " from %s (shards 0x%04x)", id, path,
+			 in.shard_bits);
 	}
 	closedir(d);
 }
