@@ -108,6 +108,21 @@ def test_encode_lose_rebuild_decode(cluster, tmp_path):
     r = requests.get("http://%s/dir/lookup?volumeId=%d" % (m.url, vid), timeout=10).json()
     assert sorted(x["url"] for x in r["locations"]) == holders
 
+    # a damaged byte in a shard is caught by the needle's CRC and read around, never served
+    h0 = by_url[shards[0][0]]
+    ec00 = os.path.join(str(h0.dir), "ec_%d.ec00" % vid)
+    with open(ec00, "r+b") as fh:
+        fh.seek(4096)
+        good = fh.read(1)
+        fh.seek(4096)
+        fh.write(bytes([good[0] ^ 0x5A]))
+    for u in (h0.url, next(u for u in holders if u != h0.url)):
+        _read_all(u, written)
+    assert "failed its check, reconstructing" in h0.log_text()
+    with open(ec00, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(good)
+
     # a delete is journaled on every holder
     gone = sorted(written)[:2]
     for fid in gone:
@@ -162,6 +177,67 @@ def test_encode_lose_rebuild_decode(cluster, tmp_path):
     down.start()
 
 
+def _kill_at_first_tmp(server, action):
+    """Runs action() while a watcher kill -9s server as soon as a .tmp file (a shard, index
+    or .dat being written) shows in its directory; asserts the kill happened."""
+    stop = threading.Event()
+    killed = []
+
+    def watch():
+        while not stop.is_set() and server.alive():
+            if any(n.endswith(".tmp") for n in os.listdir(str(server.dir))):
+                server.kill9()
+                killed.append(True)
+                return
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        action()
+    finally:
+        stop.set()
+        t.join()
+    assert killed, "%s finished before a .tmp file was seen" % action
+
+
+def test_kill9_during_rebuild_and_decode(cluster):
+    m, vols, f = _cluster(cluster, n=3)
+    by_url = {v.url: v for v in vols}
+    vid, _, written = _fill(m, 40, lambda i: (1 << 20) + 13 * i)
+    shell(m, f, "lock; volume.mark -readonly -volumeId=%d" % vid, expect=0)
+    shell(m, f, "lock; ec.encode -volumeId=%d" % vid, expect=0)
+    shards = wait_until(lambda: (lambda s: len(s) == 14 and s)(_ec_lookup(m, vid)), 30,
+                        "14 shards")
+    count = {u: sum(u in urls for urls in shards.values()) for u in by_url}
+    wiped = by_url[min(count, key=count.get)]  # 4 shards: 10 stay
+    wiped.stop()
+    for name in os.listdir(str(wiped.dir)):
+        if name.startswith("ec_%d." % vid):
+            os.unlink(os.path.join(str(wiped.dir), name))
+    cluster.restart(wiped)
+    wait_until(lambda: len(_ec_lookup(m, vid)) == 10, 60, "10 shards")
+    rebuilder = by_url[max(count, key=count.get)]
+
+    _kill_at_first_tmp(rebuilder, lambda: shell(m, f, "lock; ec.rebuild"))
+    cluster.restart(rebuilder)
+    wait_until(lambda: len(_ec_lookup(m, vid)) >= 10, 60, "the shards back")
+    for u in by_url:
+        _read_all(u, written)
+    shell(m, f, "lock; ec.rebuild", expect=0)
+    wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 30, "14 shards after the rebuild")
+
+    decoder = by_url[max(count, key=count.get)]
+    _kill_at_first_tmp(decoder, lambda: shell(m, f, "lock; ec.decode -volumeId=%d" % vid))
+    cluster.restart(decoder)
+    wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 60, "the shards back after the kill")
+    for u in by_url:
+        _read_all(u, written)
+    _, out, _ = shell(m, f, "lock; ec.decode -volumeId=%d" % vid, expect=0)
+    target = re.search(r"volume %d is a normal volume again on (\S+)" % vid, out).group(1)
+    wait_until(lambda: _ec_lookup(m, vid) == {}, 30, "the shards to be gone")
+    _read_all(target, written)
+
+
 def test_kill9_during_generate_keeps_the_volume(cluster):
     m, vols, f = _cluster(cluster, n=3)
     by_url = {v.url: v for v in vols}
@@ -169,25 +245,13 @@ def test_kill9_during_generate_keeps_the_volume(cluster):
     src = by_url[src_url]
     shell(m, f, "lock; volume.mark -readonly -volumeId=%d" % vid, expect=0)
 
-    seen_tmp = threading.Event()
-    killed = []
+    def generate():
+        try:
+            requests.post("http://%s/admin/ec/generate?volume=%d" % (src.url, vid), timeout=120)
+        except requests.RequestException:
+            pass  # the server died under the request
 
-    def watch():
-        while not seen_tmp.is_set() and src.alive():
-            if any(n.endswith(".tmp") for n in os.listdir(str(src.dir))):
-                src.kill9()
-                killed.append(True)
-                seen_tmp.set()
-
-    t = threading.Thread(target=watch)
-    t.start()
-    try:
-        requests.post("http://%s/admin/ec/generate?volume=%d" % (src.url, vid), timeout=120)
-    except requests.RequestException:
-        pass  # the server died under the request
-    seen_tmp.set()
-    t.join()
-    assert killed, "generate finished before a .tmp shard was seen"
+    _kill_at_first_tmp(src, generate)
     cluster.restart(src)
     assert not [n for n in os.listdir(str(src.dir)) if n.endswith(".tmp")]
     _read_all(src.url, written)
