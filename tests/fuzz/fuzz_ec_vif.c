@@ -70,8 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t sz;
 		for (size_t i = 0; i + 8 <= xlen && i < 16 * 8; i += 16) {
 			uint64_t key = get_be64(data + vlen + i);
-			(void)ec_volume_has(v, key, &sz);
-			(void)ec_volume_read(v, key, 0, NULL, NULL, &s, &n);
+			/* no shards are here: a read reconstructs nothing, but sizes its buffer */
+			if (ec_volume_has(v, key, &sz) && sz < (1u << 20))
+				(void)ec_volume_read(v, key, 0, NULL, NULL, &s, &n);
 			(void)ec_volume_delete(v, key);
 		}
 		buf_free(&s);

@@ -511,7 +511,7 @@ static void test_volume_ec(const struct ec_blocks *b, const char *name)
 		struct ec_interval iv[8];
 		uint64_t off = 0;
 		int fd;
-		uint8_t byte;
+		uint8_t byte = 0;
 		/* find the needle's .dat offset from the original .dat */
 		size_t dl;
 		char *od = xasprintf("%s/5.dat", orig);
