@@ -164,6 +164,34 @@ static void check_layout(const struct ec_blocks *b, uint64_t size)
 	ok(good, "every located range of the %" PRIu64 "-byte .dat reads back", size);
 	ok(ec_locate(b, ssize, ssize * EC_DATA_SHARDS, 1, iv, 1) == 0,
 	   "a range past the data has no pieces");
+	{
+		/* two shards lost and rebuilt, then the .dat decoded back */
+		char *s2 = shard_path(base, 2), *s11 = shard_path(base, 11),
+		     *dp = xasprintf("%s.dat", base);
+		uint16_t rebuilt = 0;
+		size_t l2, l11, dl;
+		uint8_t *r2, *r11, *back;
+		unlink(s2);
+		unlink(s11);
+		ok(ec_rebuild_shards(base, b, &rebuilt, msg, sizeof(msg)) == WFS_OK &&
+			   rebuilt == (1u << 2 | 1u << 11),
+		   "rebuild shards 2 and 11 (%s)", msg);
+		r2 = slurp(s2, &l2);
+		r11 = slurp(s11, &l11);
+		ok(r2 && r11 && l2 == ssize && l11 == ssize && !memcmp(r2, shard[2], ssize) &&
+			   !memcmp(r11, shard[11], ssize),
+		   "both as encoded");
+		unlink(dp);
+		ok(ec_decode_volume(base, b, msg, sizeof(msg)) == WFS_OK, "decode (%s)", msg);
+		back = slurp(dp, &dl);
+		ok(back && dl == size && !memcmp(back, dat, size), "the .dat decodes back");
+		free(r2);
+		free(r11);
+		free(back);
+		free(s2);
+		free(s11);
+		free(dp);
+	}
 	for (int i = 0; i < EC_TOTAL_SHARDS; i++)
 		free(shard[i]);
 out:
@@ -200,6 +228,10 @@ static void test_layout(void)
 	   "its pieces are shard 9's last large byte and shard 0's first small one");
 	for (size_t i = 0; i < ARRAY_LEN(sizes); i++)
 		check_layout(&b, sizes[i]);
+	/* large blocks of several 1 MiB stripes, as the real 1 GiB ones */
+	b.large = 3u << 20;
+	b.small = 1u << 20;
+	check_layout(&b, 2 * 10 * b.large + 4 * 10 * b.small + 12345);
 }
 
 /* ---- the codec ---- */
