@@ -573,7 +573,7 @@ wfs_err ec_encode_volume(const char *base, const struct ec_blocks *b, struct ec_
 	char *dat_path = base_path(base, ".dat", false), *idx_path = base_path(base, ".idx", false);
 	struct outset o = {0};
 	struct stripes s = {{0}};
-	int dat = -1, fds[EC_TOTAL_SHARDS], ecx, ecj, vfd;
+	int dat = -1, fds[EC_TOTAL_SHARDS], ecx, vfd;
 	uint64_t remaining, pos = 0, shard_off = 0;
 	uint8_t sb = NEEDLE_VERSION;
 	size_t got;
@@ -601,13 +601,13 @@ wfs_err ec_encode_volume(const char *base, const struct ec_blocks *b, struct ec_
 		}
 		fds[i] = o.fd[k];
 	}
+	/* the .ecj starts empty; the .vif is last in the set, so it is renamed last */
 	if ((ecx = out_add(&o, base, ".ecx", msg, msglen)) < 0 ||
-	    (ecj = out_add(&o, base, ".ecj", msg, msglen)) < 0 ||
+	    out_add(&o, base, ".ecj", msg, msglen) < 0 ||
 	    (vfd = out_add(&o, base, ".vif", msg, msglen)) < 0) {
 		err = WFS_EIO;
 		goto out;
 	}
-	(void)ecj;
 	err = write_ecx(idx_path, o.fd[ecx], msg, msglen);
 	if (err)
 		goto out;

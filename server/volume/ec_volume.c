@@ -485,6 +485,8 @@ wfs_err ec_volume_read(ec_volume *v, uint64_t key, uint32_t cookie, ec_fetch_fn 
 		return WFS_ENOENT;
 	off = (uint64_t)uoff * NEEDLE_ALIGN;
 	len = needle_disk_size(size);
+	if (off + len > v->vif.dat_size)
+		return WFS_ECORRUPT; /* the .ecx names bytes the .dat never had */
 	cnt = ec_locate(&v->blocks, v->shard_size, off, len, one, ARRAY_LEN(one));
 	if (cnt == 0)
 		return WFS_ECORRUPT; /* the .ecx names bytes the shards do not have */
