@@ -123,6 +123,20 @@ static struct vl_sum list_node(const struct shell_node *nd, const struct shell_r
 		s.deleted_files += vget(v, "DeleteCount");
 		s.deleted_bytes += vget(v, "DeletedByteCount");
 	}
+	for (size_t i = 0; i < jt_len(nd->ec); i++) {
+		const jt *e = jt_at(nd->ec, i);
+		uint64_t id = vget(e, "Id"), bits = vget(e, "Shards");
+		const char *sep = "";
+		if ((f->has_vid && id != f->vid) || (f->pattern && fnmatch(f->pattern, vcoll(e), 0)))
+			continue;
+		printf("          ec volume id:%" PRIu64 " collection:\"%s\" shards:[", id, vcoll(e));
+		for (int k = 0; k < 14; k++)
+			if (bits & (1u << k)) {
+				printf("%s%d", sep, k);
+				sep = " ";
+			}
+		printf("]\n");
+	}
 	print_total(8, "Disk", "hdd", &s);
 	print_total(6, "DataNode", nd->url, &s);
 	return s;

@@ -104,6 +104,9 @@ def test_encode_lose_rebuild_decode(cluster, tmp_path):
         assert not os.path.exists(_dat_path(v, vid))
     for u in holders:
         _read_all(u, written)
+    _, out, _ = shell(m, f, "volume.list -volumeId=%d" % vid, expect=0)
+    listed = re.findall(r"ec volume id:%d collection:\"ec\" shards:\[([\d ]+)\]" % vid, out)
+    assert sorted(int(x) for line in listed for x in line.split()) == list(range(14)), out
     # the master points readers at the shard holders
     r = requests.get("http://%s/dir/lookup?volumeId=%d" % (m.url, vid), timeout=10).json()
     assert sorted(x["url"] for x in r["locations"]) == holders
@@ -177,18 +180,19 @@ def test_encode_lose_rebuild_decode(cluster, tmp_path):
     down.start()
 
 
-def _kill_at_first_tmp(server, action):
-    """Runs action() while a watcher kill -9s server as soon as a .tmp file (a shard, index
-    or .dat being written) shows in its directory; asserts the kill happened."""
+def _kill_at_first_tmp(servers, action):
+    """Runs action() while a watcher kill -9s whichever of servers first shows a .tmp file
+    (a shard, index or .dat being written) in its directory; returns that server."""
     stop = threading.Event()
     killed = []
 
     def watch():
-        while not stop.is_set() and server.alive():
-            if any(n.endswith(".tmp") for n in os.listdir(str(server.dir))):
-                server.kill9()
-                killed.append(True)
-                return
+        while not stop.is_set():
+            for v in servers:
+                if v.alive() and any(n.endswith(".tmp") for n in os.listdir(str(v.dir))):
+                    v.kill9()
+                    killed.append(v)
+                    return
 
     t = threading.Thread(target=watch)
     t.start()
@@ -197,7 +201,8 @@ def _kill_at_first_tmp(server, action):
     finally:
         stop.set()
         t.join()
-    assert killed, "%s finished before a .tmp file was seen" % action
+    assert killed, "no .tmp file was seen while %s ran" % action
+    return killed[0]
 
 
 def test_kill9_during_rebuild_and_decode(cluster):
@@ -216,9 +221,8 @@ def test_kill9_during_rebuild_and_decode(cluster):
             os.unlink(os.path.join(str(wiped.dir), name))
     cluster.restart(wiped)
     wait_until(lambda: len(_ec_lookup(m, vid)) == 10, 60, "10 shards")
-    rebuilder = by_url[max(count, key=count.get)]
-
-    _kill_at_first_tmp(rebuilder, lambda: shell(m, f, "lock; ec.rebuild"))
+    rebuilder = _kill_at_first_tmp([v for v in vols if v is not wiped],
+                                   lambda: shell(m, f, "lock; ec.rebuild"))
     cluster.restart(rebuilder)
     wait_until(lambda: len(_ec_lookup(m, vid)) >= 10, 60, "the shards back")
     for u in by_url:
@@ -226,8 +230,7 @@ def test_kill9_during_rebuild_and_decode(cluster):
     shell(m, f, "lock; ec.rebuild", expect=0)
     wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 30, "14 shards after the rebuild")
 
-    decoder = by_url[max(count, key=count.get)]
-    _kill_at_first_tmp(decoder, lambda: shell(m, f, "lock; ec.decode -volumeId=%d" % vid))
+    decoder = _kill_at_first_tmp(vols, lambda: shell(m, f, "lock; ec.decode -volumeId=%d" % vid))
     cluster.restart(decoder)
     wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 60, "the shards back after the kill")
     for u in by_url:
@@ -251,7 +254,7 @@ def test_kill9_during_generate_keeps_the_volume(cluster):
         except requests.RequestException:
             pass  # the server died under the request
 
-    _kill_at_first_tmp(src, generate)
+    _kill_at_first_tmp([src], generate)
     cluster.restart(src)
     assert not [n for n in os.listdir(str(src.dir)) if n.endswith(".tmp")]
     _read_all(src.url, written)
