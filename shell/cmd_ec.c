@@ -214,8 +214,15 @@ static int encode_one(const char *cmd, const struct ec_view *v, uint32_t vid, bo
 		return shell_fail(cmd, "volume %" PRIu32 " not found", vid);
 	coll = jt_get_str(r[0]->v, "Collection") ? jt_get_str(r[0]->v, "Collection") : "";
 	for (size_t i = 0; i < nr; i++) {
+		/* asked of the server itself: the master learns of a fresh mark a heartbeat later */
+		char pq[96], msg[256];
 		bool ro = false;
-		jt_as_bool(jt_get(r[i]->v, "ReadOnly"), &ro);
+		jt *st = NULL;
+		snprintf(pq, sizeof(pq), "/admin/volume/status?volume=%" PRIu32, vid);
+		if (shell_get(r[i]->node, pq, &st, msg, sizeof(msg)))
+			return shell_fail(cmd, "volume %" PRIu32 " on %s: %s", vid, r[i]->node, msg);
+		jt_as_bool(jt_get(st, "readOnly"), &ro);
+		jt_free(st);
 		if (!ro)
 			return shell_fail(cmd, "volume %" PRIu32 " is not sealed (writable on %s): mark "
 					  "it read-only first (volume.mark -readonly -volumeId=%" PRIu32

@@ -307,3 +307,29 @@ def test_admin_ec_bad_requests(cluster):
     r = requests.post("http://%s/heartbeat" % m.url, timeout=10,
                       json={"ip": "127.0.0.1", "port": 1, "ecShards": [{"id": 1, "shards": 1 << 14}]})
     assert r.status_code == 400, r.text
+
+
+def test_filer_reads_files_on_an_encoded_volume(cluster):
+    """The filer's reads (short-circuit first, then HTTP) find the chunks of an encoded
+    volume through /dir/lookup's shard holders, and a delete through the filer reaches
+    the journal."""
+    m, vols, f = _cluster(cluster, n=3)
+    files = {"/ec/%d.bin" % i: os.urandom(50000 + 977 * i) for i in range(12)}
+    for p, data in files.items():
+        assert f.put(p, data).status_code in (200, 201)
+    vids = {parse_fid(c["fileId"])[0] for p in files
+            for c in f.api("lookup", {"path": p})["chunks"]}
+    for vid in vids:
+        shell(m, f, "lock; volume.mark -readonly -volumeId=%d; ec.encode -volumeId=%d"
+              % (vid, vid), expect=0)
+    for vid in vids:
+        wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 30, "14 shards of %d" % vid)
+    for p, data in files.items():
+        r = f.get(p)
+        assert r.status_code == 200 and r.content == data, (p, r.status_code)
+    victim = sorted(files)[0]
+    chunk = f.api("lookup", {"path": victim})["chunks"][0]["fileId"]
+    assert f.delete(victim).status_code in (200, 204)
+    holders = sorted({u for urls in _ec_lookup(m, parse_fid(chunk)[0]).values() for u in urls})
+    wait_until(lambda: all(requests.get("http://%s/%s" % (u, chunk), timeout=10).status_code
+                           == 404 for u in holders), 30, "the chunk's deletion journaled")
