@@ -116,11 +116,54 @@ static size_t check_volumes(const struct shell_replica *reps, size_t n)
 	return problems;
 }
 
+/* Prints a line for each EC volume missing shards; returns how many; *n gets the count of
+ * EC volumes seen. */
+static size_t check_ec(const struct shell_node *nodes, size_t nn, size_t *n)
+{
+	struct {
+		uint64_t id, bits;
+	} *ec = NULL;
+	size_t cap = 0, problems = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < nn; i++)
+		for (size_t k = 0; k < jt_len(nodes[i].ec); k++) {
+			const jt *e = jt_at(nodes[i].ec, k);
+			uint64_t id = 0, bits = 0;
+			size_t j;
+			if (!jt_as_u64(jt_get(e, "Id"), &id) || !jt_as_u64(jt_get(e, "Shards"), &bits))
+				continue;
+			for (j = 0; j < *n && ec[j].id != id; j++)
+				;
+			if (j == *n) {
+				if (*n == cap)
+					ec = xrealloc(ec, (cap = cap ? cap * 2 : 8) * sizeof(*ec));
+				ec[(*n)++].id = id;
+				ec[j].bits = 0;
+			}
+			ec[j].bits |= bits;
+		}
+	for (size_t j = 0; j < *n; j++) {
+		int have = __builtin_popcount((unsigned)ec[j].bits);
+		if (have == 14)
+			continue;
+		printf("ec volume %" PRIu64 ": %d of 14 shards (missing", ec[j].id, have);
+		for (int s = 0; s < 14; s++)
+			if (!(ec[j].bits & (1u << s)))
+				printf(" %d", s);
+		printf(")%s\n", have >= 10 ? "; ec.rebuild regenerates them"
+				       : "; fewer than 10: its data cannot be read");
+		problems++;
+	}
+	free(ec);
+	return problems;
+}
+
 static int cluster_check(struct shell_env *env, int argc, char **argv)
 {
 	struct shell_node *nodes = NULL;
 	struct shell_replica *reps = NULL;
-	size_t nn = 0, nr = 0, problems = 0, volumes = 0;
+	size_t nn = 0, nr = 0, problems = 0, volumes = 0, ecs = 0;
 	jt *dst = NULL, *vst = NULL;
 	char msg[512];
 	int rc = shell_no_args("cluster.check", argc, argv);
@@ -154,7 +197,8 @@ static int cluster_check(struct shell_env *env, int argc, char **argv)
 		volumes += !seen;
 	}
 	problems += check_volumes(reps, nr);
-	printf("checked %zu volume(s), %zu replica(s)\n", volumes, nr);
+	problems += check_ec(nodes, nn, &ecs);
+	printf("checked %zu volume(s), %zu replica(s), %zu EC volume(s)\n", volumes, nr, ecs);
 out:
 	if (problems)
 		printf("cluster.check: %zu problem(s)\n", problems);

@@ -153,6 +153,8 @@ def test_encode_lose_rebuild_decode(cluster, tmp_path):
     for u in live:
         _read_all(u, written, gone)
 
+    rc, out, _ = shell(m, f, "cluster.check")
+    assert rc == 1 and "ec volume %d: 10 of 14 shards (missing" % vid in out, out
     _, out, _ = shell(m, f, "ec.rebuild -n", expect=0)
     assert re.search(r"volume %d: rebuilding shards [\d,]+ on" % vid, out), out
     _, out, _ = shell(m, f, "lock; ec.rebuild", expect=0)
