@@ -1,0 +1,262 @@
+"""Several masters on one PostgreSQL (docs/master-ha.md): one leader chosen through
+the lease row, followers that proxy to it, volume servers that follow it, and a
+failover that never hands out a file id twice: after kill -9 of the leader, and
+after a leader paused (SIGSTOP) past its lease comes back (SIGCONT) believing
+nothing happened. Real masters, a real volume server, a private PostgreSQL."""
+
+import os
+import threading
+import time
+
+import requests
+
+from conftest import Daemon, free_port, wait_registered_with, wait_until
+from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
+
+LEASE = 1.5  # seconds; renewed every 0.5 s
+
+
+def dsn(pg):  # noqa: F811
+    return "host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test" % pg.port
+
+
+def start_masters(cluster, pg, n=3, lease=LEASE):  # noqa: F811
+    ports = [free_port() for _ in range(n)]
+    peers = ",".join("127.0.0.1:%d" % p for p in ports)
+    ms = [cluster.master(port=p, extra=["-peers=" + peers, "-postgres.dsn=" + dsn(pg),
+                                        "-leaseSeconds=%g" % lease]) for p in ports]
+    return ms, peers
+
+
+def status(m, timeout=2):
+    r = requests.get("http://%s/cluster/status" % m.url, timeout=timeout)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def agreed_leader(ms):
+    """The master every one of ms calls the leader, when exactly one says it is."""
+    sts = [status(m) for m in ms]
+    leaders = [m for m, s in zip(ms, sts) if s["IsLeader"]]
+    if len(leaders) != 1 or any(s["Leader"] != leaders[0].url for s in sts):
+        return None
+    return leaders[0]
+
+
+def ha_cluster(cluster, pg):  # noqa: F811
+    ms, peers = start_masters(cluster, pg)
+    lead = wait_until(lambda: agreed_leader(ms), 20, "one agreed leader")
+    v = cluster.volume(lead, extra=["-mserver=" + peers])
+    return ms, peers, lead, v
+
+
+def assign(m, timeout=5):
+    return requests.get("http://%s/dir/assign" % m.url, timeout=timeout)
+
+
+def fid_key(fid):
+    """The key of a file id: unique across the cluster whatever the volume."""
+    return int(fid.split(",", 1)[1][:-8], 16)
+
+
+class Writer(threading.Thread):
+    """Assigns and writes in a loop through any master, moving on when one fails."""
+
+    def __init__(self, masters):
+        super().__init__(daemon=True)
+        self.masters = list(masters)
+        self.skip = set()  # masters not to ask (paused: a request would just wait)
+        self.acked = []    # (fid, url, body) of each write the volume server acknowledged
+        self.fids = []     # every fid any master handed out
+        self.stop = threading.Event()
+        self.errors = 0
+        self.lock = threading.Lock()
+
+    def run(self):
+        i, n = 0, 0
+        while not self.stop.is_set():
+            ms = [m for m in self.masters if m not in self.skip and m.alive()]
+            m = ms[i % len(ms)]
+            try:
+                r = assign(m, timeout=3)
+                if r.status_code != 200:
+                    raise RuntimeError(r.text)
+                a = r.json()
+                with self.lock:
+                    self.fids.append(a["fid"])
+                body = b"ha-%d-%s" % (n, a["fid"].encode())
+                w = requests.post("http://%s/%s" % (a["url"], a["fid"]),
+                                  files={"file": ("f", body)}, timeout=5)
+                if w.status_code in (200, 201):
+                    with self.lock:
+                        self.acked.append((a["fid"], a["url"], body))
+                n += 1
+            except Exception:  # noqa: BLE001 - a master going away mid-request
+                self.errors += 1
+                i += 1
+                time.sleep(0.02)
+
+    def count(self):
+        with self.lock:
+            return len(self.acked)
+
+
+def check_no_duplicates_and_readable(w):
+    keys = [fid_key(f) for f in w.fids]
+    assert len(keys) == len(set(keys)), "a file key was handed out twice"
+    for fid, url, body in w.acked:
+        r = requests.get("http://%s/%s" % (url, fid), timeout=5)
+        assert r.status_code == 200 and r.content == body, (fid, r.status_code)
+
+
+def test_three_masters_elect_one_leader(cluster, pg):  # noqa: F811
+    ms, peers = start_masters(cluster, pg)
+    lead = wait_until(lambda: agreed_leader(ms), 20, "one agreed leader")
+    for m in ms:
+        st = status(m)
+        assert st["Leader"] == lead.url
+        assert sorted(st["Peers"]) == sorted(x.url for x in ms if x is not m)
+    # a follower stays one: the lease is renewed, not re-elected
+    t_end = time.monotonic() + 3 * LEASE
+    while time.monotonic() < t_end:
+        assert agreed_leader(ms) is lead
+        time.sleep(0.1)
+
+
+def test_follower_proxies_assign_and_refuses_heartbeats(cluster, pg):  # noqa: F811
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    follower = next(m for m in ms if m is not lead)
+    keys = set()
+    for m in (follower, lead, follower):
+        r = assign(m)
+        assert r.status_code == 200, r.text
+        a = r.json()
+        assert a["url"] == v.url
+        keys.add(fid_key(a["fid"]))
+    assert len(keys) == 3
+    vid = a["fid"].split(",")[0]
+    r = requests.get("http://%s/dir/lookup?volumeId=%s" % (follower.url, vid), timeout=5)
+    assert r.status_code == 200 and r.json()["locations"][0]["url"] == v.url
+    # a heartbeat to a follower is refused, naming the leader
+    r = requests.post("http://%s/heartbeat" % follower.url, data=b"{}", timeout=5)
+    assert r.status_code == 503 and r.json()["leader"] == lead.url
+    # the topology is the leader's, also when asked through a follower
+    assert v.url in requests.get("http://%s/dir/status" % follower.url, timeout=5).text
+    assert "connected to master %s" % lead.url in v.log_text()
+
+
+def test_kill9_leader_during_assigns(cluster, pg):  # noqa: F811
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    w = Writer(ms)
+    w.start()
+    try:
+        wait_until(lambda: w.count() >= 50, 30, "50 writes before the kill")
+        before = w.count()
+        t0 = time.monotonic()
+        lead.kill9()
+        w.skip.add(lead)
+        rest = [m for m in ms if m is not lead]
+        new = wait_until(lambda: agreed_leader(rest), 20, "a new leader")
+        t_leader = time.monotonic() - t0
+        wait_until(lambda: w.count() >= before + 50, 30, "50 writes after the kill")
+        print("\nnew leader %s %.2f s after kill -9 of %s; %d writes before, %d after, "
+              "%d failed tries" % (new.url, t_leader, lead.url, before, w.count() - before,
+                                   w.errors))
+        assert new is not lead and t_leader < 10 * LEASE
+    finally:
+        w.stop.set()
+        w.join(10)
+    check_no_duplicates_and_readable(w)
+
+
+def test_paused_leader_never_acts_again(cluster, pg):  # noqa: F811
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    w = Writer(ms)
+    w.start()
+    try:
+        wait_until(lambda: w.count() >= 30, 30, "30 writes before the pause")
+        w.skip.add(lead)
+        lead.pause()
+        rest = [m for m in ms if m is not lead]
+        new = wait_until(lambda: agreed_leader(rest), 20, "a new leader while the old is paused")
+        wait_until(lambda: "connected to master %s" % new.url in v.log_text(), 20,
+                   "the volume server following the new leader")
+        n = w.count()
+        wait_until(lambda: w.count() >= n + 30, 30, "30 writes through the new leader")
+        lead.resume()
+        # the first thing it says after waking: not the leader
+        st = status(lead, timeout=5)
+        assert st["IsLeader"] is False, st
+        # assigns sent straight to it are proxied to the new leader or refused, never
+        # answered from its old batch of keys
+        served = 0
+        for _ in range(20):
+            r = assign(lead, timeout=10)
+            assert r.status_code in (200, 503), r.text
+            if r.status_code == 200:
+                served += 1
+                with w.lock:
+                    w.fids.append(r.json()["fid"])
+        st = wait_until(lambda: (lambda s: s if s["Leader"] == new.url else None)(status(lead)),
+                        10, "the old leader naming the new one")
+        assert st["IsLeader"] is False
+        assert agreed_leader(ms) is new
+        print("\nafter SIGCONT the old leader proxied %d of 20 assigns" % served)
+        w.skip.discard(lead)
+        n = w.count()
+        wait_until(lambda: w.count() >= n + 20, 30, "writes through all three masters")
+    finally:
+        lead.resume()
+        w.stop.set()
+        w.join(10)
+    check_no_duplicates_and_readable(w)
+
+
+def failing_master(cluster, extra):
+    port = free_port()
+    d = cluster.base / ("bad-master-%d" % port)
+    d.mkdir()
+    m = Daemon("master-%d" % port, ["master", "-ip=127.0.0.1", "-port=%d" % port,
+                                    "-mdir=%s" % d] + extra, d, "127.0.0.1:%d" % port)
+    cluster.daemons.append(m)
+    m.start(wait=False)
+    m.proc.wait(30)
+    assert m.proc.returncode != 0
+    return m.log_text()
+
+
+def test_postgres_unreachable_at_start(cluster):
+    dead = free_port()  # nothing listens there
+    log = failing_master(cluster, ["-peers=127.0.0.1:1,127.0.0.1:2",
+                                   "-postgres.dsn=host=127.0.0.1 port=%d user=x dbname=x" % dead])
+    assert "could not connect to PostgreSQL" in log, log
+
+
+def test_bad_peers(cluster):
+    log = failing_master(cluster, ["-peers=127.0.0.1:1,nonsense", "-postgres.dsn=dbname=x"])
+    assert 'invalid -peers: invalid master address "nonsense"' in log, log
+    log = failing_master(cluster, ["-peers=127.0.0.1:1,127.0.0.1:2"])
+    assert "-peers needs -postgres.dsn" in log, log
+    log = failing_master(cluster, ["-postgres.dsn=dbname=x"])
+    assert "-postgres.dsn needs -peers" in log, log
+
+
+def test_bad_mserver_list(cluster):
+    port = free_port()
+    d = cluster.base / "bad-volume"
+    d.mkdir()
+    v = Daemon("volume-%d" % port, ["volume", "-ip=127.0.0.1", "-port=%d" % port,
+                                    "-dir=%s" % d, "-mserver=127.0.0.1:1,:99"], d,
+               "127.0.0.1:%d" % port)
+    cluster.daemons.append(v)
+    v.start(wait=False)
+    v.proc.wait(30)
+    assert v.proc.returncode != 0
+    assert "invalid -mserver" in v.log_text()
+
+
+def test_single_master_unchanged(cluster):
+    m = cluster.master()
+    st = status(m)
+    assert st == {"IsLeader": True, "Leader": m.url, "Peers": []}
+    assert os.path.exists(os.path.join(str(m.dir), "weedfs_master.seq"))
