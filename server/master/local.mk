@@ -16,9 +16,11 @@ server_master_libmaster_a_SOURCES = \
 	server/master/topology.c server/master/topology.h
 
 check_PROGRAMS += tests/unit/test_master_sequence tests/unit/test_master_placement \
-	tests/unit/test_master_topology tests/unit/test_master_http
+	tests/unit/test_master_topology tests/unit/test_master_http tests/unit/test_master_list
 TESTS += tests/unit/test_master_sequence tests/unit/test_master_placement \
-	tests/unit/test_master_topology tests/unit/test_master_http
+	tests/unit/test_master_topology tests/unit/test_master_http tests/unit/test_master_list
+tests_unit_test_master_list_SOURCES = tests/unit/test_master_list.c tests/unit/tap.h
+tests_unit_test_master_list_LDADD = $(UNIT_LDADD)
 tests_unit_test_master_sequence_SOURCES = tests/unit/test_master_sequence.c tests/unit/tap.h
 tests_unit_test_master_sequence_LDADD = server/master/libmaster.a $(UNIT_LDADD) $(LIBPQ_LIBS)
 tests_unit_test_master_placement_SOURCES = tests/unit/test_master_placement.c tests/unit/tap.h
