@@ -163,6 +163,8 @@ def test_kill9_leader_during_assigns(cluster, pg):  # noqa: F811
               "%d failed tries" % (new.url, t_leader, lead.url, before, w.count() - before,
                                    w.errors))
         assert new is not lead and t_leader < 10 * LEASE
+        # the fresh leader waited for the heartbeats instead of growing on an empty topology
+        assert "grew volume" not in new.log_text()
     finally:
         w.stop.set()
         w.join(10)
