@@ -117,15 +117,40 @@ static wfs_err pg_next_keys(sequence *base, uint64_t count, uint64_t *first)
 	return err;
 }
 
+/*
+ * Runs one reservation (sql with $1 holder, $2 epoch, then a3 and a4 when not
+ * NULL) under the lease of epoch; *out gets the single value it returns.
+ * WFS_EUNAVAIL when the database cannot be reached or the lease is no longer
+ * held. db_lock held.
+ */
+static wfs_err reserve(struct seq_pg *s, const char *what, const char *sql, int64_t epoch,
+		       const char *a3, const char *a4, int64_t *out)
+{
+	char ep[24];
+	const char *vals[] = {leader_self(s->lead), ep, a3, a4};
+	PGresult *r;
+	wfs_err err = WFS_OK;
+
+	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
+	r = master_pg_exec(s->pg, what, sql, a4 ? 4 : 3, vals);
+	if (!r)
+		return WFS_EUNAVAIL;
+	if (PQntuples(r) != 1 || !parse_i64(PQgetvalue(r, 0, 0), out) || *out < 1) {
+		log_warn("%s refused: the lease of epoch %" PRId64 " is no longer held", what,
+			 epoch);
+		err = WFS_EUNAVAIL;
+	}
+	PQclear(r);
+	return err;
+}
+
 static wfs_err pg_refill(sequence *base, uint64_t count)
 {
 	struct seq_pg *s = (struct seq_pg *)base;
-	char ep[24], from[24], n[24];
-	const char *vals[] = {leader_self(s->lead), ep, from, n};
+	char from[24], n[24];
 	uint64_t want = MAX(count, (uint64_t)SEQUENCE_BATCH), got = 0;
 	int64_t epoch, first = 0;
 	bool enough;
-	PGresult *r;
 	wfs_err err = WFS_OK;
 
 	pthread_mutex_lock(&s->db_lock);
@@ -143,27 +168,18 @@ static wfs_err pg_refill(sequence *base, uint64_t count)
 		err = WFS_ERANGE;
 		goto out;
 	}
-	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
 	snprintf(from, sizeof(from), "%" PRIu64, got);
 	snprintf(n, sizeof(n), "%" PRIu64, want);
-	r = master_pg_exec(s->pg, "file-key reservation", sql_keys, 4, vals);
-	if (!r) {
-		err = WFS_EUNAVAIL;
+	err = reserve(s, "file-key reservation", sql_keys, epoch, from, n, &first);
+	if (err)
 		goto out;
-	}
-	if (PQntuples(r) != 1 || !parse_i64(PQgetvalue(r, 0, 0), &first) || first < 1) {
-		log_warn("file-key reservation refused: epoch %" PRId64 " is no longer held", epoch);
-		err = WFS_EUNAVAIL;
-	} else {
-		pthread_mutex_lock(&s->lock);
-		s->next = (uint64_t)first;
-		s->ceiling = (uint64_t)first + want;
-		s->batch_epoch = epoch;
-		pthread_mutex_unlock(&s->lock);
-		log_debug("file keys %" PRId64 "..%" PRIu64 " reserved in epoch %" PRId64, first,
-			  (uint64_t)first + want - 1, epoch);
-	}
-	PQclear(r);
+	pthread_mutex_lock(&s->lock);
+	s->next = (uint64_t)first;
+	s->ceiling = (uint64_t)first + want;
+	s->batch_epoch = epoch;
+	pthread_mutex_unlock(&s->lock);
+	log_debug("file keys %" PRId64 "..%" PRIu64 " reserved in epoch %" PRId64, first,
+		  (uint64_t)first + want - 1, epoch);
 out:
 	pthread_mutex_unlock(&s->db_lock);
 	return err;
@@ -197,10 +213,8 @@ static uint64_t pg_peek(sequence *base)
 static wfs_err pg_next_volume_id(sequence *base, uint32_t *vid)
 {
 	struct seq_pg *s = (struct seq_pg *)base;
-	char ep[24], seen[24];
-	const char *vals[] = {leader_self(s->lead), ep, seen};
+	char seen[24];
 	int64_t epoch, v = 0;
-	PGresult *r;
 	wfs_err err = WFS_OK;
 
 	pthread_mutex_lock(&s->db_lock);
@@ -208,26 +222,18 @@ static wfs_err pg_next_volume_id(sequence *base, uint32_t *vid)
 		err = WFS_EUNAVAIL;
 		goto out;
 	}
-	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
 	pthread_mutex_lock(&s->lock);
 	snprintf(seen, sizeof(seen), "%" PRIu32, s->max_vid);
 	pthread_mutex_unlock(&s->lock);
-	r = master_pg_exec(s->pg, "volume-id reservation", sql_vid, 3, vals);
-	if (!r) {
-		err = WFS_EUNAVAIL;
+	err = reserve(s, "volume-id reservation", sql_vid, epoch, seen, NULL, &v);
+	if (!err && v > UINT32_MAX)
+		err = WFS_ENOSPC;
+	if (err)
 		goto out;
-	}
-	if (PQntuples(r) != 1 || !parse_i64(PQgetvalue(r, 0, 0), &v) || v < 1 || v > UINT32_MAX) {
-		log_warn("volume-id reservation refused: epoch %" PRId64 " is no longer held",
-			 epoch);
-		err = WFS_EUNAVAIL;
-	} else {
-		*vid = (uint32_t)v;
-		pthread_mutex_lock(&s->lock);
-		s->max_vid = MAX(s->max_vid, *vid);
-		pthread_mutex_unlock(&s->lock);
-	}
-	PQclear(r);
+	*vid = (uint32_t)v;
+	pthread_mutex_lock(&s->lock);
+	s->max_vid = MAX(s->max_vid, *vid);
+	pthread_mutex_unlock(&s->lock);
 out:
 	pthread_mutex_unlock(&s->db_lock);
 	return err;
