@@ -131,10 +131,8 @@ void master_forward(struct master *m, http_req *req)
 	char lead[TOPO_URL_MAX];
 	struct fwd *f;
 
-	leader_current(m->leader, lead, sizeof(lead));
-	if (!strcmp(lead, m->self))
-		lead[0] = '\0'; /* our own lease lapsed: whoever holds it now is not known yet */
-	if (!lead[0]) {
+	master_known_leader(m, lead, sizeof(lead));
+	if (!lead[0] || !strcmp(lead, m->self)) {
 		not_leader(m, req, "", "no leader is known yet; retry");
 		return;
 	}

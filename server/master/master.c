@@ -61,16 +61,14 @@ bool master_warm(struct master *m)
 	       (uint64_t)MASTER_WARMUP_PULSES * (uint64_t)m->opts.pulse_seconds * 1000000000ull;
 }
 
-/* The leader this master knows of: itself while it holds the lease, else the lease's holder. */
-static void known_leader(struct master *m, char *out, size_t outlen)
+void master_known_leader(struct master *m, char *out, size_t outlen)
 {
-	if (!m->leader)
+	if (master_is_leader(m)) {
 		snprintf(out, outlen, "%s", m->self);
-	else if (leader_is_me(m->leader, NULL))
-		snprintf(out, outlen, "%s", m->self);
-	else
-		leader_current(m->leader, out, outlen);
-	if (m->leader && !strcmp(out, m->self) && !leader_is_me(m->leader, NULL))
+		return;
+	}
+	leader_current(m->leader, out, outlen);
+	if (!strcmp(out, m->self))
 		out[0] = '\0'; /* our own lapsed lease: no leader known until the lease says */
 }
 
@@ -218,7 +216,7 @@ static void h_cluster_status(struct master *m, http_req *req)
 	json_w *w = jw_new(&out, master_pretty(req));
 	char lead[256];
 
-	known_leader(m, lead, sizeof(lead));
+	master_known_leader(m, lead, sizeof(lead));
 	jw_obj_begin(w);
 	jw_kv_bool(w, "IsLeader", master_is_leader(m));
 	jw_kv_str(w, "Leader", lead);
@@ -335,6 +333,8 @@ static void master_collect(metric_emit *e, void *ctx)
 	metric_emit_sample(e, "weedfs_master_free_volume_slots",
 			   "Free volume slots of live servers.", METRIC_GAUGE,
 			   (double)c.free_slots, NULL);
+	metric_emit_sample(e, "weedfs_master_is_leader", "1 while this master is the leader.",
+			   METRIC_GAUGE, master_is_leader(m) ? 1 : 0, NULL);
 }
 
 /* The status page on -metricsPort: the cluster status (JSON) or the main page (HTML). */
@@ -349,7 +349,7 @@ static void master_page(buf *out, bool json, void *ctx)
 	}
 	w = jw_new(out, false);
 	jw_obj_begin(w);
-	known_leader(m, lead, sizeof(lead));
+	master_known_leader(m, lead, sizeof(lead));
 	jw_kv_bool(w, "IsLeader", master_is_leader(m));
 	jw_kv_str(w, "Leader", lead);
 	jw_kv_str(w, "Version", PACKAGE_VERSION);

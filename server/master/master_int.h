@@ -54,6 +54,9 @@ bool master_is_leader(struct master *m);
 uint64_t master_leader_age_ns(struct master *m);
 /* True once a leader has had MASTER_WARMUP_PULSES pulses to hear its servers. Any thread. */
 bool master_warm(struct master *m);
+/* The leader as this master knows it: itself while it leads, else the lease's holder, ""
+   when none is known (or the holder is this master, whose lease lapsed). Any thread. */
+void master_known_leader(struct master *m, char *out, size_t outlen);
 /* A follower's answer: the request proxied to the leader (server/master/forward.c). Loop thread. */
 void master_forward(struct master *m, http_req *req);
 

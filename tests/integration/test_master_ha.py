@@ -129,6 +129,8 @@ def test_three_masters_elect_one_leader(cluster, pg):  # noqa: F811
         st = status(m)
         assert st["Leader"] == lead.url
         assert sorted(st["Peers"]) == sorted(x.url for x in ms if x is not m)
+        metrics = requests.get("http://%s/metrics" % m.url, timeout=2).text
+        assert "weedfs_master_is_leader %d" % (m is lead) in metrics
     # a follower stays one: the lease is renewed, not re-elected
     t_end = time.monotonic() + 3 * LEASE
     while time.monotonic() < t_end:
