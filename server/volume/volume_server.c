@@ -476,7 +476,8 @@ static void *heartbeat_main(void *arg)
 			if (up && (state != 1 || strcmp(cur, last)))
 				log_info("connected to master %s", cur);
 			else if (!up && state != 0)
-				log_warn("master %s unreachable (%s); retrying", vs->mserver, why);
+				log_warn("no master of %s took the heartbeat (%s); retrying",
+					 vs->mserver, why);
 			snprintf(last, sizeof(last), "%s", cur);
 		}
 		state = up;

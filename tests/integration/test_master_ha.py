@@ -10,7 +10,8 @@ import time
 
 import requests
 
-from conftest import Daemon, free_port, wait_registered_with, wait_until
+from conftest import Daemon, free_port, wait_until
+from filer_fixtures import start_filer
 from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
 
 LEASE = 1.5  # seconds; renewed every 0.5 s
@@ -223,6 +224,33 @@ def test_paused_leader_never_acts_again(cluster, pg):  # noqa: F811
         w.stop.set()
         w.join(10)
     check_no_duplicates_and_readable(w)
+
+
+def test_filer_fails_over_to_the_next_master(cluster, pg):  # noqa: F811
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    # the leader first, so that its death is the filer's master failing under it
+    order = [lead] + [m for m in ms if m is not lead]
+    f = start_filer(cluster, lead, extra=["-master=" + ",".join(m.url for m in order)])
+    data = {}
+    for i in range(5):
+        data["/ha/before-%d" % i] = os.urandom(5000 + i)
+    for path, body in data.items():
+        assert f.put(path, body).status_code in (200, 201)
+    lead.kill9()
+    rest = order[1:]
+    wait_until(lambda: agreed_leader(rest), 20, "a new leader")
+    for i in range(5):
+        path, body = "/ha/after-%d" % i, os.urandom(7000 + i)
+        # the filer asks the next master when the first is gone; a write may still meet
+        # the moment before the volume server found the new leader
+        wait_until(lambda: f.put(path, body).status_code in (200, 201), 20, "a write " + path)
+        data[path] = body
+    for path, body in data.items():
+        r = f.get(path)
+        assert r.status_code == 200 and r.content == body, path
+    # the filer's own call to the master (its capacity) fails over too; the new leader
+    # counts the files from the volume server's heartbeats
+    wait_until(lambda: f.api("statfs", {})["files"] >= len(data), 20, "statfs of every file")
 
 
 def failing_master(cluster, extra):
