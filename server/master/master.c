@@ -140,9 +140,11 @@ static void heartbeat_body(http_req *req, const char *data, size_t len, void *ar
 		http_resp_error(req, 400, "%s", msg);
 		return;
 	}
-	err = topology_heartbeat(m->topo, &hm.hb, time_mono_ns(), &max_vid);
-	if (!err && hm.hb.max_file_key)
-		err = sequence_observe_key(m->seq, hm.hb.max_file_key);
+	/* the keys first: once the topology shows the server's volumes, an assignment may
+	   reserve keys, and they must start above the server's largest */
+	err = hm.hb.max_file_key ? sequence_observe_key(m->seq, hm.hb.max_file_key) : WFS_OK;
+	if (!err)
+		err = topology_heartbeat(m->topo, &hm.hb, time_mono_ns(), &max_vid);
 	if (!err && max_vid)
 		err = sequence_observe_volume_id(m->seq, max_vid);
 	if (err) {

@@ -21,8 +21,8 @@ def dsn(pg):  # noqa: F811
     return "host=127.0.0.1 port=%d user=weedfs dbname=weedfs_test" % pg.port
 
 
-def start_masters(cluster, pg, n=3, lease=LEASE):  # noqa: F811
-    ports = [free_port() for _ in range(n)]
+def start_masters(cluster, pg, n=3, lease=LEASE, ports=None):  # noqa: F811
+    ports = ports or [free_port() for _ in range(n)]
     peers = ",".join("127.0.0.1:%d" % p for p in ports)
     ms = [cluster.master(port=p, extra=["-peers=" + peers, "-postgres.dsn=" + dsn(pg),
                                         "-leaseSeconds=%g" % lease]) for p in ports]
@@ -251,6 +251,27 @@ def test_filer_fails_over_to_the_next_master(cluster, pg):  # noqa: F811
     # the filer's own call to the master (its capacity) fails over too; the new leader
     # counts the files from the volume server's heartbeats
     wait_until(lambda: f.api("statfs", {})["files"] >= len(data), 20, "statfs of every file")
+
+
+def test_switch_from_a_single_master(cluster, pg):  # noqa: F811
+    """A single master's cluster moved to three masters: no key is handed out again."""
+    ports = [free_port() for _ in range(3)]
+    peers = ",".join("127.0.0.1:%d" % p for p in ports)
+    single = cluster.master(port=ports[0])
+    v = cluster.volume(single, extra=["-mserver=" + peers])
+    old = []
+    for _ in range(20):
+        a = assign(single).json()
+        assert requests.post("http://%s/%s" % (a["url"], a["fid"]), files={"file": ("f", b"x")},
+                             timeout=5).status_code in (200, 201)
+        old.append(fid_key(a["fid"]))
+    single.stop()
+    ms, _ = start_masters(cluster, pg, ports=ports)
+    lead = wait_until(lambda: agreed_leader(ms), 20, "one agreed leader")
+    r = wait_until(lambda: (lambda r: r if r.status_code == 200 else None)(assign(lead)), 20,
+                   "an assignment from the new leader")
+    assert fid_key(r.json()["fid"]) > max(old)
+    assert "grew volume" not in lead.log_text()
 
 
 def failing_master(cluster, extra):
