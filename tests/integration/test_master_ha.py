@@ -5,12 +5,13 @@ after a leader paused (SIGSTOP) past its lease comes back (SIGCONT) believing
 nothing happened. Real masters, a real volume server, a private PostgreSQL."""
 
 import os
+import subprocess
 import threading
 import time
 
 import requests
 
-from conftest import Daemon, free_port, wait_until
+from conftest import WEEDFS, Daemon, free_port, wait_until
 from filer_fixtures import start_filer
 from test_filer_store_pg import pg  # noqa: F401 - pytest fixture (a private PostgreSQL)
 
@@ -251,6 +252,19 @@ def test_filer_fails_over_to_the_next_master(cluster, pg):  # noqa: F811
     # the filer's own call to the master (its capacity) fails over too; the new leader
     # counts the files from the volume server's heartbeats
     wait_until(lambda: f.api("statfs", {})["files"] >= len(data), 20, "statfs of every file")
+
+
+def test_benchmark_and_shell_take_the_list(cluster, pg):  # noqa: F811
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    # a dead master first in the list: both move on to the next
+    dead = "127.0.0.1:%d" % free_port()
+    p = subprocess.run([WEEDFS, "benchmark", "-master=%s,%s" % (dead, peers), "-n=300", "-c=4"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "master=%s" % lead.url in p.stdout
+    p = subprocess.run([WEEDFS, "shell", "-master=%s,%s" % (dead, peers), "-c", "cluster.ps"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and v.url in p.stdout, p.stdout + p.stderr
 
 
 def test_switch_from_a_single_master(cluster, pg):  # noqa: F811
