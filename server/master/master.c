@@ -564,7 +564,6 @@ void master_stop(struct master *m)
 		pthread_join(m->repair_thread, NULL);
 	if (m->growth)
 		growth_shutdown(m->growth);
-
 	pool_free(m->pool);
 	metrics_server_stop(m->metrics);
 	metrics_collector_remove(m->collector);
