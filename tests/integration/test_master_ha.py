@@ -267,6 +267,34 @@ def test_benchmark_and_shell_take_the_list(cluster, pg):  # noqa: F811
     assert p.returncode == 0 and v.url in p.stdout, p.stdout + p.stderr
 
 
+def psql(pg, q):  # noqa: F811
+    return pg.run([os.path.join(pg.bindir, "psql"), "-h", "127.0.0.1", "-p", str(pg.port), "-U",
+                   "weedfs", "-d", "weedfs_test", "-v", "ON_ERROR_STOP=1", "-Atc", q]).stdout.strip()
+
+
+def test_the_database_decides_who_leads(cluster, pg):  # noqa: F811
+    """The lease row is the authority: taken away in the database, the leader stops at its
+    next renewal and nobody assigns; given back, a master takes it in a new epoch."""
+    ms, peers, lead, v = ha_cluster(cluster, pg)
+    keys = [fid_key(assign(lead).json()["fid"]) for _ in range(5)]
+    epoch = int(psql(pg, "SELECT epoch FROM weedfs_master_lease"))
+    psql(pg, "UPDATE weedfs_master_lease SET holder = '127.0.0.1:1', epoch = epoch + 1, "
+             "expires = now() + interval '1 hour'")
+    wait_until(lambda: all(not status(m)["IsLeader"] and status(m)["Leader"] == "127.0.0.1:1"
+                           for m in ms), 10, "every master following the holder in the database")
+    for m in ms:
+        assert assign(m, timeout=10).status_code >= 500  # proxied to a holder that is not there
+    assert "is no longer the leader" in lead.log_text()
+    # every key handed out lies below the next unreserved one
+    assert int(psql(pg, "SELECT next_key FROM weedfs_master_sequence")) > max(keys)
+    psql(pg, "UPDATE weedfs_master_lease SET expires = now()")
+    again = wait_until(lambda: agreed_leader(ms), 10, "a leader again")
+    assert int(psql(pg, "SELECT epoch FROM weedfs_master_lease")) == epoch + 2
+    r = wait_until(lambda: (lambda r: r if r.status_code == 200 else None)(assign(again)), 20,
+                   "an assignment in the new epoch")
+    assert fid_key(r.json()["fid"]) > max(keys)
+
+
 def test_switch_from_a_single_master(cluster, pg):  # noqa: F811
     """A single master's cluster moved to three masters: no key is handed out again."""
     ports = [free_port() for _ in range(3)]
