@@ -200,14 +200,21 @@ static wfs_err pg_observe_key(sequence *base, uint64_t max_key)
 	return WFS_OK;
 }
 
+/* The next key of the batch and the largest volume id, read together. */
+static void snapshot(struct seq_pg *s, uint64_t *next, uint32_t *max_vid)
+{
+	pthread_mutex_lock(&s->lock);
+	*next = s->next;
+	*max_vid = s->max_vid;
+	pthread_mutex_unlock(&s->lock);
+}
+
 static uint64_t pg_peek(sequence *base)
 {
-	struct seq_pg *s = (struct seq_pg *)base;
-	uint64_t v;
-	pthread_mutex_lock(&s->lock);
-	v = s->next;
-	pthread_mutex_unlock(&s->lock);
-	return v;
+	uint64_t next;
+	uint32_t vid;
+	snapshot((struct seq_pg *)base, &next, &vid);
+	return next;
 }
 
 static wfs_err pg_next_volume_id(sequence *base, uint32_t *vid)
@@ -215,6 +222,8 @@ static wfs_err pg_next_volume_id(sequence *base, uint32_t *vid)
 	struct seq_pg *s = (struct seq_pg *)base;
 	char seen[24];
 	int64_t epoch, v = 0;
+	uint64_t next;
+	uint32_t max_vid;
 	wfs_err err = WFS_OK;
 
 	pthread_mutex_lock(&s->db_lock);
@@ -222,9 +231,8 @@ static wfs_err pg_next_volume_id(sequence *base, uint32_t *vid)
 		err = WFS_EUNAVAIL;
 		goto out;
 	}
-	pthread_mutex_lock(&s->lock);
-	snprintf(seen, sizeof(seen), "%" PRIu32, s->max_vid);
-	pthread_mutex_unlock(&s->lock);
+	snapshot(s, &next, &max_vid);
+	snprintf(seen, sizeof(seen), "%" PRIu32, max_vid);
 	err = reserve(s, "volume-id reservation", sql_vid, epoch, seen, NULL, &v);
 	if (!err && v > UINT32_MAX)
 		err = WFS_ENOSPC;
@@ -250,12 +258,10 @@ static wfs_err pg_observe_volume_id(sequence *base, uint32_t vid)
 
 static uint32_t pg_max_volume_id(sequence *base)
 {
-	struct seq_pg *s = (struct seq_pg *)base;
-	uint32_t v;
-	pthread_mutex_lock(&s->lock);
-	v = s->max_vid;
-	pthread_mutex_unlock(&s->lock);
-	return v;
+	uint64_t next;
+	uint32_t vid;
+	snapshot((struct seq_pg *)base, &next, &vid);
+	return vid;
 }
 
 static const struct sequence_ops pg_ops = {
