@@ -28,6 +28,7 @@
 #include <time.h>
 #include "client/fid.h"
 #include "client/blob_client.h"
+#include "client/master_list.h"
 #include "client/short_circuit.h"
 #include "http_client.h"
 #include "http_fetch.h"
@@ -64,7 +65,8 @@ struct loc_entry {
 };
 
 struct blob_client {
-	char *master;   /* the master's, or in filer mode the filer's, host:port */
+	char *master;   /* the masters' list as given, or in filer mode the filer's host:port */
+	master_list *masters; /* master mode: the masters, with failover; NULL if malformed */
 	bool via_filer; /* assign and lookupVolume through the filer's JSON API */
 	long timeout_ms;
 	uint64_t ttl_ns;
@@ -80,7 +82,11 @@ struct blob_client {
 blob_client *blob_client_new(const char *master, const struct blob_client_opts *opts)
 {
 	blob_client *bc = xcalloc(1, sizeof(*bc));
+	char msg[512];
 	bc->master = xstrdup(master);
+	bc->masters = master_list_new(master, msg, sizeof(msg));
+	if (!bc->masters)
+		log_error("blob client: %s", msg);
 	bc->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 30000;
 	bc->ttl_ns = (opts && opts->location_ttl_ms ? opts->location_ttl_ms : 600000) * 1000000ull;
 	bc->workers = pool_new(opts && opts->threads > 0 ? opts->threads : 16, "wfs-blob-io");
@@ -115,12 +121,21 @@ void blob_client_free(blob_client *bc)
 	}
 	pthread_mutex_destroy(&bc->mu);
 	free(bc->master);
+	master_list_free(bc->masters);
 	free(bc);
 }
 
 pool *blob_client_pool(blob_client *bc) { return bc->workers; }
 
 const char *blob_client_master(const blob_client *bc) { return bc->master; }
+
+wfs_err blob_client_master_get(blob_client *bc, const char *path_query, struct http_result *res)
+{
+	if (bc->via_filer || !bc->masters)
+		return WFS_EINVAL;
+	return master_list_request(bc->masters, "GET", path_query, NULL, NULL, 0, bc->timeout_ms,
+				   res, NULL, 0);
+}
 
 long blob_client_timeout_ms(const blob_client *bc) { return bc->timeout_ms; }
 
@@ -313,7 +328,9 @@ wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 
 	if (bc->via_filer)
 		return filer_assign(bc, p, out);
-	buf_printf(&url, "http://%s/dir/assign?count=1", bc->master);
+	if (!bc->masters)
+		return WFS_EINVAL;
+	buf_printf(&url, "/dir/assign?count=1");
 	if (p) {
 		query_param(&url, "collection", p->collection);
 		query_param(&url, "replication", p->replication);
@@ -323,7 +340,8 @@ wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 		query_param(&url, "dataNode", p->data_node);
 	}
 	http_result_init(&r);
-	err = http_get(url.data, bc->timeout_ms, &r);
+	err = master_list_request(bc->masters, "GET", url.data, NULL, NULL, 0, bc->timeout_ms, &r,
+				  NULL, 0);
 	if (err) {
 		log_warn("assign on master %s: %s", bc->master, wfs_strerror(err));
 		err = err == WFS_ETIMEDOUT ? err : WFS_EUNAVAIL;
@@ -452,8 +470,13 @@ wfs_err blob_client_lookup(blob_client *bc, uint32_t vid, bool fresh, struct blo
 			err = parse_lookup(&r, &l, &nl);
 		goto looked_up;
 	}
-	snprintf(url, sizeof(url), "http://%s/dir/lookup?volumeId=%" PRIu32, bc->master, vid);
-	err = http_get(url, bc->timeout_ms, &r);
+	if (!bc->masters) {
+		err = WFS_EINVAL;
+		goto looked_up;
+	}
+	snprintf(url, sizeof(url), "/dir/lookup?volumeId=%" PRIu32, vid);
+	err = master_list_request(bc->masters, "GET", url, NULL, NULL, 0, bc->timeout_ms, &r, NULL,
+				  0);
 	if (err) {
 		log_warn("lookup of volume %" PRIu32 " on master %s: %s", vid, bc->master,
 			 wfs_strerror(err));

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "buf.h"
 #include "err.h"
+#include "http_client.h"
 #include "pool.h"
 
 struct blob_client_opts {
@@ -85,8 +86,14 @@ void blob_client_free(blob_client *bc);
 /* The client's worker pool (borrowed): chunk_io.c submits transfers to it. Never block a
  * worker on another job of the same pool. */
 pool *blob_client_pool(blob_client *bc);
-/* The master's (or in filer mode the filer's) host:port, borrowed for bc's lifetime. */
+/* The masters (as given: one host:port or a comma list) or in filer mode the filer's
+   host:port, borrowed for bc's lifetime. */
 const char *blob_client_master(const blob_client *bc);
+/*
+ * GET path_query ("/vol/status") on the masters with failover (master mode only,
+ * else WFS_EINVAL). res as http_request's. Blocks: workers only.
+ */
+wfs_err blob_client_master_get(blob_client *bc, const char *path_query, struct http_result *res);
 /* The per-request timeout in ms. */
 long blob_client_timeout_ms(const blob_client *bc);
 /* A snapshot of the counters. */

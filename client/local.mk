@@ -17,7 +17,8 @@ client_libclient_a_SOURCES = \
 	client/filer_rpc.c client/filer_rpc.h \
 	client/filer_meta.c client/filer_meta.h \
 	client/meta_stream.c client/meta_stream.h \
-	client/lock_ranges.c client/lock_ranges.h
+	client/lock_ranges.c client/lock_ranges.h \
+	client/master_list.c client/master_list.h
 
 check_PROGRAMS += tests/unit/test_filer_entry tests/unit/test_filer_chunks
 TESTS += tests/unit/test_filer_entry tests/unit/test_filer_chunks

@@ -48,6 +48,7 @@
 #include "benchmark.h"
 #include "buf.h"
 #include "client/fid.h"
+#include "client/master_list.h"
 #include "flags.h"
 #include "http_response_parser.h"
 #include "json.h"
@@ -455,6 +456,42 @@ static int worker_assign(struct worker *w)
 {
 	w->st = W_ASSIGN;
 	return worker_get(w, w->master, w->lp->b->assign_path, MAX_JSON_BODY, 0);
+}
+
+/*
+ * -master as a list: the run talks to the leader that one of the masters names in
+ * /cluster/status (any master would do, followers proxy, but that costs a hop on
+ * every request); the answer of the master asked is kept in out. False after
+ * printing why when the list is malformed or no master answers.
+ */
+static bool master_pick(const char *spec, char *out, size_t outlen)
+{
+	char msg[512], used[MASTER_ADDR_MAX];
+	struct http_result res;
+	master_list *ml = master_list_new(spec, msg, sizeof(msg));
+	yajl_val v = NULL;
+	const char *lead = NULL;
+	bool ok = false;
+
+	if (!ml) {
+		fprintf(stderr, "weedfs benchmark: invalid -master: %s\n", msg);
+		return false;
+	}
+	http_result_init(&res);
+	if (master_list_request(ml, "GET", "/cluster/status", NULL, NULL, 0, 10000, &res, used,
+				sizeof(used)) ||
+	    res.status != 200) {
+		fprintf(stderr, "weedfs benchmark: no master of %s answered /cluster/status\n", spec);
+		goto out;
+	}
+	v = json_parse(res.body.data, res.body.len, NULL, 0);
+	snprintf(out, outlen, "%s", json_get_str(v, "Leader", &lead) && lead && *lead ? lead : used);
+	ok = true;
+out:
+	yajl_tree_free(v);
+	http_result_free(&res);
+	master_list_free(ml);
+	return ok;
 }
 
 /* The assign request is the same for every file: build it once. */
@@ -1257,6 +1294,7 @@ int benchmark_main(int argc, char **argv)
 	struct worker *workers = NULL;
 	int npos = 0, rc, status = 0, nloops = 0;
 	double secs, cu, cs;
+	char leader[MASTER_ADDR_MAX];
 
 	o->master = "127.0.0.1:9333";
 	o->c = 16;
@@ -1272,7 +1310,9 @@ int benchmark_main(int argc, char **argv)
 	o->list = "";
 	o->verify_every = 1;
 	const struct flag flags[] = {
-		{"master", FLAG_STRING, &o->master, "master address host:port"},
+		{"master", FLAG_STRING, &o->master,
+		 "master address host:port, or every master as a comma list (the run uses the "
+		 "leader they name)"},
 		{"c", FLAG_INT, &o->c, "concurrent requests (one keep-alive connection each)"},
 		{"n", FLAG_I64, &o->n, "number of files to write and read"},
 		{"size", FLAG_INT, &o->size, "size of each file in bytes"},
@@ -1322,6 +1362,13 @@ int benchmark_main(int argc, char **argv)
 	}
 	if (o->threads > o->c)
 		o->threads = o->c;
+	if (strchr(o->master, ',')) {
+		if (!master_pick(o->master, leader, sizeof(leader))) {
+			status = 2;
+			goto out;
+		}
+		o->master = leader;
+	}
 	if (!o->write) {
 		if (list_load(b)) {
 			status = 2;

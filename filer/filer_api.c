@@ -573,7 +573,6 @@ static void statfs_add(yajl_val vols, uint64_t *used, uint64_t *files, uint32_t 
 static void op_statfs(struct fjob *j)
 {
 	struct http_result res;
-	char *url = xasprintf("http://%s/vol/status", blob_client_master(j->f->bc));
 	char msg[128];
 	yajl_val root = NULL, vols, dcs;
 	uint64_t limit = 0, max = 0, used = 0, files = 0, total;
@@ -583,7 +582,7 @@ static void op_statfs(struct fjob *j)
 	wfs_err err;
 
 	http_result_init(&res);
-	err = http_get(url, blob_client_timeout_ms(j->f->bc), &res);
+	err = blob_client_master_get(j->f->bc, "/vol/status", &res);
 	if (err || res.status != 200) {
 		api_error(j, WFS_EUNAVAIL, "the master %s did not answer /vol/status (%s)",
 			  blob_client_master(j->f->bc), err ? wfs_strerror(err) : "bad status");
@@ -621,7 +620,6 @@ out:
 	yajl_tree_free(root);
 	http_result_free(&res);
 	free(seen);
-	free(url);
 }
 
 /* Parses j's request into a->r; false when it answered the request instead (a bad body). */

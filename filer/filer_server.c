@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "client/master_list.h"
 #include "daemon.h"
 #include "filer/filer_inode.h"
 #include "filer/filer_int.h"
@@ -363,6 +364,16 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		*err = WFS_EINVAL;
 		goto fail;
 	}
+	{
+		char msg[512];
+		master_list *ml = master_list_new(o->master, msg, sizeof(msg));
+		if (!ml) {
+			log_error("invalid -master: %s", msg);
+			*err = WFS_EINVAL;
+			goto fail;
+		}
+		master_list_free(ml);
+	}
 	f->master = xstrdup(o->master);
 	*err = open_store(o, &f->store);
 	f->local_store = !strcmp(o->store, "sqlite");
@@ -469,7 +480,8 @@ int filer_main(int argc, char **argv)
 	const struct flag flags[] = {
 		{"ip", FLAG_STRING, &o.ip, "address to bind and advertise"},
 		{"port", FLAG_INT, &o.port, "http listen port"},
-		{"master", FLAG_STRING, &o.master, "master address host:port"},
+		{"master", FLAG_STRING, &o.master,
+		 "master address host:port, or every master as a comma list (failover)"},
 		{"dir", FLAG_STRING, &o.dir, "directory for the SQLite store (DIR/filer.db)"},
 		{"store", FLAG_STRING, &o.store, "metadata store: sqlite or postgres"},
 		{"postgres.dsn", FLAG_STRING, &o.postgres_dsn,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "buf.h"
+#include "client/master_list.h"
 #include "http_client.h"
 #include "shell/shell_int.h"
 #include "util.h"
@@ -53,8 +54,18 @@ int shell_http_timeout(const char *method, const char *host, const char *pathq,
 	if (status)
 		*status = 0;
 	http_result_init(&res);
-	err = http_request(method, url, body ? json_hdr : NULL, body, body ? strlen(body) : 0,
-			   timeout_ms, &res);
+	if (strchr(host, ',')) {
+		/* -master as a list: the masters in turn, with failover */
+		master_list *ml = master_list_new(host, msg, msglen);
+		if (!ml)
+			goto out;
+		err = master_list_request(ml, method, pathq, body ? json_hdr : NULL, body,
+					  body ? strlen(body) : 0, timeout_ms, &res, NULL, 0);
+		master_list_free(ml);
+	} else {
+		err = http_request(method, url, body ? json_hdr : NULL, body,
+				   body ? strlen(body) : 0, timeout_ms, &res);
+	}
 	if (err) {
 		snprintf(msg, msglen, "%s: %s", host, wfs_strerror(err));
 		goto out;

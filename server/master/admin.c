@@ -129,6 +129,13 @@ void master_h_grow(struct master *m, http_req *req)
 		http_resp_error(req, 400, "%s", msg);
 		return;
 	}
+	if (!master_warm(m)) {
+		/* a fresh leader places volumes only once it has heard its servers */
+		http_resp_header(req, "Retry-After", "1");
+		http_resp_error(req, 503, "this master became the leader moments ago and is still "
+				"hearing from the volume servers; retry");
+		return;
+	}
 	k.collection = p.collection;
 	k.rp = p.rp;
 	k.ttl = p.ttl;
@@ -203,9 +210,11 @@ void master_vacuum_all(struct master *m, double threshold)
 	struct topo_vacuum_item *items;
 	size_t n;
 
+	if (!master_is_leader(m))
+		return; /* only the leader vacuums (a follower's topology is empty anyway) */
 	pthread_mutex_lock(&m->vacuum_lock);
 	items = topology_vacuum_list(m->topo, time_mono_ns(), &n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && master_is_leader(m); i++)
 		vacuum_one(m, &items[i], threshold);
 	free(items);
 	pthread_mutex_unlock(&m->vacuum_lock);

@@ -5,12 +5,20 @@
  * assigns of the same layout) and resumes on the loop via http_req_defer.
  * /submit reuses the same path, then uploads the body from a worker.
  * Lookups and fid redirects are read-only topology queries.
+ * Several masters (-peers): the keys come from a batch reserved in
+ * PostgreSQL; when it runs short, a worker reserves the next batch and the
+ * assignment resumes on the loop. A leader that took over less than
+ * MASTER_WARMUP_PULSES pulses ago has not heard every volume server yet: an
+ * assignment finding no writable volume waits out that warm-up (on a worker)
+ * and looks again before it asks for growth, so a new leader never grows
+ * volumes just because its topology is still empty.
  */
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "client/fid.h"
 #include "http_client.h"
 #include "json.h"
@@ -161,8 +169,11 @@ struct assign_ctx {
 	struct assign_params p;
 	assign_finish_fn finish;
 	/* growth outcome, written by the worker before the defer */
+	bool grown;
 	wfs_err gerr;
 	char gmsg[512];
+	int refills;  /* key batches reserved for this assignment */
+	bool warmed;  /* waited out a fresh leader's warm-up */
 	/* /submit */
 	buf body;
 	char *content_type;
@@ -198,71 +209,106 @@ static wfs_err assign_try(struct master *m, const struct assign_params *p, struc
 	if (err)
 		return err;
 	err = sequence_next_keys(m->seq, p->count, &f.key);
-	if (err) {
+	if (err == WFS_EUNAVAIL)
+		snprintf(msg, msglen, "this master is no longer the leader; retry");
+	else if (err)
 		snprintf(msg, msglen, "could not reserve file keys: %s", wfs_strerror(err));
+	if (err)
 		return err;
-	}
 	f.cookie = master_rand32();
 	fid_format(&f, r->fid, sizeof(r->fid));
 	r->count = p->count;
 	return WFS_OK;
 }
 
-static void assign_resume(http_req *req, void *arg)
-{
-	struct assign_ctx *c = arg;
-	struct assign_result r;
-	char msg[512] = "";
-	wfs_err err;
+static void assign_start(struct assign_ctx *c);
 
-	if (c->gerr) {
-		c->finish(c, growth_error_status(c->gerr), c->gmsg, NULL);
-		return;
-	}
-	err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));
-	if (err == WFS_ENOENT) {
-		char rps[4];
-		replica_placement_format(&c->p.rp, rps);
-		snprintf(msg, sizeof(msg),
-			 "no writable volumes for collection \"%s\" replication %s after growth",
-			 c->p.collection, rps);
-		c->finish(c, 503, msg, NULL);
-	} else if (err) {
-		c->finish(c, 500, msg, NULL);
-	} else {
-		c->finish(c, 200, NULL, &r);
-	}
-}
+/* Back on the request's loop after growth, a key batch or the warm-up. */
+static void assign_again(http_req *req, void *arg) { assign_start(arg); }
 
 /* Growth finished (worker thread): go back to the request's loop. */
 static void assign_grown(void *arg, int created, wfs_err err, const char *msg)
 {
 	struct assign_ctx *c = arg;
+	c->grown = true;
 	c->gerr = err;
 	snprintf(c->gmsg, sizeof(c->gmsg), "%s", msg ? msg : "");
-	http_req_defer(c->req, assign_resume, c);
+	http_req_defer(c->req, assign_again, c);
 }
 
-/* Starts an assignment for c; c->finish is always called (now or later). */
+/* Worker: reserves the next key batch in the database. */
+static void assign_refill(void *arg)
+{
+	struct assign_ctx *c = arg;
+	sequence_refill(c->m->seq, c->p.count); /* a failure shows on the next try */
+	http_req_defer(c->req, assign_again, c);
+}
+
+/* True once the layout of c has a writable volume (a heartbeat brought one). Any thread. */
+static bool layout_writable(struct assign_ctx *c)
+{
+	struct topo_layout_key k;
+	struct place_prefs pr;
+	struct topo_location loc;
+	uint32_t vid;
+	params_key(&c->p, &k, &pr);
+	return !topology_pick_writable(c->m->topo, &k, &pr, c->p.data_size, time_mono_ns(),
+				       master_rand64(), &vid, &loc);
+}
+
+/* Worker: waits until a fresh leader has heard its servers (or stopped leading). */
+static void assign_warm_up(void *arg)
+{
+	struct assign_ctx *c = arg;
+	while (master_leader_age_ns(c->m) > 0 && !master_warm(c->m) && !layout_writable(c) &&
+	       master_sleep(c->m, 0))
+		usleep(20 * 1000);
+	http_req_defer(c->req, assign_again, c);
+}
+
+static void assign_later(struct assign_ctx *c, pool_fn fn)
+{
+	if (!master_submit(c->m, fn, c))
+		c->finish(c, 503, "master is shutting down", NULL);
+}
+
+/* Starts (or resumes) an assignment for c; c->finish is always called (now or later). */
 static void assign_start(struct assign_ctx *c)
 {
 	struct assign_result r;
 	struct topo_layout_key k;
 	struct place_prefs pr;
 	char msg[512] = "";
-	wfs_err err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));
+	wfs_err err;
 
+	if (c->grown && c->gerr) {
+		c->finish(c, growth_error_status(c->gerr), c->gmsg, NULL);
+		return;
+	}
+	err = assign_try(c->m, &c->p, &r, msg, sizeof(msg));
 	if (!err) {
 		c->finish(c, 200, NULL, &r);
-		return;
-	}
-	if (err != WFS_ENOENT) {
+	} else if (err == WFS_EBUSY && c->refills++ < 3) {
+		assign_later(c, assign_refill);
+	} else if (err == WFS_EBUSY || err == WFS_EUNAVAIL) {
+		c->finish(c, 503, msg[0] ? msg : "could not reserve file keys; retry", NULL);
+	} else if (err != WFS_ENOENT) {
 		c->finish(c, 500, msg, NULL);
-		return;
+	} else if (c->grown) {
+		char rps[4];
+		replica_placement_format(&c->p.rp, rps);
+		snprintf(msg, sizeof(msg),
+			 "no writable volumes for collection \"%s\" replication %s after growth",
+			 c->p.collection, rps);
+		c->finish(c, 503, msg, NULL);
+	} else if (!c->warmed && !master_warm(c->m)) {
+		c->warmed = true;
+		assign_later(c, assign_warm_up);
+	} else {
+		params_key(&c->p, &k, &pr);
+		growth_request(c->m->growth, &k, &pr, c->p.writable_count, c->p.preallocate, true,
+			       assign_grown, c);
 	}
-	params_key(&c->p, &k, &pr);
-	growth_request(c->m->growth, &k, &pr, c->p.writable_count, c->p.preallocate, true,
-		       assign_grown, c);
 }
 
 static void assign_answer(struct assign_ctx *c, int status, const char *msg,

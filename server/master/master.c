@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <openssl/rand.h>
+#include "client/master_list.h"
 #include "daemon.h"
 #include "flags.h"
 #include "json.h"
@@ -42,6 +43,33 @@ void master_opts_default(struct master_opts *o)
 	o->threads = 0;
 	o->repair_delay_seconds = 180;
 	o->repair_mbps = 64;
+	o->peers = "";
+	o->postgres_dsn = "";
+	o->lease_seconds = 5;
+}
+
+bool master_is_leader(struct master *m) { return !m->leader || leader_is_me(m->leader, NULL); }
+
+uint64_t master_leader_age_ns(struct master *m)
+{
+	return m->leader ? leader_age_ns(m->leader) : UINT64_MAX;
+}
+
+bool master_warm(struct master *m)
+{
+	return master_leader_age_ns(m) >=
+	       (uint64_t)MASTER_WARMUP_PULSES * (uint64_t)m->opts.pulse_seconds * 1000000000ull;
+}
+
+void master_known_leader(struct master *m, char *out, size_t outlen)
+{
+	if (master_is_leader(m)) {
+		snprintf(out, outlen, "%s", m->self);
+		return;
+	}
+	leader_current(m->leader, out, outlen);
+	if (!strcmp(out, m->self))
+		out[0] = '\0'; /* our own lapsed lease: no leader known until the lease says */
 }
 
 bool master_pretty(http_req *req)
@@ -112,9 +140,11 @@ static void heartbeat_body(http_req *req, const char *data, size_t len, void *ar
 		http_resp_error(req, 400, "%s", msg);
 		return;
 	}
-	err = topology_heartbeat(m->topo, &hm.hb, time_mono_ns(), &max_vid);
-	if (!err && hm.hb.max_file_key)
-		err = sequence_observe_key(m->seq, hm.hb.max_file_key);
+	/* the keys first: once the topology shows the server's volumes, an assignment may
+	   reserve keys, and they must start above the server's largest */
+	err = hm.hb.max_file_key ? sequence_observe_key(m->seq, hm.hb.max_file_key) : WFS_OK;
+	if (!err)
+		err = topology_heartbeat(m->topo, &hm.hb, time_mono_ns(), &max_vid);
 	if (!err && max_vid)
 		err = sequence_observe_volume_id(m->seq, max_vid);
 	if (err) {
@@ -180,16 +210,22 @@ static void h_ui(struct master *m, http_req *req)
 	buf_free(&out);
 }
 
-/* GET /cluster/status, as SeaweedFS answers it (one master: itself the leader, no peers). */
+/* GET /cluster/status, as SeaweedFS answers it (a single master: itself the leader, no
+   peers; with -peers: the lease's holder and the other masters). */
 static void h_cluster_status(struct master *m, http_req *req)
 {
 	buf out = BUF_INIT;
 	json_w *w = jw_new(&out, master_pretty(req));
+	char lead[256];
+
+	master_known_leader(m, lead, sizeof(lead));
 	jw_obj_begin(w);
-	jw_kv_bool(w, "IsLeader", true);
-	jw_kv_str(w, "Leader", m->self);
+	jw_kv_bool(w, "IsLeader", master_is_leader(m));
+	jw_kv_str(w, "Leader", lead);
 	jw_key(w, "Peers");
 	jw_arr_begin(w);
+	for (size_t i = 0; i < m->npeers; i++)
+		jw_str(w, m->peers[i]);
 	jw_arr_end(w);
 	jw_obj_end(w);
 	jw_free(w);
@@ -228,6 +264,12 @@ static void master_handle(http_req *req, void *ctx)
 	const char *p = http_req_path(req);
 
 	http_req_set_route(req, http_route_of(master_routes, p));
+	/* a follower answers only its own status; the rest is the leader's (forward.c) */
+	if (m->leader && strcmp(p, "/cluster/status") && strcmp(p, "/metrics") &&
+	    strcmp(p, "/healthz") && strcmp(p, "/readyz") && !leader_is_me(m->leader, NULL)) {
+		master_forward(m, req);
+		return;
+	}
 	if (!strcmp(p, "/dir/assign")) {
 		if (method_is(req, true, true))
 			master_h_assign(m, req);
@@ -296,12 +338,15 @@ static void master_collect(metric_emit *e, void *ctx)
 	metric_emit_sample(e, "weedfs_master_free_volume_slots",
 			   "Free volume slots of live servers.", METRIC_GAUGE,
 			   (double)c.free_slots, NULL);
+	metric_emit_sample(e, "weedfs_master_is_leader", "1 while this master is the leader.",
+			   METRIC_GAUGE, master_is_leader(m) ? 1 : 0, NULL);
 }
 
 /* The status page on -metricsPort: the cluster status (JSON) or the main page (HTML). */
 static void master_page(buf *out, bool json, void *ctx)
 {
 	struct master *m = ctx;
+	char lead[256];
 	json_w *w;
 	if (!json) {
 		topology_write_html(m->topo, out, time_mono_ns());
@@ -309,8 +354,9 @@ static void master_page(buf *out, bool json, void *ctx)
 	}
 	w = jw_new(out, false);
 	jw_obj_begin(w);
-	jw_kv_bool(w, "IsLeader", true);
-	jw_kv_str(w, "Leader", m->self);
+	master_known_leader(m, lead, sizeof(lead));
+	jw_kv_bool(w, "IsLeader", master_is_leader(m));
+	jw_kv_str(w, "Leader", lead);
 	jw_kv_str(w, "Version", PACKAGE_VERSION);
 	jw_kv_double(w, "UptimeSeconds", metrics_uptime_seconds());
 	jw_obj_end(w);
@@ -354,6 +400,75 @@ static void *vacuum_thread_main(void *arg)
 	while (master_sleep(m, MASTER_VACUUM_INTERVAL_SEC))
 		master_vacuum_all(m, m->opts.garbage_threshold);
 	return NULL;
+}
+
+/* Checks -peers, -postgres.dsn and -leaseSeconds; false after logging what is wrong. */
+static bool ha_check(struct master *m, const struct master_opts *o)
+{
+	char msg[512];
+	master_list *ml;
+	bool ha = o->peers && *o->peers, dsn = o->postgres_dsn && *o->postgres_dsn;
+
+	if (!ha && dsn) {
+		log_error("-postgres.dsn needs -peers (the masters that share it)");
+		return false;
+	}
+	if (!ha)
+		return true;
+	if (!dsn) {
+		log_error("-peers needs -postgres.dsn (the database holding the leader lease)");
+		return false;
+	}
+	if (!(o->lease_seconds >= 0.3 && o->lease_seconds <= 600)) {
+		log_error("invalid -leaseSeconds %g (want 0.3..600)", o->lease_seconds);
+		return false;
+	}
+	ml = master_list_new(o->peers, msg, sizeof(msg));
+	if (!ml) {
+		log_error("invalid -peers: %s", msg);
+		return false;
+	}
+	m->peers = xcalloc(master_list_count(ml), sizeof(*m->peers));
+	for (size_t i = 0; i < master_list_count(ml); i++)
+		m->peers[m->npeers++] = xstrdup(master_list_at(ml, i));
+	master_list_free(ml);
+	return true;
+}
+
+/*
+ * The file sequence in -mdir for a single master; with -peers, the lease and the
+ * shared sequence in PostgreSQL (self is known once the port is bound).
+ */
+static bool open_sequence(struct master *m, const struct master_opts *o, wfs_err *err)
+{
+	size_t j = 0;
+	bool listed = false;
+
+	if (!m->npeers) {
+		m->seq = sequence_open(m->mdir, err);
+		return m->seq != NULL;
+	}
+	for (size_t i = 0; i < m->npeers; i++) {
+		if (!strcmp(m->peers[i], m->self)) {
+			listed = true;
+			free(m->peers[i]);
+			continue;
+		}
+		m->peers[j++] = m->peers[i];
+	}
+	m->npeers = j;
+	if (!listed)
+		log_warn("-peers does not list this master (%s); the others may not know it", m->self);
+	m->leader = leader_start(o->postgres_dsn, m->self,
+				 (uint64_t)(o->lease_seconds * 1e9), err);
+	if (!m->leader)
+		return false;
+	m->seq = sequence_open_pg(o->postgres_dsn, m->leader, err);
+	if (!m->seq)
+		return false;
+	log_info("master %s: one of %zu masters, lease %.3g s in PostgreSQL", m->self, m->npeers + 1,
+		 o->lease_seconds);
+	return true;
 }
 
 struct master *master_start(const struct master_opts *o, wfs_err *err)
@@ -400,14 +515,11 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 		goto fail;
 	}
 	m->volume_size_limit = (uint64_t)o->volume_size_limit_mb * 1024 * 1024;
-	m->seq = sequence_open(m->mdir, err);
-	if (!m->seq)
+	if (!ha_check(m, o))
 		goto fail;
 	m->locks = admin_locks_new();
 	m->topo = topology_new(m->volume_size_limit, o->pulse_seconds);
 	m->pool = pool_new(MAX(8, cpu_count()), "wfs-master-work");
-	m->growth = growth_new(m->topo, m->seq, m->pool,
-			       o->volume_preallocate ? m->volume_size_limit : 0);
 	ho.host = m->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
@@ -419,6 +531,10 @@ struct master *master_start(const struct master_opts *o, wfs_err *err)
 	if (!m->http)
 		goto fail;
 	snprintf(m->self, sizeof(m->self), "%s:%d", m->ip, http_server_port(m->http));
+	if (!open_sequence(m, o, err))
+		goto fail;
+	m->growth = growth_new(m->topo, m->seq, m->pool,
+			       o->volume_preallocate ? m->volume_size_limit : 0);
 	if (!master_metrics_start(m, err))
 		goto fail;
 	http_server_start(m->http);
@@ -455,10 +571,15 @@ void master_stop(struct master *m)
 	metrics_server_stop(m->metrics);
 	metrics_collector_remove(m->collector);
 	http_server_free(m->http);
+	/* nothing asks the lease any more; an orderly stop releases it for a quick handover */
+	leader_stop(m->leader);
 	growth_free(m->growth);
 	topology_free(m->topo);
 	admin_locks_free(m->locks);
 	sequence_free(m->seq);
+	for (size_t i = 0; i < m->npeers; i++)
+		free(m->peers[i]);
+	free(m->peers);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->vacuum_lock);
 	pthread_cond_destroy(&m->stop_cond);
@@ -499,6 +620,14 @@ int master_main(int argc, char **argv)
 		 "rate limit of a repair's copy in MB/s (0 = none)"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "also serve /metrics and status on this port (0 = only the main port)"},
+		{"peers", FLAG_STRING, &o.peers,
+		 "every master of the cluster, host:port,host:port,... (this one included); "
+		 "with -postgres.dsn, one of them leads (docs/master-ha.md)"},
+		{"postgres.dsn", FLAG_STRING, &o.postgres_dsn,
+		 "PostgreSQL conninfo or URI holding the leader lease and the file-key sequence "
+		 "(with -peers)"},
+		{"leaseSeconds", FLAG_DOUBLE, &o.lease_seconds,
+		 "length of the leader lease; it is renewed every third of it (with -peers)"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

@@ -24,6 +24,9 @@ struct master_opts {
 	int repair_delay_seconds;        /* -repairDelaySeconds: 0 = no automatic repair */
 	int repair_mbps;                 /* -repairMBps: a repair copy's rate limit, 0 = none */
 	int metrics_port;                /* -metricsPort: a second /metrics port, 0 = none */
+	const char *peers;               /* -peers: every master's host:port, "" = single master */
+	const char *postgres_dsn;        /* -postgres.dsn: the lease and sequence database */
+	double lease_seconds;            /* -leaseSeconds: the leader lease's length */
 };
 
 struct master;

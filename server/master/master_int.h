@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "server/master/admin_lock.h"
 #include "server/master/growth.h"
+#include "server/master/leader.h"
 #include "server/master/master.h"
 #include "server/master/parse.h"
 #include "server/master/sequence.h"
@@ -38,7 +39,26 @@ struct master {
 	metric_series *m_assigns;    /* successful /dir/assign answers */
 	metric_collector *collector; /* topology gauges at scrape time */
 	metrics_server *metrics;     /* -metricsPort */
+	leader *leader;              /* the lease with -peers; NULL for a single master */
+	char **peers;                /* -peers other than self */
+	size_t npeers;
 };
+
+/* A fresh leader hears from its volume servers this many pulses before it grows volumes. */
+#define MASTER_WARMUP_PULSES 2
+
+/* True when this master may act as the leader (always for a single master). Any thread. */
+bool master_is_leader(struct master *m);
+/* How long this master has been the leader (UINT64_MAX for a single master, 0 for a
+ * follower). Any thread. */
+uint64_t master_leader_age_ns(struct master *m);
+/* True once a leader has had MASTER_WARMUP_PULSES pulses to hear its servers. Any thread. */
+bool master_warm(struct master *m);
+/* The leader as this master knows it: itself while it leads, else the lease's holder, ""
+   when none is known (or the holder is this master, whose lease lapsed). Any thread. */
+void master_known_leader(struct master *m, char *out, size_t outlen);
+/* A follower's answer: the request proxied to the leader (server/master/forward.c). Loop thread. */
+void master_forward(struct master *m, http_req *req);
 
 /* Interval of the automatic vacuum (SeaweedFS runs it every 15 minutes). */
 #define MASTER_VACUUM_INTERVAL_SEC (15 * 60)

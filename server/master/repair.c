@@ -128,7 +128,7 @@ static void repair_scan(struct master *m)
 				 it->vid, it->nurls, it->want, it->msg);
 			continue;
 		}
-		if (!repair_stopping(m)) {
+		if (!repair_stopping(m) && master_is_leader(m)) {
 			pthread_mutex_lock(&m->vacuum_lock);
 			ok = it->sync ? repair_sync(it) : repair_copy(m, it);
 			pthread_mutex_unlock(&m->vacuum_lock);
@@ -151,7 +151,10 @@ void *master_repair_main(void *arg)
 	   a server whose first heartbeat is late does not look like a lost copy */
 	if (!master_sleep(m, 3 * m->opts.pulse_seconds))
 		return NULL;
+	/* with -peers, the same holds for a fresh leader: it repairs once it has led for three
+	   pulses, and never while it does not lead */
 	while (master_sleep(m, m->opts.pulse_seconds))
-		repair_scan(m);
+		if (master_leader_age_ns(m) >= 3ull * (uint64_t)m->opts.pulse_seconds * 1000000000ull)
+			repair_scan(m);
 	return NULL;
 }

@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "log.h"
-#include "server/master/sequence.h"
+#include "server/master/sequence_int.h"
 #include "util.h"
 
-struct sequence {
+struct seq_file {
+	struct sequence base;
 	pthread_mutex_t lock;
 	char *path;
 	uint64_t next;    /* protected by lock: next key to hand out */
@@ -25,7 +26,7 @@ struct sequence {
 	uint32_t max_vid; /* protected by lock: persisted largest volume id */
 };
 
-static wfs_err seq_persist(sequence *s, uint64_t ceiling, uint32_t max_vid)
+static wfs_err seq_persist(struct seq_file *s, uint64_t ceiling, uint32_t max_vid)
 {
 	char text[80];
 	int n = snprintf(text, sizeof(text), "keyCeiling %" PRIu64 "\nmaxVolumeId %" PRIu32 "\n",
@@ -73,9 +74,11 @@ static bool seq_load(const char *path, uint64_t *ceiling, uint32_t *max_vid, wfs
 	return true;
 }
 
+static const struct sequence_ops file_ops;
+
 sequence *sequence_open(const char *dir, wfs_err *err)
 {
-	sequence *s;
+	struct seq_file *s;
 	uint64_t ceiling = 1;
 	uint32_t max_vid = 0;
 
@@ -85,6 +88,7 @@ sequence *sequence_open(const char *dir, wfs_err *err)
 		return NULL;
 	}
 	s = xcalloc(1, sizeof(*s));
+	s->base.ops = &file_ops;
 	pthread_mutex_init(&s->lock, NULL);
 	s->path = xasprintf("%s/weedfs_master.seq", dir);
 	if (!seq_load(s->path, &ceiling, &max_vid, err) && *err) {
@@ -97,23 +101,22 @@ sequence *sequence_open(const char *dir, wfs_err *err)
 	*err = seq_persist(s, ceiling + SEQUENCE_BATCH, max_vid);
 	if (*err)
 		goto fail;
-	return s;
+	return &s->base;
 fail:
-	sequence_free(s);
+	sequence_free(&s->base);
 	return NULL;
 }
 
-void sequence_free(sequence *s)
+static void file_free(sequence *base)
 {
-	if (!s)
-		return;
+	struct seq_file *s = (struct seq_file *)base;
 	pthread_mutex_destroy(&s->lock);
 	free(s->path);
 	free(s);
 }
 
 /* Makes keys [s->next, want) durable. Called with the lock held. */
-static wfs_err seq_reserve_to(sequence *s, uint64_t want)
+static wfs_err seq_reserve_to(struct seq_file *s, uint64_t want)
 {
 	if (want <= s->ceiling)
 		return WFS_OK;
@@ -122,8 +125,9 @@ static wfs_err seq_reserve_to(sequence *s, uint64_t want)
 	return seq_persist(s, want + SEQUENCE_BATCH, s->max_vid);
 }
 
-wfs_err sequence_next_keys(sequence *s, uint64_t count, uint64_t *first)
+static wfs_err file_next_keys(sequence *base, uint64_t count, uint64_t *first)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	wfs_err err;
 	if (count == 0 || count > UINT64_MAX / 4)
 		return WFS_EINVAL;
@@ -137,8 +141,9 @@ wfs_err sequence_next_keys(sequence *s, uint64_t count, uint64_t *first)
 	return err;
 }
 
-wfs_err sequence_observe_key(sequence *s, uint64_t max_key)
+static wfs_err file_observe_key(sequence *base, uint64_t max_key)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	wfs_err err = WFS_OK;
 	if (max_key >= UINT64_MAX / 2)
 		return WFS_EINVAL;
@@ -152,8 +157,9 @@ wfs_err sequence_observe_key(sequence *s, uint64_t max_key)
 	return err;
 }
 
-uint64_t sequence_peek(sequence *s)
+static uint64_t file_peek(sequence *base)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	uint64_t v;
 	pthread_mutex_lock(&s->lock);
 	v = s->next;
@@ -161,8 +167,9 @@ uint64_t sequence_peek(sequence *s)
 	return v;
 }
 
-wfs_err sequence_next_volume_id(sequence *s, uint32_t *vid)
+static wfs_err file_next_volume_id(sequence *base, uint32_t *vid)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	wfs_err err = WFS_ENOSPC;
 	pthread_mutex_lock(&s->lock);
 	if (s->max_vid < UINT32_MAX) {
@@ -174,8 +181,9 @@ wfs_err sequence_next_volume_id(sequence *s, uint32_t *vid)
 	return err;
 }
 
-wfs_err sequence_observe_volume_id(sequence *s, uint32_t vid)
+static wfs_err file_observe_volume_id(sequence *base, uint32_t vid)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	wfs_err err = WFS_OK;
 	pthread_mutex_lock(&s->lock);
 	if (vid > s->max_vid)
@@ -184,11 +192,64 @@ wfs_err sequence_observe_volume_id(sequence *s, uint32_t vid)
 	return err;
 }
 
-uint32_t sequence_max_volume_id(sequence *s)
+static uint32_t file_max_volume_id(sequence *base)
 {
+	struct seq_file *s = (struct seq_file *)base;
 	uint32_t v;
 	pthread_mutex_lock(&s->lock);
 	v = s->max_vid;
 	pthread_mutex_unlock(&s->lock);
 	return v;
 }
+
+static wfs_err file_refill(sequence *s, uint64_t count)
+{
+	(void)s;
+	(void)count;
+	return WFS_OK; /* sequence_next_keys reserves on disk itself */
+}
+
+static const struct sequence_ops file_ops = {
+	.free = file_free,
+	.next_keys = file_next_keys,
+	.refill = file_refill,
+	.observe_key = file_observe_key,
+	.peek = file_peek,
+	.next_volume_id = file_next_volume_id,
+	.observe_volume_id = file_observe_volume_id,
+	.max_volume_id = file_max_volume_id,
+};
+
+/* ---- the interface: one call through the table each ---- */
+
+void sequence_free(sequence *s)
+{
+	if (s)
+		s->ops->free(s);
+}
+
+wfs_err sequence_next_keys(sequence *s, uint64_t count, uint64_t *first)
+{
+	return s->ops->next_keys(s, count, first);
+}
+
+wfs_err sequence_refill(sequence *s, uint64_t count) { return s->ops->refill(s, count); }
+
+wfs_err sequence_observe_key(sequence *s, uint64_t max_key)
+{
+	return s->ops->observe_key(s, max_key);
+}
+
+uint64_t sequence_peek(sequence *s) { return s->ops->peek(s); }
+
+wfs_err sequence_next_volume_id(sequence *s, uint32_t *vid)
+{
+	return s->ops->next_volume_id(s, vid);
+}
+
+wfs_err sequence_observe_volume_id(sequence *s, uint32_t vid)
+{
+	return s->ops->observe_volume_id(s, vid);
+}
+
+uint32_t sequence_max_volume_id(sequence *s) { return s->ops->max_volume_id(s); }

@@ -195,11 +195,11 @@ wfs_err vs_lookup(struct volume_server *vs, uint32_t vid, struct vs_location **l
 		}
 	}
 	pthread_mutex_unlock(&vs->cache_lock);
-	if (!vs->mserver)
+	if (!vs->masters)
 		return WFS_EUNAVAIL;
-	snprintf(url, sizeof(url), "http://%s/dir/lookup?volumeId=%" PRIu32, vs->mserver, vid);
+	snprintf(url, sizeof(url), "/dir/lookup?volumeId=%" PRIu32, vid);
 	http_result_init(&res);
-	err = http_get(url, 10000, &res);
+	err = master_list_request(vs->masters, "GET", url, NULL, NULL, 0, 10000, &res, NULL, 0);
 	if (!err)
 		err = parse_lookup(&res, locs, n);
 	http_result_free(&res);

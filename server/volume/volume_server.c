@@ -390,20 +390,50 @@ static void heartbeat_body(struct volume_server *vs, buf *b)
 	jw_free(w);
 }
 
-/* One heartbeat; true if the master answered 200. Heartbeat thread. */
+/* The leader a master's answer names ({"leader": "host:port"}); "" if none. */
+static void named_leader(const struct http_result *res, char *out, size_t outlen)
+{
+	char err_text[64];
+	yajl_val root = json_parse(res->body.data ? res->body.data : "", res->body.len, err_text,
+				   sizeof(err_text));
+	const char *l = NULL;
+	out[0] = '\0';
+	if (root && json_get_str(root, "leader", &l) && l)
+		snprintf(out, outlen, "%s", l);
+	yajl_tree_free(root);
+}
+
+/*
+ * One heartbeat; true if the master answered 200. It goes to the master that
+ * answered last; a follower's "not the leader" names the leader, which is
+ * tried at once, and a master that fails makes the others be tried in turn
+ * (master_list_request). Heartbeat thread.
+ */
 static bool heartbeat_once(struct volume_server *vs, char *why, size_t whylen)
 {
 	static const char *const headers[] = {"Content-Type: application/json", NULL};
 	struct http_result res;
-	char url[512], err_text[128];
+	char err_text[128], lead[MASTER_ADDR_MAX], used[MASTER_ADDR_MAX];
 	buf b = BUF_INIT;
 	bool ok = false;
+	/* a master silent for two pulses (paused, say) gives way to the next one */
+	long timeout_ms = MIN(10000, MAX(2000, 2000L * vs->pulse_seconds));
 	wfs_err err;
 
 	heartbeat_body(vs, &b);
-	snprintf(url, sizeof(url), "http://%s/heartbeat", vs->mserver);
 	http_result_init(&res);
-	err = http_request("POST", url, headers, b.data, b.len, 10000, &res);
+	err = master_list_request(vs->masters, "POST", "/heartbeat", headers, b.data, b.len,
+				  timeout_ms, &res, used, sizeof(used));
+	if (!err && res.status != 200) {
+		named_leader(&res, lead, sizeof(lead));
+		if (lead[0] && strcmp(lead, used)) {
+			master_list_prefer(vs->masters, lead);
+			http_result_free(&res);
+			http_result_init(&res);
+			err = master_list_request(vs->masters, "POST", "/heartbeat", headers, b.data,
+						  b.len, timeout_ms, &res, used, sizeof(used));
+		}
+	}
 	if (err) {
 		snprintf(why, whylen, "%s", wfs_strerror(err));
 	} else if (res.status != 200) {
@@ -427,6 +457,7 @@ static void *heartbeat_main(void *arg)
 {
 	struct volume_server *vs = arg;
 	int state = -1; /* -1 unknown, 0 down, 1 up */
+	char last[MASTER_ADDR_MAX] = ""; /* the master of the last heartbeat */
 	uint64_t backoff_ms = 1000;
 	char why[128];
 
@@ -439,11 +470,17 @@ static void *heartbeat_main(void *arg)
 		if (volume_store_expire(vs->store, (uint64_t)time(NULL)) > 0)
 			log_info("expired TTL volumes removed");
 		/* standalone (no -mserver): only the TTL sweep */
-		up = !vs->mserver || heartbeat_once(vs, why, sizeof(why));
-		if (vs->mserver && up && state != 1)
-			log_info("connected to master %s", vs->mserver);
-		else if (vs->mserver && !up && state != 0)
-			log_warn("master %s unreachable (%s); retrying", vs->mserver, why);
+		up = !vs->masters || heartbeat_once(vs, why, sizeof(why));
+		if (vs->masters) {
+			char cur[MASTER_ADDR_MAX];
+			master_list_current(vs->masters, cur, sizeof(cur));
+			if (up && (state != 1 || strcmp(cur, last)))
+				log_info("connected to master %s", cur);
+			else if (!up && state != 0)
+				log_warn("no master of %s took the heartbeat (%s); retrying",
+					 vs->mserver, why);
+			snprintf(last, sizeof(last), "%s", cur);
+		}
 		state = up;
 		if (up) {
 			backoff_ms = 1000;
@@ -536,6 +573,15 @@ struct volume_server *volume_server_start(const struct volume_server_opts *o, wf
 	pthread_mutex_init(&vs->cache_lock, NULL);
 	vs->ip = xstrdup(o->ip && *o->ip ? o->ip : "127.0.0.1");
 	vs->mserver = o->mserver && *o->mserver ? xstrdup(o->mserver) : NULL;
+	if (vs->mserver) {
+		char msg[512];
+		vs->masters = master_list_new(vs->mserver, msg, sizeof(msg));
+		if (!vs->masters) {
+			log_error("invalid -mserver: %s", msg);
+			*err = WFS_EINVAL;
+			goto fail;
+		}
+	}
 	vs->data_center =
 		xstrdup(o->data_center && *o->data_center ? o->data_center : "DefaultDataCenter");
 	vs->rack = xstrdup(o->rack && *o->rack ? o->rack : "DefaultRack");
@@ -652,6 +698,7 @@ void volume_server_stop(struct volume_server *vs)
 	free(vs->ip);
 	free(vs->public_url);
 	free(vs->mserver);
+	master_list_free(vs->masters);
 	free(vs->data_center);
 	free(vs->rack);
 	free(vs);
@@ -676,7 +723,8 @@ int volume_main(int argc, char **argv)
 		{"dir", FLAG_STRING, &o.dir, "directories to store volumes in, comma separated"},
 		{"max", FLAG_STRING, &o.max,
 		 "maximum volumes per directory, comma separated; 0 = from free space"},
-		{"mserver", FLAG_STRING, &o.mserver, "master address host:port"},
+		{"mserver", FLAG_STRING, &o.mserver,
+		 "master address host:port, or every master of the cluster as a comma list"},
 		{"dataCenter", FLAG_STRING, &o.data_center, "data center name"},
 		{"rack", FLAG_STRING, &o.rack, "rack name"},
 		{"pulseSeconds", FLAG_INT, &o.pulse_seconds, "heartbeat interval in seconds"},

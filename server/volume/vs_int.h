@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "client/master_list.h"
 #include "http_server.h"
 #include "json.h"
 #include "pool.h"
@@ -35,6 +36,7 @@ struct fid_path {
 };
 
 struct volume_server {
+	master_list *masters; /* -mserver as a list; NULL = standalone */
 	char *ip, *public_url, *mserver, *data_center, *rack;
 	char self[300]; /* ip:port */
 	int port;
