@@ -41,7 +41,7 @@ check_PROGRAMS += tests/unit/test_filer_chunk_io
 TESTS += tests/unit/test_filer_chunk_io
 tests_unit_test_filer_chunk_io_SOURCES = tests/unit/test_filer_chunk_io.c tests/unit/tap.h
 tests_unit_test_filer_chunk_io_LDADD = server/master/libmaster.a server/volume/libvolume.a \
-	$(UNIT_LDADD) -lpthread
+	$(UNIT_LDADD) $(LIBPQ_LIBS) -lpthread
 
 # Throughput of chunk_writer / chunk_read against a running cluster (prints figures).
 noinst_PROGRAMS += tests/bench/filer_chunk_io

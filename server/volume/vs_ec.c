@@ -278,11 +278,11 @@ static wfs_err locs_fetch(struct volume_server *vs, uint32_t vid, struct ec_locs
 
 	memset(l, 0, sizeof(*l));
 	l->vid = vid;
-	if (!vs->mserver)
+	if (!vs->masters)
 		return WFS_ENOENT;
-	snprintf(url, sizeof(url), "http://%s/vol/ec/lookup?volumeId=%" PRIu32, vs->mserver, vid);
+	snprintf(url, sizeof(url), "/vol/ec/lookup?volumeId=%" PRIu32, vid);
 	http_result_init(&res);
-	err = http_get(url, 10000, &res);
+	err = master_list_request(vs->masters, "GET", url, NULL, NULL, 0, 10000, &res, NULL, 0);
 	if (!err && res.status != 200)
 		err = res.status == 404 ? WFS_ENOENT : WFS_EUNAVAIL;
 	if (!err)

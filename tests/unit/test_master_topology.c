@@ -25,7 +25,7 @@ static void
 hb(topology *t, const char *url, const char *dc, const char *rack, int max,
    const struct topo_vol_report *vols, size_t n, uint64_t now)
 {
-	struct topo_heartbeat h = {url, url, dc, rack, max, 0, vols, n};
+	struct topo_heartbeat h = {url, url, dc, rack, max, 0, vols, n, NULL, 0};
 	uint32_t max_vid;
 	topology_heartbeat(t, &h, now, &max_vid);
 }
@@ -63,7 +63,7 @@ int main(void)
 	{
 		struct topo_vol_report a[] = {V(1, "", "000", 10), V(2, "", "000", LIMIT),
 					      V(3, "pics", "000", 0)};
-		struct topo_heartbeat h = {"127.0.0.1:8080", "pub:8080", "", "", 8, 77, a, 3};
+		struct topo_heartbeat h = {"127.0.0.1:8080", "pub:8080", "", "", 8, 77, a, 3, NULL, 0};
 		is_int(topology_heartbeat(t, &h, now, &max_vid), WFS_OK, "first heartbeat");
 		is_int(max_vid, 3, "largest reported volume id");
 	}
@@ -160,7 +160,7 @@ int main(void)
 
 	/* Free slots: an 8081 with max 1 and one planned slot has no room left. */
 	{
-		struct topo_heartbeat h = {"127.0.0.1:8081", NULL, NULL, NULL, 1, 0, NULL, 0};
+		struct topo_heartbeat h = {"127.0.0.1:8081", NULL, NULL, NULL, 1, 0, NULL, 0, NULL, 0};
 		topology_heartbeat(t, &h, now, &max_vid);
 		is_int(topology_plan_volume(t, &k1, NULL, now, 5, urls, &nurls, msg, sizeof(msg)),
 		       WFS_OK, "plan takes the last slot of 8081");
@@ -194,7 +194,7 @@ int main(void)
 		     "\"DefaultDataCenter\"") != NULL,
 	   "dir/status tree: %s", s);
 	ok(strstr(s, "{\"Url\":\"127.0.0.1:8080\",\"PublicUrl\":\"127.0.0.1:8080\",\"Volumes\":3,"
-		     "\"Max\":8,\"Free\":5}") != NULL,
+		     "\"Max\":8,\"Free\":5,\"EcShards\":[]}") != NULL,
 	   "dir/status data node");
 	ok(strstr(s, "\"Layouts\":[") && strstr(s, "\"writables\":[1,7]"), "layouts");
 	free(s);
@@ -231,6 +231,30 @@ int main(void)
 	s = dump(t, 0, now + 16 * SEC);
 	ok(strstr(s, "\"DataCenters\":[]") != NULL, "dead nodes leave dir/status");
 	free(s);
+	topology_free(t);
+
+	/* erasure-coded shards: lookups by shard, /dir/lookup's fallback, slots */
+	t = topology_new(LIMIT, 5);
+	{
+		struct topo_ec_report ea[] = {{9, "c", 0x00ff}}, eb[] = {{9, "c", 0x3f00 | 0x0001}};
+		struct topo_heartbeat a = {"127.0.0.1:9001", NULL, "dc", "r1", 2, 0, NULL, 0, ea, 1};
+		struct topo_heartbeat b = {"127.0.0.1:9002", NULL, "dc", "r2", 2, 0, NULL, 0, eb, 1};
+		struct topo_ec_locations *ec = malloc(sizeof(*ec));
+		struct topo_counts c;
+		topology_heartbeat(t, &a, now, &max_vid);
+		topology_heartbeat(t, &b, now, &max_vid);
+		ok(topology_ec_lookup(t, 9, now, ec), "EC volume found");
+		is_str(ec->collection, "c", "its collection");
+		is_int(ec->n[0], 2, "shard 0 on both servers");
+		is_int(ec->n[7], 1, "shard 7 on one");
+		is_str(ec->locs[13][0].url, "127.0.0.1:9002", "shard 13 where it was reported");
+		ok(!topology_ec_lookup(t, 8, now, ec), "an unknown EC volume");
+		is_int(topology_lookup(t, 9, now, locs, 8), 2, "/dir/lookup falls back to the holders");
+		topology_counts(t, now, &c);
+		is_int(c.free_slots, 2, "eight and seven shards take a slot each");
+		ok(!topology_ec_lookup(t, 9, now + 100 * SEC, ec), "dead holders are not listed");
+		free(ec);
+	}
 	topology_free(t);
 	return done_testing();
 }
