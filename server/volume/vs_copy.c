@@ -959,8 +959,7 @@ out:
 	http_req_defer(j->req, copy_done, j);
 }
 
-/* host:port with a port; not this server. */
-static bool source_valid(struct volume_server *vs, const char *s)
+bool vs_source_valid(struct volume_server *vs, const char *s)
 {
 	const char *colon = s ? strrchr(s, ':') : NULL;
 	uint32_t port;
@@ -982,7 +981,7 @@ static void handle_copy(struct volume_server *vs, http_req *req, uint32_t vid)
 	uint64_t mbps = 0;
 	volume *v;
 
-	if (!source_valid(vs, source)) {
+	if (!vs_source_valid(vs, source)) {
 		http_resp_error(req, 400, "invalid source \"%s\" (host:port of another server)",
 				source ? source : "");
 		return;

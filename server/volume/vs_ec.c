@@ -1088,18 +1088,11 @@ static bool query_num(http_req *req, const char *name, uint64_t *out)
 	return true;
 }
 
-/* host:port of another server. */
+/* source=host:port of another server. */
 static bool query_source(struct volume_server *vs, http_req *req, char *out, size_t outlen)
 {
 	const char *s = http_req_query(req, "source");
-	const char *colon = s ? strrchr(s, ':') : NULL;
-	uint32_t port;
-	bool ok = colon && colon != s && strlen(s) < outlen && parse_u32(colon + 1, &port) &&
-		  port && port <= 65535 && strcmp(s, vs->self);
-	for (const char *p = s; ok && p < colon; p++)
-		ok = *p == '.' || *p == '-' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-		     (*p >= 'A' && *p <= 'Z');
-	if (!ok) {
+	if (!vs_source_valid(vs, s) || strlen(s) >= outlen) {
 		http_resp_error(req, 400, "invalid source \"%s\" (host:port of another server)",
 				s ? s : "");
 		return false;

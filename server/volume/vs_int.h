@@ -184,6 +184,9 @@ bool vs_ec_delete(struct volume_server *vs, http_req *req, const struct fid_path
 bool vs_ec_handle_admin(struct volume_server *vs, http_req *req, const char *path);
 void vs_ec_heartbeat(struct volume_server *vs, json_w *w);
 
+/* True for host:port (with a port) of another server: a copy's source=. Any thread. */
+bool vs_source_valid(struct volume_server *vs, const char *s);
+
 /*
  * GETs http://source<path> into fd from off (pwrite), with progress (may be NULL) counting
  * the bytes and limit_bps (0: none) throttling them; stops when the server stops. Returns
