@@ -24,6 +24,7 @@ struct vstats {
 struct volume {
 	char *dir, *collection;
 	char *path_dat, *path_idx, *path_cpd, *path_cpx;
+	char *path_ro; /* exists while an operator has the volume read-only */
 	uint32_t id;
 	atomic_int refs;
 	atomic_bool destroyed;
@@ -636,6 +637,7 @@ static void volume_free(volume *v)
 		unlink(v->path_idx);
 		unlink(v->path_cpx);
 		unlink(v->path_cpd);
+		unlink(v->path_ro);
 		log_info("volume %" PRIu32 " deleted", v->id);
 	}
 	needle_map_free(v->map);
@@ -649,6 +651,7 @@ static void volume_free(volume *v)
 	free(v->path_idx);
 	free(v->path_cpd);
 	free(v->path_cpx);
+	free(v->path_ro);
 	free(v);
 }
 
@@ -677,6 +680,7 @@ wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
 	v->path_idx = vpath(dir, collection, id, ".idx");
 	v->path_cpd = vpath(dir, collection, id, ".cpd");
 	v->path_cpx = vpath(dir, collection, id, ".cpx");
+	v->path_ro = vpath(dir, collection, id, VOLUME_READONLY_MARK);
 	v->dat_fd = v->idx_fd = v->cpd_fd = v->cpx_fd = -1;
 	atomic_init(&v->refs, 1);
 	atomic_init(&v->appended, 1); /* what load finds is not known to be on disk */
@@ -705,6 +709,8 @@ wfs_err volume_open(const char *dir, const char *collection, uint32_t id,
 			goto out;
 		}
 	}
+	if (file_exists(v->path_ro))
+		atomic_store(&v->read_only, true);
 	v->dat_fd = open(v->path_dat, O_RDWR | (create ? O_CREAT : 0), 0644);
 	if (v->dat_fd < 0) {
 		err = wfs_err_from_errno(errno);
@@ -812,7 +818,22 @@ void volume_get_info(volume *v, struct volume_info *out)
 	out->syncs = atomic_load(&v->syncs);
 }
 
-void volume_set_read_only(volume *v, bool ro) { atomic_store(&v->read_only, ro); }
+void volume_set_read_only(volume *v, bool ro)
+{
+	atomic_store(&v->read_only, ro);
+	/* kept across a restart: a sealed volume (say, one waiting for ec.encode) stays sealed */
+	if (ro) {
+		int fd = open(v->path_ro, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			log_warn("volume %" PRIu32 ": could not record read-only in %s: %s", v->id,
+				 v->path_ro, strerror(errno));
+		else
+			close(fd);
+	} else if (unlink(v->path_ro) < 0 && errno != ENOENT) {
+		log_warn("volume %" PRIu32 ": could not remove %s: %s", v->id, v->path_ro,
+			 strerror(errno));
+	}
+}
 
 bool volume_read_only(volume *v) { return atomic_load(&v->read_only); }
 

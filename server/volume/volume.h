@@ -107,6 +107,10 @@ const char *volume_collection(const volume *v);
 /* The directory holding the volume's files. */
 const char *volume_dir(const volume *v);
 void volume_get_info(volume *v, struct volume_info *out);
+/* The file whose presence keeps a volume read-only across restarts. */
+#define VOLUME_READONLY_MARK ".readonly"
+/* Read-only (or writable again) by an operator's decision, recorded in the volume's
+ * .readonly file so it survives a restart. Blocking (one file create or unlink). */
 void volume_set_read_only(volume *v, bool ro);
 bool volume_read_only(volume *v);
 /*

@@ -261,8 +261,9 @@ def test_kill9_during_generate_keeps_the_volume(cluster):
     assert not [n for n in os.listdir(str(src.dir)) if n.endswith(".tmp")]
     _read_all(src.url, written)
     assert vid in server_volumes(src.url)
-    # a fresh encode after the tear works (read-only is not kept across a restart)
-    shell(m, f, "lock; volume.mark -readonly -volumeId=%d" % vid, expect=0)
+    # the seal survived the restart, and a fresh encode after the tear works
+    st = requests.get("http://%s/admin/volume/status?volume=%d" % (src.url, vid), timeout=10)
+    assert st.json()["readOnly"] is True, st.text
     _, out, _ = shell(m, f, "lock; ec.encode -volumeId=%d" % vid, expect=0)
     assert "volume %d erasure coded" % vid in out, out
     wait_until(lambda: len(_ec_lookup(m, vid)) == 14, 30, "14 shards")
