@@ -83,9 +83,11 @@ static void *renew_main(void *arg)
 						  (SHELL_LEASE_SEC - SHELL_RENEW_SEC) * 1000000000ull) {
 			/* master unreachable: the lease holds a while yet, try again */
 		} else {
-			fprintf(stderr, "lock: lost the admin lock: %s\n", msg);
+			/* dropped before it is said, so no command that follows the message
+			 * can still see the lock held */
 			pthread_mutex_lock(&l->mu);
 			l->token[0] = 0;
+			fprintf(stderr, "lock: lost the admin lock: %s\n", msg);
 			break;
 		}
 		pthread_mutex_lock(&l->mu);
