@@ -302,3 +302,28 @@ def test_stored_users_in_the_filer(gws):
     c.delete_user_policy(UserName="stored", PolicyName="pub")
     c.delete_user(UserName="stored")
     assert "stored" not in filer.names("/etc/iam/users")
+
+
+def test_mini_admin_from_environment(cluster, monkeypatch):
+    """weedfs mini serves the IAM API on -iam.port; its environment's admin bootstraps it,
+    and a key made there signs on mini's S3 port."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKMINI")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "mini-secret")
+    monkeypatch.setenv("S3_BUCKET", "mini-b")
+    m = cluster.mini()
+    g = type("G", (), {"url": "127.0.0.1:%d" % m.s3_port, "iam_port": m.iam_port})
+    c = iam(g, "AKMINI", "mini-secret")
+    c.create_user(UserName="m-user")
+    c.put_user_policy(UserName="m-user", PolicyName="b", PolicyDocument=json.dumps(
+        {"Statement": [{"Effect": "Allow", "Action": "s3:*",
+                        "Resource": ["arn:aws:s3:::mini-b", "arn:aws:s3:::mini-b/*"]}]}))
+    k = c.create_access_key(UserName="m-user")["AccessKey"]
+    s = client(g, k["AccessKeyId"], k["SecretAccessKey"])
+    s.put_object(Bucket="mini-b", Key="k", Body=b"v")
+    assert s.get_object(Bucket="mini-b", Key="k")["Body"].read() == b"v"
+    assert code_of(s.create_bucket, Bucket="mini-other") == "AccessDenied"
+    # the stored user outlives a restart
+    assert m.stop() == 0
+    m.start()
+    assert client(g, k["AccessKeyId"], k["SecretAccessKey"]).get_object(
+        Bucket="mini-b", Key="k")["Body"].read() == b"v"
