@@ -49,7 +49,8 @@ size_t s3_iam_user_policy_bytes(const struct s3_iam_user *u)
 	return n;
 }
 
-/* A bounded string member copied into out[cap]. */
+/* A bounded string member of printable ASCII (ids, times, keys: all made here) copied
+   into out[cap]. */
 static bool copy_str(yajl_val obj, const char *key, char *out, size_t cap, bool required)
 {
 	const char *s;
@@ -57,6 +58,9 @@ static bool copy_str(yajl_val obj, const char *key, char *out, size_t cap, bool 
 		return !required && !json_get(obj, key);
 	if (strlen(s) >= cap)
 		return false;
+	for (const char *p = s; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			return false;
 	memcpy(out, s, strlen(s) + 1);
 	return true;
 }
