@@ -541,8 +541,8 @@ static bool parse_resources(struct pctx *c, yajl_val v, const char *field, struc
 				    "ARN under %.100s",
 				    r, field, c->res_prefix);
 		slash = strchr(b, '/');
-		if (c->bucket && !glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket, strlen(c->bucket),
-			  false))
+		if (c->bucket && !glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket,
+				       strlen(c->bucket), false))
 			return fail(c,
 				    "Policy has invalid resource \"%.64s\" in %s: not in "
 				    "bucket %.64s",

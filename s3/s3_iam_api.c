@@ -51,6 +51,12 @@ static void no_such_user(struct s3_req *r, const char *name)
 	iam_error(r, 404, "NoSuchEntity", "The user with name %.64s cannot be found.", name);
 }
 
+static void no_such_policy(struct s3_req *r, const char *name)
+{
+	iam_error(r, 404, "NoSuchEntity", "The user policy with name %.64s cannot be found.",
+		  name);
+}
+
 static void store_error(struct s3_req *r, wfs_err rc)
 {
 	iam_error(r, rc == WFS_EUNAVAIL ? 503 : 500, "ServiceFailure",
@@ -494,8 +500,7 @@ static int policy_delete(struct s3_req *r, struct s3_iam_user *u, void *arg)
 	struct policy_change *pc = arg;
 	int i = s3_iam_user_policy(u, pc->name);
 	if (i < 0) {
-		iam_error(r, 404, "NoSuchEntity", "The user policy with name %.64s cannot be found.",
-			  pc->name);
+		no_such_policy(r, pc->name);
 		return -1;
 	}
 	free(u->pol_name[i]);
@@ -566,8 +571,7 @@ static void get_user_policy(struct s3_req *r, const struct query_form *f)
 		return;
 	i = s3_iam_user_policy(&u, pname);
 	if (i < 0) {
-		iam_error(r, 404, "NoSuchEntity", "The user policy with name %.64s cannot be found.",
-			  pname);
+		no_such_policy(r, pname);
 		goto out;
 	}
 	/* IAM returns the document URL-encoded (RFC 3986) */
@@ -681,8 +685,8 @@ void s3_iam_api(struct s3_req *r)
 			known[2 + k] = actions[i].params[k];
 		bad = query_form_unknown(&f, known);
 		if (bad)
-			iam_error(r, 400, "InvalidInput", "%.64s is not supported by this gateway's %s",
-				  bad, action);
+			iam_error(r, 400, "InvalidInput",
+				  "%.64s is not supported by this gateway's %s", bad, action);
 		else
 			actions[i].fn(r, &f);
 		goto out;

@@ -202,7 +202,8 @@ void s3_query_auth_failed(struct s3_req *r, const char *ns_uri)
 		text = xstrdup(t ? t : "");
 	}
 	xml_free(root);
-	s3_query_error(r, ns_uri, status, code ? code : "AccessDenied", text ? text : "Access Denied");
+	s3_query_error(r, ns_uri, status, code ? code : "AccessDenied",
+		       text ? text : "Access Denied");
 	free(code);
 	free(text);
 }
@@ -295,7 +296,10 @@ void s3_query_end(struct s3_req *r, xml_w *w, bool result)
 	r->ctype = "text/xml";
 }
 
-static void response_begin(xml_w *w, const char *action) { s3_query_begin(w, STS_NS, action, true); }
+static void response_begin(xml_w *w, const char *action)
+{
+	s3_query_begin(w, STS_NS, action, true);
+}
 
 static void response_end(struct s3_req *r, xml_w *w) { s3_query_end(r, w, true); }
 

@@ -206,7 +206,8 @@ static void test_query_form(void)
 
 	ok(query_form_parse(body, strlen(body), &f, msg, sizeof(msg)) && f.n == 3,
 	   "three pairs, the empty one skipped");
-	ok(!strcmp(query_form_get(&f, "PolicyDocument"), "{\"a\": 1}"), "values decoded, + a space");
+	ok(!strcmp(query_form_get(&f, "PolicyDocument"), "{\"a\": 1}"),
+	   "values decoded, + a space");
 	ok(!strcmp(query_form_unknown(&f, known), "PolicyDocument"), "an unknown parameter named");
 	query_form_free(&f);
 	ok(!query_form_parse("a=1&a=2", 7, &f, msg, sizeof(msg)) && strstr(msg, "twice") && !f.n,
