@@ -12,7 +12,8 @@
  * directory) on each event and on each reconnect; the gateway that made a
  * change rebuilds at once. A rebuild that fails (the filer away) keeps the
  * set it has. On a name the file and the filer share, the file's identity
- * wins (the stored user is left out, logged), and CreateUser refuses it.
+ * wins (the stored user is left out, logged at debug level), and CreateUser
+ * refuses it.
  *
  * Thread-safe: any thread; the calls that read or write the filer block.
  */
