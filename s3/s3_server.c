@@ -506,6 +506,11 @@ static void body_end(http_req *req, wfs_err err, void *arg)
 	else if (err)
 		s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
 	if (err || !s3_body_ok(r)) {
+		/* the query protocols answer in their own form */
+		if (r->iam_call)
+			s3_iam_auth_failed(r);
+		else if (r->sts)
+			s3_sts_auth_failed(r);
 		s3_send_answer(r);
 		return;
 	}

@@ -327,3 +327,23 @@ def test_mini_admin_from_environment(cluster, monkeypatch):
     m.start()
     assert client(g, k["AccessKeyId"], k["SecretAccessKey"]).get_object(
         Bucket="mini-b", Key="k")["Body"].read() == b"v"
+
+
+def test_bad_requests_in_iam_form(gws):
+    """What is not an IAM call on the IAM port, and a body over 64 KiB, are refused in
+    IAM's ErrorResponse form; an unknown action or parameter too."""
+    _, g, _ = gws
+    url = "http://127.0.0.1:%d/" % g.iam_port
+    r = requests.get(url)
+    assert r.status_code == 400 and "<ErrorResponse" in r.text, r.text
+    r = requests.post(url, data={"Action": "ListUsers", "Pad": "x" * (70 << 10)})
+    assert r.status_code == 400 and "<ErrorResponse" in r.text, r.text
+    assert "MaxMessageLengthExceeded" in r.text
+    c = iam(g)
+    assert c.list_users(PathPrefix="/")["IsTruncated"] is False
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        c.get_account_summary()
+    assert ei.value.response["Error"]["Code"] == "InvalidAction"
+    assert err(c.create_user, UserName="u", Tags=[{"Key": "k", "Value": "v"}])[0] == \
+        "InvalidInput"
+    assert "u" not in [u["UserName"] for u in c.list_users()["Users"]]
