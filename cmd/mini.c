@@ -215,6 +215,8 @@ int mini_main(int argc, char **argv)
 		 "in the environment add an admin identity, S3_BUCKET (comma list) buckets"},
 		{"s3.domainName", FLAG_STRING, &so.domain,
 		 "S3 domains (comma list) for virtual-hosted requests: Host <bucket>.<domain>"},
+		{"iam.port", FLAG_INT, &so.iam_port,
+		 "IAM API port beside S3 (users, access keys, user policies), 0: none"},
 		{"s3.uploadMemoryMB", FLAG_INT, &so.upload_mem_mb,
 		 "MiB the S3 uploads in progress may hold together; more wait their turn"},
 		{"iceberg.port", FLAG_INT, &iceberg_port,

@@ -59,6 +59,8 @@ int s3_main(int argc, char **argv)
 		 "the S3 endpoint the catalogs give clients (default http://<ip>:<port>)"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "serve /metrics and the status page on this port (0 = none)"},
+		{"iam.port", FLAG_INT, &o.iam_port,
+		 "IAM API port (users, access keys, user policies; admin identities), 0: none"},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

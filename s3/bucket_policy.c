@@ -212,7 +212,7 @@ struct bucket_policy {
 struct pctx {
 	const struct policy_service *svc;
 	const char *res_prefix; /* what every Resource starts with, the bucket next */
-	const char *bucket;
+	const char *bucket; /* NULL: an identity policy, any bucket */
 	size_t si; /* the statement being parsed, from 1; 0 outside one */
 	char *msg;
 	size_t msglen;
@@ -533,14 +533,16 @@ static bool parse_resources(struct pctx *c, yajl_val v, const char *field, struc
 		return false;
 	for (size_t i = 0; i < out->n; i++) {
 		const char *r = out->v[i], *b = r + plen, *slash;
+		if (!c->bucket && !strcmp(r, "*"))
+			continue; /* an identity policy's "every resource" */
 		if (strncmp(r, c->res_prefix, plen))
 			return fail(c,
 				    "Policy has invalid resource \"%.64s\" in %s: not an "
 				    "ARN under %.100s",
 				    r, field, c->res_prefix);
 		slash = strchr(b, '/');
-		if (!glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket, strlen(c->bucket),
-			  false))
+		if (c->bucket && !glob(b, slash ? (size_t)(slash - b) : strlen(b), c->bucket,
+				       strlen(c->bucket), false))
 			return fail(c,
 				    "Policy has invalid resource \"%.64s\" in %s: not in "
 				    "bucket %.64s",
@@ -698,12 +700,18 @@ static bool parse_stmt(struct pctx *c, struct stmt *s, yajl_val v)
 	    (strcmp(f[F_EFFECT]->u.string, "Allow") && strcmp(f[F_EFFECT]->u.string, "Deny")))
 		return fail(c, "Invalid effect: Effect must be \"Allow\" or \"Deny\"");
 	s->deny = !strcmp(f[F_EFFECT]->u.string, "Deny");
-	if (f[F_NOTPRINCIPAL])
+	if (!c->bucket) {
+		/* an identity's own policy: it speaks of its holder alone */
+		if (f[F_PRINCIPAL] || f[F_NOTPRINCIPAL])
+			return fail(c, "An identity policy cannot name a Principal");
+		s->anyone = true;
+	} else if (f[F_NOTPRINCIPAL]) {
 		return fail(c, "NotPrincipal is not supported");
-	if (!f[F_PRINCIPAL])
+	} else if (!f[F_PRINCIPAL]) {
 		return fail(c, "Missing required field Principal");
-	if (!parse_principal(c, s, f[F_PRINCIPAL]))
+	} else if (!parse_principal(c, s, f[F_PRINCIPAL])) {
 		return false;
+	}
 	if (f[F_ACTION] && f[F_NOTACTION])
 		return fail(c, "Action and NotAction cannot both be given");
 	if (!f[F_ACTION] && !f[F_NOTACTION])
@@ -754,14 +762,31 @@ struct bucket_policy *bucket_policy_parse(const char *json, size_t len, const ch
 	return bucket_policy_parse_for(json, len, &POLICY_S3, RES_PREFIX, bucket, msg, msglen);
 }
 
+static struct bucket_policy *parse_doc(const char *json, size_t len,
+				       const struct policy_service *svc, const char *arn_prefix,
+				       const char *bucket, char *msg, size_t msglen);
+
+struct bucket_policy *bucket_policy_parse_identity(const char *json, size_t len, char *msg,
+						   size_t msglen)
+{
+	return parse_doc(json, len, &POLICY_S3, RES_PREFIX, NULL, msg, msglen);
+}
+
 struct bucket_policy *bucket_policy_parse_for(const char *json, size_t len,
 					      const struct policy_service *svc,
 					      const char *arn_prefix, const char *bucket,
 					      char *msg, size_t msglen)
 {
+	return parse_doc(json, len, svc, arn_prefix, bucket ? bucket : "", msg, msglen);
+}
+
+static struct bucket_policy *parse_doc(const char *json, size_t len,
+				       const struct policy_service *svc, const char *arn_prefix,
+				       const char *bucket, char *msg, size_t msglen)
+{
 	struct pctx c = {.svc = svc,
 			 .res_prefix = arn_prefix,
-			 .bucket = bucket ? bucket : "",
+			 .bucket = bucket,
 			 .msg = msg,
 			 .msglen = msglen};
 	struct bucket_policy *p = xcalloc(1, sizeof(*p));

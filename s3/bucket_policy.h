@@ -72,6 +72,14 @@ struct bucket_policy *bucket_policy_parse_for(const char *json, size_t len,
 					      const struct policy_service *svc,
 					      const char *arn_prefix, const char *bucket,
 					      char *msg, size_t msglen);
+/*
+ * An identity's inline policy (IAM PutUserPolicy): the same grammar without
+ * Principal (refused: the policy speaks of its holder, whom every statement
+ * matches), its Resources "*" or "arn:aws:s3:::<bucket pattern>[/<key
+ * pattern>]" in any bucket. NULL with msg on a malformed document.
+ */
+struct bucket_policy *bucket_policy_parse_identity(const char *json, size_t len, char *msg,
+						   size_t msglen);
 void bucket_policy_free(struct bucket_policy *p);
 
 /*

@@ -75,7 +75,8 @@ void s3_list_buckets(struct s3_req *r)
 			if (!S_ISDIR(b->attr.mode) || !s3_bucket_name_ok(b->name))
 				continue;
 			if (r->who && !s3_identity_allows(r->who, S3_ACT_LIST, b->name) &&
-			    !s3_identity_allows(r->who, S3_ACT_READ, b->name))
+			    !s3_identity_allows(r->who, S3_ACT_READ, b->name) &&
+			    s3_identity_says(r, b->name, NULL, "s3:ListBucket") != POLICY_ALLOW)
 				continue; /* a bucket this identity cannot touch stays unlisted */
 			s3_iso8601(b->attr.crtime_ns ? b->attr.crtime_ns : b->attr.mtime_ns, when);
 			xml_open(w, "Bucket");

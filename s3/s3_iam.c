@@ -6,10 +6,13 @@
 #include "s3/s3_iam.h"
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "json.h"
+#include "s3/bucket_policy.h"
+#include "s3/s3_iam_user.h"
 #include "util.h"
 
 #define IAM_FILE_MAX  (1u << 20)
@@ -27,11 +30,15 @@ struct s3_identity {
 	struct grant *grants;
 	size_t n_grants;
 	bool admin;
+	bool stored;                /* made by the IAM API (its rights: its policies) */
+	struct bucket_policy **pol; /* inline policies, n_pol */
+	size_t n_pol;
 };
 
 struct s3_iam {
 	struct s3_identity *v;
 	size_t n;
+	atomic_int refs;
 };
 
 static const char *const action_names[] = {
@@ -52,11 +59,27 @@ static void identity_free(struct s3_identity *id)
 	for (size_t i = 0; i < id->n_grants; i++)
 		free(id->grants[i].bucket);
 	free(id->grants);
+	for (size_t i = 0; i < id->n_pol; i++)
+		bucket_policy_free(id->pol[i]);
+	free(id->pol);
+}
+
+static struct s3_iam *iam_new(void)
+{
+	struct s3_iam *iam = xcalloc(1, sizeof(*iam));
+	atomic_init(&iam->refs, 1);
+	return iam;
+}
+
+struct s3_iam *s3_iam_ref(struct s3_iam *iam)
+{
+	atomic_fetch_add(&iam->refs, 1);
+	return iam;
 }
 
 void s3_iam_free(struct s3_iam *iam)
 {
-	if (!iam)
+	if (!iam || atomic_fetch_sub(&iam->refs, 1) != 1)
 		return;
 	for (size_t i = 0; i < iam->n; i++)
 		identity_free(&iam->v[i]);
@@ -156,7 +179,7 @@ static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t
 struct s3_iam *s3_iam_parse(const char *text, size_t len, char *msg, size_t msglen)
 {
 	static const char *const keys[] = {"identities", NULL};
-	struct s3_iam *iam = xcalloc(1, sizeof(*iam));
+	struct s3_iam *iam = iam_new();
 	char err[128];
 	yajl_val root, ids;
 
@@ -210,7 +233,7 @@ struct s3_iam *s3_iam_load(const char *path, char *msg, size_t msglen)
 	FILE *f;
 
 	if (!path || !*path)
-		return xcalloc(1, sizeof(struct s3_iam));
+		return iam_new();
 	f = fopen(path, "r");
 	if (!f) {
 		msg_fail(msg, msglen, "%s: %s", path, strerror(errno));
@@ -291,4 +314,86 @@ bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const ch
 			return true;
 	}
 	return false;
+}
+
+/* A new identity at the end of iam's list, zeroed. */
+static struct s3_identity *identity_add(struct s3_iam *iam, const char *name)
+{
+	struct s3_identity *id;
+	iam->v = xrealloc(iam->v, (iam->n + 1) * sizeof(*iam->v));
+	id = &iam->v[iam->n++];
+	memset(id, 0, sizeof(*id));
+	id->name = xstrdup(name);
+	return id;
+}
+
+static void key_add(struct s3_identity *id, const char *ak, const char *sk)
+{
+	id->access = xrealloc(id->access, (id->n_keys + 1) * sizeof(char *));
+	id->secret = xrealloc(id->secret, (id->n_keys + 1) * sizeof(char *));
+	id->access[id->n_keys] = xstrdup(ak);
+	id->secret[id->n_keys] = xstrdup(sk);
+	id->n_keys++;
+}
+
+struct s3_iam *s3_iam_clone(const struct s3_iam *src)
+{
+	struct s3_iam *iam = iam_new();
+	for (size_t i = 0; i < src->n; i++) {
+		const struct s3_identity *from = &src->v[i];
+		struct s3_identity *id = identity_add(iam, from->name);
+		for (size_t k = 0; k < from->n_keys; k++)
+			key_add(id, from->access[k], from->secret[k]);
+		id->grants = xcalloc(from->n_grants ? from->n_grants : 1, sizeof(*id->grants));
+		for (size_t k = 0; k < from->n_grants; k++) {
+			id->grants[k].action = from->grants[k].action;
+			id->grants[k].bucket =
+				from->grants[k].bucket ? xstrdup(from->grants[k].bucket) : NULL;
+		}
+		id->n_grants = from->n_grants;
+		id->admin = from->admin;
+		/* only the static identities are cloned: they carry no policies */
+	}
+	return iam;
+}
+
+bool s3_iam_add_user(struct s3_iam *iam, const struct s3_iam_user *u, char *msg, size_t msglen)
+{
+	struct s3_identity *id;
+	if (s3_iam_find(iam, u->name))
+		return msg_fail(msg, msglen, "user %s: the identities file has one of that name",
+				u->name);
+	id = identity_add(iam, u->name);
+	id->stored = true;
+	for (size_t k = 0; k < u->n_keys; k++) {
+		const char *unused;
+		/* an inactive key is not there for the signature check: InvalidAccessKeyId */
+		if (u->keys[k].active && !s3_iam_lookup(iam, u->keys[k].id, &unused))
+			key_add(id, u->keys[k].id, u->keys[k].secret);
+	}
+	id->pol = xcalloc(u->n_pols ? u->n_pols : 1, sizeof(*id->pol));
+	for (size_t k = 0; k < u->n_pols; k++) {
+		char why[160];
+		struct bucket_policy *p = bucket_policy_parse_identity(
+			u->pol_doc[k], strlen(u->pol_doc[k]), why, sizeof(why));
+		if (p)
+			id->pol[id->n_pol++] = p;
+	}
+	return true;
+}
+
+bool s3_identity_stored(const struct s3_identity *id) { return id->stored; }
+
+bool s3_identity_has_policies(const struct s3_identity *id) { return id->n_pol > 0; }
+
+enum policy_effect s3_identity_policy_eval(const struct s3_identity *id,
+					   const struct policy_request *pr)
+{
+	enum policy_effect eff = POLICY_NO_MATCH;
+	for (size_t i = 0; i < id->n_pol && eff != POLICY_DENY; i++) {
+		enum policy_effect e = bucket_policy_eval(id->pol[i], pr);
+		if (e != POLICY_NO_MATCH)
+			eff = e;
+	}
+	return eff;
 }

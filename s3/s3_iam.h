@@ -11,13 +11,19 @@
  * An action with ":bucket" holds for that bucket only (a trailing '*' in the
  * bucket matches any suffix); "Admin" allows everything. With no identity at
  * all the gateway is open: every request is allowed, signed or not.
- * Read-only after loading: any thread.
+ *
+ * The IAM API's users (s3_iam_user.h) join a copy of the file's identities
+ * (s3_iam_clone, s3_iam_add_user): they have no grants, only their inline
+ * policies (s3_identity_policy_eval). A set is read-only once built and
+ * reference-counted, so a request keeps the set it started with while a newer
+ * one replaces it: any thread.
  */
 #ifndef WEEDFS_S3_IAM_H
 #define WEEDFS_S3_IAM_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "s3/bucket_policy.h"
 
 enum s3_action {
 	S3_ACT_READ,    /* GetObject, HeadObject, ... */
@@ -41,7 +47,19 @@ struct s3_iam *s3_iam_load(const char *path, char *msg, size_t msglen);
 /* Adds an identity allowed everything (weedfs mini's AWS_ACCESS_KEY_ID/SECRET). */
 void s3_iam_add_admin(struct s3_iam *iam, const char *name, const char *access_key,
 		      const char *secret_key);
+/* Drops a reference to iam (freed with the last one). NULL does nothing. */
 void s3_iam_free(struct s3_iam *iam);
+/* Takes another reference to iam; returns iam. */
+struct s3_iam *s3_iam_ref(struct s3_iam *iam);
+/* A new set (one reference) holding copies of src's identities. */
+struct s3_iam *s3_iam_clone(const struct s3_iam *src);
+/*
+ * Adds the IAM API user u (borrowed) to iam, its active keys only (a key
+ * another identity holds is left out). False with msg when an identity of
+ * that name is there (the file's wins).
+ */
+struct s3_iam_user;
+bool s3_iam_add_user(struct s3_iam *iam, const struct s3_iam_user *u, char *msg, size_t msglen);
 
 /* Whether there are no identities: the gateway then allows everything. */
 bool s3_iam_is_open(const struct s3_iam *iam);
@@ -56,5 +74,13 @@ const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name
 const char *s3_identity_name(const struct s3_identity *id);
 /* Whether id may do a on bucket (NULL or "" for calls on no bucket, like ListBuckets). */
 bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const char *bucket);
+/* Whether id is an IAM API user (not the file's). */
+bool s3_identity_stored(const struct s3_identity *id);
+/* Whether id has inline policies. */
+bool s3_identity_has_policies(const struct s3_identity *id);
+/* What id's inline policies say of pr (its principal unused): a Deny wins. */
+struct policy_request;
+enum policy_effect s3_identity_policy_eval(const struct s3_identity *id,
+					   const struct policy_request *pr);
 
 #endif

@@ -34,6 +34,7 @@
 
 struct blob_client;
 struct s3_bucket_cache;
+struct s3_iam_store;
 struct s3_budget;
 struct s3_session_auth;
 struct s3_session_gw;
@@ -41,7 +42,9 @@ struct s3_session_gw;
 struct s3_gateway {
 	char *ip, *filer_addr;          /* -ip, -filer: for the status page */
 	struct metrics_server *metrics; /* -metricsPort; NULL: none */
-	struct s3_iam *iam;
+	struct s3_iam_store *iam_store; /* the identities (s3_iam_store.h) */
+	http_server *iam_http;          /* -iam.port: the IAM API; NULL: none */
+	int iam_port;
 	filer_rpc *filer;
 	struct blob_client *bc; /* object data: ids assigned through the filer, volume servers */
 	pool *work;             /* filer calls and body jobs (they block) */
@@ -73,9 +76,11 @@ struct s3_req {
 	char id[17];                   /* x-amz-request-id */
 	char *bucket, *key;            /* decoded; NULL when the path names none */
 	bool virtual_host;             /* the bucket came from the Host header */
-	const struct s3_identity *who; /* NULL: anonymous or an open gateway */
+	struct s3_iam *iam;            /* the identities when r arrived (a reference) */
+	const struct s3_identity *who; /* in iam; NULL: anonymous or an open gateway */
 	struct s3_session_auth *session; /* session credentials' (who: its parent); freed with r */
 	bool sts;                        /* an STS call (s3_session_gw.h) */
+	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */
@@ -371,6 +376,11 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
  */
 int s3_authorize_cached(struct s3_req *r, enum s3_action act);
 
+/* What r's identity's inline policies say of action on bucket/key (NULL key: the bucket;
+   NULL bucket: no resource, "*"). Any thread. */
+enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
+				    const char *action);
+
 /* Writes a key-like element, URL-encoded when url (encoding-type=url). */
 void s3_xml_key(xml_w *w, bool url, const char *name, const char *v);
 
@@ -478,6 +488,11 @@ bool s3_lock_apply(struct s3_req *r, const struct filer_entry *bucket, struct fi
 bool s3_lock_forbids_delete(struct s3_req *r, const char *key, const struct filer_entry *e);
 /* e's lock in GET/HEAD answer headers. */
 void s3_lock_headers(struct s3_req *r, const struct filer_entry *e);
+
+/* The IAM API (s3_iam_api.c): the call in r->in, authenticated for service "iam"; worker. */
+void s3_iam_api(struct s3_req *r);
+/* Loop thread: r's authentication failed; its S3 error answer becomes IAM's form. */
+void s3_iam_auth_failed(struct s3_req *r);
 
 /* Metrics (s3_metrics.c): the request's S3 operation name (a literal), and -metricsPort. */
 const char *s3_op_name(struct s3_req *r);

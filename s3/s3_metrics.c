@@ -10,6 +10,7 @@
 #include <string.h>
 #include "log.h"
 #include "metrics.h"
+#include "s3/s3_iam_store.h"
 #include "s3/s3_int.h"
 #include "s3/s3_session_gw.h"
 #include "util.h"
@@ -120,12 +121,15 @@ static void s3_page(buf *out, bool json, void *ctx)
 {
 	struct s3_gateway *g = ctx;
 	char url[300];
+	struct s3_iam *iam = s3_iam_store_get(g->iam_store);
+	bool open = s3_iam_is_open(iam);
+	s3_iam_free(iam);
 	snprintf(url, sizeof(url), "%s:%d", g->ip, g->port);
 	const struct metrics_status_item items[] = {
 		{"Url", url},
 		{"Filer", g->filer_addr},
 		{"Region", g->region},
-		{"Identities", s3_iam_is_open(g->iam) ? "none (open)" : "configured"},
+		{"Identities", open ? "none (open)" : "configured"},
 	};
 	const char *peers[] = {g->filer_addr};
 	metrics_status_write(out, json, "s3", items, ARRAY_LEN(items), peers, 1);

@@ -331,18 +331,45 @@ static enum policy_effect policy_says(struct s3_req *r, const char *bucket, cons
 	return eff;
 }
 
-/* The decision once the policy's effect is known. */
+enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
+				    const char *action)
+{
+	struct policy_kv kv[16];
+	char *resource;
+	enum policy_effect eff;
+	if (!r->who || !s3_identity_has_policies(r->who))
+		return POLICY_NO_MATCH;
+	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
+		       : bucket ? xasprintf("arn:aws:s3:::%s", bucket) : xstrdup("*");
+	struct policy_request pr = {
+		.principal = s3_identity_name(r->who),
+		.action = action,
+		.resource = resource,
+		.ctx = kv,
+		.nctx = context(r, kv, ARRAY_LEN(kv)),
+	};
+	eff = s3_identity_policy_eval(r->who, &pr);
+	free(resource);
+	return eff;
+}
+
+/* The decision once the bucket policy's effect is known: as AWS, a Deny of the bucket's
+   or the identity's policies wins, then an Allow of either, then the identity's grant. */
 static bool decide(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		   enum s3_action act, enum policy_effect eff)
 {
 	bool granted =
-		s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
+		s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
 	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
+	enum policy_effect mine;
 	if (!s3_session_gate(r, bucket, key, action))
 		return false; /* session credentials: only within their scopes */
 	if (admin && strstr(action, "BucketPolicy"))
 		return true; /* the owner can always undo a policy that locks everyone out */
-	return eff == POLICY_ALLOW || (eff == POLICY_NO_MATCH && granted);
+	mine = s3_identity_says(r, bucket, key, action);
+	if (eff == POLICY_DENY || mine == POLICY_DENY)
+		return false;
+	return eff == POLICY_ALLOW || mine == POLICY_ALLOW || granted;
 }
 
 int s3_authorize_cached(struct s3_req *r, enum s3_action act)
@@ -374,8 +401,9 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
 	bool policy;
-	if (s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
-		return true;
+	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)) ||
+	    (r->who && s3_identity_has_policies(r->who)))
+		return true; /* key by key (an identity's policy may name some) */
 	policy = !s3_bucket_lookup(r->g, r->bucket, &b) && filer_entry_xattr_get(b, X_POLICY);
 	filer_entry_free(b);
 	if (!policy)

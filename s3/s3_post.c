@@ -183,7 +183,7 @@ static enum s3_err check_signature_v2(struct s3_req *r, const struct s3_form *f,
 		snprintf(msg, msglen, "a SigV2 POST needs AWSAccessKeyId, policy and signature");
 		return S3_INVALID_ARGUMENT;
 	}
-	r->who = s3_iam_lookup(r->g->iam, ak, &secret);
+	r->who = s3_iam_lookup(r->iam, ak, &secret);
 	if (!r->who) {
 		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
@@ -222,7 +222,7 @@ static enum s3_err check_signature(struct s3_req *r, const struct s3_form *f, co
 			 "region than the gateway's");
 		return S3_AUTH_QUERY_ERROR;
 	}
-	r->who = s3_iam_lookup(r->g->iam, ak, &secret);
+	r->who = s3_iam_lookup(r->iam, ak, &secret);
 	if (!r->who) {
 		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
@@ -247,7 +247,7 @@ enum s3_err s3_form_authorize(struct s3_req *r, const struct s3_form *f, uint64_
 	*len_min = 0;
 	*len_max = UINT64_MAX;
 	if (!policy) {
-		if (s3_iam_is_open(r->g->iam))
+		if (s3_iam_is_open(r->iam))
 			return S3_OK; /* an open gateway takes anonymous forms */
 		snprintf(msg, msglen, "Access Denied: the form carries no policy");
 		return S3_ACCESS_DENIED;
@@ -256,7 +256,7 @@ enum s3_err s3_form_authorize(struct s3_req *r, const struct s3_form *f, uint64_
 		e = check_signature_v2(r, f, policy, msg, msglen);
 		if (e)
 			return e;
-	} else if (!s3_iam_is_open(r->g->iam) || s3_form_get(f, "x-amz-signature")) {
+	} else if (!s3_iam_is_open(r->iam) || s3_form_get(f, "x-amz-signature")) {
 		e = check_signature(r, f, policy, msg, msglen);
 		if (e)
 			return e;
@@ -265,7 +265,7 @@ enum s3_err s3_form_authorize(struct s3_req *r, const struct s3_form *f, uint64_
 			      len_min, len_max, msg, msglen);
 	if (e)
 		return e;
-	if (!s3_iam_is_open(r->g->iam) && !s3_identity_allows(r->who, S3_ACT_WRITE, r->bucket)) {
+	if (!s3_iam_is_open(r->iam) && !s3_identity_allows(r->who, S3_ACT_WRITE, r->bucket)) {
 		snprintf(msg, msglen, "Access Denied");
 		return S3_ACCESS_DENIED;
 	}

@@ -32,6 +32,7 @@
 #include "client/chunk_stream.h"
 #include "log.h"
 #include "metrics.h"
+#include "s3/s3_iam_store.h"
 #include "s3/s3_int.h"
 #include "s3/s3_session_gw.h"
 #include "s3/sigv2.h"
@@ -56,6 +57,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->lifecycle_s = 3600;
 	o->upload_mem_mb = 256;
 	o->short_circuit = true;
+	o->iam_port = 8111;
 }
 
 /* ---- answers ---- */
@@ -195,6 +197,7 @@ void s3_req_free(struct s3_req *r)
 	free(r->session);
 	filer_entry_free(r->found);
 	free(r->lookup_path);
+	s3_iam_free(r->iam);
 	free(r);
 }
 
@@ -264,8 +267,8 @@ static enum s3_err identify(struct s3_req *r, const char *access_key, const char
 {
 	if (s3_session_presented(r, access_key))
 		return s3_session_identify(r, access_key, secret, msg, msglen);
-	r->who = s3_iam_lookup(r->g->iam, access_key, secret);
-	if (!r->who && !s3_iam_is_open(r->g->iam)) {
+	r->who = s3_iam_lookup(r->iam, access_key, secret);
+	if (!r->who && !s3_iam_is_open(r->iam)) {
 		snprintf(msg, msglen, S3_MSG_UNKNOWN_KEY);
 		return S3_INVALID_ACCESS_KEY;
 	}
@@ -329,10 +332,10 @@ static bool authenticate(struct s3_req *r)
 	in.nheaders = n;
 	in.now = (int64_t)time(NULL);
 	in.region = r->g->region;
-	if (r->sts) {
-		/* botocore signs STS's body without sending its hash: the hash is then the one
-		   the signature covers (s3_sts checks the body against it) */
-		in.service = "sts";
+	if (r->sts || r->iam_call) {
+		/* botocore signs STS's and IAM's body without sending its hash: the hash is
+		   then the one the signature covers (s3_sts, s3_iam_api check the body) */
+		in.service = r->iam_call ? "iam" : "sts";
 		if (!sigv4_header_find(&in, "x-amz-content-sha256", &count) && n < ARRAY_LEN(hs)) {
 			sigv4_sha256_hex(r->in.data ? r->in.data : "", r->in.len, body_hash);
 			hs[n++] = (struct sigv4_header){"x-amz-content-sha256", body_hash};
@@ -384,7 +387,7 @@ static bool allowed(struct s3_req *r, enum s3_action act)
 		r->act = act;
 		return now != 0;
 	}
-	if (s3_iam_is_open(r->g->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
+	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)))
 		return true;
 	s3_error(r, S3_ACCESS_DENIED, "Access Denied");
 	return false;
@@ -503,6 +506,11 @@ static void body_end(http_req *req, wfs_err err, void *arg)
 	else if (err)
 		s3_error(r, S3_INCOMPLETE_BODY, "The request body was cut short");
 	if (err || !s3_body_ok(r)) {
+		/* the query protocols answer in their own form */
+		if (r->iam_call)
+			s3_iam_auth_failed(r);
+		else if (r->sts)
+			s3_sts_auth_failed(r);
 		s3_send_answer(r);
 		return;
 	}
@@ -722,7 +730,7 @@ static void route(struct s3_req *r)
 		if (m != HTTP_GET) {
 			s3_error(r, S3_METHOD_NOT_ALLOWED,
 				 "The specified method is not allowed against this resource.");
-		} else if (!r->who && !s3_iam_is_open(r->g->iam)) {
+		} else if (!r->who && !s3_iam_is_open(r->iam)) {
 			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the request is not signed");
 		} else if (!s3_session_gate(r, NULL, NULL, "s3:ListAllMyBuckets")) {
 			s3_error(r, S3_ACCESS_DENIED, "Access Denied: the session may not list buckets");
@@ -854,11 +862,58 @@ static void server_error(http_req *req, int status, const char *msg, void *ctx)
 	buf_free(&b);
 }
 
+/* A new request of g, with the identities known now. */
+static struct s3_req *req_new(struct s3_gateway *g, http_req *req)
+{
+	struct s3_req *r = xcalloc(1, sizeof(*r));
+	uint64_t id = atomic_fetch_add(&g->next_id, 1);
+
+	r->g = g;
+	r->req = req;
+	r->iam = s3_iam_store_get(g->iam_store);
+	live_add(r);
+	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
+	buf_init(&r->body);
+	buf_init(&r->in);
+	r->payload = -1;
+	r->decoded_length = -1;
+	r->head_length = -1;
+	return r;
+}
+
+/* An IAM call's body is in: authenticated with it, answered on a worker. */
+static void iam_read(struct s3_req *r)
+{
+	if (authenticate(r)) {
+		s3_submit(r, s3_iam_api);
+		return;
+	}
+	s3_iam_auth_failed(r);
+	s3_send_answer(r);
+}
+
+/* The IAM API's port: every request is a query-protocol call (POST / with a form). */
+static void iam_handler(http_req *req, void *ctx)
+{
+	struct s3_req *r = req_new(ctx, req);
+	const char *ct = http_req_header(req, "Content-Type");
+	r->iam_call = true;
+	http_req_set_route(req, "IAM");
+	if (http_req_method(req) != HTTP_POST || strcmp(http_req_path(req), "/") || !ct ||
+	    strncasecmp(ct, "application/x-www-form-urlencoded", 33)) {
+		s3_error(r, S3_INVALID_REQUEST,
+			 "IAM calls are form-encoded POSTs of / (Action=...&Version=2010-05-08)");
+		s3_iam_auth_failed(r);
+		s3_send_answer(r);
+		return;
+	}
+	read_body(r, S3_CONFIG_BODY_MAX, iam_read);
+}
+
 static void handler(http_req *req, void *ctx)
 {
 	struct s3_gateway *g = ctx;
 	struct s3_req *r;
-	uint64_t id;
 
 	/* health checks (as SeaweedFS's gateway answers them): unsigned GET /healthz only,
 	   so a signed request for a bucket called "healthz" still reaches the bucket */
@@ -867,18 +922,7 @@ static void handler(http_req *req, void *ctx)
 		http_resp_send(req, 200, "OK", 2);
 		return;
 	}
-	r = xcalloc(1, sizeof(*r));
-	id = atomic_fetch_add(&g->next_id, 1);
-
-	r->g = g;
-	r->req = req;
-	live_add(r);
-	snprintf(r->id, sizeof(r->id), "%016llX", (unsigned long long)id);
-	buf_init(&r->body);
-	buf_init(&r->in);
-	r->payload = -1;
-	r->decoded_length = -1;
-	r->head_length = -1;
+	r = req_new(g, req);
 	name_target(r);
 	http_req_set_route(req, s3_op_name(r));
 	if (http_req_method(req) == HTTP_POST && r->bucket && !r->key && is_form(req) &&
@@ -944,22 +988,19 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 1 << 20);
 	char msg[256] = "";
+	struct s3_iam *statics = NULL, *now;
+	bool open;
 
 	*err = WFS_OK;
-	g->iam = s3_iam_load(o->config, msg, sizeof(msg));
-	if (!g->iam) {
+	statics = s3_iam_load(o->config, msg, sizeof(msg));
+	if (!statics) {
 		log_error("identities: %s", msg);
 		*err = WFS_EINVAL;
 		goto fail;
 	}
 	if (o->admin_access_key && *o->admin_access_key && o->admin_secret_key &&
 	    *o->admin_secret_key)
-		s3_iam_add_admin(g->iam, "admin", o->admin_access_key, o->admin_secret_key);
-	if (s3_iam_is_open(g->iam))
-		log_warn("S3 gateway is OPEN: no identities configured (-config), so every "
-			 "request is allowed, signed or not");
-	else
-		log_info("S3 gateway: %zu identities", s3_iam_count(g->iam));
+		s3_iam_add_admin(statics, "admin", o->admin_access_key, o->admin_secret_key);
 	g->region = xstrdup(o->region && *o->region ? o->region : "us-east-1");
 	g->domains = o->domain && *o->domain ? xstrdup(o->domain) : NULL;
 	{
@@ -986,7 +1027,17 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->bc = blob_client_new_filer(o->filer,
 				      &(struct blob_client_opts){.short_circuit_off = !o->short_circuit});
 	g->work = pool_new(16, "wfs-s3-work");
-	g->sessions = s3_session_gw_new(g->filer, !s3_iam_is_open(g->iam));
+	/* the file's identities and the IAM API's users of the filer (read now, then followed) */
+	g->iam_store = s3_iam_store_new(g->filer, o->filer, statics, true);
+	now = s3_iam_store_get(g->iam_store);
+	open = s3_iam_is_open(now);
+	if (open)
+		log_warn("S3 gateway is OPEN: no identities configured (-config), so every "
+			 "request is allowed, signed or not");
+	else
+		log_info("S3 gateway: %zu identities", s3_iam_count(now));
+	s3_iam_free(now);
+	g->sessions = s3_session_gw_new(g->filer, !open);
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
@@ -1002,7 +1053,25 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	if (!g->http)
 		goto fail;
 	g->port = http_server_port(g->http);
+	if (o->iam_port) {
+		struct http_server_opts io = ho;
+		io.port = o->iam_port < 0 ? 0 : o->iam_port;
+		io.threads = 1;
+		io.thread_name = "wfs-s3-iam-loop";
+		io.metrics_prefix = NULL;
+		g->iam_http = http_server_new(&io, iam_handler, g, err);
+		if (!g->iam_http)
+			goto fail;
+		g->iam_port = http_server_port(g->iam_http);
+		if (open)
+			log_warn("IAM API: the gateway has no identity with the Admin action, so "
+				 "no one can call it");
+	}
 	http_server_start(g->http);
+	if (g->iam_http) {
+		http_server_start(g->iam_http);
+		log_info("IAM API listening on %s:%d", o->ip, g->iam_port);
+	}
 	g->lifecycle_s = o->lifecycle_s;
 	if (g->lifecycle_s > 0)
 		g->sweeper_started = !thread_start(&g->sweeper, NULL, sweeper_main, g, "wfs-s3-sweep");
@@ -1012,11 +1081,15 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 fail:
 	if (!*err)
 		*err = WFS_EINTERNAL;
+	if (!g->iam_store)
+		s3_iam_free(statics);
 	s3_stop(g);
 	return NULL;
 }
 
 int s3_port(const struct s3_gateway *g) { return g->port; }
+
+int s3_iam_port(const struct s3_gateway *g) { return g->iam_port; }
 
 int s3_make_buckets(struct s3_gateway *g, const char *csv)
 {
@@ -1054,6 +1127,7 @@ void s3_stop(struct s3_gateway *g)
 	atomic_store(&g->closing, true);
 	pool_stop(g->work);
 	metrics_server_stop(g->metrics);
+	http_server_free(g->iam_http);
 	http_server_free(g->http);
 	pool_free(g->work);
 	/* requests the loops left half done (a body still coming, an upload waiting for
@@ -1070,7 +1144,7 @@ void s3_stop(struct s3_gateway *g)
 	pthread_mutex_destroy(&g->live_mu);
 	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
-	s3_iam_free(g->iam);
+	s3_iam_store_free(g->iam_store);
 	s3_session_gw_free(g->sessions);
 	s3_bucket_cache_free(g->buckets);
 	s3_budget_free(g->upload_mem);

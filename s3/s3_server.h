@@ -24,6 +24,7 @@ struct s3_opts {
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 	int metrics_port; /* -metricsPort: /metrics and status there; 0 = none */
+	int iam_port;     /* -iam.port: the IAM API there; 0 = none, -1 = a free port */
 };
 
 void s3_opts_default(struct s3_opts *o);
@@ -32,6 +33,8 @@ struct s3_gateway;
 /* Starts the gateway; NULL with *err on failure (logged). */
 struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err);
 int s3_port(const struct s3_gateway *g);
+/* The IAM API's port, 0 when it is not served. */
+int s3_iam_port(const struct s3_gateway *g);
 /*
  * Makes the buckets named in csv (comma separated; existing ones are fine).
  * 0, or the number that could not be made (each logged). Blocks on the filer.

@@ -11,6 +11,7 @@
 #include "client/filer_rpc.h"
 #include "s3/s3_err.h"
 #include "s3/s3_session.h"
+#include "s3/xml.h"
 
 struct s3_req;
 struct s3_session_gw;
@@ -45,5 +46,18 @@ bool s3_sts_is(struct s3_req *r);
 void s3_sts_auth_failed(struct s3_req *r);
 /* Worker: answers the STS call in r->in (authenticated, service "sts"). */
 void s3_sts(struct s3_req *r);
+
+/* The query protocol's answers (STS, IAM), namespace ns_uri: any thread. */
+/* Sets r's ErrorResponse answer. */
+void s3_query_error(struct s3_req *r, const char *ns_uri, int status, const char *code,
+		    const char *msg);
+/* r's authentication failed: its S3 error answer becomes an ErrorResponse. */
+void s3_query_auth_failed(struct s3_req *r, const char *ns_uri);
+/* Opens <ActionResponse> and (result) <ActionResult>. */
+void s3_query_begin(xml_w *w, const char *ns_uri, const char *action, bool result);
+/* Closes them with the ResponseMetadata; r's answer is 200 and w is freed. */
+void s3_query_end(struct s3_req *r, xml_w *w, bool result);
+/* Whether the signature covers r's body (botocore signs its hash; open gateway: true). */
+bool s3_query_body_signed(struct s3_req *r);
 
 #endif

@@ -24,6 +24,7 @@
 #include <openssl/sha.h>
 #include "http_util.h"
 #include "log.h"
+#include "s3/query_form.h"
 #include "s3/s3_int.h"
 #include "s3/s3_session_key.h"
 #include "util.h"
@@ -31,7 +32,6 @@
 #define STS_NS         "https://sts.amazonaws.com/doc/2011-06-15/"
 #define STS_VERSION    "2011-06-15"
 #define STS_ACCOUNT    "000000000000"
-#define STS_PARAMS_MAX 32
 #define STS_POLICY_MAX 2048 /* characters, as AWS's packed policy limit */
 #define STS_ARN_MAX    2048
 
@@ -117,7 +117,7 @@ enum s3_err s3_session_identify(struct s3_req *r, const char *access_key, const 
 			 access_key);
 		st = S3_SESSION_MALFORMED;
 	}
-	if (!st && !(r->who = s3_iam_find(r->g->iam, a->s.parent))) {
+	if (!st && !(r->who = s3_iam_find(r->iam, a->s.parent))) {
 		snprintf(msg, msglen, "The identity the session belongs to (%.128s) no longer exists",
 			 a->s.parent);
 		st = S3_SESSION_MALFORMED;
@@ -159,19 +159,11 @@ bool s3_sts_is(struct s3_req *r)
 	return r->sts;
 }
 
-/* STS's error answer (the query protocol's ErrorResponse). */
-static void sts_error(struct s3_req *r, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void sts_error(struct s3_req *r, int status, const char *code, const char *fmt, ...)
+void s3_query_error(struct s3_req *r, const char *ns_uri, int status, const char *code,
+		    const char *msg)
 {
-	static const char *const ns[] = {"xmlns", STS_NS, NULL};
-	char msg[512];
-	va_list ap;
+	const char *ns[] = {"xmlns", ns_uri, NULL};
 	xml_w *w;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	buf_reset(&r->body);
 	w = xml_w_new(&r->body);
 	xml_open_attrs(w, "ErrorResponse", ns);
@@ -186,7 +178,20 @@ static void sts_error(struct s3_req *r, int status, const char *code, const char
 	r->ctype = "text/xml";
 }
 
-void s3_sts_auth_failed(struct s3_req *r)
+/* STS's error answer (the query protocol's ErrorResponse). */
+static void sts_error(struct s3_req *r, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void sts_error(struct s3_req *r, int status, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s3_query_error(r, STS_NS, status, code, msg);
+}
+
+void s3_query_auth_failed(struct s3_req *r, const char *ns_uri)
 {
 	struct xml_node *root = NULL;
 	char m[64], *code = NULL, *text = NULL;
@@ -197,97 +202,27 @@ void s3_sts_auth_failed(struct s3_req *r)
 		text = xstrdup(t ? t : "");
 	}
 	xml_free(root);
-	sts_error(r, status, code ? code : "AccessDenied", "%s", text ? text : "Access Denied");
+	s3_query_error(r, ns_uri, status, code ? code : "AccessDenied",
+		       text ? text : "Access Denied");
 	free(code);
 	free(text);
 }
 
-struct form {
-	size_t n;
-	char *name[STS_PARAMS_MAX], *value[STS_PARAMS_MAX];
-};
+void s3_sts_auth_failed(struct s3_req *r) { s3_query_auth_failed(r, STS_NS); }
 
-static void form_free(struct form *f)
+static const char *param(const struct query_form *f, const char *name)
 {
-	for (size_t i = 0; i < f->n; i++) {
-		free(f->name[i]);
-		free(f->value[i]);
-	}
-}
-
-static char *decoded(const char *s, size_t n)
-{
-	buf b = BUF_INIT;
-	if (!url_decode(s, n, true, &b)) {
-		buf_free(&b);
-		return NULL;
-	}
-	buf_append_byte(&b, '\0');
-	return b.data;
-}
-
-/* The form body's parameters: false (with an answer) when it does not decode. */
-static bool form_parse(struct s3_req *r, struct form *f)
-{
-	const char *p = r->in.data ? r->in.data : "", *end = p + r->in.len;
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
-		const char *stop = amp ? amp : end;
-		char *name, *value;
-		eq = memchr(p, '=', (size_t)(stop - p));
-		if (stop == p) {
-			p = stop + 1;
-			continue;
-		}
-		name = decoded(p, (size_t)((eq ? eq : stop) - p));
-		value = eq ? decoded(eq + 1, (size_t)(stop - eq - 1)) : xstrdup("");
-		if (!name || !value || f->n == STS_PARAMS_MAX) {
-			free(name);
-			free(value);
-			sts_error(r, 400, "InvalidParameterValue",
-				  "The form body does not decode or has more than %d parameters",
-				  STS_PARAMS_MAX);
-			return false;
-		}
-		for (size_t i = 0; i < f->n; i++) {
-			if (!strcmp(f->name[i], name)) {
-				sts_error(r, 400, "InvalidParameterValue",
-					  "Parameter %.64s is given twice", name);
-				free(name);
-				free(value);
-				return false;
-			}
-		}
-		f->name[f->n] = name;
-		f->value[f->n++] = value;
-		p = stop + 1;
-	}
-	return true;
-}
-
-static const char *param(const struct form *f, const char *name)
-{
-	for (size_t i = 0; i < f->n; i++)
-		if (!strcmp(f->name[i], name))
-			return f->value[i];
-	return NULL;
+	return query_form_get(f, name);
 }
 
 /* Whether every parameter is one of known (NULL-terminated); else an answer. */
-static bool only_params(struct s3_req *r, const struct form *f, const char *const *known)
+static bool only_params(struct s3_req *r, const struct query_form *f, const char *const *known)
 {
-	for (size_t i = 0; i < f->n; i++) {
-		bool ok = false;
-		for (size_t k = 0; known[k] && !ok; k++)
-			ok = !strcmp(known[k], f->name[i]);
-		if (!ok) {
-			sts_error(r, 400, "InvalidParameterValue",
-				  "%.64s is not supported by this gateway's %s", f->name[i],
-				  param(f, "Action"));
-			return false;
-		}
-	}
-	return true;
+	const char *bad = query_form_unknown(f, known);
+	if (bad)
+		sts_error(r, 400, "InvalidParameterValue", "%.64s is not supported by this "
+			  "gateway's %s", bad, param(f, "Action"));
+	return !bad;
 }
 
 /* RoleSessionName's characters: [\w+=,.@-], 2..64 of them. */
@@ -339,19 +274,21 @@ static bool duration_of(const char *s, int *out)
 	return v >= S3_SESSION_TTL_MIN && v <= S3_SESSION_TTL_MAX;
 }
 
-static void response_begin(xml_w *w, const char *action)
+void s3_query_begin(xml_w *w, const char *ns_uri, const char *action, bool result)
 {
-	static const char *const ns[] = {"xmlns", STS_NS, NULL};
+	const char *ns[] = {"xmlns", ns_uri, NULL};
 	char name[64];
 	snprintf(name, sizeof(name), "%sResponse", action);
 	xml_open_attrs(w, name, ns);
 	snprintf(name, sizeof(name), "%sResult", action);
-	xml_open(w, name);
+	if (result)
+		xml_open(w, name);
 }
 
-static void response_end(struct s3_req *r, xml_w *w)
+void s3_query_end(struct s3_req *r, xml_w *w, bool result)
 {
-	xml_close(w);
+	if (result)
+		xml_close(w);
 	xml_open(w, "ResponseMetadata");
 	xml_elem(w, "RequestId", r->id);
 	xml_w_free(w);
@@ -359,7 +296,14 @@ static void response_end(struct s3_req *r, xml_w *w)
 	r->ctype = "text/xml";
 }
 
-static void assume_role(struct s3_req *r, const struct form *f)
+static void response_begin(xml_w *w, const char *action)
+{
+	s3_query_begin(w, STS_NS, action, true);
+}
+
+static void response_end(struct s3_req *r, xml_w *w) { s3_query_end(r, w, true); }
+
+static void assume_role(struct s3_req *r, const struct query_form *f)
 {
 	static const char *const known[] = {"Action",          "Version", "RoleArn",
 					    "RoleSessionName", "DurationSeconds", "Policy",
@@ -440,7 +384,7 @@ static void assume_role(struct s3_req *r, const struct form *f)
 	free(c);
 }
 
-static void caller_identity(struct s3_req *r, const struct form *f)
+static void caller_identity(struct s3_req *r, const struct query_form *f)
 {
 	static const char *const known[] = {"Action", "Version", NULL};
 	const char *who = r->who ? s3_identity_name(r->who) : "anonymous";
@@ -461,8 +405,7 @@ static void caller_identity(struct s3_req *r, const struct form *f)
 	response_end(r, w);
 }
 
-/* Whether the signature covers the body (botocore's STS signs its hash). */
-static bool body_signed(struct s3_req *r)
+bool s3_query_body_signed(struct s3_req *r)
 {
 	uint8_t h[32];
 	if (!r->who)
@@ -473,14 +416,17 @@ static bool body_signed(struct s3_req *r)
 
 void s3_sts(struct s3_req *r)
 {
-	struct form f = {0};
+	struct query_form f;
 	const char *action, *version;
-	if (!body_signed(r)) {
+	char msg[128];
+	if (!s3_query_body_signed(r)) {
 		sts_error(r, 400, "InvalidRequest", "STS calls must sign their body's SHA-256");
 		return;
 	}
-	if (!form_parse(r, &f))
-		goto out;
+	if (!query_form_parse(r->in.data, r->in.len, &f, msg, sizeof(msg))) {
+		sts_error(r, 400, "InvalidParameterValue", "%s", msg);
+		return;
+	}
 	action = param(&f, "Action");
 	version = param(&f, "Version");
 	if (version && strcmp(version, STS_VERSION))
@@ -492,6 +438,5 @@ void s3_sts(struct s3_req *r)
 	else
 		sts_error(r, 400, "InvalidAction", "Action %.64s is not served by this gateway",
 			  action ? action : "(none)");
-out:
-	form_free(&f);
+	query_form_free(&f);
 }

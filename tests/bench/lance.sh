@@ -59,7 +59,7 @@ start() {
 	iport=$(free_port); lport=$(free_port)
 	"$bdir/weedfs" mini -dir="$tmp/$name" -ip=127.0.0.1 -master.port="$mport" \
 		-volume.port="$vport" -filer.port="$fport" -s3.port="$sport" -iceberg.port="$iport" \
-		-lance.port="$lport" -v=warn "$@" >"$tmp/$name.log" 2>&1 &
+		-lance.port="$lport" -iam.port=0 -v=warn "$@" >"$tmp/$name.log" 2>&1 &
 	mini_pid=$!
 	pids+=("$mini_pid")
 }

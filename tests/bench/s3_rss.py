@@ -85,7 +85,7 @@ def main():
                 '"secretKey": "%s"}], "actions": ["Admin"]}]}' % (AK, SK))
     gw = subprocess.Popen([weedfs, "s3", "-ip=127.0.0.1", "-port=%d" % sp,
                            "-filer=127.0.0.1:%d" % fp, "-config=" + cfg, "-iceberg.port=0",
-                           "-lance.port=0"],
+                           "-lance.port=0", "-iam.port=0"],
                           stdout=open(d + "/s3.log", "w"), stderr=subprocess.STDOUT, env=env)
     wait_port(sp)
     host = "127.0.0.1:%d" % sp

@@ -101,7 +101,7 @@ mport=$(free_port) vport=$(free_port) fport=$(free_port) s3port=$(free_port)
 AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk S3_BUCKET=$bucket \
 	"$bdir/weedfs" mini -dir="$tmp/mini" -ip=127.0.0.1 -master.port="$mport" \
 	-volume.port="$vport" -filer.port="$fport" -s3.port="$s3port" -mount.dir="$wmnt" \
-	-iceberg.port=0 -lance.port=0 -v=warn ${MINI_OPTS:-} >"$tmp/mini.log" 2>&1 &
+	-iceberg.port=0 -lance.port=0 -iam.port=0 -v=warn ${MINI_OPTS:-} >"$tmp/mini.log" 2>&1 &
 mini_pid=$!
 
 cat >"$tmp/weed-s3.json" <<EOF

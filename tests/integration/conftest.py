@@ -267,7 +267,7 @@ class Cluster:
 
     def mini(self, extra=()):
         mport, vport, fport, sport = free_port(), free_port(), free_port(), free_port()
-        cport, lport = free_port(), free_port()
+        cport, lport, iport = free_port(), free_port(), free_port()
         d = self._dir("mini")
         args = [
             "mini",
@@ -279,11 +279,12 @@ class Cluster:
             "-s3.port=%d" % sport,
             "-iceberg.port=%d" % cport,
             "-lance.port=%d" % lport,
+            "-iam.port=%d" % iport,
         ] + list(extra)
         m = Daemon("mini-%d" % mport, args, d, "127.0.0.1:%d" % mport,
                    extra_urls=["127.0.0.1:%d" % vport, "127.0.0.1:%d" % fport])
         m.port, m.volume_port, m.filer_port, m.s3_port, m.dir = mport, vport, fport, sport, d
-        m.catalog_port, m.lance_port = cport, lport
+        m.catalog_port, m.lance_port, m.iam_port = cport, lport, iport
         self.daemons.append(m)
         return m.start()
 

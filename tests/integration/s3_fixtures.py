@@ -26,17 +26,18 @@ IDENTITIES = {"identities": [
 
 
 def start_gateway(cluster, filer, config=None, extra=()):
-    port, cport, lport = free_port(), free_port(), free_port()
+    port, cport, lport, iport = free_port(), free_port(), free_port(), free_port()
     d = cluster._dir("s3")
     args = ["s3", "-ip=127.0.0.1", "-port=%d" % port, "-filer=%s" % filer.url,
-            "-iceberg.port=%d" % cport, "-lance.port=%d" % lport] + list(extra)
+            "-iceberg.port=%d" % cport, "-lance.port=%d" % lport,
+            "-iam.port=%d" % iport] + list(extra)
     if config is not None:
         path = d / "identities.json"
         d.mkdir(parents=True, exist_ok=True)
         path.write_text(config if isinstance(config, str) else json.dumps(config))
         args.append("-config=%s" % path)
     g = Daemon("s3-%d" % port, args, d, "127.0.0.1:%d" % port)
-    g.catalog_port, g.lance_port = cport, lport
+    g.catalog_port, g.lance_port, g.iam_port = cport, lport, iport
     cluster.daemons.append(g)
     return g
 

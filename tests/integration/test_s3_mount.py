@@ -29,7 +29,7 @@ def _mini_mounted(tmp):
     args = ["mini", "-dir=%s" % (tmp / "data"), "-ip=127.0.0.1",
             "-master.port=%d" % free_port(), "-volume.port=%d" % free_port(),
             "-filer.port=%d" % fport, "-pulseSeconds=1", "-s3.port=%d" % s3port,
-            "-mount.dir=%s" % mnt]
+            "-iam.port=%d" % free_port(), "-mount.dir=%s" % mnt]
     mini = Daemon("mini-s3-mount", args, tmp, "127.0.0.1:%d" % fport)
     saved = {k: os.environ.pop(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
              if k in os.environ}  # an open gateway: no admin identity from the environment

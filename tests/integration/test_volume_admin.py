@@ -458,7 +458,7 @@ def test_bad_dir_exits(tmp_path):
         assert "Read-only file system" in out, out
         # mini: its volume directory under -dir
         mini = ["mini", "-ip=127.0.0.1"] + ["-%s.port=%d" % (s, free_port()) for s in
-                                            ("master", "volume", "filer", "s3", "iceberg",
+                                            ("master", "volume", "filer", "s3", "iceberg", "iam",
                                              "lance")]
         rc, out = _start_fails(mini + ["-dir=%s" % ro], timeout=60)
         assert rc != 0 and str(ro) in out, out

@@ -1,7 +1,10 @@
-/* S3 identities (s3/s3_iam.h): parsing, lookups and grants. */
+/* S3 identities (s3/s3_iam.h): parsing, lookups and grants; the IAM API's stored users
+   (s3/s3_iam_user.h), their merge and policies, and query forms (s3/query_form.h). */
 #include "config.h"
 #include <string.h>
+#include "s3/query_form.h"
 #include "s3/s3_iam.h"
+#include "s3/s3_iam_user.h"
 #include "tap.h"
 #include "util.h"
 
@@ -111,9 +114,114 @@ static void test_bad_documents(void)
 	}
 }
 
+#define AK_A "AKIAAAAAAAAAAAAAAAAA"
+#define AK_B "AKIABBBBBBBBBBBBBBBB"
+#define SK40 "0123456789012345678901234567890123456789"
+
+static void test_stored_users(void)
+{
+	static const char doc[] =
+		"{\"name\":\"carol\",\"id\":\"AIDAX\",\"created\":\"2026-01-01T00:00:00Z\","
+		"\"keys\":[{\"accessKey\":\"" AK_A "\",\"secretKey\":\"" SK40 "\","
+		"\"status\":\"Active\",\"created\":\"\"},"
+		"{\"accessKey\":\"" AK_B "\",\"secretKey\":\"" SK40 "\","
+		"\"status\":\"Inactive\"}],"
+		"\"policies\":[{\"name\":\"p\",\"document\":\"{\\\"Statement\\\":"
+		"{\\\"Effect\\\":\\\"Allow\\\",\\\"Action\\\":\\\"s3:GetObject\\\","
+		"\\\"Resource\\\":\\\"arn:aws:s3:::pub/*\\\"}}\"}]}";
+	struct s3_iam_user u, again;
+	struct s3_iam *base, *set;
+	const struct s3_identity *id;
+	const char *secret;
+	char msg[256] = "";
+	buf b = BUF_INIT;
+
+	ok(s3_iam_user_parse(doc, strlen(doc), &u, msg, sizeof(msg)), "a stored user parses (%s)",
+	   msg);
+	ok(u.n_keys == 2 && u.keys[0].active && !u.keys[1].active && u.n_pols == 1,
+	   "its keys, their status and its policy");
+	s3_iam_user_write(&u, &b);
+	ok(s3_iam_user_parse(b.data, b.len, &again, msg, sizeof(msg)) &&
+		   !strcmp(again.name, "carol") && again.n_keys == 2 &&
+		   !strcmp(again.pol_doc[0], u.pol_doc[0]),
+	   "written back, it reads back the same");
+	s3_iam_user_clear(&again);
+	buf_free(&b);
+
+	base = parse("{\"identities\":[{\"name\":\"carol2\",\"credentials\":[{\"accessKey\":"
+		     "\"AKF\",\"secretKey\":\"f\"}],\"actions\":[\"Admin\"]}]}",
+		     msg, sizeof(msg));
+	set = s3_iam_clone(base);
+	ok(s3_iam_add_user(set, &u, msg, sizeof(msg)), "the user joins the file's identities");
+	id = s3_iam_lookup(set, AK_A, &secret);
+	ok(id && s3_identity_stored(id) && s3_identity_has_policies(id) &&
+		   !strcmp(secret, SK40),
+	   "its active key finds it");
+	ok(!s3_iam_lookup(set, AK_B, &secret), "its inactive key is not known");
+	ok(id && !s3_identity_allows(id, S3_ACT_READ, "pub"), "it has no grants of its own");
+	if (id) {
+		struct policy_request pr = {.action = "s3:GetObject",
+					    .resource = "arn:aws:s3:::pub/k"};
+		ok(s3_identity_policy_eval(id, &pr) == POLICY_ALLOW, "its policy allows pub/k");
+		pr.resource = "arn:aws:s3:::other/k";
+		ok(s3_identity_policy_eval(id, &pr) == POLICY_NO_MATCH, "and nothing else");
+	}
+	ok(s3_iam_lookup(set, "AKF", &secret) && !s3_iam_lookup(base, AK_A, &secret),
+	   "the clone keeps the file's identities; the file's set is unchanged");
+	snprintf(u.name, sizeof(u.name), "carol2");
+	ok(!s3_iam_add_user(set, &u, msg, sizeof(msg)) && strstr(msg, "identities file"),
+	   "a name of the file's is refused: the file wins");
+	s3_iam_free(s3_iam_ref(set));
+	ok(s3_iam_count(set) == 2, "a reference dropped leaves the set to its other holder");
+	s3_iam_free(set);
+	s3_iam_free(base);
+	s3_iam_user_clear(&u);
+
+	static const char *const bad[] = {
+		"{\"name\":\"a/b\"}",
+		"{\"name\":\"a\",\"keys\":[{\"accessKey\":\"short\",\"secretKey\":\"" SK40
+		"\",\"status\":\"Active\"}]}",
+		"{\"name\":\"a\",\"keys\":[{\"accessKey\":\"" AK_A "\",\"secretKey\":\"" SK40
+		"\",\"status\":\"Maybe\"}]}",
+		"{\"name\":\"a\",\"policies\":[{\"name\":\"p\",\"document\":\"{}\"}]}",
+		"{\"name\":\"a\",\"policies\":[{\"name\":\"p\",\"document\":\"{\\\"Statement\\\":"
+		"{\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":\\\"*\\\","
+		"\\\"Action\\\":\\\"s3:*\\\",\\\"Resource\\\":\\\"*\\\"}}\"}]}",
+		"[1]",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		msg[0] = '\0';
+		ok(!s3_iam_user_parse(bad[i], strlen(bad[i]), &u, msg, sizeof(msg)) && msg[0],
+		   "refused with a reason: %s (%s)", bad[i], msg);
+		s3_iam_user_clear(&u);
+	}
+}
+
+static void test_query_form(void)
+{
+	struct query_form f;
+	char msg[128] = "";
+	static const char *const known[] = {"Action", "Version", NULL};
+	const char *body = "Action=PutUserPolicy&&PolicyDocument=%7B%22a%22%3A+1%7D&Version=x";
+
+	ok(query_form_parse(body, strlen(body), &f, msg, sizeof(msg)) && f.n == 3,
+	   "three pairs, the empty one skipped");
+	ok(!strcmp(query_form_get(&f, "PolicyDocument"), "{\"a\": 1}"),
+	   "values decoded, + a space");
+	ok(!strcmp(query_form_unknown(&f, known), "PolicyDocument"), "an unknown parameter named");
+	query_form_free(&f);
+	ok(!query_form_parse("a=1&a=2", 7, &f, msg, sizeof(msg)) && strstr(msg, "twice") && !f.n,
+	   "a repeated name is refused");
+	ok(!query_form_parse("a=%zz", 5, &f, msg, sizeof(msg)) && !f.n, "a bad escape is refused");
+	ok(s3_iam_name_ok("a+b=c,d.e@f_g-h") && !s3_iam_name_ok("") && !s3_iam_name_ok("a b"),
+	   "IAM's name characters");
+}
+
 int main(void)
 {
 	test_grants();
 	test_bad_documents();
+	test_stored_users();
+	test_query_form();
 	return done_testing();
 }
