@@ -87,8 +87,10 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 			       ? filer_meta_entry_answer(body, len, r->lookup_path, &r->found, NULL)
 			       : filer_rpc_answer_err(status, body, len);
 	e = r->found;
+	/* an encrypted object may need the filer's master key: the worker reads it */
 	if (r->lookup_rc || !S_ISREG(e->attr.mode) ||
-	    !(head || e->has_content || e->attr.size == 0)) {
+	    !(head || e->has_content || e->attr.size == 0) ||
+	    filer_entry_xattr_get(e, "s3.sse")) {
 		s3_submit(r, run);
 		return;
 	}

@@ -116,6 +116,8 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 		return get ? "s3:GetBucketVersioning" : "s3:PutBucketVersioning";
 	if (has(r, "cors"))
 		return get ? "s3:GetBucketCORS" : "s3:PutBucketCORS";
+	if (has(r, "encryption"))
+		return get ? "s3:GetEncryptionConfiguration" : "s3:PutEncryptionConfiguration";
 	if (has(r, "lifecycle"))
 		return get ? "s3:GetLifecycleConfiguration" : "s3:PutLifecycleConfiguration";
 	if (has(r, "tagging"))

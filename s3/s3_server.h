@@ -24,6 +24,9 @@ struct s3_opts {
 	/* an admin identity added to the file's (weedfs mini's environment); NULL: none */
 	const char *admin_access_key, *admin_secret_key;
 	int metrics_port; /* -metricsPort: /metrics and status there; 0 = none */
+	/* -sse.keyFile: SSE-S3 master keys (NULL: generated, kept in the filer);
+	   -sse.kmsKeys: the SSE-KMS key store (NULL: none) (s3_sse.h) */
+	const char *sse_key_file, *sse_kms_keys;
 };
 
 void s3_opts_default(struct s3_opts *o);
