@@ -473,8 +473,16 @@ void s3_get_object_attributes(struct s3_req *r)
 			 "retrieved is either missing or empty");
 		return;
 	}
+	struct s3_sse *sse = NULL;
+
 	if (!parts_window(r, &max_parts, &marker) || !(e = object_lookup(r)))
 		return;
+	/* S3 asks an SSE-C object's key here too, though no byte is read */
+	if (!s3_sse_for_read(r, e, false, &sse)) {
+		filer_entry_free(e);
+		return;
+	}
+	s3_sse_free(sse);
 	s3_etag(e, etag);
 	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
 	s3_header(r, "Last-Modified", when);

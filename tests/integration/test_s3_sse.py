@@ -302,6 +302,9 @@ def test_multipart_encrypted(gw, mode):
                        Body=parts[0]) == "InvalidRequest"
         assert code_of(s3.upload_part, Bucket="enc", Key=key, UploadId=uid, PartNumber=1,
                        Body=parts[0], **sse_c(OTHER)) == "AccessDenied"
+    # a part uploaded again replaces the first (with an IV of its own)
+    s3.upload_part(Bucket="enc", Key=key, UploadId=uid, PartNumber=1, Body=marked(5 * MIB, "x"),
+                   **part_extra)
     etags = []
     for i, p in enumerate(parts, 1):
         r = s3.upload_part(Bucket="enc", Key=key, UploadId=uid, PartNumber=i, Body=p,
@@ -317,7 +320,16 @@ def test_multipart_encrypted(gw, mode):
     rng = s3.get_object(Bucket="enc", Key=key, Range="bytes=%d-%d" % (a, b), **part_extra)
     assert rng["Body"].read() == data[a:b + 1]
     h = s3.head_object(Bucket="enc", Key=key, **part_extra)
+    # (botocore does not encode this operation's key: it is sent as given, base64)
+    attrs = s3.get_object_attributes(
+        Bucket="enc", Key=key, ObjectAttributes=["ObjectSize"],
+        **({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": b64(CKEY),
+            "SSECustomerKeyMD5": md5_b64(CKEY)} if mode == "c" else {}))
+    assert attrs["ObjectSize"] == len(data)
     if mode == "c":
+        assert code_of(s3.get_object_attributes, Bucket="enc", Key=key,
+                       ObjectAttributes=["ObjectSize"]) == "InvalidRequest"
+
         assert h["SSECustomerKeyMD5"] == md5_b64(CKEY)
         assert code_of(s3.get_object, Bucket="enc", Key=key) == "InvalidRequest"
     else:
@@ -384,6 +396,29 @@ def test_master_key_shared_by_gateways(gw, module_cluster):
     s3b = client(g2, AK, SK)
     assert s3b.get_object(Bucket="enc", Key="mk/shared")["Body"].read() == b"shared secret"
     g2.stop()
+
+
+def test_master_key_generated_once_by_racing_gateways(module_cluster):
+    """Two gateways of a fresh cluster both need the key at once: one key is made, and
+    each reads what the other wrote."""
+    import concurrent.futures
+    _, filer = start_mini_with_filer(module_cluster)
+    gs = [start_gateway(module_cluster, filer, IDENTITIES).start() for _ in range(2)]
+    cs = [client(g, AK, SK) for g in gs]
+    cs[0].create_bucket(Bucket="race")
+
+    def put(i):
+        cs[i % 2].put_object(Bucket="race", Key="k%d" % i, Body=b"v%d" % i,
+                             ServerSideEncryption="AES256")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(put, range(16)))
+    for i in range(16):
+        assert cs[(i + 1) % 2].get_object(Bucket="race", Key="k%d" % i)["Body"].read() == \
+            b"v%d" % i
+    keys = filer.get("/etc/s3/sse-master.keys").content.decode()
+    assert len(keys.strip().splitlines()) == 1
+    for g in gs:
+        g.stop()
 
 
 def test_master_key_file_rotation(gw, module_cluster, tmp_path):
