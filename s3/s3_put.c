@@ -627,7 +627,8 @@ static bool commit_on_loop(struct s3_put *p)
 	bool ok;
 	buf body;
 
-	if (p->form || p->upload_id || p->sse || p->cond.if_absent || p->cond.if_match ||
+	if (p->form || p->upload_id || (p->sse && !s3_sse_write_ready(p->g, p->sse)) ||
+	    p->cond.if_absent || p->cond.if_match ||
 	    p->fill.len > p->g->inline_max || chunk_writer_size(p->cw) ||
 	    http_req_header(r->req, "Origin") || !(c = s3_loop_filer(r)) ||
 	    !s3_bucket_peek(p->g, r->bucket, &b) || !b)
@@ -641,6 +642,8 @@ static bool commit_on_loop(struct s3_put *p)
 	if (!err)
 		err = chunk_writer_finish(p->cw, &none, &nn); /* inline: no chunks */
 	ok = !err && digests_ok(p, p->md5_hex, p->cksum);
+	if (ok && p->sse) /* its key is at hand (s3_sse_write_ready): no I/O */
+		ok = s3_sse_seal(r, p->sse, p->meta.e);
 	if (err)
 		s3_error(r, S3_INTERNAL, "could not store the object: %s", wfs_strerror(err));
 	if (ok) {

@@ -31,6 +31,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,19 @@ struct named_key {
 	uint8_t k[32];
 };
 
+/* One reading of the master keys. Published whole and never changed or freed while the
+   gateway runs, so any thread (a loop too) reads the current one without a lock. */
+struct key_set {
+	struct named_key *v; /* [0] is current */
+	size_t n;
+	struct key_set *older; /* the sets it replaced (freed with the keys) */
+};
+
 struct s3_sse_keys {
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* serializes the filer's reads */
 	filer_rpc *filer;
-	bool from_file;           /* -sse.keyFile: never the filer's */
-	struct named_key *master; /* [0] is current; protected by mu */
-	size_t n_master;
+	bool from_file; /* -sse.keyFile: never the filer's */
+	_Atomic(struct key_set *) master; /* NULL until loaded */
 	struct named_key *kms;
 	size_t n_kms;
 	char *kms_default; /* NULL: the first key */
@@ -196,11 +204,16 @@ struct s3_sse_keys *s3_sse_keys_new(const char *key_file, const char *kms_file,
 
 	pthread_mutex_init(&k->mu, NULL);
 	k->filer = filer;
+	atomic_init(&k->master, NULL);
 	if (key_file && *key_file) {
+		struct key_set *ks = xcalloc(1, sizeof(*ks));
 		k->from_file = true;
 		ok = read_file(key_file, &b, msg, msglen) &&
-		     parse_master(b.data ? b.data : "", b.len, &k->master, &k->n_master, msg,
-				  msglen);
+		     parse_master(b.data ? b.data : "", b.len, &ks->v, &ks->n, msg, msglen);
+		if (ok)
+			atomic_store(&k->master, ks);
+		else
+			free(ks);
 		buf_reset(&b);
 	}
 	if (ok && kms_file && *kms_file)
@@ -223,18 +236,21 @@ void s3_sse_keys_free(struct s3_sse_keys *k)
 {
 	if (!k)
 		return;
-	if (k->master)
-		OPENSSL_cleanse(k->master, k->n_master * sizeof(*k->master));
+	for (struct key_set *ks = atomic_load(&k->master), *next; ks; ks = next) {
+		next = ks->older;
+		OPENSSL_cleanse(ks->v, ks->n * sizeof(*ks->v));
+		free(ks->v);
+		free(ks);
+	}
 	if (k->kms)
 		OPENSSL_cleanse(k->kms, k->n_kms * sizeof(*k->kms));
-	free(k->master);
 	free(k->kms);
 	free(k->kms_default);
 	pthread_mutex_destroy(&k->mu);
 	free(k);
 }
 
-/* Reads (or first makes) the filer's master key file. k->mu held. Worker. */
+/* Reads (or first makes) the filer's master key file and publishes it. k->mu held. Worker. */
 static wfs_err load_filer_keys(struct s3_sse_keys *k)
 {
 	struct filer_entry *e = NULL;
@@ -281,12 +297,22 @@ static wfs_err load_filer_keys(struct s3_sse_keys *k)
 		return WFS_EINVAL;
 	}
 	filer_entry_free(e);
-	if (k->master)
-		OPENSSL_cleanse(k->master, k->n_master * sizeof(*k->master));
-	free(k->master);
-	k->master = v;
-	k->n_master = n;
+	struct key_set *ks = xcalloc(1, sizeof(*ks));
+	ks->v = v;
+	ks->n = n;
+	ks->older = atomic_load(&k->master);
+	atomic_store(&k->master, ks);
 	return WFS_OK;
+}
+
+/* The loaded master key named id (NULL: the current one) into *out, without I/O or a lock. */
+static bool master_peek(struct s3_sse_keys *k, const char *id, struct named_key *out)
+{
+	const struct key_set *ks = atomic_load(&k->master);
+	const struct named_key *f = !ks ? NULL : id ? find_key(ks->v, ks->n, id) : &ks->v[0];
+	if (f)
+		*out = *f;
+	return f != NULL;
 }
 
 /*
@@ -295,17 +321,20 @@ static wfs_err load_filer_keys(struct s3_sse_keys *k)
  */
 static wfs_err master_key(struct s3_sse_keys *k, const char *id, struct named_key *out)
 {
-	const struct named_key *f;
+	bool found;
 	wfs_err rc = WFS_OK;
 
+	if (master_peek(k, id, out))
+		return WFS_OK;
+	if (k->from_file)
+		return WFS_ENOENT;
 	pthread_mutex_lock(&k->mu);
-	f = !k->n_master ? NULL : id ? find_key(k->master, k->n_master, id) : &k->master[0];
-	if (!f && !k->from_file && (rc = load_filer_keys(k)) == WFS_OK)
-		f = id ? find_key(k->master, k->n_master, id) : &k->master[0];
-	if (f)
-		*out = *f;
+	/* another worker may have read it meanwhile */
+	found = master_peek(k, id, out);
+	if (!found && (rc = load_filer_keys(k)) == WFS_OK)
+		found = master_peek(k, id, out);
 	pthread_mutex_unlock(&k->mu);
-	return f ? WFS_OK : rc ? rc : WFS_ENOENT;
+	return found ? WFS_OK : rc ? rc : WFS_ENOENT;
 }
 
 /* ---- crypto ---- */
@@ -834,6 +863,31 @@ void s3_get_encryption(struct s3_req *r)
 void s3_delete_encryption(struct s3_req *r)
 {
 	s3_bucket_config_remove(r, S3_XATTR_ENCRYPTION, "removing the encryption configuration");
+}
+
+/* ---- what a loop thread may do ---- */
+
+bool s3_sse_write_ready(struct s3_gateway *g, const struct s3_sse *s)
+{
+	struct named_key k;
+	bool ok = s->mode != S3_SSE_S3 || master_peek(g->sse, NULL, &k);
+	OPENSSL_cleanse(&k, sizeof(k));
+	return ok;
+}
+
+bool s3_sse_read_ready(struct s3_gateway *g, const struct filer_entry *e)
+{
+	char mode[16], kid[S3_SSE_KID_MAX + 1];
+	struct named_key k;
+	bool ok;
+
+	xattr_str(e, X_MODE, mode, sizeof(mode));
+	if (strcmp(mode, "AES256"))
+		return true;
+	xattr_str(e, X_KID, kid, sizeof(kid));
+	ok = master_peek(g->sse, kid, &k);
+	OPENSSL_cleanse(&k, sizeof(k));
+	return ok;
 }
 
 /* ---- multipart uploads ---- */

@@ -86,6 +86,14 @@ bool s3_sse_for_read(struct s3_req *r, const struct filer_entry *e, bool copy_so
  */
 void s3_sse_crypt(const struct s3_sse *s, uint64_t off, void *data, size_t n);
 
+/*
+ * Whether s3_sse_seal of s (a write's), or s3_sse_for_read of the stored
+ * entry e, can run without filer I/O or waiting for a lock: SSE-C and KMS
+ * always, SSE-S3 once its master key is loaded. Any thread (the loop's fast
+ * paths ask).
+ */
+bool s3_sse_write_ready(struct s3_gateway *g, const struct s3_sse *s);
+bool s3_sse_read_ready(struct s3_gateway *g, const struct filer_entry *e);
 /* A part of an upload: a new IV for the data key the upload's s3_sse_for_read gave. */
 bool s3_sse_fresh_iv(struct s3_sse *s);
 /*
