@@ -485,3 +485,43 @@ def test_awscli_sse_c_and_bucket_encryption(gw, tmp_path):
     assert s3.get_object(Bucket="clidflt", Key="big")["Body"].read() == data
     raw = raw_needles(mini, filer, "/buckets/clidflt/big")
     assert b"PLAINTEXT-awscli" not in raw
+
+
+# ---- versions and ranged part copies ----
+
+def test_versions_keep_their_encryption(gw):
+    mini, filer, g, s3 = gw
+    s3.create_bucket(Bucket="encver")
+    s3.put_bucket_versioning(Bucket="encver", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="encver", Key="k", Body=b"first, SSE-C", **sse_c())["VersionId"]
+    v2 = s3.put_object(Bucket="encver", Key="k", Body=b"second, SSE-S3",
+                       ServerSideEncryption="AES256")["VersionId"]
+    assert s3.get_object(Bucket="encver", Key="k")["Body"].read() == b"second, SSE-S3"
+    assert code_of(s3.get_object, Bucket="encver", Key="k", VersionId=v1) == "InvalidRequest"
+    old = s3.get_object(Bucket="encver", Key="k", VersionId=v1, **sse_c())
+    assert old["Body"].read() == b"first, SSE-C"
+    assert s3.head_object(Bucket="encver", Key="k", VersionId=v2)["ServerSideEncryption"] == \
+        "AES256"
+
+
+def test_upload_part_copy_range_across_source_parts(gw):
+    """A copy-source range of an encrypted multipart source spanning its two parts."""
+    mini, filer, g, s3 = gw
+    parts = [marked(5 * MIB, "rng1"), marked(2 * MIB, "rng2")]
+    up = s3.create_multipart_upload(Bucket="enc", Key="rng/src", ServerSideEncryption="AES256")
+    et = [s3.upload_part(Bucket="enc", Key="rng/src", UploadId=up["UploadId"], PartNumber=i,
+                         Body=p)["ETag"] for i, p in enumerate(parts, 1)]
+    s3.complete_multipart_upload(Bucket="enc", Key="rng/src", UploadId=up["UploadId"],
+                                 MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e}
+                                                            for i, e in enumerate(et)]})
+    data = b"".join(parts)
+    a, b = 5 * MIB - 1000, 5 * MIB + 999
+    up2 = s3.create_multipart_upload(Bucket="enc", Key="rng/dst", ServerSideEncryption="aws:kms")
+    p1 = s3.upload_part_copy(Bucket="enc", Key="rng/dst", UploadId=up2["UploadId"],
+                             PartNumber=1, CopySource="enc/rng/src",
+                             CopySourceRange="bytes=%d-%d" % (a, b))
+    s3.complete_multipart_upload(Bucket="enc", Key="rng/dst", UploadId=up2["UploadId"],
+                                 MultipartUpload={"Parts": [
+                                     {"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]}]})
+    got = s3.get_object(Bucket="enc", Key="rng/dst")
+    assert got["Body"].read() == data[a:b + 1] and got["ServerSideEncryption"] == "aws:kms"
