@@ -80,6 +80,7 @@ struct s3_put {
 	struct s3_sse *sse;
 	uint64_t enc_off;  /* the plaintext offset of the next byte stored */
 	bool sse_pending;  /* the bucket's default (or the upload's mode) is read on a worker */
+	bool post_sse_read; /* PostObject: the bucket's default was read (by the first job) */
 };
 
 static void put_free(struct s3_put *p)
@@ -371,9 +372,35 @@ static bool prepare(struct s3_put *p)
 
 static void pump(struct s3_put *p);
 
+/*
+ * PostObject: the bucket's default encryption, read by the first job (a
+ * worker: the form's fields came on the loop, which cannot wait for the
+ * filer). A refusal is r's answer (p->answered).
+ */
+static wfs_err post_sse(struct s3_put *p)
+{
+	struct filer_entry *b = NULL;
+	wfs_err rc;
+
+	p->post_sse_read = true;
+	rc = s3_bucket_lookup(p->g, p->r->bucket, &b);
+	if (rc == WFS_ENOENT)
+		return WFS_OK; /* the commit answers NoSuchBucket */
+	if (!rc && !s3_sse_for_write(p->r, b, &p->sse)) {
+		p->answered = true;
+		rc = WFS_EINVAL;
+	}
+	filer_entry_free(b);
+	return rc;
+}
+
 /* Hashes and stores n body bytes, in body order. */
 static wfs_err store(struct s3_put *p, const void *data, size_t n)
 {
+	wfs_err rc;
+
+	if (p->form && !p->post_sse_read && (rc = post_sse(p)))
+		return rc;
 	if (!n)
 		return WFS_OK;
 	md5_update(&p->md5, data, n);
@@ -546,11 +573,13 @@ static void job_commit(void *arg)
 	buf_reset(&p->wbuf);
 	if (!err)
 		err = chunk_writer_finish(p->cw, &chunks, &n);
-	if (err)
-		s3_error(r, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
-			 wfs_strerror(err));
-	else if (!commit(p, chunks, n))
+	if (err) {
+		if (!p->answered) /* else r holds post_sse's refusal */
+			s3_error(r, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
+				 wfs_strerror(err));
+	} else if (!commit(p, chunks, n)) {
 		s3_free_chunks(r->g, chunks, n); /* stored but not referenced */
+	}
 	filer_chunks_free(chunks, n);
 	s3_cors_answer(r);
 	http_req_defer(r->req, respond, p);

@@ -525,3 +525,23 @@ def test_upload_part_copy_range_across_source_parts(gw):
                                      {"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]}]})
     got = s3.get_object(Bucket="enc", Key="rng/dst")
     assert got["Body"].read() == data[a:b + 1] and got["ServerSideEncryption"] == "aws:kms"
+
+
+def test_post_object_under_bucket_default(gw):
+    """A browser form upload into a bucket with default encryption is encrypted too."""
+    mini, filer, g, s3 = gw
+    s3.create_bucket(Bucket="encpost")
+    s3.put_bucket_encryption(Bucket="encpost", ServerSideEncryptionConfiguration={
+        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]})
+    for key, body in [("small", marked(3000, "post-small")), ("big", marked(3 * MIB, "post-big"))]:
+        post = s3.generate_presigned_post("encpost", key, ExpiresIn=300)
+        r = requests.post(post["url"], data=post["fields"], files={"file": body}, timeout=30)
+        assert r.status_code in (200, 204), r.text
+        h = s3.head_object(Bucket="encpost", Key=key)
+        assert h["ServerSideEncryption"] == "aws:kms" and h["SSEKMSKeyId"] == "app-key-2"
+        assert s3.get_object(Bucket="encpost", Key=key)["Body"].read() == body
+        assert b"PLAINTEXT-post" not in filer.get("/buckets/encpost/" + key).content
+    post = s3.generate_presigned_post("enc", "post-plain", ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": b"plain form"}, timeout=30)
+    assert r.status_code in (200, 204)
+    assert filer.get("/buckets/enc/post-plain").content == b"plain form"
