@@ -188,6 +188,11 @@ static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
 		{"aws:UserAgent", "User-Agent"},
 		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
 		{"s3:x-amz-copy-source", "x-amz-copy-source"},
+		{"s3:x-amz-server-side-encryption", "x-amz-server-side-encryption"},
+		{"s3:x-amz-server-side-encryption-aws-kms-key-id",
+		 "x-amz-server-side-encryption-aws-kms-key-id"},
+		{"s3:x-amz-server-side-encryption-customer-algorithm",
+		 "x-amz-server-side-encryption-customer-algorithm"},
 	};
 	size_t n = 0;
 	const char *v;

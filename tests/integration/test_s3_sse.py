@@ -545,3 +545,21 @@ def test_post_object_under_bucket_default(gw):
     r = requests.post(post["url"], data=post["fields"], files={"file": b"plain form"}, timeout=30)
     assert r.status_code in (200, 204)
     assert filer.get("/buckets/enc/post-plain").content == b"plain form"
+
+
+def test_policy_condition_on_encryption(gw):
+    """A bucket policy that refuses writes not asking for SSE-S3, through the
+    s3:x-amz-server-side-encryption condition key (bob writes only by the policy)."""
+    mini, filer, g, s3 = gw
+    s3.create_bucket(Bucket="encpol")
+    s3.put_bucket_policy(Bucket="encpol", Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:PutObject",
+             "Resource": "arn:aws:s3:::encpol/*",
+             "Condition": {"StringEquals": {"s3:x-amz-server-side-encryption": "AES256"}}}]}))
+    bob = client(g, "AKBOB", "bob-secret")
+    r = bob.put_object(Bucket="encpol", Key="ok", Body=b"x", ServerSideEncryption="AES256")
+    assert r["ServerSideEncryption"] == "AES256"
+    assert code_of(bob.put_object, Bucket="encpol", Key="kms", Body=b"x",
+                   ServerSideEncryption="aws:kms") == "AccessDenied"
+    assert code_of(bob.put_object, Bucket="encpol", Key="plain", Body=b"x") == "AccessDenied"
