@@ -304,7 +304,7 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 		char msg[128];
 		const struct bucket_policy *p = policy_parsed(bucket, (const char *)x->value,
 							      x->value_len, msg, sizeof(msg));
-		struct policy_kv kv[16];
+		struct policy_kv kv[24]; /* the fixed keys, and every query and header key */
 		char *resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 				     : xasprintf("arn:aws:s3:::%s", bucket);
 		struct policy_request pr = {
