@@ -96,7 +96,7 @@ struct s3_req {
 	void (*run)(struct s3_req *r);     /* on a worker */
 	void (*on_loop)(struct s3_req *r); /* set by run: takes over the answer on the loop */
 	struct chunk_stream *stream;       /* GetObject's bytes */
-	struct s3_sse *sse;                /* GetObject: decrypts the stream's pieces; freed with r */
+	struct s3_sse *sse;                /* GetObject: decrypts the pieces; freed with r */
 	/* authorization on a bucket waits for the worker, where its policy is read */
 	bool authorize;
 	enum s3_action act; /* the grant the identity needs (without a policy's Allow) */

@@ -110,7 +110,8 @@ static bool parse_master(const char *text, size_t len, struct named_key **out, s
 		if (line[0] == '#' || strspn(line, " \t\r") == strlen(line))
 			continue;
 		if (sscanf(line, "%128s %79s", id, hex) != 2 || strlen(hex) != 64) {
-			ok = msg_fail(msg, msglen, "a master key line is not \"<id> <64 hex digits>\"");
+			ok = msg_fail(msg, msglen,
+				      "a master key line is not \"<id> <64 hex digits>\"");
 			break;
 		}
 		for (size_t i = 0; i < 32 && ok; i++) {
@@ -780,12 +781,14 @@ bool s3_sse_for_read(struct s3_req *r, const struct filer_entry *e, bool copy_so
 		else if (s->mode == S3_SSE_KMS)
 			f = find_key(r->g->sse->kms, r->g->sse->n_kms, s->kid);
 		wrap_aad(s, aad);
-		if (!f || !xattr_hex(e, X_DK, s->wrapped, 60) || !unwrap(f->k, aad, s->wrapped, s->key)) {
+		if (!f || !xattr_hex(e, X_DK, s->wrapped, 60) ||
+		    !unwrap(f->k, aad, s->wrapped, s->key)) {
 			if (f == &k)
 				OPENSSL_cleanse(&k, sizeof(k));
 			if (rc == WFS_EUNAVAIL || rc == WFS_ETIMEDOUT)
 				s3_error(r, S3_SERVICE_UNAVAILABLE,
-					 "The SSE-S3 master key is not available: %s", wfs_strerror(rc));
+					 "The SSE-S3 master key is not available: %s",
+					 wfs_strerror(rc));
 			else if (s->mode == S3_SSE_KMS && !f)
 				s3_error(r, S3_KMS_NOT_FOUND, "Invalid keyId '%.128s'", s->kid);
 			else
@@ -910,7 +913,8 @@ bool s3_sse_inherit(struct s3_req *r, const struct filer_entry *dir,
 		if (!x || x->value_len != 16) {
 			buf_free(&ivs);
 			s3_error(r, S3_INVALID_PART,
-				 "Part %zu of this encrypted upload was not stored encrypted", i + 1);
+				 "Part %zu of this encrypted upload was not stored encrypted",
+				 i + 1);
 			return false;
 		}
 		if (i)
