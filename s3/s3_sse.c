@@ -70,6 +70,19 @@
 	"The object was stored using a form of Server Side Encryption. The correct parameters " \
 	"must be provided to retrieve the object."
 
+/* How one object is (to be) encrypted: its mode, data key and parts' IVs. */
+struct s3_sse {
+	enum s3_sse_mode mode;
+	uint8_t key[32];             /* the data key (SSE-C: the customer's) */
+	char kid[S3_SSE_KID_MAX + 1]; /* S3/KMS: the wrapping key's id */
+	char cmd5[32];               /* SSE-C: the key's MD5, base64 */
+	uint8_t wrapped[60];         /* S3/KMS: nonce, wrapped key, tag */
+	bool have_wrapped;
+	size_t n_iv;
+	uint8_t (*iv)[8]; /* one per part */
+	uint64_t *part_off; /* n_iv + 1 part boundaries (plaintext offsets) */
+};
+
 struct named_key {
 	char id[S3_SSE_KID_MAX + 1];
 	uint8_t k[32];

@@ -43,18 +43,8 @@ struct s3_sse_keys *s3_sse_keys_new(const char *key_file, const char *kms_file,
 				    struct filer_rpc *filer, char *msg, size_t msglen);
 void s3_sse_keys_free(struct s3_sse_keys *k);
 
-/* How one object is (to be) encrypted: its mode, data key and parts' IVs. */
-struct s3_sse {
-	enum s3_sse_mode mode;
-	uint8_t key[32];             /* the data key (SSE-C: the customer's) */
-	char kid[S3_SSE_KID_MAX + 1]; /* S3/KMS: the wrapping key's id */
-	char cmd5[32];               /* SSE-C: the key's MD5, base64 */
-	uint8_t wrapped[60];         /* S3/KMS: nonce, wrapped key, tag */
-	bool have_wrapped;
-	size_t n_iv;
-	uint8_t (*iv)[8]; /* one per part */
-	uint64_t *part_off; /* n_iv + 1 part boundaries (plaintext offsets) */
-};
+/* How one object is (to be) encrypted: its mode, data key and parts' IVs (opaque). */
+struct s3_sse;
 void s3_sse_free(struct s3_sse *s);
 
 /*
