@@ -319,6 +319,8 @@ def test_multipart_encrypted(gw, mode):
     a, b = 5 * MIB - 100, 5 * MIB + 100
     rng = s3.get_object(Bucket="enc", Key=key, Range="bytes=%d-%d" % (a, b), **part_extra)
     assert rng["Body"].read() == data[a:b + 1]
+    assert s3.get_object(Bucket="enc", Key=key, PartNumber=2, **part_extra)["Body"].read() \
+        == parts[1]
     h = s3.head_object(Bucket="enc", Key=key, **part_extra)
     # (botocore does not encode this operation's key: it is sent as given, base64)
     attrs = s3.get_object_attributes(
