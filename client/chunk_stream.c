@@ -161,6 +161,8 @@ static void fetch_run(void *arg)
 {
 	struct slot *sl = arg;
 	sl->err = chunk_piece_fetch(sl->s->bc, &sl->p, &sl->data);
+	if (!sl->err && sl->s->ops->transform)
+		sl->s->ops->transform(sl->s->owner, sl->p.file_offset, sl->data.data, sl->data.len);
 	http_req_defer(sl->s->req, piece_done, sl);
 }
 

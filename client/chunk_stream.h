@@ -47,6 +47,9 @@ struct chunk_stream_ops {
 	 * after done returns. Loop thread.
 	 */
 	void (*done)(void *owner, wfs_err err, uint64_t err_pos, bool started);
+	/* Optional: rewrites a fetched piece (len bytes at file offset off) in place before it
+	   is written, e.g. decrypts it. I/O worker. */
+	void (*transform)(void *owner, uint64_t off, void *data, size_t len);
 };
 
 typedef struct chunk_stream chunk_stream;

@@ -57,6 +57,11 @@ int s3_main(int argc, char **argv)
 		 "Lance Namespace REST catalog port, 0: none"},
 		{"iceberg.s3Endpoint", FLAG_STRING, &s3_endpoint,
 		 "the S3 endpoint the catalogs give clients (default http://<ip>:<port>)"},
+		{"sse.keyFile", FLAG_STRING, &o.sse_key_file,
+		 "SSE-S3 master keys, lines \"<id> <64 hex digits>\", the first current "
+		 "(none: one generated and kept in the filer)"},
+		{"sse.kmsKeys", FLAG_STRING, &o.sse_kms_keys,
+		 "SSE-KMS key store (JSON: {\"default\": id, \"keys\": {id: base64 key}})"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "serve /metrics and the status page on this port (0 = none)"},
 		{"iam.port", FLAG_INT, &o.iam_port,

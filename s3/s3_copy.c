@@ -29,6 +29,7 @@
 #include "md5.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
+#include "s3/s3_sse.h"
 #include "util.h"
 
 struct source {
@@ -181,14 +182,29 @@ struct copy_sink {
 	chunk_writer *cw;
 	struct md5_ctx md5;
 	struct s3_cksum_ctx ck; /* alg NONE: no checksum wanted */
+	/* encryption: the source's bytes are decrypted, the copy's encrypted (NULL: none) */
+	const struct s3_sse *src, *dst;
+	uint64_t src_off, dst_off; /* plaintext offsets of the next bytes */
+	buf scratch;               /* the bytes between the two */
 };
 
 static wfs_err sink(void *arg, const void *data, size_t len)
 {
 	struct copy_sink *k = arg;
+	if (k->src || k->dst) {
+		buf_reset(&k->scratch);
+		buf_append(&k->scratch, data, len);
+		data = k->scratch.data;
+		if (k->src)
+			s3_sse_crypt(k->src, k->src_off, k->scratch.data, len);
+		k->src_off += len;
+	}
 	md5_update(&k->md5, data, len);
 	if (k->ck.alg)
 		s3_cksum_update(&k->ck, data, len);
+	if (k->dst)
+		s3_sse_crypt(k->dst, k->dst_off, k->scratch.data, len);
+	k->dst_off += len;
 	return chunk_writer_write(k->cw, data, len);
 }
 
@@ -200,10 +216,11 @@ static wfs_err sink(void *arg, const void *data, size_t len)
 static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline,
 		       struct filer_meta_new *nw, struct filer_chunk **chunks, size_t *n,
 		       chunk_writer **cwp, char md5_hex[33], enum s3_cksum alg,
-		       char cksum[S3_CKSUM_B64_SIZE])
+		       char cksum[S3_CKSUM_B64_SIZE], const struct s3_sse *src,
+		       const struct s3_sse *dst)
 {
 	struct chunk_writer_opts wo = {.chunk_size = r->g->chunk_size};
-	struct copy_sink k = {0};
+	struct copy_sink k = {.src = src, .dst = dst, .src_off = s->start};
 	unsigned char sum[MD5_SIZE];
 	const uint8_t *data;
 	size_t len;
@@ -225,6 +242,7 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 				 s->len, sink, &k);
 	if (!err)
 		err = chunk_writer_finish(k.cw, chunks, n);
+	buf_free(&k.scratch);
 	md5_final(&k.md5, sum);
 	if (err) {
 		s3_cksum_clear(&k.ck);
@@ -273,7 +291,8 @@ static bool copy_tags(struct s3_req *r, struct s3_meta *m, const struct filer_en
  * Where the copy goes: the object, or a part; sets *upload_id and *part_alg
  * (the upload's checksum algorithm) for parts. NULL: r answered.
  */
-static char *copy_target(struct s3_req *r, const char **upload_id, enum s3_cksum *part_alg)
+static char *copy_target(struct s3_req *r, const char **upload_id, enum s3_cksum *part_alg,
+			 struct s3_sse **sse)
 {
 	struct filer_entry *dir = NULL;
 	const char *pn = http_req_query(r->req, "partNumber");
@@ -301,6 +320,13 @@ static char *copy_target(struct s3_req *r, const char **upload_id, enum s3_cksum
 		return NULL;
 	}
 	*part_alg = s3_upload_checksum(dir);
+	/* the part is encrypted as its upload is, with an IV of its own */
+	if (!s3_sse_for_read(r, dir, false, sse) || (*sse && !s3_sse_fresh_iv(*sse))) {
+		if (!r->status)
+			s3_error(r, S3_INTERNAL, "no randomness for an IV");
+		free(path);
+		path = NULL;
+	}
 	filer_entry_free(dir);
 	return path;
 }
@@ -336,6 +362,8 @@ void s3_copy_object(struct s3_req *r)
 	char md5_hex[33], etag[36], when[32], cksum[S3_CKSUM_B64_SIZE], *path = NULL;
 	enum s3_cksum alg = S3_CKSUM_NONE;
 	bool replace = dir && !strcasecmp(dir, "REPLACE"), committed = false;
+	struct s3_sse *src_sse = NULL, *dst_sse = NULL;
+	struct filer_entry *bucket = NULL;
 	size_t n = 0;
 	wfs_err rc;
 	xml_w *w;
@@ -344,11 +372,21 @@ void s3_copy_object(struct s3_req *r)
 		s3_error(r, S3_INVALID_ARGUMENT, "Unknown metadata directive.");
 		return;
 	}
-	path = copy_target(r, &upload_id, &alg);
+	path = copy_target(r, &upload_id, &alg, &dst_sse);
 	if (!path || (!upload_id && !s3_cond_read(r, &c)) || !source_open(r, &s, upload_id) ||
-	    (!upload_id && !copy_checksum(r, &s, &alg)))
+	    (!upload_id && !copy_checksum(r, &s, &alg)) ||
+	    !s3_sse_for_read(r, s.e, true, &src_sse))
 		goto out;
-	if (!upload_id && !replace && !strcmp(s.path, path)) {
+	/* a copy is encrypted as the request asks, else as the bucket's default says */
+	if (!upload_id) {
+		if (!s3_sse_requested(r) && (rc = s3_bucket_lookup(r->g, r->bucket, &bucket))) {
+			s3_filer_error(r, rc, "reading the bucket's encryption");
+			goto out;
+		}
+		if (!s3_sse_for_write(r, bucket, &dst_sse))
+			goto out;
+	}
+	if (!upload_id && !replace && !strcmp(s.path, path) && !s3_sse_requested(r)) {
 		s3_error(r, S3_INVALID_REQUEST,
 			 "This copy request is illegal because it is trying to copy an object to "
 			 "itself without changing the object's metadata, storage class, website "
@@ -369,7 +407,9 @@ void s3_copy_object(struct s3_req *r)
 	if (!upload_id && !copy_tags(r, &m, s.e))
 		goto out;
 	if (!s3_cond_check(r, path, &c) ||
-	    !copy_bytes(r, &s, !upload_id, &nw, &chunks, &n, &cw, md5_hex, alg, cksum))
+	    !copy_bytes(r, &s, !upload_id, &nw, &chunks, &n, &cw, md5_hex, alg, cksum, src_sse,
+			dst_sse) ||
+	    (dst_sse && !s3_sse_seal(r, dst_sse, m.e)))
 		goto out;
 	nw.mode = S_IFREG | 0644;
 	nw.time_ns = (int64_t)time_now_ns();
@@ -401,7 +441,11 @@ void s3_copy_object(struct s3_req *r)
 			xml_elem(w, "ChecksumType", "FULL_OBJECT");
 	}
 	s3_xml_ok(r, w);
+	s3_sse_headers(r, dst_sse);
 out:
+	s3_sse_free(src_sse);
+	s3_sse_free(dst_sse);
+	filer_entry_free(bucket);
 	if (!committed && n)
 		s3_free_chunks(r->g, chunks, n); /* stored, referenced by nothing */
 	filer_chunks_free(chunks, n);

@@ -45,6 +45,7 @@
 	X(S3_INVALID_TOKEN, "InvalidToken", 403)                               \
 	X(S3_INVALID_URI, "InvalidURI", 400)                                   \
 	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                             \
+	X(S3_KMS_NOT_FOUND, "KMS.NotFoundException", 400)                      \
 	X(S3_MALFORMED_XML, "MalformedXML", 400)                               \
 	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                      \
 	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                  \
@@ -65,6 +66,7 @@
 	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \
 	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
 	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \
+	X(S3_NO_SSE_CONFIG, "ServerSideEncryptionConfigurationNotFoundError", 404) \
 	X(S3_NOT_IMPLEMENTED, "NotImplemented", 501)                           \
 	X(S3_PRECONDITION_FAILED, "PreconditionFailed", 412)                   \
 	X(S3_REQUEST_TIME_SKEWED, "RequestTimeTooSkewed", 403)                 \

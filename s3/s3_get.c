@@ -33,6 +33,7 @@
 #include "log.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
+#include "s3/s3_sse.h"
 #include "util.h"
 
 /* Query parameters of a GET that override the answer's headers (presigned links use them). */
@@ -219,10 +220,19 @@ static void stream_done(void *owner, wfs_err err, uint64_t err_pos, bool started
 	s3_req_free(r);
 }
 
+/* An encrypted object's piece, decrypted on the worker that fetched it. */
+static void stream_decrypt(void *owner, uint64_t off, void *data, size_t len)
+{
+	struct s3_req *r = owner;
+	if (r->sse)
+		s3_sse_crypt(r->sse, off, data, len);
+}
+
 static const struct chunk_stream_ops stream_ops = {
 	.submit = stream_submit,
 	.head = stream_head,
 	.done = stream_done,
+	.transform = stream_decrypt,
 };
 
 static void stream_start(struct s3_req *r) { chunk_stream_start(r->stream); }
@@ -323,6 +333,11 @@ static void object_read(struct s3_req *r, bool head)
 
 	if (!part_param(r, &part) || !(e = object_lookup(r)))
 		return;
+	if (!s3_sse_for_read(r, e, false, &r->sse)) {
+		filer_entry_free(e);
+		return;
+	}
+	s3_sse_headers(r, r->sse);
 	s3_etag(e, etag);
 	mtime = (time_t)(e->attr.mtime_ns / 1000000000);
 	http_date_format(mtime, when, sizeof(when));
@@ -352,8 +367,12 @@ static void object_read(struct s3_req *r, bool head)
 	r->status = partial ? 206 : 200;
 	if (head)
 		r->head_length = (int64_t)rg.len;
-	else if (e->has_content && rg.len)
+	else if (e->has_content && rg.len) {
 		buf_append(&r->body, e->content + rg.start, (size_t)rg.len); /* inline bytes */
+		if (r->sse)
+			s3_sse_crypt(r->sse, rg.start, r->body.data + r->body.len - rg.len,
+				     (size_t)rg.len);
+	}
 	else if (!e->has_content && rg.len)
 		plan_stream(r, e, rg);
 out:
@@ -454,8 +473,16 @@ void s3_get_object_attributes(struct s3_req *r)
 			 "retrieved is either missing or empty");
 		return;
 	}
+	struct s3_sse *sse = NULL;
+
 	if (!parts_window(r, &max_parts, &marker) || !(e = object_lookup(r)))
 		return;
+	/* S3 asks an SSE-C object's key here too, though no byte is read */
+	if (!s3_sse_for_read(r, e, false, &sse)) {
+		filer_entry_free(e);
+		return;
+	}
+	s3_sse_free(sse);
 	s3_etag(e, etag);
 	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
 	s3_header(r, "Last-Modified", when);

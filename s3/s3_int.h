@@ -38,6 +38,8 @@ struct s3_iam_store;
 struct s3_budget;
 struct s3_session_auth;
 struct s3_session_gw;
+struct s3_sse;
+struct s3_sse_keys;
 
 struct s3_gateway {
 	char *ip, *filer_addr;          /* -ip, -filer: for the status page */
@@ -67,6 +69,7 @@ struct s3_gateway {
 	pthread_mutex_t live_mu;
 	struct s3_req *live; /* requests not answered yet (protected by live_mu) */
 	struct s3_session_gw *sessions; /* session credentials (s3_session_gw.h) */
+	struct s3_sse_keys *sse;        /* encryption keys (s3_sse.h) */
 };
 
 /* One request, from its head to its answer. */
@@ -98,6 +101,7 @@ struct s3_req {
 	void (*run)(struct s3_req *r);     /* on a worker */
 	void (*on_loop)(struct s3_req *r); /* set by run: takes over the answer on the loop */
 	struct chunk_stream *stream;       /* GetObject's bytes */
+	struct s3_sse *sse;                /* GetObject: decrypts the pieces; freed with r */
 	/* authorization on a bucket waits for the worker, where its policy is read */
 	bool authorize;
 	enum s3_action act; /* the grant the identity needs (without a policy's Allow) */

@@ -24,6 +24,7 @@
 #include "http_loop_client.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_sse.h"
 #include "util.h"
 
 /* Bounds the lookup's answer: an entry with a long chunk list (a 5 TiB object's is ~60 MB)
@@ -87,8 +88,9 @@ static void looked_up(void *arg, wfs_err err, int status, const char *body, size
 			       ? filer_meta_entry_answer(body, len, r->lookup_path, &r->found, NULL)
 			       : filer_rpc_answer_err(status, body, len);
 	e = r->found;
+	/* an encrypted object may need the filer's master key read: the worker reads it */
 	if (r->lookup_rc || !S_ISREG(e->attr.mode) ||
-	    !(head || e->has_content || e->attr.size == 0)) {
+	    !(head || e->has_content || e->attr.size == 0) || !s3_sse_read_ready(r->g, e)) {
 		s3_submit(r, run);
 		return;
 	}

@@ -25,6 +25,7 @@ static const struct subres bucket_subres[] = {
 	{"lifecycle", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration",
 	 "DeleteBucketLifecycle", NULL},
 	{"cors", "GetBucketCors", "PutBucketCors", "DeleteBucketCors", NULL},
+	{"encryption", "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", NULL},
 	{"versioning", "GetBucketVersioning", "PutBucketVersioning", NULL, NULL},
 	{"policyStatus", "GetBucketPolicyStatus", NULL, NULL, NULL},
 	{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", NULL},

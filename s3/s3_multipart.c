@@ -44,6 +44,7 @@
 #include "client/filer_meta.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
+#include "s3/s3_sse.h"
 #include "util.h"
 
 #define UPLOAD_ID_LEN 32
@@ -198,6 +199,8 @@ void s3_create_multipart(struct s3_req *r)
 	enum s3_cksum a = s3_cksum_from_name(alg);
 	bool full = false;
 	char *path = s3_object_path(r->bucket, r->key), *dir = NULL;
+	struct filer_entry *bucket = NULL;
+	struct s3_sse *sse = NULL;
 	uint8_t rnd[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
 	xml_w *w;
@@ -234,6 +237,13 @@ void s3_create_multipart(struct s3_req *r)
 	}
 	if (!s3_meta_from_request(r, &m) || !s3_bucket_exists(r))
 		goto out;
+	/* the upload's encryption decides its parts' (the data key is wrapped once, here) */
+	if (!s3_sse_requested(r) && (rc = s3_bucket_lookup(r->g, r->bucket, &bucket))) {
+		s3_filer_error(r, rc, "reading the bucket's encryption");
+		goto out;
+	}
+	if (!s3_sse_for_write(r, bucket, &sse) || (sse && !s3_sse_seal(r, sse, m.e)))
+		goto out;
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		s3_error(r, S3_INTERNAL, "no randomness for an upload id");
 		goto out;
@@ -263,12 +273,15 @@ void s3_create_multipart(struct s3_req *r)
 	xml_elem(w, "Key", r->key);
 	xml_elem(w, "UploadId", id);
 	s3_xml_ok(r, w);
+	s3_sse_headers(r, sse);
 	if (a) {
 		s3_header(r, "x-amz-checksum-algorithm", s3_cksum_name(a));
 		s3_header(r, "x-amz-checksum-type", type_name(full));
 	}
 out:
 	s3_meta_free(&m);
+	s3_sse_free(sse);
+	filer_entry_free(bucket);
 	free(dir);
 	free(path);
 }
@@ -622,6 +635,22 @@ void s3_complete_multipart(struct s3_req *r)
 	m.e = filer_entry_new("/", "object");
 	s3_meta_from_entry(&m, dir);
 	s3_lock_inherit(m.e, dir);
+	{
+		size_t np = 0;
+		const struct filer_entry **in_order =
+			xcalloc(xml_count(root, "Part") + 1, sizeof(*in_order));
+		bool ok;
+		xml_foreach(part, root, "Part")
+		{
+			uint32_t num = 0;
+			parse_u32(xml_child_text(part, "PartNumber"), &num);
+			in_order[np++] = part_find(&stored, num);
+		}
+		ok = s3_sse_inherit(r, dir, in_order, np, m.e);
+		free(in_order);
+		if (!ok)
+			goto out;
+	}
 	ctype = xattr_str(dir, X_CTYPE);
 	nw.mode = S_IFREG | 0644;
 	nw.time_ns = (int64_t)time_now_ns();
@@ -663,6 +692,7 @@ void s3_complete_multipart(struct s3_req *r)
 		snprintf(q, sizeof(q), "\"%s\"", etag);
 		xml_elem(w, "ETag", q);
 	}
+	s3_sse_stored_headers(r, dir);
 	if (sum.alg) {
 		char elem[32];
 		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(sum.alg));

@@ -116,6 +116,8 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 		return get ? "s3:GetBucketVersioning" : "s3:PutBucketVersioning";
 	if (has(r, "cors"))
 		return get ? "s3:GetBucketCORS" : "s3:PutBucketCORS";
+	if (has(r, "encryption"))
+		return get ? "s3:GetEncryptionConfiguration" : "s3:PutEncryptionConfiguration";
 	if (has(r, "lifecycle"))
 		return get ? "s3:GetLifecycleConfiguration" : "s3:PutLifecycleConfiguration";
 	if (has(r, "tagging"))
@@ -186,6 +188,11 @@ static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
 		{"aws:UserAgent", "User-Agent"},
 		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
 		{"s3:x-amz-copy-source", "x-amz-copy-source"},
+		{"s3:x-amz-server-side-encryption", "x-amz-server-side-encryption"},
+		{"s3:x-amz-server-side-encryption-aws-kms-key-id",
+		 "x-amz-server-side-encryption-aws-kms-key-id"},
+		{"s3:x-amz-server-side-encryption-customer-algorithm",
+		 "x-amz-server-side-encryption-customer-algorithm"},
 	};
 	size_t n = 0;
 	const char *v;
@@ -297,7 +304,7 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 		char msg[128];
 		const struct bucket_policy *p = policy_parsed(bucket, (const char *)x->value,
 							      x->value_len, msg, sizeof(msg));
-		struct policy_kv kv[16];
+		struct policy_kv kv[24]; /* the fixed keys, and every query and header key */
 		char *resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 				     : xasprintf("arn:aws:s3:::%s", bucket);
 		struct policy_request pr = {

@@ -43,6 +43,7 @@
 #include "s3/aws_chunked.h"
 #include "s3/s3_int.h"
 #include "s3/s3_meta.h"
+#include "s3/s3_sse.h"
 #include "util.h"
 
 #define PIECE (1u << 20)
@@ -75,6 +76,11 @@ struct s3_put {
 	/* the commit: the entry (its bytes or chunks borrowed) and the answer's digests */
 	struct filer_meta_new nw;
 	char md5_hex[33], cksum[S3_CKSUM_B64_SIZE];
+	/* encryption (s3_sse.h): bytes are encrypted after hashing; NULL: none */
+	struct s3_sse *sse;
+	uint64_t enc_off;  /* the plaintext offset of the next byte stored */
+	bool sse_pending;  /* the bucket's default (or the upload's mode) is read on a worker */
+	bool post_sse_read; /* PostObject: the bucket's default was read (by the first job) */
 };
 
 static void put_free(struct s3_put *p)
@@ -93,6 +99,7 @@ static void put_free(struct s3_put *p)
 	s3_cond_free(&p->cond);
 	free(p->upload_id);
 	s3_form_free(p->form);
+	s3_sse_free(p->sse);
 	free(p);
 }
 
@@ -249,9 +256,6 @@ static bool body_form(struct s3_put *p, enum s3_cksum trailer)
 static bool unsupported(struct s3_req *r)
 {
 	static const char *const refused[] = {
-		"x-amz-server-side-encryption",
-		"x-amz-server-side-encryption-customer-algorithm",
-		"x-amz-server-side-encryption-aws-kms-key-id",
 		"x-amz-website-redirect-location",
 	};
 	for (size_t i = 0; i < ARRAY_LEN(refused); i++)
@@ -319,6 +323,32 @@ static bool start_writer(struct s3_put *p, bool may_inline)
 	return true;
 }
 
+/*
+ * The object's encryption: the request's headers decide, else the bucket's
+ * default when its entry is cached; otherwise (and for a part, whose
+ * upload decides) sse_pending: a worker reads it before the body streams.
+ */
+static bool sse_choose(struct s3_put *p)
+{
+	struct s3_req *r = p->r;
+	struct filer_entry *b = NULL;
+	bool ok;
+
+	if (p->upload_id) {
+		p->sse_pending = true;
+		return true;
+	}
+	if (s3_sse_requested(r))
+		return s3_sse_for_write(r, NULL, &p->sse);
+	if (!s3_bucket_peek(p->g, r->bucket, &b)) {
+		p->sse_pending = true;
+		return true;
+	}
+	ok = s3_sse_for_write(r, b, &p->sse);
+	filer_entry_free(b);
+	return ok;
+}
+
 static bool prepare(struct s3_put *p)
 {
 	struct s3_req *r = p->r;
@@ -332,6 +362,8 @@ static bool prepare(struct s3_put *p)
 		return false;
 	if (p->upload_id)
 		p->meta.e = filer_entry_new("/", "part");
+	if (!sse_choose(p))
+		return false;
 	/* parts become chunks of the object: never inline */
 	return start_writer(p, !p->upload_id);
 }
@@ -340,9 +372,35 @@ static bool prepare(struct s3_put *p)
 
 static void pump(struct s3_put *p);
 
+/*
+ * PostObject: the bucket's default encryption, read by the first job (a
+ * worker: the form's fields came on the loop, which cannot wait for the
+ * filer). A refusal is r's answer (p->answered).
+ */
+static wfs_err post_sse(struct s3_put *p)
+{
+	struct filer_entry *b = NULL;
+	wfs_err rc;
+
+	p->post_sse_read = true;
+	rc = s3_bucket_lookup(p->g, p->r->bucket, &b);
+	if (rc == WFS_ENOENT)
+		return WFS_OK; /* the commit answers NoSuchBucket */
+	if (!rc && !s3_sse_for_write(p->r, b, &p->sse)) {
+		p->answered = true;
+		rc = WFS_EINVAL;
+	}
+	filer_entry_free(b);
+	return rc;
+}
+
 /* Hashes and stores n body bytes, in body order. */
 static wfs_err store(struct s3_put *p, const void *data, size_t n)
 {
+	wfs_err rc;
+
+	if (p->form && !p->post_sse_read && (rc = post_sse(p)))
+		return rc;
 	if (!n)
 		return WFS_OK;
 	md5_update(&p->md5, data, n);
@@ -350,6 +408,10 @@ static wfs_err store(struct s3_put *p, const void *data, size_t n)
 		EVP_DigestUpdate(p->sha256, data, n);
 	if (p->ck.alg)
 		s3_cksum_update(&p->ck, data, n);
+	if (p->sse) { /* data is p's own fill or wbuf: encrypted in place once hashed */
+		s3_sse_crypt(p->sse, p->enc_off, (void *)data, n);
+		p->enc_off += n;
+	}
 	return chunk_writer_write(p->cw, data, n);
 }
 
@@ -464,6 +526,7 @@ static void answer_stored(struct s3_put *p)
 		s3_post_answer(r, p->form, etag);
 	if (p->ck_alg)
 		s3_header(r, s3_cksum_header(p->ck_alg), p->cksum);
+	s3_sse_headers(r, p->sse);
 }
 
 /* Commits the entry of the stored body: true when it is visible. */
@@ -479,6 +542,8 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 	if (!digests_ok(p, p->md5_hex, p->cksum) || !s3_cond_check(r, p->path, &p->cond))
 		return false;
 	if (p->upload_id && !s3_upload_check(r, p->upload_id, NULL))
+		return false;
+	if (p->sse && !s3_sse_seal(r, p->sse, p->meta.e))
 		return false;
 	entry_build(p, chunks, n);
 	if (p->upload_id) {
@@ -508,11 +573,13 @@ static void job_commit(void *arg)
 	buf_reset(&p->wbuf);
 	if (!err)
 		err = chunk_writer_finish(p->cw, &chunks, &n);
-	if (err)
-		s3_error(r, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
-			 wfs_strerror(err));
-	else if (!commit(p, chunks, n))
+	if (err) {
+		if (!p->answered) /* else r holds post_sse's refusal */
+			s3_error(r, S3_SERVICE_UNAVAILABLE, "could not store the object: %s",
+				 wfs_strerror(err));
+	} else if (!commit(p, chunks, n)) {
 		s3_free_chunks(r->g, chunks, n); /* stored but not referenced */
+	}
 	filer_chunks_free(chunks, n);
 	s3_cors_answer(r);
 	http_req_defer(r->req, respond, p);
@@ -589,7 +656,8 @@ static bool commit_on_loop(struct s3_put *p)
 	bool ok;
 	buf body;
 
-	if (p->form || p->upload_id || p->cond.if_absent || p->cond.if_match ||
+	if (p->form || p->upload_id || (p->sse && !s3_sse_write_ready(p->g, p->sse)) ||
+	    p->cond.if_absent || p->cond.if_match ||
 	    p->fill.len > p->g->inline_max || chunk_writer_size(p->cw) ||
 	    http_req_header(r->req, "Origin") || !(c = s3_loop_filer(r)) ||
 	    !s3_bucket_peek(p->g, r->bucket, &b) || !b)
@@ -603,6 +671,8 @@ static bool commit_on_loop(struct s3_put *p)
 	if (!err)
 		err = chunk_writer_finish(p->cw, &none, &nn); /* inline: no chunks */
 	ok = !err && digests_ok(p, p->md5_hex, p->cksum);
+	if (ok && p->sse) /* its key is at hand (s3_sse_write_ready): no I/O */
+		ok = s3_sse_seal(r, p->sse, p->meta.e);
 	if (err)
 		s3_error(r, S3_INTERNAL, "could not store the object: %s", wfs_strerror(err));
 	if (ok) {
@@ -762,6 +832,48 @@ static void reserve_then_stream(struct s3_put *p, int64_t payload)
 		body_start(p->r->req, p);
 }
 
+/* The encryption read on the worker is in: the body may come (or r answers). Loop thread. */
+static void sse_known(http_req *req, void *arg)
+{
+	struct s3_put *p = arg;
+	(void)req;
+	if (p->r->status) {
+		respond(req, p);
+		return;
+	}
+	reserve_then_stream(p, p->r->decoded_length >= 0 ? p->r->decoded_length
+							 : http_req_content_length(p->r->req));
+}
+
+/*
+ * sse_pending: a PUT's bucket default encryption from the bucket's entry, or
+ * a part's from its upload's directory (the part then gets its own IV and,
+ * for SSE-C, the request must carry the upload's key). Worker.
+ */
+static void job_sse(void *arg)
+{
+	struct s3_put *p = arg;
+	struct s3_req *r = p->r;
+	struct filer_entry *e = NULL;
+	wfs_err rc;
+
+	if (!p->upload_id) {
+		rc = s3_bucket_lookup(p->g, r->bucket, &e);
+		if (rc && rc != WFS_ENOENT)
+			s3_filer_error(r, rc, "reading the bucket's encryption");
+		else
+			(void)s3_sse_for_write(r, rc ? NULL : e, &p->sse);
+	} else {
+		if (s3_upload_check(r, p->upload_id, &e) &&
+		    s3_sse_for_read(r, e, false, &p->sse) && p->sse &&
+		    !s3_sse_fresh_iv(p->sse)) {
+			s3_error(r, S3_INTERNAL, "no randomness for an IV");
+		}
+	}
+	filer_entry_free(e);
+	http_req_defer(r->req, sse_known, p);
+}
+
 /* PutObject and UploadPart: the target comes from the query. */
 void s3_put_object(struct s3_req *r)
 {
@@ -773,6 +885,10 @@ void s3_put_object(struct s3_req *r)
 	if (!prepare(p)) {
 		s3_send_answer(r);
 		put_free(p);
+		return;
+	}
+	if (p->sse_pending) {
+		pool_submit(p->g->work, job_sse, p);
 		return;
 	}
 	reserve_then_stream(p, r->decoded_length >= 0 ? r->decoded_length

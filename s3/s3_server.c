@@ -34,6 +34,7 @@
 #include "metrics.h"
 #include "s3/s3_iam_store.h"
 #include "s3/s3_int.h"
+#include "s3/s3_sse.h"
 #include "s3/s3_session_gw.h"
 #include "s3/sigv2.h"
 #include "s3/sigv4.h"
@@ -196,6 +197,7 @@ void s3_req_free(struct s3_req *r)
 		OPENSSL_cleanse(r->session, sizeof(*r->session));
 	free(r->session);
 	filer_entry_free(r->found);
+	s3_sse_free(r->sse);
 	free(r->lookup_path);
 	s3_iam_free(r->iam);
 	free(r);
@@ -462,6 +464,7 @@ static const char *unsupported_param(const struct s3_req *r)
 		"tagging",
 		"attributes",
 		"cors",
+		"encryption",
 		"lifecycle",
 		"versioning",
 		"versions",
@@ -562,6 +565,7 @@ static void delete_objects_read(struct s3_req *r) { s3_submit(r, delete_objects)
 static void complete_read(struct s3_req *r) { s3_submit(r, s3_complete_multipart); }
 static void lifecycle_read(struct s3_req *r) { s3_submit(r, s3_put_lifecycle); }
 static void cors_read(struct s3_req *r) { s3_submit(r, s3_put_cors); }
+static void encryption_read(struct s3_req *r) { s3_submit(r, s3_put_encryption); }
 static void tagging_read(struct s3_req *r) { s3_submit(r, s3_put_tagging); }
 static void versioning_read(struct s3_req *r) { s3_submit(r, s3_put_versioning); }
 static void policy_read(struct s3_req *r) { s3_submit(r, s3_put_policy); }
@@ -761,6 +765,9 @@ static void route(struct s3_req *r)
 		return;
 	} else if (http_req_query(r->req, "cors")) {
 		route_config(r, m, cors_read, s3_get_cors, s3_delete_cors);
+		return;
+	} else if (http_req_query(r->req, "encryption")) {
+		route_config(r, m, encryption_read, s3_get_encryption, s3_delete_encryption);
 		return;
 	} else if (http_req_query(r->req, "versioning")) {
 		route_config(r, m, versioning_read, s3_get_versioning, NULL);
@@ -1038,6 +1045,12 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 		log_info("S3 gateway: %zu identities", s3_iam_count(now));
 	s3_iam_free(now);
 	g->sessions = s3_session_gw_new(g->filer, !open);
+	g->sse = s3_sse_keys_new(o->sse_key_file, o->sse_kms_keys, g->filer, msg, sizeof(msg));
+	if (!g->sse) {
+		log_error("encryption keys: %s", msg);
+		*err = WFS_EINVAL;
+		goto fail;
+	}
 	ho.host = o->ip;
 	ho.port = o->port;
 	ho.threads = o->threads;
@@ -1146,6 +1159,7 @@ void s3_stop(struct s3_gateway *g)
 	filer_rpc_free(g->filer);
 	s3_iam_store_free(g->iam_store);
 	s3_session_gw_free(g->sessions);
+	s3_sse_keys_free(g->sse);
 	s3_bucket_cache_free(g->buckets);
 	s3_budget_free(g->upload_mem);
 	free(g->region);

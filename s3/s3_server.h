@@ -25,6 +25,9 @@ struct s3_opts {
 	const char *admin_access_key, *admin_secret_key;
 	int metrics_port; /* -metricsPort: /metrics and status there; 0 = none */
 	int iam_port;     /* -iam.port: the IAM API there; 0 = none, -1 = a free port */
+	/* -sse.keyFile: SSE-S3 master keys (NULL: generated, kept in the filer);
+	   -sse.kmsKeys: the SSE-KMS key store (NULL: none) (s3_sse.h) */
+	const char *sse_key_file, *sse_kms_keys;
 };
 
 void s3_opts_default(struct s3_opts *o);

@@ -471,7 +471,9 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 		return;
 	f = &ps->st[--ps->depth];
 	f->node->text_len = ps->text.len - f->text_off;
-	f->node->text = arena_str(ps->doc, ps->text.data + f->text_off, f->node->text_len);
+	/* a document with no text at all (<a/>) never allocated the buffer */
+	f->node->text = arena_str(ps->doc, ps->text.data ? ps->text.data + f->text_off : "",
+				  f->node->text_len);
 	ps->text.len = f->text_off;
 }
 

@@ -38,6 +38,9 @@
 #              BENCH_DIR=/tmp KEEP=1 (keep the temp dir) RESULTS=tests/bench/results/s3-<date>.txt
 #              MINI_OPTS="" (more flags for weedfs mini, e.g. -shortCircuit=false: reads over
 #              loopback HTTP instead of the volume files)
+#              SSE="" (AES256 or aws:kms: the bucket's default encryption, put with boto3
+#              before the phases, so every object is encrypted; aws:kms needs
+#              -s3.sse.kmsKeys in MINI_OPTS)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -148,6 +151,17 @@ for i in $(seq 300); do
 	((i == 300)) && { echo "the gateway did not take a PUT" >&2; exit 1; }
 	sleep 0.1
 done
+if [[ -n ${SSE:-} ]]; then
+	python3 - "$sport" "$ak" "$sk" "$bucket" "$SSE" <<'EOF2' ||
+import sys, boto3
+port, ak, sk, bucket, alg = sys.argv[1:]
+boto3.client("s3", endpoint_url="http://127.0.0.1:" + port, aws_access_key_id=ak,
+             aws_secret_access_key=sk, region_name="us-east-1").put_bucket_encryption(
+    Bucket=bucket, ServerSideEncryptionConfiguration={
+        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": alg}}]})
+EOF2
+		{ echo "PutBucketEncryption ($SSE) failed" >&2; exit 1; }
+fi
 mem_start=$(mem)
 
 # ---- the summary ---------------------------------------------------------------------------
@@ -299,7 +313,7 @@ fail_line="failed requests: none"
 
 summary=$(cat <<EOF2
 == weedfs S3 gateway benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ) ($(nproc) cores, load $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end)
--- weedfs mini ${MINI_OPTS:-} (master + volume + filer + S3 gateway, one process) on 127.0.0.1, driven by tests/bench/s3_load (libcurl, c=$C, SigV4 UNSIGNED-PAYLOAD), vs fio files in a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')), no fsync on either side; g/l = gateway/local
+-- weedfs mini ${MINI_OPTS:-}${SSE:+ (bucket default encryption $SSE)} (master + volume + filer + S3 gateway, one process) on 127.0.0.1, driven by tests/bench/s3_load (libcurl, c=$C, SigV4 UNSIGNED-PAYLOAD), vs fio files in a local dir on the same disk ($(df --output=source,fstype "$tmp" | tail -1 | tr -s ' ')), no fsync on either side; g/l = gateway/local
 $(cat "$out")
 $mixed_line
 $fail_line
