@@ -212,12 +212,23 @@ out:
 	s3_iam_user_clear(&u);
 }
 
+
+/* Reads user name into u (etag: its version); false after answering NoSuchEntity or the
+ * store's error. */
+static bool read_user(struct s3_req *r, const char *name, struct s3_iam_user *u, char *etag)
+{
+	wfs_err rc = s3_iam_store_read(r->g->iam_store, name, u, etag);
+	if (rc == WFS_ENOENT)
+		no_such_user(r, name);
+	else if (rc)
+		store_error(r, rc);
+	return rc == WFS_OK;
+}
 static void get_user(struct s3_req *r, const struct query_form *f)
 {
 	const char *name = user_param(r, f, false);
 	struct s3_iam_user u;
 	char etag[17];
-	wfs_err rc;
 	xml_w *w;
 
 	if (!name)
@@ -229,12 +240,7 @@ static void get_user(struct s3_req *r, const struct query_form *f)
 		s3_query_end(r, w, true);
 		return;
 	}
-	rc = s3_iam_store_read(r->g->iam_store, name, &u, etag);
-	if (rc == WFS_ENOENT)
-		no_such_user(r, name);
-	else if (rc)
-		store_error(r, rc);
-	if (rc)
+	if (!read_user(r, name, &u, etag))
 		return;
 	w = xml_w_new(&r->body);
 	s3_query_begin(w, IAM_NS, "GetUser", true);
@@ -409,17 +415,11 @@ static void list_access_keys(struct s3_req *r, const struct query_form *f)
 	const char *name = user_param(r, f, false);
 	struct s3_iam_user u;
 	char etag[17];
-	wfs_err rc;
 	xml_w *w;
 
 	if (!name)
 		return;
-	rc = s3_iam_store_read(r->g->iam_store, name, &u, etag);
-	if (rc == WFS_ENOENT)
-		no_such_user(r, name);
-	else if (rc)
-		store_error(r, rc);
-	if (rc)
+	if (!read_user(r, name, &u, etag))
 		return;
 	w = xml_w_new(&r->body);
 	s3_query_begin(w, IAM_NS, "ListAccessKeys", true);
@@ -556,18 +556,12 @@ static void get_user_policy(struct s3_req *r, const struct query_form *f)
 	struct s3_iam_user u;
 	char etag[17];
 	buf enc = BUF_INIT;
-	wfs_err rc;
 	xml_w *w;
 	int i;
 
 	if (!name || !pname)
 		return;
-	rc = s3_iam_store_read(r->g->iam_store, name, &u, etag);
-	if (rc == WFS_ENOENT)
-		no_such_user(r, name);
-	else if (rc)
-		store_error(r, rc);
-	if (rc)
+	if (!read_user(r, name, &u, etag))
 		return;
 	i = s3_iam_user_policy(&u, pname);
 	if (i < 0) {
@@ -593,17 +587,11 @@ static void list_user_policies(struct s3_req *r, const struct query_form *f)
 	const char *name = user_param(r, f, true);
 	struct s3_iam_user u;
 	char etag[17];
-	wfs_err rc;
 	xml_w *w;
 
 	if (!name)
 		return;
-	rc = s3_iam_store_read(r->g->iam_store, name, &u, etag);
-	if (rc == WFS_ENOENT)
-		no_such_user(r, name);
-	else if (rc)
-		store_error(r, rc);
-	if (rc)
+	if (!read_user(r, name, &u, etag))
 		return;
 	w = xml_w_new(&r->body);
 	s3_query_begin(w, IAM_NS, "ListUserPolicies", true);
