@@ -382,7 +382,8 @@ static bool read_params(struct s3_req *r, struct list *l)
 		l->url = true;
 	}
 	l->owner = !l->v2 || ((v = http_req_query(r->req, "fetch-owner")) && !strcmp(v, "true"));
-	if (l->v2 && (v = http_req_query(r->req, "continuation-token"))) {
+	/* an empty token is no token (S3; clients send one on their first page) */
+	if (l->v2 && (v = http_req_query(r->req, "continuation-token")) && *v) {
 		l->after = token_decode(v);
 		if (!l->after) {
 			s3_error(r, S3_INVALID_ARGUMENT,
@@ -461,7 +462,7 @@ void s3_list_objects(struct s3_req *r)
 	xml_elem(l.w, "Name", r->bucket);
 	elem_key(&l, "Prefix", l.prefix);
 	if (l.v2) {
-		if ((v = http_req_query(r->req, "continuation-token")))
+		if ((v = http_req_query(r->req, "continuation-token")) && *v)
 			xml_elem(l.w, "ContinuationToken", v);
 		if ((v = http_req_query(r->req, "start-after")))
 			elem_key(&l, "StartAfter", v);

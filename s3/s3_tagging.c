@@ -254,15 +254,24 @@ void s3_get_tagging(struct s3_req *r)
 	if (!r->key && !t.n) {
 		s3_error(r, S3_NO_SUCH_TAG_SET, "The TagSet does not exist");
 	} else {
+		/* sorted by key, as S3 answers (at most 50 tags: an insertion sort) */
+		size_t *ord = xcalloc(t.n + 1, sizeof(*ord));
+		for (size_t i = 0; i < t.n; i++) {
+			size_t j = i;
+			for (; j > 0 && strcmp(t.k[ord[j - 1]], t.k[i]) > 0; j--)
+				ord[j] = ord[j - 1];
+			ord[j] = i;
+		}
 		w = xml_w_new(&r->body);
 		xml_open_s3(w, "Tagging");
 		xml_open(w, "TagSet");
 		for (size_t i = 0; i < t.n; i++) {
 			xml_open(w, "Tag");
-			xml_elem(w, "Key", t.k[i]);
-			xml_elem(w, "Value", t.v[i]);
+			xml_elem(w, "Key", t.k[ord[i]]);
+			xml_elem(w, "Value", t.v[ord[i]]);
 			xml_close(w);
 		}
+		free(ord);
 		s3_xml_ok(r, w);
 	}
 	tags_free(&t);

@@ -268,6 +268,11 @@ def test_list_objects_parameters(listing):
     assert listed(p) == model(keys, delim="/", after="photos/")
     p = c.list_objects_v2(Bucket="lst", MaxKeys=0)
     assert p["KeyCount"] == 0 and "Contents" not in p
+    # an empty continuation token is no token, as S3 takes it
+    p = c.list_objects_v2(Bucket="lst", ContinuationToken="")
+    assert listed(p) == model(keys) and "ContinuationToken" not in p
+    p = c.list_objects_v2(Bucket="lst", ContinuationToken="", StartAfter="a/x")
+    assert listed(p) == model(keys, after="a/x")
     p = c.list_objects_v2(Bucket="lst", Prefix="caf\u00e9/", FetchOwner=True)
     assert [x["Key"] for x in p["Contents"]] == ["caf\u00e9/\u00e9t\u00e9"]
     assert p["Contents"][0]["Owner"]["ID"] == "alice"

@@ -538,7 +538,8 @@ def test_tagging(gw):
     etag = s3.put_object(Bucket="objs", Key="t/obj", Body=b"tagged",
                          Tagging="team=blue&env=a%20b")["ETag"]
     tags = s3.get_object_tagging(Bucket="objs", Key="t/obj")["TagSet"]
-    assert sorted((t["Key"], t["Value"]) for t in tags) == [("env", "a b"), ("team", "blue")]
+    # sorted by key, whatever order they were given in
+    assert [(t["Key"], t["Value"]) for t in tags] == [("env", "a b"), ("team", "blue")]
     assert s3.get_object(Bucket="objs", Key="t/obj")["TagCount"] == 2
     s3.put_object_tagging(Bucket="objs", Key="t/obj", Tagging={"TagSet": [
         {"Key": "k", "Value": "ü & <v>"}]})
