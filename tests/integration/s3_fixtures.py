@@ -42,6 +42,20 @@ def start_gateway(cluster, filer, config=None, extra=()):
     return g
 
 
+def two_gateways(cluster, objects):
+    """A mini's filer with two gateways on it (IDENTITIES), and alice's buckets made with
+    objects ({bucket: {key: bytes}}) through the first; returns (filer, g, g2)."""
+    _, filer = start_mini_with_filer(cluster)
+    g = start_gateway(cluster, filer, IDENTITIES).start()
+    g2 = start_gateway(cluster, filer, IDENTITIES).start()
+    alice = client(g, "AKALICE", "alice-secret")
+    for b, keys in objects.items():
+        alice.create_bucket(Bucket=b)
+        for k, body in keys.items():
+            alice.put_object(Bucket=b, Key=k, Body=body)
+    return filer, g, g2
+
+
 def client(g, ak, sk):
     return boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=ak,
                         aws_secret_access_key=sk, region_name="us-east-1",

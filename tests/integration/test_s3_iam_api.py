@@ -17,8 +17,7 @@ import requests
 from botocore.config import Config
 
 from conftest import wait_until
-from filer_fixtures import start_mini_with_filer
-from s3_fixtures import IDENTITIES, client, code_of, start_gateway
+from s3_fixtures import client, code_of, two_gateways
 
 READ_PUB = {"Version": "2012-10-17", "Statement": [
     {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
@@ -29,15 +28,8 @@ READ_PUB = {"Version": "2012-10-17", "Statement": [
 
 @pytest.fixture(scope="module")
 def gws(module_cluster):
-    _, filer = start_mini_with_filer(module_cluster)
-    g = start_gateway(module_cluster, filer, IDENTITIES).start()
-    g2 = start_gateway(module_cluster, filer, IDENTITIES).start()
-    alice = client(g, "AKALICE", "alice-secret")
-    for b in ("iam-pub", "iam-other"):
-        alice.create_bucket(Bucket=b)
-        alice.put_object(Bucket=b, Key="a.txt", Body=b"a")
-        alice.put_object(Bucket=b, Key="secret.txt", Body=b"s")
-    return filer, g, g2
+    return two_gateways(module_cluster, {b: {"a.txt": b"a", "secret.txt": b"s"}
+                                         for b in ("iam-pub", "iam-other")})
 
 
 def iam(g, ak="AKALICE", sk="alice-secret"):

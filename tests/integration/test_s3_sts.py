@@ -15,22 +15,15 @@ from botocore.config import Config
 
 from conftest import wait_until
 from filer_fixtures import start_mini_with_filer
-from s3_fixtures import IDENTITIES, client, code_of, start_gateway
+from s3_fixtures import IDENTITIES, client, code_of, start_gateway, two_gateways
 
 ROLE = "arn:aws:iam::000000000000:role/reader"
 
 
 @pytest.fixture(scope="module")
 def gws(module_cluster):
-    _, filer = start_mini_with_filer(module_cluster)
-    g = start_gateway(module_cluster, filer, IDENTITIES).start()
-    g2 = start_gateway(module_cluster, filer, IDENTITIES).start()
-    alice = client(g, "AKALICE", "alice-secret")
-    for b in ("sts-a", "sts-b"):
-        alice.create_bucket(Bucket=b)
-        alice.put_object(Bucket=b, Key="in/one.txt", Body=b"one")
-        alice.put_object(Bucket=b, Key="out/two.txt", Body=b"two")
-    return filer, g, g2
+    return two_gateways(module_cluster, {b: {"in/one.txt": b"one", "out/two.txt": b"two"}
+                                         for b in ("sts-a", "sts-b")})
 
 
 def sts(g, ak="AKALICE", sk="alice-secret"):
