@@ -84,6 +84,7 @@ struct s3_req {
 	struct s3_session_auth *session; /* session credentials' (who: its parent); freed with r */
 	bool sts;                        /* an STS call (s3_session_gw.h) */
 	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
+	const struct s3_form *post_form; /* PostObject: its fields stand for the headers SSE reads */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */
@@ -261,6 +262,8 @@ void s3_form_free(struct s3_form *f);
 enum s3_err s3_form_feed(struct s3_form *f, const char *data, size_t len);
 /* The body ended: S3_OK, S3_MALFORMED_POST, or S3_INVALID_ARGUMENT (no file part). */
 enum s3_err s3_form_finish(struct s3_form *f);
+/* The value of the field name read before the file (any case), or NULL. */
+const char *s3_form_get(const struct s3_form *f, const char *name);
 /* Iterates the fields read before the file (s3_meta_from_pairs's iterator). */
 bool s3_form_field_at(const void *src, size_t i, const char **name, const char **value);
 const char *s3_form_file_type(const struct s3_form *f);

@@ -140,7 +140,7 @@ enum s3_err s3_form_finish(struct s3_form *f)
 	return f->file_done ? S3_OK : S3_INVALID_ARGUMENT;
 }
 
-static const char *s3_form_get(const struct s3_form *f, const char *name)
+const char *s3_form_get(const struct s3_form *f, const char *name)
 {
 	for (size_t i = 0; i < f->n; i++)
 		if (!strcasecmp(f->f[i].name, name))

@@ -373,9 +373,10 @@ static bool prepare(struct s3_put *p)
 static void pump(struct s3_put *p);
 
 /*
- * PostObject: the bucket's default encryption, read by the first job (a
- * worker: the form's fields came on the loop, which cannot wait for the
- * filer). A refusal is r's answer (p->answered).
+ * PostObject: the encryption its x-amz-server-side-encryption* fields ask
+ * for, else the bucket's default, read by the first job (a worker: the form's
+ * fields came on the loop, which cannot wait for the filer). A refusal is r's
+ * answer (p->answered).
  */
 static wfs_err post_sse(struct s3_put *p)
 {
@@ -386,10 +387,12 @@ static wfs_err post_sse(struct s3_put *p)
 	rc = s3_bucket_lookup(p->g, p->r->bucket, &b);
 	if (rc == WFS_ENOENT)
 		return WFS_OK; /* the commit answers NoSuchBucket */
+	p->r->post_form = p->form; /* the fields stand for the headers */
 	if (!rc && !s3_sse_for_write(p->r, b, &p->sse)) {
 		p->answered = true;
 		rc = WFS_EINVAL;
 	}
+	p->r->post_form = NULL;
 	filer_entry_free(b);
 	return rc;
 }

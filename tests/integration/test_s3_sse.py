@@ -549,6 +549,50 @@ def test_post_object_under_bucket_default(gw):
     assert filer.get("/buckets/enc/post-plain").content == b"plain form"
 
 
+def test_post_object_encryption_fields(gw):
+    """A browser form's x-amz-server-side-encryption* fields choose the object's encryption
+    as the headers of a PUT do (S3 takes them as form fields); a bad one stores nothing."""
+    mini, filer, g, s3 = gw
+    cases = [
+        ({"x-amz-server-side-encryption": "AES256"}, "AES256", None),
+        ({"x-amz-server-side-encryption": "aws:kms",
+          "x-amz-server-side-encryption-aws-kms-key-id": "app-key-1"}, "aws:kms", "app-key-1"),
+    ]
+    for i, (fields, mode, kid) in enumerate(cases):
+        key = "post-enc-%d" % i
+        body = marked(2 * MIB + i, "post-field-%d" % i)
+        post = s3.generate_presigned_post("enc", key, Fields=fields,
+                                          Conditions=[{k: v} for k, v in fields.items()],
+                                          ExpiresIn=300)
+        r = requests.post(post["url"], data=post["fields"], files={"file": body}, timeout=30)
+        assert r.status_code in (200, 204), r.text
+        assert r.headers["x-amz-server-side-encryption"] == mode
+        h = s3.head_object(Bucket="enc", Key=key)
+        assert h["ServerSideEncryption"] == mode and h.get("SSEKMSKeyId") == kid
+        assert s3.get_object(Bucket="enc", Key=key)["Body"].read() == body
+        assert b"PLAINTEXT-post-field" not in raw_needles(mini, filer, "/buckets/enc/" + key)
+    # SSE-C through the form: the object needs the key afterwards
+    fields = {"x-amz-server-side-encryption-customer-algorithm": "AES256",
+              "x-amz-server-side-encryption-customer-key": b64(CKEY),
+              "x-amz-server-side-encryption-customer-key-MD5": md5_b64(CKEY)}
+    post = s3.generate_presigned_post("enc", "post-enc-c", Fields=fields,
+                                      Conditions=[{k: v} for k, v in fields.items()],
+                                      ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": b"customer form"},
+                      timeout=30)
+    assert r.status_code in (200, 204), r.text
+    assert code_of(s3.get_object, Bucket="enc", Key="post-enc-c") == "InvalidRequest"
+    assert s3.get_object(Bucket="enc", Key="post-enc-c", **sse_c())["Body"].read() == \
+        b"customer form"
+    # an unknown mode: S3's InvalidArgument, nothing stored
+    fields = {"x-amz-server-side-encryption": "DES"}
+    post = s3.generate_presigned_post("enc", "post-enc-bad", Fields=fields,
+                                      Conditions=[fields], ExpiresIn=300)
+    r = requests.post(post["url"], data=post["fields"], files={"file": b"never"}, timeout=30)
+    assert r.status_code == 400 and b"<Code>InvalidArgument</Code>" in r.content, r.text
+    assert code_of(s3.head_object, Bucket="enc", Key="post-enc-bad") == "404"
+
+
 def test_policy_condition_on_encryption(gw):
     """A bucket policy that refuses writes not asking for SSE-S3, through the
     s3:x-amz-server-side-encryption condition key (bob writes only by the policy)."""
