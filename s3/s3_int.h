@@ -191,6 +191,9 @@ struct filer_entry;
 struct filer_entry *s3_bucket_entry(struct s3_req *r);
 /* The cached entry of bucket, if the cache holds a fresh one (no filer request). */
 bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
+/* Only the xattr name of bucket's cached entry, appended to out (no copy of the entry):
+   1 found, 0 the entry has none, -1 no fresh entry cached. Any thread. */
+int s3_bucket_peek_xattr(struct s3_gateway *g, const char *bucket, const char *name, buf *out);
 /* The same for any bucket: WFS_OK (*out set), WFS_ENOENT, or a filer error. Worker. */
 wfs_err s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
 /* Drops what the cache holds of bucket (its configuration changed here). */

@@ -350,23 +350,23 @@ static void late_run(void *arg)
 void s3_logging_note(struct s3_req *r)
 {
 	struct s3_gateway *g = r->g;
-	struct filer_entry *e = NULL;
 	struct s3_logging_config c;
 	struct s3_log_record rec = {0};
 	enum http_method m;
 	const char *uri;
 	char op[48], code[64];
-	bool cached, logged;
+	bool logged;
+	int found;
 	uint64_t now = time_now_ns();
-	buf line = BUF_INIT;
+	buf line = BUF_INIT, stored = BUF_INIT;
 
 	if (!r->bucket || !r->req || !g->logging || atomic_load(&g->closing) ||
 	    !s3_bucket_name_ok(r->bucket))
 		return;
-	cached = s3_bucket_peek(g, r->bucket, &e);
-	logged = cached && config_of(e, &c);
-	filer_entry_free(e);
-	if (cached && !logged)
+	found = s3_bucket_peek_xattr(g, r->bucket, S3_XATTR_LOGGING, &stored);
+	logged = found > 0 && s3_logging_decode((const char *)stored.data, stored.len, &c);
+	buf_free(&stored);
+	if (found >= 0 && !logged)
 		return; /* the common case: a bucket without logging */
 	m = http_req_method(r->req);
 	uri = http_req_uri(r->req);
