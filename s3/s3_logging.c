@@ -11,7 +11,9 @@
 #include "http_util.h"
 #include "util.h"
 
-#define MSG_MALFORMED "The XML you provided was not well-formed or did not validate against our published schema"
+#define MSG_MALFORMED                                                    \
+	"The XML you provided was not well-formed or did not validate against " \
+	"our published schema"
 
 /* What S3 accepts as a grant's permission on log objects. */
 static bool permission_ok(const char *p)
@@ -331,9 +333,9 @@ void s3_logging_format(buf *out, const struct s3_log_record *rec)
 	quoted(out, rec->referer);
 	buf_append_byte(out, ' ');
 	quoted(out, rec->user_agent);
-	const char *rest[] = {rec->version_id,	     rec->host_id,     rec->signature_version,
-			      rec->cipher_suite,     rec->auth_type,   rec->host,
-			      rec->tls_version,	     rec->access_point_arn, rec->acl_required};
+	const char *rest[] = {rec->version_id,   rec->host_id,     rec->signature_version,
+			      rec->cipher_suite, rec->auth_type,   rec->host,
+			      rec->tls_version,  rec->access_point_arn, rec->acl_required};
 	for (size_t i = 0; i < ARRAY_LEN(rest); i++) {
 		buf_append_byte(out, ' ');
 		token(out, rest[i]);

@@ -33,9 +33,9 @@
 
 /* TargetObjectKeyFormat. */
 enum s3_log_keys {
-	S3_LOG_KEYS_SIMPLE,      /* <prefix>YYYY-mm-DD-HH-MM-SS-<unique> */
-	S3_LOG_KEYS_EVENT_TIME,  /* partitioned, dated by the first record's time */
-	S3_LOG_KEYS_DELIVERY_TIME /* partitioned, dated by the delivery */
+	S3_LOG_KEYS_SIMPLE,        /* <prefix>YYYY-mm-DD-HH-MM-SS-<unique> */
+	S3_LOG_KEYS_EVENT_TIME,    /* partitioned, dated by the first record's time */
+	S3_LOG_KEYS_DELIVERY_TIME, /* partitioned, dated by the delivery */
 };
 
 /* A bucket's BucketLoggingStatus. */

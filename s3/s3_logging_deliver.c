@@ -249,13 +249,17 @@ static void buffer_add(struct s3_logging *lg, const struct s3_logging_config *c,
 static const char *subresource_of(struct s3_req *r)
 {
 	static const char *const subs[] = {
-		"logging",   "tagging",	    "lifecycle",  "cors",	 "encryption", "versioning",
-		"policyStatus", "policy",   "object-lock", "retention", "legal-hold", "attributes",
-		"acl",	     "delete",	    "uploads",	  "versions",	 "location",   "uploadId",
+		"logging",    "tagging",    "lifecycle", "cors",       "encryption",
+		"versioning", "policyStatus", "policy",  "object-lock", "retention",
+		"legal-hold", "attributes", "acl",       "delete",     "uploads",
+		"versions",   "location",   "uploadId",
 	};
 	for (size_t i = 0; i < ARRAY_LEN(subs); i++)
 		if (http_req_query(r->req, subs[i]))
-			return !strcmp(subs[i], "uploads") && r->key ? "uploads" : subs[i];
+			/* UploadPart(Copy): S3 names it PART, the upload's other calls UPLOAD */
+			return !strcmp(subs[i], "uploadId") && http_req_method(r->req) == HTTP_PUT
+				       ? "part"
+				       : subs[i];
 	return NULL;
 }
 
@@ -370,8 +374,11 @@ void s3_logging_note(struct s3_req *r)
 		return; /* the common case: a bucket without logging */
 	m = http_req_method(r->req);
 	uri = http_req_uri(r->req);
-	s3_logging_operation(http_req_method_str(r->req), r->key != NULL, subresource_of(r), op,
-			     sizeof(op));
+	/* a copy is REST.COPY.OBJECT (or .PART) in S3's records */
+	s3_logging_operation(m == HTTP_PUT && http_req_header(r->req, "x-amz-copy-source")
+				     ? "COPY"
+				     : http_req_method_str(r->req),
+			     r->key != NULL, subresource_of(r), op, sizeof(op));
 	error_code(r, code, sizeof(code));
 	rec.bucket = r->bucket;
 	rec.time_ns = (int64_t)r->t0_ns;

@@ -149,7 +149,14 @@ def test_requests_leave_records(gw):
     bob = client(g, "AKBOB", "bob-secret")
     denied, code = failed_rid(bob.get_object, Bucket="src", Key="dir/one two.txt")
     assert code == "AccessDenied"
-    rs, keys = wait_records(s3, "logs", prefix, [put, get, missing, denied])
+    copy = rid(s3.copy_object(Bucket="src", Key="copied",
+                              CopySource={"Bucket": "src", "Key": "dir/one two.txt"}))
+    up = s3.create_multipart_upload(Bucket="src", Key="mp")
+    part = rid(s3.upload_part(Bucket="src", Key="mp", UploadId=up["UploadId"], PartNumber=1,
+                              Body=b"p"))
+    abort = rid(s3.abort_multipart_upload(Bucket="src", Key="mp", UploadId=up["UploadId"]))
+    rs, keys = wait_records(s3, "logs", prefix,
+                            [put, get, missing, denied, rid(up), copy, part, abort])
     assert keys and all(SIMPLE_KEY.match(k[len(prefix):]) for k in keys), keys
     by = {r["request_id"]: r for r in rs}
     for r in (by[put], by[get], by[missing], by[denied]):
@@ -169,6 +176,8 @@ def test_requests_leave_records(gw):
     m = by[missing]
     assert (m["operation"], m["key"], m["status"], m["error"]) == \
         ("REST.GET.OBJECT", "nope", "404", "NoSuchKey")
+    assert [by[i]["operation"] for i in (rid(up), copy, part, abort)] == [
+        "REST.POST.UPLOADS", "REST.COPY.OBJECT", "REST.PUT.PART", "REST.DELETE.UPLOAD"]
     d = by[denied]
     assert (d["requester"], d["status"], d["error"]) == ("bob", "403", "AccessDenied")
     # a log object is an object like any other: listed, read, its ETag its MD5
