@@ -357,7 +357,7 @@ void s3_logging_operation(const char *method, bool has_key, const char *subresou
 		{"policyStatus", "POLICY_STATUS"},
 		{"uploadId", "UPLOAD"},
 	};
-	const char *res = has_key ? "OBJECT" : "BUCKET";
+	const char *res = !strcmp(method, "OPTIONS") ? "PREFLIGHT" : has_key ? "OBJECT" : "BUCKET";
 	char up[40];
 
 	if (subresource) {

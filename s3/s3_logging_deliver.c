@@ -372,6 +372,9 @@ void s3_logging_note(struct s3_req *r)
 	buf_free(&stored);
 	if (found >= 0 && !logged)
 		return; /* the common case: a bucket without logging */
+	error_code(r, code, sizeof(code));
+	if (found < 0 && !strcmp(code, "NoSuchBucket"))
+		return; /* nothing to log for, and no filer call per request to learn it */
 	m = http_req_method(r->req);
 	uri = http_req_uri(r->req);
 	/* a copy is REST.COPY.OBJECT (or .PART) in S3's records */
@@ -379,7 +382,6 @@ void s3_logging_note(struct s3_req *r)
 				     ? "COPY"
 				     : http_req_method_str(r->req),
 			     r->key != NULL, subresource_of(r), op, sizeof(op));
-	error_code(r, code, sizeof(code));
 	rec.bucket = r->bucket;
 	rec.time_ns = (int64_t)r->t0_ns;
 	rec.remote_ip = http_req_peer(r->req);

@@ -185,6 +185,8 @@ static void test_format(void)
 	is_str(op, "REST.GET.BUCKET", "ListObjects");
 	s3_logging_operation("GET", true, "legal-hold", op, sizeof(op));
 	is_str(op, "REST.GET.LEGAL_HOLD", "GetObjectLegalHold");
+	s3_logging_operation("OPTIONS", true, NULL, op, sizeof(op));
+	is_str(op, "REST.OPTIONS.PREFLIGHT", "a CORS preflight");
 	s3_logging_operation("PUT", true, "tagging", op, sizeof(op));
 	is_str(op, "REST.PUT.TAGGING", "PutObjectTagging");
 }
