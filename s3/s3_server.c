@@ -997,12 +997,6 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	pthread_mutex_init(&g->live_mu, NULL);
 	pthread_cond_init(&g->sweep_cv, NULL);
 	g->buckets = s3_bucket_cache_new();
-	if (o->logging_flush_s < 1) {
-		log_error("-logging.flushSeconds must be at least 1");
-		*err = WFS_EINVAL;
-		s3_stop(g);
-		return NULL;
-	}
 	/*
 	 * Bodies pass through in pieces of up to a chunk (4 MiB) allocated on one
 	 * thread and freed on another. glibc raises its mmap threshold after the
@@ -1041,6 +1035,11 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	}
 	if (o->upload_mem_mb < 1) {
 		log_error("-uploadMemoryMB must be at least 1");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
+	if (o->logging_flush_s < 1) {
+		log_error("-logging.flushSeconds must be at least 1");
 		*err = WFS_EINVAL;
 		goto fail;
 	}

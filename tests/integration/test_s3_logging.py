@@ -7,6 +7,7 @@ import re
 
 import botocore
 import pytest
+import requests
 
 from conftest import wait_until
 from filer_fixtures import start_mini_with_filer
@@ -155,10 +156,17 @@ def test_requests_leave_records(gw):
     part = rid(s3.upload_part(Bucket="src", Key="mp", UploadId=up["UploadId"], PartNumber=1,
                               Body=b"p"))
     abort = rid(s3.abort_multipart_upload(Bucket="src", Key="mp", UploadId=up["UploadId"]))
+    anon = requests.get("http://%s/src/dir/x" % g.url, timeout=10)
+    assert anon.status_code == 403
+    unsigned = anon.headers["x-amz-request-id"]
     rs, keys = wait_records(s3, "logs", prefix,
-                            [put, get, missing, denied, rid(up), copy, part, abort])
+                            [put, get, missing, denied, rid(up), copy, part, abort, unsigned])
     assert keys and all(SIMPLE_KEY.match(k[len(prefix):]) for k in keys), keys
     by = {r["request_id"]: r for r in rs}
+    u = by[unsigned]
+    assert (u["requester"], u["sigv"], u["auth"], u["status"], u["error"], u["key"]) == \
+        ("-", "-", "-", "403", "AccessDenied", "dir/x")
+    assert u["user_agent"].startswith('"python-requests/')
     for r in (by[put], by[get], by[missing], by[denied]):
         assert r["owner"] == "alice" and r["bucket"] == "src"
         assert re.match(r"\[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d \+0000\]$", r["time"])
