@@ -36,7 +36,7 @@ def gw(module_cluster):
     _, filer = start_mini_with_filer(module_cluster)
     g = start_gateway(module_cluster, filer, IDS, extra=["-logging.flushSeconds=1"]).start()
     alice = client(g, "AKALICE", "alice-secret")
-    for b in ("src", "logs", "quiet", "part", "self"):
+    for b in ("src", "logs", "quiet", "part", "self", "big"):
         alice.create_bucket(Bucket=b)
     client(g, "AKCAROL", "carol-secret").create_bucket(Bucket="carol-src")
     return module_cluster, filer, g, alice
@@ -238,3 +238,21 @@ def test_other_gateway_logs_and_flushes_at_stop(gw):
     r = [r for r in rs if r["request_id"] == one][0]
     assert (r["operation"], r["key"], r["status"]) == ("REST.PUT.OBJECT", "from-g2", "200")
     s3.put_bucket_logging(Bucket="self", BucketLoggingStatus={})
+
+
+def test_full_buffer_delivered_before_the_interval(gw):
+    cluster, filer, _, s3 = gw
+    enable(s3, "big", "logs", "big/")
+    g3 = start_gateway(cluster, filer, IDS, extra=["-logging.flushSeconds=3600"]).start()
+    agent = "x" * (32 << 10)  # a 32 KiB User-Agent: 1 MiB of records in 32 requests
+    with requests.Session() as http:
+        ids = []
+        for _ in range(40):
+            r = http.get("http://%s/big/k" % g3.url, headers={"User-Agent": agent}, timeout=10)
+            assert r.status_code == 403
+            ids.append(r.headers["x-amz-request-id"])
+    # delivered long before the hour: the buffer passed 1 MiB
+    rs, _ = wait_records(s3, "logs", "big/", ids[:30])
+    assert all(r["user_agent"] == '"%s"' % agent for r in rs)
+    g3.stop()
+    s3.put_bucket_logging(Bucket="big", BucketLoggingStatus={})
