@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include "http_util.h"
 #include "util.h"
@@ -341,6 +342,31 @@ void s3_logging_format(buf *out, const struct s3_log_record *rec)
 		token(out, rest[i]);
 	}
 	buf_append_byte(out, '\n');
+}
+
+void s3_logging_uri(const char *uri, buf *out)
+{
+	static const char *const secret[] = {"X-Amz-Signature", "Signature",
+					     "X-Amz-Security-Token"};
+	const char *p = strchr(uri, '?');
+
+	if (!p) {
+		buf_append_str(out, uri);
+		return;
+	}
+	buf_append(out, uri, (size_t)(p - uri));
+	while (*p) {
+		size_t n = strcspn(p + 1, "&"), name = strcspn(p + 1, "=&");
+		bool hide = false;
+		for (size_t i = 0; i < ARRAY_LEN(secret) && !hide; i++)
+			hide = name < n && name == strlen(secret[i]) &&
+			       !strncasecmp(p + 1, secret[i], name);
+		if (hide)
+			buf_printf(out, "%c%.*s=-", *p, (int)name, p + 1);
+		else
+			buf_append(out, p, n + 1);
+		p += n + 1;
+	}
 }
 
 void s3_logging_operation(const char *method, bool has_key, const char *subresource,

@@ -83,6 +83,9 @@ struct s3_log_record {
 
 /* Appends rec as one line of S3's server access log format (with its '\n'). */
 void s3_logging_format(buf *out, const struct s3_log_record *rec);
+/* The request target uri with the values of its signature and session token query
+ * parameters replaced by "-" (a log reader must not be able to replay them), into out. */
+void s3_logging_uri(const char *uri, buf *out);
 /* The record's operation, REST.<METHOD>.<resource> (REST.GET.OBJECT), into out. */
 void s3_logging_operation(const char *method, bool has_key, const char *subresource,
 			  char *out, size_t outlen);

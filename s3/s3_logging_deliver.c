@@ -357,12 +357,11 @@ void s3_logging_note(struct s3_req *r)
 	struct s3_logging_config c;
 	struct s3_log_record rec = {0};
 	enum http_method m;
-	const char *uri;
 	char op[48], code[64];
 	bool logged;
 	int found;
 	uint64_t now = time_now_ns();
-	buf line = BUF_INIT, stored = BUF_INIT;
+	buf line = BUF_INIT, stored = BUF_INIT, uri = BUF_INIT;
 
 	if (!r->bucket || !r->req || !g->logging || atomic_load(&g->closing) ||
 	    !s3_bucket_name_ok(r->bucket))
@@ -376,7 +375,6 @@ void s3_logging_note(struct s3_req *r)
 	if (found < 0 && !strcmp(code, "NoSuchBucket"))
 		return; /* nothing to log for, and no filer call per request to learn it */
 	m = http_req_method(r->req);
-	uri = http_req_uri(r->req);
 	/* a copy is REST.COPY.OBJECT (or .PART) in S3's records */
 	s3_logging_operation(m == HTTP_PUT && http_req_header(r->req, "x-amz-copy-source")
 				     ? "COPY"
@@ -390,14 +388,15 @@ void s3_logging_note(struct s3_req *r)
 	rec.operation = op;
 	rec.key = r->key;
 	rec.method = http_req_method_str(r->req);
-	rec.uri = uri;
+	s3_logging_uri(http_req_uri(r->req), &uri);
+	rec.uri = (const char *)uri.data;
 	rec.protocol = "HTTP/1.1";
 	rec.status = r->status;
 	rec.error_code = code;
 	rec.bytes_sent = r->log_sent;
 	rec.object_size = object_size(r, m);
-	/* the answer starts now: its whole time and its turn-around are the same here but for
-	   streamed GETs, whose end the record does not wait for */
+	/* measured as the answer starts (a streamed GET's record does not wait for its last
+	   byte), so the total and the turn-around time are one figure */
 	rec.total_ms = (int64_t)((now - r->t0_ns) / 1000000);
 	rec.turnaround_ms = rec.total_ms;
 	rec.referer = http_req_header(r->req, "Referer");
@@ -408,6 +407,7 @@ void s3_logging_note(struct s3_req *r)
 	/* the owner field is the configuration's: it is written when the record is buffered */
 	rec.owner = "";
 	s3_logging_format(&line, &rec);
+	buf_free(&uri);
 	/* drop the "- " of the empty owner: buffer_add writes the owner in front */
 	if (logged) {
 		buffer_add(g->logging, &c, r->bucket, rec.time_ns, (const char *)line.data + 2,

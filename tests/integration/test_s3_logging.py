@@ -159,10 +159,20 @@ def test_requests_leave_records(gw):
     anon = requests.get("http://%s/src/dir/x" % g.url, timeout=10)
     assert anon.status_code == 403
     unsigned = anon.headers["x-amz-request-id"]
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "src",
+                                                          "Key": "dir/one two.txt"})
+    signed_url = requests.get(url, timeout=10)
+    assert signed_url.status_code == 200
+    presigned = signed_url.headers["x-amz-request-id"]
     rs, keys = wait_records(s3, "logs", prefix,
-                            [put, get, missing, denied, rid(up), copy, part, abort, unsigned])
+                            [put, get, missing, denied, rid(up), copy, part, abort, unsigned,
+                             presigned])
     assert keys and all(SIMPLE_KEY.match(k[len(prefix):]) for k in keys), keys
     by = {r["request_id"]: r for r in rs}
+    v = by[presigned]
+    assert (v["requester"], v["auth"], v["status"]) == ("alice", "QueryString", "200")
+    assert v["sigv"] in ("SigV2", "SigV4")
+    assert re.search(r"[?&](X-Amz-)?Signature=-[& ]", v["request_uri"]), v["request_uri"]
     u = by[unsigned]
     assert (u["requester"], u["sigv"], u["auth"], u["status"], u["error"], u["key"]) == \
         ("-", "-", "-", "403", "AccessDenied", "dir/x")

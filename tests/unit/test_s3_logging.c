@@ -191,6 +191,29 @@ static void test_format(void)
 	is_str(op, "REST.PUT.TAGGING", "PutObjectTagging");
 }
 
+static void uri_is(const char *uri, const char *want, const char *name)
+{
+	buf out = BUF_INIT;
+	s3_logging_uri(uri, &out);
+	buf_append(&out, "", 1);
+	is_str((const char *)out.data, want, name);
+	buf_free(&out);
+}
+
+static void test_uri(void)
+{
+	uri_is("/b/k", "/b/k", "no query");
+	uri_is("/b/k?tagging", "/b/k?tagging", "a subresource");
+	uri_is("/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc&x-id=GetObject",
+	       "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=-&x-id=GetObject",
+	       "a presigned URL's signature hidden");
+	uri_is("/b?AWSAccessKeyId=AK&Signature=s%2B&Expires=1&x-amz-security-token=T",
+	       "/b?AWSAccessKeyId=AK&Signature=-&Expires=1&x-amz-security-token=-",
+	       "SigV2's signature and a session token hidden");
+	uri_is("/b?Signature&SignatureX=1", "/b?Signature&SignatureX=1",
+	       "a name alone, a longer name kept");
+}
+
 static void test_keys(void)
 {
 	struct s3_logging_config c = {.target_bucket = "logs", .target_prefix = "a/b/",
@@ -216,5 +239,6 @@ int main(void)
 	test_parse();
 	test_format();
 	test_keys();
+	test_uri();
 	return done_testing();
 }
