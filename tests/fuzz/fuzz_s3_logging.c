@@ -2,7 +2,8 @@
  * Fuzzes the bucket logging configuration parser (s3/s3_logging.c): it must
  * never crash; a refusal leaves nothing allocated and says why; what it
  * accepts stores in a form that reads back to the same configuration and
- * writes a BucketLoggingStatus that parses to it again.
+ * writes a BucketLoggingStatus that parses to it again. The same bytes, as a
+ * request target and header, go through the record formatter: one line out.
  */
 #include "config.h"
 #include <stdint.h>
@@ -11,6 +12,27 @@
 #include "s3/s3_logging.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input as a request's URI and User-Agent: the record is one line, and the URI keeps its
+ * path. */
+static void record(const uint8_t *data, size_t size)
+{
+	char *s = strndup((const char *)data, size);
+	struct s3_log_record rec = {.bucket = "b", .method = "GET", .user_agent = s, .key = s,
+				    .requester = s, .bytes_sent = -1, .object_size = -1,
+				    .total_ms = -1, .turnaround_ms = -1};
+	buf uri = BUF_INIT, line = BUF_INIT;
+	s3_logging_uri(s, &uri);
+	if (strncmp(uri.data ? (const char *)uri.data : "", s, strcspn(s, "?")))
+		abort();
+	rec.uri = uri.data ? (const char *)uri.data : "";
+	s3_logging_format(&line, &rec);
+	if (!line.len || memchr(line.data, '\n', line.len - 1) || line.data[line.len - 1] != '\n')
+		abort();
+	buf_free(&uri);
+	buf_free(&line);
+	free(s);
+}
 
 static bool same(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
 
@@ -22,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum s3_err e = s3_logging_parse((const char *)data, size, &c, msg, sizeof(msg));
 	xml_w *w;
 
+	record(data, size);
 	if (e) {
 		if (c.target_bucket || c.target_prefix || c.grants || !msg[0])
 			abort();
