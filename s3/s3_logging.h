@@ -15,7 +15,9 @@
  * as for any PUT) every flush interval, when a buffer grows past
  * S3_LOG_FLUSH_BYTES, and when the gateway stops. Those writes are no
  * requests, so they leave no record. Delivery is best effort, as S3's: a
- * buffer whose write fails is dropped with a warning.
+ * buffer the cluster could not take (unavailable, timed out) is tried again
+ * at the next passes, DELIVERY_TRIES in all; one refused, or still failing,
+ * is dropped with a warning.
  */
 #ifndef WEEDFS_S3_LOGGING_H
 #define WEEDFS_S3_LOGGING_H

@@ -24,11 +24,15 @@
 #include "s3/s3_meta.h"
 #include "util.h"
 
+/* Deliveries a buffer gets when the cluster is unavailable, a flush interval apart. */
+#define DELIVERY_TRIES 3
+
 /* The records bound for one log object: one source, one target and key form. */
 struct target {
 	struct s3_logging_config c; /* target, prefix, keys, owner (no grants) */
 	char *source;
 	int64_t first_ns; /* the first record's time (EventTime partitions) */
+	int tries;        /* deliveries that failed for a moment (the filer, a volume away) */
 	buf data;
 	struct target *next;
 };
@@ -57,9 +61,10 @@ static void target_free(struct target *t)
 /*
  * Writes t's records as one object of its target bucket, through the object
  * commit path any PUT takes. A scratch request carries the gateway and the
- * bucket (as the lifecycle sweeper's); it answers no one. Blocks.
+ * bucket (as the lifecycle sweeper's); it answers no one. WFS_OK or the
+ * error (logged). Blocks.
  */
-static void deliver(struct s3_gateway *g, struct target *t)
+static wfs_err deliver(struct s3_gateway *g, struct target *t)
 {
 	struct s3_req *r = xcalloc(1, sizeof(*r));
 	struct chunk_writer_opts wo = {.chunk_size = g->chunk_size, .inline_max = g->inline_max};
@@ -120,7 +125,7 @@ static void deliver(struct s3_gateway *g, struct target *t)
 	committed = !rc;
 out:
 	if (rc)
-		log_warn("access log for bucket %s: could not write %s/%s (%zu bytes dropped): %s",
+		log_warn("access log for bucket %s: could not write %s/%s (%zu bytes): %s",
 			 t->source, t->c.target_bucket, key.data ? (const char *)key.data : "",
 			 t->data.len, wfs_strerror(rc));
 	else
@@ -139,6 +144,7 @@ out:
 	free(r->hnames);
 	free(r->hvalues);
 	free(r);
+	return rc;
 }
 
 /* Delivers every buffer taken from the pending list. */
@@ -152,8 +158,21 @@ static void deliver_all(struct s3_logging *lg)
 	pthread_mutex_unlock(&lg->mu);
 	while (t) {
 		struct target *next = t->next;
-		deliver(lg->g, t);
-		target_free(t);
+		wfs_err rc = deliver(lg->g, t);
+		bool again = (rc == WFS_EUNAVAIL || rc == WFS_ETIMEDOUT) && ++t->tries < DELIVERY_TRIES;
+		pthread_mutex_lock(&lg->mu);
+		again = again && !lg->stopping;
+		if (again) {
+			/* kept for the next pass; records that come meanwhile join it */
+			t->next = lg->pending;
+			lg->pending = t;
+		}
+		pthread_mutex_unlock(&lg->mu);
+		if (!again && rc)
+			log_warn("access log for bucket %s: %zu bytes of records dropped", t->source,
+				 t->data.len);
+		if (!again)
+			target_free(t);
 		t = next;
 	}
 }
