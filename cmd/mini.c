@@ -223,6 +223,8 @@ int mini_main(int argc, char **argv)
 		 "SSE-KMS key store (weedfs-s3(1) -sse.kmsKeys)"},
 		{"s3.uploadMemoryMB", FLAG_INT, &so.upload_mem_mb,
 		 "MiB the S3 uploads in progress may hold together; more wait their turn"},
+		{"s3.logging.flushSeconds", FLAG_INT, &so.logging_flush_s,
+		 "seconds between deliveries of S3 access logs (weedfs-s3(1))"},
 		{"iceberg.port", FLAG_INT, &iceberg_port,
 		 "catalog port (S3 Tables API; Iceberg REST) beside S3, 0: no catalog"},
 		{"lance.port", FLAG_INT, &lance_port,

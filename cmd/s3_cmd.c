@@ -47,6 +47,8 @@ int s3_main(int argc, char **argv)
 		 "object data goes in chunks of this many MiB"},
 		{"lifecycleSeconds", FLAG_INT, &o.lifecycle_s,
 		 "seconds between passes that carry out lifecycle expiration (0: never)"},
+		{"logging.flushSeconds", FLAG_INT, &o.logging_flush_s,
+		 "seconds between deliveries of buffered access logs (bucket logging)"},
 		{"inlineKB", FLAG_INT, &o.inline_kb,
 		 "objects up to this many KiB (0..64) are kept in their filer entry"},
 		{"uploadMemoryMB", FLAG_INT, &o.upload_mem_mb,

@@ -112,6 +112,26 @@ bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry
 	return found;
 }
 
+int s3_bucket_peek_xattr(struct s3_gateway *g, const char *bucket, const char *name, buf *out)
+{
+	struct s3_bucket_cache *c = g->buckets;
+	uint64_t now = time_now_ns();
+	int found = -1;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < S3_BUCKET_CACHE_SIZE && found < 0; i++) {
+		struct slot *s = &c->s[i];
+		if (s->bucket && !strcmp(s->bucket, bucket) &&
+		    now - s->read_ns < S3_BUCKET_CACHE_NS) {
+			const struct filer_xattr *x = filer_entry_xattr_get(s->e, name);
+			found = x != NULL;
+			if (x)
+				buf_append(out, x->value, x->value_len);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
 wfs_err s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out)
 {
 	char *path;

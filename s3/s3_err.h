@@ -32,6 +32,7 @@
 	X(S3_INVALID_ARGUMENT, "InvalidArgument", 400)                         \
 	X(S3_INVALID_BUCKET_NAME, "InvalidBucketName", 400)                    \
 	X(S3_INVALID_BUCKET_STATE, "InvalidBucketState", 409)                  \
+	X(S3_INVALID_TARGET_BUCKET_FOR_LOGGING, "InvalidTargetBucketForLogging", 400) \
 	X(S3_INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400)                 \
 	X(S3_INVALID_DIGEST, "InvalidDigest", 400)                             \
 	X(S3_INVALID_PART, "InvalidPart", 400)                                 \

@@ -32,6 +32,7 @@
 #include "http_util.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_logging.h"
 #include "s3/s3_meta.h"
 #include "s3/s3_sse.h"
 #include "util.h"
@@ -186,6 +187,8 @@ static bool stream_submit(void *owner, void (*fn)(void *arg), void *arg)
 static void stream_head(void *owner, int64_t length)
 {
 	struct s3_req *r = owner;
+	r->log_sent = length;
+	s3_logging_note(r);
 	s3_answer_headers(r);
 	http_resp_start(r->req, r->status, length);
 }

@@ -35,6 +35,7 @@
 struct blob_client;
 struct s3_bucket_cache;
 struct s3_iam_store;
+struct s3_logging;
 struct s3_budget;
 struct s3_session_auth;
 struct s3_session_gw;
@@ -70,6 +71,7 @@ struct s3_gateway {
 	struct s3_req *live; /* requests not answered yet (protected by live_mu) */
 	struct s3_session_gw *sessions; /* session credentials (s3_session_gw.h) */
 	struct s3_sse_keys *sse;        /* encryption keys (s3_sse.h) */
+	struct s3_logging *logging;     /* access-log buffers and delivery (s3_logging.h) */
 };
 
 /* One request, from its head to its answer. */
@@ -93,6 +95,8 @@ struct s3_req {
 	char trailer[SIGV4_MAX_TRAILER + 1]; /* x-amz-trailer, "" when absent */
 	struct sigv4_chunk_ctx *chain;       /* signed streaming: the chunk signature chain */
 	int64_t head_length; /* HEAD answers: the Content-Length to announce; -1 none */
+	uint64_t t0_ns;      /* when the request arrived (its access-log record) */
+	int64_t log_sent;    /* the answer's body bytes, for the access log */
 	/* the answer, built on a worker and sent on the loop */
 	int status;
 	buf body;
@@ -188,6 +192,9 @@ struct filer_entry;
 struct filer_entry *s3_bucket_entry(struct s3_req *r);
 /* The cached entry of bucket, if the cache holds a fresh one (no filer request). */
 bool s3_bucket_peek(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
+/* Only the xattr name of bucket's cached entry, appended to out (no copy of the entry):
+   1 found, 0 the entry has none, -1 no fresh entry cached. Any thread. */
+int s3_bucket_peek_xattr(struct s3_gateway *g, const char *bucket, const char *name, buf *out);
 /* The same for any bucket: WFS_OK (*out set), WFS_ENOENT, or a filer error. Worker. */
 wfs_err s3_bucket_lookup(struct s3_gateway *g, const char *bucket, struct filer_entry **out);
 /* Drops what the cache holds of bucket (its configuration changed here). */

@@ -30,6 +30,7 @@ static const struct subres bucket_subres[] = {
 	{"policyStatus", "GetBucketPolicyStatus", NULL, NULL, NULL},
 	{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy", NULL},
 	{"object-lock", "GetObjectLockConfiguration", "PutObjectLockConfiguration", NULL, NULL},
+	{"logging", "GetBucketLogging", "PutBucketLogging", NULL, NULL},
 	{"delete", NULL, NULL, NULL, "DeleteObjects"},
 	{"uploads", "ListMultipartUploads", NULL, NULL, NULL},
 	{"versions", "ListObjectVersions", NULL, NULL, NULL},

@@ -34,6 +34,7 @@
 #include "metrics.h"
 #include "s3/s3_iam_store.h"
 #include "s3/s3_int.h"
+#include "s3/s3_logging.h"
 #include "s3/s3_sse.h"
 #include "s3/s3_session_gw.h"
 #include "s3/sigv2.h"
@@ -59,6 +60,7 @@ void s3_opts_default(struct s3_opts *o)
 	o->upload_mem_mb = 256;
 	o->short_circuit = true;
 	o->iam_port = 8111;
+	o->logging_flush_s = 60;
 }
 
 /* ---- answers ---- */
@@ -213,10 +215,13 @@ void s3_answer_headers(struct s3_req *r)
 void s3_send_answer(struct s3_req *r)
 {
 	http_req *req = r->req;
+	bool head = r->head_length >= 0 && (r->status == 200 || r->status == 206);
+	r->log_sent = head ? 0 : (int64_t)r->body.len;
+	s3_logging_note(r);
 	s3_answer_headers(r);
 	if (r->ctype && r->body.len)
 		http_resp_header(req, "Content-Type", r->ctype);
-	if (r->head_length >= 0 && (r->status == 200 || r->status == 206)) {
+	if (head) {
 		/* HEAD of an object: its length, no body */
 		http_resp_start(req, r->status, r->head_length);
 		http_resp_end(req);
@@ -475,6 +480,7 @@ static const char *unsupported_param(const struct s3_req *r)
 		"object-lock",
 		"retention",
 		"legal-hold",
+		"logging",
 		"AWSAccessKeyId", /* a SigV2 presigned URL's */
 		"Signature",
 		"Expires",
@@ -570,6 +576,7 @@ static void tagging_read(struct s3_req *r) { s3_submit(r, s3_put_tagging); }
 static void versioning_read(struct s3_req *r) { s3_submit(r, s3_put_versioning); }
 static void policy_read(struct s3_req *r) { s3_submit(r, s3_put_policy); }
 static void lock_config_read(struct s3_req *r) { s3_submit(r, s3_put_lock_config); }
+static void logging_read(struct s3_req *r) { s3_submit(r, s3_put_logging); }
 static void retention_read(struct s3_req *r) { s3_submit(r, s3_put_retention); }
 static void legal_hold_read(struct s3_req *r) { s3_submit(r, s3_put_legal_hold); }
 
@@ -781,6 +788,9 @@ static void route(struct s3_req *r)
 	} else if (http_req_query(r->req, "object-lock")) {
 		route_config(r, m, lock_config_read, s3_get_lock_config, NULL);
 		return;
+	} else if (http_req_query(r->req, "logging")) {
+		route_config(r, m, logging_read, s3_get_logging, NULL);
+		return;
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {
 			read_body(r, S3_CONFIG_BODY_MAX, create_bucket_parsed);
@@ -885,6 +895,7 @@ static struct s3_req *req_new(struct s3_gateway *g, http_req *req)
 	r->payload = -1;
 	r->decoded_length = -1;
 	r->head_length = -1;
+	r->t0_ns = time_now_ns();
 	return r;
 }
 
@@ -1027,6 +1038,11 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 		*err = WFS_EINVAL;
 		goto fail;
 	}
+	if (o->logging_flush_s < 1) {
+		log_error("-logging.flushSeconds must be at least 1");
+		*err = WFS_EINVAL;
+		goto fail;
+	}
 	g->upload_mem = s3_budget_new((uint64_t)o->upload_mem_mb << 20);
 	g->chunk_size = (uint64_t)o->chunk_mb << 20;
 	g->inline_max = (size_t)o->inline_kb << 10;
@@ -1034,6 +1050,7 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->bc = blob_client_new_filer(o->filer,
 				      &(struct blob_client_opts){.short_circuit_off = !o->short_circuit});
 	g->work = pool_new(16, "wfs-s3-work");
+	g->logging = s3_logging_new(g, o->logging_flush_s);
 	/* the file's identities and the IAM API's users of the filer (read now, then followed) */
 	g->iam_store = s3_iam_store_new(g->filer, o->filer, statics, true);
 	now = s3_iam_store_get(g->iam_store);
@@ -1143,6 +1160,7 @@ void s3_stop(struct s3_gateway *g)
 	http_server_free(g->iam_http);
 	http_server_free(g->http);
 	pool_free(g->work);
+	g->work = NULL;
 	/* requests the loops left half done (a body still coming, an upload waiting for
 	   memory, a stream): nothing can touch them any more */
 	while (g->live) {
@@ -1155,6 +1173,8 @@ void s3_stop(struct s3_gateway *g)
 			drop(state);
 	}
 	pthread_mutex_destroy(&g->live_mu);
+	/* the last access-log records go out while the filer and volume clients still work */
+	s3_logging_free(g->logging);
 	blob_client_free(g->bc);
 	filer_rpc_free(g->filer);
 	s3_iam_store_free(g->iam_store);

@@ -28,6 +28,7 @@ struct s3_opts {
 	/* -sse.keyFile: SSE-S3 master keys (NULL: generated, kept in the filer);
 	   -sse.kmsKeys: the SSE-KMS key store (NULL: none) (s3_sse.h) */
 	const char *sse_key_file, *sse_kms_keys;
+	int logging_flush_s; /* -logging.flushSeconds: access logs are delivered this often */
 };
 
 void s3_opts_default(struct s3_opts *o);
