@@ -472,3 +472,22 @@ def test_awscli_acls(gw, tmp_path):
     assert rc == 0 and json.loads(out)["Owner"]["DisplayName"] == "bob", out
     rc, out = aws("put-bucket-acl", "--bucket", b, "--acl", "no-such-acl")
     assert rc != 0
+
+
+def test_version_acls(gw):
+    _, g, _ = gw
+    _, bob, _ = clients(g)
+    b = writer_bucket(bob, "ver-acl")
+    bob.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    v1 = bob.put_object(Bucket=b, Key="k", Body=b"one", ACL="public-read")["VersionId"]
+    v2 = bob.put_object(Bucket=b, Key="k", Body=b"two")["VersionId"]
+    # each version keeps its own ACL
+    assert (ALL_USERS, "READ") in grants(bob.get_object_acl(Bucket=b, Key="k", VersionId=v1))
+    assert grants(bob.get_object_acl(Bucket=b, Key="k", VersionId=v2)) == {
+        ("bob", "FULL_CONTROL")}
+    assert anon(g).get_object(Bucket=b, Key="k", VersionId=v1)["Body"].read() == b"one"
+    assert not can(anon(g).get_object, Bucket=b, Key="k")
+    bob.put_object_acl(Bucket=b, Key="k", VersionId=v1, ACL="private")
+    assert not can(anon(g).get_object, Bucket=b, Key="k", VersionId=v1)
+    bob.put_object_acl(Bucket=b, Key="k", VersionId=v2, ACL="public-read")
+    assert anon(g).get_object(Bucket=b, Key="k")["Body"].read() == b"two"
