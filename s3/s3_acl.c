@@ -224,6 +224,16 @@ bool s3_acl_header(struct s3_req *r, struct filer_entry *into)
 		return false;
 	if (!given && !r->who)
 		return true; /* anonymous, nothing asked: the bucket's owner owns it */
+	if (!given) {
+		/* under BucketOwnerEnforced (new buckets) the writer owns nothing: no record,
+		   when the entry the authorization just read is still cached */
+		struct filer_entry *b = NULL;
+		bool enforced = s3_bucket_peek(r->g, r->bucket, &b) &&
+				s3_bucket_ownership(b) == S3_OWN_ENFORCED;
+		filer_entry_free(b);
+		if (enforced)
+			return true;
+	}
 	if (!given)
 		acl_canned("private", false, &a);
 	if (r->who)
