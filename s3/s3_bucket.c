@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
+#include "s3/acl.h"
 #include "s3/s3_int.h"
 #include "util.h"
 
@@ -40,11 +41,14 @@ bool s3_bucket_name_ok(const char *name)
 	       (n < 6 || strcmp(name + n - 6, "--ol-s3"));
 }
 
+/* The caller as ListBuckets names it: its canonical id, as ACLs do (s3_acl.c). */
 static void owner(struct s3_req *r, xml_w *w)
 {
 	const char *name = r->who ? s3_identity_name(r->who) : "anonymous";
+	char id[65];
+	acl_canonical_id(name, id);
 	xml_open(w, "Owner");
-	xml_elem(w, "ID", name);
+	xml_elem(w, "ID", id);
 	xml_elem(w, "DisplayName", name);
 	xml_close(w);
 }

@@ -419,10 +419,6 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
-	if (!s3_acl_write_ok(r, b)) {
-		filer_entry_free(b);
-		return 0;
-	}
 	eff = policy_in(r, b, r->bucket, r->key, action);
 	ok = decide(r, r->bucket, r->key, action, act, eff, b, 0);
 	if (!ok) {
@@ -434,9 +430,12 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 		}
 		ok = acl && decide(r, r->bucket, r->key, action, act, eff, b, acl);
 	}
-	filer_entry_free(b);
-	if (!ok)
+	if (!ok) {
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+	} else if (!s3_acl_write_ok(r, b)) {
+		ok = false; /* its ACL headers do not suit the bucket's rules: r answered */
+	}
+	filer_entry_free(b);
 	return ok;
 }
 
@@ -476,16 +475,16 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
 bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		  enum s3_action act)
 {
+	if (!s3_permitted(r, bucket, key, action, act)) {
+		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+		return false;
+	}
 	if (key && !strcmp(bucket, r->bucket) && r->key && !strcmp(key, r->key)) {
-		/* the ACL headers of a write must suit the bucket's rules */
+		/* the ACL headers of r's own write must suit the bucket's rules */
 		struct filer_entry *b = NULL;
 		bool ok = s3_bucket_lookup(r->g, bucket, &b) || s3_acl_write_ok(r, b);
 		filer_entry_free(b);
-		if (!ok)
-			return false;
+		return ok;
 	}
-	if (s3_permitted(r, bucket, key, action, act))
-		return true;
-	s3_error(r, S3_ACCESS_DENIED, "Access Denied");
-	return false;
+	return true;
 }

@@ -103,6 +103,8 @@ def test_create_bucket_owners(gw):
     assert "own-bob" in [b["Name"] for b in bob.list_buckets()["Buckets"]]
     assert "own-bob" not in [b["Name"] for b in carol.list_buckets()["Buckets"]]
     assert "own-bob" in [b["Name"] for b in alice.list_buckets()["Buckets"]]
+    assert bob.list_buckets()["Owner"] == {"ID": canonical(bob, "own-bob"),
+                                           "DisplayName": "bob"}
     # a bucket made through the filer has no owner: the Admin's create is 200, others' not
     assert filer.post("/buckets/own-filer/").status_code == 201
     assert alice.create_bucket(Bucket="own-filer")["ResponseMetadata"]["HTTPStatusCode"] == 200
@@ -299,6 +301,12 @@ def test_bad_acl_bodies_change_nothing(gw):
     assert bob.get_bucket_acl(Bucket=b)["Grants"] == before_b["Grants"]
     assert bob.get_object_acl(Bucket=b, Key="k")["Grants"] == before_o["Grants"]
     assert code_of(bob.get_object_acl, Bucket=b, Key="missing") == "NoSuchKey"
+    # one with no right on them hears AccessDenied, whatever its headers
+    _, _, carol = clients(g)
+    assert code_of(carol.put_object_acl, Bucket=b, Key="k", ACL="nope") == "AccessDenied"
+    assert code_of(carol.put_bucket_acl, Bucket=b, ACL="nope") == "AccessDenied"
+    assert code_of(carol.put_object, Bucket=b, Key="c", Body=b"c", ACL="nope") == \
+        "AccessDenied"
 
 
 def test_object_ownership(gw):
@@ -491,3 +499,30 @@ def test_version_acls(gw):
     assert not can(anon(g).get_object, Bucket=b, Key="k", VersionId=v1)
     bob.put_object_acl(Bucket=b, Key="k", VersionId=v2, ACL="public-read")
     assert anon(g).get_object(Bucket=b, Key="k")["Body"].read() == b"two"
+
+
+def test_inline_deny_stops_create_bucket(gw):
+    """An IAM API user may make a bucket of its own, unless its inline policy denies it;
+    its canonical id resolves in grants like the file's identities'."""
+    _, g, _ = gw
+    alice, bob, _ = clients(g)
+    c = boto3.client("iam", endpoint_url="http://127.0.0.1:%d" % g.iam_port,
+                     region_name="us-east-1", aws_access_key_id="AKALICE",
+                     aws_secret_access_key="alice-secret",
+                     config=Config(retries={"max_attempts": 1}))
+    c.create_user(UserName="dave")
+    k = c.create_access_key(UserName="dave")["AccessKey"]
+    dave = client(g, k["AccessKeyId"], k["SecretAccessKey"])
+    wait_until(lambda: can(dave.list_buckets), 5, "the gateway takes dave's key")
+    dave.create_bucket(Bucket="dave-own")
+    dave.put_object(Bucket="dave-own", Key="k", Body=b"d")
+    b = writer_bucket(bob, "for-dave")
+    bob.put_object(Bucket=b, Key="k", Body=b"b",
+                   GrantRead='id="%s"' % canonical(dave, "dave-own"))
+    assert dave.get_object(Bucket=b, Key="k")["Body"].read() == b"b"
+    c.put_user_policy(UserName="dave", PolicyName="no-buckets", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Deny", "Action": "s3:CreateBucket", "Resource": "*"}]}))
+    wait_until(lambda: not can(dave.create_bucket, Bucket="dave-two"), 5,
+               "the Deny reaches the gateway")
+    assert "dave-two" not in [x["Name"] for x in alice.list_buckets()["Buckets"]]
