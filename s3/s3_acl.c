@@ -245,6 +245,36 @@ bool s3_acl_header(struct s3_req *r, struct filer_entry *into)
 	return true;
 }
 
+bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into)
+{
+	struct s3_acl a = {0};
+	struct filer_entry *b = NULL;
+	buf enc = BUF_INIT;
+	wfs_err rc;
+	bool ok = false;
+
+	if (!acl_canned(canned, false, &a)) {
+		s3_error(r, S3_INVALID_ARGUMENT, "The canned ACL %.64s is not valid", canned);
+		goto out;
+	}
+	if ((rc = s3_bucket_lookup(r->g, r->bucket, &b))) {
+		s3_filer_error(r, rc, "looking the bucket up");
+		goto out;
+	}
+	if (!acl_settable(r, b, &a))
+		goto out;
+	if (r->who)
+		a.owner = xstrdup(s3_identity_name(r->who));
+	acl_encode(&a, &enc);
+	filer_entry_xattr_set(into, S3_XATTR_ACL, enc.data, enc.len);
+	ok = true;
+out:
+	buf_free(&enc);
+	acl_free(&a);
+	filer_entry_free(b);
+	return ok;
+}
+
 /* ---- CreateBucket ---- */
 
 bool s3_bucket_create_xattrs(struct s3_req *r, struct filer_entry *into)

@@ -404,6 +404,9 @@ bool s3_acl_write_ok(struct s3_req *r, const struct filer_entry *b);
 /* The ACL headers of a write (the writer owning the object) into into's xattrs; false with
    r's error answer. */
 bool s3_acl_header(struct s3_req *r, struct filer_entry *into);
+/* The canned ACL of a browser POST's acl field (the writer owning the object) into into's
+   xattrs, if the bucket's rules allow it; false with r's error answer. Worker. */
+bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into);
 /* CreateBucket's owner, Object Ownership and ACL into into's xattrs; false with r's answer. */
 bool s3_bucket_create_xattrs(struct s3_req *r, struct filer_entry *into);
 /* Whose an existing bucket (entry b) is, as CreateBucket tells it to r. */

@@ -329,6 +329,17 @@ def test_object_ownership(gw):
     assert "enf-acl" not in [x["Name"] for x in bob.list_buckets()["Buckets"]]
     assert code_of(bob.create_bucket, Bucket="enf-bad", ObjectOwnership="Nobody") == \
         "InvalidArgument"
+    # with ACLs enabled, CreateBucket's ACL headers hold
+    bob.create_bucket(Bucket="made-public", ACL="public-read", ObjectOwnership="ObjectWriter")
+    assert can(anon(g).list_objects_v2, Bucket="made-public")
+    carol.create_bucket(Bucket="made-carol")
+    bob.create_bucket(Bucket="made-granted", ObjectOwnership="BucketOwnerPreferred",
+                      GrantWrite='id="%s"' % canonical(carol, "made-carol"))
+    assert can(carol.put_object, Bucket="made-granted", Key="c", Body=b"c")
+    assert not can(carol.list_objects_v2, Bucket="made-granted")
+    assert code_of(bob.create_bucket, Bucket="made-bad", ObjectOwnership="ObjectWriter",
+                   GrantRead='id="nobody"') == "InvalidArgument"
+    assert "made-bad" not in [x["Name"] for x in bob.list_buckets()["Buckets"]]
     # ObjectWriter: a writer bob's bucket ACL lets in owns what it writes and reads it back
     b = writer_bucket(bob, "ow-bkt")
     carol.create_bucket(Bucket="ow-carol")
@@ -526,3 +537,30 @@ def test_inline_deny_stops_create_bucket(gw):
     wait_until(lambda: not can(dave.create_bucket, Bucket="dave-two"), 5,
                "the Deny reaches the gateway")
     assert "dave-two" not in [x["Name"] for x in alice.list_buckets()["Buckets"]]
+
+
+def test_post_form_acl(gw):
+    """A browser POST form's acl field sets the object's canned ACL, under the bucket's
+    rules: refused in a BucketOwnerEnforced bucket, nothing stored."""
+    _, g, _ = gw
+    _, bob, _ = clients(g)
+    b = writer_bucket(bob, "post-acl")
+    bob.create_bucket(Bucket="post-enf")
+
+    def post(bucket, key, acl):
+        form = bob.generate_presigned_post(bucket, key, Fields={"acl": acl},
+                                           Conditions=[{"acl": acl}], ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"form"},
+                             timeout=30)
+
+    assert post(b, "pub", "public-read").status_code == 204
+    assert anon(g).get_object(Bucket=b, Key="pub")["Body"].read() == b"form"
+    assert bob.get_object_acl(Bucket=b, Key="pub")["Owner"]["DisplayName"] == "bob"
+    assert post(b, "priv", "private").status_code == 204
+    assert not can(anon(g).get_object, Bucket=b, Key="priv")
+    r = post("post-enf", "pub", "public-read")
+    assert r.status_code == 400 and "AccessControlListNotSupported" in r.text, r.text
+    r = post(b, "bad", "everyone")
+    assert r.status_code == 400 and "InvalidArgument" in r.text, r.text
+    for bucket, key in (("post-enf", "pub"), (b, "bad")):
+        assert code_of(bob.head_object, Bucket=bucket, Key=key) == "404"
