@@ -343,13 +343,14 @@ static unsigned perm_needed(const char *action, bool key, bool *on_object)
 	if (!strcmp(action, "s3:PutObject") || !strcmp(action, "s3:DeleteObject") ||
 	    !strcmp(action, "s3:DeleteObjectVersion") || !strcmp(action, "s3:AbortMultipartUpload"))
 		return ACL_WRITE;
-	if (!key)
-		return !strcmp(action, "s3:ListBucket") || !strcmp(action, "s3:ListBucketVersions") ||
-				       !strcmp(action, "s3:ListBucketMultipartUploads")
-			       ? ACL_READ
-		       : !strcmp(action, "s3:GetBucketAcl") ? ACL_READ_ACP
-		       : !strcmp(action, "s3:PutBucketAcl") ? ACL_WRITE_ACP
-							    : 0;
+	if (!key) {
+		if (!strcmp(action, "s3:ListBucket") || !strcmp(action, "s3:ListBucketVersions") ||
+		    !strcmp(action, "s3:ListBucketMultipartUploads"))
+			return ACL_READ;
+		if (!strcmp(action, "s3:GetBucketAcl"))
+			return ACL_READ_ACP;
+		return !strcmp(action, "s3:PutBucketAcl") ? ACL_WRITE_ACP : 0;
+	}
 	*on_object = true;
 	if (!strcmp(action, "s3:GetObject") || !strcmp(action, "s3:GetObjectVersion"))
 		return ACL_READ;

@@ -8,8 +8,9 @@
  * explicit Deny wins; else its Allow, or the identity's grant (the -config
  * actions, or an open gateway), lets the request through. So a policy can
  * open a bucket to anonymous requests ("Principal": "*") or close part of it
- * to everyone. An Admin identity may always read, change and remove the
- * policy itself, so a policy that denies everything can be undone.
+ * to everyone. The bucket's owner and its ACLs (s3_acl.c) allow like a grant
+ * does. An Admin identity or the bucket's owner may always read, change and
+ * remove the policy itself, so a policy that denies everything can be undone.
  */
 #include "config.h"
 #include <errno.h>

@@ -564,3 +564,20 @@ def test_post_form_acl(gw):
     assert r.status_code == 400 and "InvalidArgument" in r.text, r.text
     for bucket, key in (("post-enf", "pub"), (b, "bad")):
         assert code_of(bob.head_object, Bucket=bucket, Key=key) == "404"
+
+
+def test_owner_under_a_deny(gw):
+    """A policy's Deny wins over ownership, and the owner can still undo the policy."""
+    _, g, _ = gw
+    _, bob, _ = clients(g)
+    bob.create_bucket(Bucket="deny-own")
+    bob.put_object(Bucket="deny-own", Key="k", Body=b"v")
+    bob.put_bucket_policy(Bucket="deny-own", Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+            "Resource": ["arn:aws:s3:::deny-own", "arn:aws:s3:::deny-own/*"]}]}))
+    assert not can(bob.get_object, Bucket="deny-own", Key="k")
+    assert not can(bob.put_object, Bucket="deny-own", Key="k2", Body=b"x")
+    assert not can(bob.get_bucket_acl, Bucket="deny-own")
+    bob.delete_bucket_policy(Bucket="deny-own")
+    assert bob.get_object(Bucket="deny-own", Key="k")["Body"].read() == b"v"
