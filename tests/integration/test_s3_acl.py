@@ -81,6 +81,9 @@ def test_create_bucket_owners(gw):
     assert bob.get_object(Bucket="own-bob", Key="k")["Body"].read() == b"bob's"
     assert [o["Key"] for o in bob.list_objects_v2(Bucket="own-bob")["Contents"]] == ["k"]
     bob.put_object_tagging(Bucket="own-bob", Key="k", Tagging={"TagSet": []})
+    bob.put_object(Bucket="own-bob", Key="d1", Body=b"1")
+    assert [d["Key"] for d in bob.delete_objects(Bucket="own-bob", Delete={
+        "Objects": [{"Key": "d1"}]})["Deleted"]] == ["d1"]
     bob.put_bucket_versioning(Bucket="own-bob", VersioningConfiguration={"Status": "Enabled"})
     assert bob.get_bucket_ownership_controls(Bucket="own-bob")["OwnershipControls"][
         "Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
@@ -96,7 +99,8 @@ def test_create_bucket_owners(gw):
     for fn, kw in ((carol.get_object, {"Key": "k"}), (carol.head_object, {"Key": "k"}),
                    (carol.put_object, {"Key": "c", "Body": b"x"}),
                    (carol.delete_object, {"Key": "k"}), (carol.list_objects_v2, {}),
-                   (carol.get_bucket_acl, {}), (carol.delete_bucket, {})):
+                   (carol.get_bucket_acl, {}), (carol.delete_bucket, {}),
+                   (carol.delete_objects, {"Delete": {"Objects": [{"Key": "k"}]}})):
         assert not can(fn, Bucket="own-bob", **kw), fn
     assert not can(anon(g).get_object, Bucket="own-bob", Key="k")
     # each lists its own buckets; the Admin sees all
