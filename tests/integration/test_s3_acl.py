@@ -113,6 +113,11 @@ def test_create_bucket_owners(gw):
     assert filer.post("/buckets/own-filer/").status_code == 201
     assert alice.create_bucket(Bucket="own-filer")["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert code_of(bob.create_bucket, Bucket="own-filer") == "BucketAlreadyExists"
+    # its ACL reads name the first Admin identity as owner; ACLs work on it (no rule set)
+    assert alice.get_bucket_acl(Bucket="own-filer")["Owner"]["DisplayName"] == "alice"
+    alice.put_bucket_acl(Bucket="own-filer", ACL="public-read")
+    assert can(anon(g).list_objects_v2, Bucket="own-filer")
+    assert not can(bob.delete_bucket, Bucket="own-filer")
     assert code_of(alice.get_bucket_ownership_controls,
                    Bucket="own-filer") == "OwnershipControlsNotFoundError"
     # anonymous requests make no bucket
