@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "client/filer_meta.h"
+#include "s3/acl.h"
 #include "s3/s3_int.h"
 #include "util.h"
 
@@ -40,11 +41,14 @@ bool s3_bucket_name_ok(const char *name)
 	       (n < 6 || strcmp(name + n - 6, "--ol-s3"));
 }
 
+/* The caller as ListBuckets names it: its canonical id, as ACLs do (s3_acl.c). */
 static void owner(struct s3_req *r, xml_w *w)
 {
 	const char *name = r->who ? s3_identity_name(r->who) : "anonymous";
+	char id[65];
+	acl_canonical_id(name, id);
 	xml_open(w, "Owner");
-	xml_elem(w, "ID", name);
+	xml_elem(w, "ID", id);
 	xml_elem(w, "DisplayName", name);
 	xml_close(w);
 }
@@ -76,7 +80,8 @@ void s3_list_buckets(struct s3_req *r)
 				continue;
 			if (r->who && !s3_identity_allows(r->who, S3_ACT_LIST, b->name) &&
 			    !s3_identity_allows(r->who, S3_ACT_READ, b->name) &&
-			    s3_identity_says(r, b->name, NULL, "s3:ListBucket") != POLICY_ALLOW)
+			    s3_identity_says(r, b->name, NULL, "s3:ListBucket") != POLICY_ALLOW &&
+			    !s3_acl_lists_bucket(r, b))
 				continue; /* a bucket this identity cannot touch stays unlisted */
 			s3_iso8601(b->attr.crtime_ns ? b->attr.crtime_ns : b->attr.mtime_ns, when);
 			xml_open(w, "Bucket");
@@ -119,17 +124,51 @@ wfs_err s3_bucket_make(struct s3_gateway *g, const char *bucket)
 	return s3_bucket_make_with(g, bucket, NULL, 0);
 }
 
+/* CreateBucket of a bucket that exists: as S3 answers, by whose it is and the region. */
+static void create_existing(struct s3_req *r)
+{
+	struct filer_entry *b = NULL;
+	wfs_err e = s3_bucket_lookup(r->g, r->bucket, &b);
+	if (e) {
+		s3_filer_error(r, e, "looking the bucket up");
+	} else if (s3_bucket_claim(r, b) == S3_CLAIM_OTHERS) {
+		s3_error(r, S3_BUCKET_EXISTS,
+			 "The requested bucket name is not available. The bucket namespace is "
+			 "shared by all users of the system. Please select a different name and "
+			 "try again.");
+	} else if (!strcmp(r->g->region, "us-east-1")) {
+		/* us-east-1 answers a repeated create of one's own bucket with success */
+		char *loc = xasprintf("/%s", r->bucket);
+		s3_header(r, "Location", loc);
+		free(loc);
+		r->status = 200;
+	} else {
+		s3_error(r, S3_BUCKET_OWNED,
+			 "Your previous request to create the named bucket succeeded and you "
+			 "already own it.");
+	}
+	filer_entry_free(b);
+}
+
 void s3_create_bucket(struct s3_req *r)
 {
 	const char *lock = http_req_header(r->req, "x-amz-bucket-object-lock-enabled");
 	struct filer_xattr x[2];
-	size_t nx = lock && !strcasecmp(lock, "true") ? s3_lock_bucket_xattrs(x) : 0;
-	wfs_err e = s3_bucket_make_with(r->g, r->bucket, x, nx);
+	struct filer_entry *xs = filer_entry_new("/", "bucket");
+	wfs_err e;
 
+	/* the owner, Object Ownership and ACL, and Object Lock: sorted and unique in xs */
+	if (!s3_bucket_create_xattrs(r, xs)) {
+		filer_entry_free(xs);
+		return;
+	}
+	for (size_t i = 0, n = lock && !strcasecmp(lock, "true") ? s3_lock_bucket_xattrs(x) : 0;
+	     i < n; i++)
+		filer_entry_xattr_set(xs, x[i].name, x[i].value, x[i].value_len);
+	e = s3_bucket_make_with(r->g, r->bucket, xs->xattrs, xs->n_xattrs);
+	filer_entry_free(xs);
 	if (e == WFS_EEXIST) {
-		s3_error(r, S3_BUCKET_OWNED,
-			 "Your previous request to create the named bucket succeeded and you "
-			 "already own it.");
+		create_existing(r);
 	} else if (e) {
 		s3_filer_error(r, e, "creating the bucket");
 	} else {

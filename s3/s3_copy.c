@@ -401,7 +401,8 @@ void s3_copy_object(struct s3_req *r)
 	} else {
 		m.e = filer_entry_new("/", "object");
 		s3_meta_from_entry(&m, s.e);
-		if (!s3_lock_header(r, m.e)) /* a copy's lock is its own, never the source's */
+		/* a copy's lock and ACL are its own, never the source's */
+		if (!s3_lock_header(r, m.e) || !s3_acl_header(r, m.e))
 			goto out;
 	}
 	if (!upload_id && !copy_tags(r, &m, s.e))

@@ -16,6 +16,7 @@
 	X(S3_OK, "OK", 200)                                                    \
 	X(S3_ACCESS_DENIED, "AccessDenied", 403)                               \
 	X(S3_ACCESS_FORBIDDEN, "AccessForbidden", 403)                         \
+	X(S3_ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400)          \
 	X(S3_AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400)       \
 	X(S3_AUTH_QUERY_ERROR, "AuthorizationQueryParametersError", 400)       \
 	X(S3_BAD_DIGEST, "BadDigest", 400)                                     \
@@ -30,6 +31,7 @@
 	X(S3_INTERNAL, "InternalError", 500)                                   \
 	X(S3_INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403)                    \
 	X(S3_INVALID_ARGUMENT, "InvalidArgument", 400)                         \
+	X(S3_INVALID_ACL_OWNERSHIP, "InvalidBucketAclWithObjectOwnership", 400) \
 	X(S3_INVALID_BUCKET_NAME, "InvalidBucketName", 400)                    \
 	X(S3_INVALID_BUCKET_STATE, "InvalidBucketState", 409)                  \
 	X(S3_INVALID_TARGET_BUCKET_FOR_LOGGING, "InvalidTargetBucketForLogging", 400) \
@@ -48,6 +50,7 @@
 	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                             \
 	X(S3_KMS_NOT_FOUND, "KMS.NotFoundException", 400)                      \
 	X(S3_MALFORMED_XML, "MalformedXML", 400)                               \
+	X(S3_MALFORMED_ACL, "MalformedACLError", 400)                          \
 	X(S3_MALFORMED_POST, "MalformedPOSTRequest", 400)                      \
 	X(S3_MALFORMED_TRAILER, "MalformedTrailerError", 400)                  \
 	X(S3_MALFORMED_POLICY, "MalformedPolicy", 400)                         \
@@ -64,6 +67,8 @@
 	X(S3_NO_LOCK_CONFIG_OBJECT, "NoSuchObjectLockConfiguration", 404)      \
 	X(S3_NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404)           \
 	X(S3_NO_SUCH_POLICY, "NoSuchBucketPolicy", 404)                        \
+	X(S3_NO_SUCH_PAB, "NoSuchPublicAccessBlockConfiguration", 404)         \
+	X(S3_NO_OWNERSHIP, "OwnershipControlsNotFoundError", 404)              \
 	X(S3_NO_SUCH_TAG_SET, "NoSuchTagSet", 404)                             \
 	X(S3_NO_SUCH_UPLOAD, "NoSuchUpload", 404)                              \
 	X(S3_NO_SUCH_VERSION, "NoSuchVersion", 404)                            \
@@ -74,6 +79,8 @@
 	X(S3_HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400)            \
 	X(S3_SERVICE_UNAVAILABLE, "ServiceUnavailable", 503)                   \
 	X(S3_SIGNATURE_MISMATCH, "SignatureDoesNotMatch", 403)                 \
+	X(S3_UNEXPECTED_CONTENT, "UnexpectedContent", 400)                     \
+	X(S3_UNRESOLVABLE_EMAIL, "UnresolvableGrantByEmailAddress", 400)       \
 	X(S3_SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400)
 
 enum s3_err {

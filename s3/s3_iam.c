@@ -25,6 +25,7 @@ struct grant {
 
 struct s3_identity {
 	char *name;
+	char *email;             /* the file's optional "email" (ACL grants by e-mail); NULL */
 	char **access, **secret; /* parallel arrays of n_keys */
 	size_t n_keys;
 	struct grant *grants;
@@ -50,6 +51,7 @@ static const char *const action_names[] = {
 static void identity_free(struct s3_identity *id)
 {
 	free(id->name);
+	free(id->email);
 	for (size_t i = 0; i < id->n_keys; i++) {
 		free(id->access[i]);
 		free(id->secret[i]);
@@ -134,7 +136,7 @@ static bool parse_grant(const char *s, struct s3_identity *id, char *msg, size_t
 
 static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t msglen)
 {
-	static const char *const keys[] = {"name", "credentials", "actions", NULL};
+	static const char *const keys[] = {"name", "email", "credentials", "actions", NULL};
 	static const char *const ckeys[] = {"accessKey", "secretKey", NULL};
 	yajl_val creds, acts;
 	const char *name;
@@ -144,6 +146,13 @@ static bool parse_identity(yajl_val v, struct s3_identity *id, char *msg, size_t
 	if (!(name = str_field(v, "name")))
 		return msg_fail(msg, msglen, "an identity needs a \"name\"");
 	id->name = xstrdup(name);
+	if (json_get(v, "email")) {
+		const char *email = str_field(v, "email");
+		if (!email || !strchr(email, '@'))
+			return msg_fail(msg, msglen, "identity %s: \"email\" must be an address",
+					name);
+		id->email = xstrdup(email);
+	}
 	creds = json_get(v, "credentials");
 	acts = json_get(v, "actions");
 	if (!creds || !YAJL_IS_ARRAY(creds))
@@ -294,6 +303,13 @@ const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name
 
 const char *s3_identity_name(const struct s3_identity *id) { return id->name; }
 
+const char *s3_identity_email(const struct s3_identity *id) { return id->email; }
+
+const struct s3_identity *s3_iam_at(const struct s3_iam *iam, size_t i)
+{
+	return i < iam->n ? &iam->v[i] : NULL;
+}
+
 static bool bucket_matches(const char *pattern, const char *bucket)
 {
 	size_t n = strlen(pattern);
@@ -352,6 +368,7 @@ struct s3_iam *s3_iam_clone(const struct s3_iam *src)
 		}
 		id->n_grants = from->n_grants;
 		id->admin = from->admin;
+		id->email = from->email ? xstrdup(from->email) : NULL;
 		/* only the static identities are cloned: they carry no policies */
 	}
 	return iam;

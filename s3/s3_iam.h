@@ -3,13 +3,14 @@
  * actions (docs/s3-gateway.md). Loaded once at start from a JSON file in
  * SeaweedFS's s3.json form:
  *
- *   {"identities": [{"name": "alice",
+ *   {"identities": [{"name": "alice", "email": "alice@example.com",
  *                    "credentials": [{"accessKey": "AK...", "secretKey": "..."}],
  *                    "actions": ["Read", "Write", "List", "Tagging", "Admin",
  *                                "Read:bucket1", ...]}]}
  *
  * An action with ":bucket" holds for that bucket only (a trailing '*' in the
- * bucket matches any suffix); "Admin" allows everything. With no identity at
+ * bucket matches any suffix); "Admin" allows everything. The optional
+ * "email" names the identity in ACL grants by e-mail address. With no identity at
  * all the gateway is open: every request is allowed, signed or not.
  *
  * The IAM API's users (s3_iam_user.h) join a copy of the file's identities
@@ -72,6 +73,10 @@ const struct s3_identity *s3_iam_lookup(const struct s3_iam *iam, const char *ac
 const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name);
 /* The identity's name (borrowed). */
 const char *s3_identity_name(const struct s3_identity *id);
+/* The identity's e-mail address from the file (borrowed), or NULL. */
+const char *s3_identity_email(const struct s3_identity *id);
+/* The i-th identity (in the file's order, then the IAM API's users), or NULL past the end. */
+const struct s3_identity *s3_iam_at(const struct s3_iam *iam, size_t i);
 /* Whether id may do a on bucket (NULL or "" for calls on no bucket, like ListBuckets). */
 bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const char *bucket);
 /* Whether id is an IAM API user (not the file's). */

@@ -390,6 +390,49 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
  */
 int s3_authorize_cached(struct s3_req *r, enum s3_action act);
 
+/* Owners, ACLs, Object Ownership, Public Access Block (s3_acl.c). */
+#define S3_XATTR_ACL "s3.acl"
+enum s3_ownership { S3_OWN_NONE, S3_OWN_ENFORCED, S3_OWN_PREFERRED, S3_OWN_WRITER };
+enum s3_pab { S3_PAB_BLOCK_ACLS, S3_PAB_IGNORE_ACLS, S3_PAB_BLOCK_POLICY, S3_PAB_RESTRICT };
+/* The Object Ownership rule of bucket entry b (NONE: none set). Any thread. */
+enum s3_ownership s3_bucket_ownership(const struct filer_entry *b);
+/* Whether b's Public Access Block has flag f on. Any thread. */
+bool s3_pab_flag(const struct filer_entry *b, enum s3_pab f);
+/* Whether r's identity is the recorded owner of bucket entry b. Any thread. */
+bool s3_owns_bucket(const struct s3_req *r, const struct filer_entry *b);
+/*
+ * Whether ownership or an ACL lets r perform action on key (NULL: the bucket)
+ * of bucket (its entry b): 1 yes, 0 no, -1 the object's ACL must be read and
+ * may_block is false (the loop: decide on a worker).
+ */
+int s3_acl_decide(struct s3_req *r, const struct filer_entry *b, const char *bucket,
+		  const char *key, const char *action, bool may_block);
+/* Whether ListBuckets shows b to r for its ownership or an ACL grant. */
+bool s3_acl_lists_bucket(const struct s3_req *r, const struct filer_entry *b);
+/* Whether the ACL headers of a write, if any, may be set in bucket b; else r answered. */
+bool s3_acl_write_ok(struct s3_req *r, const struct filer_entry *b);
+/* The ACL headers of a write (the writer owning the object) into into's xattrs; false with
+   r's error answer. */
+bool s3_acl_header(struct s3_req *r, struct filer_entry *into);
+/* The canned ACL of a browser POST's acl field (the writer owning the object) into into's
+   xattrs, if the bucket's rules allow it; false with r's error answer. Worker. */
+bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into);
+/* CreateBucket's owner, Object Ownership and ACL into into's xattrs; false with r's answer. */
+bool s3_bucket_create_xattrs(struct s3_req *r, struct filer_entry *into);
+/* Whose an existing bucket (entry b) is, as CreateBucket tells it to r. */
+enum s3_bucket_claim { S3_CLAIM_MINE, S3_CLAIM_OTHERS };
+enum s3_bucket_claim s3_bucket_claim(const struct s3_req *r, const struct filer_entry *b);
+/* ?acl of a bucket or an object (PUT: headers or body in r->in), ?ownershipControls and
+   ?publicAccessBlock of a bucket; on a worker. */
+void s3_get_acl(struct s3_req *r);
+void s3_put_acl(struct s3_req *r);
+void s3_put_ownership(struct s3_req *r);
+void s3_get_ownership(struct s3_req *r);
+void s3_delete_ownership(struct s3_req *r);
+void s3_put_pab(struct s3_req *r);
+void s3_get_pab(struct s3_req *r);
+void s3_delete_pab(struct s3_req *r);
+
 /* What r's identity's inline policies say of action on bucket/key (NULL key: the bucket;
    NULL bucket: no resource, "*"). Any thread. */
 enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,

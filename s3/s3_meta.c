@@ -62,7 +62,7 @@ bool s3_meta_from_request(struct s3_req *r, struct s3_meta *m)
 {
 	if (!s3_meta_from_pairs(r, m, header_at, r->req))
 		return false;
-	return s3_tagging_header(r, m->e) && s3_lock_header(r, m->e);
+	return s3_tagging_header(r, m->e) && s3_lock_header(r, m->e) && s3_acl_header(r, m->e);
 }
 
 bool s3_meta_from_pairs(struct s3_req *r, struct s3_meta *m,

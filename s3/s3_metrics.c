@@ -36,6 +36,10 @@ static const struct subres bucket_subres[] = {
 	{"versions", "ListObjectVersions", NULL, NULL, NULL},
 	{"location", "GetBucketLocation", NULL, NULL, NULL},
 	{"acl", "GetBucketAcl", "PutBucketAcl", NULL, NULL},
+	{"ownershipControls", "GetBucketOwnershipControls", "PutBucketOwnershipControls",
+	 "DeleteBucketOwnershipControls", NULL},
+	{"publicAccessBlock", "GetPublicAccessBlock", "PutPublicAccessBlock",
+	 "DeletePublicAccessBlock", NULL},
 };
 
 /* A key's subresources. */

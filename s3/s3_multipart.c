@@ -636,6 +636,12 @@ void s3_complete_multipart(struct s3_req *r)
 	s3_meta_from_entry(&m, dir);
 	s3_lock_inherit(m.e, dir);
 	{
+		/* the ACL CreateMultipartUpload's headers gave, its writer the owner */
+		const struct filer_xattr *acl = filer_entry_xattr_get(dir, S3_XATTR_ACL);
+		if (acl)
+			filer_entry_xattr_set(m.e, S3_XATTR_ACL, acl->value, acl->value_len);
+	}
+	{
 		size_t np = 0;
 		const struct filer_entry **in_order =
 			xcalloc(xml_count(root, "Part") + 1, sizeof(*in_order));

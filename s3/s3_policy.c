@@ -8,8 +8,9 @@
  * explicit Deny wins; else its Allow, or the identity's grant (the -config
  * actions, or an open gateway), lets the request through. So a policy can
  * open a bucket to anonymous requests ("Principal": "*") or close part of it
- * to everyone. An Admin identity may always read, change and remove the
- * policy itself, so a policy that denies everything can be undone.
+ * to everyone. The bucket's owner and its ACLs (s3_acl.c) allow like a grant
+ * does. An Admin identity or the bucket's owner may always read, change and
+ * remove the policy itself, so a policy that denies everything can be undone.
  */
 #include "config.h"
 #include <errno.h>
@@ -45,6 +46,16 @@ void s3_put_policy(struct s3_req *r)
 	if (!p) {
 		s3_error(r, S3_MALFORMED_POLICY, "%s", msg);
 		return;
+	}
+	if (bucket_policy_is_public(p)) {
+		struct filer_entry *b = s3_bucket_entry(r);
+		bool blocked = b && s3_pab_flag(b, S3_PAB_BLOCK_POLICY);
+		filer_entry_free(b);
+		if (blocked) {
+			s3_error(r, S3_ACCESS_DENIED, "Access Denied: public policies are blocked");
+			bucket_policy_free(p);
+			return;
+		}
 	}
 	bucket_policy_free(p);
 	s3_bucket_config_set(r, X_POLICY, &r->in, "storing the bucket policy");
@@ -105,6 +116,12 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 	bool get = m == HTTP_GET, put = m == HTTP_PUT;
 	if (has(r, "policyStatus"))
 		return "s3:GetBucketPolicyStatus";
+	if (has(r, "acl"))
+		return get ? "s3:GetBucketAcl" : "s3:PutBucketAcl";
+	if (has(r, "ownershipControls"))
+		return get ? "s3:GetBucketOwnershipControls" : "s3:PutBucketOwnershipControls";
+	if (has(r, "publicAccessBlock"))
+		return get ? "s3:GetBucketPublicAccessBlock" : "s3:PutBucketPublicAccessBlock";
 	if (has(r, "policy"))
 		return get   ? "s3:GetBucketPolicy"
 		       : put ? "s3:PutBucketPolicy"
@@ -137,6 +154,11 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 static const char *object_action(const struct s3_req *r, enum http_method m)
 {
 	bool version = has(r, "versionId"), upload = has(r, "uploadId");
+	if (has(r, "acl")) {
+		if (m == HTTP_GET)
+			return version ? "s3:GetObjectVersionAcl" : "s3:GetObjectAcl";
+		return version ? "s3:PutObjectVersionAcl" : "s3:PutObjectAcl";
+	}
 	if (has(r, "tagging")) {
 		if (m == HTTP_GET)
 			return version ? "s3:GetObjectVersionTagging" : "s3:GetObjectTagging";
@@ -316,6 +338,10 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 		};
 		/* a stored policy that no longer parses denies rather than opens */
 		eff = p ? bucket_policy_eval(p, &pr) : POLICY_DENY;
+		/* RestrictPublicBuckets: a public policy admits this gateway's identities only */
+		if (eff == POLICY_ALLOW && !r->who && s3_pab_flag(b, S3_PAB_RESTRICT) &&
+		    bucket_policy_is_public(p))
+			eff = POLICY_NO_MATCH;
 		if (!p)
 			log_warn("bucket %s: its stored policy does not parse (%s): denying",
 				 bucket, msg);
@@ -324,18 +350,20 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 	return eff;
 }
 
+/* The same, reading the bucket's entry (into *out, caller frees; NULL when missing). */
 static enum policy_effect policy_says(struct s3_req *r, const char *bucket, const char *key,
-				      const char *action)
+				      const char *action, struct filer_entry **out)
 {
 	struct filer_entry *b = NULL;
-	enum policy_effect eff;
 	wfs_err rc = s3_bucket_lookup(r->g, bucket, &b);
+	*out = NULL;
 	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR)
 		return POLICY_DENY; /* its policy unknown: fail closed */
 	/* a missing bucket has no policy: the operation itself says NoSuchBucket */
-	eff = policy_in(r, b, bucket, key, action);
-	filer_entry_free(b);
-	return eff;
+	*out = rc ? NULL : b;
+	if (rc)
+		filer_entry_free(b);
+	return policy_in(r, *out, bucket, key, action);
 }
 
 enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
@@ -361,13 +389,17 @@ enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const 
 }
 
 /* The decision once the bucket policy's effect is known: as AWS, a Deny of the bucket's
-   or the identity's policies wins, then an Allow of either, then the identity's grant. */
+   or the identity's policies wins, then an Allow of either, then the identity's grant,
+   the bucket's ownership or an ACL (acl: s3_acl_decide's answer), or, for CreateBucket,
+   being an identity at all (each may make buckets of its own, as AWS accounts do). */
 static bool decide(struct s3_req *r, const char *bucket, const char *key, const char *action,
-		   enum s3_action act, enum policy_effect eff)
+		   enum s3_action act, enum policy_effect eff, const struct filer_entry *b, int acl)
 {
-	bool granted =
-		s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, bucket));
-	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
+	bool granted = s3_iam_is_open(r->iam) ||
+		       (r->who && s3_identity_allows(r->who, act, bucket)) || acl == 1 ||
+		       (r->who && !key && !strcmp(action, "s3:CreateBucket"));
+	bool admin = r->who && (s3_identity_allows(r->who, S3_ACT_ADMIN, bucket) ||
+				(b && s3_owns_bucket(r, b)));
 	enum policy_effect mine;
 	if (!s3_session_gate(r, bucket, key, action))
 		return false; /* session credentials: only within their scopes */
@@ -383,15 +415,28 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
 	const char *action;
+	enum policy_effect eff;
 	bool ok;
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
-	ok = decide(r, r->bucket, r->key, action, act,
-		    policy_in(r, b, r->bucket, r->key, action));
-	filer_entry_free(b);
-	if (!ok)
+	eff = policy_in(r, b, r->bucket, r->key, action);
+	ok = decide(r, r->bucket, r->key, action, act, eff, b, 0);
+	if (!ok) {
+		/* ownership or an ACL may allow it; an object's ACL is read on a worker */
+		int acl = s3_acl_decide(r, b, r->bucket, r->key, action, false);
+		if (acl < 0) {
+			filer_entry_free(b);
+			return -1;
+		}
+		ok = acl && decide(r, r->bucket, r->key, action, act, eff, b, acl);
+	}
+	if (!ok) {
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+	} else if (!s3_acl_write_ok(r, b)) {
+		ok = false; /* its ACL headers do not suit the bucket's rules: r answered */
+	}
+	filer_entry_free(b);
 	return ok;
 }
 
@@ -399,9 +444,17 @@ bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const c
 		  enum s3_action act)
 {
 	bool admin = r->who && s3_identity_allows(r->who, S3_ACT_ADMIN, bucket);
+	struct filer_entry *b;
+	enum policy_effect eff;
+	bool ok;
 	if (admin && strstr(action, "BucketPolicy") && !r->session)
 		return true; /* no need to read the policy */
-	return decide(r, bucket, key, action, act, policy_says(r, bucket, key, action));
+	eff = policy_says(r, bucket, key, action, &b);
+	ok = decide(r, bucket, key, action, act, eff, b, 0) ||
+	     (eff != POLICY_DENY &&
+	      decide(r, bucket, key, action, act, eff, b, s3_acl_decide(r, b, bucket, key, action, true)));
+	filer_entry_free(b);
+	return ok;
 }
 
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
@@ -411,7 +464,9 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
 	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)) ||
 	    (r->who && s3_identity_has_policies(r->who)))
 		return true; /* key by key (an identity's policy may name some) */
-	policy = !s3_bucket_lookup(r->g, r->bucket, &b) && filer_entry_xattr_get(b, X_POLICY);
+	policy = !s3_bucket_lookup(r->g, r->bucket, &b) &&
+		 (filer_entry_xattr_get(b, X_POLICY) ||
+		  s3_acl_decide(r, b, r->bucket, NULL, "s3:DeleteObject", true) == 1);
 	filer_entry_free(b);
 	if (!policy)
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
@@ -421,8 +476,16 @@ bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
 bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		  enum s3_action act)
 {
-	if (s3_permitted(r, bucket, key, action, act))
-		return true;
-	s3_error(r, S3_ACCESS_DENIED, "Access Denied");
-	return false;
+	if (!s3_permitted(r, bucket, key, action, act)) {
+		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+		return false;
+	}
+	if (key && !strcmp(bucket, r->bucket) && r->key && !strcmp(key, r->key)) {
+		/* the ACL headers of r's own write must suit the bucket's rules */
+		struct filer_entry *b = NULL;
+		bool ok = s3_bucket_lookup(r->g, bucket, &b) || s3_acl_write_ok(r, b);
+		filer_entry_free(b);
+		return ok;
+	}
+	return true;
 }

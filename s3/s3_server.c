@@ -481,6 +481,9 @@ static const char *unsupported_param(const struct s3_req *r)
 		"retention",
 		"legal-hold",
 		"logging",
+		"acl",
+		"ownershipControls",
+		"publicAccessBlock",
 		"AWSAccessKeyId", /* a SigV2 presigned URL's */
 		"Signature",
 		"Expires",
@@ -579,6 +582,9 @@ static void lock_config_read(struct s3_req *r) { s3_submit(r, s3_put_lock_config
 static void logging_read(struct s3_req *r) { s3_submit(r, s3_put_logging); }
 static void retention_read(struct s3_req *r) { s3_submit(r, s3_put_retention); }
 static void legal_hold_read(struct s3_req *r) { s3_submit(r, s3_put_legal_hold); }
+static void acl_read(struct s3_req *r) { s3_submit(r, s3_put_acl); }
+static void ownership_read(struct s3_req *r) { s3_submit(r, s3_put_ownership); }
+static void pab_read(struct s3_req *r) { s3_submit(r, s3_put_pab); }
 
 /* An object's ?retention or ?legal-hold: GET (Read) or PUT (Write, its body read whole). */
 static void route_lock(struct s3_req *r, enum http_method m, void (*put_read)(struct s3_req *r),
@@ -636,6 +642,22 @@ static void route_object(struct s3_req *r, enum http_method m)
 	      !http_req_query(r->req, "retention") && !http_req_query(r->req, "legal-hold"))) {
 		s3_error(r, S3_NOT_IMPLEMENTED,
 			 "This gateway does not implement partNumber with this request");
+		s3_send_answer(r);
+		return;
+	}
+	if (http_req_query(r->req, "acl")) {
+		/* reading an ACL takes Read, changing it Admin (or the owner's, an ACL's right) */
+		if (m == HTTP_GET && allowed(r, S3_ACT_READ)) {
+			s3_submit(r, s3_get_acl);
+			return;
+		}
+		if (m == HTTP_PUT && allowed(r, S3_ACT_ADMIN)) {
+			read_body(r, S3_CONFIG_BODY_MAX, acl_read);
+			return;
+		}
+		if (m != HTTP_GET && m != HTTP_PUT)
+			s3_error(r, S3_METHOD_NOT_ALLOWED,
+				 "The specified method is not allowed against this resource.");
 		s3_send_answer(r);
 		return;
 	}
@@ -790,6 +812,15 @@ static void route(struct s3_req *r)
 		return;
 	} else if (http_req_query(r->req, "logging")) {
 		route_config(r, m, logging_read, s3_get_logging, NULL);
+		return;
+	} else if (http_req_query(r->req, "acl")) {
+		route_config(r, m, acl_read, s3_get_acl, NULL);
+		return;
+	} else if (http_req_query(r->req, "ownershipControls")) {
+		route_config(r, m, ownership_read, s3_get_ownership, s3_delete_ownership);
+		return;
+	} else if (http_req_query(r->req, "publicAccessBlock")) {
+		route_config(r, m, pab_read, s3_get_pab, s3_delete_pab);
 		return;
 	} else if (m == HTTP_PUT) {
 		if (allowed(r, S3_ACT_WRITE)) {

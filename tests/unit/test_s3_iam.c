@@ -217,9 +217,41 @@ static void test_query_form(void)
 	   "IAM's name characters");
 }
 
+/* The optional e-mail of an identity (ACL grants by e-mail): kept, checked, cloned. */
+static void test_email(void)
+{
+	static const char doc[] =
+		"{\"identities\":[{\"name\":\"bob\",\"email\":\"bob@example.com\","
+		"\"credentials\":[{\"accessKey\":\"AKB\",\"secretKey\":\"s\"}]},"
+		"{\"name\":\"eve\",\"credentials\":[{\"accessKey\":\"AKE\",\"secretKey\":\"s\"}]}]}";
+	char msg[256] = "";
+	struct s3_iam *iam = parse(doc, msg, sizeof(msg)), *copy;
+	const struct s3_identity *b;
+
+	ok(iam != NULL, "an identity with an e-mail parses (%s)", msg);
+	if (!iam)
+		return;
+	b = s3_iam_at(iam, 0);
+	ok(b && !strcmp(s3_identity_email(b), "bob@example.com"), "its e-mail is kept");
+	ok(!s3_identity_email(s3_iam_at(iam, 1)), "without one: none");
+	ok(!s3_iam_at(iam, 2), "s3_iam_at ends with the identities");
+	copy = s3_iam_clone(iam);
+	ok(!strcmp(s3_identity_email(s3_iam_at(copy, 0)), "bob@example.com"), "cloned too");
+	s3_iam_free(copy);
+	s3_iam_free(iam);
+	ok(!parse("{\"identities\":[{\"name\":\"x\",\"email\":\"not-an-address\","
+		  "\"credentials\":[]}]}",
+		  msg, sizeof(msg)),
+	   "an e-mail without '@' is refused");
+	ok(!parse("{\"identities\":[{\"name\":\"x\",\"email\":3,\"credentials\":[]}]}", msg,
+		  sizeof(msg)),
+	   "... and one that is not a string (%s)", msg);
+}
+
 int main(void)
 {
 	test_grants();
+	test_email();
 	test_bad_documents();
 	test_stored_users();
 	test_query_form();
