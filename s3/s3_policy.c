@@ -122,6 +122,8 @@ static const char *bucket_action(const struct s3_req *r, enum http_method m)
 		return get ? "s3:GetBucketOwnershipControls" : "s3:PutBucketOwnershipControls";
 	if (has(r, "publicAccessBlock"))
 		return get ? "s3:GetBucketPublicAccessBlock" : "s3:PutBucketPublicAccessBlock";
+	if (has(r, "logging"))
+		return get ? "s3:GetBucketLogging" : "s3:PutBucketLogging";
 	if (has(r, "policy"))
 		return get   ? "s3:GetBucketPolicy"
 		       : put ? "s3:PutBucketPolicy"
