@@ -271,7 +271,7 @@ static const char *subresource_of(struct s3_req *r)
 		"logging",    "tagging",    "lifecycle", "cors",       "encryption",
 		"versioning", "policyStatus", "policy",  "object-lock", "retention",
 		"legal-hold", "attributes", "acl",       "delete",     "uploads",
-		"versions",   "location",   "uploadId",
+		"versions",   "location",   "uploadId",  "ownershipControls", "publicAccessBlock",
 	};
 	for (size_t i = 0; i < ARRAY_LEN(subs); i++)
 		if (http_req_query(r->req, subs[i]))
