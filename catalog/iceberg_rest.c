@@ -1592,26 +1592,39 @@ out:
 	free(chs);
 }
 
-/* POST .../tables/{table}: CommitTableRequest; the body's identifier must be the path's. */
-static void commit(struct call *c, const char *name)
+/*
+ * Whether the commit body's identifier, when it has one, is the path's
+ * ns.name: a commit must never land on another entry than the one it names.
+ * false answered.
+ */
+static bool body_names_path(struct call *c, const char *name)
 {
 	const jt *id = jt_get(c->body, "identifier");
+	char *lv[TS_NS_LEVELS_MAX], *dir = NULL;
+	const char *n;
+	size_t k = 0;
+	bool ok;
+	if (!id)
+		return true;
+	ok = json_identifier(c, id, lv, &k, &dir, &n);
+	if (ok && (strcmp(dir, c->ns) || strcmp(n, name))) {
+		fail(c, 400, "BadRequestException", "the body's identifier is not the %s of the path",
+		     c->kind->what);
+		ok = false;
+	}
+	free_levels(lv, &k);
+	free(dir);
+	return ok;
+}
+
+/* POST .../tables/{table}: CommitTableRequest. */
+static void commit(struct call *c, const char *name)
+{
 	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR) ||
 	    !jt_is(jt_get(c->body, "requirements"), JT_ARR))
 		return bad(c, "CommitTableRequest is {\"requirements\": [...], \"updates\": [...]}");
-	if (id) {
-		char *lv[TS_NS_LEVELS_MAX], *dir = NULL;
-		const char *n;
-		size_t k = 0;
-		bool ok = json_identifier(c, id, lv, &k, &dir, &n);
-		if (ok && (strcmp(dir, c->ns) || strcmp(n, name)))
-			bad(c, "the body's identifier is not the table of the path"), ok = false;
-		free_levels(lv, &k);
-		free(dir);
-		if (!ok)
-			return;
-	}
-	commit_table(c, c->ns, name);
+	if (body_names_path(c, name))
+		commit_table(c, c->ns, name);
 }
 
 static void metrics(struct call *c)
@@ -1653,7 +1666,8 @@ static void commit_view(struct call *c, const char *name)
 {
 	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR))
 		return bad(c, "CommitViewRequest is {\"requirements\": [...], \"updates\": [...]}");
-	commit_table(c, c->ns, name);
+	if (body_names_path(c, name))
+		commit_table(c, c->ns, name);
 }
 
 /* ---- routing ---- */

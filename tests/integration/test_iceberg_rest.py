@@ -581,3 +581,217 @@ def test_cross_view(env):
     g2 = env.tables.get_table_metadata_location(tableBucketARN=arn, namespace="ns", name="tab")
     assert g2["metadataLocation"] == cat.load_table("ns.tab").metadata_location
     assert g2["versionToken"] != tok
+
+
+# ---- views ----
+
+def view_version(sql, ns, schema_id=0, version_id=1):
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
+    return ViewVersion(**{"version-id": version_id, "schema-id": schema_id,
+                          "representations": [ViewRepresentation(SQLViewRepresentation(
+                              type="sql", sql=sql, dialect="spark"))],
+                          "default-namespace": [ns], "summary": {"engine": "test"}})
+
+
+def view_body(name, sql="SELECT 1 AS id"):
+    return {"name": name, "schema": schema_json(),
+            "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1,
+                             "summary": {}, "default-namespace": ["vw"],
+                             "representations": [{"type": "sql", "sql": sql,
+                                                  "dialect": "spark"}]}}
+
+
+def view_at(env, ns, name):
+    r = requests.get(env.url("lake/namespaces/%s/views/%s" % (ns, name)))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_views(env):
+    from pyiceberg.exceptions import NoSuchViewError, ViewAlreadyExistsError
+    cat = env.catalog("lake")
+    cat.create_namespace("vw")
+    cat.create_namespace("vw2")
+    cat.create_table("vw.t", schema())
+    v = cat.create_view("vw.v1", schema(), view_version("SELECT id FROM vw.t", "vw"),
+                        properties={"comment": "first"})
+    assert v.metadata.location == "s3://lake/vw/v1" and v.properties["comment"] == "first"
+    assert v.current_version().representations[0].root.sql == "SELECT id FROM vw.t"
+    # a view is no table, a table no view
+    assert cat.list_views("vw") == [("vw", "v1")] and cat.list_tables("vw") == [("vw", "t")]
+    assert cat.view_exists("vw.v1") and not cat.view_exists("vw.t")
+    assert not cat.view_exists("vw.nope") and not cat.table_exists("vw.v1")
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("vw.t")
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("vw.nope")
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("vw.v1")
+    err_of(requests.get(env.url("lake/namespaces/vw/views/nope")), 404, "NoSuchViewException")
+    err_of(requests.get(env.url("lake/namespaces/vw/views/t")), 404, "NoSuchViewException")
+    err_of(requests.get(env.url("lake/namespaces/vw/tables/v1")), 404, "NoSuchTableException")
+    assert requests.head(env.url("lake/namespaces/vw/views/v1")).status_code == 204
+    assert requests.head(env.url("lake/namespaces/vw/views/t")).status_code == 404
+    # one name space for both: a view and a table of the same name are refused
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.t", schema(), view_version("SELECT 2", "vw"))
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.v1", schema(), view_version("SELECT 2", "vw"))
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table("vw.v1", schema())
+    err_of(requests.post(env.url("lake/namespaces/vw/views"), json=view_body("t")), 409,
+           "AlreadyExistsException")
+    err_of(requests.post(env.url("lake/namespaces/nons/views"), json=view_body("x")), 404,
+           "NoSuchNamespaceException")
+    assert cat.load_table("vw.t").scan().to_arrow().num_rows == 0
+    first = view_at(env, "vw", "v1")
+    loc0, meta0 = first["metadata-location"], first["metadata"]
+    assert loc0.startswith("s3://lake/vw/v1/metadata/00000-")
+    assert loc0.endswith(".metadata.json")
+    vuuid = meta0["view-uuid"]
+
+    # replace: a new schema and version, made current, under an assert-view-uuid
+    def replace(reqs, updates):
+        return requests.post(env.url("lake/namespaces/vw/views/v1"), json={
+            "identifier": {"namespace": ["vw"], "name": "v1"},
+            "requirements": reqs, "updates": updates})
+    new_schema = {"type": "struct", "schema-id": 1, "fields": [
+        {"id": 1, "name": "id", "type": "int", "required": False},
+        {"id": 2, "name": "n", "type": "long", "required": False}]}
+    new_version = {"version-id": 2, "schema-id": -1, "timestamp-ms": 1700000000000,
+                   "summary": {"engine": "test"}, "default-namespace": ["vw"],
+                   "representations": [{"type": "sql", "dialect": "spark",
+                                        "sql": "SELECT id, count(*) AS n FROM vw.t GROUP BY id"}]}
+    good = [{"action": "add-schema", "schema": new_schema},
+            {"action": "add-view-version", "view-version": new_version},
+            {"action": "set-current-view-version", "view-version-id": -1},
+            {"action": "set-properties", "updates": {"comment": "second"}}]
+    # bad commits first: each 400 or 409, nothing changed
+    stale = [{"type": "assert-view-uuid", "uuid": str(uuid.uuid4())}]
+    err_of(replace(stale, good), 409, "CommitFailedException")
+    err_of(replace([{"type": "assert-table-uuid", "uuid": vuuid}], good), 400,
+           "BadRequestException")
+    err_of(replace([], good + [{"action": "bogus-update"}]), 400, "BadRequestException")
+    err_of(replace([], [{"action": "set-current-view-version", "view-version-id": 9}]), 400,
+           "BadRequestException")
+    err_of(replace([], [{"action": "add-view-version", "view-version": dict(
+        new_version, **{"schema-id": 7})}]), 400, "BadRequestException")
+    err_of(replace([], [{"action": "add-snapshot", "snapshot": {}}]), 400,
+           "BadRequestException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/v1"), json={"updates": "x"}), 400,
+           "BadRequestException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/v1"), data=b"{"), 400,
+           "BadRequestException")
+    err_of(replace([], [{"action": "set-location", "location": "s3://lake/elsewhere"}]), 403,
+           "ForbiddenException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/nope"), json={
+        "requirements": [], "updates": good}), 404, "NoSuchViewException")
+    # the body names another view than the path
+    r = requests.post(env.url("lake/namespaces/vw/views/v1"), json={
+        "identifier": {"namespace": ["vw"], "name": "other"}, "requirements": [],
+        "updates": good})
+    err_of(r, 400, "BadRequestException")
+    assert view_at(env, "vw", "v1")["metadata-location"] == loc0
+    # the good one
+    r = replace([{"type": "assert-view-uuid", "uuid": vuuid}], good)
+    assert r.status_code == 200, r.text
+    loc1 = r.json()["metadata-location"]
+    assert loc1 != loc0 and loc1.startswith("s3://lake/vw/v1/metadata/00001-")
+    v = cat.load_view("vw.v1")
+    assert v.metadata.current_version_id == 2 and len(v.versions) == 2
+    assert [f.name for f in v.schema().fields] == ["id", "n"]
+    assert "GROUP BY" in v.current_version().representations[0].root.sql
+    assert v.properties["comment"] == "second" and str(v.metadata.view_uuid) == vuuid
+    assert [e.version_id for e in v.history()] == [1, 2]
+    # back to version 1: a third file, the log says so
+    r = replace([], [{"action": "set-current-view-version", "view-version-id": 1}])
+    assert r.status_code == 200, r.text
+    v = cat.load_view("vw.v1")
+    assert v.metadata.current_version_id == 1 and [e.version_id for e in v.history()] == [1, 2, 1]
+    # the old metadata files are still there, the pointer is the newest
+    files = env.files_under("/buckets/lake/vw/v1/metadata")
+    assert len(files) == 3 and any(f.endswith(loc1.rsplit("/", 1)[1]) for f in files)
+
+    # rename, across namespaces
+    ren = env.url("lake/views/rename")
+
+    def rename(src, dst):
+        return requests.post(ren, json={
+            "source": {"namespace": [src[0]], "name": src[1]},
+            "destination": {"namespace": [dst[0]], "name": dst[1]}})
+    err_of(rename(("vw", "nope"), ("vw", "x")), 404, "NoSuchViewException")
+    # a table is not renamed by the views' route
+    err_of(rename(("vw", "t"), ("vw", "x")), 404, "NoSuchViewException")
+    err_of(rename(("vw", "v1"), ("vw", "t")), 409, "AlreadyExistsException")
+    err_of(rename(("vw", "v1"), ("nons", "v")), 404, "NoSuchNamespaceException")
+    err_of(requests.post(ren, json={"source": "vw.v1"}), 400, "BadRequestException")
+    assert cat.view_exists("vw.v1") and cat.table_exists("vw.t")
+    r = rename(("vw", "v1"), ("vw2", "v2"))
+    assert r.status_code == 204, r.text
+    assert not cat.view_exists("vw.v1") and cat.view_exists("vw2.v2")
+    assert cat.list_views("vw") == [] and cat.list_views("vw2") == [("vw2", "v2")]
+    v = cat.load_view("vw2.v2")
+    assert str(v.metadata.view_uuid) == vuuid and len(v.versions) == 2
+    # it still commits under its new name
+    r = requests.post(env.url("lake/namespaces/vw2/views/v2"), json={
+        "requirements": [{"type": "assert-view-uuid", "uuid": vuuid}],
+        "updates": [{"action": "set-current-view-version", "view-version-id": 2}]})
+    assert r.status_code == 200, r.text
+    assert cat.load_view("vw2.v2").metadata.current_version_id == 2
+    # the old directory holds v2's files: no new table or view may take it
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table("vw.v1", schema())
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.v1", schema(), view_version("SELECT 2", "vw"))
+    assert not cat.view_exists("vw.v1") and not cat.table_exists("vw.v1")
+
+    # bad create bodies: 400, nothing made
+    bads = [{"name": "b"},
+            dict(view_body("b"), schema=None),
+            {k: x for k, x in view_body("b").items() if k != "view-version"},
+            dict(view_body("b"), **{"view-version": dict(view_body("b")["view-version"],
+                                                        representations=[])}),
+            dict(view_body("b"), **{"view-version": dict(view_body("b")["view-version"],
+                                                        representations=[{"type": "sql"}])}),
+            dict(view_body("b"), properties={"k": 1}),
+            dict(view_body("b"), location="s3://lake/other/b"),
+            dict(view_body("b"), name="B/c"),
+            [1], "x"]
+    for body in bads:
+        r = requests.post(env.url("lake/namespaces/vw/views"), json=body)
+        assert r.status_code in (400, 403), "%s %s" % (body, r.text)
+        assert r.json()["error"]["type"] in ("BadRequestException", "ForbiddenException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views"), data=b"[1,"), 400,
+           "BadRequestException")
+    assert not cat.view_exists("vw.b") and env.entry("/buckets/lake/vw/b") is None
+    assert cat.list_views("vw") == []
+
+    # drop: only views, by the views' route
+    with pytest.raises(NoSuchViewError):
+        cat.drop_view("vw.t")
+    with pytest.raises(NoSuchTableError):
+        cat.drop_table("vw2.v2")
+    assert cat.table_exists("vw.t") and cat.view_exists("vw2.v2")
+    assert len(env.files_under("/buckets/lake/vw/v1/metadata")) == 4
+    cat.drop_view("vw2.v2")
+    assert not cat.view_exists("vw2.v2") and cat.list_views("vw2") == []
+    # a view's files are only its metadata: dropped with it, where they were
+    assert env.files_under("/buckets/lake/vw/v1") == []
+    assert env.entry("/buckets/lake/vw2/v2") is None
+    with pytest.raises(NoSuchViewError):
+        cat.drop_view("vw2.v2")
+    # the name is free again, for a view or a table
+    cat.create_view("vw2.v2", schema(), view_version("SELECT 3", "vw2"))
+    cat.drop_view("vw2.v2")
+    cat.create_table("vw2.v2", schema())
+
+    # views only in Iceberg table buckets: a Lance one refuses them
+    lance = "http://127.0.0.1:%d/v1/namespace/" % env.m.lance_port
+    for ns in ("lkview", "lkview$ns"):
+        r = requests.post(lance + ns + "/create", json={})
+        assert r.status_code == 200, r.text
+    r = requests.post(env.url("lkview/namespaces/ns/views"), json=view_body("v"))
+    e = err_of(r, 400, "BadRequestException")
+    assert "LANCE" in e["message"], e
+    err_of(requests.get(env.url("lkview/namespaces/ns/views")), 400, "BadRequestException")
+    assert env.entry("/buckets/lkview/ns/v") is None
