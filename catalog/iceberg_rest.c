@@ -1627,11 +1627,15 @@ static void commit(struct call *c, const char *name)
 		commit_table(c, c->ns, name);
 }
 
-static void metrics(struct call *c)
+/* A metrics report is taken and dropped, for a table that exists (else 404). */
+static void metrics(struct call *c, const char *name)
 {
+	struct ts_table t = {0};
 	if (!jt_is(c->body, JT_OBJ))
-		return bad(c, "a metrics report is a JSON object");
-	c->a->status = 204;
+		bad(c, "a metrics report is a JSON object");
+	else if (load_table(c, c->ns, name, &t, NULL))
+		c->a->status = 204;
+	ts_table_free(&t);
 }
 
 /* ---- views ---- */
@@ -1723,7 +1727,7 @@ static void route_table(struct call *c)
 	if (!valid_table_name(c, name) || !may(c, action, c->ns, name))
 		return;
 	if (c->nseg == 6 && seg_is(c, 5, "metrics"))
-		return is(c, "POST") ? metrics(c) : method_not_allowed(c);
+		return is(c, "POST") ? metrics(c, name) : method_not_allowed(c);
 	if (c->nseg != 5)
 		return fail(c, 404, "NotFoundException", "no such route");
 	if (is(c, "GET") || is(c, "HEAD"))

@@ -350,6 +350,8 @@ def test_errors_and_names(env):
     r = requests.post(u("lake/namespaces/pe/tables/m/metrics"),
                       json={"report-type": "scan-report", "table-name": "pe.m"})
     assert r.status_code == 204, r.text
+    err_of(requests.post(u("lake/namespaces/pe/tables/nom/metrics"),
+                         json={"report-type": "scan-report"}), 404, "NoSuchTableException")
     # a location outside the table's directory
     for loc in ["s3://lake/pe/other", "s3://other/pe/x", "s3://lake/pe/x/../../y"]:
         r = requests.post(u("lake/namespaces/pe/tables"),
@@ -795,3 +797,97 @@ def test_views(env):
     assert "LANCE" in e["message"], e
     err_of(requests.get(env.url("lkview/namespaces/ns/views")), 400, "BadRequestException")
     assert env.entry("/buckets/lkview/ns/v") is None
+
+
+# ---- config and namespace exists ----
+
+# Every route the catalog serves, in the spec's "METHOD /v1/{prefix}/..." form.
+SERVED = {
+    "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
+}
+
+
+def test_config(env):
+    r = requests.get(env.url("config"), params={"warehouse": "lake"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["overrides"] == {"prefix": "lake"}
+    d = j["defaults"]
+    assert d["s3.endpoint"] == "http://127.0.0.1:%d" % env.m.s3_port
+    assert d["s3.path-style-access"] == "true" and d["client.region"] == "us-east-1"
+    eps = j["endpoints"]
+    assert len(eps) == len(set(eps)) and set(eps) == SERVED
+    answers = []
+    # each endpoint listed is served: no route-level 404 or 405 for any of them (the
+    # names in it do not exist, so what answers is the route's own error)
+    for ep in eps:
+        method, path = ep.split(" ")
+        path = (path.replace("{prefix}", "lake").replace("{namespace}", "nocfg")
+                .replace("{table}", "nocfg").replace("{view}", "nocfg"))
+        r = requests.request(method, env.uri + path, json={} if method == "POST" else None)
+        assert r.status_code not in (405, 501), "%s: %s" % (ep, r.status_code)
+        if method != "HEAD" and r.status_code >= 400:
+            assert r.json()["error"]["type"] not in ("NotFoundException",
+                                                     "MethodNotAllowedException"), ep
+        assert r.status_code < 500, "%s: %s %s" % (ep, r.status_code, r.text)
+        answers.append((ep, r.status_code))
+    assert dict(answers)["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics"] \
+        == 404
+    # a route not served is not listed and answers so
+    err_of(requests.get(env.url("lake/namespaces/nocfg/tables/t/credentials")), 404,
+           "NotFoundException")
+    assert not any("credentials" in e or "plan" in e for e in eps)
+    # pyiceberg takes the list: the view endpoints are known to it
+    from pyiceberg.catalog.rest import Capability
+    cat = env.catalog("lake")
+    assert Capability.V1_LIST_VIEWS in cat._supported_endpoints
+    assert Capability.V1_VIEW_EXISTS in cat._supported_endpoints
+    # the warehouse as s3:// and as the bucket's ARN, a missing or absent one
+    for wh in ("s3://lake", env.tables.get_table_bucket(
+            tableBucketARN=env.bucket("cfgarn"))["arn"]):
+        r = requests.get(env.url("config"), params={"warehouse": wh})
+        assert r.status_code == 200, r.text
+    err_of(requests.get(env.url("config")), 400, "BadRequestException")
+    r = requests.get(env.url("config"), params={"warehouse": "nolake"})
+    assert r.status_code == 404 and r.json()["error"]["type"].startswith("NoSuch"), r.text
+    err_of(requests.post(env.url("config"), params={"warehouse": "lake"}), 405,
+           "MethodNotAllowedException")
+
+
+def test_namespace_exists(env):
+    cat = env.catalog("lake")
+    cat.create_namespace(("nx", "deep"))  # the parent need not exist on its own
+    cat.create_namespace("nx")
+    assert cat.namespace_exists("nx") and cat.namespace_exists(("nx", "deep"))
+    assert not cat.namespace_exists("nxnope") and not cat.namespace_exists(("nx", "nope"))
+    r = requests.head(env.url("lake/namespaces/nx"))
+    assert r.status_code == 204 and not r.content
+    assert requests.head(env.url("lake/namespaces/nx%1Fdeep")).status_code == 204
+    assert requests.head(env.url("lake/namespaces/nxnope")).status_code == 404
+    assert requests.head(env.url("lake/namespaces/nx%1Fnope")).status_code == 404
+    assert requests.head(env.url("lake/namespaces/a%2Fb")).status_code == 400
+    assert requests.head(env.url("nolake/namespaces/nx")).status_code == 404
+    cat.drop_namespace(("nx", "deep"))
+    assert not cat.namespace_exists(("nx", "deep")) and cat.namespace_exists("nx")
+    # a table's directory is no namespace
+    cat.create_table("nx.t", schema())
+    assert requests.head(env.url("lake/namespaces/nx%1Ft")).status_code == 404
