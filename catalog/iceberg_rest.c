@@ -1147,8 +1147,9 @@ static void create_table(struct call *c)
 		bad(c, msg);
 	} else if (loc && !tf_location_under(loc, own)) {
 		fail(c, 403, "ForbiddenException", "a table's location is its directory %s", own);
-	} else if (c->q->vend && vend_refused(c, own)) {
-		/* answered: nothing made that its client could not write to */
+	} else if (c->q->vend && vend_refused(c, jt_get_str(meta, "location"))) {
+		/* answered before anything is made: the location the credentials would be
+		   for (the request's own, when it gives one) is checked, not only the default */
 	} else if (inside_table(c, meta, own)) {
 		c->vend = true;
 		if (stage) {
@@ -1225,6 +1226,8 @@ static void register_table(struct call *c)
 		fail(c, 400, "BadRequestException", "%s is no table metadata: %s", file, msg);
 		goto out;
 	}
+	if (c->q->vend && vend_refused(c, jt_get_str(meta, "location")))
+		goto out; /* before the table is made: its answer could not carry them */
 	err = WFS_EEXIST;
 	for (int round = 0; round < COMMIT_TRIES && overwrite && err; round++) {
 		struct ts_table t = {0};
