@@ -571,3 +571,23 @@ def test_vended_credentials_never_for_a_pattern(gw):
                             "s3://whs/pat/src/metadata/star.metadata.json"})
     assert r.status_code == 400 and "'*' or '?'" in r.json()["error"]["message"], r.text
     assert requests.head(base + "pat/tables/reg", headers=h, timeout=10).status_code == 404
+
+
+def test_open_catalog_warns_loudly(gw, module_cluster):
+    """Without identities the catalog is open and says so at start, in its log, as a
+    warning naming the port; a gateway with identities says nothing of the kind."""
+    g, _ = gw
+    o = start_gateway(module_cluster, g.filer_client).start()
+    wait_until(lambda: port_open(o.catalog_port), what="the open catalog listens")
+    # open indeed: no credentials needed
+    r = requests.get(uri(o) + "/v1/config?warehouse=whs", timeout=10)
+    assert r.status_code == 200, r.text
+
+    def warning():
+        return [line for line in o.log_path.read_text().splitlines()
+                if "catalog" in line and "OPEN" in line]
+    wait_until(warning, what="the open catalog's warning")
+    line = warning()[0]
+    assert line.startswith("W") and "port %d" % o.catalog_port in line, line
+    assert "no identities" in line and "every request is allowed" in line, line
+    assert not [x for x in g.log_path.read_text().splitlines() if "is OPEN" in x]
