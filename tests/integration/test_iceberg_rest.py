@@ -891,3 +891,63 @@ def test_namespace_exists(env):
     # a table's directory is no namespace
     cat.create_table("nx.t", schema())
     assert requests.head(env.url("lake/namespaces/nx%1Ft")).status_code == 404
+
+
+# ---- faults ----
+
+def test_commit_with_the_filer_down(module_cluster):
+    """The filer stopped under the catalog: loads and commits answer 503 (the outcome is
+    known: nothing was written), never a 409 that would make a client retry at once nor a
+    200; once the filer is back the table is as it was, loads, and the retried commit
+    lands."""
+    from filer_fixtures import start_filer
+    from s3_fixtures import start_gateway
+    from conftest import wait_until
+    master = module_cluster.master()
+    module_cluster.volume(master)
+    filer = start_filer(module_cluster, master)
+    g = start_gateway(module_cluster, filer).start()
+    base = "http://127.0.0.1:%d" % g.catalog_port
+    wait_until(lambda: _answers(base + "/v1/config?warehouse=x"), what="the catalog listens")
+    boto3.client("s3tables", endpoint_url=base, region_name="us-east-1", aws_access_key_id="x",
+                 aws_secret_access_key="y").create_table_bucket(name="fault")
+    cat = RestCatalog("f", uri=base, warehouse="fault",
+                      **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
+                         "s3.region": "us-east-1"})
+    cat.create_namespace("f")
+    t = cat.create_table("f.t", schema())
+    t.append(rows([1, 2], "eu"))
+    tpath = base + "/v1/fault/namespaces/f/tables/t"
+    before = requests.get(tpath).json()["metadata-location"]
+    body = {"identifier": {"namespace": ["f"], "name": "t"}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"during": "outage"}}]}
+
+    filer.daemon.stop()
+    r = requests.post(tpath, json=body, timeout=60)
+    e = err_of(r, 503, "ServiceUnavailableException")
+    assert "filer" in e["message"], e
+    err_of(requests.get(tpath, timeout=60), 503, "ServiceUnavailableException")
+
+    module_cluster.restart(filer.daemon)
+    wait_until(lambda: requests.get(tpath, timeout=10).status_code == 200,
+               what="the catalog reaches the filer again")
+    r = requests.get(tpath)
+    assert r.json()["metadata-location"] == before
+    assert "during" not in r.json()["metadata"]["properties"]
+    t = cat.load_table("f.t")
+    assert t.scan().to_arrow().num_rows == 2
+    # the retries land
+    r = requests.post(tpath, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    t = cat.load_table("f.t")
+    t.append(rows([3], "us"))
+    t = cat.load_table("f.t")
+    assert t.properties["during"] == "outage" and t.scan().to_arrow().num_rows == 3
+    assert len(t.snapshots()) == 2
+
+
+def _answers(url):
+    try:
+        return requests.get(url, timeout=5).status_code > 0
+    except requests.ConnectionError:
+        return False
