@@ -1393,6 +1393,34 @@ static void fail_swap(struct call *c, wfs_err err)
 		fail_err(c, err, "NoSuchTableException", "the table");
 }
 
+/*
+ * What a pointer swap that failed with err (not WFS_EIO) did, read back. The
+ * filer client repeats a conditional update whose answer was lost, so a swap
+ * of ours that landed comes back as a lost race; and one it gave up on (the
+ * filer unreachable, or holding the request) may still land while the pointer
+ * is where it was. WFS_OK: the pointer is file. WFS_EPRECOND: it moved to
+ * another, so ours never lands (a lost race). WFS_EIO: unknown, file must stay.
+ * Otherwise err (the table is gone, ...).
+ */
+static wfs_err swap_outcome(struct call *c, const struct ts_table *seen, const char *file,
+			    wfs_err err)
+{
+	struct ts_table now = {0};
+	wfs_err e = ts_table_get(c->env->rpc, c->bucket, seen->ns, seen->name, &now);
+	bool ours = !e && now.metadata_location && !strcmp(now.metadata_location, file);
+	bool moved = !e && (!now.version_token || strcmp(now.version_token, seen->version_token));
+	ts_table_free(&now);
+	if (ours)
+		return WFS_OK;
+	if (e == WFS_ENOENT)
+		return err;
+	if (e)
+		return WFS_EIO;
+	if (moved)
+		return WFS_EPRECOND;
+	return err == WFS_EPRECOND ? err : WFS_EIO;
+}
+
 /* The staged create's commit (assert-create, no table yet): the table is made. */
 static void commit_create(struct call *c, const char *ns, const char *name)
 {
@@ -1441,6 +1469,8 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 			break;
 		case PREP_WRITTEN:
 			err = ts_table_advance(c->env->rpc, &t, file, c->q->caller, NULL);
+			if (err && err != WFS_EIO)
+				err = swap_outcome(c, &t, file, err);
 			if (!err)
 				meta_result(c, meta, file);
 			else if (err != WFS_EIO)
