@@ -534,6 +534,17 @@ def test_expired_session_credentials(gw):
         assert ei.value.response["Error"]["Code"] == "ExpiredToken"
     with pytest.raises(botocore.exceptions.ClientError):
         s3_as(g, fresh).head_object(Bucket="whs", Key="sales/expired.bin")
+    # the catalog takes no session credentials, fresh or expired, and says what it takes
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    for creds in (fresh, old):
+        url = uri(g) + "/v1/whs/namespaces"
+        req = AWSRequest("GET", url)
+        SigV4Auth(Credentials(*creds), "s3tables", "us-east-1").add_auth(req)
+        r = requests.get(url, headers=dict(req.headers), timeout=10)
+        assert r.status_code == 403, r.text
+        assert "session credentials are for the S3 gateway" in r.json()["error"]["message"]
 
 
 def test_vended_credentials_never_for_a_pattern(gw):
