@@ -1,8 +1,9 @@
 """The Iceberg REST catalog of the catalog port (docs/catalog.md) with real clients:
 pyiceberg's RestCatalog (namespaces, tables, appends, scans, evolution, time travel,
-rename, drop, register, staged create, concurrent writers), `requests` for the
-protocol's corners and bad input, boto3's s3tables and s3 clients for the same
-tables seen through the S3 Tables API and the S3 gateway."""
+rename, drop, register, staged create, concurrent writers, views), `requests` for the
+protocol's corners and bad input (config and its endpoints, view commits and renames),
+boto3's s3tables and s3 clients for the same tables seen through the S3 Tables API and
+the S3 gateway, and a commit with the filer down."""
 import base64
 import json
 import threading
@@ -801,29 +802,20 @@ def test_views(env):
 
 # ---- config and namespace exists ----
 
-# Every route the catalog serves, in the spec's "METHOD /v1/{prefix}/..." form.
-SERVED = {
-    "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
-    "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}",
-    "POST /v1/{prefix}/namespaces/{namespace}/properties",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables",
-    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
-    "POST /v1/{prefix}/namespaces/{namespace}/register",
-    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-    "POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/transactions/commit",
-    "GET /v1/{prefix}/namespaces/{namespace}/views",
-    "POST /v1/{prefix}/namespaces/{namespace}/views",
-    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
-}
+# Every route the catalog serves: (methods, path under /v1/{prefix}), as the spec names
+# them in "endpoints" ("METHOD /v1/{prefix}/...").
+ROUTES = [
+    ("GET POST", "/namespaces"), ("GET HEAD DELETE", "/namespaces/{namespace}"),
+    ("POST", "/namespaces/{namespace}/properties"), ("POST", "/namespaces/{namespace}/register"),
+    ("GET POST", "/namespaces/{namespace}/tables"),
+    ("GET HEAD POST DELETE", "/namespaces/{namespace}/tables/{table}"),
+    ("POST", "/namespaces/{namespace}/tables/{table}/metrics"),
+    ("POST", "/tables/rename"), ("POST", "/transactions/commit"),
+    ("GET POST", "/namespaces/{namespace}/views"),
+    ("GET HEAD POST DELETE", "/namespaces/{namespace}/views/{view}"),
+    ("POST", "/views/rename"),
+]
+SERVED = {"%s /v1/{prefix}%s" % (m, path) for ms, path in ROUTES for m in ms.split()}
 
 
 def test_config(env):
