@@ -5,8 +5,11 @@ protocol's corners and bad input (config and its endpoints, view commits and ren
 boto3's s3tables and s3 clients for the same tables seen through the S3 Tables API and
 the S3 gateway, and a commit with the filer down."""
 import base64
+import contextlib
 import json
+import socket
 import threading
+import types
 import uuid
 
 import boto3
@@ -943,3 +946,116 @@ def _answers(url):
         return requests.get(url, timeout=5).status_code > 0
     except requests.ConnectionError:
         return False
+
+
+class SwapAnswerLost:
+    """A TCP proxy in front of the filer that, once armed, passes the next table-pointer
+    swap (a conditional setXattr of the table attribute) to the filer and drops the
+    filer's answer, closing the connection: the swap lands, the catalog never hears so,
+    and its filer client repeats the conditional update, which then fails."""
+
+    def __init__(self, target):
+        self.target = target
+        self.armed, self.dropped = threading.Event(), threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        host, port = self.target.split(":")
+        s = socket.create_connection((host, int(port)))
+        drop = threading.Event()
+
+        def up():
+            seen = b""
+            try:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    if d[:5] in (b"POST ", b"GET /", b"PUT /", b"HEAD ", b"DELET"):
+                        seen = b""  # a request starts: one at a time on a connection
+                    seen = (seen + d)[-16384:]
+                    if self.armed.is_set() and seen.startswith(b"POST /.api/v1/setXattr ") \
+                            and b"weedfs.catalog.table" in seen and b"ifEtag" in seen:
+                        self.armed.clear()
+                        drop.set()
+                    s.sendall(d)
+            except OSError:
+                pass
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                if drop.is_set():
+                    self.dropped.set()
+                    break
+                c.sendall(d)
+        except OSError:
+            pass
+        finally:
+            for x in (c, s):  # shutdown, not only close: it wakes the other thread's recv
+                with contextlib.suppress(OSError):
+                    x.shutdown(socket.SHUT_RDWR)
+                x.close()
+
+
+def test_commit_whose_swap_answer_is_lost(module_cluster):
+    """The filer applies a commit's pointer swap but its answer is lost: the catalog's
+    filer client repeats the conditional update, which now fails as a lost race. The
+    catalog reads the pointer back, finds its own new file there and answers 200; the
+    file is kept, the table loads and commits on."""
+    from filer_fixtures import start_filer
+    from s3_fixtures import start_gateway
+    from conftest import wait_until
+    master = module_cluster.master()
+    module_cluster.volume(master)
+    filer = start_filer(module_cluster, master)
+    proxy = SwapAnswerLost(filer.url)
+    try:
+        g = start_gateway(module_cluster, types.SimpleNamespace(url=proxy.url)).start()
+        base = "http://127.0.0.1:%d" % g.catalog_port
+        wait_until(lambda: _answers(base + "/v1/config?warehouse=x"),
+                   what="the catalog listens")
+        boto3.client("s3tables", endpoint_url=base, region_name="us-east-1",
+                     aws_access_key_id="x", aws_secret_access_key="y"
+                     ).create_table_bucket(name="lost")
+        cat = RestCatalog("l", uri=base, warehouse="lost",
+                          **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
+                             "s3.region": "us-east-1"})
+        cat.create_namespace("l")
+        t = cat.create_table("l.t", schema())
+        t.append(rows([1, 2], "eu"))
+        tpath = base + "/v1/lost/namespaces/l/tables/t"
+        proxy.armed.set()
+        r = requests.post(tpath, timeout=120, json={
+            "requirements": [], "updates": [{"action": "set-properties",
+                                             "updates": {"k": "v"}}]})
+        assert proxy.dropped.is_set(), "the proxy saw no swap"
+        assert r.status_code == 200, r.text
+        loc = r.json()["metadata-location"]
+        r = requests.get(tpath)
+        assert r.status_code == 200, r.text
+        assert r.json()["metadata-location"] == loc
+        assert r.json()["metadata"]["properties"]["k"] == "v"
+        t = cat.load_table("l.t")
+        assert t.scan().to_arrow().num_rows == 2
+        t.append(rows([3], "us"))
+        assert cat.load_table("l.t").scan().to_arrow().num_rows == 3
+    finally:
+        proxy.close()
