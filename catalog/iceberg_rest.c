@@ -1085,6 +1085,34 @@ static void meta_result(struct call *c, const jt *meta, const char *file)
 }
 
 /*
+ * What a pointer swap that failed with err (not WFS_EIO) did, read back. The
+ * filer client repeats a conditional update whose answer was lost, so a swap
+ * of ours that landed comes back as a lost race; and one it gave up on (the
+ * filer unreachable, or holding the request) may still land while the pointer
+ * is where it was. WFS_OK: the pointer is file. WFS_EPRECOND: it moved to
+ * another, so ours never lands (a lost race). WFS_EIO: unknown, file must stay.
+ * Otherwise err (the table is gone, ...).
+ */
+static wfs_err swap_outcome(struct call *c, const struct ts_table *seen, const char *file,
+			    wfs_err err)
+{
+	struct ts_table now = {0};
+	wfs_err e = ts_table_get(c->env->rpc, c->bucket, seen->ns, seen->name, &now);
+	bool ours = !e && now.metadata_location && !strcmp(now.metadata_location, file);
+	bool moved = !e && (!now.version_token || strcmp(now.version_token, seen->version_token));
+	ts_table_free(&now);
+	if (ours)
+		return WFS_OK;
+	if (e == WFS_ENOENT)
+		return err;
+	if (e)
+		return WFS_EIO;
+	if (moved)
+		return WFS_EPRECOND;
+	return err == WFS_EPRECOND ? err : WFS_EIO;
+}
+
+/*
  * Makes the table ns.name pointing at meta's first metadata file (version
  * `version`): the directory first (which a racing create loses), then the
  * file, then the pointer. false (answered) on failure, nothing left behind.
@@ -1110,6 +1138,8 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 	if (write_metadata(c, meta, version, &file)) {
 		err = ts_table_set_location(c->env->rpc, c->bucket, ns, name, t.version_token, file,
 					    c->q->caller, NULL);
+		if (err && err != WFS_EIO && swap_outcome(c, &t, file, err) == WFS_OK)
+			err = WFS_OK; /* it landed: the filer's answer was lost */
 		if (err) {
 			fail_err(c, err, "NoSuchTableException", "the new table");
 			tf_delete(c->env->files, file, false);
@@ -1391,34 +1421,6 @@ static void fail_swap(struct call *c, wfs_err err)
 		     "the table pointer: the filer's answer was lost; the commit may have landed");
 	else
 		fail_err(c, err, "NoSuchTableException", "the table");
-}
-
-/*
- * What a pointer swap that failed with err (not WFS_EIO) did, read back. The
- * filer client repeats a conditional update whose answer was lost, so a swap
- * of ours that landed comes back as a lost race; and one it gave up on (the
- * filer unreachable, or holding the request) may still land while the pointer
- * is where it was. WFS_OK: the pointer is file. WFS_EPRECOND: it moved to
- * another, so ours never lands (a lost race). WFS_EIO: unknown, file must stay.
- * Otherwise err (the table is gone, ...).
- */
-static wfs_err swap_outcome(struct call *c, const struct ts_table *seen, const char *file,
-			    wfs_err err)
-{
-	struct ts_table now = {0};
-	wfs_err e = ts_table_get(c->env->rpc, c->bucket, seen->ns, seen->name, &now);
-	bool ours = !e && now.metadata_location && !strcmp(now.metadata_location, file);
-	bool moved = !e && (!now.version_token || strcmp(now.version_token, seen->version_token));
-	ts_table_free(&now);
-	if (ours)
-		return WFS_OK;
-	if (e == WFS_ENOENT)
-		return err;
-	if (e)
-		return WFS_EIO;
-	if (moved)
-		return WFS_EPRECOND;
-	return err == WFS_EPRECOND ? err : WFS_EIO;
 }
 
 /* The staged create's commit (assert-create, no table yet): the table is made. */

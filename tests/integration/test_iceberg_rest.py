@@ -1057,5 +1057,13 @@ def test_commit_whose_swap_answer_is_lost(module_cluster):
         assert t.scan().to_arrow().num_rows == 2
         t.append(rows([3], "us"))
         assert cat.load_table("l.t").scan().to_arrow().num_rows == 3
+        # a create whose first pointer swap's answer is lost: made, not a spurious 409
+        proxy.dropped.clear()
+        proxy.armed.set()
+        t = cat.create_table("l.u", schema())
+        assert proxy.dropped.is_set()
+        assert cat.load_table("l.u").metadata_location == t.metadata_location
+        t.append(rows([1], "eu"))
+        assert cat.load_table("l.u").scan().to_arrow().num_rows == 1
     finally:
         proxy.close()
