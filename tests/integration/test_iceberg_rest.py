@@ -1065,5 +1065,11 @@ def test_commit_whose_swap_answer_is_lost(module_cluster):
         assert cat.load_table("l.u").metadata_location == t.metadata_location
         t.append(rows([1], "eu"))
         assert cat.load_table("l.u").scan().to_arrow().num_rows == 1
+        # and a register's
+        proxy.dropped.clear()
+        proxy.armed.set()
+        r = cat.register_table("l.r", t.metadata_location)
+        assert proxy.dropped.is_set()
+        assert cat.load_table("l.r").scan().to_arrow().num_rows == 1
     finally:
         proxy.close()
