@@ -895,23 +895,8 @@ def test_commit_with_the_filer_down(module_cluster):
     known: nothing was written), never a 409 that would make a client retry at once nor a
     200; once the filer is back the table is as it was, loads, and the retried commit
     lands."""
-    from filer_fixtures import start_filer
-    from s3_fixtures import start_gateway
     from conftest import wait_until
-    master = module_cluster.master()
-    module_cluster.volume(master)
-    filer = start_filer(module_cluster, master)
-    g = start_gateway(module_cluster, filer).start()
-    base = "http://127.0.0.1:%d" % g.catalog_port
-    wait_until(lambda: _answers(base + "/v1/config?warehouse=x"), what="the catalog listens")
-    boto3.client("s3tables", endpoint_url=base, region_name="us-east-1", aws_access_key_id="x",
-                 aws_secret_access_key="y").create_table_bucket(name="fault")
-    cat = RestCatalog("f", uri=base, warehouse="fault",
-                      **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
-                         "s3.region": "us-east-1"})
-    cat.create_namespace("f")
-    t = cat.create_table("f.t", schema())
-    t.append(rows([1, 2], "eu"))
+    filer, base, cat, t = fault_stack(module_cluster, "fault")
     tpath = base + "/v1/fault/namespaces/f/tables/t"
     before = requests.get(tpath).json()["metadata-location"]
     body = {"identifier": {"namespace": ["f"], "name": "t"}, "requirements": [],
@@ -939,6 +924,36 @@ def test_commit_with_the_filer_down(module_cluster):
     t = cat.load_table("f.t")
     assert t.properties["during"] == "outage" and t.scan().to_arrow().num_rows == 3
     assert len(t.snapshots()) == 2
+
+
+def fault_stack(cluster, bucket, on_proxy=None):
+    """A master, volume server, filer and open gateway of their own (the tests stop or
+    cut them), with table f.t in table bucket `bucket` holding two rows. With on_proxy,
+    the gateway reaches the filer through a SwapAnswerLost proxy given to on_proxy.
+    Returns (filer, catalog URL, pyiceberg catalog, the table)."""
+    from filer_fixtures import start_filer
+    from s3_fixtures import start_gateway
+    from conftest import wait_until
+    master = cluster.master()
+    cluster.volume(master)
+    filer = start_filer(cluster, master)
+    via = filer
+    if on_proxy:
+        proxy = SwapAnswerLost(filer.url)
+        on_proxy(proxy)
+        via = types.SimpleNamespace(url=proxy.url)
+    g = start_gateway(cluster, via).start()
+    base = "http://127.0.0.1:%d" % g.catalog_port
+    wait_until(lambda: _answers(base + "/v1/config?warehouse=x"), what="the catalog listens")
+    boto3.client("s3tables", endpoint_url=base, region_name="us-east-1", aws_access_key_id="x",
+                 aws_secret_access_key="y").create_table_bucket(name=bucket)
+    cat = RestCatalog(bucket, uri=base, warehouse=bucket,
+                      **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
+                         "s3.region": "us-east-1"})
+    cat.create_namespace("f")
+    t = cat.create_table("f.t", schema())
+    t.append(rows([1, 2], "eu"))
+    return filer, base, cat, t
 
 
 def _answers(url):
@@ -1020,28 +1035,11 @@ def test_commit_whose_swap_answer_is_lost(module_cluster):
     filer client repeats the conditional update, which now fails as a lost race. The
     catalog reads the pointer back, finds its own new file there and answers 200; the
     file is kept, the table loads and commits on."""
-    from filer_fixtures import start_filer
-    from s3_fixtures import start_gateway
-    from conftest import wait_until
-    master = module_cluster.master()
-    module_cluster.volume(master)
-    filer = start_filer(module_cluster, master)
-    proxy = SwapAnswerLost(filer.url)
+    proxies = []
     try:
-        g = start_gateway(module_cluster, types.SimpleNamespace(url=proxy.url)).start()
-        base = "http://127.0.0.1:%d" % g.catalog_port
-        wait_until(lambda: _answers(base + "/v1/config?warehouse=x"),
-                   what="the catalog listens")
-        boto3.client("s3tables", endpoint_url=base, region_name="us-east-1",
-                     aws_access_key_id="x", aws_secret_access_key="y"
-                     ).create_table_bucket(name="lost")
-        cat = RestCatalog("l", uri=base, warehouse="lost",
-                          **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
-                             "s3.region": "us-east-1"})
-        cat.create_namespace("l")
-        t = cat.create_table("l.t", schema())
-        t.append(rows([1, 2], "eu"))
-        tpath = base + "/v1/lost/namespaces/l/tables/t"
+        _, base, cat, t = fault_stack(module_cluster, "lost", proxies.append)
+        proxy = proxies[0]
+        tpath = base + "/v1/lost/namespaces/f/tables/t"
         proxy.armed.set()
         r = requests.post(tpath, timeout=120, json={
             "requirements": [], "updates": [{"action": "set-properties",
@@ -1053,23 +1051,24 @@ def test_commit_whose_swap_answer_is_lost(module_cluster):
         assert r.status_code == 200, r.text
         assert r.json()["metadata-location"] == loc
         assert r.json()["metadata"]["properties"]["k"] == "v"
-        t = cat.load_table("l.t")
+        t = cat.load_table("f.t")
         assert t.scan().to_arrow().num_rows == 2
         t.append(rows([3], "us"))
-        assert cat.load_table("l.t").scan().to_arrow().num_rows == 3
+        assert cat.load_table("f.t").scan().to_arrow().num_rows == 3
         # a create whose first pointer swap's answer is lost: made, not a spurious 409
         proxy.dropped.clear()
         proxy.armed.set()
-        t = cat.create_table("l.u", schema())
+        t = cat.create_table("f.u", schema())
         assert proxy.dropped.is_set()
-        assert cat.load_table("l.u").metadata_location == t.metadata_location
+        assert cat.load_table("f.u").metadata_location == t.metadata_location
         t.append(rows([1], "eu"))
-        assert cat.load_table("l.u").scan().to_arrow().num_rows == 1
+        assert cat.load_table("f.u").scan().to_arrow().num_rows == 1
         # and a register's
         proxy.dropped.clear()
         proxy.armed.set()
-        r = cat.register_table("l.r", t.metadata_location)
+        r = cat.register_table("f.r", t.metadata_location)
         assert proxy.dropped.is_set()
-        assert cat.load_table("l.r").scan().to_arrow().num_rows == 1
+        assert cat.load_table("f.r").scan().to_arrow().num_rows == 1
     finally:
-        proxy.close()
+        for x in proxies:
+            x.close()
