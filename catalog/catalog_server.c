@@ -245,7 +245,10 @@ static bool authenticate(struct job *j, char *who, size_t wholen)
 		answer_error(j, 400, "BadRequestException", "the payload must be signed");
 	else if (!(id = s3_iam_lookup(j->c->iam, a.access_key, &secret)))
 		answer_error(j, 403, "UnrecognizedClientException",
-			     "the access key is not known to this catalog");
+			     header(j, "x-amz-security-token")
+				     ? "session credentials are for the S3 gateway: sign catalog "
+				       "requests with an identity's keys, or send a bearer token"
+				     : "the access key is not known to this catalog");
 	else if (sigv4_verify(&in, &a, secret, NULL) != S3_OK)
 		answer_error(j, 403, "InvalidSignatureException",
 			     "the request signature does not match the one computed");

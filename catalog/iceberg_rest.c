@@ -1085,6 +1085,34 @@ static void meta_result(struct call *c, const jt *meta, const char *file)
 }
 
 /*
+ * What a pointer swap that failed with err (not WFS_EIO) did, read back. The
+ * filer client repeats a conditional update whose answer was lost, so a swap
+ * of ours that landed comes back as a lost race; and one it gave up on (the
+ * filer unreachable, or holding the request) may still land while the pointer
+ * is where it was. WFS_OK: the pointer is file. WFS_EPRECOND: it moved to
+ * another, so ours never lands (a lost race). WFS_EIO: unknown, file must stay.
+ * Otherwise err (the table is gone, ...).
+ */
+static wfs_err swap_outcome(struct call *c, const struct ts_table *seen, const char *file,
+			    wfs_err err)
+{
+	struct ts_table now = {0};
+	wfs_err e = ts_table_get(c->env->rpc, c->bucket, seen->ns, seen->name, &now);
+	bool ours = !e && now.metadata_location && !strcmp(now.metadata_location, file);
+	bool moved = !e && (!now.version_token || strcmp(now.version_token, seen->version_token));
+	ts_table_free(&now);
+	if (ours)
+		return WFS_OK;
+	if (e == WFS_ENOENT)
+		return err;
+	if (e)
+		return WFS_EIO;
+	if (moved)
+		return WFS_EPRECOND;
+	return err == WFS_EPRECOND ? err : WFS_EIO;
+}
+
+/*
  * Makes the table ns.name pointing at meta's first metadata file (version
  * `version`): the directory first (which a racing create loses), then the
  * file, then the pointer. false (answered) on failure, nothing left behind.
@@ -1110,6 +1138,8 @@ static bool make_table(struct call *c, const char *ns, const char *name, const j
 	if (write_metadata(c, meta, version, &file)) {
 		err = ts_table_set_location(c->env->rpc, c->bucket, ns, name, t.version_token, file,
 					    c->q->caller, NULL);
+		if (err && err != WFS_EIO && swap_outcome(c, &t, file, err) == WFS_OK)
+			err = WFS_OK; /* it landed: the filer's answer was lost */
 		if (err) {
 			fail_err(c, err, "NoSuchTableException", "the new table");
 			tf_delete(c->env->files, file, false);
@@ -1147,8 +1177,9 @@ static void create_table(struct call *c)
 		bad(c, msg);
 	} else if (loc && !tf_location_under(loc, own)) {
 		fail(c, 403, "ForbiddenException", "a table's location is its directory %s", own);
-	} else if (c->q->vend && vend_refused(c, own)) {
-		/* answered: nothing made that its client could not write to */
+	} else if (c->q->vend && vend_refused(c, jt_get_str(meta, "location"))) {
+		/* answered before anything is made: the location the credentials would be
+		   for (the request's own, when it gives one) is checked, not only the default */
 	} else if (inside_table(c, meta, own)) {
 		c->vend = true;
 		if (stage) {
@@ -1225,6 +1256,8 @@ static void register_table(struct call *c)
 		fail(c, 400, "BadRequestException", "%s is no table metadata: %s", file, msg);
 		goto out;
 	}
+	if (c->q->vend && vend_refused(c, jt_get_str(meta, "location")))
+		goto out; /* before the table is made: its answer could not carry them */
 	err = WFS_EEXIST;
 	for (int round = 0; round < COMMIT_TRIES && overwrite && err; round++) {
 		struct ts_table t = {0};
@@ -1247,6 +1280,9 @@ static void register_table(struct call *c)
 		if (!err)
 			err = ts_table_set_location(c->env->rpc, c->bucket, c->ns, name,
 						    t.version_token, file, c->q->caller, NULL);
+		if (err && err != WFS_EIO && err != WFS_EEXIST && t.ns &&
+		    swap_outcome(c, &t, file, err) == WFS_OK)
+			err = WFS_OK; /* it landed: the filer's answer was lost */
 		if (err == WFS_EEXIST)
 			fail(c, 409, "AlreadyExistsException", "table %s.%s already exists", c->ns,
 			     name);
@@ -1438,6 +1474,8 @@ static void commit_table(struct call *c, const char *ns, const char *name)
 			break;
 		case PREP_WRITTEN:
 			err = ts_table_advance(c->env->rpc, &t, file, c->q->caller, NULL);
+			if (err && err != WFS_EIO)
+				err = swap_outcome(c, &t, file, err);
 			if (!err)
 				meta_result(c, meta, file);
 			else if (err != WFS_EIO)
@@ -1592,33 +1630,50 @@ out:
 	free(chs);
 }
 
-/* POST .../tables/{table}: CommitTableRequest; the body's identifier must be the path's. */
-static void commit(struct call *c, const char *name)
+/*
+ * Whether the commit body's identifier, when it has one, is the path's
+ * ns.name: a commit must never land on another entry than the one it names.
+ * false answered.
+ */
+static bool body_names_path(struct call *c, const char *name)
 {
 	const jt *id = jt_get(c->body, "identifier");
+	char *lv[TS_NS_LEVELS_MAX], *dir = NULL;
+	const char *n;
+	size_t k = 0;
+	bool ok;
+	if (!id)
+		return true;
+	ok = json_identifier(c, id, lv, &k, &dir, &n);
+	if (ok && (strcmp(dir, c->ns) || strcmp(n, name))) {
+		fail(c, 400, "BadRequestException", "the body's identifier is not the %s of the path",
+		     c->kind->what);
+		ok = false;
+	}
+	free_levels(lv, &k);
+	free(dir);
+	return ok;
+}
+
+/* POST .../tables/{table}: CommitTableRequest. */
+static void commit(struct call *c, const char *name)
+{
 	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR) ||
 	    !jt_is(jt_get(c->body, "requirements"), JT_ARR))
 		return bad(c, "CommitTableRequest is {\"requirements\": [...], \"updates\": [...]}");
-	if (id) {
-		char *lv[TS_NS_LEVELS_MAX], *dir = NULL;
-		const char *n;
-		size_t k = 0;
-		bool ok = json_identifier(c, id, lv, &k, &dir, &n);
-		if (ok && (strcmp(dir, c->ns) || strcmp(n, name)))
-			bad(c, "the body's identifier is not the table of the path"), ok = false;
-		free_levels(lv, &k);
-		free(dir);
-		if (!ok)
-			return;
-	}
-	commit_table(c, c->ns, name);
+	if (body_names_path(c, name))
+		commit_table(c, c->ns, name);
 }
 
-static void metrics(struct call *c)
+/* A metrics report is taken and dropped, for a table that exists (else 404). */
+static void metrics(struct call *c, const char *name)
 {
+	struct ts_table t = {0};
 	if (!jt_is(c->body, JT_OBJ))
-		return bad(c, "a metrics report is a JSON object");
-	c->a->status = 204;
+		bad(c, "a metrics report is a JSON object");
+	else if (load_table(c, c->ns, name, &t, NULL))
+		c->a->status = 204;
+	ts_table_free(&t);
 }
 
 /* ---- views ---- */
@@ -1653,7 +1708,8 @@ static void commit_view(struct call *c, const char *name)
 {
 	if (!jt_is(c->body, JT_OBJ) || !jt_is(jt_get(c->body, "updates"), JT_ARR))
 		return bad(c, "CommitViewRequest is {\"requirements\": [...], \"updates\": [...]}");
-	commit_table(c, c->ns, name);
+	if (body_names_path(c, name))
+		commit_table(c, c->ns, name);
 }
 
 /* ---- routing ---- */
@@ -1709,7 +1765,7 @@ static void route_table(struct call *c)
 	if (!valid_table_name(c, name) || !may(c, action, c->ns, name))
 		return;
 	if (c->nseg == 6 && seg_is(c, 5, "metrics"))
-		return is(c, "POST") ? metrics(c) : method_not_allowed(c);
+		return is(c, "POST") ? metrics(c, name) : method_not_allowed(c);
 	if (c->nseg != 5)
 		return fail(c, 404, "NotFoundException", "no such route");
 	if (is(c, "GET") || is(c, "HEAD"))

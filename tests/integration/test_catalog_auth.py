@@ -3,7 +3,12 @@ configured, OAuth2 client credentials at /v1/oauth/tokens (a bearer token any ga
 cluster verifies; Lance clients may send it as x-api-key) or SigV4-signed requests; each
 identity limited by its grants and by the table bucket's and the table's resource policies,
 on the S3 Tables, Iceberg REST and Lance namespace APIs; credentials vended to each."""
+import base64
+import hashlib
+import hmac
 import json
+import random
+import struct
 import time
 
 import boto3
@@ -43,6 +48,7 @@ def gw(module_cluster):
     # a second gateway of the same cluster: tokens and sessions hold there too
     g2 = start_gateway(module_cluster, filer, IDS).start()
     wait_until(lambda: port_open(g2.catalog_port), what="the second catalog listens")
+    g.filer_client = filer  # for the cluster keys the expiry tests mint with
     return g, g2
 
 
@@ -247,6 +253,10 @@ def test_vended_credentials(gw):
     assert cfg["s3.session-token"] and cfg["s3.access-key-id"] != "AKALICE"
     sc = res["storage-credentials"]
     assert sc[0]["prefix"] == "s3://whs/vend/t" and sc[0]["config"]["s3.session-token"]
+    # they expire in about an hour (the default), said in ms as clients read it
+    for c in (cfg, sc[0]["config"]):
+        left = int(c["s3.session-token-expires-at-ms"]) / 1000 - time.time()
+        assert 3540 < left <= 3601, left
     # inside the table's prefix: read and write; outside: refused (also via the other gateway)
     for gg in (g, g2):
         c = s3(gg, cfg)
@@ -427,3 +437,168 @@ def test_lance_sigv4(gw):
     assert r.status_code == 200 and "whs" in r.json()["namespaces"], r.text
     r = signed("wrong")
     assert r.status_code == 403 and r.json()["code"] == 15, r.text
+
+
+# ---- expiry: tokens and session credentials minted with the cluster's keys ----
+
+def cluster_key(g, path):
+    """The cluster key at path, read through the filer's HTTP API (made on first use)."""
+    r = g.filer_client.get(path)
+    assert r.status_code == 200 and len(r.content) == 32, (path, r.status_code)
+    return r.content
+
+
+def mint_token(key, identity, expiry):
+    """A bearer token in catalog_token.h's format: wfsc1.<expiry>.<identity hex>.<MAC hex>."""
+    body = "wfsc1.%d.%s" % (expiry, identity.encode().hex())
+    return body + "." + hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def mint_session(key, parent, expiry):
+    """An unscoped session (s3/s3_session.h's token layout): access key, secret, token."""
+    ak = "ASIA" + "".join(random.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+    name = b"expiry-test"
+    body = (bytes([1, 0]) + struct.pack(">Q", expiry) + ak.encode() +
+            bytes([len(parent)]) + parent.encode() + bytes([len(name)]) + name + bytes([0]))
+    mac = hmac.new(key, b"weedfs-session-token\0" + body, hashlib.sha256).digest()
+    secret = hmac.new(key, b"weedfs-session-secret\0" + ak.encode() + b"\0" +
+                      str(expiry).encode(), hashlib.sha256).digest()[:30]
+    return ak, b64url(secret), b64url(body + mac)
+
+
+def test_expired_bearer_token(gw):
+    g, g2 = gw
+    token(g, "AKALICE", "alice-secret")  # the token key exists from the first token on
+    key = cluster_key(g, "/etc/catalog/token.key")
+    now = int(time.time())
+    fresh, old = mint_token(key, "AKALICE", now + 600), mint_token(key, "AKALICE", now - 1)
+    for gg in (g, g2):
+        # the minted token is a good one while it lasts: only its expiry differs
+        r = requests.get(uri(gg) + "/v1/whs/namespaces", timeout=10,
+                         headers={"Authorization": "Bearer " + fresh})
+        assert r.status_code == 200, r.text
+        r = requests.get(uri(gg) + "/v1/whs/namespaces", timeout=10,
+                         headers={"Authorization": "Bearer " + old})
+        assert r.status_code == 401, r.text
+        e = r.json()["error"]
+        assert e["type"] == "NotAuthorizedException" and e["code"] == 401
+        assert "expired" in e["message"] and "/v1/oauth/tokens" in e["message"], e
+    # nothing is done with it
+    r = requests.post(uri(g) + "/v1/whs/namespaces", timeout=10, json={"namespace": ["exp"]},
+                      headers={"Authorization": "Bearer " + old})
+    assert r.status_code == 401
+    r = requests.get(uri(g) + "/v1/whs/namespaces/exp", timeout=10,
+                     headers={"Authorization": "Bearer " + fresh})
+    assert r.status_code == 404, r.text
+    # pyiceberg with it: NotAuthorized, its message passed on
+    with pytest.raises(UnauthorizedError) as ei:
+        catalog(g, token=old).list_namespaces()
+    assert "expired" in str(ei.value)
+    # the Lance API says the same in its own shape
+    r = lance_post(g, "namespace/whs/list", **{"Authorization": "Bearer " + old})
+    assert r.status_code == 401 and "expired" in r.json()["error"], r.text
+    # a token of an identity the gateway does not know, and one for the wrong key
+    r = requests.get(uri(g) + "/v1/whs/namespaces", timeout=10,
+                     headers={"Authorization": "Bearer " + mint_token(key, "AKNOBODY", now + 600)})
+    assert r.status_code == 401 and "no longer known" in r.json()["error"]["message"], r.text
+    r = requests.get(uri(g) + "/v1/whs/namespaces", timeout=10,
+                     headers={"Authorization": "Bearer " + mint_token(b"k" * 32, "AKALICE",
+                                                                      now + 600)})
+    assert r.status_code == 401 and "not valid" in r.json()["error"]["message"], r.text
+
+
+def test_expired_session_credentials(gw):
+    g, g2 = gw
+    key = cluster_key(g, "/etc/s3/session.key")
+    now = int(time.time())
+
+    def s3_as(gg, creds):
+        ak, sk, tok = creds
+        return s3(gg, {"s3.access-key-id": ak, "s3.secret-access-key": sk,
+                       "s3.session-token": tok})
+    fresh, old = mint_session(key, "alice", now + 600), mint_session(key, "alice", now - 1)
+    for gg in (g, g2):
+        s3_as(gg, fresh).list_objects_v2(Bucket="whs", Prefix="sales/")
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3_as(gg, old).list_objects_v2(Bucket="whs", Prefix="sales/")
+        err = ei.value.response["Error"]
+        assert err["Code"] == "ExpiredToken" and "expired" in err["Message"], err
+        # AWS documents 400 for ExpiredToken; the gateway's s3_err.h answers 403
+        assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] in (400, 403)
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            s3_as(gg, old).put_object(Bucket="whs", Key="sales/expired.bin", Body=b"x")
+        assert ei.value.response["Error"]["Code"] == "ExpiredToken"
+    with pytest.raises(botocore.exceptions.ClientError):
+        s3_as(g, fresh).head_object(Bucket="whs", Key="sales/expired.bin")
+    # the catalog takes no session credentials, fresh or expired, and says what it takes
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    for creds in (fresh, old):
+        url = uri(g) + "/v1/whs/namespaces"
+        req = AWSRequest("GET", url)
+        SigV4Auth(Credentials(*creds), "s3tables", "us-east-1").add_auth(req)
+        r = requests.get(url, headers=dict(req.headers), timeout=10)
+        assert r.status_code == 403, r.text
+        assert "session credentials are for the S3 gateway" in r.json()["error"]["message"]
+
+
+def test_vended_credentials_never_for_a_pattern(gw):
+    """A location with '*' or '?' gets no vended credentials (never widened into a
+    pattern), and a create or register asking for them with one makes nothing."""
+    g, _ = gw
+    atok = token(g, "AKALICE", "alice-secret").json()["access_token"]
+    h = {"Authorization": "Bearer " + atok}
+    vh = dict(h, **{"X-Iceberg-Access-Delegation": "vended-credentials"})
+    base = uri(g) + "/v1/whs/namespaces/"
+    r = requests.post(base, json={"namespace": ["pat"]}, headers=h, timeout=10)
+    assert r.status_code == 200, r.text
+    schema = {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "int", "required": False}]}
+    for loc in ("s3://whs/pat/p/*", "s3://whs/pat/p/a?b"):
+        r = requests.post(base + "pat/tables", headers=vh, timeout=10,
+                          json={"name": "p", "schema": schema, "location": loc})
+        assert r.status_code == 400, r.text
+        e = r.json()["error"]
+        assert e["type"] == "BadRequestException" and "'*' or '?'" in e["message"], e
+        r = requests.head(base + "pat/tables/p", headers=h, timeout=10)
+        assert r.status_code == 404, "the refused create made the table"
+    # register a metadata file whose location has a '*': refused with delegation, nothing made
+    r = requests.post(base + "pat/tables", headers=h, timeout=10,
+                      json={"name": "src", "schema": schema})
+    assert r.status_code == 200, r.text
+    meta = r.json()["metadata"]
+    meta["location"] = "s3://whs/pat/src/*"
+    c = boto3.client("s3", endpoint_url="http://%s" % g.url, region_name="us-east-1",
+                     aws_access_key_id="AKALICE", aws_secret_access_key="alice-secret")
+    c.put_object(Bucket="whs", Key="pat/src/metadata/star.metadata.json",
+                 Body=json.dumps(meta).encode())
+    r = requests.post(base + "pat/register", headers=vh, timeout=10,
+                      json={"name": "reg", "metadata-location":
+                            "s3://whs/pat/src/metadata/star.metadata.json"})
+    assert r.status_code == 400 and "'*' or '?'" in r.json()["error"]["message"], r.text
+    assert requests.head(base + "pat/tables/reg", headers=h, timeout=10).status_code == 404
+
+
+def test_open_catalog_warns_loudly(gw, module_cluster):
+    """Without identities the catalog is open and says so at start, in its log, as a
+    warning naming the port; a gateway with identities says nothing of the kind."""
+    g, _ = gw
+    o = start_gateway(module_cluster, g.filer_client).start()
+    wait_until(lambda: port_open(o.catalog_port), what="the open catalog listens")
+    # open indeed: no credentials needed
+    r = requests.get(uri(o) + "/v1/config?warehouse=whs", timeout=10)
+    assert r.status_code == 200, r.text
+
+    def warning():
+        return [line for line in o.log_path.read_text().splitlines()
+                if "catalog" in line and "OPEN" in line]
+    wait_until(warning, what="the open catalog's warning")
+    line = warning()[0]
+    assert line.startswith("W") and "port %d" % o.catalog_port in line, line
+    assert "no identities" in line and "every request is allowed" in line, line
+    assert not [x for x in g.log_path.read_text().splitlines() if "is OPEN" in x]

@@ -234,15 +234,40 @@ def test_spark_sql(env, spark):
 
 
 @pytest.mark.heavy_client
-def test_spark_rows_read_by_duckdb_and_pyiceberg(env, spark, duck):
+def test_spark_rows_read_by_duckdb_and_pyiceberg(env, spark, duck, module_cluster):
     sq(spark, "CREATE NAMESPACE lake.xs")
     sq(spark, "CREATE TABLE lake.xs.t (id BIGINT, name STRING) USING iceberg")
     sq(spark, "INSERT INTO lake.xs.t VALUES (1, 'a'), (2, 'b')")
     assert q(duck, "SELECT * FROM lake.xs.t ORDER BY id") == [(1, "a"), (2, "b")]
-    got = env.pyiceberg().load_table("xs.t").scan().to_arrow().to_pylist()
+    table = env.pyiceberg().load_table("xs.t")
+    got = table.scan().to_arrow().to_pylist()
     assert sorted((r["id"], r["name"]) for r in got) == [(1, "a"), (2, "b")]
     assert env.listed("xs") == [("xs", "t")]
-    env.assert_table_files("xs", "t")
+    data, meta = env.assert_table_files("xs", "t")
+    # what Spark wrote is in the mount too: the same listing, its metadata file, its rows
+    m = start_mount(module_cluster, env.filer.url, name="eng-spark-mount")
+    try:
+        tdir = m.p("buckets", BUCKET, "xs", "t")
+        prefix = "s3://%s/xs/t/" % BUCKET
+
+        def walk(sub):
+            out = []
+            for root, _, names in os.walk(os.path.join(tdir, sub)):
+                out += [os.path.join(root, n)[len(tdir):] for n in names]
+            return sorted(out)
+        base = "/buckets/%s/xs/t" % BUCKET
+        assert walk("data") == sorted(p[len(base):] for p in data)
+        assert walk("metadata") == sorted(p[len(base):] for p in meta)
+        with open(os.path.join(tdir, table.metadata_location[len(prefix):])) as f:
+            md = json.load(f)
+        assert md["current-snapshot-id"] == table.metadata.current_snapshot_id
+        assert md["table-uuid"] == str(table.metadata.table_uuid)
+        rows = []
+        for t in table.scan().plan_files():
+            rows += pq.read_table(os.path.join(tdir, t.file.file_path[len(prefix):])).to_pylist()
+        assert sorted((r["id"], r["name"]) for r in rows) == [(1, "a"), (2, "b")]
+    finally:
+        m.unmount()
 
 
 @pytest.mark.heavy_client

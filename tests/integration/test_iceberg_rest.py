@@ -1,11 +1,15 @@
 """The Iceberg REST catalog of the catalog port (docs/catalog.md) with real clients:
 pyiceberg's RestCatalog (namespaces, tables, appends, scans, evolution, time travel,
-rename, drop, register, staged create, concurrent writers), `requests` for the
-protocol's corners and bad input, boto3's s3tables and s3 clients for the same
-tables seen through the S3 Tables API and the S3 gateway."""
+rename, drop, register, staged create, concurrent writers, views), `requests` for the
+protocol's corners and bad input (config and its endpoints, view commits and renames),
+boto3's s3tables and s3 clients for the same tables seen through the S3 Tables API and
+the S3 gateway, and a commit with the filer down."""
 import base64
+import contextlib
 import json
+import socket
 import threading
+import types
 import uuid
 
 import boto3
@@ -350,6 +354,8 @@ def test_errors_and_names(env):
     r = requests.post(u("lake/namespaces/pe/tables/m/metrics"),
                       json={"report-type": "scan-report", "table-name": "pe.m"})
     assert r.status_code == 204, r.text
+    err_of(requests.post(u("lake/namespaces/pe/tables/nom/metrics"),
+                         json={"report-type": "scan-report"}), 404, "NoSuchTableException")
     # a location outside the table's directory
     for loc in ["s3://lake/pe/other", "s3://other/pe/x", "s3://lake/pe/x/../../y"]:
         r = requests.post(u("lake/namespaces/pe/tables"),
@@ -581,3 +587,488 @@ def test_cross_view(env):
     g2 = env.tables.get_table_metadata_location(tableBucketARN=arn, namespace="ns", name="tab")
     assert g2["metadataLocation"] == cat.load_table("ns.tab").metadata_location
     assert g2["versionToken"] != tok
+
+
+# ---- views ----
+
+def view_version(sql, ns, schema_id=0, version_id=1):
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
+    return ViewVersion(**{"version-id": version_id, "schema-id": schema_id,
+                          "representations": [ViewRepresentation(SQLViewRepresentation(
+                              type="sql", sql=sql, dialect="spark"))],
+                          "default-namespace": [ns], "summary": {"engine": "test"}})
+
+
+def view_body(name, sql="SELECT 1 AS id"):
+    return {"name": name, "schema": schema_json(),
+            "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1,
+                             "summary": {}, "default-namespace": ["vw"],
+                             "representations": [{"type": "sql", "sql": sql,
+                                                  "dialect": "spark"}]}}
+
+
+def view_at(env, ns, name):
+    r = requests.get(env.url("lake/namespaces/%s/views/%s" % (ns, name)))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_views(env):
+    from pyiceberg.exceptions import NoSuchViewError, ViewAlreadyExistsError
+    cat = env.catalog("lake")
+    cat.create_namespace("vw")
+    cat.create_namespace("vw2")
+    cat.create_table("vw.t", schema())
+    v = cat.create_view("vw.v1", schema(), view_version("SELECT id FROM vw.t", "vw"),
+                        properties={"comment": "first"})
+    assert v.metadata.location == "s3://lake/vw/v1" and v.properties["comment"] == "first"
+    assert v.current_version().representations[0].root.sql == "SELECT id FROM vw.t"
+    # a view is no table, a table no view
+    assert cat.list_views("vw") == [("vw", "v1")] and cat.list_tables("vw") == [("vw", "t")]
+    assert cat.view_exists("vw.v1") and not cat.view_exists("vw.t")
+    assert not cat.view_exists("vw.nope") and not cat.table_exists("vw.v1")
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("vw.t")
+    with pytest.raises(NoSuchViewError):
+        cat.load_view("vw.nope")
+    with pytest.raises(NoSuchTableError):
+        cat.load_table("vw.v1")
+    err_of(requests.get(env.url("lake/namespaces/vw/views/nope")), 404, "NoSuchViewException")
+    err_of(requests.get(env.url("lake/namespaces/vw/views/t")), 404, "NoSuchViewException")
+    err_of(requests.get(env.url("lake/namespaces/vw/tables/v1")), 404, "NoSuchTableException")
+    assert requests.head(env.url("lake/namespaces/vw/views/v1")).status_code == 204
+    assert requests.head(env.url("lake/namespaces/vw/views/t")).status_code == 404
+    # one name space for both: a view and a table of the same name are refused
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.t", schema(), view_version("SELECT 2", "vw"))
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.v1", schema(), view_version("SELECT 2", "vw"))
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table("vw.v1", schema())
+    err_of(requests.post(env.url("lake/namespaces/vw/views"), json=view_body("t")), 409,
+           "AlreadyExistsException")
+    err_of(requests.post(env.url("lake/namespaces/nons/views"), json=view_body("x")), 404,
+           "NoSuchNamespaceException")
+    assert cat.load_table("vw.t").scan().to_arrow().num_rows == 0
+    first = view_at(env, "vw", "v1")
+    loc0, meta0 = first["metadata-location"], first["metadata"]
+    assert loc0.startswith("s3://lake/vw/v1/metadata/00000-")
+    assert loc0.endswith(".metadata.json")
+    vuuid = meta0["view-uuid"]
+
+    # replace: a new schema and version, made current, under an assert-view-uuid
+    def replace(reqs, updates):
+        return requests.post(env.url("lake/namespaces/vw/views/v1"), json={
+            "identifier": {"namespace": ["vw"], "name": "v1"},
+            "requirements": reqs, "updates": updates})
+    new_schema = {"type": "struct", "schema-id": 1, "fields": [
+        {"id": 1, "name": "id", "type": "int", "required": False},
+        {"id": 2, "name": "n", "type": "long", "required": False}]}
+    new_version = {"version-id": 2, "schema-id": -1, "timestamp-ms": 1700000000000,
+                   "summary": {"engine": "test"}, "default-namespace": ["vw"],
+                   "representations": [{"type": "sql", "dialect": "spark",
+                                        "sql": "SELECT id, count(*) AS n FROM vw.t GROUP BY id"}]}
+    good = [{"action": "add-schema", "schema": new_schema},
+            {"action": "add-view-version", "view-version": new_version},
+            {"action": "set-current-view-version", "view-version-id": -1},
+            {"action": "set-properties", "updates": {"comment": "second"}}]
+    # bad commits first: each 400 or 409, nothing changed
+    stale = [{"type": "assert-view-uuid", "uuid": str(uuid.uuid4())}]
+    err_of(replace(stale, good), 409, "CommitFailedException")
+    err_of(replace([{"type": "assert-table-uuid", "uuid": vuuid}], good), 400,
+           "BadRequestException")
+    err_of(replace([], good + [{"action": "bogus-update"}]), 400, "BadRequestException")
+    err_of(replace([], [{"action": "set-current-view-version", "view-version-id": 9}]), 400,
+           "BadRequestException")
+    err_of(replace([], [{"action": "add-view-version", "view-version": dict(
+        new_version, **{"schema-id": 7})}]), 400, "BadRequestException")
+    err_of(replace([], [{"action": "add-snapshot", "snapshot": {}}]), 400,
+           "BadRequestException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/v1"), json={"updates": "x"}), 400,
+           "BadRequestException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/v1"), data=b"{"), 400,
+           "BadRequestException")
+    err_of(replace([], [{"action": "set-location", "location": "s3://lake/elsewhere"}]), 403,
+           "ForbiddenException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views/nope"), json={
+        "requirements": [], "updates": good}), 404, "NoSuchViewException")
+    # the body names another view than the path
+    r = requests.post(env.url("lake/namespaces/vw/views/v1"), json={
+        "identifier": {"namespace": ["vw"], "name": "other"}, "requirements": [],
+        "updates": good})
+    err_of(r, 400, "BadRequestException")
+    assert view_at(env, "vw", "v1")["metadata-location"] == loc0
+    # the good one
+    r = replace([{"type": "assert-view-uuid", "uuid": vuuid}], good)
+    assert r.status_code == 200, r.text
+    loc1 = r.json()["metadata-location"]
+    assert loc1 != loc0 and loc1.startswith("s3://lake/vw/v1/metadata/00001-")
+    v = cat.load_view("vw.v1")
+    assert v.metadata.current_version_id == 2 and len(v.versions) == 2
+    assert [f.name for f in v.schema().fields] == ["id", "n"]
+    assert "GROUP BY" in v.current_version().representations[0].root.sql
+    assert v.properties["comment"] == "second" and str(v.metadata.view_uuid) == vuuid
+    assert [e.version_id for e in v.history()] == [1, 2]
+    # back to version 1: a third file, the log says so
+    r = replace([], [{"action": "set-current-view-version", "view-version-id": 1}])
+    assert r.status_code == 200, r.text
+    v = cat.load_view("vw.v1")
+    assert v.metadata.current_version_id == 1 and [e.version_id for e in v.history()] == [1, 2, 1]
+    # the old metadata files are still there, the pointer is the newest
+    files = env.files_under("/buckets/lake/vw/v1/metadata")
+    assert len(files) == 3 and any(f.endswith(loc1.rsplit("/", 1)[1]) for f in files)
+
+    # rename, across namespaces
+    ren = env.url("lake/views/rename")
+
+    def rename(src, dst):
+        return requests.post(ren, json={
+            "source": {"namespace": [src[0]], "name": src[1]},
+            "destination": {"namespace": [dst[0]], "name": dst[1]}})
+    err_of(rename(("vw", "nope"), ("vw", "x")), 404, "NoSuchViewException")
+    # a table is not renamed by the views' route
+    err_of(rename(("vw", "t"), ("vw", "x")), 404, "NoSuchViewException")
+    err_of(rename(("vw", "v1"), ("vw", "t")), 409, "AlreadyExistsException")
+    err_of(rename(("vw", "v1"), ("nons", "v")), 404, "NoSuchNamespaceException")
+    err_of(requests.post(ren, json={"source": "vw.v1"}), 400, "BadRequestException")
+    assert cat.view_exists("vw.v1") and cat.table_exists("vw.t")
+    r = rename(("vw", "v1"), ("vw2", "v2"))
+    assert r.status_code == 204, r.text
+    assert not cat.view_exists("vw.v1") and cat.view_exists("vw2.v2")
+    assert cat.list_views("vw") == [] and cat.list_views("vw2") == [("vw2", "v2")]
+    v = cat.load_view("vw2.v2")
+    assert str(v.metadata.view_uuid) == vuuid and len(v.versions) == 2
+    # it still commits under its new name
+    r = requests.post(env.url("lake/namespaces/vw2/views/v2"), json={
+        "requirements": [{"type": "assert-view-uuid", "uuid": vuuid}],
+        "updates": [{"action": "set-current-view-version", "view-version-id": 2}]})
+    assert r.status_code == 200, r.text
+    assert cat.load_view("vw2.v2").metadata.current_version_id == 2
+    # the old directory holds v2's files: no new table or view may take it
+    with pytest.raises(TableAlreadyExistsError):
+        cat.create_table("vw.v1", schema())
+    with pytest.raises(ViewAlreadyExistsError):
+        cat.create_view("vw.v1", schema(), view_version("SELECT 2", "vw"))
+    assert not cat.view_exists("vw.v1") and not cat.table_exists("vw.v1")
+
+    # bad create bodies: 400, nothing made
+    bads = [{"name": "b"},
+            dict(view_body("b"), schema=None),
+            {k: x for k, x in view_body("b").items() if k != "view-version"},
+            dict(view_body("b"), **{"view-version": dict(view_body("b")["view-version"],
+                                                        representations=[])}),
+            dict(view_body("b"), **{"view-version": dict(view_body("b")["view-version"],
+                                                        representations=[{"type": "sql"}])}),
+            dict(view_body("b"), properties={"k": 1}),
+            dict(view_body("b"), location="s3://lake/other/b"),
+            dict(view_body("b"), name="B/c"),
+            [1], "x"]
+    for body in bads:
+        r = requests.post(env.url("lake/namespaces/vw/views"), json=body)
+        assert r.status_code in (400, 403), "%s %s" % (body, r.text)
+        assert r.json()["error"]["type"] in ("BadRequestException", "ForbiddenException")
+    err_of(requests.post(env.url("lake/namespaces/vw/views"), data=b"[1,"), 400,
+           "BadRequestException")
+    assert not cat.view_exists("vw.b") and env.entry("/buckets/lake/vw/b") is None
+    assert cat.list_views("vw") == []
+
+    # drop: only views, by the views' route
+    with pytest.raises(NoSuchViewError):
+        cat.drop_view("vw.t")
+    with pytest.raises(NoSuchTableError):
+        cat.drop_table("vw2.v2")
+    assert cat.table_exists("vw.t") and cat.view_exists("vw2.v2")
+    assert len(env.files_under("/buckets/lake/vw/v1/metadata")) == 4
+    cat.drop_view("vw2.v2")
+    assert not cat.view_exists("vw2.v2") and cat.list_views("vw2") == []
+    # a view's files are only its metadata: dropped with it, where they were
+    assert env.files_under("/buckets/lake/vw/v1") == []
+    assert env.entry("/buckets/lake/vw2/v2") is None
+    with pytest.raises(NoSuchViewError):
+        cat.drop_view("vw2.v2")
+    # the name is free again, for a view or a table
+    cat.create_view("vw2.v2", schema(), view_version("SELECT 3", "vw2"))
+    cat.drop_view("vw2.v2")
+    cat.create_table("vw2.v2", schema())
+
+    # views only in Iceberg table buckets: a Lance one refuses them
+    lance = "http://127.0.0.1:%d/v1/namespace/" % env.m.lance_port
+    for ns in ("lkview", "lkview$ns"):
+        r = requests.post(lance + ns + "/create", json={})
+        assert r.status_code == 200, r.text
+    r = requests.post(env.url("lkview/namespaces/ns/views"), json=view_body("v"))
+    e = err_of(r, 400, "BadRequestException")
+    assert "LANCE" in e["message"], e
+    err_of(requests.get(env.url("lkview/namespaces/ns/views")), 400, "BadRequestException")
+    assert env.entry("/buckets/lkview/ns/v") is None
+
+
+# ---- config and namespace exists ----
+
+# Every route the catalog serves: (methods, path under /v1/{prefix}), as the spec names
+# them in "endpoints" ("METHOD /v1/{prefix}/...").
+ROUTES = [
+    ("GET POST", "/namespaces"), ("GET HEAD DELETE", "/namespaces/{namespace}"),
+    ("POST", "/namespaces/{namespace}/properties"), ("POST", "/namespaces/{namespace}/register"),
+    ("GET POST", "/namespaces/{namespace}/tables"),
+    ("GET HEAD POST DELETE", "/namespaces/{namespace}/tables/{table}"),
+    ("POST", "/namespaces/{namespace}/tables/{table}/metrics"),
+    ("POST", "/tables/rename"), ("POST", "/transactions/commit"),
+    ("GET POST", "/namespaces/{namespace}/views"),
+    ("GET HEAD POST DELETE", "/namespaces/{namespace}/views/{view}"),
+    ("POST", "/views/rename"),
+]
+SERVED = {"%s /v1/{prefix}%s" % (m, path) for ms, path in ROUTES for m in ms.split()}
+
+
+def test_config(env):
+    r = requests.get(env.url("config"), params={"warehouse": "lake"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["overrides"] == {"prefix": "lake"}
+    d = j["defaults"]
+    assert d["s3.endpoint"] == "http://127.0.0.1:%d" % env.m.s3_port
+    assert d["s3.path-style-access"] == "true" and d["client.region"] == "us-east-1"
+    eps = j["endpoints"]
+    assert len(eps) == len(set(eps)) and set(eps) == SERVED
+    answers = []
+    # each endpoint listed is served: no route-level 404 or 405 for any of them (the
+    # names in it do not exist, so what answers is the route's own error)
+    for ep in eps:
+        method, path = ep.split(" ")
+        path = (path.replace("{prefix}", "lake").replace("{namespace}", "nocfg")
+                .replace("{table}", "nocfg").replace("{view}", "nocfg"))
+        r = requests.request(method, env.uri + path, json={} if method == "POST" else None)
+        assert r.status_code not in (405, 501), "%s: %s" % (ep, r.status_code)
+        if method != "HEAD" and r.status_code >= 400:
+            assert r.json()["error"]["type"] not in ("NotFoundException",
+                                                     "MethodNotAllowedException"), ep
+        assert r.status_code < 500, "%s: %s %s" % (ep, r.status_code, r.text)
+        answers.append((ep, r.status_code))
+    assert dict(answers)["POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics"] \
+        == 404
+    # a route not served is not listed and answers so
+    err_of(requests.get(env.url("lake/namespaces/nocfg/tables/t/credentials")), 404,
+           "NotFoundException")
+    assert not any("credentials" in e or "plan" in e for e in eps)
+    # pyiceberg takes the list: the view endpoints are known to it
+    from pyiceberg.catalog.rest import Capability
+    cat = env.catalog("lake")
+    assert Capability.V1_LIST_VIEWS in cat._supported_endpoints
+    assert Capability.V1_VIEW_EXISTS in cat._supported_endpoints
+    # the warehouse as s3:// and as the bucket's ARN, a missing or absent one
+    for wh in ("s3://lake", env.tables.get_table_bucket(
+            tableBucketARN=env.bucket("cfgarn"))["arn"]):
+        r = requests.get(env.url("config"), params={"warehouse": wh})
+        assert r.status_code == 200, r.text
+    err_of(requests.get(env.url("config")), 400, "BadRequestException")
+    r = requests.get(env.url("config"), params={"warehouse": "nolake"})
+    assert r.status_code == 404 and r.json()["error"]["type"].startswith("NoSuch"), r.text
+    err_of(requests.post(env.url("config"), params={"warehouse": "lake"}), 405,
+           "MethodNotAllowedException")
+
+
+def test_namespace_exists(env):
+    cat = env.catalog("lake")
+    cat.create_namespace(("nx", "deep"))  # the parent need not exist on its own
+    cat.create_namespace("nx")
+    assert cat.namespace_exists("nx") and cat.namespace_exists(("nx", "deep"))
+    assert not cat.namespace_exists("nxnope") and not cat.namespace_exists(("nx", "nope"))
+    r = requests.head(env.url("lake/namespaces/nx"))
+    assert r.status_code == 204 and not r.content
+    assert requests.head(env.url("lake/namespaces/nx%1Fdeep")).status_code == 204
+    assert requests.head(env.url("lake/namespaces/nxnope")).status_code == 404
+    assert requests.head(env.url("lake/namespaces/nx%1Fnope")).status_code == 404
+    assert requests.head(env.url("lake/namespaces/a%2Fb")).status_code == 400
+    assert requests.head(env.url("nolake/namespaces/nx")).status_code == 404
+    cat.drop_namespace(("nx", "deep"))
+    assert not cat.namespace_exists(("nx", "deep")) and cat.namespace_exists("nx")
+    # a table's directory is no namespace
+    cat.create_table("nx.t", schema())
+    assert requests.head(env.url("lake/namespaces/nx%1Ft")).status_code == 404
+
+
+# ---- faults ----
+
+def test_commit_with_the_filer_down(module_cluster):
+    """The filer stopped under the catalog: loads and commits answer 503 (the outcome is
+    known: nothing was written), never a 409 that would make a client retry at once nor a
+    200; once the filer is back the table is as it was, loads, and the retried commit
+    lands."""
+    from conftest import wait_until
+    filer, base, cat, t = fault_stack(module_cluster, "fault")
+    tpath = base + "/v1/fault/namespaces/f/tables/t"
+    before = requests.get(tpath).json()["metadata-location"]
+    body = {"identifier": {"namespace": ["f"], "name": "t"}, "requirements": [],
+            "updates": [{"action": "set-properties", "updates": {"during": "outage"}}]}
+
+    filer.daemon.stop()
+    r = requests.post(tpath, json=body, timeout=60)
+    e = err_of(r, 503, "ServiceUnavailableException")
+    assert "filer" in e["message"], e
+    err_of(requests.get(tpath, timeout=60), 503, "ServiceUnavailableException")
+
+    module_cluster.restart(filer.daemon)
+    wait_until(lambda: requests.get(tpath, timeout=10).status_code == 200,
+               what="the catalog reaches the filer again")
+    r = requests.get(tpath)
+    assert r.json()["metadata-location"] == before
+    assert "during" not in r.json()["metadata"]["properties"]
+    t = cat.load_table("f.t")
+    assert t.scan().to_arrow().num_rows == 2
+    # the retries land
+    r = requests.post(tpath, json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    t = cat.load_table("f.t")
+    t.append(rows([3], "us"))
+    t = cat.load_table("f.t")
+    assert t.properties["during"] == "outage" and t.scan().to_arrow().num_rows == 3
+    assert len(t.snapshots()) == 2
+
+
+def fault_stack(cluster, bucket, on_proxy=None):
+    """A master, volume server, filer and open gateway of their own (the tests stop or
+    cut them), with table f.t in table bucket `bucket` holding two rows. With on_proxy,
+    the gateway reaches the filer through a SwapAnswerLost proxy given to on_proxy.
+    Returns (filer, catalog URL, pyiceberg catalog, the table)."""
+    from filer_fixtures import start_filer
+    from s3_fixtures import start_gateway
+    from conftest import wait_until
+    master = cluster.master()
+    cluster.volume(master)
+    filer = start_filer(cluster, master)
+    via = filer
+    if on_proxy:
+        proxy = SwapAnswerLost(filer.url)
+        on_proxy(proxy)
+        via = types.SimpleNamespace(url=proxy.url)
+    g = start_gateway(cluster, via).start()
+    base = "http://127.0.0.1:%d" % g.catalog_port
+    wait_until(lambda: _answers(base + "/v1/config?warehouse=x"), what="the catalog listens")
+    boto3.client("s3tables", endpoint_url=base, region_name="us-east-1", aws_access_key_id="x",
+                 aws_secret_access_key="y").create_table_bucket(name=bucket)
+    cat = RestCatalog(bucket, uri=base, warehouse=bucket,
+                      **{"s3.access-key-id": "x", "s3.secret-access-key": "y",
+                         "s3.region": "us-east-1"})
+    cat.create_namespace("f")
+    t = cat.create_table("f.t", schema())
+    t.append(rows([1, 2], "eu"))
+    return filer, base, cat, t
+
+
+def _answers(url):
+    try:
+        return requests.get(url, timeout=5).status_code > 0
+    except requests.ConnectionError:
+        return False
+
+
+class SwapAnswerLost:
+    """A TCP proxy in front of the filer that, once armed, passes the next table-pointer
+    swap (a conditional setXattr of the table attribute) to the filer and drops the
+    filer's answer, closing the connection: the swap lands, the catalog never hears so,
+    and its filer client repeats the conditional update, which then fails."""
+
+    def __init__(self, target):
+        self.target = target
+        self.armed, self.dropped = threading.Event(), threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        host, port = self.target.split(":")
+        s = socket.create_connection((host, int(port)))
+        drop = threading.Event()
+
+        def up():
+            seen = b""
+            try:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    if d[:5] in (b"POST ", b"GET /", b"PUT /", b"HEAD ", b"DELET"):
+                        seen = b""  # a request starts: one at a time on a connection
+                    seen = (seen + d)[-16384:]
+                    if self.armed.is_set() and seen.startswith(b"POST /.api/v1/setXattr ") \
+                            and b"weedfs.catalog.table" in seen and b"ifEtag" in seen:
+                        self.armed.clear()
+                        drop.set()
+                    s.sendall(d)
+            except OSError:
+                pass
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                if drop.is_set():
+                    self.dropped.set()
+                    break
+                c.sendall(d)
+        except OSError:
+            pass
+        finally:
+            for x in (c, s):  # shutdown, not only close: it wakes the other thread's recv
+                with contextlib.suppress(OSError):
+                    x.shutdown(socket.SHUT_RDWR)
+                x.close()
+
+
+def test_commit_whose_swap_answer_is_lost(module_cluster):
+    """The filer applies a commit's pointer swap but its answer is lost: the catalog's
+    filer client repeats the conditional update, which now fails as a lost race. The
+    catalog reads the pointer back, finds its own new file there and answers 200; the
+    file is kept, the table loads and commits on."""
+    proxies = []
+    try:
+        _, base, cat, t = fault_stack(module_cluster, "lost", proxies.append)
+        proxy = proxies[0]
+        tpath = base + "/v1/lost/namespaces/f/tables/t"
+        proxy.armed.set()
+        r = requests.post(tpath, timeout=120, json={
+            "requirements": [], "updates": [{"action": "set-properties",
+                                             "updates": {"k": "v"}}]})
+        assert proxy.dropped.is_set(), "the proxy saw no swap"
+        assert r.status_code == 200, r.text
+        loc = r.json()["metadata-location"]
+        r = requests.get(tpath)
+        assert r.status_code == 200, r.text
+        assert r.json()["metadata-location"] == loc
+        assert r.json()["metadata"]["properties"]["k"] == "v"
+        t = cat.load_table("f.t")
+        assert t.scan().to_arrow().num_rows == 2
+        t.append(rows([3], "us"))
+        assert cat.load_table("f.t").scan().to_arrow().num_rows == 3
+        # a create whose first pointer swap's answer is lost: made, not a spurious 409
+        proxy.dropped.clear()
+        proxy.armed.set()
+        t = cat.create_table("f.u", schema())
+        assert proxy.dropped.is_set()
+        assert cat.load_table("f.u").metadata_location == t.metadata_location
+        t.append(rows([1], "eu"))
+        assert cat.load_table("f.u").scan().to_arrow().num_rows == 1
+        # and a register's
+        proxy.dropped.clear()
+        proxy.armed.set()
+        r = cat.register_table("f.r", t.metadata_location)
+        assert proxy.dropped.is_set()
+        assert cat.load_table("f.r").scan().to_arrow().num_rows == 1
+    finally:
+        for x in proxies:
+            x.close()
