@@ -26,7 +26,7 @@
 	X(S3_ENTITY_TOO_SMALL, "EntityTooSmall", 400)                          \
 	X(S3_ENTITY_TOO_LARGE, "EntityTooLarge", 400)                          \
 	X(S3_EXPIRED_REQUEST, "AccessDenied", 403) /* "Request has expired" */ \
-	X(S3_EXPIRED_TOKEN, "ExpiredToken", 403)                               \
+	X(S3_EXPIRED_TOKEN, "ExpiredToken", 400)                               \
 	X(S3_INCOMPLETE_BODY, "IncompleteBody", 400)                           \
 	X(S3_INTERNAL, "InternalError", 500)                                   \
 	X(S3_INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403)                    \
@@ -45,7 +45,7 @@
 	X(S3_INVALID_REQUEST, "InvalidRequest", 400)                           \
 	X(S3_INVALID_RETENTION, "InvalidRetentionPeriod", 400)                 \
 	X(S3_INVALID_TAG, "InvalidTag", 400)                                   \
-	X(S3_INVALID_TOKEN, "InvalidToken", 403)                               \
+	X(S3_INVALID_TOKEN, "InvalidToken", 400)                               \
 	X(S3_INVALID_URI, "InvalidURI", 400)                                   \
 	X(S3_KEY_TOO_LONG, "KeyTooLongError", 400)                             \
 	X(S3_KMS_NOT_FOUND, "KMS.NotFoundException", 400)                      \

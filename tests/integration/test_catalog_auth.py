@@ -527,8 +527,7 @@ def test_expired_session_credentials(gw):
             s3_as(gg, old).list_objects_v2(Bucket="whs", Prefix="sales/")
         err = ei.value.response["Error"]
         assert err["Code"] == "ExpiredToken" and "expired" in err["Message"], err
-        # AWS documents 400 for ExpiredToken; the gateway's s3_err.h answers 403
-        assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] in (400, 403)
+        assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400  # as AWS
         with pytest.raises(botocore.exceptions.ClientError) as ei:
             s3_as(gg, old).put_object(Bucket="whs", Key="sales/expired.bin", Body=b"x")
         assert ei.value.response["Error"]["Code"] == "ExpiredToken"
