@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/evp.h>
 #include "json.h"
+#include "log.h"
 #include "s3/bucket_policy.h"
 #include "s3/s3_iam_user.h"
 #include "util.h"
@@ -396,4 +398,18 @@ enum policy_effect s3_identity_policy_eval(const struct s3_identity *id,
 			eff = e;
 	}
 	return eff;
+}
+
+char *s3_canonical_id(const char *name)
+{
+	static const char salt[] = "weedfs-canonical-user:";
+	unsigned char md[32];
+	char *in = xasprintf("%s%s", salt, name), *out = xmalloc(65);
+
+	if (!EVP_Digest(in, strlen(in), md, NULL, EVP_sha256(), NULL))
+		fatal("SHA-256 failed");
+	for (size_t i = 0; i < sizeof(md); i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	free(in);
+	return out;
 }

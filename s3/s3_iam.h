@@ -72,6 +72,13 @@ const struct s3_identity *s3_iam_lookup(const struct s3_iam *iam, const char *ac
 const struct s3_identity *s3_iam_find(const struct s3_iam *iam, const char *name);
 /* The identity's name (borrowed). */
 const char *s3_identity_name(const struct s3_identity *id);
+/*
+ * The canonical user id of the identity named name, as ACL grants and
+ * {"CanonicalUser": ...} policy principals name it: 64 lowercase hex digits,
+ * SHA-256 of "weedfs-canonical-user:" and the name, so every gateway derives
+ * the same id with nothing stored. Caller frees.
+ */
+char *s3_canonical_id(const char *name);
 /* Whether id may do a on bucket (NULL or "" for calls on no bucket, like ListBuckets). */
 bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const char *bucket);
 /* Whether id is an IAM API user (not the file's). */
