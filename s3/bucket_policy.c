@@ -1343,7 +1343,8 @@ static bool cond_match(const struct cond *cd, const struct policy_request *r)
 		bool all = true, some = false;
 		for (size_t i = 0; i < r->nctx; i++) {
 			bool m;
-			if (!r->ctx[i].key || !r->ctx[i].value || strcasecmp(r->ctx[i].key, cd->key))
+			const struct policy_kv *kv = &r->ctx[i];
+			if (!kv->key || !kv->value || strcasecmp(kv->key, cd->key))
 				continue;
 			m = value_match(cd, r->ctx[i].value, r);
 			all &= m;

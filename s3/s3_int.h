@@ -83,7 +83,7 @@ struct s3_req {
 	const struct s3_identity *who; /* in iam; NULL: anonymous or an open gateway */
 	struct s3_session_auth *session; /* session credentials' (who: its parent); freed with r */
 	bool sts;                        /* an STS call (s3_session_gw.h) */
-	const char *form_sigver;         /* a browser POST's signature: "AWS" or "AWS4-HMAC-SHA256" */
+	const char *form_sigver;         /* a browser POST's: "AWS" or "AWS4-HMAC-SHA256" */
 	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */

@@ -260,10 +260,18 @@ static void auth_keys(const struct s3_req *r, struct ctx *c)
 static bool acts_on_existing(const char *action)
 {
 	static const char *const acts[] = {
-		"s3:GetObject",           "s3:GetObjectVersion",        "s3:GetObjectTagging",
-		"s3:GetObjectVersionTagging", "s3:PutObjectTagging",    "s3:PutObjectVersionTagging",
-		"s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging", "s3:GetObjectAcl",
-		"s3:GetObjectVersionAcl", "s3:PutObjectAcl",            "s3:PutObjectVersionAcl",
+		"s3:GetObject",
+		"s3:GetObjectVersion",
+		"s3:GetObjectTagging",
+		"s3:GetObjectVersionTagging",
+		"s3:PutObjectTagging",
+		"s3:PutObjectVersionTagging",
+		"s3:DeleteObjectTagging",
+		"s3:DeleteObjectVersionTagging",
+		"s3:GetObjectAcl",
+		"s3:GetObjectVersionAcl",
+		"s3:PutObjectAcl",
+		"s3:PutObjectVersionAcl",
 	};
 	for (size_t i = 0; i < ARRAY_LEN(acts); i++)
 		if (!strcmp(action, acts[i]))
@@ -509,8 +517,9 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 	}
 	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 		       : xasprintf("arn:aws:s3:::%s", bucket);
-	canon = r->who && (needs & POLICY_NEEDS_CANONICAL) ? s3_canonical_id(s3_identity_name(r->who))
-							   : NULL;
+	canon = r->who && (needs & POLICY_NEEDS_CANONICAL)
+			? s3_canonical_id(s3_identity_name(r->who))
+			: NULL;
 	context(r, &c, bucket, key, action, needs);
 	struct policy_request pr = {
 		.principal = r->who ? s3_identity_name(r->who) : NULL,

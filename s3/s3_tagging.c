@@ -202,7 +202,8 @@ void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg)
 	    !strcmp(root->name, "Tagging") && (set = xml_child(root, "TagSet"))) {
 		xml_foreach(tag, set, "Tag")
 		{
-			const char *k = xml_child_text(tag, "Key"), *v = xml_child_text(tag, "Value");
+			const char *k = xml_child_text(tag, "Key");
+			const char *v = xml_child_text(tag, "Value");
 			if (!k || tag_add(&t, TAGS_OBJECT, k, v ? v : "", &why)) {
 				tags_free(&t); /* PutObjectTagging refuses it */
 				break;

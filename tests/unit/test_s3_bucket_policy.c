@@ -39,7 +39,8 @@ static enum policy_effect ev(const struct bucket_policy *p, const char *who, con
 			     const char *resource, const char *const *kv)
 {
 	struct policy_kv ctx[16];
-	struct policy_request r = {.principal = who, .action = action, .resource = resource, .ctx = ctx};
+	struct policy_request r = {
+		.principal = who, .action = action, .resource = resource, .ctx = ctx};
 	for (; kv && kv[0] && r.nctx < 16; kv += 2)
 		ctx[r.nctx++] = (struct policy_kv){kv[0], kv[1]};
 	return bucket_policy_eval(p, &r);
@@ -135,7 +136,8 @@ static void test_malformed(void)
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
 	    "CanonicalUser \"79a59df9\"");
 	bad(STMT("Allow",
-		 "{\"CanonicalUser\":\"g9a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be\"}",
+		 "{\"CanonicalUser\":"
+		 "\"g9a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
 	    "CanonicalUser");
 	bad(STMT("Allow", "{\"CanonicalUser\":[]}", "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
@@ -149,7 +151,8 @@ static void test_malformed(void)
 	bad(STMT("Allow", "{\"Service\":\"Logging.S3..amazonaws.com\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
 	    "Service");
-	bad(STMT("Allow", "{\"Service\":{\"a\":1}}", "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	bad(STMT("Allow", "{\"Service\":{\"a\":1}}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
 	    "Principal.Service must be");
 	bad(STMT("Allow", "{\"Service\":\"logging.s3.amazonaws.com\",\"Service\":\"x\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
@@ -450,7 +453,8 @@ static void test_service_canonical_not_principal(void)
 	       "Service: another service");
 	is_int(ev_as(p, "logging.s3.amazonaws.com", NULL, NULL, "s3:PutObject"), POLICY_NO_MATCH,
 	       "Service: not an identity of the same name");
-	is_int(ev_as(p, NULL, NULL, NULL, "s3:PutObject"), POLICY_NO_MATCH, "Service: not anonymous");
+	is_int(ev_as(p, NULL, NULL, NULL, "s3:PutObject"), POLICY_NO_MATCH,
+	       "Service: not anonymous");
 	ok(!bucket_policy_is_public(p), "a Service grant is not public");
 	bucket_policy_free(p);
 	p = parse(STMT("Allow",
@@ -459,7 +463,8 @@ static void test_service_canonical_not_principal(void)
 		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("*") "\""));
 	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:PutObject"), POLICY_ALLOW,
 	       "Service list");
-	is_int(ev_as(p, "alice", NULL, NULL, "s3:PutObject"), POLICY_ALLOW, "Service and AWS together");
+	is_int(ev_as(p, "alice", NULL, NULL, "s3:PutObject"), POLICY_ALLOW,
+	       "Service and AWS together");
 	bucket_policy_free(p);
 	p = parse(STMT("Allow", "\"*\"",
 		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("*") "\""));
@@ -472,7 +477,9 @@ static void test_service_canonical_not_principal(void)
 	       "root is not a service");
 	bucket_policy_free(p);
 
-	p = parse(STMT("Allow", "{\"CanonicalUser\":\"79A59DF900B949E55D96A1E698FBACEDFD6E09D98EACF8F8D5218E7CD47EF2BE\"}",
+	p = parse(STMT("Allow",
+		       "{\"CanonicalUser\":"
+		       "\"79A59DF900B949E55D96A1E698FBACEDFD6E09D98EACF8F8D5218E7CD47EF2BE\"}",
 		       "\"Action\":\"s3:GetObject\",\"Resource\":\"" OBJ("*") "\""));
 	ok(p && bucket_policy_needs(p) == POLICY_NEEDS_CANONICAL, "CanonicalUser needs the id");
 	is_int(ev_as(p, "alice", NULL, canon, "s3:GetObject"), POLICY_ALLOW,
@@ -874,8 +881,8 @@ static void test_date_ops(void)
 		KV("aws:EpochTime", "1780272000"), 1, "DateGreaterThanEquals: epoch against ISO");
 	COND_IS("\"DateGreaterThan\":{\"aws:EpochTime\":1780272000}",
 		KV("aws:EpochTime", "1780272000"), 0, "DateGreaterThan: a JSON number");
-	COND_IS("\"DateEquals\":{\"d\":\"2024-02-29T12:00Z\"}", KV("d", "2024-02-29T12:00:00.0Z"), 1,
-		"DateEquals: the same instant written twice");
+	COND_IS("\"DateEquals\":{\"d\":\"2024-02-29T12:00Z\"}", KV("d", "2024-02-29T12:00:00.0Z"),
+		1, "DateEquals: the same instant written twice");
 	COND_IS("\"DateNotEquals\":{\"d\":\"2024-02-29\"}", KV("d", "2024-03-01"), 1,
 		"DateNotEquals");
 	COND_IS("\"DateNotEquals\":{\"d\":\"2024-02-29\"}", KV("d", "bad"), 0,
@@ -947,8 +954,9 @@ static void test_request_keys(void)
 	COND_IS("\"StringEquals\":{\"s3:x-amz-acl\":\"bucket-owner-full-control\"}",
 		KV("s3:x-amz-acl", "private"), 0, "s3:x-amz-acl");
 	COND_IS("\"StringLike\":{\"s3:x-amz-grant-read\":\"*uri=*AllUsers*\"}",
-		KV("s3:x-amz-grant-read", "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\""), 1,
-		"s3:x-amz-grant-read");
+		KV("s3:x-amz-grant-read",
+		   "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\""),
+		1, "s3:x-amz-grant-read");
 	COND_IS("\"NumericLessThanEquals\":{\"s3:max-keys\":\"10\"}", KV("s3:max-keys", "10"), 1,
 		"s3:max-keys at the limit");
 	COND_IS("\"NumericLessThanEquals\":{\"s3:max-keys\":\"10\"}", KV("s3:max-keys", "11"), 0,
@@ -963,8 +971,8 @@ static void test_request_keys(void)
 		"s3:signatureversion, s3:authType");
 	COND_IS("\"StringEquals\":{\"aws:PrincipalType\":\"Anonymous\"}",
 		KV("aws:PrincipalType", "User"), 0, "aws:PrincipalType");
-	COND_IS("\"Bool\":{\"aws:SecureTransport\":\"false\"}", KV("aws:SecureTransport", "false"), 1,
-		"aws:SecureTransport");
+	COND_IS("\"Bool\":{\"aws:SecureTransport\":\"false\"}",
+		KV("aws:SecureTransport", "false"), 1, "aws:SecureTransport");
 	COND_IS("\"NumericGreaterThanEquals\":{\"s3:object-lock-remaining-retention-days\":\"30\"}",
 		KV("s3:object-lock-remaining-retention-days", "31"), 1,
 		"s3:object-lock-remaining-retention-days");
