@@ -1397,7 +1397,8 @@ bool bucket_policy_is_public(const struct bucket_policy *p)
 	for (size_t i = 0; p && i < p->nst; i++) {
 		const struct stmt *s = &p->st[i];
 		bool narrowed = false;
-		if (s->deny || !s->anyone)
+		/* everyone: "*", or a NotPrincipal that leaves out only some */
+		if (s->deny || s->anyone == s->not_principal)
 			continue;
 		for (size_t k = 0; k < s->nc && !narrowed; k++)
 			for (size_t j = 0; j < sizeof(narrowing) / sizeof(*narrowing); j++)

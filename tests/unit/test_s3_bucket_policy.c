@@ -507,6 +507,13 @@ static void test_service_canonical_not_principal(void)
 		  "\"Action\":\"s3:*\",\"Resource\":\"" OBJ("*") "\"}}");
 	is_int(ev(p, "alice", "s3:GetObject", OBJ("k"), NULL), POLICY_NO_MATCH,
 	       "NotPrincipal \"*\": nobody");
+	ok(!bucket_policy_is_public(p), "an Allow to NotPrincipal \"*\" is not public");
+	bucket_policy_free(p);
+	p = parse("{\"Statement\":{\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"bob\"},"
+		  "\"Action\":\"s3:GetObject\",\"Resource\":\"" OBJ("*") "\"}}");
+	is_int(ev(p, NULL, "s3:GetObject", OBJ("k"), NULL), POLICY_ALLOW,
+	       "an Allow to NotPrincipal bob: anonymous too");
+	ok(bucket_policy_is_public(p), "an Allow to all but bob is public");
 	bucket_policy_free(p);
 }
 
