@@ -47,7 +47,7 @@ static enum policy_effect stored_policy(const struct filer_entry *e, const char 
 					const char *action, const char *arn)
 {
 	const struct filer_xattr *x = e ? filer_entry_xattr_get(e, TS_XATTR_POLICY) : NULL;
-	struct policy_request pr = {principal, action, arn, NULL, 0};
+	struct policy_request pr = {.principal = principal, .action = action, .resource = arn};
 	struct bucket_policy *p;
 	enum policy_effect eff;
 	char msg[128];

@@ -41,6 +41,12 @@ enum cmp {
 	C_BOOL,
 	C_IP,
 	C_NULL,
+	C_DATE_EQ,
+	C_DATE_LT,
+	C_DATE_LE,
+	C_DATE_GT,
+	C_DATE_GE,
+	C_ARN,
 };
 
 struct op_def {
@@ -66,6 +72,24 @@ static const struct op_def ops[] = {
 	{"IpAddress", C_IP, false},
 	{"NotIpAddress", C_IP, true},
 	{"Null", C_NULL, false},
+	{"DateEquals", C_DATE_EQ, false},
+	{"DateNotEquals", C_DATE_EQ, true},
+	{"DateLessThan", C_DATE_LT, false},
+	{"DateLessThanEquals", C_DATE_LE, false},
+	{"DateGreaterThan", C_DATE_GT, false},
+	{"DateGreaterThanEquals", C_DATE_GE, false},
+	/* ArnEquals and ArnLike are the same: each ARN component may hold wildcards */
+	{"ArnEquals", C_ARN, false},
+	{"ArnLike", C_ARN, false},
+	{"ArnNotEquals", C_ARN, true},
+	{"ArnNotLike", C_ARN, true},
+};
+
+/* How a condition treats a key with several values (s3:RequestObjectTagKeys). */
+enum set_op {
+	SET_NONE,    /* the first value alone */
+	SET_ANY,     /* ForAnyValue: some value satisfies the operator */
+	SET_ALL,     /* ForAllValues: every value does (true when there is none) */
 };
 
 /* S3 action names (after "s3:") a policy may name without a wildcard. */
@@ -186,6 +210,7 @@ struct cval {
 
 struct cond {
 	const struct op_def *op;
+	enum set_op set;
 	bool if_exists;
 	const char *key;
 	struct cval *v;
@@ -194,9 +219,12 @@ struct cond {
 
 struct stmt {
 	bool deny;
-	bool anyone;      /* "*": everyone, anonymous too */
-	bool any_auth;    /* arn:aws:iam::<acct>:root: every authenticated identity */
-	struct strs name; /* identities by name */
+	bool not_principal; /* NotPrincipal: everyone but those named */
+	bool anyone;        /* "*": everyone, anonymous and services too */
+	bool any_auth;      /* arn:aws:iam::<acct>:root: every authenticated identity */
+	struct strs name;   /* identities by name */
+	struct strs service;   /* {"Service": ...}: services by name */
+	struct strs canonical; /* {"CanonicalUser": ...}: identities by canonical id */
 	bool not_action, not_resource;
 	struct strs action, resource;
 	struct cond *c;
@@ -207,6 +235,7 @@ struct bucket_policy {
 	yajl_val root; /* every string below points into it */
 	struct stmt *st;
 	size_t nst;
+	unsigned needs; /* POLICY_NEEDS_* */
 };
 
 struct pctx {
@@ -214,6 +243,7 @@ struct pctx {
 	const char *res_prefix; /* what every Resource starts with, the bucket next */
 	const char *bucket; /* NULL: an identity policy, any bucket */
 	size_t si; /* the statement being parsed, from 1; 0 outside one */
+	unsigned needs; /* POLICY_NEEDS_* of what was parsed so far */
 	char *msg;
 	size_t msglen;
 };
@@ -332,6 +362,80 @@ static bool parse_tf(const char *s, bool *out)
 		*out = false;
 	else
 		return false;
+	return true;
+}
+
+/* n digits at *p as a number (advancing *p); -1 when they are not all digits. */
+static long digits(const char **p, int n)
+{
+	long v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return -1;
+		v = v * 10 + (**p - '0');
+	}
+	return v;
+}
+
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
+static long days_from_civil(long y, long m, long d)
+{
+	long era, yoe, doy;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/*
+ * A date of the Date operators as seconds since the epoch: ISO 8601
+ * (YYYY-MM-DD, with THH:MM[:SS[.fff]] and Z or +-HH:MM after it), or a plain
+ * number of seconds (aws:EpochTime).
+ */
+static bool parse_date(const char *s, double *out)
+{
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	const char *p = s;
+	long y, mo, d, h = 0, mi = 0, sec = 0, off = 0;
+	double frac = 0;
+
+	if (!strchr(s, '-') || (s[0] == '-' && !strchr(s + 1, '-')))
+		return parse_num(s, out);
+	if ((y = digits(&p, 4)) < 0 || *p++ != '-' || (mo = digits(&p, 2)) < 1 || mo > 12 ||
+	    *p++ != '-' || (d = digits(&p, 2)) < 1 || d > mdays[mo - 1])
+		return false;
+	if (*p == 'T') {
+		p++;
+		if ((h = digits(&p, 2)) < 0 || h > 23 || *p++ != ':' || (mi = digits(&p, 2)) < 0 ||
+		    mi > 59)
+			return false;
+		if (*p == ':') {
+			p++;
+			if ((sec = digits(&p, 2)) < 0 || sec > 60)
+				return false;
+			if (*p == '.') {
+				double scale = 0.1;
+				if (*++p < '0' || *p > '9')
+					return false;
+				for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+					frac += (*p - '0') * scale;
+			}
+		}
+		if (*p == 'Z') {
+			p++;
+		} else if (*p == '+' || *p == '-') {
+			int sign = *p++ == '-' ? -1 : 1;
+			long oh = digits(&p, 2), om;
+			if (oh < 0 || oh > 23 || *p++ != ':' || (om = digits(&p, 2)) < 0 || om > 59)
+				return false;
+			off = sign * (oh * 3600 + om * 60);
+		}
+	}
+	if (*p)
+		return false;
+	*out = (double)(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - off) + frac;
 	return true;
 }
 
@@ -457,40 +561,97 @@ static bool add_principal(struct pctx *c, struct stmt *s, const char *p, struct 
 	return fail(c, "Invalid principal in policy: \"%.64s\"", p);
 }
 
-static bool parse_principal(struct pctx *c, struct stmt *s, yajl_val v)
+/* A service principal: a lowercase DNS name under amazonaws.com (logging.s3.amazonaws.com). */
+static bool service_ok(const char *p)
+{
+	static const char suffix[] = ".amazonaws.com";
+	size_t n = strlen(p), sl = strlen(suffix);
+
+	if (n <= sl || n > 128 || strcmp(p + n - sl, suffix) || p[0] == '.' || p[0] == '-')
+		return false;
+	for (size_t i = 0; i < n - sl; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9') ||
+		      p[i] == '-' || (p[i] == '.' && p[i + 1] != '.')))
+			return false;
+	return true;
+}
+
+/* A canonical user id: 64 hexadecimal digits (acl_canonical_id's form). */
+static bool canonical_ok(const char *p)
+{
+	size_t n = 0;
+	for (; p[n]; n++)
+		if (!((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f') ||
+		      (p[n] >= 'A' && p[n] <= 'F')))
+			return false;
+	return n == 64;
+}
+
+/* The "Service" or "CanonicalUser" member of a principal into out, each checked by good. */
+static bool principal_list(struct pctx *c, yajl_val v, const char *type, bool (*good)(const char *),
+			   struct strs *out)
+{
+	char field[32];
+
+	snprintf(field, sizeof(field), "Principal.%s", type);
+	if (!get_strs(c, v, field, out))
+		return false;
+	for (size_t i = 0; i < out->n; i++)
+		if (!good(out->v[i]))
+			return fail(c, "Invalid principal in policy: %s \"%.64s\"", type,
+				    out->v[i]);
+	return true;
+}
+
+/* Principal or NotPrincipal (field): "*", or an object of AWS, Service, CanonicalUser. */
+static bool parse_principal(struct pctx *c, struct stmt *s, yajl_val v, const char *field)
 {
 	struct strs aws = {0};
-	yajl_val list = NULL;
+	yajl_val list = NULL, svc = NULL, canon = NULL;
 	bool ok = true;
 
 	if (YAJL_IS_STRING(v)) {
 		if (strcmp(v->u.string, "*"))
 			return fail(c,
 				    "Invalid principal in policy: \"%.64s\" (a string "
-				    "Principal must be \"*\")",
-				    v->u.string);
+				    "%s must be \"*\")",
+				    v->u.string, field);
 		s->anyone = true;
 		return true;
 	}
 	if (!YAJL_IS_OBJECT(v) || !v->u.object.len)
-		return fail(c, "Invalid principal in policy: Principal must be \"*\" or "
-			       "{\"AWS\": ...}");
+		return fail(c,
+			    "Invalid principal in policy: %s must be \"*\" or an object of "
+			    "\"AWS\", \"Service\" or \"CanonicalUser\"",
+			    field);
 	for (size_t i = 0; i < v->u.object.len; i++) {
 		const char *k = v->u.object.keys[i];
-		if (!strcmp(k, "CanonicalUser") || !strcmp(k, "Service") || !strcmp(k, "Federated"))
+		yajl_val *slot = !strcmp(k, "AWS")             ? &list
+				 : !strcmp(k, "Service")       ? &svc
+				 : !strcmp(k, "CanonicalUser") ? &canon
+							       : NULL;
+		if (!strcmp(k, "Federated"))
 			return fail(c,
 				    "Invalid principal in policy: unsupported principal "
 				    "type \"%s\"",
 				    k);
-		if (strcmp(k, "AWS"))
+		if (!slot)
 			return fail(c,
 				    "Invalid principal in policy: unknown principal type "
 				    "\"%.64s\"",
 				    k);
-		if (list)
-			return fail(c, "Invalid principal in policy: duplicate \"AWS\"");
-		list = v->u.object.values[i];
+		if (*slot)
+			return fail(c, "Invalid principal in policy: duplicate \"%s\"", k);
+		*slot = v->u.object.values[i];
 	}
+	if (svc && !principal_list(c, svc, "Service", service_ok, &s->service))
+		return false;
+	if (canon && !principal_list(c, canon, "CanonicalUser", canonical_ok, &s->canonical))
+		return false;
+	if (canon)
+		c->needs |= POLICY_NEEDS_CANONICAL;
+	if (!list)
+		return true;
 	if (!get_strs(c, list, "Principal.AWS", &aws)) {
 		free(aws.v);
 		return false;
@@ -588,15 +749,37 @@ static bool parse_cval(struct pctx *c, const char *opname, const struct op_def *
 				    "(key \"%.64s\")",
 				    opname, s, key);
 		break;
+	case C_DATE_EQ:
+	case C_DATE_LT:
+	case C_DATE_LE:
+	case C_DATE_GT:
+	case C_DATE_GE:
+		if (!parse_date(s, &out->num))
+			return fail(c,
+				    "Condition %s: \"%.64s\" is not an ISO 8601 date or epoch "
+				    "seconds (key \"%.64s\")",
+				    opname, s, key);
+		break;
+	case C_ARN:
+		if (strcmp(s, "*") && strncmp(s, "arn:", 4) && !strstr(s, "${"))
+			return fail(c, "Condition %s: \"%.64s\" is not an ARN (key \"%.64s\")",
+				    opname, s, key);
+		break;
 	default:
 		break;
 	}
 	return true;
 }
 
-static const struct op_def *find_op(const char *name, bool *if_exists)
+static const struct op_def *find_op(const char *name, enum set_op *set, bool *if_exists)
 {
-	size_t n = strlen(name), sl = strlen("IfExists");
+	size_t n, sl = strlen("IfExists");
+
+	*set = !strncmp(name, "ForAnyValue:", 12)    ? SET_ANY
+	       : !strncmp(name, "ForAllValues:", 13) ? SET_ALL
+						     : SET_NONE;
+	name += *set == SET_ANY ? 12 : *set == SET_ALL ? 13 : 0;
+	n = strlen(name);
 
 	*if_exists = n > sl && !strcasecmp(name + n - sl, "IfExists");
 	if (*if_exists)
@@ -625,13 +808,17 @@ static bool parse_conditions(struct pctx *c, struct stmt *s, yajl_val v)
 		const char *opname = v->u.object.keys[i];
 		yajl_val keys = v->u.object.values[i];
 		bool if_exists;
-		const struct op_def *op = find_op(opname, &if_exists);
+		enum set_op set;
+		const struct op_def *op = find_op(opname, &set, &if_exists);
 
 		if (!op)
 			return fail(c, "Invalid Condition type: unsupported operator \"%.64s\"",
 				    opname);
 		if (op->cmp == C_NULL && if_exists)
 			return fail(c, "Invalid Condition type: Null cannot be ...IfExists");
+		if (op->cmp == C_NULL && set)
+			return fail(c, "Invalid Condition type: Null takes no ForAnyValue: or "
+				       "ForAllValues:");
 		for (size_t k = 0; k < keys->u.object.len; k++) {
 			const char *key = keys->u.object.keys[k];
 			yajl_val vals = keys->u.object.values[k];
@@ -639,10 +826,13 @@ static bool parse_conditions(struct pctx *c, struct stmt *s, yajl_val v)
 			size_t n = YAJL_IS_ARRAY(vals) ? vals->u.array.len : 1;
 
 			cd->op = op;
+			cd->set = set;
 			cd->if_exists = if_exists;
 			cd->key = key;
 			if (!*key)
 				return fail(c, "Condition %.64s has an empty key", opname);
+			if (!strncasecmp(key, POLICY_EXISTING_TAG, strlen(POLICY_EXISTING_TAG)))
+				c->needs |= POLICY_NEEDS_OBJECT_TAGS;
 			if (!n)
 				return fail(c, "Condition %.64s: key \"%.64s\" has no values",
 					    opname, key);
@@ -705,12 +895,15 @@ static bool parse_stmt(struct pctx *c, struct stmt *s, yajl_val v)
 		if (f[F_PRINCIPAL] || f[F_NOTPRINCIPAL])
 			return fail(c, "An identity policy cannot name a Principal");
 		s->anyone = true;
-	} else if (f[F_NOTPRINCIPAL]) {
-		return fail(c, "NotPrincipal is not supported");
-	} else if (!f[F_PRINCIPAL]) {
+	} else if (f[F_NOTPRINCIPAL] && f[F_PRINCIPAL]) {
+		return fail(c, "Principal and NotPrincipal cannot both be given");
+	} else if (!f[F_PRINCIPAL] && !f[F_NOTPRINCIPAL]) {
 		return fail(c, "Missing required field Principal");
-	} else if (!parse_principal(c, s, f[F_PRINCIPAL])) {
-		return false;
+	} else {
+		s->not_principal = !f[F_PRINCIPAL];
+		if (!parse_principal(c, s, s->not_principal ? f[F_NOTPRINCIPAL] : f[F_PRINCIPAL],
+				     s->not_principal ? "NotPrincipal" : "Principal"))
+			return false;
 	}
 	if (f[F_ACTION] && f[F_NOTACTION])
 		return fail(c, "Action and NotAction cannot both be given");
@@ -857,6 +1050,7 @@ static struct bucket_policy *parse_doc(const char *json, size_t len,
 		if (!parse_stmt(&c, &p->st[0], stmts))
 			goto bad;
 	}
+	p->needs = c.needs;
 	return p;
 bad:
 	bucket_policy_free(p);
@@ -870,6 +1064,8 @@ void bucket_policy_free(struct bucket_policy *p)
 	for (size_t i = 0; i < p->nst; i++) {
 		struct stmt *s = &p->st[i];
 		free(s->name.v);
+		free(s->service.v);
+		free(s->canonical.v);
 		free(s->action.v);
 		free(s->resource.v);
 		for (size_t k = 0; k < s->nc; k++)
@@ -882,19 +1078,31 @@ void bucket_policy_free(struct bucket_policy *p)
 	free(p);
 }
 
-static bool principal_match(const struct stmt *s, const char *who)
+static bool in_strs(const struct strs *l, const char *v, bool icase)
 {
-	if (s->anyone)
-		return true;
-	if (!who)
-		return false;
-	if (s->any_auth)
-		return true;
-	for (size_t i = 0; i < s->name.n; i++)
-		if (!strcmp(s->name.v[i], who))
+	for (size_t i = 0; v && i < l->n; i++)
+		if (icase ? !strcasecmp(l->v[i], v) : !strcmp(l->v[i], v))
 			return true;
 	return false;
 }
+
+/* Whether the statement's Principal names r's caller (NotPrincipal: does not name it). */
+static bool principal_match(const struct stmt *s, const struct policy_request *r)
+{
+	bool named;
+
+	if (s->anyone)
+		named = true;
+	else if (r->service)
+		named = in_strs(&s->service, r->service, false);
+	else
+		named = r->principal &&
+			(s->any_auth || in_strs(&s->name, r->principal, false) ||
+			 in_strs(&s->canonical, r->canonical_id, true));
+	return named != s->not_principal;
+}
+
+unsigned bucket_policy_needs(const struct bucket_policy *p) { return p ? p->needs : 0; }
 
 static const char *ctx_get(const struct policy_request *r, const char *key)
 {
@@ -992,6 +1200,46 @@ static bool any_glob(const struct strs *pats, const char *subject, bool icase,
 	return false;
 }
 
+/*
+ * ArnLike: the six colon-separated components of an ARN, each matched on its
+ * own ('*' never runs across a ':'), the last one taking what remains.
+ */
+static bool arn_match(const char *want, const char *have, const struct policy_request *r)
+{
+	char *x = NULL;
+	bool *lit = NULL, m = true;
+	const char *w, *h;
+
+	if (strstr(want, "${")) {
+		if (!expand_vars(want, r, &x, &lit))
+			return false;
+		want = x;
+	}
+	w = want;
+	h = have;
+	if (!strcmp(want, "*")) {
+		free(x);
+		free(lit);
+		return true;
+	}
+	for (int part = 0; part < 6 && m; part++) {
+		const char *we = part < 5 ? strchr(w, ':') : NULL;
+		const char *he = part < 5 ? strchr(h, ':') : NULL;
+		size_t wn = we ? (size_t)(we - w) : strlen(w);
+		size_t hn = he ? (size_t)(he - h) : strlen(h);
+		if (part < 5 && (!we || !he)) {
+			m = false;
+			break;
+		}
+		m = glob_lit(w, lit ? lit + (w - want) : NULL, wn, h, hn, false);
+		w += wn + (we != NULL);
+		h += hn + (he != NULL);
+	}
+	free(x);
+	free(lit);
+	return m;
+}
+
 /* Whether the request value have equals / matches / satisfies one policy value. */
 static bool cval_match(enum cmp cmp, const struct cval *v, const char *have, double num,
 		       const struct cidr *ip, bool b, const struct policy_request *r)
@@ -1017,27 +1265,35 @@ static bool cval_match(enum cmp cmp, const struct cval *v, const char *have, dou
 		return b == v->b;
 	case C_IP:
 		return cidr_match(&v->ip, ip);
+	case C_DATE_EQ:
+		return num == v->num;
+	case C_DATE_LT:
+		return num < v->num;
+	case C_DATE_LE:
+		return num <= v->num;
+	case C_DATE_GT:
+		return num > v->num;
+	case C_DATE_GE:
+		return num >= v->num;
+	case C_ARN:
+		return arn_match(v->s, have, r);
 	case C_NULL:
 		break;
 	}
 	return false;
 }
 
-static bool cond_match(const struct cond *cd, const struct policy_request *r)
+/*
+ * Whether one request value satisfies the operator against some policy value
+ * (the negated operators: against none). A value of the wrong type (not a
+ * number, a date, an address, true/false) satisfies nothing, negated or not.
+ */
+static bool value_match(const struct cond *cd, const char *have, const struct policy_request *r)
 {
-	const char *have = ctx_get(r, cd->key);
 	struct cidr ip = {0};
 	double num = 0;
 	bool b = false, any = false;
 
-	if (cd->op->cmp == C_NULL) {
-		for (size_t i = 0; i < cd->n; i++)
-			if (cd->v[i].b == !have)
-				return true;
-		return false;
-	}
-	if (!have)
-		return cd->if_exists || cd->op->neg;
 	switch (cd->op->cmp) {
 	case C_NUM_EQ:
 	case C_NUM_LT:
@@ -1045,6 +1301,14 @@ static bool cond_match(const struct cond *cd, const struct policy_request *r)
 	case C_NUM_GT:
 	case C_NUM_GE:
 		if (!parse_num(have, &num))
+			return false;
+		break;
+	case C_DATE_EQ:
+	case C_DATE_LT:
+	case C_DATE_LE:
+	case C_DATE_GT:
+	case C_DATE_GE:
+		if (!parse_date(have, &num))
 			return false;
 		break;
 	case C_BOOL:
@@ -1063,12 +1327,44 @@ static bool cond_match(const struct cond *cd, const struct policy_request *r)
 	return cd->op->neg ? !any : any;
 }
 
+static bool cond_match(const struct cond *cd, const struct policy_request *r)
+{
+	const char *have = ctx_get(r, cd->key);
+
+	if (cd->op->cmp == C_NULL) {
+		for (size_t i = 0; i < cd->n; i++)
+			if (cd->v[i].b == !have)
+				return true;
+		return false;
+	}
+	if (cd->set != SET_NONE) {
+		/* every value of the key: ForAnyValue wants one to hold, ForAllValues all
+		   (none at all: ForAllValues holds, ForAnyValue does not, as in AWS) */
+		bool all = true, some = false;
+		for (size_t i = 0; i < r->nctx; i++) {
+			bool m;
+			const struct policy_kv *kv = &r->ctx[i];
+			if (!kv->key || !kv->value || strcasecmp(kv->key, cd->key))
+				continue;
+			m = value_match(cd, r->ctx[i].value, r);
+			all &= m;
+			some |= m;
+		}
+		if (!have && cd->if_exists)
+			return true;
+		return cd->set == SET_ALL ? all : some;
+	}
+	if (!have)
+		return cd->if_exists || cd->op->neg;
+	return value_match(cd, have, r);
+}
+
 static bool stmt_match(const struct stmt *s, const struct policy_request *r)
 {
 	const char *action = r->action ? r->action : "";
 	const char *resource = r->resource ? r->resource : "";
 
-	if (!principal_match(s, r->principal))
+	if (!principal_match(s, r))
 		return false;
 	if (any_glob(&s->action, action, true, r) == s->not_action)
 		return false;
@@ -1101,7 +1397,8 @@ bool bucket_policy_is_public(const struct bucket_policy *p)
 	for (size_t i = 0; p && i < p->nst; i++) {
 		const struct stmt *s = &p->st[i];
 		bool narrowed = false;
-		if (s->deny || !s->anyone)
+		/* everyone: "*", or a NotPrincipal that leaves out only some */
+		if (s->deny || s->anyone == s->not_principal)
 			continue;
 		for (size_t k = 0; k < s->nc && !narrowed; k++)
 			for (size_t j = 0; j < sizeof(narrowing) / sizeof(*narrowing); j++)

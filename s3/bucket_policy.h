@@ -8,11 +8,13 @@
  *                   "Resource": "arn:aws:s3:::photos/pub*",
  *                   "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}]}
  *
- * Supported: Effect, Principal ("*", {"AWS": ...}), Action/NotAction,
- * Resource/NotResource, and Condition with the String*, Numeric*, Bool,
+ * Supported: Effect, Principal/NotPrincipal ("*", {"AWS": ..., "Service":
+ * ..., "CanonicalUser": ...}), Action/NotAction, Resource/NotResource, and
+ * Condition with the String*, Numeric*, Date*, Arn*, Bool,
  * IpAddress/NotIpAddress and Null operators (each but Null also as
- * ...IfExists). Not supported, refused as malformed: NotPrincipal, non-AWS
- * principals, ForAnyValue:/ForAllValues: and the Date/Arn/Binary operators.
+ * ...IfExists, and as ForAnyValue:/ForAllValues: for keys with several
+ * values). Not supported, refused as malformed: Federated principals and the
+ * Binary operator.
  * Policy variables ("${aws:username}", any condition key of the request;
  * ${*}, ${?}, ${$} for the characters) are expanded in Resource and String
  * condition values at evaluation; their text never acts as a wildcard, and a
@@ -37,16 +39,43 @@ struct policy_kv {
 	const char *key, *value;
 };
 
+/*
+ * Who makes a request: an identity (principal, its name, matched by {"AWS":
+ * name or arn:aws:iam::<acct>:user/name} and by {"CanonicalUser": its
+ * canonical_id}), nobody (anonymous: only "*" matches), or a service. The
+ * gateway acts as a service for its own work: its access-log delivery
+ * writes into the target bucket as POLICY_SERVICE_LOGGING, which only
+ * {"Service": "logging.s3.amazonaws.com"} and "*" match. No request of a
+ * client is ever judged as a service.
+ */
+#define POLICY_SERVICE_LOGGING "logging.s3.amazonaws.com"
+
+/* The condition keys holding an object's stored tags: "s3:ExistingObjectTag/<tag key>". */
+#define POLICY_EXISTING_TAG "s3:ExistingObjectTag/"
+
 struct policy_request {
-	const char *principal; /* identity name; NULL = anonymous */
+	const char *principal; /* identity name; NULL = anonymous (or a service) */
 	const char *action;    /* "s3:GetObject" */
 	const char *resource;  /* "arn:aws:s3:::bucket" or "arn:aws:s3:::bucket/key" */
 	/* Condition keys of the request ({"aws:SourceIp", "10.1.2.3"}, {"s3:prefix",
-	 * "photos/"}, {"aws:SecureTransport", "false"}, ...); a key given twice counts
-	 * by its first value. */
+	 * "photos/"}, {"aws:SecureTransport", "false"}, ...). A key with several values
+	 * (s3:RequestObjectTagKeys) is given once per value: ForAnyValue:/ForAllValues:
+	 * see them all, the other operators its first. */
 	const struct policy_kv *ctx;
 	size_t nctx;
+	const char *service;      /* a service's request ("logging.s3.amazonaws.com"); NULL */
+	const char *canonical_id; /* the principal's (acl_canonical_id); NULL: none */
 };
+
+/*
+ * What evaluating p may look at that costs more than the request itself
+ * holds, so a caller computes it only when asked: the principal's
+ * canonical id (a CanonicalUser principal), the tags stored on the object
+ * acted on (a POLICY_EXISTING_TAG key, read from the filer).
+ */
+enum { POLICY_NEEDS_CANONICAL = 1, POLICY_NEEDS_OBJECT_TAGS = 2 };
+struct bucket_policy;
+unsigned bucket_policy_needs(const struct bucket_policy *p);
 
 enum policy_effect { POLICY_NO_MATCH, POLICY_ALLOW, POLICY_DENY };
 
@@ -90,8 +119,10 @@ void bucket_policy_free(struct bucket_policy *p);
  * makes the condition false, except for negated operators (String*Not*,
  * NumericNotEquals, NotIpAddress) where it is true, ...IfExists where it is
  * true, and Null which tests exactly that. A request value of the wrong type
- * (not a number for Numeric*, not an address for *IpAddress, not true/false
- * for Bool) makes the condition false, negated or not.
+ * (not a number for Numeric*, not a date for Date*, not an address for
+ * *IpAddress, not true/false for Bool) makes the condition false, negated or
+ * not. ForAnyValue: holds when some value of the key satisfies the operator,
+ * ForAllValues: when each does (so also when the request has none).
  */
 enum policy_effect bucket_policy_eval(const struct bucket_policy *p,
 				      const struct policy_request *r);

@@ -85,6 +85,7 @@ struct s3_req {
 	const struct s3_identity *who; /* in iam; NULL: anonymous or an open gateway */
 	struct s3_session_auth *session; /* session credentials' (who: its parent); freed with r */
 	bool sts;                        /* an STS call (s3_session_gw.h) */
+	const char *form_sigver;         /* a browser POST's: "AWS" or "AWS4-HMAC-SHA256" */
 	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
 	const struct s3_form *post_form; /* PostObject: its fields stand for the headers SSE reads */
 	buf in;                        /* a small request body (bucket configuration) */
@@ -312,6 +313,15 @@ bool s3_tagging_header(struct s3_req *r, struct filer_entry *into);
 size_t s3_tag_count(const struct filer_entry *e);
 /* Whether e carries tag k with value v. */
 bool s3_tags_have(const struct filer_entry *e, const char *k, const char *v);
+/*
+ * Each tag of a set, for the bucket policy's condition keys (s3_policy.c):
+ * fn(arg, key, value) for the x-amz-tagging header h (NULL: none), the tags
+ * stored on e, a PutObjectTagging body. A set the write would refuse has none.
+ */
+typedef void (*s3_tag_fn)(void *arg, const char *k, const char *v);
+void s3_tags_each_header(const char *h, s3_tag_fn fn, void *arg);
+void s3_tags_each_entry(const struct filer_entry *e, s3_tag_fn fn, void *arg);
+void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg);
 
 /* Lifecycle (s3_lifecycle.c): ?lifecycle of a bucket (body in r->in), on a worker. */
 void s3_put_lifecycle(struct s3_req *r);
@@ -383,6 +393,18 @@ bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const c
  * when neither the identity's grant act nor a bucket policy could allow any.
  */
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
+/*
+ * The gateway's own work done as an AWS service (service: POLICY_SERVICE_LOGGING
+ * for access-log delivery, bucket_policy.h): whether the policy of bucket
+ * allows it action ("s3:PutObject") on key. Only an Allow of a statement whose
+ * Principal is "*" or {"Service": service} does; no policy, a Deny or no match
+ * refuses. The request carries aws:SourceArn (arn:aws:s3:::<source_bucket>,
+ * the bucket whose log it is; NULL: none), aws:SourceAccount "000000000000"
+ * (the gateway's one account), aws:PrincipalServiceName and the time keys.
+ * Worker (a filer read).
+ */
+bool s3_service_permitted(struct s3_gateway *g, const char *service, const char *source_bucket,
+			  const char *bucket, const char *key, const char *action);
 /*
  * s3_authorize of r's own operation when its bucket's entry is cached: 1
  * allowed, 0 denied (r answered), -1 not cached (authorize on a worker).

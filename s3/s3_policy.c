@@ -18,8 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include "client/filer_meta.h"
 #include "log.h"
+#include "s3/acl.h"
 #include "s3/bucket_policy.h"
 #include "s3/s3_int.h"
 #include "s3/s3_session_gw.h"
@@ -196,8 +199,165 @@ const char *s3_policy_action(const struct s3_req *r)
 	return r->key ? object_action(r, m) : bucket_action(r, m);
 }
 
-/* The condition keys of r (values borrowed from r, or from num). */
-static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
+/*
+ * The condition keys of one request: values borrowed from the request, or
+ * made for it (own, freed with the context). A key with several values
+ * (s3:RequestObjectTagKeys) is added once per value.
+ */
+struct ctx {
+	struct policy_kv *kv;
+	size_t n, cap;
+	char **own;
+	size_t nown;
+	char now_iso[32], now_epoch[24], days[24];
+};
+
+static void ctx_add(struct ctx *c, const char *key, const char *value)
+{
+	if (!value)
+		return;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 48;
+		c->kv = xrealloc(c->kv, c->cap * sizeof(*c->kv));
+	}
+	c->kv[c->n++] = (struct policy_kv){key, value};
+}
+
+/* s, kept until the context is freed. */
+static const char *ctx_keep(struct ctx *c, char *s)
+{
+	c->own = xrealloc(c->own, (c->nown + 1) * sizeof(*c->own));
+	c->own[c->nown++] = s;
+	return s;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	for (size_t i = 0; i < c->nown; i++)
+		free(c->own[i]);
+	free(c->own);
+	free(c->kv);
+	memset(c, 0, sizeof(*c));
+}
+
+struct tag_keys {
+	struct ctx *c;
+	const char *prefix; /* "s3:RequestObjectTag/" or s3:ExistingObjectTag/ */
+	bool keys;          /* and each key as s3:RequestObjectTagKeys */
+};
+
+static void add_tag(void *arg, const char *k, const char *v)
+{
+	struct tag_keys *t = arg;
+	const char *name = ctx_keep(t->c, xstrdup(k));
+
+	ctx_add(t->c, ctx_keep(t->c, xasprintf("%s%s", t->prefix, k)), ctx_keep(t->c, xstrdup(v)));
+	if (t->keys)
+		ctx_add(t->c, "s3:RequestObjectTagKeys", name);
+}
+
+/* How r was signed, in s3:authType's and s3:signatureversion's words (NULL: unsigned). */
+static void auth_keys(const struct s3_req *r, struct ctx *c)
+{
+	const char *auth = http_req_header(r->req, "Authorization");
+	const char *type = NULL, *ver = NULL;
+
+	if (auth) {
+		type = "REST-HEADER";
+		ver = !strncmp(auth, "AWS4-HMAC-SHA256", 16) ? "AWS4-HMAC-SHA256"
+		      : !strncmp(auth, "AWS ", 4)          ? "AWS"
+							   : NULL;
+	} else if (http_req_query(r->req, "X-Amz-Signature")) {
+		type = "REST-QUERY-STRING";
+		ver = "AWS4-HMAC-SHA256";
+	} else if (http_req_query(r->req, "Signature")) {
+		type = "REST-QUERY-STRING";
+		ver = "AWS";
+	} else if (r->form_sigver) {
+		type = "POST";
+		ver = r->form_sigver;
+	}
+	ctx_add(c, "s3:authType", type);
+	ctx_add(c, "s3:signatureversion", ver);
+}
+
+/* Whether action reads or changes what an existing object holds (s3:ExistingObjectTag). */
+static bool acts_on_existing(const char *action)
+{
+	static const char *const acts[] = {
+		"s3:GetObject",
+		"s3:GetObjectVersion",
+		"s3:GetObjectTagging",
+		"s3:GetObjectVersionTagging",
+		"s3:PutObjectTagging",
+		"s3:PutObjectVersionTagging",
+		"s3:DeleteObjectTagging",
+		"s3:DeleteObjectVersionTagging",
+		"s3:GetObjectAcl",
+		"s3:GetObjectVersionAcl",
+		"s3:PutObjectAcl",
+		"s3:PutObjectVersionAcl",
+	};
+	for (size_t i = 0; i < ARRAY_LEN(acts); i++)
+		if (!strcmp(action, acts[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The tags stored on bucket/key (the version the request names), as
+ * s3:ExistingObjectTag/<key>: a filer read, so only for a policy naming such
+ * a key. A copy's read of its source names the source's version in
+ * x-amz-copy-source. Worker.
+ */
+static void existing_tags(const struct s3_req *r, struct ctx *c, const char *bucket,
+			  const char *key)
+{
+	const char *src = http_req_header(r->req, "x-amz-copy-source"), *vid = NULL, *q;
+	struct filer_entry *e = NULL;
+	struct tag_keys t = {c, POLICY_EXISTING_TAG, false};
+	char *id = NULL, *path;
+	wfs_err rc;
+
+	if (src && (q = strstr(src, "?versionId=")))
+		vid = id = xstrdup(q + strlen("?versionId="));
+	else if (!src)
+		vid = http_req_query(r->req, "versionId");
+	if (vid && s3_version_id_ok(vid)) {
+		rc = s3_version_read(r->g, bucket, key, vid, &e);
+	} else {
+		path = s3_object_path(bucket, key);
+		rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
+		free(path);
+	}
+	if (!rc && S_ISREG(e->attr.mode))
+		s3_tags_each_entry(e, add_tag, &t);
+	filer_entry_free(e);
+	free(id);
+}
+
+/* Seconds from now to an x-amz-object-lock-retain-until-date, in whole days (rounded up). */
+static const char *remaining_days(struct ctx *c, const char *until, time_t now)
+{
+	struct tm tm = {0};
+	const char *end = until ? strptime(until, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	time_t t;
+
+	if (!end)
+		return NULL;
+	t = timegm(&tm);
+	snprintf(c->days, sizeof(c->days), "%lld",
+		 t > now ? (long long)((t - now + 86399) / 86400) : 0LL);
+	return c->days;
+}
+
+/*
+ * The condition keys of r acting on bucket/key with action; with needs
+ * (bucket_policy_needs) POLICY_NEEDS_OBJECT_TAGS, the object's stored tags
+ * too (a filer read: worker).
+ */
+static void context(const struct s3_req *r, struct ctx *c, const char *bucket, const char *key,
+		    const char *action, unsigned needs)
 {
 	static const char *const query_keys[][2] = {
 		{"s3:prefix", "prefix"},
@@ -210,30 +370,63 @@ static size_t context(const struct s3_req *r, struct policy_kv *kv, size_t cap)
 		{"s3:if-match", "If-Match"},
 		{"aws:Referer", "Referer"},
 		{"aws:UserAgent", "User-Agent"},
+		{"s3:x-amz-acl", "x-amz-acl"},
+		{"s3:x-amz-grant-read", "x-amz-grant-read"},
+		{"s3:x-amz-grant-write", "x-amz-grant-write"},
+		{"s3:x-amz-grant-read-acp", "x-amz-grant-read-acp"},
+		{"s3:x-amz-grant-write-acp", "x-amz-grant-write-acp"},
+		{"s3:x-amz-grant-full-control", "x-amz-grant-full-control"},
 		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
 		{"s3:x-amz-copy-source", "x-amz-copy-source"},
+		{"s3:x-amz-metadata-directive", "x-amz-metadata-directive"},
+		{"s3:x-amz-storage-class", "x-amz-storage-class"},
 		{"s3:x-amz-server-side-encryption", "x-amz-server-side-encryption"},
 		{"s3:x-amz-server-side-encryption-aws-kms-key-id",
 		 "x-amz-server-side-encryption-aws-kms-key-id"},
 		{"s3:x-amz-server-side-encryption-customer-algorithm",
 		 "x-amz-server-side-encryption-customer-algorithm"},
+		{"s3:object-lock-mode", "x-amz-object-lock-mode"},
+		{"s3:object-lock-retain-until-date", "x-amz-object-lock-retain-until-date"},
+		{"s3:object-lock-legal-hold", "x-amz-object-lock-legal-hold"},
 	};
-	size_t n = 0;
+	time_t now = time(NULL);
+	struct tm tm;
 	const char *v;
 
-	kv[n++] = (struct policy_kv){"aws:SourceIp", http_req_peer(r->req)};
-	kv[n++] = (struct policy_kv){"aws:SecureTransport", "false"};
+	/* the gateway speaks plain HTTP only */
+	ctx_add(c, "aws:SourceIp", http_req_peer(r->req));
+	ctx_add(c, "aws:SecureTransport", "false");
+	gmtime_r(&now, &tm);
+	strftime(c->now_iso, sizeof(c->now_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(c->now_epoch, sizeof(c->now_epoch), "%lld", (long long)now);
+	ctx_add(c, "aws:CurrentTime", c->now_iso);
+	ctx_add(c, "aws:EpochTime", c->now_epoch);
+	ctx_add(c, "aws:PrincipalType",
+		r->session ? "AssumedRole" : r->who ? "User" : "Anonymous");
 	if (r->who) {
-		kv[n++] = (struct policy_kv){"aws:username", s3_identity_name(r->who)};
-		kv[n++] = (struct policy_kv){"aws:userid", s3_identity_name(r->who)};
+		ctx_add(c, "aws:username", s3_identity_name(r->who));
+		ctx_add(c, "aws:userid", s3_identity_name(r->who));
 	}
-	for (size_t i = 0; i < ARRAY_LEN(query_keys) && n < cap; i++)
-		if ((v = http_req_query(r->req, query_keys[i][1])))
-			kv[n++] = (struct policy_kv){query_keys[i][0], v};
-	for (size_t i = 0; i < ARRAY_LEN(header_keys) && n < cap; i++)
-		if ((v = http_req_header(r->req, header_keys[i][1])))
-			kv[n++] = (struct policy_kv){header_keys[i][0], v};
-	return n;
+	auth_keys(r, c);
+	for (size_t i = 0; i < ARRAY_LEN(query_keys); i++)
+		ctx_add(c, query_keys[i][0], http_req_query(r->req, query_keys[i][1]));
+	for (size_t i = 0; i < ARRAY_LEN(header_keys); i++)
+		ctx_add(c, header_keys[i][0], http_req_header(r->req, header_keys[i][1]));
+	if ((v = http_req_header(r->req, "x-amz-object-lock-retain-until-date")))
+		ctx_add(c, "s3:object-lock-remaining-retention-days", remaining_days(c, v, now));
+	if (!key)
+		return;
+	/* the tags the request gives the object: a write's header, a PutObjectTagging body */
+	if (!strcmp(action, "s3:PutObject")) {
+		struct tag_keys t = {c, "s3:RequestObjectTag/", true};
+		s3_tags_each_header(http_req_header(r->req, "x-amz-tagging"), add_tag, &t);
+	} else if (!strcmp(action, "s3:PutObjectTagging") ||
+		   !strcmp(action, "s3:PutObjectVersionTagging")) {
+		struct tag_keys t = {c, "s3:RequestObjectTag/", true};
+		s3_tags_each_body(&r->in, add_tag, &t);
+	}
+	if ((needs & POLICY_NEEDS_OBJECT_TAGS) && acts_on_existing(action))
+		existing_tags(r, c, bucket, key);
 }
 
 /* ---- authorization ---- */
@@ -317,38 +510,56 @@ static const struct bucket_policy *policy_parsed(const char *bucket, const char 
 	return p;
 }
 
+/* The parsed policy of bucket (its entry b, NULL when missing); NULL with *stored when it
+   does not parse. */
+static const struct bucket_policy *policy_of(const struct filer_entry *b, const char *bucket,
+					     bool *stored, char *msg, size_t msglen)
+{
+	const struct filer_xattr *x = b ? filer_entry_xattr_get(b, X_POLICY) : NULL;
+
+	*stored = x != NULL;
+	return x ? policy_parsed(bucket, (const char *)x->value, x->value_len, msg, msglen) : NULL;
+}
+
 /* What the policy of bucket (its entry b, NULL when missing) says of action on key. */
 static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *b,
 				    const char *bucket, const char *key, const char *action)
 {
-	const struct filer_xattr *x = b ? filer_entry_xattr_get(b, X_POLICY) : NULL;
-	enum policy_effect eff = POLICY_NO_MATCH;
+	char msg[128];
+	bool stored;
+	const struct bucket_policy *p = policy_of(b, bucket, &stored, msg, sizeof(msg));
+	unsigned needs = bucket_policy_needs(p);
+	enum policy_effect eff;
+	struct ctx c = {0};
+	char *resource, canon[65];
 
-	if (x) {
-		char msg[128];
-		const struct bucket_policy *p = policy_parsed(bucket, (const char *)x->value,
-							      x->value_len, msg, sizeof(msg));
-		struct policy_kv kv[24]; /* the fixed keys, and every query and header key */
-		char *resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
-				     : xasprintf("arn:aws:s3:::%s", bucket);
-		struct policy_request pr = {
-			.principal = r->who ? s3_identity_name(r->who) : NULL,
-			.action = action,
-			.resource = resource,
-			.ctx = kv,
-			.nctx = context(r, kv, ARRAY_LEN(kv)),
-		};
+	if (!stored)
+		return POLICY_NO_MATCH;
+	if (!p) {
 		/* a stored policy that no longer parses denies rather than opens */
-		eff = p ? bucket_policy_eval(p, &pr) : POLICY_DENY;
-		/* RestrictPublicBuckets: a public policy admits this gateway's identities only */
-		if (eff == POLICY_ALLOW && !r->who && s3_pab_flag(b, S3_PAB_RESTRICT) &&
-		    bucket_policy_is_public(p))
-			eff = POLICY_NO_MATCH;
-		if (!p)
-			log_warn("bucket %s: its stored policy does not parse (%s): denying",
-				 bucket, msg);
-		free(resource);
+		log_warn("bucket %s: its stored policy does not parse (%s): denying", bucket, msg);
+		return POLICY_DENY;
 	}
+	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
+		       : xasprintf("arn:aws:s3:::%s", bucket);
+	if (r->who && (needs & POLICY_NEEDS_CANONICAL))
+		acl_canonical_id(s3_identity_name(r->who), canon);
+	context(r, &c, bucket, key, action, needs);
+	struct policy_request pr = {
+		.principal = r->who ? s3_identity_name(r->who) : NULL,
+		.action = action,
+		.resource = resource,
+		.ctx = c.kv,
+		.nctx = c.n,
+		.canonical_id = r->who && (needs & POLICY_NEEDS_CANONICAL) ? canon : NULL,
+	};
+	eff = bucket_policy_eval(p, &pr);
+	/* RestrictPublicBuckets: a public policy admits this gateway's identities only */
+	if (eff == POLICY_ALLOW && !r->who && s3_pab_flag(b, S3_PAB_RESTRICT) &&
+	    bucket_policy_is_public(p))
+		eff = POLICY_NO_MATCH;
+	ctx_free(&c);
+	free(resource);
 	return eff;
 }
 
@@ -371,23 +582,71 @@ static enum policy_effect policy_says(struct s3_req *r, const char *bucket, cons
 enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
 				    const char *action)
 {
-	struct policy_kv kv[16];
+	struct ctx c = {0};
 	char *resource;
 	enum policy_effect eff;
 	if (!r->who || !s3_identity_has_policies(r->who))
 		return POLICY_NO_MATCH;
 	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 		       : bucket ? xasprintf("arn:aws:s3:::%s", bucket) : xstrdup("*");
+	/* an identity's policies see no stored object tags: they are judged on the loop */
+	context(r, &c, bucket, key, action, 0);
 	struct policy_request pr = {
 		.principal = s3_identity_name(r->who),
 		.action = action,
 		.resource = resource,
-		.ctx = kv,
-		.nctx = context(r, kv, ARRAY_LEN(kv)),
+		.ctx = c.kv,
+		.nctx = c.n,
 	};
 	eff = s3_identity_policy_eval(r->who, &pr);
+	ctx_free(&c);
 	free(resource);
 	return eff;
+}
+
+bool s3_service_permitted(struct s3_gateway *g, const char *service, const char *source_bucket,
+			  const char *bucket, const char *key, const char *action)
+{
+	struct filer_entry *b = NULL;
+	const struct bucket_policy *p;
+	char msg[128], iso[32], epoch[24], *resource, *source;
+	bool stored, ok;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (s3_bucket_lookup(g, bucket, &b))
+		return false;
+	p = policy_of(b, bucket, &stored, msg, sizeof(msg));
+	gmtime_r(&now, &tm);
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(epoch, sizeof(epoch), "%lld", (long long)now);
+	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
+		       : xasprintf("arn:aws:s3:::%s", bucket);
+	source = xasprintf("arn:aws:s3:::%s", source_bucket ? source_bucket : "");
+	/* what AWS gives a service's request; the account is the one the gateway's IAM and
+	   STS ARNs carry, so policies written for S3's log delivery hold as written */
+	struct policy_kv kv[] = {
+		{"aws:SourceArn", source_bucket ? source : NULL},
+		{"aws:SourceAccount", "000000000000"},
+		{"aws:PrincipalServiceName", service},
+		{"aws:PrincipalIsAWSService", "true"},
+		{"aws:PrincipalType", "Service"},
+		{"aws:SecureTransport", "false"},
+		{"aws:CurrentTime", iso},
+		{"aws:EpochTime", epoch},
+	};
+	struct policy_request pr = {
+		.action = action,
+		.resource = resource,
+		.ctx = kv,
+		.nctx = ARRAY_LEN(kv),
+		.service = service,
+	};
+	ok = p && bucket_policy_eval(p, &pr) == POLICY_ALLOW;
+	free(resource);
+	free(source);
+	filer_entry_free(b);
+	return ok;
 }
 
 /* The decision once the bucket policy's effect is known: as AWS, a Deny of the bucket's
@@ -413,6 +672,15 @@ static bool decide(struct s3_req *r, const char *bucket, const char *key, const 
 	return eff == POLICY_ALLOW || mine == POLICY_ALLOW || granted;
 }
 
+/* Whether the policy of bucket (its entry b) names an s3:ExistingObjectTag key. */
+static bool needs_tags(const struct filer_entry *b, const char *bucket)
+{
+	char msg[128];
+	bool stored;
+	const struct bucket_policy *p = policy_of(b, bucket, &stored, msg, sizeof(msg));
+	return bucket_policy_needs(p) & POLICY_NEEDS_OBJECT_TAGS;
+}
+
 int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
@@ -422,6 +690,10 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
+	if (r->key && acts_on_existing(action) && needs_tags(b, r->bucket)) {
+		filer_entry_free(b);
+		return -1; /* the object's tags are a filer read: on the worker */
+	}
 	eff = policy_in(r, b, r->bucket, r->key, action);
 	ok = decide(r, r->bucket, r->key, action, act, eff, b, 0);
 	if (!ok) {

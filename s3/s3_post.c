@@ -196,6 +196,7 @@ static enum s3_err check_signature_v2(struct s3_req *r, const struct s3_form *f,
 			 "provided.");
 		return S3_SIGNATURE_MISMATCH;
 	}
+	r->form_sigver = "AWS";
 	return S3_OK;
 }
 
@@ -236,6 +237,7 @@ static enum s3_err check_signature(struct s3_req *r, const struct s3_form *f, co
 			 "signature you provided.");
 		return S3_SIGNATURE_MISMATCH;
 	}
+	r->form_sigver = "AWS4-HMAC-SHA256";
 	return S3_OK;
 }
 

@@ -576,6 +576,14 @@ static void lifecycle_read(struct s3_req *r) { s3_submit(r, s3_put_lifecycle); }
 static void cors_read(struct s3_req *r) { s3_submit(r, s3_put_cors); }
 static void encryption_read(struct s3_req *r) { s3_submit(r, s3_put_encryption); }
 static void tagging_read(struct s3_req *r) { s3_submit(r, s3_put_tagging); }
+/* PutObjectTagging, its body in: authorized now, as a policy may judge the tags it sets
+   (s3:RequestObjectTag) */
+static void object_tagging_read(struct s3_req *r)
+{
+	r->authorize = true;
+	r->act = S3_ACT_TAGGING;
+	s3_submit(r, s3_put_tagging);
+}
 static void versioning_read(struct s3_req *r) { s3_submit(r, s3_put_versioning); }
 static void policy_read(struct s3_req *r) { s3_submit(r, s3_put_policy); }
 static void lock_config_read(struct s3_req *r) { s3_submit(r, s3_put_lock_config); }
@@ -609,6 +617,10 @@ static void route_tagging(struct s3_req *r, enum http_method m)
 {
 	if (m == HTTP_GET && allowed(r, r->key ? S3_ACT_READ : S3_ACT_LIST)) {
 		s3_submit(r, s3_get_tagging);
+		return;
+	}
+	if (m == HTTP_PUT && r->key) {
+		read_body(r, S3_CONFIG_BODY_MAX, object_tagging_read);
 		return;
 	}
 	if ((m == HTTP_PUT || m == HTTP_DELETE) && allowed(r, S3_ACT_TAGGING)) {

@@ -166,6 +166,54 @@ size_t s3_tag_count(const struct filer_entry *e)
 	return n;
 }
 
+/* ---- what bucket policies see of tags ---- */
+
+static void tags_each(struct tagset *t, s3_tag_fn fn, void *arg)
+{
+	for (size_t i = 0; i < t->n; i++)
+		fn(arg, t->k[i], t->v[i]);
+	tags_free(t);
+}
+
+void s3_tags_each_header(const char *h, s3_tag_fn fn, void *arg)
+{
+	struct tagset t = {0};
+	const char *why;
+	if (h && tags_from_query(h, strlen(h), TAGS_OBJECT, &t, &why))
+		tags_free(&t); /* refused by the write itself */
+	tags_each(&t, fn, arg);
+}
+
+void s3_tags_each_entry(const struct filer_entry *e, s3_tag_fn fn, void *arg)
+{
+	struct tagset t;
+	tags_of(e, &t);
+	tags_each(&t, fn, arg);
+}
+
+void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg)
+{
+	struct xml_node *root = NULL;
+	const struct xml_node *set;
+	struct tagset t = {0};
+	char msg[128];
+	const char *why;
+	if (!xml_parse(in->data ? in->data : "", in->len, NULL, &root, msg, sizeof(msg)) &&
+	    !strcmp(root->name, "Tagging") && (set = xml_child(root, "TagSet"))) {
+		xml_foreach(tag, set, "Tag")
+		{
+			const char *k = xml_child_text(tag, "Key");
+			const char *v = xml_child_text(tag, "Value");
+			if (!k || tag_add(&t, TAGS_OBJECT, k, v ? v : "", &why)) {
+				tags_free(&t); /* PutObjectTagging refuses it */
+				break;
+			}
+		}
+	}
+	xml_free(root);
+	tags_each(&t, fn, arg);
+}
+
 /* ---- the operations ---- */
 
 /*

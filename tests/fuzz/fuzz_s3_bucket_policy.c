@@ -1,7 +1,8 @@
 /*
  * Fuzzes the bucket policy evaluator: the input is the policy JSON followed,
  * after a NUL, by a request as lines "principal=...", "action=...",
- * "resource=..." and any other "key=value" as a condition key. Any input is
+ * "resource=...", "service=...", "canonical=..." and any other "key=value" as
+ * a condition key (repeated for a key with several values). Any input is
  * either parsed or refused with a message, and a parsed policy evaluates the
  * request (and the same request anonymously) to one of the three effects.
  */
@@ -50,11 +51,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r.action = eq + 1;
 		else if (!strcmp(l, "resource"))
 			r.resource = eq + 1;
+		else if (!strcmp(l, "service"))
+			r.service = eq + 1;
+		else if (!strcmp(l, "canonical"))
+			r.canonical_id = eq + 1;
 		else if (r.nctx < CTX_MAX)
 			kv[r.nctx++] = (struct policy_kv){l, eq + 1};
 	}
 	check(bucket_policy_eval(p, &r));
+	if (bucket_policy_needs(p) & ~(unsigned)(POLICY_NEEDS_CANONICAL | POLICY_NEEDS_OBJECT_TAGS))
+		abort();
 	r.principal = NULL;
+	check(bucket_policy_eval(p, &r));
+	r.service = NULL;
 	check(bucket_policy_eval(p, &r));
 	bucket_policy_free(p);
 	free(lines);

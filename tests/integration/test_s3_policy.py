@@ -255,3 +255,220 @@ def test_two_gateways_share_policies_and_versions(module_cluster, gw):
     wait_until(lambda: "VersionId" in alice_b.put_object(Bucket="pol-two", Key="k", Body=b"2"),
                timeout=5, what="versioning through the other gateway")
     assert len(alice_a.list_object_versions(Bucket="pol-two")["Versions"]) >= 2
+
+
+# ---- principals and condition keys clients use (issue 26) ----
+
+def test_existing_object_tags_decide_reads(gw):
+    """s3:ExistingObjectTag/<key>: the tags stored on the object the request reads,
+    read only for a policy that names such a key (versioned reads see their version's)."""
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-etag")
+    alice.put_bucket_versioning(Bucket="pol-etag", VersioningConfiguration={"Status": "Enabled"})
+    alice.put_object(Bucket="pol-etag", Key="plain", Body=b"p")
+    alice.put_object(Bucket="pol-etag", Key="shared", Body=b"s", Tagging="share=yes")
+    v1 = alice.put_object(Bucket="pol-etag", Key="doc", Body=b"1",
+                          Tagging="secret=true&share=yes")["VersionId"]
+    alice.put_object(Bucket="pol-etag", Key="doc", Body=b"2", Tagging="share=yes")
+    alice.get_object(Bucket="pol-etag", Key="plain")  # the bucket's entry cached now
+    alice.put_bucket_policy(Bucket="pol-etag", Policy=policy("pol-etag", stmt(
+        "Deny", "*", ["s3:GetObject", "s3:GetObjectVersion", "s3:GetObjectVersionTagging"],
+        "arn:aws:s3:::pol-etag/*",
+        {"StringEquals": {"s3:ExistingObjectTag/secret": "true"}}), stmt(
+        "Allow", {"AWS": "bob"}, "s3:GetObject", "arn:aws:s3:::pol-etag/*",
+        {"StringEquals": {"s3:ExistingObjectTag/share": "yes"}})))
+    # bob (no grant here) reads only what is tagged share=yes
+    assert bob.get_object(Bucket="pol-etag", Key="shared")["Body"].read() == b"s"
+    assert code_of(bob.get_object, Bucket="pol-etag", Key="plain") == "AccessDenied"
+    assert bob.get_object(Bucket="pol-etag", Key="doc")["Body"].read() == b"2"
+    # the version tagged secret=true is closed to everyone, its Admin owner too
+    assert code_of(alice.get_object, Bucket="pol-etag", Key="doc", VersionId=v1) == \
+        "AccessDenied"
+    assert code_of(alice.get_object_tagging, Bucket="pol-etag", Key="doc", VersionId=v1) == \
+        "AccessDenied"
+    assert alice.get_object(Bucket="pol-etag", Key="plain")["Body"].read() == b"p"
+    # tagging the current version secret closes it at once; untagging opens it again
+    alice.put_object_tagging(Bucket="pol-etag", Key="shared",
+                             Tagging={"TagSet": [{"Key": "secret", "Value": "true"}]})
+    assert code_of(alice.get_object, Bucket="pol-etag", Key="shared") == "AccessDenied"
+    assert code_of(alice.head_object, Bucket="pol-etag", Key="shared") == "403"
+    assert code_of(bob.get_object, Bucket="pol-etag", Key="shared") == "AccessDenied"
+    alice.delete_object_tagging(Bucket="pol-etag", Key="shared")
+    assert alice.get_object(Bucket="pol-etag", Key="shared")["Body"].read() == b"s"
+    # a copy reads its source under the same policy
+    assert code_of(alice.copy_object, Bucket="pol-etag", Key="leak",
+                   CopySource={"Bucket": "pol-etag", "Key": "doc", "VersionId": v1}) == \
+        "AccessDenied"
+    # a missing object has no tags: GetObject says what it says without a policy
+    assert code_of(alice.get_object, Bucket="pol-etag", Key="none") == "NoSuchKey"
+
+
+def test_request_object_tags_decide_writes(gw):
+    """s3:RequestObjectTag/<key> and s3:RequestObjectTagKeys: from x-amz-tagging on
+    PutObject, CreateMultipartUpload and CopyObject, and from PutObjectTagging's body."""
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-rtag")
+    alice.put_bucket_policy(Bucket="pol-rtag", Policy=policy("pol-rtag", stmt(
+        "Deny", "*", ["s3:PutObject", "s3:PutObjectTagging"], "arn:aws:s3:::pol-rtag/*",
+        {"StringNotEquals": {"s3:RequestObjectTag/team": "blue"}}), stmt(
+        "Deny", "*", "s3:PutObjectTagging", "arn:aws:s3:::pol-rtag/*",
+        {"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": ["team", "env"]}}), stmt(
+        "Allow", {"AWS": "bob"}, "s3:PutObject", "arn:aws:s3:::pol-rtag/bob/*",
+        {"StringEquals": {"s3:RequestObjectTag/team": "blue"}})))
+    assert code_of(alice.put_object, Bucket="pol-rtag", Key="a", Body=b"") == "AccessDenied"
+    assert code_of(alice.put_object, Bucket="pol-rtag", Key="a", Body=b"",
+                   Tagging="team=red") == "AccessDenied"
+    alice.put_object(Bucket="pol-rtag", Key="a", Body=b"a", Tagging="team=blue&env=dev")
+    # bob has no grant: the Allow with the tag is his only way in
+    assert code_of(bob.put_object, Bucket="pol-rtag", Key="bob/x", Body=b"") == "AccessDenied"
+    bob.put_object(Bucket="pol-rtag", Key="bob/x", Body=b"x", Tagging="team=blue")
+    assert code_of(bob.put_object, Bucket="pol-rtag", Key="other", Body=b"",
+                   Tagging="team=blue") == "AccessDenied"
+    assert code_of(alice.create_multipart_upload, Bucket="pol-rtag", Key="m") == "AccessDenied"
+    alice.create_multipart_upload(Bucket="pol-rtag", Key="m", Tagging="team=blue")
+    assert code_of(alice.copy_object, Bucket="pol-rtag", Key="c",
+                   CopySource={"Bucket": "pol-rtag", "Key": "a"}) == "AccessDenied"
+    alice.copy_object(Bucket="pol-rtag", Key="c", CopySource={"Bucket": "pol-rtag", "Key": "a"},
+                      Tagging="team=blue", TaggingDirective="REPLACE")
+    # PutObjectTagging: the body's tags; a refused one leaves the stored tags alone
+    assert code_of(alice.put_object_tagging, Bucket="pol-rtag", Key="a", Tagging={"TagSet": [
+        {"Key": "team", "Value": "red"}]}) == "AccessDenied"
+    assert code_of(alice.put_object_tagging, Bucket="pol-rtag", Key="a", Tagging={"TagSet": [
+        {"Key": "team", "Value": "blue"}, {"Key": "cost", "Value": "1"}]}) == "AccessDenied"
+    tags = alice.get_object_tagging(Bucket="pol-rtag", Key="a")["TagSet"]
+    assert {t["Key"]: t["Value"] for t in tags} == {"team": "blue", "env": "dev"}
+    alice.put_object_tagging(Bucket="pol-rtag", Key="a", Tagging={"TagSet": [
+        {"Key": "team", "Value": "blue"}]})
+    assert alice.get_object_tagging(Bucket="pol-rtag", Key="a")["TagSet"] == [
+        {"Key": "team", "Value": "blue"}]
+    # bob may not tag at all (no grant, no Allow), whatever the body says
+    assert code_of(bob.put_object_tagging, Bucket="pol-rtag", Key="bob/x", Tagging={"TagSet": [
+        {"Key": "team", "Value": "blue"}]}) == "AccessDenied"
+
+
+def test_acl_header_reaches_the_policy(gw):
+    """s3:x-amz-acl: the canned ACL header is a condition key, so the common
+    "bucket-owner-full-control or nothing" policy holds."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-acl")
+    alice.put_bucket_policy(Bucket="pol-acl", Policy=policy("pol-acl", stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-acl/*",
+        {"StringNotEquals": {"s3:x-amz-acl": "bucket-owner-full-control"}})))
+    assert code_of(alice.put_object, Bucket="pol-acl", Key="k", Body=b"") == "AccessDenied"
+    assert code_of(alice.put_object, Bucket="pol-acl", Key="k", Body=b"",
+                   ACL="public-read") == "AccessDenied"
+    alice.put_object(Bucket="pol-acl", Key="k", Body=b"k", ACL="bucket-owner-full-control")
+    assert alice.get_object(Bucket="pol-acl", Key="k")["Body"].read() == b"k"
+
+
+def test_listing_conditions_max_keys_and_delimiter(gw):
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-list")
+    for k in ("a/1", "a/2", "b"):
+        alice.put_object(Bucket="pol-list", Key=k, Body=b"")
+    alice.put_bucket_policy(Bucket="pol-list", Policy=policy("pol-list", stmt(
+        "Allow", {"AWS": "bob"}, "s3:ListBucket", "arn:aws:s3:::pol-list",
+        {"NumericLessThanEquals": {"s3:max-keys": "10"},
+         "StringEquals": {"s3:delimiter": "/"}})))
+    r = bob.list_objects_v2(Bucket="pol-list", MaxKeys=10, Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/"]
+    assert [o["Key"] for o in r["Contents"]] == ["b"]
+    assert code_of(bob.list_objects_v2, Bucket="pol-list", MaxKeys=11,
+                   Delimiter="/") == "AccessDenied"
+    assert code_of(bob.list_objects_v2, Bucket="pol-list", MaxKeys=5,
+                   Delimiter="-") == "AccessDenied"
+    assert code_of(bob.list_objects, Bucket="pol-list", Delimiter="/") == "AccessDenied"
+
+
+def test_secure_transport_and_auth_keys(gw):
+    """aws:SecureTransport is false on the gateway's plain HTTP: Deny false shuts
+    everything but the Admin's way to the policy; s3:authType tells presigned URLs
+    from signed headers; aws:CurrentTime takes the Date operators."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-tls")
+    alice.put_object(Bucket="pol-tls", Key="k", Body=b"k")
+    alice.put_bucket_policy(Bucket="pol-tls", Policy=policy("pol-tls", stmt(
+        "Deny", "*", "s3:*", ["arn:aws:s3:::pol-tls", "arn:aws:s3:::pol-tls/*"],
+        {"Bool": {"aws:SecureTransport": "false"}})))
+    assert code_of(alice.get_object, Bucket="pol-tls", Key="k") == "AccessDenied"
+    assert code_of(alice.put_object, Bucket="pol-tls", Key="k", Body=b"") == "AccessDenied"
+    assert code_of(alice.list_objects_v2, Bucket="pol-tls") == "AccessDenied"
+    assert anon(g, "GET", "pol-tls/k").status_code == 403
+    alice.put_bucket_policy(Bucket="pol-tls", Policy=policy("pol-tls", stmt(
+        "Deny", "*", "s3:GetObject", "arn:aws:s3:::pol-tls/*",
+        {"StringNotEquals": {"s3:authType": "REST-HEADER"}}), stmt(
+        "Deny", "*", "s3:GetObject", "arn:aws:s3:::pol-tls/old*",
+        {"DateGreaterThan": {"aws:CurrentTime": "2001-01-01T00:00:00Z"}})))
+    assert alice.get_object(Bucket="pol-tls", Key="k")["Body"].read() == b"k"
+    url = alice.generate_presigned_url("get_object", Params={"Bucket": "pol-tls", "Key": "k"})
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text
+    alice.put_object(Bucket="pol-tls", Key="old", Body=b"o")
+    assert code_of(alice.get_object, Bucket="pol-tls", Key="old") == "AccessDenied"
+
+
+def test_service_and_canonical_principals(gw):
+    """{"Service": ...} policies are accepted and stored, and match no identity (only the
+    gateway's own log delivery, s3_service_permitted); {"CanonicalUser": ...} names an
+    identity by its canonical id, SHA-256 of "weedfs-s3-canonical-user:<name>"."""
+    import hashlib
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-svc")
+    alice.put_object(Bucket="pol-svc", Key="k", Body=b"k")
+    doc = policy("pol-svc", stmt(
+        "Allow", {"Service": "logging.s3.amazonaws.com"}, "s3:PutObject",
+        "arn:aws:s3:::pol-svc/logs/*",
+        {"ArnLike": {"aws:SourceArn": "arn:aws:s3:::pol-*"},
+         "StringEquals": {"aws:SourceAccount": "000000000000"}}))
+    alice.put_bucket_policy(Bucket="pol-svc", Policy=doc)
+    assert json.loads(alice.get_bucket_policy(Bucket="pol-svc")["Policy"]) == json.loads(doc)
+    assert alice.get_bucket_policy_status(Bucket="pol-svc")["PolicyStatus"]["IsPublic"] is False
+    assert code_of(bob.put_object, Bucket="pol-svc", Key="logs/x", Body=b"") == "AccessDenied"
+    assert anon(g, "PUT", "pol-svc/logs/x", data=b"x").status_code == 403
+    bob_id = hashlib.sha256(b"weedfs-s3-canonical-user:bob").hexdigest()
+    alice.put_bucket_policy(Bucket="pol-svc", Policy=policy("pol-svc", stmt(
+        "Allow", {"CanonicalUser": bob_id}, "s3:GetObject", "arn:aws:s3:::pol-svc/*")))
+    assert bob.get_object(Bucket="pol-svc", Key="k")["Body"].read() == b"k"
+    assert anon(g, "GET", "pol-svc/k").status_code == 403
+    # NotPrincipal: a Deny of everyone but alice
+    alice.put_bucket_policy(Bucket="pol-svc", Policy=json.dumps({"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::pol-svc/*"},
+        {"Effect": "Deny", "NotPrincipal": {"AWS": "alice"}, "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::pol-svc/*"}]}))
+    assert code_of(bob.get_object, Bucket="pol-svc", Key="k") == "AccessDenied"
+    assert alice.get_object(Bucket="pol-svc", Key="k")["Body"].read() == b"k"
+
+
+def test_malformed_principals_and_conditions_store_nothing(gw):
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-bad")
+    res = "arn:aws:s3:::pol-bad/*"
+    for bad in (
+            stmt("Allow", {"Service": "logging.example.com"}, "s3:PutObject", res),
+            stmt("Allow", {"Service": []}, "s3:PutObject", res),
+            stmt("Allow", {"CanonicalUser": "abc"}, "s3:GetObject", res),
+            stmt("Allow", {"Federated": "cognito-identity.amazonaws.com"}, "s3:GetObject", res),
+            stmt("Allow", {"Group": "x"}, "s3:GetObject", res),
+            stmt("Allow", "*", "s3:GetObject", res,
+                 {"DateLessThan": {"aws:CurrentTime": "tomorrow"}}),
+            stmt("Allow", "*", "s3:GetObject", res,
+                 {"NumericLessThan": {"s3:max-keys": "ten"}}),
+            stmt("Allow", "*", "s3:GetObject", res,
+                 {"ForEveryValue:StringEquals": {"s3:RequestObjectTagKeys": "a"}}),
+            stmt("Allow", "*", "s3:GetObject", res,
+                 {"ArnLike": {"aws:SourceArn": "bucket"}}),
+            {"Effect": "Deny", "Principal": "*", "NotPrincipal": {"AWS": "alice"},
+             "Action": "s3:GetObject", "Resource": res}):
+        r = anon(g, "GET", "")  # keep the connection pool honest: nothing to see here
+        assert r.status_code == 403
+        assert code_of(alice.put_bucket_policy, Bucket="pol-bad",
+                       Policy=policy("pol-bad", bad)) == "MalformedPolicy", bad
+        assert code_of(alice.get_bucket_policy, Bucket="pol-bad") == "NoSuchBucketPolicy"

@@ -39,7 +39,8 @@ static enum policy_effect ev(const struct bucket_policy *p, const char *who, con
 			     const char *resource, const char *const *kv)
 {
 	struct policy_kv ctx[16];
-	struct policy_request r = {who, action, resource, ctx, 0};
+	struct policy_request r = {
+		.principal = who, .action = action, .resource = resource, .ctx = ctx};
 	for (; kv && kv[0] && r.nctx < 16; kv += 2)
 		ctx[r.nctx++] = (struct policy_kv){kv[0], kv[1]};
 	return bucket_policy_eval(p, &r);
@@ -112,8 +113,11 @@ static void test_malformed(void)
 	bad("{\"Statement\":{\"Effect\":\"Allow\",\"Action\":\"s3:*\",\"Resource\":\"" ARN "\"}}",
 	    "Missing required field Principal");
 	bad("{\"Statement\":{\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"bob\"},"
+	    "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"" ARN "\"}}",
+	    "Principal and NotPrincipal cannot both");
+	bad("{\"Statement\":{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":5},"
 	    "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\"}}",
-	    "NotPrincipal is not supported");
+	    "Principal.AWS must be");
 	bad(STMT("Allow", "\"*\"", "\"Resource\":\"" ARN "\""), "Missing required field Action");
 	bad(STMT("Allow", "\"*\"",
 		 "\"Action\":\"s3:*\",\"NotAction\":\"s3:*\",\"Resource\":\"" ARN "\""),
@@ -130,10 +134,29 @@ static void test_malformed(void)
 	bad(STMT("Allow", "{}", "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""), "principal");
 	bad(STMT("Allow", "{\"CanonicalUser\":\"79a59df9\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
-	    "unsupported principal");
-	bad(STMT("Allow", "{\"Service\":\"cloudtrail.amazonaws.com\"}",
+	    "CanonicalUser \"79a59df9\"");
+	bad(STMT("Allow",
+		 "{\"CanonicalUser\":"
+		 "\"g9a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
-	    "unsupported principal");
+	    "CanonicalUser");
+	bad(STMT("Allow", "{\"CanonicalUser\":[]}", "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "Principal.CanonicalUser must be");
+	bad(STMT("Allow", "{\"Service\":\"cloudtrail.example.com\"}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "Service \"cloudtrail.example.com\"");
+	bad(STMT("Allow", "{\"Service\":[\"logging.s3.amazonaws.com\",\"*\"]}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "Service \"*\"");
+	bad(STMT("Allow", "{\"Service\":\"Logging.S3..amazonaws.com\"}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "Service");
+	bad(STMT("Allow", "{\"Service\":{\"a\":1}}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "Principal.Service must be");
+	bad(STMT("Allow", "{\"Service\":\"logging.s3.amazonaws.com\",\"Service\":\"x\"}",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
+	    "duplicate \"Service\"");
 	bad(STMT("Allow", "{\"AWS\":\"*\",\"Federated\":\"x\"}",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN "\""),
 	    "unsupported principal");
@@ -202,12 +225,28 @@ static void test_malformed(void)
 	    "Condition must be");
 	bad(STMT("Allow", "\"*\"",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
-		 "\",\"Condition\":{\"DateEquals\":{\"aws:CurrentTime\":\"2020-01-01\"}}"),
-	    "operator \"DateEquals\"");
+		 "\",\"Condition\":{\"DateEquals\":{\"aws:CurrentTime\":\"2020-13-01\"}}"),
+	    "not an ISO 8601 date");
 	bad(STMT("Allow", "\"*\"",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
-		 "\",\"Condition\":{\"ForAnyValue:StringEquals\":{\"k\":\"v\"}}"),
+		 "\",\"Condition\":{\"DateLessThan\":{\"aws:CurrentTime\":\"2020-01-01T25:00Z\"}}"),
+	    "not an ISO 8601 date");
+	bad(STMT("Allow", "\"*\"",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
+		 "\",\"Condition\":{\"ForSomeValues:StringEquals\":{\"k\":\"v\"}}"),
 	    "operator");
+	bad(STMT("Allow", "\"*\"",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
+		 "\",\"Condition\":{\"ForAnyValue:Null\":{\"k\":\"true\"}}"),
+	    "Null takes no ForAnyValue");
+	bad(STMT("Allow", "\"*\"",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
+		 "\",\"Condition\":{\"ArnLike\":{\"aws:SourceArn\":\"bucket-a\"}}"),
+	    "is not an ARN");
+	bad(STMT("Allow", "\"*\"",
+		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
+		 "\",\"Condition\":{\"BinaryEquals\":{\"k\":\"AA==\"}}"),
+	    "operator \"BinaryEquals\"");
 	bad(STMT("Allow", "\"*\"",
 		 "\"Action\":\"s3:*\",\"Resource\":\"" ARN
 		 "\",\"Condition\":{\"IfExists\":{\"k\":\"v\"}}"),
@@ -384,6 +423,97 @@ static void test_principals(void)
 	is_int(ev(p, "anyone", "s3:GetObject", OBJ("k"), NULL), POLICY_ALLOW,
 	       "root: any authenticated identity");
 	is_int(ev(p, NULL, "s3:GetObject", OBJ("k"), NULL), POLICY_NO_MATCH, "root: not anonymous");
+	bucket_policy_free(p);
+}
+
+/* A request made by the service svc (or an identity with canonical id canon). */
+static enum policy_effect ev_as(const struct bucket_policy *p, const char *who, const char *svc,
+				const char *canon, const char *action)
+{
+	struct policy_request r = {.principal = who,
+				   .action = action,
+				   .resource = OBJ("logs/x"),
+				   .service = svc,
+				   .canonical_id = canon};
+	return bucket_policy_eval(p, &r);
+}
+
+static void test_service_canonical_not_principal(void)
+{
+	static const char canon[] =
+		"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be";
+	struct bucket_policy *p;
+
+	p = parse(STMT("Allow", "{\"Service\":\"" POLICY_SERVICE_LOGGING "\"}",
+		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("logs/*") "\""));
+	ok(p && !bucket_policy_needs(p), "a Service principal parses, needing nothing more");
+	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:PutObject"), POLICY_ALLOW,
+	       "Service: the log delivery");
+	is_int(ev_as(p, NULL, "cloudtrail.amazonaws.com", NULL, "s3:PutObject"), POLICY_NO_MATCH,
+	       "Service: another service");
+	is_int(ev_as(p, "logging.s3.amazonaws.com", NULL, NULL, "s3:PutObject"), POLICY_NO_MATCH,
+	       "Service: not an identity of the same name");
+	is_int(ev_as(p, NULL, NULL, NULL, "s3:PutObject"), POLICY_NO_MATCH,
+	       "Service: not anonymous");
+	ok(!bucket_policy_is_public(p), "a Service grant is not public");
+	bucket_policy_free(p);
+	p = parse(STMT("Allow",
+		       "{\"Service\":[\"cloudtrail.amazonaws.com\",\"" POLICY_SERVICE_LOGGING "\"],"
+		       "\"AWS\":\"alice\"}",
+		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("*") "\""));
+	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:PutObject"), POLICY_ALLOW,
+	       "Service list");
+	is_int(ev_as(p, "alice", NULL, NULL, "s3:PutObject"), POLICY_ALLOW,
+	       "Service and AWS together");
+	bucket_policy_free(p);
+	p = parse(STMT("Allow", "\"*\"",
+		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("*") "\""));
+	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:PutObject"), POLICY_ALLOW,
+	       "\"*\" takes services too");
+	bucket_policy_free(p);
+	p = parse(STMT("Allow", "{\"AWS\":\"arn:aws:iam::1:root\"}",
+		       "\"Action\":\"s3:PutObject\",\"Resource\":\"" OBJ("*") "\""));
+	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:PutObject"), POLICY_NO_MATCH,
+	       "root is not a service");
+	bucket_policy_free(p);
+
+	p = parse(STMT("Allow",
+		       "{\"CanonicalUser\":"
+		       "\"79A59DF900B949E55D96A1E698FBACEDFD6E09D98EACF8F8D5218E7CD47EF2BE\"}",
+		       "\"Action\":\"s3:GetObject\",\"Resource\":\"" OBJ("*") "\""));
+	ok(p && bucket_policy_needs(p) == POLICY_NEEDS_CANONICAL, "CanonicalUser needs the id");
+	is_int(ev_as(p, "alice", NULL, canon, "s3:GetObject"), POLICY_ALLOW,
+	       "CanonicalUser: its id (any case)");
+	is_int(ev_as(p, "alice", NULL, NULL, "s3:GetObject"), POLICY_NO_MATCH,
+	       "CanonicalUser: no id given");
+	is_int(ev_as(p, "bob", NULL, "00", "s3:GetObject"), POLICY_NO_MATCH,
+	       "CanonicalUser: another id");
+	is_int(ev_as(p, NULL, NULL, canon, "s3:GetObject"), POLICY_NO_MATCH,
+	       "CanonicalUser: never anonymous");
+	bucket_policy_free(p);
+
+	p = parse("{\"Statement\":{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":[\"alice\"]},"
+		  "\"Action\":\"s3:*\",\"Resource\":\"" OBJ("*") "\"}}");
+	is_int(ev(p, "alice", "s3:GetObject", OBJ("k"), NULL), POLICY_NO_MATCH,
+	       "NotPrincipal: the one named is not denied");
+	is_int(ev(p, "bob", "s3:GetObject", OBJ("k"), NULL), POLICY_DENY,
+	       "NotPrincipal: another is denied");
+	is_int(ev(p, NULL, "s3:GetObject", OBJ("k"), NULL), POLICY_DENY,
+	       "NotPrincipal: anonymous is denied");
+	is_int(ev_as(p, NULL, POLICY_SERVICE_LOGGING, NULL, "s3:GetObject"), POLICY_DENY,
+	       "NotPrincipal: a service is denied");
+	bucket_policy_free(p);
+	p = parse("{\"Statement\":{\"Effect\":\"Allow\",\"NotPrincipal\":\"*\","
+		  "\"Action\":\"s3:*\",\"Resource\":\"" OBJ("*") "\"}}");
+	is_int(ev(p, "alice", "s3:GetObject", OBJ("k"), NULL), POLICY_NO_MATCH,
+	       "NotPrincipal \"*\": nobody");
+	ok(!bucket_policy_is_public(p), "an Allow to NotPrincipal \"*\" is not public");
+	bucket_policy_free(p);
+	p = parse("{\"Statement\":{\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"bob\"},"
+		  "\"Action\":\"s3:GetObject\",\"Resource\":\"" OBJ("*") "\"}}");
+	is_int(ev(p, NULL, "s3:GetObject", OBJ("k"), NULL), POLICY_ALLOW,
+	       "an Allow to NotPrincipal bob: anonymous too");
+	ok(bucket_policy_is_public(p), "an Allow to all but bob is public");
 	bucket_policy_free(p);
 }
 
@@ -658,7 +788,8 @@ static void test_bool_null_ops(void)
 		/* request entries with NULL key or value are ignored */
 		struct bucket_policy *p = with_cond("\"Null\":{\"k\":\"true\"}");
 		struct policy_kv ctx[] = {{NULL, "x"}, {"k", NULL}};
-		struct policy_request r = {"alice", "s3:GetObject", OBJ("k"), ctx, 2};
+		struct policy_request r = {.principal = "alice", .action = "s3:GetObject",
+					   .resource = OBJ("k"), .ctx = ctx, .nctx = 2};
 		is_int(bucket_policy_eval(p, &r), POLICY_ALLOW, "NULL context entries are absent");
 		bucket_policy_free(p);
 	}
@@ -740,6 +871,128 @@ static void test_is_public(void)
 	bucket_policy_free(p);
 }
 
+static void test_date_ops(void)
+{
+	const char *lt = "\"DateLessThan\":{\"aws:CurrentTime\":\"2026-06-01T00:00:00Z\"}";
+
+	COND_IS(lt, KV("aws:CurrentTime", "2026-05-31T23:59:59Z"), 1, "DateLessThan: before");
+	COND_IS(lt, KV("aws:CurrentTime", "2026-06-01T00:00:00Z"), 0, "DateLessThan: at");
+	COND_IS(lt, KV("aws:CurrentTime", "2026-06-01T01:30:00+02:00"), 1,
+		"DateLessThan: an offset counts");
+	COND_IS(lt, KV("aws:CurrentTime", "2026-05-31"), 1, "DateLessThan: a bare date");
+	COND_IS(lt, KV("aws:CurrentTime", "1780271999"), 1, "DateLessThan: epoch seconds");
+	COND_IS(lt, KV("aws:CurrentTime", "1780272000"), 0, "DateLessThan: epoch seconds at");
+	COND_IS(lt, KV("aws:CurrentTime", "yesterday"), 0, "DateLessThan: not a date");
+	COND_IS(lt, NULL, 0, "DateLessThan: absent");
+	COND_IS("\"DateGreaterThanEquals\":{\"aws:EpochTime\":\"2026-06-01T00:00:00.000Z\"}",
+		KV("aws:EpochTime", "1780272000"), 1, "DateGreaterThanEquals: epoch against ISO");
+	COND_IS("\"DateGreaterThan\":{\"aws:EpochTime\":1780272000}",
+		KV("aws:EpochTime", "1780272000"), 0, "DateGreaterThan: a JSON number");
+	COND_IS("\"DateEquals\":{\"d\":\"2024-02-29T12:00Z\"}", KV("d", "2024-02-29T12:00:00.0Z"),
+		1, "DateEquals: the same instant written twice");
+	COND_IS("\"DateNotEquals\":{\"d\":\"2024-02-29\"}", KV("d", "2024-03-01"), 1,
+		"DateNotEquals");
+	COND_IS("\"DateNotEquals\":{\"d\":\"2024-02-29\"}", KV("d", "bad"), 0,
+		"DateNotEquals: not a date is false too");
+	COND_IS("\"DateLessThanEqualsIfExists\":{\"d\":\"2024-02-29\"}", NULL, 1,
+		"Date ...IfExists: absent");
+}
+
+static void test_arn_ops(void)
+{
+	const char *like = "\"ArnLike\":{\"aws:SourceArn\":\"arn:aws:s3:::src-*\"}";
+
+	COND_IS(like, KV("aws:SourceArn", "arn:aws:s3:::src-1"), 1, "ArnLike: matches");
+	COND_IS(like, KV("aws:SourceArn", "arn:aws:s3:::other"), 0, "ArnLike: another bucket");
+	COND_IS(like, KV("aws:SourceArn", "src-1"), 0, "ArnLike: not an ARN");
+	COND_IS("\"ArnLike\":{\"aws:SourceArn\":\"arn:*:s3:::src\"}",
+		KV("aws:SourceArn", "arn:aws:iam::1:s3:::src"), 0,
+		"ArnLike: '*' stays in its component");
+	COND_IS("\"ArnEquals\":{\"aws:SourceArn\":\"arn:aws:s3:::src/a:b\"}",
+		KV("aws:SourceArn", "arn:aws:s3:::src/a:b"), 1,
+		"ArnEquals: the resource part keeps its colons");
+	COND_IS("\"ArnNotLike\":{\"aws:SourceArn\":\"arn:aws:s3:::src-*\"}",
+		KV("aws:SourceArn", "arn:aws:s3:::other"), 1, "ArnNotLike");
+	COND_IS("\"ArnNotLike\":{\"aws:SourceArn\":\"arn:aws:s3:::src-*\"}", NULL, 1,
+		"ArnNotLike: absent");
+	COND_IS("\"ArnLike\":{\"aws:SourceArn\":\"*\"}", KV("aws:SourceArn", "anything"), 1,
+		"ArnLike \"*\"");
+}
+
+static void test_set_ops(void)
+{
+	const char *all = "\"ForAllValues:StringEquals\":{\"s3:RequestObjectTagKeys\":"
+			  "[\"team\",\"env\"]}";
+	const char *any = "\"ForAnyValue:StringLike\":{\"s3:RequestObjectTagKeys\":\"sec*\"}";
+
+	COND_IS(all, KV("s3:RequestObjectTagKeys", "team", "s3:RequestObjectTagKeys", "env"), 1,
+		"ForAllValues: every value listed");
+	COND_IS(all, KV("s3:RequestObjectTagKeys", "team", "s3:RequestObjectTagKeys", "cost"), 0,
+		"ForAllValues: one value not listed");
+	COND_IS(all, NULL, 1, "ForAllValues: no value holds");
+	COND_IS(any, KV("s3:RequestObjectTagKeys", "team", "s3:RequestObjectTagKeys", "secret"), 1,
+		"ForAnyValue: the second value matches");
+	COND_IS(any, KV("s3:RequestObjectTagKeys", "team"), 0, "ForAnyValue: none matches");
+	COND_IS(any, NULL, 0, "ForAnyValue: no value does not hold");
+	COND_IS("\"ForAnyValue:StringNotEquals\":{\"k\":[\"a\",\"b\"]}", KV("k", "a", "k", "c"), 1,
+		"ForAnyValue:StringNotEquals: one value is neither");
+	COND_IS("\"ForAllValues:StringNotEquals\":{\"k\":[\"a\",\"b\"]}", KV("k", "c", "k", "a"), 0,
+		"ForAllValues:StringNotEquals: one value is listed");
+	COND_IS("\"ForAnyValue:StringEqualsIfExists\":{\"k\":\"a\"}", NULL, 1,
+		"ForAnyValue ...IfExists: absent");
+	COND_IS("\"StringEquals\":{\"k\":\"c\"}", KV("k", "a", "k", "c"), 0,
+		"a plain operator sees the first value only");
+	COND_IS("\"ForAnyValue:NumericLessThan\":{\"n\":10}", KV("n", "x", "n", "5"), 1,
+		"ForAnyValue:Numeric: a non-number is one failing value");
+}
+
+/* The condition keys the gateway fills (s3_policy.c), each with the operator clients use. */
+static void test_request_keys(void)
+{
+	struct bucket_policy *p;
+
+	COND_IS("\"StringEquals\":{\"s3:ExistingObjectTag/secret\":\"true\"}",
+		KV("s3:ExistingObjectTag/secret", "true"), 1, "s3:ExistingObjectTag/<key>");
+	COND_IS("\"StringEquals\":{\"s3:ExistingObjectTag/secret\":\"true\"}",
+		KV("s3:ExistingObjectTag/Secret", "true"), 1,
+		"condition keys compare case-insensitively (tag keys too, as in AWS)");
+	COND_IS("\"StringEquals\":{\"s3:RequestObjectTag/team\":\"blue\"}",
+		KV("s3:RequestObjectTag/team", "blue"), 1, "s3:RequestObjectTag/<key>");
+	COND_IS("\"StringEquals\":{\"s3:x-amz-acl\":\"bucket-owner-full-control\"}",
+		KV("s3:x-amz-acl", "private"), 0, "s3:x-amz-acl");
+	COND_IS("\"StringLike\":{\"s3:x-amz-grant-read\":\"*uri=*AllUsers*\"}",
+		KV("s3:x-amz-grant-read",
+		   "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\""),
+		1, "s3:x-amz-grant-read");
+	COND_IS("\"NumericLessThanEquals\":{\"s3:max-keys\":\"10\"}", KV("s3:max-keys", "10"), 1,
+		"s3:max-keys at the limit");
+	COND_IS("\"NumericLessThanEquals\":{\"s3:max-keys\":\"10\"}", KV("s3:max-keys", "11"), 0,
+		"s3:max-keys over it");
+	COND_IS("\"StringEquals\":{\"s3:delimiter\":\"/\"}", KV("s3:delimiter", "/"), 1,
+		"s3:delimiter");
+	COND_IS("\"Null\":{\"s3:prefix\":\"false\"}", KV("s3:prefix", ""), 1,
+		"s3:prefix exists (empty)");
+	COND_IS("\"StringEquals\":{\"s3:signatureversion\":\"AWS4-HMAC-SHA256\",\"s3:authType\":"
+		"\"REST-HEADER\"}",
+		KV("s3:signatureversion", "AWS4-HMAC-SHA256", "s3:authType", "REST-HEADER"), 1,
+		"s3:signatureversion, s3:authType");
+	COND_IS("\"StringEquals\":{\"aws:PrincipalType\":\"Anonymous\"}",
+		KV("aws:PrincipalType", "User"), 0, "aws:PrincipalType");
+	COND_IS("\"Bool\":{\"aws:SecureTransport\":\"false\"}",
+		KV("aws:SecureTransport", "false"), 1, "aws:SecureTransport");
+	COND_IS("\"NumericGreaterThanEquals\":{\"s3:object-lock-remaining-retention-days\":\"30\"}",
+		KV("s3:object-lock-remaining-retention-days", "31"), 1,
+		"s3:object-lock-remaining-retention-days");
+
+	p = with_cond("\"StringNotEquals\":{\"S3:existingobjecttag/secret\":\"true\"}");
+	ok(p && bucket_policy_needs(p) == POLICY_NEEDS_OBJECT_TAGS,
+	   "an ExistingObjectTag key (any case) asks for the object's tags");
+	bucket_policy_free(p);
+	p = with_cond("\"StringEquals\":{\"s3:RequestObjectTag/secret\":\"true\"}");
+	ok(p && !bucket_policy_needs(p), "a RequestObjectTag key asks for nothing more");
+	bucket_policy_free(p);
+}
+
 int main(void)
 {
 	test_is_public();
@@ -747,11 +1000,16 @@ int main(void)
 	test_size_limit();
 	test_forms();
 	test_principals();
+	test_service_canonical_not_principal();
 	test_actions_resources();
 	test_deny_wins();
 	test_string_ops();
 	test_numeric_ops();
 	test_bool_null_ops();
 	test_ip_ops();
+	test_date_ops();
+	test_arn_ops();
+	test_set_ops();
+	test_request_keys();
 	return done_testing();
 }
