@@ -78,7 +78,8 @@ def test_table_policy_deny(gw, lnc):  # noqa: F811
     try:
         assert refused(g, lnc["lena"], "a")
         assert refused(g, lnc["lena"], "a", vend_credentials=True)
-        wait_until(lambda: refused(g2, lnc["lena"], "a"), what="the other gateway sees it")
+        wait_until(lambda: refused(g2, lnc["lena"], "a"), timeout=5,
+                   what="the other gateway sees it (its cache keeps a second)")
         with pytest.raises(PermissionDeniedError):
             lance_ns(g, lnc["lena"]).describe_table(DescribeTableRequest(id=["lnc", "p", "a"]))
         status, j = describe(g, lnc["lena"], "b", vend_credentials=True)
@@ -88,7 +89,7 @@ def test_table_policy_deny(gw, lnc):  # noqa: F811
     finally:
         s3t.delete_table_policy(tableBucketARN=ARN, namespace="p", name="a")
     assert describe(g, lnc["lena"], "a")[0] == 200
-    wait_until(lambda: describe(g2, lnc["lena"], "a")[0] == 200,
+    wait_until(lambda: describe(g2, lnc["lena"], "a")[0] == 200, timeout=5,
                what="the other gateway sees the policy gone")
 
 
