@@ -867,6 +867,18 @@ static void note_created(struct call *c, const char *bucket, const char *ns, con
 	free(path);
 }
 
+/* Whether c's table directory is the storage a renamed table left behind. */
+static bool renamed_storage(struct call *c)
+{
+	struct filer_entry *e = NULL;
+	char *path = ts_table_path(c->bucket, c->ns, c->table);
+	bool yes = filer_meta_lookup(c->env->rpc, path, &e) == WFS_OK &&
+		   ts_is_storage(filer_entry_xattr_get(e, TS_XATTR_TABLE));
+	filer_entry_free(e);
+	free(path);
+	return yes;
+}
+
 /* Makes the table entry (format LANCE) with its properties; false answered. */
 static bool make_table(struct call *c, struct ts_table *t)
 {
@@ -875,7 +887,10 @@ static bool make_table(struct call *c, struct ts_table *t)
 				      LANCE_FORMAT, c->q->caller, c->env->account, t);
 	if (err == WFS_EEXIST) {
 		char *id = id_text(c);
-		fail(c, LANCE_TABLE_EXISTS, "table %s already exists", id);
+		fail(c, LANCE_TABLE_EXISTS, "table %s already exists%s", id,
+		     renamed_storage(c) ? ": its directory holds the files of a table renamed "
+					  "from that name"
+					: "");
 		free(id);
 		return false;
 	}

@@ -604,6 +604,9 @@ def test_rename_to_another_namespace(env):
     assert env.tables([BUCKET, "moved"]) == ["mv2"]
     # the old name's directory still holds the moved table's files: a new table there
     # is refused rather than given them
+    j = lance_err(requests.post(env.url("/v1/table/%s%%24sales%%24mv/declare" % BUCKET),
+                                json={}), 409, 5)
+    assert "renamed" in j["error"], j
     with pytest.raises(TableAlreadyExistsError):
         ns.declare_table(DeclareTableRequest(id=old))
     assert not table_exists(env, old)
