@@ -114,6 +114,11 @@ def test_bucket_policy(gw, lnc):  # noqa: F811
         status, j = describe(g, lnc["bob"], "a", vend_credentials=True)
         assert status == 200 and j["storage_options"]["aws_session_token"], j
         assert describe(g, lnc["alice"], "b")[0] == 200
+        # a table not there yet is asked about as the bucket (no table ARN to match);
+        # made, it is the table at once: a missing entry is never kept
+        assert describe(g, lnc["bob"], "c")[0] == 403
+        lance_ns(g, lnc["alice"]).declare_table(DeclareTableRequest(id=["lnc", "p", "c"]))
+        assert describe(g, lnc["bob"], "c")[0] == 200
         # the policy allows describing, nothing else
         r = lance_post(g, "table/lnc%24p%24b/drop", {}, **{"Authorization": "Bearer " + lnc["bob"]})
         assert r.status_code == 403 and r.json()["code"] == 15, r.text
