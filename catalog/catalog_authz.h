@@ -40,10 +40,16 @@ struct s3_identity;
  * policies: Admin; the rest: Write). Resources are the bucket's ARN
  * ("arn:aws:s3tables:<region>:<account>:bucket/<name>") or, for a table's
  * action, the table's. A policy stored malformed refuses (it cannot be
- * evaluated). Blocks on the filer (one lookup per resource): workers.
+ * evaluated). Blocks on the filer (one lookup per resource, kept for a
+ * second: catalog_authz.c): workers.
  */
 bool catalog_authorize(filer_rpc *r, const char *region, const char *account,
 		       const struct s3_identity *id, const struct catalog_access *a, char *msg,
 		       size_t msglen);
+/*
+ * Forgets what catalog_authorize kept of the entry at path (a bucket's or a
+ * table's directory): its policy changed through this process.
+ */
+void catalog_authz_forget(const char *path);
 
 #endif

@@ -11,6 +11,7 @@
 #include "catalog/table_store.h"
 #include "client/filer_meta.h"
 #include "lib/jtree.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 #define LIST_PAGE 1000 /* entries asked of the filer at a time */
@@ -28,6 +29,7 @@ struct call {
 	size_t nlev;
 	char *ns;
 	const char *table;
+	char *state; /* the table's state attribute, as load_lance read it (NULL: none) */
 };
 
 /* ---- answers ---- */
@@ -711,8 +713,11 @@ static bool load_lance(struct call *c, struct ts_table *t, jt **props)
 {
 	struct filer_entry *e = NULL;
 	wfs_err err = ts_table_get_entry(c->env->rpc, c->bucket, c->ns, c->table, t, &e);
+	const struct filer_xattr *st = err ? NULL : filer_entry_xattr_get(e, TS_XATTR_LANCE);
 	if (props)
 		*props = err ? NULL : entry_properties(e);
+	free(c->state);
+	c->state = st ? xstrndup((const char *)st->value, st->value_len) : NULL;
 	filer_entry_free(e);
 	if (!err && strcmp(t->format, LANCE_FORMAT)) {
 		char *id = id_text(c);
@@ -819,12 +824,14 @@ static void table_answer(struct call *c, const char *location, const jt *props)
 	done(w);
 }
 
-/* Records a state: the attribute and the marker files (reserved or deregistered). */
-static wfs_err set_state(struct call *c, const char *location, const char *state)
+/*
+ * Records a state of the table entry at path whose dataset is at location:
+ * the attribute and the marker files (reserved or deregistered).
+ */
+static wfs_err record_state(struct call *c, const char *path, const char *location,
+			    const char *state)
 {
-	char *path = ts_table_path(c->bucket, c->ns, c->table);
 	wfs_err err = lance_state_set(c->env->rpc, path, state);
-	free(path);
 	if (!err)
 		err = lance_marker(c->env->files, location, LANCE_MARK_DEREG,
 				   !strcmp(state, LANCE_DEREGISTERED));
@@ -832,6 +839,44 @@ static wfs_err set_state(struct call *c, const char *location, const char *state
 		err = lance_marker(c->env->files, location, LANCE_MARK_RESERVED,
 				   !strcmp(state, LANCE_DECLARED));
 	return err;
+}
+
+/* The same for c's table. */
+static wfs_err set_state(struct call *c, const char *location, const char *state)
+{
+	char *path = ts_table_path(c->bucket, c->ns, c->table);
+	wfs_err err = record_state(c, path, location, state);
+	free(path);
+	return err;
+}
+
+/*
+ * A declared table a client has committed a version to is created: the
+ * catalog has no hook on the S3 write, so it records that when it first sees
+ * the version (a describe that reads the versions, a listing that leaves out
+ * declared tables), then answers from the attribute. Best effort: a failure
+ * only leaves the work to the next reader.
+ */
+static void note_created(struct call *c, const char *bucket, const char *ns, const char *name,
+			 const char *location)
+{
+	char *path = ts_table_path(bucket, ns, name);
+	wfs_err err = record_state(c, path, location, LANCE_CREATED);
+	if (err)
+		log_warn("lance: recording %s created: %s", path, wfs_strerror(err));
+	free(path);
+}
+
+/* Whether c's table directory is the storage a renamed table left behind. */
+static bool renamed_storage(struct call *c)
+{
+	struct filer_entry *e = NULL;
+	char *path = ts_table_path(c->bucket, c->ns, c->table);
+	bool yes = filer_meta_lookup(c->env->rpc, path, &e) == WFS_OK &&
+		   ts_is_storage(filer_entry_xattr_get(e, TS_XATTR_TABLE));
+	filer_entry_free(e);
+	free(path);
+	return yes;
 }
 
 /* Makes the table entry (format LANCE) with its properties; false answered. */
@@ -842,7 +887,10 @@ static bool make_table(struct call *c, struct ts_table *t)
 				      LANCE_FORMAT, c->q->caller, c->env->account, t);
 	if (err == WFS_EEXIST) {
 		char *id = id_text(c);
-		fail(c, LANCE_TABLE_EXISTS, "table %s already exists", id);
+		fail(c, LANCE_TABLE_EXISTS, "table %s already exists%s", id,
+		     renamed_storage(c) ? ": its directory holds the files of a table renamed "
+					  "from that name"
+					: "");
 		free(id);
 		return false;
 	}
@@ -963,6 +1011,8 @@ static void describe_table(struct call *c)
 	} else if (detailed || c->op.check_declared) {
 		/* the version and the declared state are read; a plain describe stays one lookup */
 		err = lance_latest_version(c->env->rpc, t.warehouse, &version, &any);
+		if (!err && any && c->state && !strcmp(c->state, LANCE_DECLARED))
+			note_created(c, c->bucket, c->ns, c->table, t.warehouse);
 	}
 	if (err) {
 		fail_err(c, err, LANCE_TABLE_NOT_FOUND, "the table's versions");
@@ -1095,7 +1145,8 @@ out:
  * Whether the table entry e is listed: a Lance table (not a renamed one's
  * storage), and with include_declared false one with a version.
  */
-static bool listed_table(struct call *c, const struct filer_entry *e)
+static bool listed_table(struct call *c, const struct filer_entry *e, const char *bucket,
+			 const char *ns)
 {
 	const struct filer_xattr *x = filer_entry_xattr_get(e, TS_XATTR_TABLE);
 	const struct filer_xattr *st = filer_entry_xattr_get(e, TS_XATTR_LANCE);
@@ -1112,6 +1163,8 @@ static bool listed_table(struct call *c, const struct filer_entry *e)
 		uint64_t v;
 		bool any = false;
 		yes = !lance_latest_version(c->env->rpc, t.warehouse, &v, &any) && any;
+		if (yes)
+			note_created(c, bucket, ns, e->name, t.warehouse);
 	}
 	ts_table_free(&t);
 	return yes;
@@ -1120,7 +1173,7 @@ static bool listed_table(struct call *c, const struct filer_entry *e)
 static bool list_table(struct call *c, const struct filer_entry *e, void *arg)
 {
 	struct page *p = arg;
-	return !listed_table(c, e) || page_add(p, e->name, e->name);
+	return !listed_table(c, e, c->bucket, c->ns) || page_add(p, e->name, e->name);
 }
 
 static void list_tables(struct call *c)
@@ -1185,7 +1238,7 @@ static bool all_table(struct call *c, const struct filer_entry *e, void *arg)
 	char *id, *token;
 	bool go;
 
-	if (!listed_table(c, e))
+	if (!listed_table(c, e, aw->bucket, aw->ns))
 		return true;
 	id = full_id(c, aw, e->name);
 	token = xasprintf("%s/%s/%s", aw->bucket, aw->ns, e->name);
@@ -1327,4 +1380,5 @@ void lance_rest_handle(const struct lance_env *env, const struct lance_request *
 		fail(&c, LANCE_INTERNAL, "the request was not answered");
 	lance_op_free(&c.op);
 	free(c.ns);
+	free(c.state);
 }

@@ -2,7 +2,7 @@
  * What the Lance catalog keeps and reads beside the shared table model
  * (catalog/table_store.h; docs/catalog.md, "Lance"): a Lance table is a
  * table entry of format LANCE whose directory is the dataset; its state
- * (declared, registered, deregistered) is in the attribute TS_XATTR_LANCE and,
+ * (declared, created, registered, deregistered) is in the attribute TS_XATTR_LANCE and,
  * for a reader without the catalog, in the marker files Lance's directory
  * catalog uses (.lance-reserved, .lance-deregistered). Its versions are the
  * manifests under _versions/, which clients commit through S3 themselves.
@@ -18,6 +18,7 @@
 
 #define LANCE_FORMAT        "LANCE"
 #define LANCE_DECLARED      "declared"
+#define LANCE_CREATED       "created"
 #define LANCE_REGISTERED    "registered"
 #define LANCE_DEREGISTERED  "deregistered"
 #define LANCE_MARK_RESERVED ".lance-reserved"

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include "catalog/catalog_authz.h"
 #include "catalog/table_store.h"
 #include "client/filer_meta.h"
 #include "lib/http_util.h"
@@ -898,11 +899,13 @@ static void policy(struct call *c, const char *bucket, const char *path, const c
 		bucket_policy_free(p);
 		err = filer_meta_set_xattr(c->env->rpc, path, POLICY_XATTR, doc, strlen(doc),
 					   FM_XATTR_ANY);
+		catalog_authz_forget(path);
 		if (err)
 			return fail_err(c, err, what);
 		done(answer(c));
 	} else if (is(c, "DELETE")) {
 		err = filer_meta_remove_xattr(c->env->rpc, path, POLICY_XATTR);
+		catalog_authz_forget(path);
 		if (err && err != WFS_ENODATA)
 			return fail_err(c, err, what);
 		no_content(c);

@@ -8,6 +8,7 @@ in weedfs-mount; concurrent appenders and the conditional PUT their commits rely
 `requests` for bad input and the unsupported data-plane routes.
 
 Markers: none, so these run under the sanitizer builds too."""
+import base64
 import multiprocessing
 import threading
 import uuid
@@ -470,6 +471,190 @@ def test_bad_input(env, t1):
     r = requests.post(u("/v1/table/lkb%24sales%24t1/count_rows"), json={"id": [BUCKET, "sales",
                                                                              "t1"]})
     lance_err(r, 406, 0)
+
+
+# ---- states on disk, modes, versions, what describe answers ----
+
+STATE_XATTR = "weedfs.catalog.lance"
+
+
+def entry(env, path):
+    """The filer's entry at path (xattrs decoded), or None when there is none."""
+    r = env.filer.post("/.api/v1/lookup", json={"path": path})
+    if r.status_code == 404:
+        return None
+    assert r.status_code == 200, r.text
+    e = r.json()
+    e["xattrs"] = {k: base64.b64decode(v) for k, v in (e.get("xattrs") or {}).items()}
+    return e
+
+
+def state_of(env, ns, name):
+    """The table directory's state attribute (None: none) and which markers are there."""
+    d = "/buckets/%s/%s/%s" % (BUCKET, ns, name)
+    e = entry(env, d)
+    assert e is not None, d
+    st = e["xattrs"].get(STATE_XATTR)
+    marks = {m for m in (".lance-reserved", ".lance-deregistered") if entry(env, d + "/" + m)}
+    return (st.decode() if st is not None else None), marks
+
+
+def test_states_as_markers_and_attribute(env):
+    """declared: .lance-reserved and the attribute; created once the catalog sees the
+    first version (no marker); deregistered: .lance-deregistered; registered again
+    (the undrop): no marker left."""
+    tid = [BUCKET, "sales", "st"]
+    d = env.ns.declare_table(DeclareTableRequest(id=tid))
+    assert state_of(env, "sales", "st") == ("declared", {".lance-reserved"})
+    lance.write_dataset(rows(0, 4), d.location, storage_options=env.vended(
+        env.describe(tid).storage_options))
+    # the write went through S3; the catalog records it when it reads the versions
+    assert env.describe(tid, check_declared=True).is_only_declared is False
+    assert state_of(env, "sales", "st") == ("created", set())
+    assert "st" in env.tables([BUCKET, "sales"], include_declared=False)
+    dr = env.ns.deregister_table(DeregisterTableRequest(id=tid))
+    st, marks = state_of(env, "sales", "st")
+    assert (st, marks) == ("deregistered", {".lance-deregistered"}), (st, marks)
+    env.ns.register_table(RegisterTableRequest(id=tid, location=dr.location))
+    assert state_of(env, "sales", "st") == ("registered", set())
+    assert ids_of(lance.dataset(namespace_client=env.ns, table_id=tid)) == list(range(4))
+    # a listing that leaves out declared tables records created as well
+    tid2 = [BUCKET, "sales", "st2"]
+    d2 = env.ns.declare_table(DeclareTableRequest(id=tid2))
+    lance.write_dataset(rows(0, 2), d2.location, storage_options=env.static())
+    assert state_of(env, "sales", "st2") == ("declared", {".lance-reserved"})
+    assert "st2" in env.tables([BUCKET, "sales"], include_declared=False)
+    assert state_of(env, "sales", "st2") == ("created", set())
+
+
+def test_namespace_create_modes(env):
+    ns = env.ns
+    ns.create_namespace(CreateNamespaceRequest(id=[BUCKET, "ow"], properties={"k": "old"}))
+    ns.declare_table(DeclareTableRequest(id=[BUCKET, "ow", "t"]))
+    # Create on an existing one: 409 NamespaceAlreadyExists, nothing changed
+    lance_err(requests.post(env.url("/v1/namespace/%s%%24ow/create" % BUCKET),
+                            json={"mode": "Create", "properties": {"k": "new"}}), 409, 2)
+    # ExistOk: the existing namespace, its properties kept
+    r = requests.post(env.url("/v1/namespace/%s%%24ow/create" % BUCKET),
+                      json={"mode": "ExistOk", "properties": {"k": "new"}})
+    assert r.status_code == 200 and r.json()["properties"] == {"k": "old"}, r.text
+    assert table_exists(env, [BUCKET, "ow", "t"])
+    # Overwrite: dropped with its tables, made anew with the new properties
+    ns.create_namespace(CreateNamespaceRequest(id=[BUCKET, "ow"], mode="Overwrite",
+                                               properties={"k": "new"}))
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=[BUCKET, "ow"])).properties \
+        == {"k": "new"}
+    assert not table_exists(env, [BUCKET, "ow", "t"])
+    assert env.tables([BUCKET, "ow"], include_declared=True) == []
+    # Overwrite of one that does not exist yet simply makes it
+    ns.create_namespace(CreateNamespaceRequest(id=[BUCKET, "ow2"], mode="Overwrite"))
+    assert ns_exists(env, [BUCKET, "ow2"])
+
+
+def test_register_overwrite(env):
+    tid = [BUCKET, "sales", "ro"]
+    lance.write_dataset(rows(0, 6), namespace_client=env.ns, table_id=tid, mode="create")
+    loc = env.describe(tid).location
+    with pytest.raises(TableAlreadyExistsError):
+        env.ns.register_table(RegisterTableRequest(id=tid, location=loc, mode="Create",
+                                                   properties={"p": "1"}))
+    r = env.ns.register_table(RegisterTableRequest(id=tid, location=loc, mode="Overwrite",
+                                                   properties={"p": "2"}))
+    assert r.location.rstrip("/") == LOC + "ro", r
+    assert env.describe(tid).properties == {"p": "2"}
+    assert state_of(env, "sales", "ro") == ("registered", set())
+    assert ids_of(lance.dataset(namespace_client=env.ns, table_id=tid)) == list(range(6))
+    # an unknown mode is refused, the registration unchanged
+    lance_err(requests.post(env.url("/v1/table/%s%%24sales%%24ro/register" % BUCKET),
+                            json={"location": loc, "mode": "Sideways"}), 400, 13)
+    assert env.describe(tid).properties == {"p": "2"}
+
+
+def test_rename_to_another_namespace(env):
+    ns = env.ns
+    ns.create_namespace(CreateNamespaceRequest(id=[BUCKET, "moved"]))
+    old, new = [BUCKET, "sales", "mv"], [BUCKET, "moved", "mv2"]
+    lance.write_dataset(rows(0, 9), namespace_client=ns, table_id=old, mode="create")
+    ns.rename_table(RenameTableRequest(id=old, new_table_name="mv2",
+                                       new_namespace_id=[BUCKET, "moved"]))
+    with pytest.raises(TableNotFoundError):
+        env.describe(old)
+    assert not table_exists(env, old)
+    assert "mv" not in env.tables([BUCKET, "sales"], include_declared=True)
+    assert env.tables([BUCKET, "moved"]) == ["mv2"]
+    desc = env.describe(new, load_detailed_metadata=True)
+    assert desc.table == "mv2" and desc.namespace == [BUCKET, "moved"], desc
+    # the files stay where they were written (docs/catalog.md: renames move the entry,
+    # not the data); the location the new id answers is where they are
+    assert desc.location.rstrip("/") == LOC + "mv", desc.location
+    assert any(k.startswith("sales/mv/_versions/") for k in env.keys("sales/mv/"))
+    assert ids_of(lance.dataset(desc.location, storage_options=env.static())) == \
+        list(range(9))
+    assert ids_of(lance.dataset(namespace_client=ns, table_id=new)) == list(range(9))
+    # appended at the new id, read back there
+    lance.write_dataset(rows(9, 3), namespace_client=ns, table_id=new, mode="append")
+    assert ids_of(lance.dataset(namespace_client=ns, table_id=new)) == list(range(12))
+    # a namespace that does not exist, or one of another bucket: refused, nothing moved
+    with pytest.raises(NamespaceNotFoundError):
+        ns.rename_table(RenameTableRequest(id=new, new_table_name="x",
+                                           new_namespace_id=[BUCKET, "nowhere"]))
+    lance_err(requests.post(env.url("/v1/table/%s%%24moved%%24mv2/rename" % BUCKET),
+                            json={"new_table_name": "x", "new_namespace_id": ["lkn", "a"]}),
+              400, 13)
+    assert env.tables([BUCKET, "moved"]) == ["mv2"]
+    # the old name's directory still holds the moved table's files: a new table there
+    # is refused rather than given them
+    j = lance_err(requests.post(env.url("/v1/table/%s%%24sales%%24mv/declare" % BUCKET),
+                                json={}), 409, 5)
+    assert "renamed" in j["error"], j
+    with pytest.raises(TableAlreadyExistsError):
+        ns.declare_table(DeclareTableRequest(id=old))
+    assert not table_exists(env, old)
+    assert ids_of(lance.dataset(namespace_client=ns, table_id=new)) == list(range(12))
+
+
+def test_describe_versions(env):
+    tid = [BUCKET, "sales", "ver"]
+    lance.write_dataset(rows(0, 3), namespace_client=env.ns, table_id=tid, mode="create")
+    lance.write_dataset(rows(3, 3), namespace_client=env.ns, table_id=tid, mode="append")
+    assert env.describe(tid, version=1).version == 1
+    assert env.describe(tid, version=2).version == 2
+    j = lance_err(requests.post(env.url("/v1/table/%s%%24sales%%24ver/describe" % BUCKET),
+                                json={"version": 7}), 404, 11)
+    assert "7" in j["error"], j
+    from lance_namespace.errors import TableVersionNotFoundError
+    with pytest.raises(TableVersionNotFoundError):
+        env.describe(tid, version=3)
+
+
+def test_describe_answers_only_what_it_read(env, t1):
+    """managed_versioning false; no schema or stats without load_detailed_metadata (and
+    none with it either: the dataset is not opened, so nothing is invented)."""
+    u = env.url("/v1/table/%s%%24sales%%24t1/describe" % BUCKET)
+    for body in ({}, {"load_detailed_metadata": False}, {"vend_credentials": True}):
+        r = requests.post(u, json=body)
+        assert r.status_code == 200, r.text
+        j = r.json()
+        assert j["managed_versioning"] is False, j
+        for k in ("schema", "stats", "version", "is_only_declared", "table"):
+            assert k not in j, (k, j)
+    j = requests.post(u, json={"load_detailed_metadata": True}).json()
+    assert j["managed_versioning"] is False and isinstance(j["version"], int), j
+    assert "schema" not in j and "stats" not in j, j
+    assert env.describe([BUCKET, "sales", "t1"]).managed_versioning is False
+
+
+def test_location_with_wildcards_refused(env):
+    """A location holding '*' or '?' is refused on both routes that carry one (declare
+    and register), before anything is made. (The check in storage_options cannot be
+    reached through the API: a stored location is built from validated names.)"""
+    for route, loc in (("declare", LOC + "wc*"), ("declare", LOC + "wc?"),
+                       ("register", LOC + "wc*"), ("register", "s3://%s/sa?es/wc" % BUCKET)):
+        j = lance_err(requests.post(env.url("/v1/table/%s%%24sales%%24wc/%s" % (BUCKET, route)),
+                                    json={"location": loc}), 400, 13)
+        assert "'*' or '?'" in j["error"], j
+    assert not table_exists(env, [BUCKET, "sales", "wc"])
+    assert entry(env, "/buckets/%s/sales/wc" % BUCKET) is None
 
 
 # ---- concurrent appenders (last: eight interpreters) ----
