@@ -371,6 +371,17 @@ static void acl_of(const struct filer_entry *e, struct s3_acl *a)
 	}
 }
 
+bool s3_acl_log_delivery_writes(const struct filer_entry *b)
+{
+	struct s3_acl a;
+	bool writes = false;
+	acl_of(b, &a);
+	for (size_t i = 0; i < a.n && !writes; i++)
+		writes = a.g[i].who == ACL_LOG_DELIVERY && (a.g[i].perm & ACL_WRITE);
+	acl_free(&a);
+	return writes && s3_bucket_ownership(b) != S3_OWN_ENFORCED; /* ACLs off: ignored */
+}
+
 /* The owner of the object whose ACL is a in a bucket of rule own owned by bucket_owner. */
 static const char *object_owner(const struct s3_acl *a, enum s3_ownership own,
 				const char *bucket_owner)

@@ -429,6 +429,8 @@ bool s3_owns_bucket(const struct s3_req *r, const struct filer_entry *b);
  */
 int s3_acl_decide(struct s3_req *r, const struct filer_entry *b, const char *bucket,
 		  const char *key, const char *action, bool may_block);
+/* Whether bucket entry b's ACL grants the LogDelivery group WRITE (legacy log delivery). */
+bool s3_acl_log_delivery_writes(const struct filer_entry *b);
 /* Whether ListBuckets shows b to r for its ownership or an ACL grant. */
 bool s3_acl_lists_bucket(const struct s3_req *r, const struct filer_entry *b);
 /* Whether the ACL headers of a write, if any, may be set in bucket b; else r answered. */

@@ -450,18 +450,20 @@ void s3_logging_note(struct s3_req *r)
 /* ---- ?logging ---- */
 
 /*
- * Whether logs may be delivered into the target bucket. S3 wants the
- * target's bucket policy to allow the service principal
- * logging.s3.amazonaws.com s3:PutObject (or, before that, the LogDelivery
- * group's WRITE in its ACL). Until bucket policies know Service principals,
- * the gateway asks whether the configuring identity itself may write there:
- * it is the one that the logs are written for. THE place to add the
- * Service-principal check (bucket_policy: "Service": "logging.s3.amazonaws.com"
- * allowed s3:PutObject on arn:aws:s3:::<target>/<prefix>*).
+ * Whether logs may be delivered into the target bucket (its entry te), as S3
+ * judges it: the target's bucket policy allows the service principal
+ * logging.s3.amazonaws.com s3:PutObject under the prefix (for logs of this
+ * bucket), or, the legacy way, its ACL gives the LogDelivery group WRITE.
+ * Short of both, an identity that may itself write there may point its logs
+ * at it: the logs are written for it. Worker.
  */
-static bool logging_delivery_allowed(struct s3_req *r, const struct s3_logging_config *c)
+static bool logging_delivery_allowed(struct s3_req *r, const struct filer_entry *te,
+				     const struct s3_logging_config *c)
 {
-	return s3_permitted(r, c->target_bucket, *c->target_prefix ? c->target_prefix : NULL,
+	return s3_service_permitted(r->g, POLICY_SERVICE_LOGGING, r->bucket, c->target_bucket,
+				    c->target_prefix, "s3:PutObject") ||
+	       s3_acl_log_delivery_writes(te) ||
+	       s3_permitted(r, c->target_bucket, *c->target_prefix ? c->target_prefix : NULL,
 			    "s3:PutObject", S3_ACT_WRITE);
 }
 
@@ -495,7 +497,7 @@ void s3_put_logging(struct s3_req *r)
 			 "The target bucket for logging does not exist");
 	} else if (rc) {
 		s3_filer_error(r, rc, "looking the target bucket up");
-	} else if (!logging_delivery_allowed(r, &c)) {
+	} else if (!logging_delivery_allowed(r, te, &c)) {
 		s3_error(r, S3_INVALID_TARGET_BUCKET_FOR_LOGGING,
 			 "You must have permission to write to the target bucket %.64s for "
 			 "log delivery",

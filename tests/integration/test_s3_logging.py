@@ -2,6 +2,7 @@
 the access-log objects delivered into the target bucket in S3's server access log format
 (every request on a logged bucket, answered or refused, on any gateway)."""
 
+import json
 import hashlib
 import re
 
@@ -266,3 +267,36 @@ def test_full_buffer_delivered_before_the_interval(gw):
     assert all(r["user_agent"] == '"%s"' % agent for r in rs)
     g3.stop()
     s3.put_bucket_logging(Bucket="big", BucketLoggingStatus={})
+
+
+def test_target_opened_to_log_delivery(gw):
+    """S3's two ways of letting logs into another's bucket: the target's bucket policy
+    allowing the service logging.s3.amazonaws.com s3:PutObject (for the source named
+    in aws:SourceArn), or the LogDelivery group's WRITE in its ACL."""
+    _, _, g, alice = gw
+    carol = client(g, "AKCAROL", "carol-secret")
+    alice.create_bucket(Bucket="svc-logs")
+    assert code_of(enable, carol, "carol-src", "svc-logs", "carol/") == \
+        "InvalidTargetBucketForLogging"
+    policy = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
+        "Action": "s3:PutObject", "Resource": "arn:aws:s3:::svc-logs/carol/*",
+        "Condition": {"ArnLike": {"aws:SourceArn": "arn:aws:s3:::carol-src"}}}]}
+    alice.put_bucket_policy(Bucket="svc-logs", Policy=json.dumps(policy))
+    enable(carol, "carol-src", "svc-logs", "carol/")
+    # the policy names the prefix and the source: another prefix is refused
+    assert code_of(enable, carol, "carol-src", "svc-logs", "other/") == \
+        "InvalidTargetBucketForLogging"
+    carol.put_object(Bucket="carol-src", Key="k", Body=b"x")
+    wait_until(lambda: any(r["key"] == "k" for r in records(alice, "svc-logs", "carol/")[0]),
+               what="carol's records delivered into alice's bucket")
+    carol.put_bucket_logging(Bucket="carol-src", BucketLoggingStatus={})
+    # the legacy way: the LogDelivery group's WRITE, in a bucket whose ACLs are on
+    alice.create_bucket(Bucket="acl-logs", ObjectOwnership="ObjectWriter")
+    assert code_of(enable, carol, "carol-src", "acl-logs", "c/") == \
+        "InvalidTargetBucketForLogging"
+    alice.put_bucket_acl(Bucket="acl-logs",
+                         GrantWrite='uri="http://acs.amazonaws.com/groups/s3/LogDelivery"',
+                         GrantFullControl="id=%s" % alice.list_buckets()["Owner"]["ID"])
+    enable(carol, "carol-src", "acl-logs", "c/")
+    carol.put_bucket_logging(Bucket="carol-src", BucketLoggingStatus={})
