@@ -220,6 +220,10 @@ static bool body_form(struct s3_put *p, enum s3_cksum trailer)
 	   no Content-Length: x-amz-decoded-content-length still gives the length */
 	if (streaming && raw < 0 && te && strcasestr(te, "chunked"))
 		raw = 0;
+	/* a plain body of unknown length (curl -T -, HTTP chunking): taken up to
+	   S3_OBJECT_MAX and stored as it comes, inline if it turns out small */
+	if (!streaming && raw < 0 && te && strcasestr(te, "chunked"))
+		raw = len = 0;
 	if (raw < 0 || len < 0) {
 		s3_error(r, S3_MISSING_CONTENT_LENGTH,
 			 "You must provide the Content-Length HTTP "
@@ -812,8 +816,11 @@ static void on_end(http_req *req, wfs_err err, void *arg)
 static void body_start(http_req *req, void *arg)
 {
 	struct s3_put *p = arg;
-	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
-	http_req_stream_body(req, (uint64_t)http_req_content_length(req), on_data, on_end, p);
+	int64_t n = http_req_content_length(req);
+	/* the server holds the body to Content-Length (aws-chunked framing adds to the
+	   payload); a chunked body's length shows as it comes, bound by the object's */
+	uint64_t limit = n >= 0 ? (uint64_t)n : p->dec ? UINT64_MAX : S3_OBJECT_MAX;
+	http_req_stream_body(req, limit, on_data, on_end, p);
 }
 
 /*
