@@ -661,7 +661,7 @@ static bool commit_on_loop(struct s3_put *p)
 	buf body;
 
 	if (p->form || p->upload_id || (p->sse && !s3_sse_write_ready(p->g, p->sse)) ||
-	    p->cond.if_absent || p->cond.if_match ||
+	    p->cond.if_absent || p->cond.if_match || p->cond.if_none_match ||
 	    p->fill.len > p->g->inline_max || chunk_writer_size(p->cw) ||
 	    http_req_header(r->req, "Origin") || !(c = s3_loop_filer(r)) ||
 	    !s3_bucket_peek(p->g, r->bucket, &b) || !b)
