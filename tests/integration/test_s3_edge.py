@@ -207,3 +207,110 @@ def test_conditional_delete(gw):
     assert status_of(s3.delete_object, Bucket="edge-cd-v", Key="o",
                      IfMatch=etag) == (404, "NoSuchKey")
     assert len(s3.list_object_versions(Bucket="edge-cd-v")["Versions"]) == 1
+
+
+def form_body(parts, boundary="edge-form-b"):
+    """A multipart/form-data body of (name, value, filename) parts, built by hand."""
+    out = b""
+    for name, value, filename in parts:
+        out += b"--%s\r\nContent-Disposition: form-data; name=\"%s\"" % (
+            boundary.encode(), name.encode())
+        if filename is not None:
+            out += b"; filename=\"%s\"\r\nContent-Type: application/octet-stream" % \
+                filename.encode()
+        out += b"\r\n\r\n" + (value if isinstance(value, bytes) else value.encode()) + b"\r\n"
+    out += b"--%s--\r\n" % boundary.encode()
+    return out, "multipart/form-data; boundary=%s" % boundary
+
+
+def test_browser_post_fields_sent_as_files(gw):
+    """A form whose key and policy fields come as parts with a filename (as several
+    clients send them) is read as fields; the object is the first part named file, and
+    parts after it are ignored; a form with file-like fields but no part named file is
+    refused and stores nothing."""
+    import boto3
+    import requests
+    from botocore.config import Config
+    filer, g = gw
+    s3 = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=AK,
+                      aws_secret_access_key=SK, region_name="us-east-1",
+                      config=Config(signature_version="s3v4"))
+    post = s3.generate_presigned_post("edge", "form/${filename}",
+                                      Conditions=[["starts-with", "$key", "form/"]])
+    f = post["fields"]
+    data = os.urandom(3000)
+    parts = [("key", f["key"], "key.txt"), ("policy", f["policy"], "blob")]
+    parts += [(k, v, None) for k, v in f.items() if k not in ("key", "policy")]
+    body, ctype = form_body(parts + [("file", data, "photo.bin"),
+                                     ("file", b"second file", "other.bin"),
+                                     ("x-amz-meta-late", "ignored", None)])
+    r = requests.post(post["url"], data=body, headers={"Content-Type": ctype}, timeout=30)
+    assert r.status_code == 204, r.text
+    got = s3.get_object(Bucket="edge", Key="form/photo.bin")
+    assert got["Body"].read() == data and got["Metadata"] == {}
+    assert filer.get("/buckets/edge/form/other.bin").status_code == 404
+    body, ctype = form_body(parts + [("upload", data, "photo2.bin")])
+    r = requests.post(post["url"], data=body, headers={"Content-Type": ctype}, timeout=30)
+    assert r.status_code == 400 and "<Code>InvalidArgument</Code>" in r.text, r.text
+    assert filer.get("/buckets/edge/form/photo2.bin").status_code == 404
+
+
+def test_missing_bucket_is_no_such_bucket_to_anyone(gw):
+    """As S3, a bucket that does not exist is NoSuchBucket (404) to an unsigned request
+    and to an identity with no grant on it; an existing bucket still refuses them; an
+    unsigned CreateBucket is AccessDenied (and makes nothing)."""
+    import requests
+    filer, g = gw
+    base = "http://%s" % g.url
+    for method, path in [("GET", "/no-such-edge"), ("GET", "/no-such-edge/k"),
+                         ("PUT", "/no-such-edge/k"), ("DELETE", "/no-such-edge/k"),
+                         ("GET", "/no-such-edge?list-type=2")]:
+        r = requests.request(method, base + path, data=b"x" if method == "PUT" else None,
+                             timeout=10)
+        assert r.status_code == 404 and "<Code>NoSuchBucket</Code>" in r.text, (method, path)
+    assert requests.head(base + "/no-such-edge/k", timeout=10).status_code == 404
+    assert requests.head(base + "/no-such-edge", timeout=10).status_code == 404
+    r = requests.get(base + "/edge/k", timeout=10)
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text
+    r = requests.put(base + "/no-such-edge", timeout=10)
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text
+    assert filer.get("/buckets/no-such-edge").status_code == 404
+    bob = client(g, "AKBOB", "bob-secret")
+    assert code_of(bob.get_object, Bucket="no-such-edge", Key="k") == "NoSuchBucket"
+    assert code_of(bob.put_object, Bucket="no-such-edge", Key="k", Body=b"x") == "NoSuchBucket"
+    assert code_of(bob.get_object, Bucket="edge", Key="k") == "AccessDenied"
+    assert filer.get("/buckets/no-such-edge").status_code == 404
+
+
+@pytest.mark.parametrize("expires,message", [
+    ("604801", "X-Amz-Expires must be less than a week"),
+    ("99999999999999999999", "X-Amz-Expires must be less than a week"),
+    ("-7", "X-Amz-Expires must be non-negative"),
+    ("1h", "X-Amz-Expires should be a number"),
+    ("0", "Request has expired")])
+def test_presigned_expires_out_of_range(gw, expires, message):
+    """A presigned URL whose X-Amz-Expires is out of range or not a number is
+    AccessDenied (403) like an expired one, with S3's message; a PUT so refused stores
+    nothing."""
+    import re
+    import requests
+    from botocore.config import Config
+    import boto3
+    filer, g = gw
+    s3 = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=AK,
+                      aws_secret_access_key=SK, region_name="us-east-1",
+                      config=Config(signature_version="s3v4"))
+    s3.put_object(Bucket="edge", Key="pre/o", Body=b"presigned")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "edge", "Key": "pre/o"},
+                                    ExpiresIn=60)
+    assert requests.get(url, timeout=10).content == b"presigned"
+    bad = re.sub(r"X-Amz-Expires=\d+", "X-Amz-Expires=" + expires, url)
+    r = requests.get(bad, timeout=10)
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, r.text
+    assert message in r.text, r.text
+    put = s3.generate_presigned_url("put_object", Params={"Bucket": "edge", "Key": "pre/p"},
+                                    ExpiresIn=60)
+    r = requests.put(re.sub(r"X-Amz-Expires=\d+", "X-Amz-Expires=" + expires, put),
+                     data=b"x", timeout=10)
+    assert r.status_code == 403
+    assert filer.get("/buckets/edge/pre/p").status_code == 404
