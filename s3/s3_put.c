@@ -528,8 +528,11 @@ static void answer_stored(struct s3_put *p)
 	s3_header(r, "ETag", etag);
 	if (p->form)
 		s3_post_answer(r, p->form, etag);
-	if (p->ck_alg)
+	if (p->ck_alg) {
 		s3_header(r, s3_cksum_header(p->ck_alg), p->cksum);
+		if (!p->upload_id) /* a part's is the upload's */
+			s3_header(r, "x-amz-checksum-type", "FULL_OBJECT");
+	}
 	s3_sse_headers(r, p->sse);
 }
 

@@ -314,3 +314,48 @@ def test_presigned_expires_out_of_range(gw, expires, message):
                      data=b"x", timeout=10)
     assert r.status_code == 403
     assert filer.get("/buckets/edge/pre/p").status_code == 404
+
+
+def test_checksum_types_everywhere(gw):
+    """ChecksumType where S3 shows it: PutObject's answer, HEAD with ChecksumMode, the
+    listings' ChecksumAlgorithm and ChecksumType; a COMPOSITE multipart checksum has its
+    -N on Complete and HEAD; GetObjectAttributes gives every attribute asked, of the
+    version asked."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    r = s3.put_object(Bucket="edge", Key="ck/one", Body=b"checked", ChecksumAlgorithm="SHA256")
+    assert r["ChecksumType"] == "FULL_OBJECT" and r["ChecksumSHA256"]
+    h = s3.head_object(Bucket="edge", Key="ck/one", ChecksumMode="ENABLED")
+    assert h["ChecksumType"] == "FULL_OBJECT"
+    up = s3.create_multipart_upload(Bucket="edge", Key="ck/mp", ChecksumAlgorithm="SHA256")
+    parts = []
+    for n, body in ((1, os.urandom(5 << 20)), (2, b"tail")):
+        p = s3.upload_part(Bucket="edge", Key="ck/mp", UploadId=up["UploadId"], PartNumber=n,
+                           Body=body, ChecksumAlgorithm="SHA256")
+        parts.append({"PartNumber": n, "ETag": p["ETag"], "ChecksumSHA256": p["ChecksumSHA256"]})
+    c = s3.complete_multipart_upload(Bucket="edge", Key="ck/mp", UploadId=up["UploadId"],
+                                     MultipartUpload={"Parts": parts})
+    assert c["ChecksumSHA256"].endswith("-2") and c["ChecksumType"] == "COMPOSITE"
+    h = s3.head_object(Bucket="edge", Key="ck/mp", ChecksumMode="ENABLED")
+    assert h["ChecksumSHA256"] == c["ChecksumSHA256"] and h["ChecksumType"] == "COMPOSITE"
+    listed = {o["Key"]: o for o in s3.list_objects_v2(Bucket="edge", Prefix="ck/")["Contents"]}
+    assert listed["ck/one"]["ChecksumAlgorithm"] == ["SHA256"]
+    assert listed["ck/one"]["ChecksumType"] == "FULL_OBJECT"
+    assert listed["ck/mp"]["ChecksumType"] == "COMPOSITE"
+    a = s3.get_object_attributes(Bucket="edge", Key="ck/mp", ObjectAttributes=[
+        "ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"])
+    assert a["ETag"] == c["ETag"].strip('"') and a["ObjectSize"] == (5 << 20) + 4
+    assert a["StorageClass"] == "STANDARD" and a["ObjectParts"]["TotalPartsCount"] == 2
+    assert a["Checksum"]["ChecksumType"] == "COMPOSITE"
+    assert a["Checksum"]["ChecksumSHA256"] == c["ChecksumSHA256"].split("-")[0]
+    # a version's attributes
+    s3.create_bucket(Bucket="edge-attr-v")
+    s3.put_bucket_versioning(Bucket="edge-attr-v", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="edge-attr-v", Key="o", Body=b"first")["VersionId"]
+    s3.put_object(Bucket="edge-attr-v", Key="o", Body=b"second one")
+    a = s3.get_object_attributes(Bucket="edge-attr-v", Key="o", VersionId=v1,
+                                 ObjectAttributes=["ETag", "ObjectSize"])
+    assert a["ObjectSize"] == 5 and a["ETag"] == hashlib.md5(b"first").hexdigest()
+    assert a["VersionId"] == v1
+    vs = s3.list_object_versions(Bucket="edge-attr-v")["Versions"]
+    assert len(vs) == 2
