@@ -2,6 +2,7 @@
 writes with ETags, browser forms with file-like fields, missing buckets and presigned
 expiries, checksum types, repeated multipart completes and lifecycle validation."""
 
+import base64
 import concurrent.futures
 import hashlib
 import http.client
@@ -11,7 +12,7 @@ import socket
 import botocore
 import pytest
 
-from s3_fixtures import Signer, client, code_of, mini_gateway
+from s3_fixtures import Signer, client, code_of, mini_gateway, signed
 
 AK, SK = "AKALICE", "alice-secret"
 
@@ -359,3 +360,49 @@ def test_checksum_types_everywhere(gw):
     assert a["VersionId"] == v1
     vs = s3.list_object_versions(Bucket="edge-attr-v")["Versions"]
     assert len(vs) == 2
+
+
+def test_lifecycle_validated_as_s3(gw):
+    """Lifecycle rules are checked as S3 checks them: an ID over 255 characters or
+    repeated, Days <= 0, a date not at midnight UTC: InvalidArgument; a Status other than
+    Enabled/Disabled, Filter beside Prefix: MalformedXML; a refusal keeps the rules there
+    were. A rule given with the legacy Prefix comes back as written."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    s3.create_bucket(Bucket="edge-life")
+    keep = {"Rules": [{"ID": "keep", "Prefix": "logs/", "Status": "Enabled",
+                       "Expiration": {"Days": 3}}]}
+    s3.put_bucket_lifecycle_configuration(Bucket="edge-life", LifecycleConfiguration=keep)
+    got = s3.get_bucket_lifecycle_configuration(Bucket="edge-life")["Rules"]
+    assert got == [{"ID": "keep", "Prefix": "logs/", "Status": "Enabled",
+                    "Expiration": {"Days": 3}}], got
+
+    def rule(**kw):
+        r = {"ID": "r", "Filter": {"Prefix": "a/"}, "Status": "Enabled",
+             "Expiration": {"Days": 1}}
+        r.update(kw)
+        return r
+
+    bad = [([rule(ID="x" * 256)], "InvalidArgument"),
+           ([rule(ID="same"), rule(ID="same", Filter={"Prefix": "b/"})], "InvalidArgument"),
+           ([rule(Expiration={"Days": 0})], "InvalidArgument"),
+           ([rule(Expiration={"Days": -2})], "InvalidArgument"),
+           ([rule(Status="enabled")], "MalformedXML"),
+           ([rule(Status="Invalid")], "MalformedXML"),
+           ([rule(Prefix="c/")], "MalformedXML")]
+    for rules, code in bad:
+        assert code_of(s3.put_bucket_lifecycle_configuration, Bucket="edge-life",
+                       LifecycleConfiguration={"Rules": rules}) == code, rules
+    for date in ("2030-01-01T10:00:00Z", "20300101"):
+        body = ("<LifecycleConfiguration><Rule><ID>d</ID><Filter><Prefix>a/</Prefix></Filter>"
+                "<Status>Enabled</Status><Expiration><Date>%s</Date></Expiration></Rule>"
+                "</LifecycleConfiguration>" % date).encode()
+        r = signed(g, AK, SK, "PUT", "/edge-life", body, query="lifecycle=",
+                   headers={"Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode()})
+        assert r.status_code == 400 and "<Code>InvalidArgument</Code>" in r.text, r.text
+    assert s3.get_bucket_lifecycle_configuration(Bucket="edge-life")["Rules"] == got
+    ok = [rule(ID="i" * 255, Expiration={"Date": "2030-01-01T00:00:00Z"})]
+    s3.put_bucket_lifecycle_configuration(Bucket="edge-life",
+                                          LifecycleConfiguration={"Rules": ok})
+    got = s3.get_bucket_lifecycle_configuration(Bucket="edge-life")["Rules"]
+    assert got[0]["ID"] == "i" * 255 and got[0]["Filter"] == {"Prefix": "a/"}
