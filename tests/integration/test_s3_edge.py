@@ -406,3 +406,37 @@ def test_lifecycle_validated_as_s3(gw):
                                           LifecycleConfiguration={"Rules": ok})
     got = s3.get_bucket_lifecycle_configuration(Bucket="edge-life")["Rules"]
     assert got[0]["ID"] == "i" * 255 and got[0]["Filter"] == {"Prefix": "a/"}
+
+
+def test_repeated_complete_answers_the_same(gw):
+    """A CompleteMultipartUpload repeated after it succeeded answers the same result
+    (ETag, checksum); another parts list, or once the object was replaced, is
+    NoSuchUpload; UploadPart and ListParts of the completed upload are NoSuchUpload; a
+    partNumber past the last part is InvalidPartNumber."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    up = s3.create_multipart_upload(Bucket="edge", Key="rc/o", ChecksumAlgorithm="CRC32")
+    uid = up["UploadId"]
+    parts = []
+    for n, body in ((1, os.urandom(5 << 20)), (2, b"end")):
+        p = s3.upload_part(Bucket="edge", Key="rc/o", UploadId=uid, PartNumber=n, Body=body,
+                           ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": n, "ETag": p["ETag"], "ChecksumCRC32": p["ChecksumCRC32"]})
+    first = s3.complete_multipart_upload(Bucket="edge", Key="rc/o", UploadId=uid,
+                                         MultipartUpload={"Parts": parts})
+    again = s3.complete_multipart_upload(Bucket="edge", Key="rc/o", UploadId=uid,
+                                         MultipartUpload={"Parts": parts})
+    for k in ("ETag", "ChecksumCRC32", "ChecksumType", "Bucket", "Key"):
+        assert again[k] == first[k], k
+    assert code_of(s3.complete_multipart_upload, Bucket="edge", Key="rc/o", UploadId=uid,
+                   MultipartUpload={"Parts": parts[:1]}) == "NoSuchUpload"
+    assert code_of(s3.upload_part, Bucket="edge", Key="rc/o", UploadId=uid, PartNumber=3,
+                   Body=b"x") == "NoSuchUpload"
+    assert code_of(s3.list_parts, Bucket="edge", Key="rc/o", UploadId=uid) == "NoSuchUpload"
+    assert code_of(s3.head_object, Bucket="edge", Key="rc/o", PartNumber=3) == "416"
+    r = signed(g, AK, SK, "GET", "/edge/rc/o", query="partNumber=3")
+    assert r.status_code == 416 and "<Code>InvalidPartNumber</Code>" in r.text
+    s3.put_object(Bucket="edge", Key="rc/o", Body=b"replaced")
+    assert code_of(s3.complete_multipart_upload, Bucket="edge", Key="rc/o", UploadId=uid,
+                   MultipartUpload={"Parts": parts}) == "NoSuchUpload"
+    assert s3.get_object(Bucket="edge", Key="rc/o")["Body"].read() == b"replaced"
