@@ -1,13 +1,17 @@
 /*
  * Making an object visible: the filer create shared by PutObject,
  * CompleteMultipartUpload and CopyObject, with S3's conditional writes
- * (If-None-Match: *, If-Match) and the freeing of stored data that no entry
- * came to reference.
+ * (If-None-Match: * or ETags, If-Match) and the freeing of stored data that no
+ * entry came to reference.
  *
  * DESIGN: conditions are the filer's, so they hold against every writer,
  * whichever gateway it went through: If-None-Match: * is an exclusive create,
  * If-Match looks the object up, compares its ETag, and commits with ifEtag on
- * the entry version it read. The parent directories of a key are made only
+ * the entry version it read. If-None-Match with ETags looks it up too and
+ * commits with ifEtag on what it read, or exclusively when there was none: a
+ * writer that came between is ConditionalRequestConflict (409), as S3 answers
+ * a conflicting operation, since the condition may still hold over the new
+ * object. The parent directories of a key are made only
  * when the first create says one is missing (and the bucket is there), so a
  * key in an existing directory costs one filer request.
  */
@@ -28,17 +32,16 @@ bool s3_cond_read(struct s3_req *r, struct s3_cond *c)
 	const char *inm = http_req_header(r->req, "If-None-Match");
 	const char *im = http_req_header(r->req, "If-Match");
 	memset(c, 0, sizeof(*c));
-	if (inm && strcmp(inm, "*")) {
-		s3_error(r, S3_NOT_IMPLEMENTED,
-			 "A header you provided implies functionality that is not implemented "
-			 "(If-None-Match takes only *)");
-		return false;
-	}
 	if (inm && im) {
 		s3_error(r, S3_NOT_IMPLEMENTED, "If-Match and If-None-Match exclude each other");
 		return false;
 	}
-	c->if_absent = inm != NULL;
+	if ((inm && !inm[strspn(inm, " ,")]) || (im && !im[strspn(im, " ,")])) {
+		s3_error(r, S3_INVALID_ARGUMENT, "An If-Match or If-None-Match header is empty");
+		return false;
+	}
+	c->if_absent = inm && !strcmp(inm, "*");
+	c->if_none_match = inm && !c->if_absent ? xstrdup(inm) : NULL;
 	c->if_match = im ? xstrdup(im) : NULL;
 	return true;
 }
@@ -46,7 +49,8 @@ bool s3_cond_read(struct s3_req *r, struct s3_cond *c)
 void s3_cond_free(struct s3_cond *c)
 {
 	free(c->if_match);
-	c->if_match = NULL;
+	free(c->if_none_match);
+	c->if_match = c->if_none_match = NULL;
 }
 
 static void precondition_failed(struct s3_req *r)
@@ -68,12 +72,12 @@ bool s3_cond_holds(struct s3_req *r, const struct filer_entry *cur, const struct
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 		return false;
 	}
-	if (c->if_match) {
+	if (c->if_match || (c->if_none_match && cur))
 		s3_etag(cur, etag);
-		if (!s3_etag_listed(c->if_match, etag)) {
-			precondition_failed(r);
-			return false;
-		}
+	if ((c->if_match && !s3_etag_listed(c->if_match, etag)) ||
+	    (c->if_none_match && cur && s3_etag_listed(c->if_none_match, etag))) {
+		precondition_failed(r);
+		return false;
 	}
 	return true;
 }
@@ -84,15 +88,21 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 	bool ok = false;
 	wfs_err rc;
 
-	if (!c->if_match)
+	c->filer_etag[0] = '\0';
+	c->none_there = false;
+	if (!c->if_match && !c->if_none_match)
 		return true;
 	rc = filer_meta_lookup_etag(r->g->filer, path, &e, c->filer_etag);
+	if (rc)
+		c->filer_etag[0] = '\0';
+	c->none_there = rc == WFS_ENOENT || rc == WFS_ENOTDIR;
 	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {
 		s3_filer_error(r, rc, "looking the object up");
 	} else {
-		if (!rc && !S_ISREG(e->attr.mode)) {
+		if (!rc && !S_ISREG(e->attr.mode)) { /* a directory: the create refuses it */
 			filer_entry_free(e);
 			e = NULL;
+			c->filer_etag[0] = '\0';
 		}
 		ok = s3_cond_holds(r, rc ? NULL : e, c);
 	}
@@ -102,7 +112,11 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 
 void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c)
 {
-	if ((rc == WFS_EEXIST && c && c->if_absent) || rc == WFS_EPRECOND)
+	if (c && c->if_none_match && (rc == WFS_EPRECOND || (rc == WFS_EEXIST && c->none_there)))
+		s3_error(r, S3_COND_CONFLICT,
+			 "The conditional request cannot succeed due to a conflicting operation "
+			 "against this resource.");
+	else if ((rc == WFS_EEXIST && c && c->if_absent) || rc == WFS_EPRECOND)
 		precondition_failed(r);
 	else if (rc == WFS_EEXIST || rc == WFS_EISDIR)
 		s3_error(r, S3_INVALID_REQUEST,
@@ -123,8 +137,9 @@ static wfs_err commit_plain(struct s3_req *r, const char *path, struct filer_met
 {
 	wfs_err rc;
 	if (c) {
-		nw->exclusive = c->if_absent;
-		nw->if_etag = c->if_match ? c->filer_etag : NULL;
+		nw->exclusive = c->if_absent || (c->if_none_match && c->none_there);
+		nw->if_etag = (c->if_match || c->if_none_match) && c->filer_etag[0] ? c->filer_etag
+										     : NULL;
 	}
 	rc = filer_meta_create(r->g->filer, path, nw, NULL);
 	if (rc == WFS_ENOENT && !nw->if_etag && !nw->parents) {

@@ -23,6 +23,7 @@
 	X(S3_BUCKET_EXISTS, "BucketAlreadyExists", 409)                        \
 	X(S3_BUCKET_OWNED, "BucketAlreadyOwnedByYou", 409)                     \
 	X(S3_BUCKET_NOT_EMPTY, "BucketNotEmpty", 409)                          \
+	X(S3_COND_CONFLICT, "ConditionalRequestConflict", 409)                 \
 	X(S3_ENTITY_TOO_SMALL, "EntityTooSmall", 400)                          \
 	X(S3_ENTITY_TOO_LARGE, "EntityTooLarge", 400)                          \
 	X(S3_EXPIRED_REQUEST, "AccessDenied", 403) /* "Request has expired" */ \

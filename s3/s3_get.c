@@ -489,6 +489,7 @@ void s3_get_object_attributes(struct s3_req *r)
 	s3_etag(e, etag);
 	http_date_format((time_t)(e->attr.mtime_ns / 1000000000), when, sizeof(when));
 	s3_header(r, "Last-Modified", when);
+	s3_version_headers(r, e);
 	w = xml_w_new(&r->body);
 	xml_open_s3(w, "GetObjectAttributesResponse");
 	if (asked(want, "ETag"))

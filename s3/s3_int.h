@@ -341,11 +341,13 @@ void s3_cors_answer(struct s3_req *r);
 /* CopyObject and UploadPartCopy (s3_copy.c), on a worker. */
 void s3_copy_object(struct s3_req *r);
 
-/* Conditional writes (s3_commit.c): If-None-Match: * and If-Match. */
+/* Conditional writes (s3_commit.c): If-None-Match (* or ETags) and If-Match. */
 struct s3_cond {
 	bool if_absent;
 	char *if_match;      /* the ETag list; NULL: none */
-	char filer_etag[17]; /* If-Match: the entry version whose ETag matched */
+	char *if_none_match; /* an ETag list (not *: that is if_absent); NULL: none */
+	bool none_there;     /* If-None-Match with ETags: the check found no object */
+	char filer_etag[17]; /* the entry version the check read ("" when none) */
 };
 /* Reads r's conditional headers into c; false with r's error answer. Any thread. */
 bool s3_cond_read(struct s3_req *r, struct s3_cond *c);
@@ -353,7 +355,8 @@ void s3_cond_free(struct s3_cond *c);
 /* Whether cur (the object now; NULL: none) meets c (may be NULL); else r answered. */
 struct filer_entry;
 bool s3_cond_holds(struct s3_req *r, const struct filer_entry *cur, const struct s3_cond *c);
-/* If-Match: whether the object at path has a listed ETag (else r answered). Worker. */
+/* If-Match, If-None-Match with ETags: whether the object at path meets them (else r
+   answered), remembering the version read for the commit. Worker. */
 bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c);
 /*
  * Creates the object entry nw at path under c's conditions (c may be NULL),
@@ -369,7 +372,8 @@ struct filer_chunk;
 void s3_free_chunks(struct s3_gateway *g, const struct filer_chunk *c, size_t n);
 
 /* Maps a refused create of the object (the filer's error) to r's answer: WFS_EPRECOND, or
-   WFS_EEXIST under If-None-Match: *, is PreconditionFailed. */
+   WFS_EEXIST under If-None-Match: *, is PreconditionFailed; under If-None-Match with
+   ETags a racing writer's change is ConditionalRequestConflict. */
 void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c);
 
 /* Bucket policies (s3_policy.c): ?policy of a bucket (PUT body in r->in), on a worker. */

@@ -38,10 +38,12 @@
 #define X_LIFECYCLE "s3.lifecycle"
 #define RULES_MAX   1000
 #define TAGS_MAX    10
+#define ID_MAX      255 /* S3's bound on a rule's ID */
 
 struct lc_rule {
 	char *id, *prefix;
 	bool enabled;
+	bool legacy_prefix; /* given as the rule's Prefix (not a Filter): kept so */
 	char *tag_k[TAGS_MAX], *tag_v[TAGS_MAX];
 	size_t ntags;
 	int64_t days;              /* Expiration Days; 0: none */
@@ -104,6 +106,7 @@ static const char *read_filter(struct lc_rule *r, const struct xml_node *rule)
 		return "a rule takes Filter or Prefix, not both";
 	if (!f) {
 		r->prefix = xstrdup(p ? p : "");
+		r->legacy_prefix = p != NULL;
 		return NULL;
 	}
 	and = xml_child(f, "And");
@@ -122,18 +125,49 @@ static const char *read_filter(struct lc_rule *r, const struct xml_node *rule)
 	return NULL;
 }
 
-/* Reads a LifecycleConfiguration; NULL, or why it is refused (*malformed: not even the form). */
-static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *malformed)
+/* An Expiration's form (its values are checked): NULL, or why it is refused with *code. */
+static const char *expiration_form(struct lc_rule *r, const char *d, const char *t,
+				   const char *m, enum s3_err *code)
+{
+	*code = S3_INVALID_REQUEST;
+	if (!!d + !!t + !!m != 1)
+		return "Expiration takes one of Days, Date or ExpiredObjectDeleteMarker";
+	if (m && strcmp(m, "true") && strcmp(m, "false"))
+		return "ExpiredObjectDeleteMarker must be true or false";
+	if (m && (r->expired_marker = !strcmp(m, "true")) && r->ntags)
+		return "ExpiredObjectDeleteMarker cannot be used with a tag filter";
+	*code = S3_INVALID_ARGUMENT;
+	return NULL;
+}
+
+/* Whether an earlier rule of c than its last has the last one's ID. */
+static bool id_repeated(const struct lc *c)
+{
+	const char *id = c->r[c->n - 1].id;
+	for (size_t i = 0; id && i + 1 < c->n; i++)
+		if (c->r[i].id && !strcmp(c->r[i].id, id))
+			return true;
+	return false;
+}
+
+/*
+ * Reads a LifecycleConfiguration; NULL, or why it is refused with *code, as
+ * S3 refuses it: MalformedXML for what breaks its schema (the form, a Status
+ * other than Enabled or Disabled, Filter beside the rule's Prefix),
+ * InvalidArgument for a bad value (an ID over 255 characters or repeated,
+ * days not positive, a date not at midnight UTC), InvalidRequest else.
+ */
+static const char *lc_parse(const char *xml, size_t len, struct lc *c, enum s3_err *code)
 {
 	struct xml_node *root = NULL;
 	const char *why = NULL;
 	char msg[128];
 
 	memset(c, 0, sizeof(*c));
-	*malformed = xml_parse(xml, len, NULL, &root, msg, sizeof(msg)) ||
-		     strcmp(root->name, "LifecycleConfiguration") || !xml_count(root, "Rule") ||
-		     xml_count(root, "Rule") > RULES_MAX;
-	if (*malformed) {
+	*code = S3_MALFORMED_XML;
+	if (xml_parse(xml, len, NULL, &root, msg, sizeof(msg)) ||
+	    strcmp(root->name, "LifecycleConfiguration") || !xml_count(root, "Rule") ||
+	    xml_count(root, "Rule") > RULES_MAX) {
 		xml_free(root);
 		return "The XML you provided was not well-formed or did not validate against our "
 		       "published schema (1 to 1000 Rule elements)";
@@ -150,32 +184,36 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 		r = &c->r[c->n++];
 		memset(r, 0, sizeof(*r));
 		r->id = id ? xstrdup(id) : NULL;
+		*code = S3_MALFORMED_XML;
 		if (!st || (strcmp(st, "Enabled") && strcmp(st, "Disabled")))
 			why = "Status must be Enabled or Disabled";
 		r->enabled = st && !strcmp(st, "Enabled");
 		if (!why)
 			why = read_filter(r, n);
+		if (!why)
+			*code = S3_INVALID_ARGUMENT;
+		if (!why && id && strlen(id) > ID_MAX)
+			why = "ID length should not exceed allowed limit of 255";
+		else if (!why && id_repeated(c))
+			why = "Rule ID must be unique. Found same ID for more than one rule";
 		if (!why && exp) {
 			const char *d = xml_child_text(exp, "Days"),
 				   *t = xml_child_text(exp, "Date"),
 				   *m = xml_child_text(exp, "ExpiredObjectDeleteMarker");
-			if (!!d + !!t + !!m != 1)
-				why = "Expiration takes one of Days, Date or "
-				      "ExpiredObjectDeleteMarker";
-			else if (m && strcmp(m, "true") && strcmp(m, "false"))
-				why = "ExpiredObjectDeleteMarker must be true or false";
-			else if (m && (r->expired_marker = !strcmp(m, "true")) && r->ntags)
-				why = "ExpiredObjectDeleteMarker cannot be used with a tag filter";
-			else if (d && !positive(d, &r->days))
-				why = "Expiration Days must be a positive integer";
+			if (d && !positive(d, &r->days))
+				why = "'Days' for Expiration action must be a positive integer";
 			else if (t && !parse_date(t, &r->date))
-				why = "Expiration Date must be an ISO 8601 date at midnight UTC";
+				why = "'Date' must be at midnight GMT";
+			else
+				why = expiration_form(r, d, t, m, code);
 		}
 		if (!why && ab &&
 		    !positive(xml_child_text(ab, "DaysAfterInitiation"), &r->abort_days))
 			why = "DaysAfterInitiation must be a positive integer";
-		if (!why && ab && r->ntags)
+		if (!why && ab && r->ntags) {
+			*code = S3_INVALID_REQUEST;
 			why = "AbortIncompleteMultipartUpload cannot be used with a tag filter";
+		}
 		if (!why && nve) {
 			const char *k = xml_child_text(nve, "NewerNoncurrentVersions");
 			if (!positive(xml_child_text(nve, "NoncurrentDays"), &r->noncurrent_days))
@@ -184,9 +222,11 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 				 (!positive(k, &r->newer_noncurrent) || r->newer_noncurrent > 100))
 				why = "NewerNoncurrentVersions must be an integer 1..100";
 		}
-		if (!why && !exp && !ab && !nve)
+		if (!why && !exp && !ab && !nve) {
+			*code = S3_INVALID_REQUEST;
 			why = "A rule needs an action: Expiration, NoncurrentVersionExpiration or "
 			      "AbortIncompleteMultipartUpload";
+		}
 		if (why)
 			break;
 	}
@@ -196,6 +236,29 @@ static const char *lc_parse(const char *xml, size_t len, struct lc *c, bool *mal
 	return why;
 }
 
+static void write_filter(xml_w *w, const struct lc_rule *r)
+{
+	bool and = r->ntags + (*r->prefix != 0) + (r->size_gt > 0) + (r->size_lt > 0) > 1;
+	xml_open(w, "Filter");
+	if (and)
+		xml_open(w, "And");
+	if (*r->prefix || !and)
+		xml_elem(w, "Prefix", r->prefix);
+	for (size_t k = 0; k < r->ntags; k++) {
+		xml_open(w, "Tag");
+		xml_elem(w, "Key", r->tag_k[k]);
+		xml_elem(w, "Value", r->tag_v[k]);
+		xml_close(w);
+	}
+	if (r->size_gt)
+		xml_elem_u64(w, "ObjectSizeGreaterThan", r->size_gt);
+	if (r->size_lt)
+		xml_elem_u64(w, "ObjectSizeLessThan", r->size_lt);
+	if (and)
+		xml_close(w);
+	xml_close(w);
+}
+
 static void lc_write(const struct lc *c, buf *out)
 {
 	xml_w *w = xml_w_new(out);
@@ -203,28 +266,13 @@ static void lc_write(const struct lc *c, buf *out)
 	xml_open_s3(w, "LifecycleConfiguration");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct lc_rule *r = &c->r[i];
-		bool and = r->ntags + (*r->prefix != 0) + (r->size_gt > 0) + (r->size_lt > 0) > 1;
 		xml_open(w, "Rule");
 		if (r->id)
 			xml_elem(w, "ID", r->id);
-		xml_open(w, "Filter");
-		if (and)
-			xml_open(w, "And");
-		if (*r->prefix || !and)
+		if (r->legacy_prefix) /* as it was written: the rule's Prefix, no Filter */
 			xml_elem(w, "Prefix", r->prefix);
-		for (size_t k = 0; k < r->ntags; k++) {
-			xml_open(w, "Tag");
-			xml_elem(w, "Key", r->tag_k[k]);
-			xml_elem(w, "Value", r->tag_v[k]);
-			xml_close(w);
-		}
-		if (r->size_gt)
-			xml_elem_u64(w, "ObjectSizeGreaterThan", r->size_gt);
-		if (r->size_lt)
-			xml_elem_u64(w, "ObjectSizeLessThan", r->size_lt);
-		if (and)
-			xml_close(w);
-		xml_close(w);
+		else
+			write_filter(w, r);
 		xml_elem(w, "Status", r->enabled ? "Enabled" : "Disabled");
 		if (r->days || r->date || r->expired_marker) {
 			xml_open(w, "Expiration");
@@ -260,12 +308,12 @@ static void lc_write(const struct lc *c, buf *out)
 void s3_put_lifecycle(struct s3_req *r)
 {
 	struct lc c;
-	bool malformed;
-	const char *why = lc_parse(r->in.data ? r->in.data : "", r->in.len, &c, &malformed);
+	enum s3_err code;
+	const char *why = lc_parse(r->in.data ? r->in.data : "", r->in.len, &c, &code);
 	buf out = BUF_INIT;
 
 	if (why) {
-		s3_error(r, malformed ? S3_MALFORMED_XML : S3_INVALID_REQUEST, "%s", why);
+		s3_error(r, code, "%s", why);
 		return;
 	}
 	lc_write(&c, &out);
@@ -571,11 +619,11 @@ static bool sweep_bucket(const struct filer_entry *b, void *arg)
 	struct sweep s = {
 		.g = g, .bucket = b->name, .now = (int64_t)time(NULL), .v = s3_versioning_in(b)};
 	struct lc c;
-	bool malformed;
+	enum s3_err code;
 	char *dir;
 
 	if (!S_ISDIR(b->attr.mode) || !x ||
-	    lc_parse((const char *)x->value, x->value_len, &c, &malformed))
+	    lc_parse((const char *)x->value, x->value_len, &c, &code))
 		return true;
 	s.c = &c;
 	dir = xasprintf(S3_BUCKETS_DIR "/%s", b->name);

@@ -114,6 +114,7 @@ static void xml_key(struct list *l, const char *key, const struct filer_entry *e
 	elem_key(l, "Key", key);
 	xml_elem(l->w, "LastModified", when);
 	xml_elem(l->w, "ETag", etag);
+	s3_checksum_elems(l->w, e);
 	xml_elem_u64(l->w, "Size", e->attr.size);
 	xml_elem(l->w, "StorageClass", "STANDARD");
 	if (l->owner) {

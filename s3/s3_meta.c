@@ -270,6 +270,16 @@ const char *s3_meta_checksum_type(const char *value)
 	return strchr(value, '-') ? "COMPOSITE" : "FULL_OBJECT";
 }
 
+void s3_checksum_elems(xml_w *w, const struct filer_entry *e)
+{
+	char v[S3_CKSUM_VALUE_MAX];
+	enum s3_cksum a = s3_meta_checksum(e, v);
+	if (!a)
+		return;
+	xml_elem(w, "ChecksumAlgorithm", s3_cksum_name(a));
+	xml_elem(w, "ChecksumType", s3_meta_checksum_type(v));
+}
+
 /* Reads a decimal number of v[*i..n) (no sign, no leading '+'); false when none or too big. */
 static bool parts_number(const char *v, size_t n, size_t *i, uint64_t *out)
 {

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include "client/entry.h"
 #include "s3/checksum.h"
+#include "s3/xml.h"
 
 struct s3_req;
 
@@ -83,6 +84,8 @@ bool s3_meta_checksum_alg(const struct filer_entry *e, enum s3_cksum a,
 			  char out[S3_CKSUM_VALUE_MAX]);
 /* The checksum type of a stored value: "COMPOSITE" (it ends in "-<N>") or "FULL_OBJECT". */
 const char *s3_meta_checksum_type(const char *value);
+/* A listing's ChecksumAlgorithm and ChecksumType of e, when it has a checksum. */
+void s3_checksum_elems(xml_w *w, const struct filer_entry *e);
 
 /*
  * The parts of a multipart object: their number (0 when none are recorded

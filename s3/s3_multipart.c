@@ -52,6 +52,7 @@
 #define X_CTYPE       "s3.upload.content-type"
 #define X_CKSUM_ALG   "s3.upload.checksum-algorithm"
 #define X_CKSUM_TYPE  "s3.upload.checksum-type" /* COMPOSITE or FULL_OBJECT */
+#define X_COMPLETED   "s3.upload.completed" /* an object's: the upload it was completed from */
 /* S3's smallest part but the last. */
 #define PART_MIN (5u << 20)
 #define LIST_MAX 1000
@@ -599,6 +600,89 @@ static bool complete_claims_ok(struct s3_req *r, const struct mp_sum *sum)
 	return true;
 }
 
+/* The Complete answer of the object at r's key: its ETag (quoted) and checksum. */
+static void complete_answer(struct s3_req *r, const char *etag, enum s3_cksum alg,
+			    const char *cksum, bool full)
+{
+	xml_w *w = xml_w_new(&r->body);
+	char *loc = xasprintf("/%s/%s", r->bucket, r->key);
+	xml_open_s3(w, "CompleteMultipartUploadResult");
+	xml_elem(w, "Location", loc);
+	free(loc);
+	xml_elem(w, "Bucket", r->bucket);
+	xml_elem(w, "Key", r->key);
+	xml_elem(w, "ETag", etag);
+	if (alg) {
+		char elem[32];
+		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(alg));
+		xml_elem(w, elem, cksum);
+		xml_elem(w, "ChecksumType", type_name(full));
+	}
+	s3_xml_ok(r, w);
+}
+
+/*
+ * A Complete repeated once it succeeded (a client retrying after a lost
+ * answer): S3 answers it again with the same result. So while the object at
+ * path is the one upload id made (X_COMPLETED names it) and the request
+ * lists the same parts (their ETags give its ETag), r's NoSuchUpload becomes
+ * that answer; true then. A different list keeps NoSuchUpload.
+ */
+static bool completed_again(struct s3_req *r, const char *id, const char *path,
+			    const struct xml_node *root)
+{
+	struct filer_entry *e = NULL;
+	EVP_MD_CTX *md;
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	char *done, want[S3_ETAG_MAX], have[S3_ETAG_MAX], hex[33], cksum[S3_CKSUM_VALUE_MAX];
+	size_t count = 0;
+	bool ok = true;
+	enum s3_cksum alg;
+
+	if (filer_meta_lookup(r->g->filer, path, &e))
+		return false;
+	done = xattr_str(e, X_COMPLETED);
+	if (!done || strcmp(done, id)) {
+		free(done);
+		filer_entry_free(e);
+		return false;
+	}
+	free(done);
+	md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	xml_foreach(part, root, "Part")
+	{
+		const char *et = xml_child_text(part, "ETag");
+		size_t n = et ? strlen(et) : 0;
+		if (n == 34 && et[0] == '"' && et[33] == '"')
+			et++, n -= 2;
+		for (size_t i = 0; ok && i < 16; i++) {
+			int hi = n == 32 ? hex_digit_value(et[2 * i]) : -1,
+			    lo = n == 32 ? hex_digit_value(et[2 * i + 1]) : -1;
+			uint8_t b = (uint8_t)(hi << 4 | lo);
+			ok = hi >= 0 && lo >= 0;
+			if (ok)
+				EVP_DigestUpdate(md, &b, 1);
+		}
+		count++;
+	}
+	EVP_DigestFinal_ex(md, digest, NULL);
+	EVP_MD_CTX_free(md);
+	hex_encode(digest, 16, hex);
+	snprintf(want, sizeof(want), "\"%s-%zu\"", hex, count);
+	s3_etag(e, have);
+	ok = ok && count && !strcmp(want, have);
+	if (ok) {
+		buf_reset(&r->body); /* the NoSuchUpload it replaces */
+		alg = s3_meta_checksum(e, cksum);
+		complete_answer(r, have, alg, cksum,
+				alg && !strcmp(s3_meta_checksum_type(cksum), "FULL_OBJECT"));
+		s3_version_headers(r, e);
+	}
+	filer_entry_free(e);
+	return ok;
+}
+
 void s3_complete_multipart(struct s3_req *r)
 {
 	const char *id = http_req_query(r->req, "uploadId");
@@ -613,7 +697,6 @@ void s3_complete_multipart(struct s3_req *r)
 	char *ctype = NULL, *dpath = NULL;
 	struct mp_sum sum = {0};
 	uint64_t *sizes = NULL;
-	xml_w *w;
 	wfs_err rc;
 
 	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
@@ -624,17 +707,28 @@ void s3_complete_multipart(struct s3_req *r)
 			 "our published schema");
 		goto out;
 	}
-	if (!path || !s3_cond_read(r, &c) || !s3_upload_check(r, id, &dir) ||
-	    !parts_read(r, id, &stored))
+	if (!path || !s3_cond_read(r, &c))
+		goto out;
+	if (!s3_upload_check(r, id, &dir)) {
+		if (r->status == 404 && upload_id_ok(id))
+			(void)completed_again(r, id, path, root);
+		goto out;
+	}
+	if (!parts_read(r, id, &stored))
 		goto out;
 	sum.alg = upload_cksum(dir, &sum.full);
 	sizes = xcalloc(xml_count(root, "Part") + 1, sizeof(*sizes));
-	if (!assemble(r, root, &stored, obj, etag, &sum, sizes) || !complete_claims_ok(r, &sum) ||
-	    !s3_cond_check(r, path, &c))
+	if (!assemble(r, root, &stored, obj, etag, &sum, sizes)) {
+		if (r->status == 404) /* a racing Complete took the parts: maybe this one's */
+			(void)completed_again(r, id, path, root);
+		goto out;
+	}
+	if (!complete_claims_ok(r, &sum) || !s3_cond_check(r, path, &c))
 		goto out;
 	m.e = filer_entry_new("/", "object");
 	s3_meta_from_entry(&m, dir);
 	s3_lock_inherit(m.e, dir);
+	filer_entry_xattr_set(m.e, X_COMPLETED, id, strlen(id)); /* for a repeated Complete */
 	{
 		/* the ACL CreateMultipartUpload's headers gave, its writer the owner */
 		const struct filer_xattr *acl = filer_entry_xattr_get(dir, S3_XATTR_ACL);
@@ -678,34 +772,20 @@ void s3_complete_multipart(struct s3_req *r)
 	nw.n_consume = stored.n;
 	nw.parents = true; /* the bucket is there: the upload is in it */
 	rc = s3_commit_object(r, path, &nw, &c);
-	if (rc == WFS_ENOENT && !c.if_match)
+	if (rc == WFS_ENOENT && !c.if_match) {
 		no_such_upload(r); /* a racing complete or abort took the parts */
+		(void)completed_again(r, id, path, root);
+	}
 	if (rc)
 		goto out;
 	dpath = upload_dir(r, id);
 	(void)filer_meta_delete(r->g->filer, dpath, true); /* empty now */
-	w = xml_w_new(&r->body);
-	xml_open_s3(w, "CompleteMultipartUploadResult");
-	{
-		char *loc = xasprintf("/%s/%s", r->bucket, r->key);
-		xml_elem(w, "Location", loc);
-		free(loc);
-	}
-	xml_elem(w, "Bucket", r->bucket);
-	xml_elem(w, "Key", r->key);
 	{
 		char q[S3_ETAG_MAX + 2];
 		snprintf(q, sizeof(q), "\"%s\"", etag);
-		xml_elem(w, "ETag", q);
+		complete_answer(r, q, sum.alg, sum.value, sum.full);
 	}
 	s3_sse_stored_headers(r, dir);
-	if (sum.alg) {
-		char elem[32];
-		snprintf(elem, sizeof(elem), "Checksum%s", s3_cksum_name(sum.alg));
-		xml_elem(w, elem, sum.value);
-		xml_elem(w, "ChecksumType", type_name(sum.full));
-	}
-	s3_xml_ok(r, w);
 out:
 	buf_free(&sum.parts);
 	free(sizes);

@@ -88,14 +88,24 @@ void s3_drop_empty_parents(struct s3_gateway *g, const char *bucket, char *path)
 /*
  * Deletes the object key of r's bucket: 0 also when there was none (S3
  * answers success then) or the name is a directory (not an object), else a
- * filer error.
+ * filer error. if_etag (an If-Match delete, the version its check read):
+ * only that version, WFS_EPRECOND if another writer came between,
+ * WFS_ENOENT if it is gone.
  */
-static wfs_err delete_plain(struct s3_req *r, const char *key)
+static wfs_err delete_plain(struct s3_req *r, const char *key, const char *if_etag)
 {
 	char *path = s3_object_path(r->bucket, key);
 	struct filer_entry *e = NULL;
-	wfs_err rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
+	wfs_err rc;
 
+	if (if_etag) {
+		rc = path ? filer_meta_delete_if(r->g->filer, path, if_etag) : WFS_ENOENT;
+		if (!rc)
+			s3_drop_empty_parents(r->g, r->bucket, path);
+		free(path);
+		return rc;
+	}
+	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
 		if (!rc)
@@ -112,8 +122,36 @@ static wfs_err delete_key(struct s3_req *r, const char *key, const char *id, enu
 {
 	memset(out, 0, sizeof(*out));
 	if (v == S3_UNVERSIONED && !id)
-		return delete_plain(r, key);
+		return delete_plain(r, key, NULL);
 	return s3_delete_versioned(r, key, id, v, out);
+}
+
+/*
+ * DeleteObject's If-Match (* or ETags), on the current object as S3 has it:
+ * false with r's answer (NoSuchKey when there is none, PreconditionFailed
+ * when its ETag is not listed); fetag gets the version read.
+ */
+static bool delete_cond_holds(struct s3_req *r, const char *im, char fetag[17])
+{
+	char *path = s3_object_path(r->bucket, r->key), etag[S3_ETAG_MAX];
+	struct filer_entry *e = NULL;
+	wfs_err rc = path ? filer_meta_lookup_etag(r->g->filer, path, &e, fetag) : WFS_ENOENT;
+	bool ok = false;
+
+	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {
+		s3_filer_error(r, rc, "looking the object up");
+	} else if (rc || !S_ISREG(e->attr.mode)) {
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	} else {
+		s3_etag(e, etag);
+		ok = s3_etag_listed(im, etag);
+		if (!ok)
+			s3_error(r, S3_PRECONDITION_FAILED,
+				 "At least one of the pre-conditions you specified did not hold");
+	}
+	filer_entry_free(e);
+	free(path);
+	return ok;
 }
 
 /* The answer headers of a versioned delete. */
@@ -139,10 +177,27 @@ void s3_delete_object(struct s3_req *r)
 	enum s3_versioning v;
 	struct s3_deleted d;
 	wfs_err rc;
+	const char *im = http_req_header(r->req, "If-Match");
+	char fetag[17];
 	if (!version_id_valid(r, id) || !s3_versioning_of(r, &v))
 		return;
-	rc = delete_key(r, r->key, id, v, &d);
-	if (rc == WFS_EACCES) {
+	if (im && !delete_cond_holds(r, im, fetag))
+		return;
+	/* unversioned, the delete takes only the version checked; versioned, the check is
+	   on the current object and the delete follows it (a writer may come between) */
+	if (im && v == S3_UNVERSIONED && !id) {
+		memset(&d, 0, sizeof(d));
+		rc = delete_plain(r, r->key, fetag);
+	} else {
+		rc = delete_key(r, r->key, id, v, &d);
+	}
+	if (rc == WFS_EPRECOND) {
+		s3_error(r, S3_COND_CONFLICT,
+			 "The conditional request cannot succeed due to a conflicting operation "
+			 "against this resource.");
+	} else if (rc == WFS_ENOENT && im) {
+		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
+	} else if (rc == WFS_EACCES) {
 		s3_error(r, S3_ACCESS_DENIED,
 			 "Access Denied because object protected by object lock.");
 	} else if (rc) {

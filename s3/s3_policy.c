@@ -731,18 +731,37 @@ bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const c
 	return ok;
 }
 
+/*
+ * A refusal: as S3, a bucket that does not exist is NoSuchBucket to anyone,
+ * signed or not (the name says nothing S3 would not say), except to a
+ * CreateBucket, which is refused as such.
+ */
+static void denied(struct s3_req *r, const char *bucket, const char *action)
+{
+	struct filer_entry *b = NULL;
+	if (bucket && strcmp(action, "s3:CreateBucket") &&
+	    s3_bucket_lookup(r->g, bucket, &b) == WFS_ENOENT)
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
+	else
+		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+	filer_entry_free(b);
+}
+
 bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
 	bool policy;
+	wfs_err rc;
 	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)) ||
 	    (r->who && s3_identity_has_policies(r->who)))
 		return true; /* key by key (an identity's policy may name some) */
-	policy = !s3_bucket_lookup(r->g, r->bucket, &b) &&
-		 (filer_entry_xattr_get(b, X_POLICY) ||
-		  s3_acl_decide(r, b, r->bucket, NULL, "s3:DeleteObject", true) == 1);
+	rc = s3_bucket_lookup(r->g, r->bucket, &b);
+	policy = !rc && (filer_entry_xattr_get(b, X_POLICY) ||
+			 s3_acl_decide(r, b, r->bucket, NULL, "s3:DeleteObject", true) == 1);
 	filer_entry_free(b);
-	if (!policy)
+	if (rc == WFS_ENOENT)
+		s3_error(r, S3_NO_SUCH_BUCKET, "The specified bucket does not exist");
+	else if (!policy)
 		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
 	return policy;
 }
@@ -751,7 +770,7 @@ bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const c
 		  enum s3_action act)
 {
 	if (!s3_permitted(r, bucket, key, action, act)) {
-		s3_error(r, S3_ACCESS_DENIED, "Access Denied");
+		denied(r, bucket, action);
 		return false;
 	}
 	if (key && !strcmp(bucket, r->bucket) && r->key && !strcmp(key, r->key)) {

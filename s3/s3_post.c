@@ -1,7 +1,10 @@
 /*
  * Browser POST uploads (PostObject): a multipart/form-data body whose fields
  * carry the key, the metadata, a policy document and its SigV4 signature, and
- * whose "file" part (the last one that counts) carries the object.
+ * whose "file" part (the last one that counts) carries the object. A field is
+ * known by its name alone: several clients send fields as parts with a
+ * filename, which makes them no less fields; only the part named file is
+ * the object.
  *
  * DESIGN: the form streams through lib's multipart parser. Fields are kept
  * (20 KiB at most, S3's bound) until the file part begins; then the upload
@@ -47,7 +50,7 @@ static bool mp_part(const struct multipart_part *part, void *arg)
 	struct s3_form *f = arg;
 	if (f->file_seen)
 		return true; /* after the file: ignored */
-	if (part->filename || !strcasecmp(part->name, "file")) {
+	if (!strcasecmp(part->name, "file")) {
 		f->in_file = f->file_seen = true;
 		f->filename = xstrdup(part->filename ? part->filename : "");
 		f->file_type = part->content_type ? xstrdup(part->content_type) : NULL;

@@ -220,6 +220,10 @@ static bool body_form(struct s3_put *p, enum s3_cksum trailer)
 	   no Content-Length: x-amz-decoded-content-length still gives the length */
 	if (streaming && raw < 0 && te && strcasestr(te, "chunked"))
 		raw = 0;
+	/* a plain body of unknown length (curl -T -, HTTP chunking): taken up to
+	   S3_OBJECT_MAX and stored as it comes, inline if it turns out small */
+	if (!streaming && raw < 0 && te && strcasestr(te, "chunked"))
+		raw = len = 0;
 	if (raw < 0 || len < 0) {
 		s3_error(r, S3_MISSING_CONTENT_LENGTH,
 			 "You must provide the Content-Length HTTP "
@@ -527,8 +531,11 @@ static void answer_stored(struct s3_put *p)
 	s3_header(r, "ETag", etag);
 	if (p->form)
 		s3_post_answer(r, p->form, etag);
-	if (p->ck_alg)
+	if (p->ck_alg) {
 		s3_header(r, s3_cksum_header(p->ck_alg), p->cksum);
+		if (!p->upload_id) /* a part's is the upload's */
+			s3_header(r, "x-amz-checksum-type", "FULL_OBJECT");
+	}
 	s3_sse_headers(r, p->sse);
 }
 
@@ -671,7 +678,7 @@ static bool commit_on_loop(struct s3_put *p)
 	buf body;
 
 	if (p->form || p->upload_id || (p->sse && !s3_sse_write_ready(p->g, p->sse)) ||
-	    p->cond.if_absent || p->cond.if_match ||
+	    p->cond.if_absent || p->cond.if_match || p->cond.if_none_match ||
 	    p->fill.len > p->g->inline_max || chunk_writer_size(p->cw) ||
 	    http_req_header(r->req, "Origin") || !(c = s3_loop_filer(r)) ||
 	    !s3_bucket_peek(p->g, r->bucket, &b) || !b)
@@ -826,8 +833,11 @@ static void on_end(http_req *req, wfs_err err, void *arg)
 static void body_start(http_req *req, void *arg)
 {
 	struct s3_put *p = arg;
-	/* the server holds the body to Content-Length; aws-chunked framing adds to the payload */
-	http_req_stream_body(req, (uint64_t)http_req_content_length(req), on_data, on_end, p);
+	int64_t n = http_req_content_length(req);
+	/* the server holds the body to Content-Length (aws-chunked framing adds to the
+	   payload); a chunked body's length shows as it comes, bound by the object's */
+	uint64_t limit = n >= 0 ? (uint64_t)n : p->dec ? UINT64_MAX : S3_OBJECT_MAX;
+	http_req_stream_body(req, limit, on_data, on_end, p);
 }
 
 /*

@@ -77,6 +77,7 @@ static bool emit_version(struct vlist *l, const char *key, const struct filer_en
 	if (!marker) {
 		s3_etag(e, etag);
 		xml_elem(l->w, "ETag", etag);
+		s3_checksum_elems(l->w, e);
 		xml_elem_u64(l->w, "Size", e->attr.size);
 		xml_elem(l->w, "StorageClass", "STANDARD");
 	}

@@ -1047,24 +1047,36 @@ static int query_auth_kind(const char *q)
 	return kind;
 }
 
-/* X-Amz-Expires: 1..SIGV4_MAX_EXPIRES seconds. */
+/*
+ * X-Amz-Expires: 1..SIGV4_MAX_EXPIRES seconds. Out of range or not a number,
+ * it is refused as S3 refuses it, AccessDenied (403) like an expired URL
+ * (what compatibility suites check), with S3's words for each.
+ */
+static bool all_digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return n > 0;
+}
+
 static enum s3_err parse_expires(const buf *v, struct sigv4_auth *a, char *msg, size_t msglen)
 {
 	const char *s = v->data ? v->data : "";
-	if (v->len && s[0] == '-' && v->len > 1 && digits(s + 1, (int)(v->len - 1)) >= 0)
-		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+	if (v->len > 1 && s[0] == '-' && all_digits(s + 1, v->len - 1))
+		return s3_err_msg(msg, msglen, S3_ACCESS_DENIED,
 				  "X-Amz-Expires must be non-negative");
-	if (v->len == 0 || v->len > 9 || digits(s, (int)v->len) < 0)
-		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
+	if (!all_digits(s, v->len))
+		return s3_err_msg(msg, msglen, S3_ACCESS_DENIED,
 				  "X-Amz-Expires should be a number");
-	a->expires = digits(s, (int)v->len);
+	a->expires = v->len > 9 ? SIGV4_MAX_EXPIRES + 1 : digits(s, (int)v->len);
 	if (a->expires > SIGV4_MAX_EXPIRES)
-		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
-				  "X-Amz-Expires must be less than a week (in seconds) that is %d",
+		return s3_err_msg(msg, msglen, S3_ACCESS_DENIED,
+				  "X-Amz-Expires must be less than a week (in seconds); that is, "
+				  "the given X-Amz-Expires must be less than %d seconds",
 				  SIGV4_MAX_EXPIRES);
 	if (a->expires < 1)
-		return s3_err_msg(msg, msglen, S3_AUTH_QUERY_ERROR,
-				  "X-Amz-Expires must be at least 1");
+		return s3_err_msg(msg, msglen, S3_EXPIRED_REQUEST, "Request has expired");
 	return S3_OK;
 }
 

@@ -489,7 +489,7 @@ def test_lifecycle_expiration(module_cluster, gw, monkeypatch):
             ([{"ID": "x", "Status": "Maybe", "Filter": {"Prefix": ""},
                "Expiration": {"Days": 1}}], "MalformedXML"),
             ([{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
-               "Expiration": {"Days": 0}}], "InvalidRequest"),
+               "Expiration": {"Days": 0}}], "InvalidArgument"),
             ([{"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}}], "InvalidRequest")):
         try:
             s3.put_bucket_lifecycle_configuration(Bucket="life-exp",

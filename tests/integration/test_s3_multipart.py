@@ -129,8 +129,9 @@ def test_abort_frees_parts(gw):
 
 
 def test_racing_completes_and_conditions(gw):
-    """Two completes of one upload: one wins, the other finds no upload; If-None-Match: *
-    on complete refuses to replace an existing key."""
+    """Completes of one upload racing with the same parts: one commits, the others find
+    no upload or (when the winner's object is there) answer its result, as a repeated
+    Complete does; If-None-Match: * on complete refuses to replace an existing key."""
     _, g = gw
     s3 = client(g, AK, SK)
     uid = s3.create_multipart_upload(Bucket="mpu", Key="race")["UploadId"]
@@ -146,7 +147,7 @@ def test_racing_completes_and_conditions(gw):
             return e.response["Error"]["Code"]
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
         codes = sorted(ex.map(complete, range(4)))
-    assert codes == ["NoSuchUpload"] * 3 + ["ok"], codes
+    assert "ok" in codes and set(codes) <= {"ok", "NoSuchUpload"}, codes
     assert s3.get_object(Bucket="mpu", Key="race")["Body"].read() == b"r"
     uid = s3.create_multipart_upload(Bucket="mpu", Key="race")["UploadId"]
     et = s3.upload_part(Bucket="mpu", Key="race", UploadId=uid, PartNumber=1, Body=b"2")["ETag"]

@@ -130,7 +130,7 @@ def test_payload_hash_and_digests(gw):
         ({"x-amz-checksum-crc32": b64(b"1234"), "x-amz-checksum-sha1": b64(b"1" * 20)}, None,
          "InvalidRequest"),
         ({"x-amz-website-redirect-location": "/x"}, None, "NotImplemented"),
-        ({"If-None-Match": '"abc"'}, None, "NotImplemented"),
+        ({"If-None-Match": '"abc"', "If-Match": '"abc"'}, None, "NotImplemented"),
     ]
     for i, (h, ph, code) in enumerate(bad):
         r = signed(g, AK, SK, "PUT", "/objs/d/bad%d" % i, data, headers=h, payload_hash=ph)

@@ -1087,22 +1087,22 @@ static void test_presigned_malformed(void)
 		 "2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-"
 		 "SignedHeaders="
 		 "host&X-Amz-Signature=" SIG64,
-		 S3_AUTH_QUERY_ERROR},
+		 S3_ACCESS_DENIED},
 		{"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
 		 "%2F20130524%2Fus-east-1%2Fs3%"
 		 "2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=0&X-Amz-SignedHeaders="
 		 "host&X-Amz-Signature=" SIG64,
-		 S3_AUTH_QUERY_ERROR},
+		 S3_EXPIRED_REQUEST},
 		{"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
 		 "%2F20130524%2Fus-east-1%2Fs3%"
 		 "2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=-5&X-Amz-SignedHeaders="
 		 "host&X-Amz-Signature=" SIG64,
-		 S3_AUTH_QUERY_ERROR},
+		 S3_ACCESS_DENIED},
 		{"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
 		 "%2F20130524%2Fus-east-1%2Fs3%"
 		 "2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=1h&X-Amz-SignedHeaders="
 		 "host&X-Amz-Signature=" SIG64,
-		 S3_AUTH_QUERY_ERROR},
+		 S3_ACCESS_DENIED},
 		{"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK
 		 "%2F20130525%2Fus-east-1%2Fs3%"
 		 "2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders="
