@@ -1,7 +1,8 @@
 /*
  * Object operations that need no data path: DeleteObject and DeleteObjects. An
- * object is the file /buckets/<bucket>/<key>; a key the filer cannot name as a
- * path ("a//b", "a/", ".." components) holds no object. Workers only.
+ * object is the file /buckets/<bucket>/<key> (s3_keypath.h: "a/" is the file
+ * a/.s3~empty), or <key>/.s3~object when longer keys made <key> a directory.
+ * Workers only.
  */
 #include "config.h"
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "client/entry.h"
 #include "http_util.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "s3/s3_meta.h"
 #include "util.h"
 
@@ -30,12 +32,14 @@ static bool under(const char *key, const char *dir)
 
 char *s3_object_path(const char *bucket, const char *key)
 {
-	char *path, *d = NULL, *n = NULL;
+	char *path, *rel, *d = NULL, *n = NULL;
 	bool ok;
 
 	if (under(key, S3_UPLOADS_NAME) || under(key, S3_VERSIONS_NAME))
 		return NULL; /* multipart uploads and older versions live there */
-	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, key);
+	rel = s3_keypath_encode(key);
+	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, rel);
+	free(rel);
 	ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
 	free(n);
@@ -44,6 +48,24 @@ char *s3_object_path(const char *bucket, const char *key)
 		return NULL;
 	}
 	return path;
+}
+
+wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc)
+{
+	char *self;
+	if (rc || !S_ISDIR((*e)->attr.mode))
+		return rc;
+	filer_entry_free(*e);
+	*e = NULL;
+	self = xasprintf("%s/" S3_KEYPATH_SELF, *path);
+	rc = filer_meta_lookup(g->filer, self, e);
+	if (!rc) {
+		free(*path);
+		*path = self;
+	} else {
+		free(self);
+	}
+	return rc;
 }
 
 bool s3_key_ok(struct s3_req *r)
@@ -96,6 +118,8 @@ static wfs_err delete_plain(struct s3_req *r, const char *key)
 	struct filer_entry *e = NULL;
 	wfs_err rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 
+	if (path)
+		rc = s3_object_inside(r->g, &path, &e, rc);
 	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
 		if (!rc)
