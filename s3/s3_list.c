@@ -19,8 +19,8 @@
  * Keys that are no plain path (s3_keypath.h) are stored under ".s3~" names,
  * which the filer sorts by the stored name: each directory's reserved names
  * are listed apart when the walk enters it and held with the pending
- * directories at their keys' places ("" first, "." before "-x" only as
- * bytes say); the key "d" of a directory "d" (its .s3~object) is looked up
+ * directories at their keys' places (the key "d/" of ".s3~empty" before any
+ * other of "d/"); the key "d" of a directory "d" (its .s3~object) is looked up
  * when the walk meets "d", at the place of the name "d".
  *
  * ETags come from s3_meta.c (stored by S3 writes, else derived from the entry).
