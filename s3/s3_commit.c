@@ -114,11 +114,13 @@ void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c)
 		precondition_failed(r);
 	else if (rc == WFS_EEXIST || rc == WFS_EISDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "The key names a directory of the bucket (a prefix of other keys)");
+			 "The key names a directory of the bucket (in a bucket with versioning "
+			 "a key and a prefix of other keys cannot share a name)");
 	else if (rc == WFS_ENOTDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "A prefix of the key is itself an object: in a bucket with "
-			 "versioning a key and a prefix of other keys cannot share a name");
+			 "A prefix of the key is an object that cannot hold other keys here "
+			 "(in a bucket with versioning a key and a prefix of other keys "
+			 "cannot share a name)");
 	else if (rc == WFS_ENOENT && c && c->if_match)
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 	else
@@ -146,11 +148,18 @@ static wfs_err commit_inside(struct s3_req *r, const char *path, struct filer_me
 	return rc;
 }
 
+/* Whether a create that moved a file in the way may have lost a race to another one. */
+static bool move_raced(wfs_err rc)
+{
+	return rc == WFS_ENOTDIR || rc == WFS_EPRECOND || rc == WFS_EISDIR || rc == WFS_ENOENT;
+}
+
 /*
  * A create at path was refused with WFS_ENOTDIR: a prefix of the key is an
  * object ("a" when "a/b" is written). In the create's transaction that file
  * moves into the directory it becomes ("a/.s3~object"), so GET a never
- * misses it; a racing change of it is retried. rc when no file is in the way.
+ * misses it. A racing change of it (its etag), or a racing writer that moved
+ * it first (it is a directory now), makes it try again, a few times.
  */
 static wfs_err commit_below(struct s3_req *r, const char *path, struct filer_meta_new *nw,
 			    wfs_err rc)
@@ -160,11 +169,10 @@ static wfs_err commit_below(struct s3_req *r, const char *path, struct filer_met
 	size_t n_moves = nw->n_moves;
 	bool parents = nw->parents;
 
-	for (int attempt = 0; attempt < 3 && (rc == WFS_ENOTDIR || rc == WFS_EPRECOND);
-	     attempt++) {
+	for (int attempt = 0; attempt < 4 && move_raced(rc); attempt++) {
 		struct filer_entry *e = NULL;
 		struct filer_meta_move mv = {0};
-		char etag[17], *anc = NULL, *self;
+		char etag[17], *anc = NULL, *self = NULL;
 		const char *slash;
 		/* the first prefix that is not a directory is the file in the way */
 		for (slash = strchr(path + bl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
@@ -179,21 +187,19 @@ static wfs_err commit_below(struct s3_req *r, const char *path, struct filer_met
 			}
 			break;
 		}
-		if (!slash || !e || !S_ISREG(e->attr.mode)) {
-			filer_entry_free(e);
-			free(anc);
-			return rc; /* none (any more): the caller answers rc */
-		}
-		filer_entry_free(e);
-		self = xasprintf("%s/" S3_KEYPATH_SELF, anc);
-		mv = (struct filer_meta_move){.from = anc, .to = self, .if_etag = etag};
-		nw->moves = &mv;
-		nw->n_moves = 1;
 		nw->parents = true;
+		if (slash && e && S_ISREG(e->attr.mode)) {
+			self = xasprintf("%s/" S3_KEYPATH_SELF, anc);
+			mv = (struct filer_meta_move){.from = anc, .to = self, .if_etag = etag};
+			nw->moves = &mv;
+			nw->n_moves = 1;
+		}
+		/* else another writer moved it meanwhile: the plain create again */
 		rc = filer_meta_create(r->g->filer, path, nw, NULL);
 		nw->moves = moves;
 		nw->n_moves = n_moves;
 		nw->parents = parents;
+		filer_entry_free(e);
 		free(self);
 		free(anc);
 	}

@@ -186,6 +186,14 @@ def test_object_becomes_directory_and_back(gw):
     assert s3.get_object(Bucket=B, Key="dfirst")["Body"].read() == b"two"
     assert code_of(s3.put_object, Bucket=B, Key="dfirst", Body=b"3",
                    IfNoneMatch="*") == "PreconditionFailed"
+    etag = s3.head_object(Bucket=B, Key="dfirst")["ETag"]
+    assert code_of(s3.put_object, Bucket=B, Key="dfirst", Body=b"3",
+                   IfMatch='"%s"' % ("0" * 32)) == "PreconditionFailed"
+    s3.put_object(Bucket=B, Key="dfirst", Body=b"three", IfMatch=etag)
+    assert s3.get_object(Bucket=B, Key="dfirst")["Body"].read() == b"three"
+    attrs = s3.get_object_attributes(Bucket=B, Key="dfirst", ObjectAttributes=["ObjectSize"])
+    assert attrs["ObjectSize"] == 5
+    assert filer.get(root + "/dfirst/.s3~object").content == b"three"
     # a deeper file in the way: only that one turns into a directory
     s3.put_object(Bucket=B, Key="deep/f", Body=b"f")
     s3.put_object(Bucket=B, Key="deep/f/g/h", Body=b"h")
@@ -294,3 +302,40 @@ def test_awscli_ls(gw, tmp_path):
     top = ls("s3://%s/" % B)
     assert ("PRE", "a/") in top and ("KEY", "a") in top and ("KEY", "a-x") in top
     assert ls("s3://%s/a/" % B) == [("PRE", "/"), ("PRE", "b/"), ("KEY", ""), ("KEY", "b")]
+
+
+def test_no_window_while_a_file_becomes_a_directory(gw):
+    """Readers of 'r<n>' while 'r<n>/x' is written: never a miss (the move into
+    r<n>/.s3~object is part of the create's transaction)."""
+    import concurrent.futures
+    _, g = gw
+    s3 = client(g, AK, SK)
+    misses = []
+
+    def read_all(k, stop):
+        n = 0
+        while not stop() or n == 0:
+            try:
+                assert s3.get_object(Bucket=B, Key=k)["Body"].read() == b"kept"
+            except Exception as e:  # noqa: BLE001 - every failure is a miss
+                misses.append((k, repr(e)))
+            n += 1
+        return n
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        for i in range(8):
+            k = "race%d" % i
+            s3.put_object(Bucket=B, Key=k, Body=b"kept")
+            done = []
+            readers = [ex.submit(read_all, k, lambda: bool(done)) for _ in range(4)]
+            try:
+                writers = [ex.submit(s3.put_object, Bucket=B, Key="%s/%d" % (k, j),
+                                     Body=b"w") for j in range(4)]
+                for w in writers:
+                    w.result()  # racing writers all succeed
+            finally:
+                done.append(True)
+            assert all(r.result() > 0 for r in readers)
+            assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix=k)["Contents"]] \
+                == [k] + ["%s/%d" % (k, j) for j in range(4)]
+    assert misses == []
