@@ -206,11 +206,22 @@ static wfs_err find_plain_file(struct ns_tx *t, const char *what, const char *pa
 	return err;
 }
 
+/* Whether path lies below dir ("a/x" below "a"). */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && path[n] == '/';
+}
+
 /*
  * Inside t, renames the regular file m->from to m->to for a create's moves,
  * making to's missing parents (0770, an event each): the entry keeps its
  * chunks (neither freed nor claimed), content, xattrs and times but ctime,
  * which becomes now, and one event (old at from, new at to) is recorded.
+ * to may lie below from ("a" to "a/x"): the file becomes a directory that
+ * holds it (the S3 gateway's object "a" beside "a/b"); from goes first, so
+ * two events are recorded (its delete, then the create at to) with the
+ * directory's between them.
  * Verdicts: find_plain_file's, WFS_EPRECOND (not at m->if_etag), WFS_EEXIST
  * (to exists), WFS_ENOTDIR (a parent of to is a file).
  */
@@ -231,6 +242,14 @@ static wfs_err move_file(struct ns_tx *t, const struct ns_move *m)
 			goto out;
 	}
 	err = filer_path_split(m->to, &d2, &n2);
+	if (!err && below(m->to, m->from)) {
+		err = filer_store_delete(f->store, t->tx, src->dir, src->name);
+		if (err) {
+			ns_fail_below(t->res, err, "move");
+			goto out;
+		}
+		filer_evs_add(&t->evs, src, NULL);
+	}
 	if (!err)
 		err = ns_make_parents(t, d2, m->to);
 	if (err)
@@ -248,13 +267,13 @@ static wfs_err move_file(struct ns_tx *t, const struct ns_move *m)
 	filer_entry_set_path(moved, d2, n2);
 	moved->attr.ctime_ns = (int64_t)time_now_ns();
 	err = filer_store_insert(f->store, t->tx, moved);
-	if (!err)
+	if (!err && !below(m->to, m->from))
 		err = filer_store_delete(f->store, t->tx, src->dir, src->name);
 	if (err) {
 		ns_fail_below(t->res, err, "move");
 		goto out;
 	}
-	filer_evs_add(&t->evs, src, moved);
+	filer_evs_add(&t->evs, below(m->to, m->from) ? NULL : src, moved);
 out:
 	filer_entry_free(src);
 	filer_entry_free(dst);
@@ -317,9 +336,12 @@ wfs_err ns_create(struct filer *f, int32_t sig, const struct ns_create *c, struc
 	err = ns_begin(&t);
 	if (err)
 		goto out;
-	err = c->parents ? ns_make_parents(&t, c->dir, c->path) : ns_parent_check(&t, c->dir);
+	/* the moves first: one may turn a file on the target's path into its directory */
 	for (size_t i = 0; !err && i < c->nmoves; i++)
 		err = move_file(&t, &c->moves[i]);
+	if (!err)
+		err = c->parents ? ns_make_parents(&t, c->dir, c->path)
+				 : ns_parent_check(&t, c->dir);
 	if (!err)
 		err = create_target(&t, c, e, &old);
 	gone = xcalloc(c->nconsume ? c->nconsume : 1, sizeof(*gone));

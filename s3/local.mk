@@ -16,6 +16,7 @@ include s3/session.mk
 include s3/sse.mk
 include s3/logging.mk
 include s3/acl.mk
+include s3/keypath.mk
 
 # The gateway daemon ("weedfs s3").
 s3_libs3_a_SOURCES += s3/s3_server.c s3/s3_server.h s3/s3_int.h \

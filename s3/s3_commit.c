@@ -24,6 +24,7 @@
 #include "client/filer_meta.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "s3/s3_meta.h"
 #include "util.h"
 
@@ -92,7 +93,7 @@ bool s3_cond_check(struct s3_req *r, const char *path, struct s3_cond *c)
 	c->none_there = false;
 	if (!c->if_match && !c->if_none_match)
 		return true;
-	rc = filer_meta_lookup_etag(r->g->filer, path, &e, c->filer_etag);
+	rc = s3_object_lookup_etag(r->g, path, &e, c->filer_etag);
 	if (rc)
 		c->filer_etag[0] = '\0';
 	c->none_there = rc == WFS_ENOENT || rc == WFS_ENOTDIR;
@@ -120,15 +121,96 @@ void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c)
 		precondition_failed(r);
 	else if (rc == WFS_EEXIST || rc == WFS_EISDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "The key names a directory of the bucket (a prefix of other keys)");
+			 "The key names a directory of the bucket (in a bucket with versioning "
+			 "a key and a prefix of other keys cannot share a name)");
 	else if (rc == WFS_ENOTDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "A prefix of the key is itself an object: a key and a prefix of "
-			 "other keys cannot share a name here");
+			 "A prefix of the key is an object that cannot hold other keys here "
+			 "(in a bucket with versioning a key and a prefix of other keys "
+			 "cannot share a name)");
 	else if (rc == WFS_ENOENT && c && c->if_match)
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 	else
 		s3_filer_error(r, rc, "committing the object");
+}
+
+/*
+ * A create at path was refused (rc) because path is a directory (longer keys
+ * are under it): the object is its file S3_KEYPATH_SELF (s3_keypath.h), made
+ * under the same conditions. rc when path is no directory.
+ */
+static wfs_err commit_inside(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			     wfs_err rc)
+{
+	struct filer_entry *e = NULL;
+	char *self;
+	if (filer_meta_lookup(r->g->filer, path, &e) || !S_ISDIR(e->attr.mode)) {
+		filer_entry_free(e);
+		return rc;
+	}
+	filer_entry_free(e);
+	self = xasprintf("%s/" S3_KEYPATH_SELF, path);
+	rc = filer_meta_create(r->g->filer, self, nw, NULL);
+	free(self);
+	return rc;
+}
+
+/* Whether a create that moved a file in the way may have lost a race to another one. */
+static bool move_raced(wfs_err rc)
+{
+	return rc == WFS_ENOTDIR || rc == WFS_EPRECOND || rc == WFS_EISDIR || rc == WFS_ENOENT;
+}
+
+/*
+ * A create at path was refused with WFS_ENOTDIR: a prefix of the key is an
+ * object ("a" when "a/b" is written). In the create's transaction that file
+ * moves into the directory it becomes ("a/.s3~object"), so GET a never
+ * misses it. A racing change of it (its etag), or a racing writer that moved
+ * it first (it is a directory now), makes it try again, a few times.
+ */
+static wfs_err commit_below(struct s3_req *r, const char *path, struct filer_meta_new *nw,
+			    wfs_err rc)
+{
+	size_t bl = strlen(S3_BUCKETS_DIR) + 1 + strlen(r->bucket);
+	const struct filer_meta_move *moves = nw->moves;
+	size_t n_moves = nw->n_moves;
+	bool parents = nw->parents;
+
+	for (int attempt = 0; attempt < 4 && move_raced(rc); attempt++) {
+		struct filer_entry *e = NULL;
+		struct filer_meta_move mv = {0};
+		char etag[17], *anc = NULL, *self = NULL;
+		const char *slash;
+		/* the first prefix that is not a directory is the file in the way */
+		for (slash = strchr(path + bl + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+			wfs_err lr;
+			free(anc);
+			anc = xstrndup(path, (size_t)(slash - path));
+			lr = filer_meta_lookup_etag(r->g->filer, anc, &e, etag);
+			if (!lr && S_ISDIR(e->attr.mode)) {
+				filer_entry_free(e);
+				e = NULL;
+				continue;
+			}
+			break;
+		}
+		nw->parents = true;
+		if (slash && e && S_ISREG(e->attr.mode)) {
+			self = xasprintf("%s/" S3_KEYPATH_SELF, anc);
+			mv = (struct filer_meta_move){.from = anc, .to = self, .if_etag = etag};
+			nw->moves = &mv;
+			nw->n_moves = 1;
+		}
+		/* else another writer moved it meanwhile: the plain create again */
+		rc = filer_meta_create(r->g->filer, path, nw, NULL);
+		nw->moves = moves;
+		nw->n_moves = n_moves;
+		nw->parents = parents;
+		filer_entry_free(e);
+		free(self);
+		free(anc);
+	}
+	return rc;
 }
 
 /* s3_commit_object in a bucket without versioning. */
@@ -149,6 +231,11 @@ static wfs_err commit_plain(struct s3_req *r, const char *path, struct filer_met
 		nw->parents = true;
 		rc = filer_meta_create(r->g->filer, path, nw, NULL);
 	}
+	/* a key beside longer ones ("a" and "a/b"): s3_keypath.h */
+	if (rc == WFS_EEXIST || rc == WFS_EISDIR || (rc == WFS_EPRECOND && nw->if_etag))
+		rc = commit_inside(r, path, nw, rc);
+	else if (rc == WFS_ENOTDIR && !nw->if_etag && !nw->n_moves)
+		rc = commit_below(r, path, nw, rc);
 	if (rc)
 		s3_commit_error(r, rc, c);
 	return rc;

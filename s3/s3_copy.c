@@ -129,7 +129,9 @@ static bool source_open(struct s3_req *r, struct source *s, bool part)
 	if (s->version)
 		rc = s3_version_read(r->g, s->bucket, s->key, s->version, &s->e);
 	else
-		rc = s->path ? filer_meta_lookup(r->g->filer, s->path, &s->e) : WFS_ENOENT;
+		rc = s->path ? s3_object_inside(r->g, &s->path, &s->e,
+						filer_meta_lookup(r->g->filer, s->path, &s->e))
+			     : WFS_ENOENT;
 	if (rc == WFS_ENOENT || rc == WFS_ENOTDIR || (!rc && !S_ISREG(s->e->attr.mode))) {
 		if (s->version)
 			s3_error(r, S3_NO_SUCH_VERSION, "The specified version does not exist.");

@@ -307,6 +307,8 @@ static struct filer_entry *object_lookup(struct s3_req *r)
 	} else {
 		rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 	}
+	if (path)
+		rc = s3_object_inside(r->g, &path, &e, rc); /* "a" beside "a/b" */
 	free(path);
 	if (!rc && S_ISREG(e->attr.mode))
 		return e;

@@ -249,6 +249,16 @@ bool s3_key_ok(struct s3_req *r);
 /* The filer path of key in bucket, or NULL when the key cannot name one (caller frees). */
 char *s3_object_path(const char *bucket, const char *key);
 /*
+ * After the lookup of an object's path (rc, *e): when it found a directory,
+ * the object that directory holds as S3_KEYPATH_SELF (key "a" beside "a/b"),
+ * *path then its path; else rc unchanged. Worker.
+ */
+wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc);
+/* filer_meta_lookup_etag of an object's path, looking inside a directory found there as
+   s3_object_inside does (the entry and etag are the object's). Worker. */
+wfs_err s3_object_lookup_etag(struct s3_gateway *g, const char *path, struct filer_entry **e,
+			      char etag[17]);
+/*
  * After the delete of the object at path (a bucket's file; path is cut in
  * place): its parent directories that are now empty go too, up to the bucket,
  * since in S3 a prefix exists only while keys under it do. The first that is

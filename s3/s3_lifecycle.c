@@ -33,6 +33,7 @@
 #include "client/filer_meta.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "util.h"
 
 #define X_LIFECYCLE "s3.lifecycle"
@@ -439,7 +440,7 @@ static wfs_err expire(struct sweep *s, const char *key, char *path)
 /* A directory being swept: the bucket's tree, its .versions tree or its uploads. */
 struct walk {
 	struct sweep *s;
-	const char *dir, *key; /* key: the keys' prefix ("" or "a/"), or .versions' key */
+	const char *dir, *key; /* the keys' prefix ("" or "a/"), or .versions' key (NULL: its root) */
 	struct history *h;     /* sweep_versions: the key's versions */
 };
 
@@ -448,8 +449,15 @@ static void sweep_dir(struct sweep *s, const char *dir, const char *key_prefix);
 static bool sweep_entry(const struct filer_entry *e, void *arg)
 {
 	struct walk *w = arg;
-	char *key = xasprintf("%s%s", w->key, e->name);
-	char *path = xasprintf("%s/%s", w->dir, e->name);
+	char *comp = s3_keypath_decode(e->name), *key, *path;
+	if (comp)
+		key = xasprintf("%s%s", w->key, comp);
+	else if (*w->key && !strcmp(e->name, S3_KEYPATH_SELF))
+		key = xstrndup(w->key, strlen(w->key) - 1); /* "d" beside "d/..." */
+	else
+		return true; /* a reserved name that is no key's */
+	free(comp);
+	path = xasprintf("%s/%s", w->dir, e->name);
 	if (S_ISDIR(e->attr.mode)) {
 		if (*w->key ||
 		    (strcmp(e->name, S3_UPLOADS_NAME) && strcmp(e->name, S3_VERSIONS_NAME))) {
@@ -530,7 +538,9 @@ static void sweep_history(struct sweep *s, const char *key, const char *dir, str
 	size_t newer = 0, left = 0;
 	bool has_cur;
 
-	has_cur = cur_path && !filer_meta_lookup(s->g->filer, cur_path, &cur) &&
+	has_cur = cur_path &&
+		  !s3_object_inside(s->g, &cur_path, &cur,
+				    filer_meta_lookup(s->g->filer, cur_path, &cur)) &&
 		  S_ISREG(cur->attr.mode);
 	h->gone = xcalloc(h->n, sizeof(*h->gone));
 	/* without a current file the newest version is the latest, not noncurrent */
@@ -555,20 +565,24 @@ static void sweep_versions(struct sweep *s, const char *dir, const char *key);
 static bool history_entry(const struct filer_entry *e, void *arg)
 {
 	struct walk *w = arg;
-	if (S_ISREG(e->attr.mode) && *w->key) {
+	if (S_ISREG(e->attr.mode) && w->key) {
 		w->h->v = xrealloc(w->h->v, (w->h->n + 1) * sizeof(*w->h->v));
 		w->h->v[w->h->n++] = filer_entry_dup(e);
 	} else if (S_ISDIR(e->attr.mode)) {
-		char *sub = xasprintf("%s/%s", w->dir, e->name);
-		char *sub_key = *w->key ? xasprintf("%s/%s", w->key, e->name) : xstrdup(e->name);
+		char *comp = s3_keypath_decode(e->name), *sub, *sub_key;
+		if (!comp)
+			return true; /* no key's */
+		sub = xasprintf("%s/%s", w->dir, e->name);
+		sub_key = w->key ? xasprintf("%s/%s", w->key, comp) : xstrdup(comp);
 		sweep_versions(w->s, sub, sub_key);
 		free(sub);
 		free(sub_key);
+		free(comp);
 	}
 	return true;
 }
 
-/* Walks the .versions directory dir of key ("" for the root): its files are key's versions. */
+/* Walks the .versions directory dir of key (NULL for the root): its files are key's versions. */
 static void sweep_versions(struct sweep *s, const char *dir, const char *key)
 {
 	struct history h = {0};
@@ -631,7 +645,7 @@ static bool sweep_bucket(const struct filer_entry *b, void *arg)
 	sweep_uploads(&s, dir);
 	if (s.v != S3_UNVERSIONED) {
 		char *vdir = xasprintf("%s/" S3_VERSIONS_NAME, dir);
-		sweep_versions(&s, vdir, "");
+		sweep_versions(&s, vdir, NULL);
 		free(vdir);
 	}
 	if (s.deleted)

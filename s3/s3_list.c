@@ -16,6 +16,13 @@
  * token is the last one returned (base64), and resuming skips everything up
  * to it, the whole common prefix included.
  *
+ * Keys that are no plain path (s3_keypath.h) are stored under ".s3~" names,
+ * which the filer sorts by the stored name: each directory's reserved names
+ * are listed apart when the walk enters it and held with the pending
+ * directories at their keys' places (the key "d/" of ".s3~empty" before any
+ * other of "d/"); the key "d" of a directory "d" (its .s3~object) is looked up
+ * when the walk meets "d", at the place of the name "d".
+ *
  * ETags come from s3_meta.c (stored by S3 writes, else derived from the entry).
  */
 #include "config.h"
@@ -28,6 +35,7 @@
 #include <time.h>
 #include "client/filer_meta.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "s3/s3_meta.h"
 #include "s3/sigv4.h"
 #include "util.h"
@@ -165,48 +173,104 @@ static void visit_dir(struct list *l, const char *dir_key, const char *dir_path)
 		walk(l, dir_key, dir_path);
 }
 
-/* Pending directories of one level, in key order ("name/"). */
+/*
+ * What one level of the walk holds back until the names it reads pass it,
+ * in key order: directories (met at "name/"), and what reserved names stand
+ * for (s3_keypath.h), which the filer lists at their stored names' place
+ * rather than their keys': a key's file ("" for the key "d/"), a directory's
+ * own object ("d" beside "d/x"), a .versions directory.
+ */
+enum pend_kind {
+	PEND_DIR,   /* walked as "name/" */
+	PEND_FILE,  /* the key "name", its entry in e */
+	PEND_SELF,  /* the key "name" if directory stored holds it (S3_KEYPATH_SELF) */
+	PEND_VDIR,  /* the .versions tree's directory stored of the key "name" */
+};
+struct pend_item {
+	enum pend_kind kind;
+	char *name;   /* the key component */
+	char *stored; /* its name in the directory */
+	struct filer_entry *e;
+};
 struct pending {
-	char **names;
+	struct pend_item *v;
 	size_t n;
 };
 
-/* Whether directory a sorts before directory b as keys ("a/" < "b/"). */
-static bool dir_before(const char *a, const char *b)
+/* Whether item a sorts before item b as keys (a directory as "name/"). */
+static bool pend_before(const struct pend_item *a, const struct pend_item *b)
 {
 	size_t i = 0;
-	while (a[i] && a[i] == b[i])
+	int ca, cb;
+	while (a->name[i] && a->name[i] == b->name[i])
 		i++;
-	return (unsigned char)(a[i] ? a[i] : '/') < (unsigned char)(b[i] ? b[i] : '/');
+	ca = a->name[i] ? (unsigned char)a->name[i] : a->kind == PEND_DIR ? '/' : -1;
+	cb = b->name[i] ? (unsigned char)b->name[i] : b->kind == PEND_DIR ? '/' : -1;
+	return ca < cb;
 }
 
-static void pending_add(struct pending *p, const char *name)
+/* Adds an item (its strings copied; e taken). */
+static void pending_add(struct pending *p, enum pend_kind kind, const char *name,
+			const char *stored, struct filer_entry *e)
 {
+	struct pend_item it = {kind, xstrdup(name), xstrdup(stored), e};
 	size_t at = p->n;
-	while (at > 0 && dir_before(name, p->names[at - 1]))
+	while (at > 0 && pend_before(&it, &p->v[at - 1]))
 		at--;
-	p->names = xrealloc(p->names, (p->n + 1) * sizeof(*p->names));
-	memmove(p->names + at + 1, p->names + at, (p->n - at) * sizeof(*p->names));
-	p->names[at] = xstrdup(name);
+	p->v = xrealloc(p->v, (p->n + 1) * sizeof(*p->v));
+	memmove(p->v + at + 1, p->v + at, (p->n - at) * sizeof(*p->v));
+	p->v[at] = it;
 	p->n++;
+}
+
+static void pend_item_free(struct pend_item *it)
+{
+	free(it->name);
+	free(it->stored);
+	filer_entry_free(it->e);
+}
+
+static void versions_dir(struct list *l, struct pending *pend, const char *name, const char *key,
+			 const char *path, const struct filer_entry *en);
+
+/* The key "name" of a directory's own object, emitted if the walk wants it and it exists. */
+static void emit_self(struct list *l, const char *key, const char *dir_path)
+{
+	struct filer_entry *e = NULL;
+	char *path;
+	if (strcmp(key, l->after) <= 0 || !starts_with(key, l->prefix))
+		return; /* not on this page: spare the lookup */
+	path = xasprintf("%s/" S3_KEYPATH_SELF, dir_path);
+	if (!filer_meta_lookup(l->r->g->filer, path, &e) && S_ISREG(e->attr.mode))
+		emit_key(l, key, e);
+	filer_entry_free(e);
+	free(path);
 }
 
 static void pending_flush(struct list *l, struct pending *p, const char *dir_key,
 			  const char *dir_path, const char *before)
 {
 	while (p->n && !l->stopped) {
-		char *name = p->names[0], *key, *path;
-		key = xasprintf("%s%s/", dir_key, name);
+		struct pend_item it = p->v[0];
+		char *key = xasprintf("%s%s%s", dir_key, it.name, it.kind == PEND_DIR ? "/" : "");
+		char *path;
 		if (before && strcmp(key, before) >= 0) {
 			free(key);
 			return;
 		}
-		path = xasprintf("%s/%s", dir_path, name);
-		visit_dir(l, key, path);
+		memmove(p->v, p->v + 1, --p->n * sizeof(*p->v));
+		path = xasprintf("%s/%s", dir_path, it.stored);
+		if (it.kind == PEND_DIR)
+			visit_dir(l, key, path);
+		else if (it.kind == PEND_FILE)
+			emit_key(l, key, it.e);
+		else if (it.kind == PEND_SELF)
+			emit_self(l, key, path);
+		else
+			versions_dir(l, p, it.name, key, path, it.e);
 		free(key);
 		free(path);
-		free(name);
-		memmove(p->names, p->names + 1, --p->n * sizeof(*p->names));
+		pend_item_free(&it);
 	}
 }
 
@@ -216,10 +280,10 @@ static void pending_flush(struct list *l, struct pending *p, const char *dir_key
  * if it has versions; its directory is walked later (as "key/") if it holds
  * directories.
  */
-static void versions_dir(struct list *l, struct pending *pend, const char *key,
-			 const char *dir_path, const struct filer_entry *en)
+static void versions_dir(struct list *l, struct pending *pend, const char *name, const char *key,
+			 const char *path, const struct filer_entry *en)
 {
-	char *path = xasprintf("%s/%s", dir_path, en->name), *start = NULL;
+	char *start = NULL;
 	bool files = false, dirs = false;
 	do {
 		struct filer_meta_page pg;
@@ -237,11 +301,52 @@ static void versions_dir(struct list *l, struct pending *pend, const char *key,
 			start = xstrdup(pg.last_name);
 		filer_meta_page_free(&pg);
 	} while (start);
-	free(path);
 	if (files && !l->stopped)
 		emit_key(l, key, en);
 	if (dirs)
-		pending_add(pend, en->name);
+		pending_add(pend, PEND_DIR, name, strrchr(path, '/') + 1, NULL);
+}
+
+/*
+ * The reserved names of dir_path (s3_keypath.h) as pending items at their
+ * keys' places: listed apart, since the filer sorts them by stored name.
+ */
+static void reserved_pending(struct list *l, struct pending *pend, const char *dir_path)
+{
+	char *start = NULL;
+	do {
+		struct filer_meta_page pg;
+		wfs_err e = filer_meta_list_from(l->r->g->filer, dir_path, start, false,
+						 S3_KEYPATH_PREFIX, LIST_PAGE, &pg);
+		free(start);
+		start = NULL;
+		if (e) {
+			if (e != WFS_ENOENT && e != WFS_ENOTDIR) {
+				l->err = e;
+				l->stopped = true;
+			}
+			break;
+		}
+		for (size_t i = 0; i < pg.n; i++) {
+			struct filer_entry *en = pg.entries[i];
+			char *name = s3_keypath_decode(en->name);
+			bool dir = S_ISDIR(en->attr.mode);
+			if (!name)
+				; /* a directory's own object (its parent emits it), or none of ours */
+			else if (dir && l->versions_tree)
+				pending_add(pend, PEND_VDIR, name, en->name, filer_entry_dup(en));
+			else if (dir) {
+				pending_add(pend, PEND_SELF, name, en->name, NULL);
+				pending_add(pend, PEND_DIR, name, en->name, NULL);
+			} else if (S_ISREG(en->attr.mode) && !l->versions_tree) {
+				pending_add(pend, PEND_FILE, name, en->name, filer_entry_dup(en));
+			}
+			free(name);
+		}
+		if (pg.more && pg.last_name)
+			start = xstrdup(pg.last_name);
+		filer_meta_page_free(&pg);
+	} while (start);
 }
 
 /* Walks the directory dir_path whose keys begin with dir_key ("" or "a/b/"). */
@@ -252,6 +357,7 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 	char *name_prefix = NULL, *start = NULL;
 	bool inclusive = false;
 
+	reserved_pending(l, &pend, dir_path);
 	/* names here must begin with the prefix's component at this level */
 	if (starts_with(l->prefix, dir_key)) {
 		const char *rest = l->prefix + kl, *slash = strchr(rest, '/');
@@ -291,18 +397,27 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 		}
 		for (size_t i = 0; i < pg.n && !l->stopped; i++) {
 			const struct filer_entry *en = pg.entries[i];
-			char *key = xasprintf("%s%s", dir_key, en->name);
+			char *key;
+			if (s3_keypath_reserved(en->name))
+				continue; /* reserved_pending has them */
+			key = xasprintf("%s%s", dir_key, en->name);
 			pending_flush(l, &pend, dir_key, dir_path, key);
 			if (S_ISDIR(en->attr.mode) && !kl &&
 			    (!strcmp(en->name, S3_UPLOADS_NAME) ||
 			     !strcmp(en->name, S3_VERSIONS_NAME)))
 				; /* multipart uploads in progress, older versions: not objects */
-			else if (S_ISDIR(en->attr.mode) && l->versions_tree)
-				versions_dir(l, &pend, key, dir_path, en);
-			else if (S_ISDIR(en->attr.mode))
-				pending_add(&pend, en->name);
-			else if (!l->versions_tree)
+			else if (S_ISDIR(en->attr.mode) && l->versions_tree) {
+				char *path = xasprintf("%s/%s", dir_path, en->name);
+				versions_dir(l, &pend, en->name, key, path, en);
+				free(path);
+			} else if (S_ISDIR(en->attr.mode)) {
+				char *path = xasprintf("%s/%s", dir_path, en->name);
+				emit_self(l, key, path); /* the key "d" beside "d/..." */
+				free(path);
+				pending_add(&pend, PEND_DIR, en->name, en->name, NULL);
+			} else if (!l->versions_tree) {
 				emit_key(l, key, en);
+			}
 			free(key);
 		}
 		if (pg.more && pg.last_name)
@@ -313,8 +428,8 @@ static void walk(struct list *l, const char *dir_key, const char *dir_path)
 	}
 	pending_flush(l, &pend, dir_key, dir_path, NULL);
 	for (size_t i = 0; i < pend.n; i++)
-		free(pend.names[i]);
-	free(pend.names);
+		pend_item_free(&pend.v[i]);
+	free(pend.v);
 	free(start);
 	free(name_prefix);
 }

@@ -1,7 +1,8 @@
 /*
  * Object operations that need no data path: DeleteObject and DeleteObjects. An
- * object is the file /buckets/<bucket>/<key>; a key the filer cannot name as a
- * path ("a//b", "a/", ".." components) holds no object. Workers only.
+ * object is the file /buckets/<bucket>/<key> (s3_keypath.h: "a/" is the file
+ * a/.s3~empty), or <key>/.s3~object when longer keys made <key> a directory.
+ * Workers only.
  */
 #include "config.h"
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "client/entry.h"
 #include "http_util.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "s3/s3_meta.h"
 #include "util.h"
 
@@ -30,12 +32,14 @@ static bool under(const char *key, const char *dir)
 
 char *s3_object_path(const char *bucket, const char *key)
 {
-	char *path, *d = NULL, *n = NULL;
+	char *path, *rel, *d = NULL, *n = NULL;
 	bool ok;
 
 	if (under(key, S3_UPLOADS_NAME) || under(key, S3_VERSIONS_NAME))
 		return NULL; /* multipart uploads and older versions live there */
-	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, key);
+	rel = s3_keypath_encode(key);
+	path = xasprintf(S3_BUCKETS_DIR "/%s/%s", bucket, rel);
+	free(rel);
 	ok = filer_path_split(path, &d, &n) == WFS_OK;
 	free(d);
 	free(n);
@@ -44,6 +48,38 @@ char *s3_object_path(const char *bucket, const char *key)
 		return NULL;
 	}
 	return path;
+}
+
+wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc)
+{
+	char *self;
+	if (rc || !S_ISDIR((*e)->attr.mode))
+		return rc;
+	filer_entry_free(*e);
+	*e = NULL;
+	self = xasprintf("%s/" S3_KEYPATH_SELF, *path);
+	rc = filer_meta_lookup(g->filer, self, e);
+	if (!rc) {
+		free(*path);
+		*path = self;
+	} else {
+		free(self);
+	}
+	return rc;
+}
+
+wfs_err s3_object_lookup_etag(struct s3_gateway *g, const char *path, struct filer_entry **e,
+			      char etag[17])
+{
+	wfs_err rc = filer_meta_lookup_etag(g->filer, path, e, etag);
+	if (!rc && S_ISDIR((*e)->attr.mode)) { /* "a" beside "a/b": a/.s3~object */
+		char *self = xasprintf("%s/" S3_KEYPATH_SELF, path);
+		filer_entry_free(*e);
+		*e = NULL;
+		rc = filer_meta_lookup_etag(g->filer, self, e, etag);
+		free(self);
+	}
+	return rc;
 }
 
 bool s3_key_ok(struct s3_req *r)
@@ -98,14 +134,19 @@ static wfs_err delete_plain(struct s3_req *r, const char *key, const char *if_et
 	struct filer_entry *e = NULL;
 	wfs_err rc;
 
+	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
+	if (path)
+		rc = s3_object_inside(r->g, &path, &e, rc);
 	if (if_etag) {
-		rc = path ? filer_meta_delete_if(r->g->filer, path, if_etag) : WFS_ENOENT;
+		/* only the version the check read: another writer's since is WFS_EPRECOND */
+		if (!rc)
+			rc = filer_meta_delete_if(r->g->filer, path, if_etag);
 		if (!rc)
 			s3_drop_empty_parents(r->g, r->bucket, path);
+		filer_entry_free(e);
 		free(path);
 		return rc;
 	}
-	rc = path ? filer_meta_lookup(r->g->filer, path, &e) : WFS_ENOENT;
 	if (!rc && S_ISREG(e->attr.mode)) {
 		rc = filer_meta_delete(r->g->filer, path, false);
 		if (!rc)
@@ -135,7 +176,7 @@ static bool delete_cond_holds(struct s3_req *r, const char *im, char fetag[17])
 {
 	char *path = s3_object_path(r->bucket, r->key), etag[S3_ETAG_MAX];
 	struct filer_entry *e = NULL;
-	wfs_err rc = path ? filer_meta_lookup_etag(r->g->filer, path, &e, fetag) : WFS_ENOENT;
+	wfs_err rc = path ? s3_object_lookup_etag(r->g, path, &e, fetag) : WFS_ENOENT;
 	bool ok = false;
 
 	if (rc && rc != WFS_ENOENT && rc != WFS_ENOTDIR) {

@@ -642,7 +642,9 @@ static void created(void *arg, wfs_err err, int status, const char *body, size_t
 	rc = err || status == 503 ? WFS_EUNAVAIL
 	     : status / 100 == 2  ? WFS_OK
 				  : filer_rpc_answer_err(status, body, len);
-	if (rc == WFS_EUNAVAIL || rc == WFS_ENOENT) {
+	/* a directory on the key's path ("a" beside "a/b") is the worker's too (s3_keypath.h) */
+	if (rc == WFS_EUNAVAIL || rc == WFS_ENOENT || rc == WFS_ENOTDIR || rc == WFS_EEXIST ||
+	    rc == WFS_EISDIR) {
 		pool_submit(p->g->work, job_create, p);
 		return;
 	}

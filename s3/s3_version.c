@@ -29,6 +29,7 @@
 #include "client/filer_meta.h"
 #include "log.h"
 #include "s3/s3_int.h"
+#include "s3/s3_keypath.h"
 #include "s3/s3_meta.h"
 #include "util.h"
 
@@ -76,7 +77,10 @@ bool s3_is_delete_marker(const struct filer_entry *e)
 
 char *s3_versions_dir(const char *bucket, const char *key)
 {
-	return xasprintf(S3_BUCKETS_DIR "/%s/" S3_VERSIONS_NAME "/%s", bucket, key);
+	char *rel = s3_keypath_encode(key), *dir;
+	dir = xasprintf(S3_BUCKETS_DIR "/%s/" S3_VERSIONS_NAME "/%s", bucket, rel);
+	free(rel);
+	return dir;
 }
 
 /* ---- the bucket's state ---- */
@@ -279,6 +283,8 @@ struct filer_entry *s3_version_target(struct s3_req *r, char **path)
 	} else {
 		p = s3_object_path(r->bucket, r->key);
 		rc = p ? filer_meta_lookup(r->g->filer, p, &e) : WFS_ENOENT;
+		if (p)
+			rc = s3_object_inside(r->g, &p, &e, rc); /* "a" beside "a/b" */
 		free(p);
 		if (!rc && !S_ISREG(e->attr.mode))
 			rc = WFS_ENOENT;
@@ -427,7 +433,8 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 	wfs_err rc = WFS_OK;
 	int tries;
 
-	vdir = s3_versions_dir(r->bucket, path + bl); /* path's key (CopyObject: the target) */
+	/* path's key (CopyObject: the target), already as a path (s3_keypath.h) */
+	vdir = xasprintf(S3_BUCKETS_DIR "/%s/" S3_VERSIONS_NAME "/%s", r->bucket, path + bl);
 	if (v == S3_VERSIONING_ENABLED) {
 		if (!w.time_ns)
 			w.time_ns = (int64_t)time_now_ns();

@@ -139,7 +139,9 @@ static struct filer_entry *current_of(struct vlist *l, const char *key)
 {
 	char *path = s3_object_path(l->r->bucket, key);
 	struct filer_entry *e = NULL;
-	if (path && filer_meta_lookup(l->r->g->filer, path, &e) == 0 && !S_ISREG(e->attr.mode)) {
+	if (path && s3_object_inside(l->r->g, &path, &e,
+				     filer_meta_lookup(l->r->g->filer, path, &e)) == 0 &&
+	    !S_ISREG(e->attr.mode)) {
 		filer_entry_free(e);
 		e = NULL;
 	}

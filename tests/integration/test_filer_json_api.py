@@ -1419,6 +1419,24 @@ def test_create_quiet(mini_filer):
     assert f.get("/mq/k").content == b"x" * 4096
 
 
+def test_create_move_into_own_directory(mini_filer):
+    """A move below its own from turns the file into the directory holding it, in the
+    create's transaction, before the target's parents are made (how the S3 gateway
+    keeps the object 'a' beside 'a/b'); a stale ifEtag changes nothing."""
+    f = mini_filer
+    mkdir(f, "/mo")
+    a = mkfile(f, "/mo/a", b"A")
+    entry = {"path": "/mo/a/b", "mode": S_IFREG | 0o644, "content": b64(b"B")}
+    err(f, "create", {"entry": entry, "moves": [
+        {"from": "/mo/a", "to": "/mo/a/.s3~object", "ifEtag": "0" * 16}]}, 412, "EPRECOND")
+    assert not ok(f, "lookup", {"path": "/mo/a"}).get("isDirectory")
+    ok(f, "create", {"entry": entry, "moves": [
+        {"from": "/mo/a", "to": "/mo/a/.s3~object", "ifEtag": a["etag"]}]})
+    assert ok(f, "lookup", {"path": "/mo/a"})["isDirectory"]
+    assert f.get("/mo/a/.s3~object").content == b"A"
+    assert f.get("/mo/a/b").content == b"B"
+
+
 def test_create_moves_refusals(mini_filer):
     """A stale ifEtag (412), a missing from (404), an existing to (409), a directory
     (409 EISDIR), another kind or a hard-linked file (400): nothing changes, no parent
@@ -1427,8 +1445,9 @@ def test_create_moves_refusals(mini_filer):
     mkdir(f, "/mr")
     a = mkfile(f, "/mr/a", b"A")
     mkfile(f, "/mr/b", b"B")
+    mkfile(f, "/mr/e", b"E")
     entry = {"path": "/mr/t", "mode": S_IFREG | 0o644, "content": b64(b"T")}
-    before = {p: ok(f, "lookup", {"path": p})["etag"] for p in ("/mr/a", "/mr/b")}
+    before = {p: ok(f, "lookup", {"path": p})["etag"] for p in ("/mr/a", "/mr/b", "/mr/e")}
 
     def unchanged():
         assert not exists(f, "/mr/t") and not exists(f, "/mr/v")
@@ -1439,7 +1458,7 @@ def test_create_moves_refusals(mini_filer):
             ({"from": "/mr/b", "to": "/mr/v/b", "ifEtag": a["etag"]}, 412, "EPRECOND"),
             ({"from": "/mr/none", "to": "/mr/v/n"}, 404, "ENOENT"),
             ({"from": "/mr/b", "to": "/mr/a"}, 400, "EINVAL"),  # a path twice
-            ({"from": "/mr/b", "to": "/mr/b/x"}, 409, "ENOTDIR")):
+            ({"from": "/mr/b", "to": "/mr/e/x"}, 409, "ENOTDIR")):
         err(f, "create", {"entry": entry, "moves": [first, bad], "parents": True}, status, code)
         unchanged()
     mkfile(f, "/mr/c", b"C")

@@ -103,3 +103,29 @@ def test_versioned_bucket_shows_the_current_version(mini_mounted):
     s3.delete_object(Bucket="vboth", Key="k")
     wait_until(lambda: read(path) is None, timeout=10, what="the delete marker")
     assert s3.get_object(Bucket="vboth", Key="k", VersionId=v1)["Body"].read() == b"one"
+
+
+def test_keys_that_are_no_plain_path(mini_mounted):
+    """docs/s3-gateway.md: the object 'a' beside 'a/b' is a/.s3~object in the mount, 'a/'
+    is a/.s3~empty; a file the mount turns into a directory (a PUT of 'f/x' over the file
+    f) keeps its bytes there; a file written at such a name is that object for S3."""
+    s3, mnt = mini_mounted
+    s3.create_bucket(Bucket="kboth")
+    bucket = mnt / "buckets" / "kboth"
+    wait_until(bucket.is_dir, timeout=10, what="the bucket in the mount")
+    s3.put_object(Bucket="kboth", Key="f", Body=b"the file")
+    wait_until(lambda: read(bucket / "f") == b"the file", timeout=10, what="the file f")
+    s3.put_object(Bucket="kboth", Key="f/x", Body=b"x")
+    s3.put_object(Bucket="kboth", Key="f/", Body=b"slash")
+    wait_until(lambda: read(bucket / "f" / ".s3~object") == b"the file", timeout=10,
+               what="f turned into a directory holding the object f")
+    assert (bucket / "f").is_dir()
+    wait_until(lambda: read(bucket / "f" / ".s3~empty") == b"slash", timeout=10,
+               what="the object f/")
+    assert sorted(os.listdir(bucket / "f")) == [".s3~empty", ".s3~object", "x"]
+    (bucket / "m").mkdir()
+    with open(bucket / "m" / ".s3~empty", "wb") as f:
+        f.write(b"from the mount")
+    assert s3.get_object(Bucket="kboth", Key="m/")["Body"].read() == b"from the mount"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="kboth")["Contents"]] == \
+        ["f", "f/", "f/x", "m/"]

@@ -1,0 +1,341 @@
+"""Keys that are no plain path through the S3 gateway (s3/s3_keypath.h): keys ending in
+'/' with content, keys with an empty component ('a//b', '/a'), '.' and '..' components,
+and a key that is also the prefix of other keys ('a' and 'a/b' both objects). Each is
+written, read, listed (against a model of S3's listing: byte order, common prefixes,
+pages of 1 and 2 rebuilt exactly), copied, tagged, completed as a multipart upload and
+deleted in both orders, and seen through the filer's HTTP API as documented in
+docs/s3-gateway.md."""
+
+import os
+import subprocess
+
+import pytest
+
+from s3_fixtures import client, code_of, mini_gateway
+
+AK, SK = "AKALICE", "alice-secret"
+B = "keys"
+
+# every case at once, with neighbours that sort between them ('a-x', 'a.b' < 'a/')
+KEYS = ["a", "a/", "a//b", "a/b", "a/b/c", "a-x", "a.b", "/lead", "//", "b//", "b///c",
+        "dot/./x", "dot/../y", "dot/-", "z/.s3~x", ".s3~object", "q/.s3~empty/"]
+
+
+@pytest.fixture(scope="module")
+def gw(module_cluster):
+    filer, g = mini_gateway(module_cluster, B)
+    s3 = client(g, AK, SK)
+    for k in KEYS:
+        s3.put_object(Bucket=B, Key=k, Body=("body of %s" % k).encode())
+    return filer, g
+
+
+def model(keys, prefix="", delimiter=None, after=""):
+    """What S3 lists: keys and common prefixes after `after`, in byte order."""
+    out = []
+    for k in sorted(keys, key=lambda s: s.encode()):
+        if not k.startswith(prefix):
+            continue
+        cut = k.find(delimiter, len(prefix)) if delimiter else -1
+        item = (k[:cut + len(delimiter)], True) if cut >= 0 else (k, False)
+        if item[0].encode() <= after.encode() or (item[1] and after.startswith(item[0])):
+            continue
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+def listed(s3, page=None, **kw):
+    """Every (name, is_prefix) of a ListObjectsV2, page by page: (items, pages)."""
+    items, pages, token = [], [], None
+    while True:
+        args = dict(Bucket=B, **kw)
+        if page:
+            args["MaxKeys"] = page
+        if token:
+            args["ContinuationToken"] = token
+        r = s3.list_objects_v2(**args)
+        got = [(o["Key"], False) for o in r.get("Contents", [])] + \
+            [(p["Prefix"], True) for p in r.get("CommonPrefixes", [])]
+        got.sort(key=lambda it: it[0].encode())
+        assert r["KeyCount"] == len(got)
+        pages.append(got)
+        items += got
+        if not r["IsTruncated"]:
+            return items, pages
+        token = r["NextContinuationToken"]
+
+
+@pytest.mark.parametrize("page", [None, 1, 2])
+@pytest.mark.parametrize("prefix,delimiter", [
+    ("", None), ("", "/"), ("a", "/"), ("a/", "/"), ("a//", "/"), ("a/", None),
+    ("b/", "/"), ("dot/", "/"), ("/", "/"), ("", "b")])
+def test_listing_matches_s3(gw, page, prefix, delimiter):
+    """ListObjectsV2 gives S3's exact items in S3's order, and pages of 1 and 2 (with
+    continuation tokens across common prefixes and escaped names) rebuild it exactly."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    kw = {"Prefix": prefix}
+    if delimiter:
+        kw["Delimiter"] = delimiter
+    want = model(KEYS, prefix, delimiter)
+    items, pages = listed(s3, page, **kw)
+    assert items == want
+    if page:
+        assert all(len(p) == page for p in pages[:-1]) and len(pages[-1]) <= page
+
+
+@pytest.mark.parametrize("after", ["a", "a-x", "a/", "a//", "a//b", "a/b", "/", "b//", "dot/.",
+                                   "dot/..", "z"])
+def test_start_after_in_the_middle(gw, after):
+    """StartAfter (v2) and Marker (v1) anywhere, escaped names included."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    want = model(KEYS, after=after)
+    items, _ = listed(s3, 3, StartAfter=after)
+    assert items == want
+    v1 = s3.list_objects(Bucket=B, Marker=after)
+    assert [o["Key"] for o in v1.get("Contents", [])] == [k for k, _ in want]
+
+
+def test_delimiter_shapes(gw):
+    """With '/' the object 'a' is a key and 'a/' a common prefix; the object 'a/' lies
+    inside it and is a key of the listing of prefix 'a/'."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    r = s3.list_objects_v2(Bucket=B, Delimiter="/")
+    keys = [o["Key"] for o in r["Contents"]]
+    prefixes = [p["Prefix"] for p in r["CommonPrefixes"]]
+    assert "a" in keys and "a/" in prefixes and "a/" not in keys and "/" in prefixes
+    r = s3.list_objects_v2(Bucket=B, Prefix="a/", Delimiter="/")
+    assert [o["Key"] for o in r["Contents"]] == ["a/", "a/b"]
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a//", "a/b/"]
+    r = s3.list_objects_v2(Bucket=B, Prefix="a/", Delimiter="/", EncodingType="url")
+    assert [o["Key"] for o in r["Contents"]] == ["a/", "a/b"]
+
+
+def test_get_head_every_key(gw):
+    """Every key reads back its own bytes, size and ETag."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    listing = {o["Key"]: o for o in s3.list_objects_v2(Bucket=B)["Contents"]}
+    for k in KEYS:
+        body = ("body of %s" % k).encode()
+        got = s3.get_object(Bucket=B, Key=k)
+        assert got["Body"].read() == body, k
+        h = s3.head_object(Bucket=B, Key=k)
+        assert h["ContentLength"] == len(body) and h["ETag"] == got["ETag"], k
+        assert listing[k]["ETag"] == h["ETag"] and listing[k]["Size"] == len(body), k
+    for k in ("a//", "b/", "dot/.", "dot", "q/.s3~empty", "q"):
+        assert code_of(s3.head_object, Bucket=B, Key=k) == "404", k
+        assert code_of(s3.get_object, Bucket=B, Key=k) == "NoSuchKey", k
+
+
+def test_filer_view(gw):
+    """The documented layout: 'a' is a directory holding the object 'a' as .s3~object and
+    the object 'a/' as .s3~empty; escaped components are names of the reserved prefix."""
+    filer, _ = gw
+    root = "/buckets/" + B
+    assert filer.meta(root + "/a")["IsDirectory"]
+    assert filer.get(root + "/a/.s3~object").content == b"body of a"
+    # 'a/' beside 'a//b': the directory a/.s3~empty holds the object 'a/' in turn
+    assert filer.get(root + "/a/.s3~empty/.s3~object").content == b"body of a/"
+    assert filer.get(root + "/a/.s3~empty/b").content == b"body of a//b"
+    assert filer.get(root + "/a/b/c").content == b"body of a/b/c"
+    assert filer.get(root + "/.s3~empty/lead").content == b"body of /lead"
+    assert filer.get(root + "/.s3~empty/.s3~empty/.s3~empty").content == b"body of //"
+    assert filer.get(root + "/dot/.s3~dot/x").content == b"body of dot/./x"
+    assert filer.get(root + "/dot/.s3~dotdot/y").content == b"body of dot/../y"
+    assert filer.get(root + "/z/.s3~.s3~x").content == b"body of z/.s3~x"
+    assert filer.get(root + "/.s3~.s3~object").content == b"body of .s3~object"
+    assert filer.get(root + "/a-x").content == b"body of a-x"  # plain keys: plain paths
+    assert sorted(filer.names(root + "/a")) == [".s3~empty", ".s3~object", "b"]
+
+
+def test_object_becomes_directory_and_back(gw):
+    """'p' then 'p/q': the file p turns into a directory keeping the object p (same
+    bytes, ETag and metadata); deleting either leaves the other; the last delete leaves
+    no directory behind."""
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    root = "/buckets/" + B
+    for first in ("plain", "prefix"):
+        k = "conv-" + first
+        e = s3.put_object(Bucket=B, Key=k, Body=b"the object", Metadata={"m": "1"})["ETag"]
+        assert not filer.meta(root + "/" + k).get("IsDirectory")
+        s3.put_object(Bucket=B, Key=k + "/q", Body=b"below")
+        h = s3.head_object(Bucket=B, Key=k)
+        assert h["ETag"] == e and h["Metadata"] == {"m": "1"}
+        assert s3.get_object(Bucket=B, Key=k)["Body"].read() == b"the object"
+        assert filer.meta(root + "/" + k)["IsDirectory"]
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix=k)["Contents"]] == \
+            [k, k + "/q"]
+        gone, stays = (k, k + "/q") if first == "plain" else (k + "/q", k)
+        s3.delete_object(Bucket=B, Key=gone)
+        assert code_of(s3.head_object, Bucket=B, Key=gone) == "404"
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix=k)["Contents"]] == \
+            [stays]
+        assert s3.get_object(Bucket=B, Key=stays)["Body"].read() in (b"the object", b"below")
+        s3.delete_object(Bucket=B, Key=stays)
+        assert "Contents" not in s3.list_objects_v2(Bucket=B, Prefix=k)
+        assert filer.get(root + "/" + k).status_code == 404  # S3 has no empty prefixes
+    # a directory first, then the key of its name; overwritten in place
+    s3.put_object(Bucket=B, Key="dfirst/x", Body=b"x")
+    s3.put_object(Bucket=B, Key="dfirst", Body=b"one")
+    s3.put_object(Bucket=B, Key="dfirst", Body=b"two")
+    assert s3.get_object(Bucket=B, Key="dfirst")["Body"].read() == b"two"
+    assert code_of(s3.put_object, Bucket=B, Key="dfirst", Body=b"3",
+                   IfNoneMatch="*") == "PreconditionFailed"
+    etag = s3.head_object(Bucket=B, Key="dfirst")["ETag"]
+    assert code_of(s3.put_object, Bucket=B, Key="dfirst", Body=b"3",
+                   IfMatch='"%s"' % ("0" * 32)) == "PreconditionFailed"
+    s3.put_object(Bucket=B, Key="dfirst", Body=b"three", IfMatch=etag)
+    assert s3.get_object(Bucket=B, Key="dfirst")["Body"].read() == b"three"
+    attrs = s3.get_object_attributes(Bucket=B, Key="dfirst", ObjectAttributes=["ObjectSize"])
+    assert attrs["ObjectSize"] == 5
+    assert filer.get(root + "/dfirst/.s3~object").content == b"three"
+    # a deeper file in the way: only that one turns into a directory
+    s3.put_object(Bucket=B, Key="deep/f", Body=b"f")
+    s3.put_object(Bucket=B, Key="deep/f/g/h", Body=b"h")
+    assert s3.get_object(Bucket=B, Key="deep/f")["Body"].read() == b"f"
+    assert filer.get(root + "/deep/f/.s3~object").content == b"f"
+
+
+def test_trailing_slash_and_empty_components_delete(gw):
+    """'e/' with content beside 'e//f' and 'e/g': deleted in both orders, the tree ends
+    clean; a zero-byte 'folder/' (what consoles make) is an object of its own."""
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    root = "/buckets/" + B
+    for order in (["e/", "e//f", "e/g"], ["e/g", "e//f", "e/"]):
+        for k in ("e/", "e//f", "e/g"):
+            s3.put_object(Bucket=B, Key=k, Body=k.encode())
+        for i, k in enumerate(order):
+            s3.delete_object(Bucket=B, Key=k)
+            left = [o["Key"] for o in
+                    s3.list_objects_v2(Bucket=B, Prefix="e").get("Contents", [])]
+            assert left == sorted(order[i + 1:], key=str.encode)
+        assert filer.get(root + "/e").status_code == 404
+    s3.put_object(Bucket=B, Key="folder/", Body=b"")
+    assert s3.head_object(Bucket=B, Key="folder/")["ContentLength"] == 0
+    r = s3.list_objects_v2(Bucket=B, Prefix="folder", Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["folder/"] and "Contents" not in r
+    r = s3.delete_objects(Bucket=B, Delete={"Objects": [{"Key": "folder/"}]})
+    assert [d["Key"] for d in r["Deleted"]] == ["folder/"]
+    assert filer.get(root + "/folder").status_code == 404
+
+
+def test_copy_tagging_multipart(gw):
+    """CopyObject from and to each kind of key, tagging of them, and multipart uploads
+    completing onto 'm/', onto 'm' beside 'm/x', and onto 'm/x/y' with 'm/x' a file."""
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    s3.copy_object(Bucket=B, Key="cp//to/", CopySource={"Bucket": B, "Key": "a"})
+    assert s3.get_object(Bucket=B, Key="cp//to/")["Body"].read() == b"body of a"
+    s3.copy_object(Bucket=B, Key="cp", CopySource={"Bucket": B, "Key": "a/"})
+    s3.copy_object(Bucket=B, Key="cp/x", CopySource={"Bucket": B, "Key": "dot/../y"})
+    assert s3.get_object(Bucket=B, Key="cp")["Body"].read() == b"body of a/"
+    assert s3.get_object(Bucket=B, Key="cp/x")["Body"].read() == b"body of dot/../y"
+    for k in ("a", "a/", "a//b"):
+        s3.put_object_tagging(Bucket=B, Key=k, Tagging={"TagSet": [{"Key": "k", "Value": k}]})
+    for k in ("a", "a/", "a//b"):
+        assert s3.get_object_tagging(Bucket=B, Key=k)["TagSet"] == [{"Key": "k", "Value": k}]
+    part = os.urandom(5 << 20)
+    s3.put_object(Bucket=B, Key="m/x", Body=b"small")
+    for k in ("m/", "m", "m/x/y"):
+        up = s3.create_multipart_upload(Bucket=B, Key=k)["UploadId"]
+        e1 = s3.upload_part(Bucket=B, Key=k, UploadId=up, PartNumber=1, Body=part)["ETag"]
+        e2 = s3.upload_part(Bucket=B, Key=k, UploadId=up, PartNumber=2, Body=k.encode())["ETag"]
+        s3.complete_multipart_upload(Bucket=B, Key=k, UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+        assert s3.get_object(Bucket=B, Key=k)["Body"].read() == part + k.encode(), k
+    assert s3.get_object(Bucket=B, Key="m/x")["Body"].read() == b"small"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix="m")["Contents"]] == \
+        ["m", "m/", "m/x", "m/x/y"]
+    assert [u["Key"] for u in s3.list_multipart_uploads(Bucket=B).get("Uploads", [])] == []
+
+
+def test_versioned_bucket(gw):
+    """With versioning, escaped components keep versions and list them; a key beside a
+    longer key ('w' and 'w/x', also 'v/' and 'v//x') is refused clearly there."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    s3.create_bucket(Bucket="keys-v")
+    s3.put_bucket_versioning(Bucket="keys-v", VersioningConfiguration={"Status": "Enabled"})
+    ids = {}
+    for n, k in enumerate(("v/", "x//w", "v/", "/v")):
+        vid = s3.put_object(Bucket="keys-v", Key=k, Body=b"%s#%d" % (k.encode(), n))["VersionId"]
+        ids.setdefault(k, []).append(vid)
+    got = s3.list_object_versions(Bucket="keys-v")
+    assert [(v["Key"], v["VersionId"]) for v in got["Versions"]] == [
+        ("/v", ids["/v"][0]), ("v/", ids["v/"][1]), ("v/", ids["v/"][0]),
+        ("x//w", ids["x//w"][0])]
+    assert s3.get_object(Bucket="keys-v", Key="v/", VersionId=ids["v/"][0])["Body"].read() == b"v/#0"
+    s3.delete_object(Bucket="keys-v", Key="v/")
+    assert code_of(s3.get_object, Bucket="keys-v", Key="v/") == "NoSuchKey"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="keys-v")["Contents"]] == ["/v", "x//w"]
+    assert [(v["Key"], v.get("IsLatest")) for v in
+            s3.list_object_versions(Bucket="keys-v", Prefix="v/")["DeleteMarkers"]] == \
+        [("v/", True)]
+    s3.put_object(Bucket="keys-v", Key="w/x", Body=b"x")
+    assert code_of(s3.put_object, Bucket="keys-v", Key="w", Body=b"w") == "InvalidRequest"
+    assert code_of(s3.put_object, Bucket="keys-v", Key="w/x/y", Body=b"w") == "InvalidRequest"
+    assert code_of(s3.put_object, Bucket="keys-v", Key="/v/", Body=b"w") == "InvalidRequest"
+
+
+def test_awscli_ls(gw, tmp_path):
+    """aws s3 ls shows the object 'a' beside the prefix 'a/', and 'a/' inside it."""
+    _, g = gw
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK,
+               AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=str(tmp_path / "none"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+
+    def ls(path):
+        p = subprocess.run(["aws", "--endpoint-url", "http://%s" % g.url, "s3", "ls", path],
+                           env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        # "PRE name" for a common prefix; "date time size name" for a key, the size in
+        # ten columns, so the name (maybe "") starts at column 31
+        return [("PRE", line.split(None, 1)[1]) if line.lstrip().startswith("PRE ")
+                else ("KEY", line[31:]) for line in p.stdout.splitlines()]
+
+    top = ls("s3://%s/" % B)
+    assert ("PRE", "a/") in top and ("KEY", "a") in top and ("KEY", "a-x") in top
+    assert ls("s3://%s/a/" % B) == [("PRE", "/"), ("PRE", "b/"), ("KEY", ""), ("KEY", "b")]
+
+
+def test_no_window_while_a_file_becomes_a_directory(gw):
+    """Readers of 'r<n>' while 'r<n>/x' is written: never a miss (the move into
+    r<n>/.s3~object is part of the create's transaction)."""
+    import concurrent.futures
+    _, g = gw
+    s3 = client(g, AK, SK)
+    misses = []
+
+    def read_all(k, stop):
+        n = 0
+        while not stop() or n == 0:
+            try:
+                assert s3.get_object(Bucket=B, Key=k)["Body"].read() == b"kept"
+            except Exception as e:  # noqa: BLE001 - every failure is a miss
+                misses.append((k, repr(e)))
+            n += 1
+        return n
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        for i in range(8):
+            k = "race%d" % i
+            s3.put_object(Bucket=B, Key=k, Body=b"kept")
+            done = []
+            readers = [ex.submit(read_all, k, lambda: bool(done)) for _ in range(4)]
+            try:
+                writers = [ex.submit(s3.put_object, Bucket=B, Key="%s/%d" % (k, j),
+                                     Body=b"w") for j in range(4)]
+                for w in writers:
+                    w.result()  # racing writers all succeed
+            finally:
+                done.append(True)
+            assert all(r.result() > 0 for r in readers)
+            assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix=k)["Contents"]] \
+                == [k] + ["%s/%d" % (k, j) for j in range(4)]
+    assert misses == []
