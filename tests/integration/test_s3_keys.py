@@ -339,3 +339,23 @@ def test_no_window_while_a_file_becomes_a_directory(gw):
             assert [o["Key"] for o in s3.list_objects_v2(Bucket=B, Prefix=k)["Contents"]] \
                 == [k] + ["%s/%d" % (k, j) for j in range(4)]
     assert misses == []
+
+
+def test_etag_conditions_on_an_object_beside_its_prefix(gw):
+    """'c' beside 'c/d' (kept as c/.s3~object): If-Match and If-None-Match with its ETag
+    on PUT and If-Match on DELETE judge the object 'c', not the directory."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    e = s3.put_object(Bucket=B, Key="cond", Body=b"one")["ETag"]
+    s3.put_object(Bucket=B, Key="cond/d", Body=b"below")
+    assert code_of(s3.put_object, Bucket=B, Key="cond", Body=b"x", IfNoneMatch=e) == \
+        "PreconditionFailed"
+    assert code_of(s3.put_object, Bucket=B, Key="cond", Body=b"x", IfMatch='"0"') == \
+        "PreconditionFailed"
+    e2 = s3.put_object(Bucket=B, Key="cond", Body=b"two", IfMatch=e)["ETag"]
+    assert code_of(s3.delete_object, Bucket=B, Key="cond", IfMatch=e) == "PreconditionFailed"
+    assert s3.get_object(Bucket=B, Key="cond")["Body"].read() == b"two"
+    s3.delete_object(Bucket=B, Key="cond", IfMatch=e2)
+    assert code_of(s3.head_object, Bucket=B, Key="cond") == "404"
+    assert s3.get_object(Bucket=B, Key="cond/d")["Body"].read() == b"below"
+    assert code_of(s3.delete_object, Bucket=B, Key="cond", IfMatch=e2) == "NoSuchKey"
