@@ -87,7 +87,7 @@ struct s3_req {
 	bool sts;                        /* an STS call (s3_session_gw.h) */
 	const char *form_sigver;         /* a browser POST's: "AWS" or "AWS4-HMAC-SHA256" */
 	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
-	const struct s3_form *post_form; /* PostObject: its fields stand for the headers SSE reads */
+	const struct s3_form *post_form; /* PostObject: fields standing for headers (s3_req_field) */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */
@@ -285,6 +285,9 @@ const char *s3_form_get(const struct s3_form *f, const char *name);
 /* Iterates the fields read before the file (s3_meta_from_pairs's iterator). */
 bool s3_form_field_at(const void *src, size_t i, const char **name, const char **value);
 const char *s3_form_file_type(const struct s3_form *f);
+/* Header name of r, or, while r->post_form is set, the form's field that stands for it
+   (x-amz-acl: the "acl" field). Borrowed from r. Any thread. */
+const char *s3_req_field(const struct s3_req *r, const char *name);
 /* The object key: the "key" field with ${filename} replaced; NULL when missing. */
 char *s3_form_key(const struct s3_form *f);
 /* The signature and the policy of the form: S3_OK (r->who set), or an error with msg. */
@@ -447,14 +450,12 @@ int s3_acl_decide(struct s3_req *r, const struct filer_entry *b, const char *buc
 bool s3_acl_log_delivery_writes(const struct filer_entry *b);
 /* Whether ListBuckets shows b to r for its ownership or an ACL grant. */
 bool s3_acl_lists_bucket(const struct s3_req *r, const struct filer_entry *b);
-/* Whether the ACL headers of a write, if any, may be set in bucket b; else r answered. */
+/* Whether the ACL headers of a write (a POST form's fields while r->post_form is set), if
+   any, may be set in bucket b; else r answered. */
 bool s3_acl_write_ok(struct s3_req *r, const struct filer_entry *b);
-/* The ACL headers of a write (the writer owning the object) into into's xattrs; false with
-   r's error answer. */
+/* The ACL headers of a write (a POST form's fields while r->post_form is set; the writer
+   owning the object) into into's xattrs; false with r's error answer. */
 bool s3_acl_header(struct s3_req *r, struct filer_entry *into);
-/* The canned ACL of a browser POST's acl field (the writer owning the object) into into's
-   xattrs, if the bucket's rules allow it; false with r's error answer. Worker. */
-bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into);
 /* CreateBucket's owner, Object Ownership and ACL into into's xattrs; false with r's answer. */
 bool s3_bucket_create_xattrs(struct s3_req *r, struct filer_entry *into);
 /* Whose an existing bucket (entry b) is, as CreateBucket tells it to r. */
