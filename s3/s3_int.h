@@ -320,7 +320,8 @@ void s3_list_uploads(struct s3_req *r);       /* GET /bucket?uploads, worker */
 void s3_put_tagging(struct s3_req *r);
 void s3_get_tagging(struct s3_req *r);
 void s3_delete_tagging(struct s3_req *r);
-/* x-amz-tagging of a write into entry into's xattrs; false with r's error answer. */
+/* x-amz-tagging of a write (a POST form's tagging field while r->post_form is set) into
+   entry into's xattrs; false with r's error answer. */
 bool s3_tagging_header(struct s3_req *r, struct filer_entry *into);
 /* The number of tags stored on e. */
 size_t s3_tag_count(const struct filer_entry *e);
@@ -328,11 +329,11 @@ size_t s3_tag_count(const struct filer_entry *e);
 bool s3_tags_have(const struct filer_entry *e, const char *k, const char *v);
 /*
  * Each tag of a set, for the bucket policy's condition keys (s3_policy.c):
- * fn(arg, key, value) for the x-amz-tagging header h (NULL: none), the tags
- * stored on e, a PutObjectTagging body. A set the write would refuse has none.
+ * fn(arg, key, value) for the tags write r gives its object (s3_tagging_header's),
+ * the tags stored on e, a PutObjectTagging body. A set the write would refuse has none.
  */
 typedef void (*s3_tag_fn)(void *arg, const char *k, const char *v);
-void s3_tags_each_header(const char *h, s3_tag_fn fn, void *arg);
+void s3_tags_each_write(const struct s3_req *r, s3_tag_fn fn, void *arg);
 void s3_tags_each_entry(const struct filer_entry *e, s3_tag_fn fn, void *arg);
 void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg);
 

@@ -370,24 +370,27 @@ static void context(const struct s3_req *r, struct ctx *c, const char *bucket, c
 		{"s3:if-match", "If-Match"},
 		{"aws:Referer", "Referer"},
 		{"aws:UserAgent", "User-Agent"},
+		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
+		{"s3:x-amz-copy-source", "x-amz-copy-source"},
+		{"s3:x-amz-metadata-directive", "x-amz-metadata-directive"},
+		{"s3:object-lock-mode", "x-amz-object-lock-mode"},
+		{"s3:object-lock-retain-until-date", "x-amz-object-lock-retain-until-date"},
+		{"s3:object-lock-legal-hold", "x-amz-object-lock-legal-hold"},
+	};
+	/* what a write asks for of its object: a POST form's fields stand for these */
+	static const char *const write_keys[][2] = {
 		{"s3:x-amz-acl", "x-amz-acl"},
 		{"s3:x-amz-grant-read", "x-amz-grant-read"},
 		{"s3:x-amz-grant-write", "x-amz-grant-write"},
 		{"s3:x-amz-grant-read-acp", "x-amz-grant-read-acp"},
 		{"s3:x-amz-grant-write-acp", "x-amz-grant-write-acp"},
 		{"s3:x-amz-grant-full-control", "x-amz-grant-full-control"},
-		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
-		{"s3:x-amz-copy-source", "x-amz-copy-source"},
-		{"s3:x-amz-metadata-directive", "x-amz-metadata-directive"},
 		{"s3:x-amz-storage-class", "x-amz-storage-class"},
 		{"s3:x-amz-server-side-encryption", "x-amz-server-side-encryption"},
 		{"s3:x-amz-server-side-encryption-aws-kms-key-id",
 		 "x-amz-server-side-encryption-aws-kms-key-id"},
 		{"s3:x-amz-server-side-encryption-customer-algorithm",
 		 "x-amz-server-side-encryption-customer-algorithm"},
-		{"s3:object-lock-mode", "x-amz-object-lock-mode"},
-		{"s3:object-lock-retain-until-date", "x-amz-object-lock-retain-until-date"},
-		{"s3:object-lock-legal-hold", "x-amz-object-lock-legal-hold"},
 	};
 	time_t now = time(NULL);
 	struct tm tm;
@@ -412,14 +415,17 @@ static void context(const struct s3_req *r, struct ctx *c, const char *bucket, c
 		ctx_add(c, query_keys[i][0], http_req_query(r->req, query_keys[i][1]));
 	for (size_t i = 0; i < ARRAY_LEN(header_keys); i++)
 		ctx_add(c, header_keys[i][0], http_req_header(r->req, header_keys[i][1]));
+	for (size_t i = 0; i < ARRAY_LEN(write_keys); i++)
+		ctx_add(c, write_keys[i][0], s3_req_field(r, write_keys[i][1]));
 	if ((v = http_req_header(r->req, "x-amz-object-lock-retain-until-date")))
 		ctx_add(c, "s3:object-lock-remaining-retention-days", remaining_days(c, v, now));
 	if (!key)
 		return;
-	/* the tags the request gives the object: a write's header, a PutObjectTagging body */
+	/* the tags the request gives the object: a write's header or form field, a
+	   PutObjectTagging body */
 	if (!strcmp(action, "s3:PutObject")) {
 		struct tag_keys t = {c, "s3:RequestObjectTag/", true};
-		s3_tags_each_header(http_req_header(r->req, "x-amz-tagging"), add_tag, &t);
+		s3_tags_each_write(r, add_tag, &t);
 	} else if (!strcmp(action, "s3:PutObjectTagging") ||
 		   !strcmp(action, "s3:PutObjectVersionTagging")) {
 		struct tag_keys t = {c, "s3:RequestObjectTag/", true};

@@ -348,6 +348,65 @@ def test_request_object_tags_decide_writes(gw):
         {"Key": "team", "Value": "blue"}]}) == "AccessDenied"
 
 
+def tagging_xml(tags):
+    return "<Tagging><TagSet>%s</TagSet></Tagging>" % "".join(
+        "<Tag><Key>%s</Key><Value>%s</Value></Tag>" % kv for kv in tags)
+
+
+def test_post_form_tagging_reaches_the_policy(gw):
+    """A browser POST form's tagging field (a Tagging document, as S3's form takes it)
+    gives the policy s3:RequestObjectTag/<key> and s3:RequestObjectTagKeys, as
+    x-amz-tagging does on PutObject, and is stored as the object's tags; a malformed or
+    oversized one is refused with S3's codes, nothing stored."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    signer = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=ALICE[0],
+                          aws_secret_access_key=ALICE[1], region_name="us-east-1",
+                          config=Config(signature_version="s3v4"))
+    alice.create_bucket(Bucket="pol-ptag")
+    alice.create_bucket(Bucket="pol-ptag-open")
+    alice.put_bucket_policy(Bucket="pol-ptag", Policy=policy("pol-ptag", stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-ptag/*",
+        {"StringNotEquals": {"s3:RequestObjectTag/team": "blue"}}), stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-ptag/*",
+        {"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": ["team", "env"]}})))
+
+    def post(bucket, key, tagging=None):
+        fields = {"tagging": tagging} if tagging is not None else {}
+        form = signer.generate_presigned_post(bucket, key, Fields=fields,
+                                              Conditions=[{"tagging": tagging}] if fields
+                                              else [], ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"tagged"},
+                             timeout=30)
+
+    denied = (None, tagging_xml([("team", "red")]),
+              tagging_xml([("team", "blue"), ("cost", "1")]), "<Tagging>")
+    for i, t in enumerate(denied):
+        r = post("pol-ptag", "d%d" % i, t)
+        assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, (t, r.text)
+        assert code_of(alice.head_object, Bucket="pol-ptag", Key="d%d" % i) == "404"
+    r = post("pol-ptag", "ok", tagging_xml([("team", "blue"), ("env", "dev")]))
+    assert r.status_code == 204, r.text
+    assert alice.get_object_tagging(Bucket="pol-ptag", Key="ok")["TagSet"] == [
+        {"Key": "env", "Value": "dev"}, {"Key": "team", "Value": "blue"}]
+    assert alice.head_object(Bucket="pol-ptag", Key="ok")["ContentLength"] == 6
+    # without a policy: stored as given, or refused as PutObjectTagging refuses the set
+    assert post("pol-ptag-open", "t", tagging_xml([("a", "1")])).status_code == 204
+    assert alice.get_object_tagging(Bucket="pol-ptag-open", Key="t")["TagSet"] == [
+        {"Key": "a", "Value": "1"}]
+    assert post("pol-ptag-open", "none").status_code == 204
+    assert alice.get_object_tagging(Bucket="pol-ptag-open", Key="none")["TagSet"] == []
+    refused = (("<Tagging><TagSet>", "MalformedXML"),
+               ("<Tagging><TagSet><Tag><Value>v</Value></Tag></TagSet></Tagging>",
+                "MalformedXML"),
+               (tagging_xml([("k%d" % i, "v") for i in range(11)]), "InvalidTag"),
+               (tagging_xml([("k", "1"), ("k", "2")]), "InvalidTag"))
+    for i, (t, code) in enumerate(refused):
+        r = post("pol-ptag-open", "bad%d" % i, t)
+        assert r.status_code == 400 and "<Code>%s</Code>" % code in r.text, (t, r.text)
+        assert code_of(alice.head_object, Bucket="pol-ptag-open", Key="bad%d" % i) == "404"
+
+
 def test_acl_header_reaches_the_policy(gw):
     """s3:x-amz-acl: the canned ACL header is a condition key, so the common
     "bucket-owner-full-control or nothing" policy holds."""
