@@ -474,7 +474,9 @@ void s3_get_pab(struct s3_req *r);
 void s3_delete_pab(struct s3_req *r);
 
 /* What r's identity's inline policies say of action on bucket/key (NULL key: the bucket;
-   NULL bucket: no resource, "*"). Any thread. */
+   NULL bucket: no resource, "*"). Any thread, but when they name s3:ExistingObjectTag a
+   key's stored tags are read from the filer: a worker then (s3_authorize_cached leaves
+   such requests to one). */
 enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
 				    const char *action);
 

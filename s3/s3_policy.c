@@ -595,8 +595,9 @@ enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const 
 		return POLICY_NO_MATCH;
 	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 		       : bucket ? xasprintf("arn:aws:s3:::%s", bucket) : xstrdup("*");
-	/* an identity's policies see no stored object tags: they are judged on the loop */
-	context(r, &c, bucket, key, action, 0);
+	/* the stored tags are a filer read: s3_authorize_cached leaves such a request to a
+	   worker (identity_needs_tags) */
+	context(r, &c, bucket, key, action, s3_identity_policy_needs(r->who));
 	struct policy_request pr = {
 		.principal = s3_identity_name(r->who),
 		.action = action,
@@ -687,6 +688,12 @@ static bool needs_tags(const struct filer_entry *b, const char *bucket)
 	return bucket_policy_needs(p) & POLICY_NEEDS_OBJECT_TAGS;
 }
 
+/* Whether r's identity's inline policies name an s3:ExistingObjectTag key. */
+static bool identity_needs_tags(const struct s3_req *r)
+{
+	return s3_identity_policy_needs(r->who) & POLICY_NEEDS_OBJECT_TAGS;
+}
+
 int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
@@ -696,7 +703,8 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
-	if (r->key && acts_on_existing(action) && needs_tags(b, r->bucket)) {
+	if (r->key && acts_on_existing(action) &&
+	    (needs_tags(b, r->bucket) || identity_needs_tags(r))) {
 		filer_entry_free(b);
 		return -1; /* the object's tags are a filer read: on the worker */
 	}
