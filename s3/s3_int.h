@@ -407,10 +407,12 @@ bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const c
 bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		  enum s3_action act);
 /*
- * A request judged key by key (DeleteObjects): false with r's AccessDenied
- * when neither the identity's grant act nor a bucket policy could allow any.
+ * A request judged key by key (DeleteObjects): true for any identity (its
+ * denied keys are per-key errors, as in S3); for an anonymous request, false
+ * with r's AccessDenied (NoSuchBucket) when neither a bucket policy nor an
+ * ACL could allow any key.
  */
-bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
+bool s3_authorize_keys(struct s3_req *r);
 /*
  * The gateway's own work done as an AWS service (service: POLICY_SERVICE_LOGGING
  * for access-log delivery, bucket_policy.h): whether the policy of bucket

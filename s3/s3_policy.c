@@ -761,14 +761,16 @@ static void denied(struct s3_req *r, const char *bucket, const char *action)
 	filer_entry_free(b);
 }
 
-bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
+bool s3_authorize_keys(struct s3_req *r)
 {
 	struct filer_entry *b = NULL;
 	bool policy;
 	wfs_err rc;
-	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)) ||
-	    (r->who && s3_identity_has_policies(r->who)))
-		return true; /* key by key (an identity's policy may name some) */
+	/* as S3, an identity's keys are judged one by one, the denied ones AccessDenied in the
+	   answer (a policy or an ACL may allow some, or none); only an anonymous request that
+	   nothing could allow is refused whole */
+	if (s3_iam_is_open(r->iam) || r->who)
+		return true;
 	rc = s3_bucket_lookup(r->g, r->bucket, &b);
 	policy = !rc && (filer_entry_xattr_get(b, X_POLICY) ||
 			 s3_acl_decide(r, b, r->bucket, NULL, "s3:DeleteObject", true) == 1);

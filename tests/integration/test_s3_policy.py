@@ -6,6 +6,7 @@ DeleteObjects key by key, copy sources, and the Admin's way out of a lockout."""
 import json
 
 import boto3
+import botocore
 import pytest
 import requests
 from botocore.config import Config
@@ -156,6 +157,46 @@ def test_named_principals_and_explicit_deny(gw):
                                                            "Key": "bob/a"})
     assert code_of(bob.copy_object, Bucket="pub-dst", Key="d",
                    CopySource={"Bucket": "pol-team", "Key": "keep/x"}) == "AccessDenied"
+
+
+def test_delete_objects_denied_keys_are_per_key_errors(gw):
+    """DeleteObjects by an identity with no right on some or all of its keys: 200, each
+    denied key an <Error> AccessDenied (Quiet too), nothing of it deleted, the allowed
+    keys deleted; an anonymous request nothing could allow is refused whole, and a
+    missing bucket is NoSuchBucket."""
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-mdel")
+    for k in ("a", "b", "bob/x", "bob/y"):
+        alice.put_object(Bucket="pol-mdel", Key=k, Body=k.encode())
+
+    def keys():
+        return [o["Key"] for o in alice.list_objects_v2(Bucket="pol-mdel")["Contents"]]
+
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200 and "Deleted" not in r
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("a", "AccessDenied"),
+                                                          ("b", "AccessDenied")]
+    assert keys() == ["a", "b", "bob/x", "bob/y"]
+    alice.put_bucket_policy(Bucket="pol-mdel", Policy=policy("pol-mdel", stmt(
+        "Allow", {"AWS": "bob"}, "s3:DeleteObject", "arn:aws:s3:::pol-mdel/bob/*")))
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Objects": [
+        {"Key": "a"}, {"Key": "bob/x"}]})
+    assert [d["Key"] for d in r["Deleted"]] == ["bob/x"]
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("a", "AccessDenied")]
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Quiet": True, "Objects": [
+        {"Key": "b"}, {"Key": "bob/y"}]})
+    assert "Deleted" not in r
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("b", "AccessDenied")]
+    assert keys() == ["a", "b"]
+    alice.delete_bucket_policy(Bucket="pol-mdel")
+    unsigned = boto3.client("s3", endpoint_url="http://%s" % g.url, region_name="us-east-1",
+                            config=Config(signature_version=botocore.UNSIGNED))
+    assert code_of(unsigned.delete_objects, Bucket="pol-mdel",
+                   Delete={"Objects": [{"Key": "a"}]}) == "AccessDenied"
+    assert code_of(bob.delete_objects, Bucket="pol-mdel-none",
+                   Delete={"Objects": [{"Key": "a"}]}) == "NoSuchBucket"
+    assert keys() == ["a", "b"]
 
 
 def test_home_folders_by_policy_variable(gw):
