@@ -136,13 +136,13 @@ static const struct {
 	{"x-amz-grant-full-control", ACL_FULL},
 };
 
-/* Whether r carries x-amz-acl or an x-amz-grant-* header. */
+/* Whether r carries x-amz-acl or an x-amz-grant-* header (a POST form: those fields). */
 static bool acl_headers_given(const struct s3_req *r)
 {
-	if (http_req_header(r->req, "x-amz-acl"))
+	if (s3_req_field(r, "x-amz-acl"))
 		return true;
 	for (size_t i = 0; i < ARRAY_LEN(grant_headers); i++)
-		if (http_req_header(r->req, grant_headers[i].header))
+		if (s3_req_field(r, grant_headers[i].header))
 			return true;
 	return false;
 }
@@ -153,7 +153,7 @@ static bool acl_headers_given(const struct s3_req *r)
  */
 static bool acl_from_headers(struct s3_req *r, bool bucket, struct s3_acl *a, bool *given)
 {
-	const char *canned = http_req_header(r->req, "x-amz-acl");
+	const char *canned = s3_req_field(r, "x-amz-acl");
 	bool grants = false;
 	char msg[256];
 	enum s3_err e;
@@ -161,7 +161,7 @@ static bool acl_from_headers(struct s3_req *r, bool bucket, struct s3_acl *a, bo
 	memset(a, 0, sizeof(*a));
 	*given = acl_headers_given(r);
 	for (size_t i = 0; i < ARRAY_LEN(grant_headers); i++) {
-		const char *v = http_req_header(r->req, grant_headers[i].header);
+		const char *v = s3_req_field(r, grant_headers[i].header);
 		if (!v)
 			continue;
 		grants = true;
@@ -243,36 +243,6 @@ bool s3_acl_header(struct s3_req *r, struct filer_entry *into)
 	buf_free(&enc);
 	acl_free(&a);
 	return true;
-}
-
-bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into)
-{
-	struct s3_acl a = {0};
-	struct filer_entry *b = NULL;
-	buf enc = BUF_INIT;
-	wfs_err rc;
-	bool ok = false;
-
-	if (!acl_canned(canned, false, &a)) {
-		s3_error(r, S3_INVALID_ARGUMENT, "The canned ACL %.64s is not valid", canned);
-		goto out;
-	}
-	if ((rc = s3_bucket_lookup(r->g, r->bucket, &b))) {
-		s3_filer_error(r, rc, "looking the bucket up");
-		goto out;
-	}
-	if (!acl_settable(r, b, &a))
-		goto out;
-	if (r->who)
-		a.owner = xstrdup(s3_identity_name(r->who));
-	acl_encode(&a, &enc);
-	filer_entry_xattr_set(into, S3_XATTR_ACL, enc.data, enc.len);
-	ok = true;
-out:
-	buf_free(&enc);
-	acl_free(&a);
-	filer_entry_free(b);
-	return ok;
 }
 
 /* ---- CreateBucket ---- */

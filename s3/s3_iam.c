@@ -403,6 +403,14 @@ bool s3_identity_stored(const struct s3_identity *id) { return id->stored; }
 
 bool s3_identity_has_policies(const struct s3_identity *id) { return id->n_pol > 0; }
 
+unsigned s3_identity_policy_needs(const struct s3_identity *id)
+{
+	unsigned needs = 0;
+	for (size_t i = 0; id && i < id->n_pol; i++)
+		needs |= bucket_policy_needs(id->pol[i]);
+	return needs;
+}
+
 enum policy_effect s3_identity_policy_eval(const struct s3_identity *id,
 					   const struct policy_request *pr)
 {

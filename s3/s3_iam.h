@@ -83,6 +83,8 @@ bool s3_identity_allows(const struct s3_identity *id, enum s3_action a, const ch
 bool s3_identity_stored(const struct s3_identity *id);
 /* Whether id has inline policies. */
 bool s3_identity_has_policies(const struct s3_identity *id);
+/* What evaluating id's inline policies needs (bucket_policy_needs, all of them; NULL: 0). */
+unsigned s3_identity_policy_needs(const struct s3_identity *id);
 /* What id's inline policies say of pr (its principal unused): a Deny wins. */
 struct policy_request;
 enum policy_effect s3_identity_policy_eval(const struct s3_identity *id,

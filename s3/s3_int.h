@@ -87,7 +87,7 @@ struct s3_req {
 	bool sts;                        /* an STS call (s3_session_gw.h) */
 	const char *form_sigver;         /* a browser POST's: "AWS" or "AWS4-HMAC-SHA256" */
 	bool iam_call;                   /* an IAM API call (s3_iam_api.c) */
-	const struct s3_form *post_form; /* PostObject: its fields stand for the headers SSE reads */
+	const struct s3_form *post_form; /* PostObject: fields standing for headers (s3_req_field) */
 	buf in;                        /* a small request body (bucket configuration) */
 	/* what the signature says of the body: SIGV4_PAYLOAD_HASH checks payload_sha256 */
 	int payload; /* enum sigv4_payload; -1 when unsigned */
@@ -285,6 +285,9 @@ const char *s3_form_get(const struct s3_form *f, const char *name);
 /* Iterates the fields read before the file (s3_meta_from_pairs's iterator). */
 bool s3_form_field_at(const void *src, size_t i, const char **name, const char **value);
 const char *s3_form_file_type(const struct s3_form *f);
+/* Header name of r, or, while r->post_form is set, the form's field that stands for it
+   (x-amz-acl: the "acl" field). Borrowed from r. Any thread. */
+const char *s3_req_field(const struct s3_req *r, const char *name);
 /* The object key: the "key" field with ${filename} replaced; NULL when missing. */
 char *s3_form_key(const struct s3_form *f);
 /* The signature and the policy of the form: S3_OK (r->who set), or an error with msg. */
@@ -317,7 +320,8 @@ void s3_list_uploads(struct s3_req *r);       /* GET /bucket?uploads, worker */
 void s3_put_tagging(struct s3_req *r);
 void s3_get_tagging(struct s3_req *r);
 void s3_delete_tagging(struct s3_req *r);
-/* x-amz-tagging of a write into entry into's xattrs; false with r's error answer. */
+/* x-amz-tagging of a write (a POST form's tagging field while r->post_form is set) into
+   entry into's xattrs; false with r's error answer. */
 bool s3_tagging_header(struct s3_req *r, struct filer_entry *into);
 /* The number of tags stored on e. */
 size_t s3_tag_count(const struct filer_entry *e);
@@ -325,11 +329,11 @@ size_t s3_tag_count(const struct filer_entry *e);
 bool s3_tags_have(const struct filer_entry *e, const char *k, const char *v);
 /*
  * Each tag of a set, for the bucket policy's condition keys (s3_policy.c):
- * fn(arg, key, value) for the x-amz-tagging header h (NULL: none), the tags
- * stored on e, a PutObjectTagging body. A set the write would refuse has none.
+ * fn(arg, key, value) for the tags write r gives its object (s3_tagging_header's),
+ * the tags stored on e, a PutObjectTagging body. A set the write would refuse has none.
  */
 typedef void (*s3_tag_fn)(void *arg, const char *k, const char *v);
-void s3_tags_each_header(const char *h, s3_tag_fn fn, void *arg);
+void s3_tags_each_write(const struct s3_req *r, s3_tag_fn fn, void *arg);
 void s3_tags_each_entry(const struct filer_entry *e, s3_tag_fn fn, void *arg);
 void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg);
 
@@ -403,10 +407,12 @@ bool s3_permitted(struct s3_req *r, const char *bucket, const char *key, const c
 bool s3_authorize(struct s3_req *r, const char *bucket, const char *key, const char *action,
 		  enum s3_action act);
 /*
- * A request judged key by key (DeleteObjects): false with r's AccessDenied
- * when neither the identity's grant act nor a bucket policy could allow any.
+ * A request judged key by key (DeleteObjects): true for any identity (its
+ * denied keys are per-key errors, as in S3); for an anonymous request, false
+ * with r's AccessDenied (NoSuchBucket) when neither a bucket policy nor an
+ * ACL could allow any key.
  */
-bool s3_authorize_keys(struct s3_req *r, enum s3_action act);
+bool s3_authorize_keys(struct s3_req *r);
 /*
  * The gateway's own work done as an AWS service (service: POLICY_SERVICE_LOGGING
  * for access-log delivery, bucket_policy.h): whether the policy of bucket
@@ -447,14 +453,12 @@ int s3_acl_decide(struct s3_req *r, const struct filer_entry *b, const char *buc
 bool s3_acl_log_delivery_writes(const struct filer_entry *b);
 /* Whether ListBuckets shows b to r for its ownership or an ACL grant. */
 bool s3_acl_lists_bucket(const struct s3_req *r, const struct filer_entry *b);
-/* Whether the ACL headers of a write, if any, may be set in bucket b; else r answered. */
+/* Whether the ACL headers of a write (a POST form's fields while r->post_form is set), if
+   any, may be set in bucket b; else r answered. */
 bool s3_acl_write_ok(struct s3_req *r, const struct filer_entry *b);
-/* The ACL headers of a write (the writer owning the object) into into's xattrs; false with
-   r's error answer. */
+/* The ACL headers of a write (a POST form's fields while r->post_form is set; the writer
+   owning the object) into into's xattrs; false with r's error answer. */
 bool s3_acl_header(struct s3_req *r, struct filer_entry *into);
-/* The canned ACL of a browser POST's acl field (the writer owning the object) into into's
-   xattrs, if the bucket's rules allow it; false with r's error answer. Worker. */
-bool s3_acl_canned_set(struct s3_req *r, const char *canned, struct filer_entry *into);
 /* CreateBucket's owner, Object Ownership and ACL into into's xattrs; false with r's answer. */
 bool s3_bucket_create_xattrs(struct s3_req *r, struct filer_entry *into);
 /* Whose an existing bucket (entry b) is, as CreateBucket tells it to r. */
@@ -472,7 +476,9 @@ void s3_get_pab(struct s3_req *r);
 void s3_delete_pab(struct s3_req *r);
 
 /* What r's identity's inline policies say of action on bucket/key (NULL key: the bucket;
-   NULL bucket: no resource, "*"). Any thread. */
+   NULL bucket: no resource, "*"). Any thread, but when they name s3:ExistingObjectTag a
+   key's stored tags are read from the filer: a worker then (s3_authorize_cached leaves
+   such requests to one). */
 enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const char *key,
 				    const char *action);
 

@@ -370,24 +370,27 @@ static void context(const struct s3_req *r, struct ctx *c, const char *bucket, c
 		{"s3:if-match", "If-Match"},
 		{"aws:Referer", "Referer"},
 		{"aws:UserAgent", "User-Agent"},
+		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
+		{"s3:x-amz-copy-source", "x-amz-copy-source"},
+		{"s3:x-amz-metadata-directive", "x-amz-metadata-directive"},
+		{"s3:object-lock-mode", "x-amz-object-lock-mode"},
+		{"s3:object-lock-retain-until-date", "x-amz-object-lock-retain-until-date"},
+		{"s3:object-lock-legal-hold", "x-amz-object-lock-legal-hold"},
+	};
+	/* what a write asks for of its object: a POST form's fields stand for these */
+	static const char *const write_keys[][2] = {
 		{"s3:x-amz-acl", "x-amz-acl"},
 		{"s3:x-amz-grant-read", "x-amz-grant-read"},
 		{"s3:x-amz-grant-write", "x-amz-grant-write"},
 		{"s3:x-amz-grant-read-acp", "x-amz-grant-read-acp"},
 		{"s3:x-amz-grant-write-acp", "x-amz-grant-write-acp"},
 		{"s3:x-amz-grant-full-control", "x-amz-grant-full-control"},
-		{"s3:x-amz-content-sha256", "x-amz-content-sha256"},
-		{"s3:x-amz-copy-source", "x-amz-copy-source"},
-		{"s3:x-amz-metadata-directive", "x-amz-metadata-directive"},
 		{"s3:x-amz-storage-class", "x-amz-storage-class"},
 		{"s3:x-amz-server-side-encryption", "x-amz-server-side-encryption"},
 		{"s3:x-amz-server-side-encryption-aws-kms-key-id",
 		 "x-amz-server-side-encryption-aws-kms-key-id"},
 		{"s3:x-amz-server-side-encryption-customer-algorithm",
 		 "x-amz-server-side-encryption-customer-algorithm"},
-		{"s3:object-lock-mode", "x-amz-object-lock-mode"},
-		{"s3:object-lock-retain-until-date", "x-amz-object-lock-retain-until-date"},
-		{"s3:object-lock-legal-hold", "x-amz-object-lock-legal-hold"},
 	};
 	time_t now = time(NULL);
 	struct tm tm;
@@ -412,14 +415,17 @@ static void context(const struct s3_req *r, struct ctx *c, const char *bucket, c
 		ctx_add(c, query_keys[i][0], http_req_query(r->req, query_keys[i][1]));
 	for (size_t i = 0; i < ARRAY_LEN(header_keys); i++)
 		ctx_add(c, header_keys[i][0], http_req_header(r->req, header_keys[i][1]));
+	for (size_t i = 0; i < ARRAY_LEN(write_keys); i++)
+		ctx_add(c, write_keys[i][0], s3_req_field(r, write_keys[i][1]));
 	if ((v = http_req_header(r->req, "x-amz-object-lock-retain-until-date")))
 		ctx_add(c, "s3:object-lock-remaining-retention-days", remaining_days(c, v, now));
 	if (!key)
 		return;
-	/* the tags the request gives the object: a write's header, a PutObjectTagging body */
+	/* the tags the request gives the object: a write's header or form field, a
+	   PutObjectTagging body */
 	if (!strcmp(action, "s3:PutObject")) {
 		struct tag_keys t = {c, "s3:RequestObjectTag/", true};
-		s3_tags_each_header(http_req_header(r->req, "x-amz-tagging"), add_tag, &t);
+		s3_tags_each_write(r, add_tag, &t);
 	} else if (!strcmp(action, "s3:PutObjectTagging") ||
 		   !strcmp(action, "s3:PutObjectVersionTagging")) {
 		struct tag_keys t = {c, "s3:RequestObjectTag/", true};
@@ -589,8 +595,9 @@ enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const 
 		return POLICY_NO_MATCH;
 	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
 		       : bucket ? xasprintf("arn:aws:s3:::%s", bucket) : xstrdup("*");
-	/* an identity's policies see no stored object tags: they are judged on the loop */
-	context(r, &c, bucket, key, action, 0);
+	/* the stored tags are a filer read: s3_authorize_cached leaves such a request to a
+	   worker (identity_needs_tags) */
+	context(r, &c, bucket, key, action, s3_identity_policy_needs(r->who));
 	struct policy_request pr = {
 		.principal = s3_identity_name(r->who),
 		.action = action,
@@ -681,6 +688,12 @@ static bool needs_tags(const struct filer_entry *b, const char *bucket)
 	return bucket_policy_needs(p) & POLICY_NEEDS_OBJECT_TAGS;
 }
 
+/* Whether r's identity's inline policies name an s3:ExistingObjectTag key. */
+static bool identity_needs_tags(const struct s3_req *r)
+{
+	return s3_identity_policy_needs(r->who) & POLICY_NEEDS_OBJECT_TAGS;
+}
+
 int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 {
 	struct filer_entry *b = NULL;
@@ -690,7 +703,8 @@ int s3_authorize_cached(struct s3_req *r, enum s3_action act)
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return -1;
 	action = s3_policy_action(r);
-	if (r->key && acts_on_existing(action) && needs_tags(b, r->bucket)) {
+	if (r->key && acts_on_existing(action) &&
+	    (needs_tags(b, r->bucket) || identity_needs_tags(r))) {
 		filer_entry_free(b);
 		return -1; /* the object's tags are a filer read: on the worker */
 	}
@@ -747,14 +761,16 @@ static void denied(struct s3_req *r, const char *bucket, const char *action)
 	filer_entry_free(b);
 }
 
-bool s3_authorize_keys(struct s3_req *r, enum s3_action act)
+bool s3_authorize_keys(struct s3_req *r)
 {
 	struct filer_entry *b = NULL;
 	bool policy;
 	wfs_err rc;
-	if (s3_iam_is_open(r->iam) || (r->who && s3_identity_allows(r->who, act, r->bucket)) ||
-	    (r->who && s3_identity_has_policies(r->who)))
-		return true; /* key by key (an identity's policy may name some) */
+	/* as S3, an identity's keys are judged one by one, the denied ones AccessDenied in the
+	   answer (a policy or an ACL may allow some, or none); only an anonymous request that
+	   nothing could allow is refused whole */
+	if (s3_iam_is_open(r->iam) || r->who)
+		return true;
 	rc = s3_bucket_lookup(r->g, r->bucket, &b);
 	policy = !rc && (filer_entry_xattr_get(b, X_POLICY) ||
 			 s3_acl_decide(r, b, r->bucket, NULL, "s3:DeleteObject", true) == 1);

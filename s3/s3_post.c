@@ -164,6 +164,14 @@ bool s3_form_field_at(const void *src, size_t i, const char **name, const char *
 
 const char *s3_form_file_type(const struct s3_form *f) { return f->file_type; }
 
+const char *s3_req_field(const struct s3_req *r, const char *name)
+{
+	if (!r->post_form)
+		return http_req_header(r->req, name);
+	/* a form names x-amz-acl's canned ACL "acl"; its other fields are the headers' names */
+	return s3_form_get(r->post_form, strcasecmp(name, "x-amz-acl") ? name : "acl");
+}
+
 char *s3_form_key(const struct s3_form *f)
 {
 	const char *key = s3_form_get(f, "key"), *at;

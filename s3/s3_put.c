@@ -539,14 +539,23 @@ static void answer_stored(struct s3_put *p)
 	s3_sse_headers(r, p->sse);
 }
 
-/* A form's acl field, if any: the object's canned ACL. False: r answered. Worker. */
-static bool form_acl(struct s3_put *p)
+/*
+ * A form's bucket policy (which may need a filer read), with its fields standing for the
+ * headers: its ACL and tagging fields are judged and stored as PutObject's headers are.
+ * False: r answered. Worker.
+ */
+static bool form_commit_ok(struct s3_put *p)
 {
-	const char *name, *value;
-	for (size_t i = 0; s3_form_field_at(p->form, i, &name, &value); i++)
-		if (!strcasecmp(name, "acl"))
-			return s3_acl_canned_set(p->r, value ? value : "", p->meta.e);
-	return true;
+	struct s3_req *r = p->r;
+	bool ok;
+
+	if (!size_in_range(p))
+		return false;
+	r->post_form = p->form;
+	ok = s3_authorize(r, r->bucket, r->key, "s3:PutObject", S3_ACT_WRITE) &&
+	     s3_tagging_header(r, p->meta.e) && s3_acl_header(r, p->meta.e);
+	r->post_form = NULL;
+	return ok;
 }
 
 /* Commits the entry of the stored body: true when it is visible. */
@@ -554,11 +563,8 @@ static bool commit(struct s3_put *p, const struct filer_chunk *chunks, size_t n)
 {
 	struct s3_req *r = p->r;
 
-	/* a form's identity was checked before its file (s3_form_authorize); its bucket's
-	   policy, which may need a filer read, here on the worker */
-	if (p->form && (!size_in_range(p) ||
-			!s3_authorize(r, r->bucket, r->key, "s3:PutObject", S3_ACT_WRITE) ||
-			!form_acl(p)))
+	/* a form's identity was checked before its file (s3_form_authorize) */
+	if (p->form && !form_commit_ok(p))
 		return false;
 	if (!digests_ok(p, p->md5_hex, p->cksum) || !s3_cond_check(r, p->path, &p->cond))
 		return false;

@@ -566,7 +566,7 @@ static void create_bucket_parsed(struct s3_req *r)
 
 static void delete_objects(struct s3_req *r)
 {
-	if (s3_authorize_keys(r, S3_ACT_WRITE))
+	if (s3_authorize_keys(r))
 		s3_delete_objects(r);
 }
 static void delete_objects_read(struct s3_req *r) { s3_submit(r, delete_objects); }

@@ -465,17 +465,11 @@ static struct s3_sse *sse_new(enum s3_sse_mode mode)
 
 /* ---- request headers ---- */
 
-/* A header of the request, or the form field of that name of a PostObject (as S3). */
-static const char *field(struct s3_req *r, const char *name)
-{
-	return r->post_form ? s3_form_get(r->post_form, name) : http_req_header(r->req, name);
-}
-
 static const char *hdr(struct s3_req *r, bool copy_source, const char *suffix)
 {
 	char name[96];
 	snprintf(name, sizeof(name), "x-amz-%s%s", copy_source ? "copy-source-" : "", suffix);
-	return field(r, name);
+	return s3_req_field(r, name);
 }
 
 /* The SSE-C headers: 0 absent, 1 read into key/md5, -1 r answered. */
@@ -534,7 +528,7 @@ static int customer_key(struct s3_req *r, bool copy_source, uint8_t key[32], cha
 
 bool s3_sse_requested(struct s3_req *r)
 {
-	return field(r, H_SSE) || field(r, H_KID) || hdr(r, false, H_C_ALG) ||
+	return s3_req_field(r, H_SSE) || s3_req_field(r, H_KID) || hdr(r, false, H_C_ALG) ||
 	       hdr(r, false, H_C_KEY) || hdr(r, false, H_C_MD5);
 }
 
@@ -559,7 +553,7 @@ static bool kms_pick(struct s3_req *r, const char *named, char out[S3_SSE_KID_MA
 
 bool s3_sse_for_write(struct s3_req *r, const struct filer_entry *bucket, struct s3_sse **out)
 {
-	const char *mode = field(r, H_SSE), *kid = field(r, H_KID);
+	const char *mode = s3_req_field(r, H_SSE), *kid = s3_req_field(r, H_KID);
 	uint8_t ckey[32];
 	char cmd5[32], def[S3_SSE_KID_MAX + 16] = "";
 	int c = customer_key(r, false, ckey, cmd5);

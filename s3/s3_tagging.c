@@ -1,6 +1,7 @@
 /*
  * Tagging: PutObjectTagging, GetObjectTagging, DeleteObjectTagging, the same
- * for buckets, and the x-amz-tagging header of writes.
+ * for buckets, the x-amz-tagging header of writes and the tagging field of
+ * browser POST forms (a Tagging document, as S3's form takes it).
  *
  * DESIGN: a tag set is one extended attribute, "s3.tagging", holding the set
  * in the form of the x-amz-tagging header (URL-encoded "k1=v1&k2=v2"), on the
@@ -105,6 +106,42 @@ static enum s3_err tags_from_query(const char *s, size_t len, size_t max, struct
 	return e;
 }
 
+#define MSG_MALFORMED                                                                     \
+	"The XML you provided was not well-formed or did not validate against our published " \
+	"schema"
+
+/* Parses a Tagging document (PutObjectTagging's body, a form's tagging field) as tag_add
+   does: S3_OK, else S3_MALFORMED_XML or tag_add's error, with *why set. */
+static enum s3_err tags_from_xml(const char *s, size_t len, size_t max, struct tagset *t,
+				 const char **why)
+{
+	struct xml_node *root = NULL;
+	const struct xml_node *set;
+	enum s3_err e = S3_OK;
+	char msg[128];
+
+	if (xml_parse(s, len, NULL, &root, msg, sizeof(msg)) || strcmp(root->name, "Tagging") ||
+	    !(set = xml_child(root, "TagSet"))) {
+		*why = MSG_MALFORMED;
+		e = S3_MALFORMED_XML;
+		goto out;
+	}
+	xml_foreach(tag, set, "Tag")
+	{
+		const char *k = xml_child_text(tag, "Key"), *v = xml_child_text(tag, "Value");
+		if (!k) {
+			*why = "Every Tag needs a Key";
+			e = S3_MALFORMED_XML;
+			goto out;
+		}
+		if ((e = tag_add(t, max, k, v ? v : "", why)))
+			goto out;
+	}
+out:
+	xml_free(root);
+	return e;
+}
+
 static void tags_encode(const struct tagset *t, buf *out)
 {
 	for (size_t i = 0; i < t->n; i++) {
@@ -126,15 +163,26 @@ static void tags_of(const struct filer_entry *e, struct tagset *t)
 		tags_free(t);
 }
 
+/* The tags a write gives its object into t: x-amz-tagging, or a POST form's tagging field
+   (r->post_form set). S3_OK (none given: t empty), else the error with *why. */
+static enum s3_err tags_of_write(const struct s3_req *r, struct tagset *t, const char **why)
+{
+	const char *h;
+	memset(t, 0, sizeof(*t));
+	if (r->post_form) {
+		h = s3_form_get(r->post_form, "tagging");
+		return h ? tags_from_xml(h, strlen(h), TAGS_OBJECT, t, why) : S3_OK;
+	}
+	h = http_req_header(r->req, "x-amz-tagging");
+	return h ? tags_from_query(h, strlen(h), TAGS_OBJECT, t, why) : S3_OK;
+}
+
 bool s3_tagging_header(struct s3_req *r, struct filer_entry *into)
 {
-	const char *h = http_req_header(r->req, "x-amz-tagging"), *why;
-	struct tagset t = {0};
+	struct tagset t;
+	const char *why;
 	buf enc = BUF_INIT;
-	enum s3_err e;
-	if (!h)
-		return true;
-	e = tags_from_query(h, strlen(h), TAGS_OBJECT, &t, &why);
+	enum s3_err e = tags_of_write(r, &t, &why);
 	if (e)
 		s3_error(r, e, "%s", why);
 	tags_encode(&t, &enc);
@@ -175,11 +223,11 @@ static void tags_each(struct tagset *t, s3_tag_fn fn, void *arg)
 	tags_free(t);
 }
 
-void s3_tags_each_header(const char *h, s3_tag_fn fn, void *arg)
+void s3_tags_each_write(const struct s3_req *r, s3_tag_fn fn, void *arg)
 {
-	struct tagset t = {0};
+	struct tagset t;
 	const char *why;
-	if (h && tags_from_query(h, strlen(h), TAGS_OBJECT, &t, &why))
+	if (tags_of_write(r, &t, &why))
 		tags_free(&t); /* refused by the write itself */
 	tags_each(&t, fn, arg);
 }
@@ -193,24 +241,10 @@ void s3_tags_each_entry(const struct filer_entry *e, s3_tag_fn fn, void *arg)
 
 void s3_tags_each_body(const buf *in, s3_tag_fn fn, void *arg)
 {
-	struct xml_node *root = NULL;
-	const struct xml_node *set;
 	struct tagset t = {0};
-	char msg[128];
 	const char *why;
-	if (!xml_parse(in->data ? in->data : "", in->len, NULL, &root, msg, sizeof(msg)) &&
-	    !strcmp(root->name, "Tagging") && (set = xml_child(root, "TagSet"))) {
-		xml_foreach(tag, set, "Tag")
-		{
-			const char *k = xml_child_text(tag, "Key");
-			const char *v = xml_child_text(tag, "Value");
-			if (!k || tag_add(&t, TAGS_OBJECT, k, v ? v : "", &why)) {
-				tags_free(&t); /* PutObjectTagging refuses it */
-				break;
-			}
-		}
-	}
-	xml_free(root);
+	if (tags_from_xml(in->data ? in->data : "", in->len, TAGS_OBJECT, &t, &why))
+		tags_free(&t); /* PutObjectTagging refuses it */
 	tags_each(&t, fn, arg);
 }
 
@@ -240,34 +274,19 @@ static struct filer_entry *target(struct s3_req *r, char **path)
 
 void s3_put_tagging(struct s3_req *r)
 {
-	struct xml_node *root = NULL;
-	const struct xml_node *set;
 	struct tagset t = {0};
 	struct filer_entry *e = NULL;
-	char *path = NULL, msg[128];
+	char *path = NULL;
 	const char *why;
 	enum s3_err err;
 	buf enc = BUF_INIT;
 	wfs_err rc;
 
-	if (xml_parse(r->in.data ? r->in.data : "", r->in.len, NULL, &root, msg, sizeof(msg)) ||
-	    strcmp(root->name, "Tagging") || !(set = xml_child(root, "TagSet"))) {
-		s3_error(r, S3_MALFORMED_XML,
-			 "The XML you provided was not well-formed or did not validate against "
-			 "our published schema");
+	err = tags_from_xml(r->in.data ? r->in.data : "", r->in.len,
+			    r->key ? TAGS_OBJECT : TAGS_BUCKET, &t, &why);
+	if (err) {
+		s3_error(r, err, "%s", why);
 		goto out;
-	}
-	xml_foreach(tag, set, "Tag")
-	{
-		const char *k = xml_child_text(tag, "Key"), *v = xml_child_text(tag, "Value");
-		if (!k) {
-			s3_error(r, S3_MALFORMED_XML, "Every Tag needs a Key");
-			goto out;
-		}
-		if ((err = tag_add(&t, r->key ? TAGS_OBJECT : TAGS_BUCKET, k, v ? v : "", &why))) {
-			s3_error(r, err, "%s", why);
-			goto out;
-		}
 	}
 	if (!(e = target(r, &path)))
 		goto out;
@@ -282,7 +301,6 @@ void s3_put_tagging(struct s3_req *r)
 out:
 	buf_free(&enc);
 	tags_free(&t);
-	xml_free(root);
 	filer_entry_free(e);
 	free(path);
 }

@@ -99,9 +99,11 @@ def test_create_bucket_owners(gw):
     for fn, kw in ((carol.get_object, {"Key": "k"}), (carol.head_object, {"Key": "k"}),
                    (carol.put_object, {"Key": "c", "Body": b"x"}),
                    (carol.delete_object, {"Key": "k"}), (carol.list_objects_v2, {}),
-                   (carol.get_bucket_acl, {}), (carol.delete_bucket, {}),
-                   (carol.delete_objects, {"Delete": {"Objects": [{"Key": "k"}]}})):
+                   (carol.get_bucket_acl, {}), (carol.delete_bucket, {})):
         assert not can(fn, Bucket="own-bob", **kw), fn
+    # DeleteObjects answers each key: AccessDenied, the object kept
+    r = carol.delete_objects(Bucket="own-bob", Delete={"Objects": [{"Key": "k"}]})
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("k", "AccessDenied")]
     assert not can(anon(g).get_object, Bucket="own-bob", Key="k")
     # each lists its own buckets; the Admin sees all
     assert "own-bob" in [b["Name"] for b in bob.list_buckets()["Buckets"]]
@@ -573,6 +575,55 @@ def test_post_form_acl(gw):
     assert r.status_code == 400 and "InvalidArgument" in r.text, r.text
     for bucket, key in (("post-enf", "pub"), (b, "bad")):
         assert code_of(bob.head_object, Bucket=bucket, Key=key) == "404"
+
+
+def test_post_form_grants(gw):
+    """A browser POST form's x-amz-grant-* fields grant as PutObject's headers do; refused
+    with AccessControlListNotSupported where Object Ownership disables ACLs, and with the
+    headers' errors when malformed or beside an acl field, nothing stored."""
+    _, g, _ = gw
+    _, bob, carol = clients(g)
+    b = writer_bucket(bob, "post-grants")
+    bob.create_bucket(Bucket="post-grants-enf")
+    carol.create_bucket(Bucket="carol-id-src")
+    carol_id = canonical(carol, "carol-id-src")
+
+    def post(bucket, key, fields):
+        form = bob.generate_presigned_post(bucket, key, Fields=fields,
+                                           Conditions=[{k: v} for k, v in fields.items()],
+                                           ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"granted"},
+                             timeout=30)
+
+    r = post(b, "all", {"x-amz-grant-read": 'uri="%s"' % ALL_USERS})
+    assert r.status_code == 204, r.text
+    assert anon(g).get_object(Bucket=b, Key="all")["Body"].read() == b"granted"
+    acl = bob.get_object_acl(Bucket=b, Key="all")
+    assert acl["Owner"]["DisplayName"] == "bob"
+    assert grants(acl) == {(ALL_USERS, "READ")}
+    fields = {"x-amz-grant-read-acp": 'id="%s"' % carol_id,
+              "x-amz-grant-write-acp": 'id="%s"' % carol_id}
+    assert post(b, "acp", fields).status_code == 204
+    assert grants(carol.get_object_acl(Bucket=b, Key="acp")) == {
+        ("carol", "READ_ACP"), ("carol", "WRITE_ACP")}
+    assert not can(carol.get_object, Bucket=b, Key="acp")
+    assert post(b, "full", {"x-amz-grant-full-control": 'id="%s"' % carol_id,
+                            "x-amz-grant-write": 'id="%s"' % carol_id}).status_code == 204
+    assert carol.get_object(Bucket=b, Key="full")["Body"].read() == b"granted"
+    assert grants(carol.get_object_acl(Bucket=b, Key="full")) == {
+        ("carol", "FULL_CONTROL"), ("carol", "WRITE")}
+    refused = (
+        ("post-grants-enf", {"x-amz-grant-read": 'uri="%s"' % ALL_USERS},
+         "AccessControlListNotSupported"),
+        (b, {"x-amz-grant-read": 'uri="%s"' % ALL_USERS, "acl": "private"}, "InvalidRequest"),
+        (b, {"x-amz-grant-read": "nonsense"}, "InvalidArgument"),
+        (b, {"x-amz-grant-read": 'emailAddress="nobody@example.com"'},
+         "UnresolvableGrantByEmailAddress"),
+    )
+    for i, (bucket, fields, code) in enumerate(refused):
+        r = post(bucket, "refused-%d" % i, fields)
+        assert r.status_code == 400 and code in r.text, r.text
+        assert code_of(bob.head_object, Bucket=bucket, Key="refused-%d" % i) == "404"
 
 
 def test_owner_under_a_deny(gw):

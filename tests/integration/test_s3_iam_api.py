@@ -227,6 +227,48 @@ def test_policy_enforced_and_propagated(gws):
     c.delete_user(UserName="reader")
 
 
+def test_inline_policy_sees_existing_object_tags(gws):
+    """An inline policy's s3:ExistingObjectTag/<key> conditions see the tags stored on the
+    object read, as a bucket policy's do: its Allow and its Deny follow the tags, and a
+    change of the tags takes effect on the next read."""
+    _, g, _ = gws
+    c, admin = iam(g), client(g, "AKALICE", "alice-secret")
+    for key, tags in (("t-yes", "share=yes"), ("t-no", "share=no"), ("t-none", None),
+                      ("t-both", "share=yes&secret=true")):
+        kw = {"Tagging": tags} if tags else {}
+        admin.put_object(Bucket="iam-pub", Key="tags/" + key, Body=key.encode(), **kw)
+    c.create_user(UserName="tagged")
+    c.put_user_policy(UserName="tagged", PolicyName="by-tag", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::iam-pub/*",
+             "Condition": {"StringEquals": {"s3:ExistingObjectTag/share": "yes"}}},
+            {"Effect": "Deny", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::iam-pub/*",
+             "Condition": {"StringEquals": {"s3:ExistingObjectTag/secret": "true"}}}]}))
+    k = c.create_access_key(UserName="tagged")["AccessKey"]
+    s = client(g, k["AccessKeyId"], k["SecretAccessKey"])
+
+    def reads(key):
+        try:
+            return s.get_object(Bucket="iam-pub", Key="tags/" + key)["Body"].read() == \
+                key.encode()
+        except botocore.exceptions.ClientError as e:
+            assert e.response["Error"]["Code"] == "AccessDenied"
+            return False
+
+    wait_until(lambda: reads("t-yes"), 5, "the new key signs")
+    assert not reads("t-no") and not reads("t-none") and not reads("t-both")
+    assert code_of(s.head_object, Bucket="iam-pub", Key="tags/t-no") == "403"
+    admin.put_object_tagging(Bucket="iam-pub", Key="tags/t-no", Tagging={"TagSet": [
+        {"Key": "share", "Value": "yes"}]})
+    assert reads("t-no")
+    admin.put_object_tagging(Bucket="iam-pub", Key="tags/t-yes", Tagging={"TagSet": [
+        {"Key": "share", "Value": "yes"}, {"Key": "secret", "Value": "true"}]})
+    assert not reads("t-yes")
+    c.delete_access_key(UserName="tagged", AccessKeyId=k["AccessKeyId"])
+    c.delete_user_policy(UserName="tagged", PolicyName="by-tag")
+    c.delete_user(UserName="tagged")
+
+
 def test_changes_on_two_gateways_are_kept(gws):
     """Keys and policies added to one user through both gateways at once: the conditional
     writes keep every change."""

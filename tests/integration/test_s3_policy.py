@@ -6,6 +6,7 @@ DeleteObjects key by key, copy sources, and the Admin's way out of a lockout."""
 import json
 
 import boto3
+import botocore
 import pytest
 import requests
 from botocore.config import Config
@@ -156,6 +157,46 @@ def test_named_principals_and_explicit_deny(gw):
                                                            "Key": "bob/a"})
     assert code_of(bob.copy_object, Bucket="pub-dst", Key="d",
                    CopySource={"Bucket": "pol-team", "Key": "keep/x"}) == "AccessDenied"
+
+
+def test_delete_objects_denied_keys_are_per_key_errors(gw):
+    """DeleteObjects by an identity with no right on some or all of its keys: 200, each
+    denied key an <Error> AccessDenied (Quiet too), nothing of it deleted, the allowed
+    keys deleted; an anonymous request nothing could allow is refused whole, and a
+    missing bucket is NoSuchBucket."""
+    _, g = gw
+    alice, bob = client(g, *ALICE), client(g, *BOB)
+    alice.create_bucket(Bucket="pol-mdel")
+    for k in ("a", "b", "bob/x", "bob/y"):
+        alice.put_object(Bucket="pol-mdel", Key=k, Body=k.encode())
+
+    def keys():
+        return [o["Key"] for o in alice.list_objects_v2(Bucket="pol-mdel")["Contents"]]
+
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200 and "Deleted" not in r
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("a", "AccessDenied"),
+                                                          ("b", "AccessDenied")]
+    assert keys() == ["a", "b", "bob/x", "bob/y"]
+    alice.put_bucket_policy(Bucket="pol-mdel", Policy=policy("pol-mdel", stmt(
+        "Allow", {"AWS": "bob"}, "s3:DeleteObject", "arn:aws:s3:::pol-mdel/bob/*")))
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Objects": [
+        {"Key": "a"}, {"Key": "bob/x"}]})
+    assert [d["Key"] for d in r["Deleted"]] == ["bob/x"]
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("a", "AccessDenied")]
+    r = bob.delete_objects(Bucket="pol-mdel", Delete={"Quiet": True, "Objects": [
+        {"Key": "b"}, {"Key": "bob/y"}]})
+    assert "Deleted" not in r
+    assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("b", "AccessDenied")]
+    assert keys() == ["a", "b"]
+    alice.delete_bucket_policy(Bucket="pol-mdel")
+    unsigned = boto3.client("s3", endpoint_url="http://%s" % g.url, region_name="us-east-1",
+                            config=Config(signature_version=botocore.UNSIGNED))
+    assert code_of(unsigned.delete_objects, Bucket="pol-mdel",
+                   Delete={"Objects": [{"Key": "a"}]}) == "AccessDenied"
+    assert code_of(bob.delete_objects, Bucket="pol-mdel-none",
+                   Delete={"Objects": [{"Key": "a"}]}) == "NoSuchBucket"
+    assert keys() == ["a", "b"]
 
 
 def test_home_folders_by_policy_variable(gw):
@@ -346,6 +387,65 @@ def test_request_object_tags_decide_writes(gw):
     # bob may not tag at all (no grant, no Allow), whatever the body says
     assert code_of(bob.put_object_tagging, Bucket="pol-rtag", Key="bob/x", Tagging={"TagSet": [
         {"Key": "team", "Value": "blue"}]}) == "AccessDenied"
+
+
+def tagging_xml(tags):
+    return "<Tagging><TagSet>%s</TagSet></Tagging>" % "".join(
+        "<Tag><Key>%s</Key><Value>%s</Value></Tag>" % kv for kv in tags)
+
+
+def test_post_form_tagging_reaches_the_policy(gw):
+    """A browser POST form's tagging field (a Tagging document, as S3's form takes it)
+    gives the policy s3:RequestObjectTag/<key> and s3:RequestObjectTagKeys, as
+    x-amz-tagging does on PutObject, and is stored as the object's tags; a malformed or
+    oversized one is refused with S3's codes, nothing stored."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    signer = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=ALICE[0],
+                          aws_secret_access_key=ALICE[1], region_name="us-east-1",
+                          config=Config(signature_version="s3v4"))
+    alice.create_bucket(Bucket="pol-ptag")
+    alice.create_bucket(Bucket="pol-ptag-open")
+    alice.put_bucket_policy(Bucket="pol-ptag", Policy=policy("pol-ptag", stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-ptag/*",
+        {"StringNotEquals": {"s3:RequestObjectTag/team": "blue"}}), stmt(
+        "Deny", "*", "s3:PutObject", "arn:aws:s3:::pol-ptag/*",
+        {"ForAnyValue:StringNotEquals": {"s3:RequestObjectTagKeys": ["team", "env"]}})))
+
+    def post(bucket, key, tagging=None):
+        fields = {"tagging": tagging} if tagging is not None else {}
+        form = signer.generate_presigned_post(bucket, key, Fields=fields,
+                                              Conditions=[{"tagging": tagging}] if fields
+                                              else [], ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"tagged"},
+                             timeout=30)
+
+    denied = (None, tagging_xml([("team", "red")]),
+              tagging_xml([("team", "blue"), ("cost", "1")]), "<Tagging>")
+    for i, t in enumerate(denied):
+        r = post("pol-ptag", "d%d" % i, t)
+        assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, (t, r.text)
+        assert code_of(alice.head_object, Bucket="pol-ptag", Key="d%d" % i) == "404"
+    r = post("pol-ptag", "ok", tagging_xml([("team", "blue"), ("env", "dev")]))
+    assert r.status_code == 204, r.text
+    assert alice.get_object_tagging(Bucket="pol-ptag", Key="ok")["TagSet"] == [
+        {"Key": "env", "Value": "dev"}, {"Key": "team", "Value": "blue"}]
+    assert alice.head_object(Bucket="pol-ptag", Key="ok")["ContentLength"] == 6
+    # without a policy: stored as given, or refused as PutObjectTagging refuses the set
+    assert post("pol-ptag-open", "t", tagging_xml([("a", "1")])).status_code == 204
+    assert alice.get_object_tagging(Bucket="pol-ptag-open", Key="t")["TagSet"] == [
+        {"Key": "a", "Value": "1"}]
+    assert post("pol-ptag-open", "none").status_code == 204
+    assert alice.get_object_tagging(Bucket="pol-ptag-open", Key="none")["TagSet"] == []
+    refused = (("<Tagging><TagSet>", "MalformedXML"),
+               ("<Tagging><TagSet><Tag><Value>v</Value></Tag></TagSet></Tagging>",
+                "MalformedXML"),
+               (tagging_xml([("k%d" % i, "v") for i in range(11)]), "InvalidTag"),
+               (tagging_xml([("k", "1"), ("k", "2")]), "InvalidTag"))
+    for i, (t, code) in enumerate(refused):
+        r = post("pol-ptag-open", "bad%d" % i, t)
+        assert r.status_code == 400 and "<Code>%s</Code>" % code in r.text, (t, r.text)
+        assert code_of(alice.head_object, Bucket="pol-ptag-open", Key="bad%d" % i) == "404"
 
 
 def test_acl_header_reaches_the_policy(gw):
