@@ -432,6 +432,9 @@ bool s3_service_permitted(struct s3_gateway *g, const char *service, const char 
  */
 int s3_authorize_cached(struct s3_req *r, enum s3_action act);
 
+/* The bucket directory's xattr holding its policy (s3_policy.c). */
+#define S3_XATTR_POLICY "s3.policy"
+
 /* Owners, ACLs, Object Ownership, Public Access Block (s3_acl.c). */
 #define S3_XATTR_ACL "s3.acl"
 enum s3_ownership { S3_OWN_NONE, S3_OWN_ENFORCED, S3_OWN_PREFERRED, S3_OWN_WRITER };

@@ -28,7 +28,7 @@
 #include "s3/s3_session_gw.h"
 #include "util.h"
 
-#define X_POLICY "s3.policy"
+#define X_POLICY S3_XATTR_POLICY
 
 /* ---- configuration ---- */
 

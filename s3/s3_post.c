@@ -252,15 +252,20 @@ static enum s3_err check_signature(struct s3_req *r, const struct s3_form *f, co
 	return S3_OK;
 }
 
-/* Without a grant: whether the bucket's owner or its ACL may let r write. A bucket not
-   cached passes: the commit's authorization, on a worker, decides (s3_put.c). */
-static bool owner_may_write(struct s3_req *r)
+/*
+ * Without a grant: whether the bucket's owner, its ACL or its policy may let r
+ * write. Only a refusal that is sure is made here, before the file streams: a
+ * bucket not cached, or with a policy (whose Allow may name the key), passes,
+ * and the commit's authorization on a worker decides (s3_put.c).
+ */
+static bool may_write_early(struct s3_req *r)
 {
 	struct filer_entry *b = NULL;
 	bool ok;
 	if (!s3_bucket_peek(r->g, r->bucket, &b))
 		return true;
-	ok = s3_acl_decide(r, b, r->bucket, NULL, "s3:PutObject", false) != 0;
+	ok = filer_entry_xattr_get(b, S3_XATTR_POLICY) ||
+	     s3_acl_decide(r, b, r->bucket, NULL, "s3:PutObject", false) != 0;
 	filer_entry_free(b);
 	return ok;
 }
@@ -293,7 +298,7 @@ enum s3_err s3_form_authorize(struct s3_req *r, const struct s3_form *f, uint64_
 	if (e)
 		return e;
 	if (!s3_iam_is_open(r->iam) && !s3_identity_allows(r->who, S3_ACT_WRITE, r->bucket) &&
-	    !owner_may_write(r)) {
+	    !may_write_early(r)) {
 		snprintf(msg, msglen, "Access Denied");
 		return S3_ACCESS_DENIED;
 	}

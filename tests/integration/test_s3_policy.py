@@ -237,6 +237,34 @@ def test_browser_post_obeys_the_bucket_policy(gw):
     assert alice.get_object(Bucket="pol-post", Key="open/x")["Body"].read() == b"form body"
 
 
+def test_browser_post_allowed_by_the_bucket_policy_alone(gw):
+    """A form signed by an identity with no write grant of its own (bob) is stored where
+    the bucket policy allows it, and refused, nothing stored, elsewhere: the early check
+    before the file streams leaves a bucket with a policy to the commit's decision."""
+    _, g = gw
+    alice = client(g, *ALICE)
+    alice.create_bucket(Bucket="pol-postallow")
+    signer = boto3.client("s3", endpoint_url="http://%s" % g.url, aws_access_key_id=BOB[0],
+                          aws_secret_access_key=BOB[1], region_name="us-east-1",
+                          config=Config(signature_version="s3v4"))
+
+    def post(key):
+        form = signer.generate_presigned_post("pol-postallow", key, ExpiresIn=300)
+        return requests.post(form["url"], data=form["fields"], files={"file": b"bob's form"},
+                             timeout=30)
+
+    r = post("bob/x")  # no policy yet: bob may not write
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, r.text
+    alice.put_bucket_policy(Bucket="pol-postallow", Policy=policy("pol-postallow", stmt(
+        "Allow", {"AWS": "bob"}, "s3:PutObject", "arn:aws:s3:::pol-postallow/bob/*")))
+    alice.head_bucket(Bucket="pol-postallow")  # the bucket (with its policy) in the cache
+    assert post("bob/x").status_code == 204
+    assert alice.get_object(Bucket="pol-postallow", Key="bob/x")["Body"].read() == b"bob's form"
+    r = post("alice/x")
+    assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, r.text
+    assert code_of(alice.head_object, Bucket="pol-postallow", Key="alice/x") == "404"
+
+
 def test_conditions_source_ip_and_if_none_match(gw):
     _, g = gw
     alice = client(g, *ALICE)
