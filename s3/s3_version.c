@@ -225,18 +225,37 @@ static char *in_dir(const char *vdir, const struct filer_entry *e)
 	return xasprintf("%s/%s", vdir, e->name);
 }
 
-/* The current file of path with its filer etag: WFS_OK, WFS_ENOENT, or a filer error. */
+/*
+ * The current file of the key whose object path is path, with its filer etag:
+ * WFS_OK, WFS_ENOENT, or a filer error. *at (caller frees, set unless a filer
+ * error) is where the current version is or would be written: path, or
+ * path/S3_KEYPATH_SELF when longer keys made path a directory ("a" beside
+ * "a/b", s3_keypath.h).
+ */
 static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entry **e,
-		       char etag[17])
+		       char etag[17], char **at)
 {
 	wfs_err rc = filer_meta_lookup_etag(g->filer, path, e, etag);
+	*at = NULL;
+	if (!rc && S_ISDIR((*e)->attr.mode)) {
+		filer_entry_free(*e);
+		*e = NULL;
+		*at = xasprintf("%s/" S3_KEYPATH_SELF, path);
+		rc = filer_meta_lookup_etag(g->filer, *at, e, etag);
+	}
 	if (rc == WFS_ENOTDIR)
 		rc = WFS_ENOENT;
 	if (!rc && !S_ISREG((*e)->attr.mode))
-		rc = WFS_EISDIR;
+		rc = WFS_ENOENT; /* a directory at path/.s3~object is no object's */
 	if (rc) {
 		filer_entry_free(*e);
 		*e = NULL;
+	}
+	if (rc && rc != WFS_ENOENT) {
+		free(*at);
+		*at = NULL;
+	} else if (!*at) {
+		*at = xstrdup(path);
 	}
 	return rc;
 }
@@ -245,9 +264,11 @@ wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *ke
 			struct filer_entry **out)
 {
 	struct filer_entry *e = NULL;
-	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *path = s3_object_path(bucket, key);
-	wfs_err rc = path ? current(g, path, &e, etag) : WFS_ENOENT;
+	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *at = NULL;
+	char *path = s3_object_path(bucket, key);
+	wfs_err rc = path ? current(g, path, &e, etag, &at) : WFS_ENOENT;
 
+	free(at);
 	free(path);
 	*out = NULL;
 	if (!rc) {
@@ -257,7 +278,7 @@ wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *ke
 			return WFS_OK;
 		}
 		filer_entry_free(e);
-	} else if (rc != WFS_ENOENT && rc != WFS_EISDIR) {
+	} else if (rc != WFS_ENOENT) {
 		return rc;
 	}
 	vdir = s3_versions_dir(bucket, key);
@@ -447,19 +468,20 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 	for (tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL;
 		struct plan p = {0};
-		char etag[17];
+		char etag[17], *at;
 		bool replace;
 
-		rc = current(r->g, path, &cur, etag);
+		rc = current(r->g, path, &cur, etag, &at);
 		if (rc && rc != WFS_ENOENT)
 			break;
 		if (!s3_cond_holds(r, cur, c)) {
 			filer_entry_free(cur);
+			free(at);
 			answered = true;
 			rc = WFS_EPERM;
 			break;
 		}
-		rc = plan_write(r->g, &p, path, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
+		rc = plan_write(r->g, &p, at, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
 				nw->consume, nw->n_consume, &replace);
 		filer_entry_free(cur);
 		if (!rc) {
@@ -471,13 +493,19 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 			w.n_consume = p.n_consume;
 			w.if_etag = replace ? etag : NULL;
 			w.exclusive = !replace;
-			rc = filer_meta_create(r->g->filer, path, &w, NULL);
+			rc = filer_meta_create(r->g->filer, at, &w, NULL);
+			/* "a/b" while "a" is a file: "a" becomes a/.s3~object in the same step */
+			if (rc == WFS_ENOTDIR && !strcmp(at, path) && !w.n_moves && !w.if_etag)
+				rc = s3_commit_below(r, at, &w, rc);
 			if (p.null_old)
 				free((char *)p.consume[p.n_consume - 1]);
 		}
 		plan_free(&p);
-		/* a consumed part gone is a racing CompleteMultipartUpload: no retry */
-		if (!rc || !(raced(rc) && (rc != WFS_ENOENT || !nw->n_consume)))
+		free(at);
+		/* a consumed part gone is a racing CompleteMultipartUpload: no retry; a
+		   directory or a file in the way is a racing writer of a longer or shorter key */
+		if (!rc || !((raced(rc) || rc == WFS_EISDIR || rc == WFS_ENOTDIR) &&
+			     (rc != WFS_ENOENT || !nw->n_consume)))
 			break;
 	}
 	if (!rc && v == S3_VERSIONING_ENABLED)
@@ -513,19 +541,23 @@ static wfs_err make_parents(struct s3_gateway *g, const char *path)
 static void promote_if_uncovered(struct s3_req *r, const char *path, const char *vdir)
 {
 	struct filer_entry *n = NULL, *cur = NULL;
-	char etag[17], *from;
-	if (current(r->g, path, &cur, etag) != WFS_ENOENT) {
+	char etag[17], *from, *at = NULL;
+	if (current(r->g, path, &cur, etag, &at) != WFS_ENOENT) {
 		filer_entry_free(cur);
+		free(at);
 		return;
 	}
 	if (newest_version(r->g, vdir, &n) || s3_is_delete_marker(n)) {
 		filer_entry_free(n);
+		free(at);
 		return;
 	}
+	/* back where the current version is: a/.s3~object while "a" is a directory */
 	from = in_dir(vdir, n);
-	if (!make_parents(r->g, path))
-		(void)filer_meta_rename(r->g->filer, from, path, true, false);
+	if (!make_parents(r->g, at))
+		(void)filer_meta_rename(r->g->filer, from, at, true, false);
 	free(from);
+	free(at);
 	filer_entry_free(n);
 }
 
@@ -539,15 +571,16 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 	wfs_err rc = WFS_OK;
 	for (int tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL, *older = NULL, *old = NULL;
-		char etag[17], vid[S3_VERSION_ID_SIZE], *p;
+		char etag[17], vid[S3_VERSION_ID_SIZE], *p, *at = NULL;
 
-		rc = current(r->g, path, &cur, etag);
-		if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR)
+		rc = current(r->g, path, &cur, etag, &at);
+		if (rc && rc != WFS_ENOENT)
 			return rc;
 		if (cur)
 			s3_version_of(cur, vid);
 		if (cur && !strcmp(vid, id) && s3_lock_forbids_delete(r, key, cur)) {
 			filer_entry_free(cur);
+			free(at);
 			return WFS_EACCES;
 		}
 		if (cur && !strcmp(vid, id)) {
@@ -555,18 +588,16 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 			rc = newest_version(r->g, vdir, &older);
 			if (!rc && !s3_is_delete_marker(older)) {
 				moved = in_dir(vdir, older);
-				rc = filer_meta_rename_if(r->g->filer, moved, path, etag);
+				rc = filer_meta_rename_if(r->g->filer, moved, at, etag);
 			} else if (!rc || rc == WFS_ENOENT) {
-				rc = filer_meta_delete_if(r->g->filer, path, etag);
-				if (!rc) {
-					p = xstrdup(path);
-					s3_drop_empty_parents(r->g, r->bucket, p);
-					free(p);
-				}
+				rc = filer_meta_delete_if(r->g->filer, at, etag);
+				if (!rc)
+					s3_drop_empty_parents(r->g, r->bucket, at);
 			}
 			if (!rc && moved)
 				s3_drop_empty_parents(r->g, r->bucket, moved);
 			free(moved);
+			free(at);
 			filer_entry_free(older);
 			filer_entry_free(cur);
 			if (rc == WFS_EPRECOND || rc == WFS_ENOENT)
@@ -574,6 +605,7 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 			return rc;
 		}
 		filer_entry_free(cur);
+		free(at);
 		rc = find_version(r->g, vdir, id, &old);
 		if (rc == WFS_ENOENT)
 			return WFS_OK; /* no such version: nothing to do, as S3 answers */
@@ -603,7 +635,7 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 			      enum s3_versioning v, struct s3_deleted *out)
 {
 	bool suspended = v == S3_VERSIONING_SUSPENDED;
-	char name[S3_VERSION_ID_SIZE], *marker = NULL;
+	char name[S3_VERSION_ID_SIZE], *marker = NULL, *at = NULL;
 	struct filer_meta_new m = {
 		.mode = S_IFREG | 0644, .has_content = true, .parents = true, .exclusive = true};
 	struct filer_xattr x[2] = {
@@ -626,16 +658,16 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 		struct plan p = {0};
 		char etag[17];
 		bool replace;
-		rc = current(r->g, path, &cur, etag);
-		if (rc == WFS_EISDIR)
-			rc = WFS_ENOENT; /* a prefix, not an object: only the marker */
+		free(at);
+		/* a prefix with no object of its own ("a/" holding only "a/b"): only the marker */
+		rc = current(r->g, path, &cur, etag, &at);
 		if (rc && rc != WFS_ENOENT)
 			break;
-		rc = plan_write(r->g, &p, path, vdir, cur, etag, suspended, NULL, 0, &replace);
+		rc = plan_write(r->g, &p, at, vdir, cur, etag, suspended, NULL, 0, &replace);
 		filer_entry_free(cur);
 		if (!rc) {
 			if (replace) /* a null current version is what the null marker replaces */
-				p.consume[p.n_consume++] = path;
+				p.consume[p.n_consume++] = at;
 			if (p.null_old) {
 				p.consume =
 					xrealloc(p.consume, (p.n_consume + 1) * sizeof(*p.consume));
@@ -656,11 +688,10 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 	}
 	free(marker);
 	if (!rc) {
-		char *pp = xstrdup(path);
 		out->marker = true;
-		s3_drop_empty_parents(r->g, r->bucket, pp);
-		free(pp);
+		s3_drop_empty_parents(r->g, r->bucket, at);
 	}
+	free(at);
 	return rc;
 }
 
