@@ -534,6 +534,41 @@ static wfs_err make_parents(struct s3_gateway *g, const char *path)
 }
 
 /*
+ * The version at from (e) could not be renamed back to path: a prefix of its
+ * key is an object now ("a" while "a/b" comes back; WFS_ENOTDIR). It is
+ * written anew at path from its entry, consuming its file (its chunks pass
+ * over: nothing is copied), while s3_commit_below moves "a" into
+ * a/.s3~object in the same step. A write racing in first wins (exclusive).
+ */
+static void restore_below(struct s3_req *r, const char *path, const char *from)
+{
+	const char *consume[1] = {from};
+	struct filer_entry *e = NULL;
+	struct filer_meta_new nw = {.exclusive = true, .consume = consume, .n_consume = 1};
+	if (filer_meta_lookup(r->g->filer, from, &e) || !S_ISREG(e->attr.mode)) {
+		filer_entry_free(e);
+		return;
+	}
+	nw.mode = e->attr.mode;
+	nw.uid = e->attr.uid;
+	nw.gid = e->attr.gid;
+	nw.time_ns = e->attr.mtime_ns; /* its LastModified (and a null version's name) */
+	nw.mime = e->attr.mime;
+	nw.xattrs = e->xattrs;
+	nw.n_xattrs = e->n_xattrs;
+	if (e->n_chunks) {
+		nw.chunks = e->chunks;
+		nw.n_chunks = e->n_chunks;
+	} else {
+		nw.content = e->content;
+		nw.content_len = e->content_len;
+		nw.has_content = true;
+	}
+	(void)s3_commit_below(r, path, &nw, WFS_ENOTDIR);
+	filer_entry_free(e);
+}
+
+/*
  * With no current file, the newest version of the key (unless a delete
  * marker) becomes the current file again: after its marker or the version
  * above it was deleted. A write racing in first wins (noReplace).
@@ -542,6 +577,7 @@ static void promote_if_uncovered(struct s3_req *r, const char *path, const char 
 {
 	struct filer_entry *n = NULL, *cur = NULL;
 	char etag[17], *from, *at = NULL;
+	wfs_err rc;
 	if (current(r->g, path, &cur, etag, &at) != WFS_ENOENT) {
 		filer_entry_free(cur);
 		free(at);
@@ -554,8 +590,11 @@ static void promote_if_uncovered(struct s3_req *r, const char *path, const char 
 	}
 	/* back where the current version is: a/.s3~object while "a" is a directory */
 	from = in_dir(vdir, n);
-	if (!make_parents(r->g, at))
-		(void)filer_meta_rename(r->g->filer, from, at, true, false);
+	rc = make_parents(r->g, at);
+	if (!rc)
+		rc = filer_meta_rename(r->g->filer, from, at, true, false);
+	if (rc == WFS_ENOTDIR)
+		restore_below(r, at, from);
 	free(from);
 	free(at);
 	filer_entry_free(n);

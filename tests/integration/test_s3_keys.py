@@ -393,6 +393,23 @@ def test_versioned_object_beside_its_prefix(gw, state):
         [("e", True)] + [("e", False)] * (state == "Enabled") + [("e/x", True)]
     assert versions_xml(g, b, "e")[0][2] == e2
 
+    # 'f/g' restored by deleting its marker while 'f' became an object meanwhile: 'f'
+    # moves into f/.s3~object as the version comes back (suspended, the null marker
+    # would have replaced the null version: nothing to restore)
+    if state == "Enabled":
+        big = b"fg" * 150000  # chunked: the restore passes the chunks over
+        fg = put("f/g", big)
+        mf = s3.delete_object(Bucket=b, Key="f/g")
+        f1 = put("f", b"f1")
+        assert not filer.meta(root + "/f")["IsDirectory"]
+        s3.delete_object(Bucket=b, Key="f/g", VersionId=mf["VersionId"])
+        r = s3.get_object(Bucket=b, Key="f/g")
+        assert (r["Body"].read(), r["VersionId"]) == (big, fg)
+        assert filer.get(root + "/f/.s3~object").content == b"f1"
+        assert s3.get_object(Bucket=b, Key="f", VersionId=f1)["Body"].read() == b"f1"
+        assert versions_xml(g, b, "f") == [("Version", "f", f1, True),
+                                           ("Version", "f/g", fg, True)]
+
     # 8 racing writers of 'r' beside 'r/b': every version kept
     put("r/b", b"rb")
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
