@@ -3,10 +3,11 @@
  * reads of objects do in a bucket that has it (docs/s3-gateway.md).
  *
  * DESIGN: the current version of a key stays the plain file
- * /buckets/<b>/<key>, so the mount and the filer API keep seeing objects as
- * files; its version id is the xattr s3.version-id ("null" when absent: a
- * write while versioning was off or suspended, or one made through the
- * mount). Older versions and delete markers are files of
+ * /buckets/<b>/<key> (<key>/.s3~object while longer keys make <key> a
+ * directory, s3_keypath.h), so the mount and the filer API keep seeing
+ * objects as files; its version id is the xattr s3.version-id ("null" when
+ * absent: a write while versioning was off or suspended, or one made through
+ * the mount). Older versions and delete markers are files of
  * /buckets/<b>/.versions/<key>/, named so that a listing is the history
  * newest first: a real version by its id (16 hex digits of 2^64-1 minus the
  * write time in ns, 8 random), a null one by such a name made from its mtime.
