@@ -344,12 +344,29 @@ def test_versioned_object_beside_its_prefix(gw, state):
     assert s3.head_object(Bucket=b, Key="c")["VersionId"] == c2
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == \
         ["a", "a/b", "c", "c/b", "d/", "d//b"]
+    whole = [(v[1], v[2]) for v in versions_xml(g, b)]
+    for page in (1, 2):  # pages rebuilt exactly from the key and version-id markers
+        got = [(v["Key"], v["VersionId"]) for p in s3.get_paginator("list_object_versions")
+               .paginate(Bucket=b, PaginationConfig={"PageSize": page}) for v in p["Versions"]]
+        assert got == whole, page
+    dl = s3.list_object_versions(Bucket=b, Delimiter="/")
+    assert [(v["Key"], v["VersionId"]) for v in dl["Versions"]] == \
+        [("a", a2), ("a", a1), ("c", c2), ("c", c1)]
+    assert [p["Prefix"] for p in dl["CommonPrefixes"]] == ["a/", "c/", "d/"]
+    dl = s3.list_object_versions(Bucket=b, Prefix="d/", Delimiter="/")
+    assert [(v["Key"], v["VersionId"]) for v in dl["Versions"]] == [("d/", d2), ("d/", d1)]
+    assert [p["Prefix"] for p in dl["CommonPrefixes"]] == ["d//"]
 
     # a copy from an old version of 'a' to 'c' (beside 'c/b')
     cp = s3.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "a",
                                                        "VersionId": a1})
     assert s3.get_object(Bucket=b, Key="c")["Body"].read() == b"a1"
     assert filer.get(root + "/c/.s3~object").content == b"a1"
+    # DeleteObjects of that version by id: c2 comes back to c/.s3~object
+    s3.delete_objects(Bucket=b, Delete={"Objects": [
+        {"Key": "c", "VersionId": cp.get("VersionId", "null")}]})
+    assert s3.get_object(Bucket=b, Key="c")["Body"].read() == b"c2"
+    assert filer.get(root + "/c/.s3~object").content == b"c2"
 
     # a delete marker on 'a' leaves 'a/b'; deleting the marker brings a2 back in place
     m = s3.delete_object(Bucket=b, Key="a")
