@@ -228,10 +228,11 @@ static char *in_dir(const char *vdir, const struct filer_entry *e)
 
 /*
  * The current file of the key whose object path is path, with its filer etag:
- * WFS_OK, WFS_ENOENT, or a filer error. *at (caller frees, set unless a filer
- * error) is where the current version is or would be written: path, or
- * path/S3_KEYPATH_SELF when longer keys made path a directory ("a" beside
- * "a/b", s3_keypath.h).
+ * WFS_OK, WFS_ENOENT, WFS_EISDIR (no file where the object would be: a
+ * directory made through the mount or the filer API), or a filer error. *at
+ * (caller frees; NULL after a filer error) is where the current version is or
+ * would be written: path, or path/S3_KEYPATH_SELF when longer keys made path
+ * a directory ("a" beside "a/b", s3_keypath.h).
  */
 static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entry **e,
 		       char etag[17], char **at)
@@ -247,12 +248,12 @@ static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entr
 	if (rc == WFS_ENOTDIR)
 		rc = WFS_ENOENT;
 	if (!rc && !S_ISREG((*e)->attr.mode))
-		rc = WFS_ENOENT; /* a directory at path/.s3~object is no object's */
+		rc = WFS_EISDIR;
 	if (rc) {
 		filer_entry_free(*e);
 		*e = NULL;
 	}
-	if (rc && rc != WFS_ENOENT) {
+	if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR) {
 		free(*at);
 		*at = NULL;
 	} else if (!*at) {
@@ -279,7 +280,7 @@ wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *ke
 			return WFS_OK;
 		}
 		filer_entry_free(e);
-	} else if (rc != WFS_ENOENT) {
+	} else if (rc != WFS_ENOENT && rc != WFS_EISDIR) {
 		return rc;
 	}
 	vdir = s3_versions_dir(bucket, key);
@@ -470,11 +471,13 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 		struct filer_entry *cur = NULL;
 		struct plan p = {0};
 		char etag[17], *at;
-		bool replace;
+		bool replace, in_way;
 
 		rc = current(r->g, path, &cur, etag, &at);
-		if (rc && rc != WFS_ENOENT)
+		if (rc && rc != WFS_ENOENT) {
+			free(at);
 			break;
+		}
 		if (!s3_cond_holds(r, cur, c)) {
 			filer_entry_free(cur);
 			free(at);
@@ -502,11 +505,12 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 				free((char *)p.consume[p.n_consume - 1]);
 		}
 		plan_free(&p);
-		free(at);
 		/* a consumed part gone is a racing CompleteMultipartUpload: no retry; a
-		   directory or a file in the way is a racing writer of a longer or shorter key */
-		if (!rc || !((raced(rc) || rc == WFS_EISDIR || rc == WFS_ENOTDIR) &&
-			     (rc != WFS_ENOENT || !nw->n_consume)))
+		   directory at path or a file above path/.s3~object is a racing writer of a
+		   longer key or of a shorter one */
+		in_way = strcmp(at, path) ? rc == WFS_ENOTDIR : rc == WFS_EISDIR;
+		free(at);
+		if (!rc || !((raced(rc) || in_way) && (rc != WFS_ENOENT || !nw->n_consume)))
 			break;
 	}
 	if (!rc && v == S3_VERSIONING_ENABLED)
@@ -614,7 +618,7 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 		char etag[17], vid[S3_VERSION_ID_SIZE], *p, *at = NULL;
 
 		rc = current(r->g, path, &cur, etag, &at);
-		if (rc && rc != WFS_ENOENT)
+		if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR)
 			return rc;
 		if (cur)
 			s3_version_of(cur, vid);
@@ -701,6 +705,8 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 		free(at);
 		/* a prefix with no object of its own ("a/" holding only "a/b"): only the marker */
 		rc = current(r->g, path, &cur, etag, &at);
+		if (rc == WFS_EISDIR)
+			rc = WFS_ENOENT; /* a directory, not an object: only the marker */
 		if (rc && rc != WFS_ENOENT)
 			break;
 		rc = plan_write(r->g, &p, at, vdir, cur, etag, suspended, NULL, 0, &replace);

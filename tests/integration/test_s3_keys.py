@@ -447,6 +447,24 @@ def test_versioned_object_beside_its_prefix(gw, state):
     assert [v[1] for v in listed][-1] == "r/b"
     assert s3.get_object(Bucket=b, Key="r/b")["Body"].read() == b"rb"
 
+    # writers of 'q' racing writers of 'q/<j>' that turn the file q into q/.s3~object
+    q0 = put("q", b"q0")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        futs = [ex.submit(put, "q", b"q%d" % i) for i in range(1, 5)] + \
+            [ex.submit(put, "q/%d" % j, b"below") for j in range(4)]
+        qids = [f.result() for f in futs[:4]]
+        for f in futs[4:]:
+            f.result()
+    listed = versions_xml(g, b, "q")
+    assert [v[1] for v in listed] == ["q"] * (5 if state == "Enabled" else 1) + \
+        ["q/%d" % j for j in range(4)]
+    if state == "Enabled":
+        assert sorted(v[2] for v in listed[:5]) == sorted(qids + [q0])
+    assert filer.meta(root + "/q")["IsDirectory"]
+    body = s3.get_object(Bucket=b, Key="q")["Body"].read()
+    assert body in [b"q%d" % i for i in range(1, 5)]
+    assert s3.get_object(Bucket=b, Key="q", VersionId=listed[0][2])["Body"].read() == body
+
 
 def test_awscli_ls(gw, tmp_path):
     """aws s3 ls shows the object 'a' beside the prefix 'a/', and 'a/' inside it."""
