@@ -446,6 +446,14 @@ def test_versioned_object_beside_its_prefix(gw, state):
         assert [(v[1], v[2], v[3]) for v in listed if v[1] == "r"] == [("r", "null", True)]
     assert [v[1] for v in listed][-1] == "r/b"
     assert s3.get_object(Bucket=b, Key="r/b")["Body"].read() == b"rb"
+    # a multipart upload completed onto 'r' beside 'r/b' is one more version of 'r'
+    up = s3.create_multipart_upload(Bucket=b, Key="r")["UploadId"]
+    pe = s3.upload_part(Bucket=b, Key="r", UploadId=up, PartNumber=1, Body=b"mp")["ETag"]
+    s3.complete_multipart_upload(Bucket=b, Key="r", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": pe}]})
+    assert filer.get(root + "/r/.s3~object").content == b"mp"
+    assert [v[3] for v in versions_xml(g, b, "r") if v[1] == "r"] == \
+        [True] + [False] * (8 if state == "Enabled" else 0)
 
     # writers of 'q' racing writers of 'q/<j>' that turn the file q into q/.s3~object
     q0 = put("q", b"q0")
