@@ -539,7 +539,7 @@ static wfs_err make_parents(struct s3_gateway *g, const char *path)
 }
 
 /*
- * The version at from (e) could not be renamed back to path: a prefix of its
+ * The version at from could not be renamed back to path: a prefix of its
  * key is an object now ("a" while "a/b" comes back; WFS_ENOTDIR). It is
  * written anew at path from its entry, consuming its file (its chunks pass
  * over: nothing is copied), while s3_commit_below moves "a" into
@@ -703,10 +703,9 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 		char etag[17];
 		bool replace;
 		free(at);
-		/* a prefix with no object of its own ("a/" holding only "a/b"): only the marker */
 		rc = current(r->g, path, &cur, etag, &at);
 		if (rc == WFS_EISDIR)
-			rc = WFS_ENOENT; /* a directory, not an object: only the marker */
+			rc = WFS_ENOENT; /* no object where it would be: only the marker */
 		if (rc && rc != WFS_ENOENT)
 			break;
 		rc = plan_write(r->g, &p, at, vdir, cur, etag, suspended, NULL, 0, &replace);
