@@ -121,13 +121,12 @@ void s3_commit_error(struct s3_req *r, wfs_err rc, const struct s3_cond *c)
 		precondition_failed(r);
 	else if (rc == WFS_EEXIST || rc == WFS_EISDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "The key names a directory of the bucket (in a bucket with versioning "
-			 "a key and a prefix of other keys cannot share a name)");
+			 "The key names a directory of the bucket that cannot hold its object "
+			 "(one made through the mount or the filer API)");
 	else if (rc == WFS_ENOTDIR)
 		s3_error(r, S3_INVALID_REQUEST,
-			 "A prefix of the key is an object that cannot hold other keys here "
-			 "(in a bucket with versioning a key and a prefix of other keys "
-			 "cannot share a name)");
+			 "A prefix of the key is a file that cannot hold other keys "
+			 "(one made through the mount or the filer API)");
 	else if (rc == WFS_ENOENT && c && c->if_match)
 		s3_error(r, S3_NO_SUCH_KEY, "The specified key does not exist.");
 	else
@@ -161,15 +160,7 @@ static bool move_raced(wfs_err rc)
 	return rc == WFS_ENOTDIR || rc == WFS_EPRECOND || rc == WFS_EISDIR || rc == WFS_ENOENT;
 }
 
-/*
- * A create at path was refused with WFS_ENOTDIR: a prefix of the key is an
- * object ("a" when "a/b" is written). In the create's transaction that file
- * moves into the directory it becomes ("a/.s3~object"), so GET a never
- * misses it. A racing change of it (its etag), or a racing writer that moved
- * it first (it is a directory now), makes it try again, a few times.
- */
-static wfs_err commit_below(struct s3_req *r, const char *path, struct filer_meta_new *nw,
-			    wfs_err rc)
+wfs_err s3_commit_below(struct s3_req *r, const char *path, struct filer_meta_new *nw, wfs_err rc)
 {
 	size_t bl = strlen(S3_BUCKETS_DIR) + 1 + strlen(r->bucket);
 	const struct filer_meta_move *moves = nw->moves;
@@ -235,7 +226,7 @@ static wfs_err commit_plain(struct s3_req *r, const char *path, struct filer_met
 	if (rc == WFS_EEXIST || rc == WFS_EISDIR || (rc == WFS_EPRECOND && nw->if_etag))
 		rc = commit_inside(r, path, nw, rc);
 	else if (rc == WFS_ENOTDIR && !nw->if_etag && !nw->n_moves)
-		rc = commit_below(r, path, nw, rc);
+		rc = s3_commit_below(r, path, nw, rc);
 	if (rc)
 		s3_commit_error(r, rc, c);
 	return rc;

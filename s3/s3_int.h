@@ -530,6 +530,15 @@ void s3_version_of(const struct filer_entry *e, char out[S3_VERSION_ID_SIZE]);
 bool s3_is_delete_marker(const struct filer_entry *e);
 /* /buckets/<bucket>/.versions/<key> (caller frees). */
 char *s3_versions_dir(const char *bucket, const char *key);
+/*
+ * A create at path was refused with WFS_ENOTDIR (rc): a prefix of the key is an
+ * object ("a" when "a/b" is written). In the create's transaction that file
+ * moves into the directory it becomes ("a/.s3~object"), so GET a never
+ * misses it (nw carries no moves of its own: path is absent). A racing
+ * change of it (its etag), or a racing writer that moved it first (it is a
+ * directory now), makes it try again, a few times (s3_commit.c). Worker.
+ */
+wfs_err s3_commit_below(struct s3_req *r, const char *path, struct filer_meta_new *nw, wfs_err rc);
 /* s3_commit_object in a bucket with versioning (v not UNVERSIONED). */
 wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_meta_new *nw,
 			    const struct s3_cond *c, enum s3_versioning v);

@@ -3,10 +3,11 @@
  * reads of objects do in a bucket that has it (docs/s3-gateway.md).
  *
  * DESIGN: the current version of a key stays the plain file
- * /buckets/<b>/<key>, so the mount and the filer API keep seeing objects as
- * files; its version id is the xattr s3.version-id ("null" when absent: a
- * write while versioning was off or suspended, or one made through the
- * mount). Older versions and delete markers are files of
+ * /buckets/<b>/<key> (<key>/.s3~object while longer keys make <key> a
+ * directory, s3_keypath.h), so the mount and the filer API keep seeing
+ * objects as files; its version id is the xattr s3.version-id ("null" when
+ * absent: a write while versioning was off or suspended, or one made through
+ * the mount). Older versions and delete markers are files of
  * /buckets/<b>/.versions/<key>/, named so that a listing is the history
  * newest first: a real version by its id (16 hex digits of 2^64-1 minus the
  * write time in ns, 8 random), a null one by such a name made from its mtime.
@@ -225,11 +226,25 @@ static char *in_dir(const char *vdir, const struct filer_entry *e)
 	return xasprintf("%s/%s", vdir, e->name);
 }
 
-/* The current file of path with its filer etag: WFS_OK, WFS_ENOENT, or a filer error. */
+/*
+ * The current file of the key whose object path is path, with its filer etag:
+ * WFS_OK, WFS_ENOENT, WFS_EISDIR (no file where the object would be: a
+ * directory made through the mount or the filer API), or a filer error. *at
+ * (caller frees; NULL after a filer error) is where the current version is or
+ * would be written: path, or path/S3_KEYPATH_SELF when longer keys made path
+ * a directory ("a" beside "a/b", s3_keypath.h).
+ */
 static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entry **e,
-		       char etag[17])
+		       char etag[17], char **at)
 {
 	wfs_err rc = filer_meta_lookup_etag(g->filer, path, e, etag);
+	*at = NULL;
+	if (!rc && S_ISDIR((*e)->attr.mode)) {
+		filer_entry_free(*e);
+		*e = NULL;
+		*at = xasprintf("%s/" S3_KEYPATH_SELF, path);
+		rc = filer_meta_lookup_etag(g->filer, *at, e, etag);
+	}
 	if (rc == WFS_ENOTDIR)
 		rc = WFS_ENOENT;
 	if (!rc && !S_ISREG((*e)->attr.mode))
@@ -238,6 +253,12 @@ static wfs_err current(struct s3_gateway *g, const char *path, struct filer_entr
 		filer_entry_free(*e);
 		*e = NULL;
 	}
+	if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR) {
+		free(*at);
+		*at = NULL;
+	} else if (!*at) {
+		*at = xstrdup(path);
+	}
 	return rc;
 }
 
@@ -245,9 +266,11 @@ wfs_err s3_version_read(struct s3_gateway *g, const char *bucket, const char *ke
 			struct filer_entry **out)
 {
 	struct filer_entry *e = NULL;
-	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *path = s3_object_path(bucket, key);
-	wfs_err rc = path ? current(g, path, &e, etag) : WFS_ENOENT;
+	char etag[17], vid[S3_VERSION_ID_SIZE], *vdir, *at = NULL;
+	char *path = s3_object_path(bucket, key);
+	wfs_err rc = path ? current(g, path, &e, etag, &at) : WFS_ENOENT;
 
+	free(at);
 	free(path);
 	*out = NULL;
 	if (!rc) {
@@ -447,19 +470,22 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 	for (tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL;
 		struct plan p = {0};
-		char etag[17];
-		bool replace;
+		char etag[17], *at;
+		bool replace, in_way;
 
-		rc = current(r->g, path, &cur, etag);
-		if (rc && rc != WFS_ENOENT)
+		rc = current(r->g, path, &cur, etag, &at);
+		if (rc && rc != WFS_ENOENT) {
+			free(at);
 			break;
+		}
 		if (!s3_cond_holds(r, cur, c)) {
 			filer_entry_free(cur);
+			free(at);
 			answered = true;
 			rc = WFS_EPERM;
 			break;
 		}
-		rc = plan_write(r->g, &p, path, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
+		rc = plan_write(r->g, &p, at, vdir, cur, etag, v != S3_VERSIONING_ENABLED,
 				nw->consume, nw->n_consume, &replace);
 		filer_entry_free(cur);
 		if (!rc) {
@@ -471,13 +497,20 @@ wfs_err s3_commit_versioned(struct s3_req *r, const char *path, struct filer_met
 			w.n_consume = p.n_consume;
 			w.if_etag = replace ? etag : NULL;
 			w.exclusive = !replace;
-			rc = filer_meta_create(r->g->filer, path, &w, NULL);
+			rc = filer_meta_create(r->g->filer, at, &w, NULL);
+			/* "a/b" while "a" is a file: "a" becomes a/.s3~object in the same step */
+			if (rc == WFS_ENOTDIR && !strcmp(at, path) && !w.n_moves && !w.if_etag)
+				rc = s3_commit_below(r, at, &w, rc);
 			if (p.null_old)
 				free((char *)p.consume[p.n_consume - 1]);
 		}
 		plan_free(&p);
-		/* a consumed part gone is a racing CompleteMultipartUpload: no retry */
-		if (!rc || !(raced(rc) && (rc != WFS_ENOENT || !nw->n_consume)))
+		/* a consumed part gone is a racing CompleteMultipartUpload: no retry; a
+		   directory at path or a file above path/.s3~object is a racing writer of a
+		   longer key or of a shorter one */
+		in_way = strcmp(at, path) ? rc == WFS_ENOTDIR : rc == WFS_EISDIR;
+		free(at);
+		if (!rc || !((raced(rc) || in_way) && (rc != WFS_ENOENT || !nw->n_consume)))
 			break;
 	}
 	if (!rc && v == S3_VERSIONING_ENABLED)
@@ -506,6 +539,41 @@ static wfs_err make_parents(struct s3_gateway *g, const char *path)
 }
 
 /*
+ * The version at from could not be renamed back to path: a prefix of its
+ * key is an object now ("a" while "a/b" comes back; WFS_ENOTDIR). It is
+ * written anew at path from its entry, consuming its file (its chunks pass
+ * over: nothing is copied), while s3_commit_below moves "a" into
+ * a/.s3~object in the same step. A write racing in first wins (exclusive).
+ */
+static void restore_below(struct s3_req *r, const char *path, const char *from)
+{
+	const char *consume[1] = {from};
+	struct filer_entry *e = NULL;
+	struct filer_meta_new nw = {.exclusive = true, .consume = consume, .n_consume = 1};
+	if (filer_meta_lookup(r->g->filer, from, &e) || !S_ISREG(e->attr.mode)) {
+		filer_entry_free(e);
+		return;
+	}
+	nw.mode = e->attr.mode;
+	nw.uid = e->attr.uid;
+	nw.gid = e->attr.gid;
+	nw.time_ns = e->attr.mtime_ns; /* its LastModified (and a null version's name) */
+	nw.mime = e->attr.mime;
+	nw.xattrs = e->xattrs;
+	nw.n_xattrs = e->n_xattrs;
+	if (e->n_chunks) {
+		nw.chunks = e->chunks;
+		nw.n_chunks = e->n_chunks;
+	} else {
+		nw.content = e->content;
+		nw.content_len = e->content_len;
+		nw.has_content = true;
+	}
+	(void)s3_commit_below(r, path, &nw, WFS_ENOTDIR);
+	filer_entry_free(e);
+}
+
+/*
  * With no current file, the newest version of the key (unless a delete
  * marker) becomes the current file again: after its marker or the version
  * above it was deleted. A write racing in first wins (noReplace).
@@ -513,19 +581,27 @@ static wfs_err make_parents(struct s3_gateway *g, const char *path)
 static void promote_if_uncovered(struct s3_req *r, const char *path, const char *vdir)
 {
 	struct filer_entry *n = NULL, *cur = NULL;
-	char etag[17], *from;
-	if (current(r->g, path, &cur, etag) != WFS_ENOENT) {
+	char etag[17], *from, *at = NULL;
+	wfs_err rc;
+	if (current(r->g, path, &cur, etag, &at) != WFS_ENOENT) {
 		filer_entry_free(cur);
+		free(at);
 		return;
 	}
 	if (newest_version(r->g, vdir, &n) || s3_is_delete_marker(n)) {
 		filer_entry_free(n);
+		free(at);
 		return;
 	}
+	/* back where the current version is: a/.s3~object while "a" is a directory */
 	from = in_dir(vdir, n);
-	if (!make_parents(r->g, path))
-		(void)filer_meta_rename(r->g->filer, from, path, true, false);
+	rc = make_parents(r->g, at);
+	if (!rc)
+		rc = filer_meta_rename(r->g->filer, from, at, true, false);
+	if (rc == WFS_ENOTDIR)
+		restore_below(r, at, from);
 	free(from);
+	free(at);
 	filer_entry_free(n);
 }
 
@@ -539,15 +615,16 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 	wfs_err rc = WFS_OK;
 	for (int tries = 0; tries < RACE_TRIES; tries++) {
 		struct filer_entry *cur = NULL, *older = NULL, *old = NULL;
-		char etag[17], vid[S3_VERSION_ID_SIZE], *p;
+		char etag[17], vid[S3_VERSION_ID_SIZE], *p, *at = NULL;
 
-		rc = current(r->g, path, &cur, etag);
+		rc = current(r->g, path, &cur, etag, &at);
 		if (rc && rc != WFS_ENOENT && rc != WFS_EISDIR)
 			return rc;
 		if (cur)
 			s3_version_of(cur, vid);
 		if (cur && !strcmp(vid, id) && s3_lock_forbids_delete(r, key, cur)) {
 			filer_entry_free(cur);
+			free(at);
 			return WFS_EACCES;
 		}
 		if (cur && !strcmp(vid, id)) {
@@ -555,18 +632,16 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 			rc = newest_version(r->g, vdir, &older);
 			if (!rc && !s3_is_delete_marker(older)) {
 				moved = in_dir(vdir, older);
-				rc = filer_meta_rename_if(r->g->filer, moved, path, etag);
+				rc = filer_meta_rename_if(r->g->filer, moved, at, etag);
 			} else if (!rc || rc == WFS_ENOENT) {
-				rc = filer_meta_delete_if(r->g->filer, path, etag);
-				if (!rc) {
-					p = xstrdup(path);
-					s3_drop_empty_parents(r->g, r->bucket, p);
-					free(p);
-				}
+				rc = filer_meta_delete_if(r->g->filer, at, etag);
+				if (!rc)
+					s3_drop_empty_parents(r->g, r->bucket, at);
 			}
 			if (!rc && moved)
 				s3_drop_empty_parents(r->g, r->bucket, moved);
 			free(moved);
+			free(at);
 			filer_entry_free(older);
 			filer_entry_free(cur);
 			if (rc == WFS_EPRECOND || rc == WFS_ENOENT)
@@ -574,6 +649,7 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 			return rc;
 		}
 		filer_entry_free(cur);
+		free(at);
 		rc = find_version(r->g, vdir, id, &old);
 		if (rc == WFS_ENOENT)
 			return WFS_OK; /* no such version: nothing to do, as S3 answers */
@@ -603,7 +679,7 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 			      enum s3_versioning v, struct s3_deleted *out)
 {
 	bool suspended = v == S3_VERSIONING_SUSPENDED;
-	char name[S3_VERSION_ID_SIZE], *marker = NULL;
+	char name[S3_VERSION_ID_SIZE], *marker = NULL, *at = NULL;
 	struct filer_meta_new m = {
 		.mode = S_IFREG | 0644, .has_content = true, .parents = true, .exclusive = true};
 	struct filer_xattr x[2] = {
@@ -626,16 +702,17 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 		struct plan p = {0};
 		char etag[17];
 		bool replace;
-		rc = current(r->g, path, &cur, etag);
+		free(at);
+		rc = current(r->g, path, &cur, etag, &at);
 		if (rc == WFS_EISDIR)
-			rc = WFS_ENOENT; /* a prefix, not an object: only the marker */
+			rc = WFS_ENOENT; /* no object where it would be: only the marker */
 		if (rc && rc != WFS_ENOENT)
 			break;
-		rc = plan_write(r->g, &p, path, vdir, cur, etag, suspended, NULL, 0, &replace);
+		rc = plan_write(r->g, &p, at, vdir, cur, etag, suspended, NULL, 0, &replace);
 		filer_entry_free(cur);
 		if (!rc) {
 			if (replace) /* a null current version is what the null marker replaces */
-				p.consume[p.n_consume++] = path;
+				p.consume[p.n_consume++] = at;
 			if (p.null_old) {
 				p.consume =
 					xrealloc(p.consume, (p.n_consume + 1) * sizeof(*p.consume));
@@ -656,11 +733,10 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 	}
 	free(marker);
 	if (!rc) {
-		char *pp = xstrdup(path);
 		out->marker = true;
-		s3_drop_empty_parents(r->g, r->bucket, pp);
-		free(pp);
+		s3_drop_empty_parents(r->g, r->bucket, at);
 	}
+	free(at);
 	return rc;
 }
 

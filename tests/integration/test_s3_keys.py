@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from s3_fixtures import client, code_of, mini_gateway
+from s3_fixtures import client, code_of, mini_gateway, signed
 
 AK, SK = "AKALICE", "alice-secret"
 B = "keys"
@@ -257,7 +257,7 @@ def test_copy_tagging_multipart(gw):
 
 def test_versioned_bucket(gw):
     """With versioning, escaped components keep versions and list them; a key beside a
-    longer key ('w' and 'w/x', also 'v/' and 'v//x') is refused clearly there."""
+    longer key ('w' and 'w/x', also 'v/' and 'v//x') is written there too."""
     _, g = gw
     s3 = client(g, AK, SK)
     s3.create_bucket(Bucket="keys-v")
@@ -278,9 +278,200 @@ def test_versioned_bucket(gw):
             s3.list_object_versions(Bucket="keys-v", Prefix="v/")["DeleteMarkers"]] == \
         [("v/", True)]
     s3.put_object(Bucket="keys-v", Key="w/x", Body=b"x")
-    assert code_of(s3.put_object, Bucket="keys-v", Key="w", Body=b"w") == "InvalidRequest"
-    assert code_of(s3.put_object, Bucket="keys-v", Key="w/x/y", Body=b"w") == "InvalidRequest"
-    assert code_of(s3.put_object, Bucket="keys-v", Key="/v/", Body=b"w") == "InvalidRequest"
+    for k in ("w", "w/x/y", "/v/"):
+        s3.put_object(Bucket="keys-v", Key=k, Body=k.encode())
+    for k in ("w", "w/x", "w/x/y", "/v/"):
+        assert s3.get_object(Bucket="keys-v", Key=k)["Body"].read() == \
+            (b"x" if k == "w/x" else k.encode()), k
+
+
+def versions_xml(g, bucket, prefix=None):
+    """[(tag, key, version id, is latest)] of ListObjectVersions in the document's order."""
+    import xml.etree.ElementTree as ET
+    r = signed(g, AK, SK, "GET", "/" + bucket,
+               query=("prefix=%s&" % prefix if prefix else "") + "versions=")
+    assert r.status_code == 200, r.text
+    ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+    return [(el.tag[len(ns):], el.find(ns + "Key").text or "", el.find(ns + "VersionId").text,
+             el.find(ns + "IsLatest").text == "true")
+            for el in ET.fromstring(r.content) if el.tag in (ns + "Version", ns + "DeleteMarker")]
+
+
+@pytest.mark.parametrize("state", ["Enabled", "Suspended"])
+def test_versioned_object_beside_its_prefix(gw, state):
+    """'a' beside 'a/b' (and 'a/' beside 'a//b') in a bucket with versioning: both orders
+    of writing, every version kept and listed in S3's order (keys in byte order, newest
+    first, IsLatest), GET ?versionId of old ones, a delete marker on 'a' leaving 'a/b',
+    deleting versions by id bringing the previous one back to a/.s3~object, a copy from
+    a version, and 8 racing writers of 'a' beside 'a/b' keeping 8 versions."""
+    import concurrent.futures
+    filer, g = gw
+    s3 = client(g, AK, SK)
+    b = "keys-vb-" + state.lower()
+    root = "/buckets/" + b
+    s3.create_bucket(Bucket=b)
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+
+    def put(k, body):
+        return s3.put_object(Bucket=b, Key=k, Body=body).get("VersionId", "null")
+
+    # Enabled history first: 'a' then 'a/b'; 'c/b' then 'c'; 'd//b' then 'd/'
+    a1 = put("a", b"a1")
+    ab1 = put("a/b", b"ab1")
+    a2 = put("a", b"a2")
+    cb1 = put("c/b", b"cb1")
+    c1 = put("c", b"c1")
+    c2 = put("c", b"c2")
+    db1 = put("d//b", b"db1")
+    d1 = put("d/", b"d1")
+    d2 = put("d/", b"d2")
+    assert filer.get(root + "/a/.s3~object").content == b"a2"
+    assert filer.get(root + "/c/.s3~object").content == b"c2"
+    assert filer.get(root + "/d/.s3~empty/.s3~object").content == b"d2"
+    if state == "Suspended":
+        s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": state})
+    assert versions_xml(g, b) == [
+        ("Version", "a", a2, True), ("Version", "a", a1, False),
+        ("Version", "a/b", ab1, True),
+        ("Version", "c", c2, True), ("Version", "c", c1, False),
+        ("Version", "c/b", cb1, True),
+        ("Version", "d/", d2, True), ("Version", "d/", d1, False),
+        ("Version", "d//b", db1, True)]
+    for k, vid, body in (("a", a1, b"a1"), ("a", a2, b"a2"), ("c", c1, b"c1"),
+                         ("d/", d1, b"d1"), ("a/b", ab1, b"ab1")):
+        assert s3.get_object(Bucket=b, Key=k, VersionId=vid)["Body"].read() == body, k
+        assert s3.head_object(Bucket=b, Key=k, VersionId=vid)["ContentLength"] == len(body)
+    assert s3.head_object(Bucket=b, Key="c")["VersionId"] == c2
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == \
+        ["a", "a/b", "c", "c/b", "d/", "d//b"]
+    whole = [(v[1], v[2]) for v in versions_xml(g, b)]
+    for page in (1, 2):  # pages rebuilt exactly from the key and version-id markers
+        got = [(v["Key"], v["VersionId"]) for p in s3.get_paginator("list_object_versions")
+               .paginate(Bucket=b, PaginationConfig={"PageSize": page}) for v in p["Versions"]]
+        assert got == whole, page
+    dl = s3.list_object_versions(Bucket=b, Delimiter="/")
+    assert [(v["Key"], v["VersionId"]) for v in dl["Versions"]] == \
+        [("a", a2), ("a", a1), ("c", c2), ("c", c1)]
+    assert [p["Prefix"] for p in dl["CommonPrefixes"]] == ["a/", "c/", "d/"]
+    dl = s3.list_object_versions(Bucket=b, Prefix="d/", Delimiter="/")
+    assert [(v["Key"], v["VersionId"]) for v in dl["Versions"]] == [("d/", d2), ("d/", d1)]
+    assert [p["Prefix"] for p in dl["CommonPrefixes"]] == ["d//"]
+
+    # a copy from an old version of 'a' to 'c' (beside 'c/b')
+    cp = s3.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "a",
+                                                       "VersionId": a1})
+    assert s3.get_object(Bucket=b, Key="c")["Body"].read() == b"a1"
+    assert filer.get(root + "/c/.s3~object").content == b"a1"
+    # DeleteObjects of that version by id: c2 comes back to c/.s3~object
+    s3.delete_objects(Bucket=b, Delete={"Objects": [
+        {"Key": "c", "VersionId": cp.get("VersionId", "null")}]})
+    assert s3.get_object(Bucket=b, Key="c")["Body"].read() == b"c2"
+    assert filer.get(root + "/c/.s3~object").content == b"c2"
+
+    # a delete marker on 'a' leaves 'a/b'; deleting the marker brings a2 back in place
+    m = s3.delete_object(Bucket=b, Key="a")
+    assert m["DeleteMarker"]
+    assert code_of(s3.get_object, Bucket=b, Key="a") == "NoSuchKey"
+    assert s3.get_object(Bucket=b, Key="a/b")["Body"].read() == b"ab1"
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=b, Prefix="a")["Contents"]] == ["a/b"]
+    assert versions_xml(g, b, "a")[:3] == [
+        ("DeleteMarker", "a", m["VersionId"], True), ("Version", "a", a2, False),
+        ("Version", "a", a1, False)]
+    s3.delete_object(Bucket=b, Key="a", VersionId=m["VersionId"])
+    assert s3.get_object(Bucket=b, Key="a")["Body"].read() == b"a2"
+    assert filer.get(root + "/a/.s3~object").content == b"a2"
+    # deleting the current version by id: the previous one becomes current, in place
+    s3.delete_object(Bucket=b, Key="a", VersionId=a2)
+    r = s3.get_object(Bucket=b, Key="a")
+    assert (r["Body"].read(), r["VersionId"]) == (b"a1", a1)
+    assert filer.get(root + "/a/.s3~object").content == b"a1"
+    # 'd/' likewise, one level down
+    s3.delete_object(Bucket=b, Key="d/", VersionId=d2)
+    assert s3.get_object(Bucket=b, Key="d/")["Body"].read() == b"d1"
+    assert filer.get(root + "/d/.s3~empty/.s3~object").content == b"d1"
+    # deleting 'a/b' (a marker) keeps 'a'; deleting every version of 'a/b' too
+    mb = s3.delete_object(Bucket=b, Key="a/b")
+    assert s3.get_object(Bucket=b, Key="a")["Body"].read() == b"a1"
+    for vid in (mb["VersionId"], ab1):
+        s3.delete_object(Bucket=b, Key="a/b", VersionId=vid)
+    assert s3.get_object(Bucket=b, Key="a")["Body"].read() == b"a1"
+    assert versions_xml(g, b, "a") == [("Version", "a", a1, True)]
+    assert filer.get(root + "/a/.s3~object").content == b"a1"
+
+    # a plain file with history ('e', two versions) becomes e/.s3~object under 'e/x'
+    e1, e2 = put("e", b"e1"), put("e", b"e2")
+    ex_ = put("e/x", b"ex")
+    assert filer.get(root + "/e/.s3~object").content == b"e2"
+    # suspended, e2 replaced the null version e1
+    assert s3.get_object(Bucket=b, Key="e", VersionId=e1)["Body"].read() == \
+        (b"e1" if state == "Enabled" else b"e2")
+    assert s3.get_object(Bucket=b, Key="e/x", VersionId=ex_)["Body"].read() == b"ex"
+    assert [(v[1], v[3]) for v in versions_xml(g, b, "e")] == \
+        [("e", True)] + [("e", False)] * (state == "Enabled") + [("e/x", True)]
+    assert versions_xml(g, b, "e")[0][2] == e2
+
+    # 'f/g' restored by deleting its marker while 'f' became an object meanwhile: 'f'
+    # moves into f/.s3~object as the version comes back (suspended, the null marker
+    # would have replaced the null version: nothing to restore)
+    if state == "Enabled":
+        big = b"fg" * 150000  # chunked: the restore passes the chunks over
+        fg = put("f/g", big)
+        mf = s3.delete_object(Bucket=b, Key="f/g")
+        f1 = put("f", b"f1")
+        assert not filer.meta(root + "/f")["IsDirectory"]
+        s3.delete_object(Bucket=b, Key="f/g", VersionId=mf["VersionId"])
+        r = s3.get_object(Bucket=b, Key="f/g")
+        assert (r["Body"].read(), r["VersionId"]) == (big, fg)
+        assert filer.get(root + "/f/.s3~object").content == b"f1"
+        assert s3.get_object(Bucket=b, Key="f", VersionId=f1)["Body"].read() == b"f1"
+        assert versions_xml(g, b, "f") == [("Version", "f", f1, True),
+                                           ("Version", "f/g", fg, True)]
+
+    # 8 racing writers of 'r' beside 'r/b': every version kept
+    put("r/b", b"rb")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(lambda i: s3.put_object(Bucket=b, Key="r", Body=b"r%d" % i),
+                          range(8)))
+    ids = [x.get("VersionId", "null") for x in got]
+    listed = versions_xml(g, b, "r")
+    if state == "Enabled":
+        assert len(set(ids)) == 8
+        assert sorted(v[2] for v in listed if v[1] == "r") == sorted(ids)
+        assert [v[3] for v in listed if v[1] == "r"] == [True] + [False] * 7
+        newest = [v[2] for v in listed if v[1] == "r"][0]
+        body = s3.get_object(Bucket=b, Key="r")["Body"].read()
+        assert s3.get_object(Bucket=b, Key="r", VersionId=newest)["Body"].read() == body
+    else:
+        # suspended: each write replaces the null version; one is left
+        assert [(v[1], v[2], v[3]) for v in listed if v[1] == "r"] == [("r", "null", True)]
+    assert [v[1] for v in listed][-1] == "r/b"
+    assert s3.get_object(Bucket=b, Key="r/b")["Body"].read() == b"rb"
+    # a multipart upload completed onto 'r' beside 'r/b' is one more version of 'r'
+    up = s3.create_multipart_upload(Bucket=b, Key="r")["UploadId"]
+    pe = s3.upload_part(Bucket=b, Key="r", UploadId=up, PartNumber=1, Body=b"mp")["ETag"]
+    s3.complete_multipart_upload(Bucket=b, Key="r", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": pe}]})
+    assert filer.get(root + "/r/.s3~object").content == b"mp"
+    assert [v[3] for v in versions_xml(g, b, "r") if v[1] == "r"] == \
+        [True] + [False] * (8 if state == "Enabled" else 0)
+
+    # writers of 'q' racing writers of 'q/<j>' that turn the file q into q/.s3~object
+    q0 = put("q", b"q0")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        futs = [ex.submit(put, "q", b"q%d" % i) for i in range(1, 5)] + \
+            [ex.submit(put, "q/%d" % j, b"below") for j in range(4)]
+        qids = [f.result() for f in futs[:4]]
+        for f in futs[4:]:
+            f.result()
+    listed = versions_xml(g, b, "q")
+    assert [v[1] for v in listed] == ["q"] * (5 if state == "Enabled" else 1) + \
+        ["q/%d" % j for j in range(4)]
+    if state == "Enabled":
+        assert sorted(v[2] for v in listed[:5]) == sorted(qids + [q0])
+    assert filer.meta(root + "/q")["IsDirectory"]
+    body = s3.get_object(Bucket=b, Key="q")["Body"].read()
+    assert body in [b"q%d" % i for i in range(1, 5)]
+    assert s3.get_object(Bucket=b, Key="q", VersionId=listed[0][2])["Body"].read() == body
 
 
 def test_awscli_ls(gw, tmp_path):
