@@ -566,10 +566,12 @@ struct s3_deleted {
  * WFS_OK, WFS_EACCES (Object Lock keeps the version), WFS_EBUSY (other
  * writers kept changing the key), or a filer error; r's answer is left alone,
  * and only r->g and r->bucket are used (the lifecycle sweeper passes a
- * request of its own). Worker.
+ * request of its own). if_etag (an If-Match delete of the current version:
+ * the filer etag its check read; NULL: none): the marker only over that
+ * version, WFS_EPRECOND when another writer came between. Worker.
  */
 wfs_err s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
-			    struct s3_deleted *out);
+			    const char *if_etag, struct s3_deleted *out);
 /* ListObjectVersions (GET /bucket?versions), on a worker. */
 void s3_list_versions(struct s3_req *r);
 

@@ -425,7 +425,7 @@ static wfs_err expire(struct sweep *s, const char *key, char *path)
 	char etag[17];
 	wfs_err rc;
 	if (s->v != S3_UNVERSIONED)
-		return s3_delete_versioned(&r, key, NULL, s->v, &d);
+		return s3_delete_versioned(&r, key, NULL, s->v, NULL, &d);
 	rc = filer_meta_lookup_etag(s->g->filer, path, &e, etag);
 	if (!rc && !expiring_rule(s, key, e))
 		rc = WFS_EPRECOND;

@@ -164,7 +164,7 @@ static wfs_err delete_key(struct s3_req *r, const char *key, const char *id, enu
 	memset(out, 0, sizeof(*out));
 	if (v == S3_UNVERSIONED && !id)
 		return delete_plain(r, key, NULL);
-	return s3_delete_versioned(r, key, id, v, out);
+	return s3_delete_versioned(r, key, id, v, NULL, out);
 }
 
 /*
@@ -224,11 +224,12 @@ void s3_delete_object(struct s3_req *r)
 		return;
 	if (im && !delete_cond_holds(r, im, fetag))
 		return;
-	/* unversioned, the delete takes only the version checked; versioned, the check is
-	   on the current object and the delete follows it (a writer may come between) */
+	/* the delete takes only the version checked: a writer between is a conflict */
 	if (im && v == S3_UNVERSIONED && !id) {
 		memset(&d, 0, sizeof(d));
 		rc = delete_plain(r, r->key, fetag);
+	} else if (im && !id) {
+		rc = s3_delete_versioned(r, r->key, NULL, v, fetag, &d);
 	} else {
 		rc = delete_key(r, r->key, id, v, &d);
 	}

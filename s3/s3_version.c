@@ -674,9 +674,10 @@ static wfs_err delete_version(struct s3_req *r, const char *key, const char *pat
 	return WFS_EBUSY;
 }
 
-/* DELETE without a version: a delete marker becomes the latest version. */
+/* DELETE without a version: a delete marker becomes the latest version (over the version
+   of filer etag if_etag only, when given). */
 static wfs_err delete_current(struct s3_req *r, const char *path, const char *vdir,
-			      enum s3_versioning v, struct s3_deleted *out)
+			      enum s3_versioning v, const char *if_etag, struct s3_deleted *out)
 {
 	bool suspended = v == S3_VERSIONING_SUSPENDED;
 	char name[S3_VERSION_ID_SIZE], *marker = NULL, *at = NULL;
@@ -708,6 +709,11 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 			rc = WFS_ENOENT; /* no object where it would be: only the marker */
 		if (rc && rc != WFS_ENOENT)
 			break;
+		if (if_etag && (rc || strcmp(etag, if_etag))) {
+			filer_entry_free(cur);
+			rc = WFS_EPRECOND; /* the version checked is no longer the current one */
+			break;
+		}
 		rc = plan_write(r->g, &p, at, vdir, cur, etag, suspended, NULL, 0, &replace);
 		filer_entry_free(cur);
 		if (!rc) {
@@ -729,7 +735,9 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 		plan_free(&p);
 		if (!rc || !raced(rc))
 			break;
-		rc = WFS_EBUSY;
+		rc = if_etag ? WFS_EPRECOND : WFS_EBUSY; /* the move was over that version only */
+		if (if_etag)
+			break;
 	}
 	free(marker);
 	if (!rc) {
@@ -741,7 +749,7 @@ static wfs_err delete_current(struct s3_req *r, const char *path, const char *vd
 }
 
 wfs_err s3_delete_versioned(struct s3_req *r, const char *key, const char *id, enum s3_versioning v,
-			    struct s3_deleted *out)
+			    const char *if_etag, struct s3_deleted *out)
 {
 	char *path = s3_object_path(r->bucket, key), *vdir;
 	wfs_err rc;
@@ -753,7 +761,7 @@ wfs_err s3_delete_versioned(struct s3_req *r, const char *key, const char *id, e
 		snprintf(out->version_id, sizeof(out->version_id), "%s", id);
 		rc = delete_version(r, key, path, vdir, id, out);
 	} else {
-		rc = delete_current(r, path, vdir, v, out);
+		rc = delete_current(r, path, vdir, v, if_etag, out);
 	}
 	free(vdir);
 	free(path);

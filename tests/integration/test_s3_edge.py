@@ -210,6 +210,47 @@ def test_conditional_delete(gw):
     assert len(s3.list_object_versions(Bucket="edge-cd-v")["Versions"]) == 1
 
 
+@pytest.mark.parametrize("versioning", [False, True])
+def test_conditional_delete_races(gw, versioning):
+    """Eight DeleteObjects with If-Match of the current ETag at once: exactly one deletes
+    (one delete marker in a versioned bucket), the others get NoSuchKey or, when they
+    checked before it, ConditionalRequestConflict; and a delete racing a writer that
+    replaced the object never deletes (or hides) the new version."""
+    _, g = gw
+    s3 = client(g, AK, SK)
+    bucket = "edge-dr-v" if versioning else "edge-dr"
+    s3.create_bucket(Bucket=bucket)
+    if versioning:
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    for rnd in range(3):
+        key = "dr/%d" % rnd
+        etag = s3.put_object(Bucket=bucket, Key=key, Body=b"base")["ETag"]
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda i: status_of(
+                s3.delete_object, Bucket=bucket, Key=key, IfMatch=etag), range(8)))
+        assert got.count((200, None)) == 1, got  # status_of: 200 for any success
+        assert all(a in ((404, "NoSuchKey"), (409, "ConditionalRequestConflict"))
+                   for a in got if a != (200, None)), got
+        if versioning:
+            markers = s3.list_object_versions(Bucket=bucket, Prefix=key).get("DeleteMarkers")
+            assert len(markers) == 1, markers
+    # writers replacing the object while deletes of the old ETag race them
+    key = "dr/w"
+    etag = s3.put_object(Bucket=bucket, Key=key, Body=b"old")["ETag"]
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        puts = [ex.submit(s3.put_object, Bucket=bucket, Key=key, Body=b"new%d" % i)
+                for i in range(4)]
+        dels = [ex.submit(status_of, s3.delete_object, Bucket=bucket, Key=key, IfMatch=etag)
+                for _ in range(4)]
+        [p.result() for p in puts]
+        got = [d.result() for d in dels]
+    assert all(a[0] in (200, 404, 409, 412) for a in got), got
+    # the last writer's bytes are there unless a delete of "old" came after them all,
+    # which it cannot: every delete was of the old ETag
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert body.startswith(b"new"), body
+
+
 def form_body(parts, boundary="edge-form-b"):
     """A multipart/form-data body of (name, value, filename) parts, built by hand."""
     out = b""
