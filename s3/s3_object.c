@@ -50,7 +50,9 @@ char *s3_object_path(const char *bucket, const char *key)
 	return path;
 }
 
-wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc)
+/* s3_object_inside, the entry's filer etag into etag when it is not NULL. */
+static wfs_err inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc,
+		      char *etag)
 {
 	char *self;
 	if (rc || !S_ISDIR((*e)->attr.mode))
@@ -58,7 +60,8 @@ wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry *
 	filer_entry_free(*e);
 	*e = NULL;
 	self = xasprintf("%s/" S3_KEYPATH_SELF, *path);
-	rc = filer_meta_lookup(g->filer, self, e);
+	rc = etag ? filer_meta_lookup_etag(g->filer, self, e, etag)
+		  : filer_meta_lookup(g->filer, self, e);
 	if (!rc) {
 		free(*path);
 		*path = self;
@@ -68,17 +71,17 @@ wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry *
 	return rc;
 }
 
+wfs_err s3_object_inside(struct s3_gateway *g, char **path, struct filer_entry **e, wfs_err rc)
+{
+	return inside(g, path, e, rc, NULL);
+}
+
 wfs_err s3_object_lookup_etag(struct s3_gateway *g, const char *path, struct filer_entry **e,
 			      char etag[17])
 {
-	wfs_err rc = filer_meta_lookup_etag(g->filer, path, e, etag);
-	if (!rc && S_ISDIR((*e)->attr.mode)) { /* "a" beside "a/b": a/.s3~object */
-		char *self = xasprintf("%s/" S3_KEYPATH_SELF, path);
-		filer_entry_free(*e);
-		*e = NULL;
-		rc = filer_meta_lookup_etag(g->filer, self, e, etag);
-		free(self);
-	}
+	char *p = xstrdup(path);
+	wfs_err rc = inside(g, &p, e, filer_meta_lookup_etag(g->filer, p, e, etag), etag);
+	free(p);
 	return rc;
 }
 

@@ -336,6 +336,23 @@ static void existing_tags(const struct s3_req *r, struct ctx *c, const char *buc
 	free(id);
 }
 
+/* The resource a request names: its object's or its bucket's ARN, "*" for none. */
+static char *resource_arn(const char *bucket, const char *key)
+{
+	return key      ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
+	       : bucket ? xasprintf("arn:aws:s3:::%s", bucket)
+			: xstrdup("*");
+}
+
+/* aws:CurrentTime (ISO 8601, UTC) and aws:EpochTime of now. */
+static void time_keys(time_t now, char iso[32], char epoch[24])
+{
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(iso, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(epoch, 24, "%lld", (long long)now);
+}
+
 /* Seconds from now to an x-amz-object-lock-retain-until-date, in whole days (rounded up). */
 static const char *remaining_days(struct ctx *c, const char *until, time_t now)
 {
@@ -393,15 +410,12 @@ static void context(const struct s3_req *r, struct ctx *c, const char *bucket, c
 		 "x-amz-server-side-encryption-customer-algorithm"},
 	};
 	time_t now = time(NULL);
-	struct tm tm;
 	const char *v;
 
 	/* the gateway speaks plain HTTP only */
 	ctx_add(c, "aws:SourceIp", http_req_peer(r->req));
 	ctx_add(c, "aws:SecureTransport", "false");
-	gmtime_r(&now, &tm);
-	strftime(c->now_iso, sizeof(c->now_iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(c->now_epoch, sizeof(c->now_epoch), "%lld", (long long)now);
+	time_keys(now, c->now_iso, c->now_epoch);
 	ctx_add(c, "aws:CurrentTime", c->now_iso);
 	ctx_add(c, "aws:EpochTime", c->now_epoch);
 	ctx_add(c, "aws:PrincipalType",
@@ -546,8 +560,7 @@ static enum policy_effect policy_in(struct s3_req *r, const struct filer_entry *
 		log_warn("bucket %s: its stored policy does not parse (%s): denying", bucket, msg);
 		return POLICY_DENY;
 	}
-	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
-		       : xasprintf("arn:aws:s3:::%s", bucket);
+	resource = resource_arn(bucket, key);
 	if (r->who && (needs & POLICY_NEEDS_CANONICAL))
 		acl_canonical_id(s3_identity_name(r->who), canon);
 	context(r, &c, bucket, key, action, needs);
@@ -593,8 +606,7 @@ enum policy_effect s3_identity_says(struct s3_req *r, const char *bucket, const 
 	enum policy_effect eff;
 	if (!r->who || !s3_identity_has_policies(r->who))
 		return POLICY_NO_MATCH;
-	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
-		       : bucket ? xasprintf("arn:aws:s3:::%s", bucket) : xstrdup("*");
+	resource = resource_arn(bucket, key);
 	/* the stored tags are a filer read: s3_authorize_cached leaves such a request to a
 	   worker (identity_needs_tags) */
 	context(r, &c, bucket, key, action, s3_identity_policy_needs(r->who));
@@ -618,17 +630,12 @@ bool s3_service_permitted(struct s3_gateway *g, const char *service, const char 
 	const struct bucket_policy *p;
 	char msg[128], iso[32], epoch[24], *resource, *source;
 	bool stored, ok;
-	time_t now = time(NULL);
-	struct tm tm;
 
 	if (s3_bucket_lookup(g, bucket, &b))
 		return false;
 	p = policy_of(b, bucket, &stored, msg, sizeof(msg));
-	gmtime_r(&now, &tm);
-	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(epoch, sizeof(epoch), "%lld", (long long)now);
-	resource = key ? xasprintf("arn:aws:s3:::%s/%s", bucket, key)
-		       : xasprintf("arn:aws:s3:::%s", bucket);
+	time_keys(time(NULL), iso, epoch);
+	resource = resource_arn(bucket, key);
 	source = xasprintf("arn:aws:s3:::%s", source_bucket ? source_bucket : "");
 	/* what AWS gives a service's request; the account is the one the gateway's IAM and
 	   STS ARNs carry, so policies written for S3's log delivery hold as written */
