@@ -22,6 +22,7 @@
 #include "filer/filer.h"
 #include "s3/s3_server.h"
 #include "log.h"
+#include "security.h"
 #include "metrics.h"
 #include "server/master/master.h"
 #include "mini.h"
@@ -35,7 +36,7 @@ static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char 
 			 bool short_circuit)
 {
 	char exe[PATH_MAX], *slash, *bin = NULL, *filer = NULL, *lv = NULL;
-	char *argv[6];
+	char *argv[7], *sec = NULL;
 	posix_spawnattr_t attr;
 	sigset_t none, def;
 	ssize_t n;
@@ -59,6 +60,9 @@ static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char 
 	argv[3] = short_circuit ? "-shortCircuit=true" : "-shortCircuit=false";
 	argv[4] = (char *)dir;
 	argv[5] = NULL;
+	if (security_path()) /* the mount is a client of this node: the same keys and certificates */
+		argv[5] = sec = xasprintf("-security=%s", security_path());
+	argv[6] = NULL;
 	/* mini blocks SIGTERM/SIGINT for its own waiting; the child must get them */
 	sigemptyset(&none);
 	sigemptyset(&def);
@@ -79,6 +83,7 @@ static pid_t mount_spawn(const char *dir, const char *ip, int fport, const char 
 	free(bin);
 	free(filer);
 	free(lv);
+	free(sec);
 	return pid;
 }
 
@@ -184,6 +189,7 @@ static void mini_page(buf *out, bool json, void *ctx)
 int mini_main(int argc, char **argv)
 {
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
+	const char *security_file = NULL;
 	const char *mount_dir = NULL;
 	struct s3_opts so; /* -s3.* flags */
 	pid_t mount_pid = 0;
@@ -233,6 +239,7 @@ int mini_main(int argc, char **argv)
 		 "readers (filer, S3, the mount) take blobs straight from the volume files"},
 		{"metricsPort", FLAG_INT, &metrics_port,
 		 "serve /metrics of every component and a status page on this port (0 = none)"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info or debug"},
 	};
 	struct master_opts mo;

@@ -13,6 +13,7 @@
 #include "catalog/catalog_server.h"
 #include "daemon.h"
 #include "flags.h"
+#include "security.h"
 #include "log.h"
 #include "s3/s3_server.h"
 #include "util.h"
@@ -21,6 +22,7 @@ int s3_main(int argc, char **argv)
 {
 	struct s3_opts o;
 	const char *level = "info";
+	const char *security_file = NULL;
 	struct s3_gateway *g;
 	struct catalog_server *cat = NULL;
 	int iceberg_port = 8181, lance_port = 9101;
@@ -68,6 +70,7 @@ int s3_main(int argc, char **argv)
 		 "serve /metrics and the status page on this port (0 = none)"},
 		{"iam.port", FLAG_INT, &o.iam_port,
 		 "IAM API port (users, access keys, user policies; admin identities), 0: none"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

@@ -23,6 +23,7 @@
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
 #include "flags.h"
+#include "security.h"
 #include "log.h"
 #include "metrics.h"
 #include "util.h"
@@ -471,6 +472,7 @@ int filer_main(int argc, char **argv)
 {
 	struct filer_opts o;
 	const char *level = "info";
+	const char *security_file = NULL;
 	struct filer *f;
 	sigset_t set;
 	wfs_err err;
@@ -503,6 +505,7 @@ int filer_main(int argc, char **argv)
 		 "this long; longer than the mounts' lock lease"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "serve /metrics and the status page on this port (0 = none)"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

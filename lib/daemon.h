@@ -15,9 +15,17 @@
 int daemon_parse_flags(const char *cmd, const char *summary, const struct flag *flags, size_t n,
 		       int argc, char **argv, const char *const *level);
 
-/* Blocks SIGINT and SIGTERM in the calling thread and every thread it starts later. */
+/*
+ * Loads the security file named by the command's "security" flag, if it has
+ * one (security.h). -1 to go on, or 2 after explaining a bad file on stderr.
+ * daemon_parse_flags calls it; commands parsing their own flags call it too.
+ */
+int daemon_load_security(const char *cmd, const struct flag *flags, size_t n);
+
+/* Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts later. */
 void daemon_block_stop_signals(sigset_t *set);
-/* Waits for SIGINT or SIGTERM (blocked by daemon_block_stop_signals) and returns it. */
+/* Waits for SIGINT or SIGTERM (blocked by daemon_block_stop_signals) and returns it; a SIGHUP
+ * meanwhile reloads the certificates (security_reload) and waits on. */
 int daemon_wait_for_stop(const sigset_t *set);
 
 #endif

@@ -22,6 +22,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/md5.c lib/md5.h lib/md5_rounds.h lib/md5_x8.c lib/md5_x8.h \
 	lib/pool.c lib/pool.h \
 	lib/sc_wire.c lib/sc_wire.h \
+	lib/security.c lib/security.h \
 	lib/utf8.c lib/utf8.h \
 	lib/util.c lib/util.h
 
@@ -107,3 +108,16 @@ check_PROGRAMS += tests/unit/test_jtree
 TESTS += tests/unit/test_jtree
 tests_unit_test_jtree_SOURCES = tests/unit/test_jtree.c tests/unit/tap.h
 tests_unit_test_jtree_LDADD = $(UNIT_LDADD)
+
+# The security file.
+check_PROGRAMS += tests/unit/test_security
+TESTS += tests/unit/test_security
+tests_unit_test_security_SOURCES = tests/unit/test_security.c tests/unit/tap.h
+tests_unit_test_security_LDADD = $(UNIT_LDADD)
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_security_conf
+tests_fuzz_fuzz_security_conf_SOURCES = tests/fuzz/fuzz_security_conf.c
+tests_fuzz_fuzz_security_conf_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_security_conf_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif

@@ -27,7 +27,9 @@
 #include "http_client.h"
 #include "chunk_cache.h"
 #include "file_data.h"
+#include "daemon.h"
 #include "log.h"
+#include "security.h"
 #include "meta_follower.h"
 #include "metrics.h"
 #include "util.h"
@@ -41,6 +43,7 @@ static const char summary[] =
 
 struct opts {
 	const char *filer, *filer_path, *cache_dir, *collection, *replication, *ttl, *level;
+	const char *security_file;
 	long long cache_mb, mem_mb, chunk_mb, dirty_mb, inline_kb;
 	double entry_timeout, attr_timeout;
 	bool writeback, foreground, allow_other, read_only, noatime, short_circuit;
@@ -238,6 +241,7 @@ int main(int argc, char **argv)
 		{"readOnly", FLAG_BOOL, &o.read_only, "mount read-only (-o ro)"},
 		{"noatime", FLAG_BOOL, &o.noatime, "reads do not update the atime (-o noatime)"},
 		{"o", FLAG_LIST, &o.o, "FUSE mount options (allow_other, ro, ...)"},
+		{"security", FLAG_STRING, &o.security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &o.level, "log level: error, warn, info or debug"},
 	};
 	struct mount_ctx m;
@@ -291,6 +295,8 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)lvl);
 	log_set_prefix("mount");
+	if (daemon_load_security("mount", flags, ARRAY_LEN(flags)) >= 0)
+		return 2;
 	root = canonical_root(o.filer_path);
 	if (!root) {
 		fprintf(stderr, "weedfs-mount: -filer.path must be an absolute path\n");

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <editline/readline.h>
+#include "daemon.h"
 #include "flags.h"
+#include "security.h"
 #include "shell/shell.h"
 #include "shell/shell_int.h"
 #include "util.h"
@@ -115,10 +117,12 @@ int shell_main(int argc, char **argv)
 {
 	struct shell_env env = {0};
 	const char *master = "127.0.0.1:9333", *filer = "127.0.0.1:8888", *cmds = NULL;
+	const char *security_file = NULL;
 	const struct flag flags[] = {
 		{"master", FLAG_STRING, &master, "the master (host:port)"},
 		{"filer", FLAG_STRING, &filer, "the filer for the fs.* commands (host:port)"},
 		{"c", FLAG_STRING, &cmds, "run these commands (separated by ';') and exit"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 	};
 	int npos, rc;
 
@@ -133,6 +137,8 @@ int shell_main(int argc, char **argv)
 			argv[npos]);
 		return 2;
 	}
+	if (daemon_load_security("shell", flags, ARRAY_LEN(flags)) >= 0)
+		return 2;
 	env.master = master;
 	env.filer = filer;
 	env.cwd = xstrdup("/");

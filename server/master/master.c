@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "flags.h"
 #include "json.h"
+#include "security.h"
 #include "log.h"
 #include "server/master/master_int.h"
 #include "server/master/parse.h"
@@ -593,6 +594,7 @@ int master_main(int argc, char **argv)
 {
 	struct master_opts o;
 	const char *level = "info";
+	const char *security_file = NULL;
 	struct master *m;
 	sigset_t set;
 	wfs_err err;
@@ -628,6 +630,7 @@ int master_main(int argc, char **argv)
 		 "(with -peers)"},
 		{"leaseSeconds", FLAG_DOUBLE, &o.lease_seconds,
 		 "length of the leader lease; it is renewed every third of it (with -peers)"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 

@@ -26,6 +26,7 @@
 #include "flags.h"
 #include "http_client.h"
 #include "json.h"
+#include "security.h"
 #include "log.h"
 #include "metrics.h"
 #include "util.h"
@@ -709,6 +710,7 @@ int volume_main(int argc, char **argv)
 {
 	struct volume_server_opts o;
 	const char *level = "info";
+	const char *security_file = NULL;
 	struct volume_server *vs;
 	sigset_t set;
 	wfs_err err;
@@ -734,6 +736,7 @@ int volume_main(int argc, char **argv)
 		 "hand readers on this host the volume files' descriptors (a Unix socket)"},
 		{"metricsPort", FLAG_INT, &o.metrics_port,
 		 "serve /metrics and the status page on this port (0 = none)"},
+		{"security", FLAG_STRING, &security_file, SECURITY_FLAG_HELP},
 		{"v", FLAG_STRING, &level, "log level: error, warn, info, debug"},
 	};
 
