@@ -41,6 +41,8 @@
 #              SSE="" (AES256 or aws:kms: the bucket's default encryption, put with boto3
 #              before the phases, so every object is encrypted; aws:kms needs
 #              -s3.sse.kmsKeys in MINI_OPTS)
+#              CACERT="" (the gateway speaks TLS: MINI_OPTS has -security=FILE with an
+#              [https.s3] section; s3_load trusts this CA; the SSE setup call too)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -134,7 +136,7 @@ load() {
 	shift
 	cpu0=$(mini_cpu_ticks)
 	"$bdir/tests/bench/s3_load" -endpoint="127.0.0.1:$sport" -bucket="$bucket" -ak="$ak" \
-		-sk="$sk" -c="$C" "$@" >"$tmp/load-$tag.txt" 2>"$tmp/load-$tag.err" || rc=$?
+		-sk="$sk" -c="$C" ${CACERT:+-cacert="$CACERT"} "$@" >"$tmp/load-$tag.txt" 2>"$tmp/load-$tag.err" || rc=$?
 	echo $(($(mini_cpu_ticks) - cpu0)) >"$tmp/cpu-$tag.txt"
 	((rc == 1)) && failed+=("$tag: $(sed -n 's/.*errors by status: //p' "$tmp/load-$tag.txt")
 $(head -n 3 "$tmp/load-$tag.err" | sed 's/^/    /')")
@@ -147,7 +149,7 @@ fld() { awk -v n="$2" -v k="$3" '$1 == n { for (i = 2; i <= NF; i++) { split($i,
 for i in $(seq 300); do
 	kill -0 "$mini_pid" 2>/dev/null || { echo "weedfs mini exited" >&2; exit 1; }
 	"$bdir/tests/bench/s3_load" -endpoint="127.0.0.1:$sport" -bucket="$bucket" -ak="$ak" \
-		-sk="$sk" -c=1 -n=1 -prefix=warm/ -mode=put -timeout=5 >/dev/null 2>&1 && break
+		-sk="$sk" ${CACERT:+-cacert="$CACERT"} -c=1 -n=1 -prefix=warm/ -mode=put -timeout=5 >/dev/null 2>&1 && break
 	((i == 300)) && { echo "the gateway did not take a PUT" >&2; exit 1; }
 	sleep 0.1
 done
@@ -155,7 +157,10 @@ if [[ -n ${SSE:-} ]]; then
 	python3 - "$sport" "$ak" "$sk" "$bucket" "$SSE" <<'EOF2' ||
 import sys, boto3
 port, ak, sk, bucket, alg = sys.argv[1:]
-boto3.client("s3", endpoint_url="http://127.0.0.1:" + port, aws_access_key_id=ak,
+import os
+ca = os.environ.get("CACERT")
+boto3.client("s3", endpoint_url=("https" if ca else "http") + "://127.0.0.1:" + port,
+             aws_access_key_id=ak, verify=ca or None,
              aws_secret_access_key=sk, region_name="us-east-1").put_bucket_encryption(
     Bucket=bucket, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": alg}}]})

@@ -56,6 +56,7 @@ static const char *const op_methods[NOPS] = {"PUT", "GET", "HEAD", "DELETE"};
 
 struct opts {
 	const char *endpoint, *bucket, *ak, *sk, *region, *prefix, *mode;
+	const char *cacert; /* set: https, the gateway's certificate checked against this CA */
 	int c;
 	long long n, size, seed;
 	double duration, timeout;
@@ -204,10 +205,12 @@ static void start(struct slot *s, enum op op, long long key)
 	s->body_len = 0;
 	s->body[0] = 0;
 	snprintf(s->path, sizeof(s->path), "/%s/%s%lld", o->bucket, o->prefix, key);
-	snprintf(url, sizeof(url), "http://%s%s", o->endpoint, s->path);
+	snprintf(url, sizeof(url), "%s://%s%s", o->cacert ? "https" : "http", o->endpoint, s->path);
 	sign(s);
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (o->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, o->cacert);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, s);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, s->hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
@@ -424,6 +427,7 @@ int main(int argc, char **argv)
 			 "us-east-1",
 			 "bench/",
 			 "put",
+			 NULL,
 			 16,
 			 1000,
 			 4096,
@@ -443,6 +447,7 @@ int main(int argc, char **argv)
 		{"size", FLAG_I64, &o.size, "bytes per object"},
 		{"duration", FLAG_DOUBLE, &o.duration, "mixed: seconds"},
 		{"timeout", FLAG_DOUBLE, &o.timeout, "seconds before a request counts as failed"},
+		{"cacert", FLAG_STRING, &o.cacert, "speak https, trusting this CA file"},
 		{"seed", FLAG_I64, &o.seed, "seed of the body and of the mixed choices (0: clock)"},
 	};
 	struct run r = {.o = &o};
