@@ -14,11 +14,37 @@
 /* OpenSSL takes int lengths: feed it in steps well below INT_MAX. */
 #define STEP (1u << 30)
 
+/*
+ * A GCM context (enc: 1 seal, 0 open) under key and nonce that has run len bytes of in
+ * into out; NULL when OpenSSL failed. The caller finishes (tag) and frees it.
+ */
+static EVP_CIPHER_CTX *gcm_run(int enc, const uint8_t *key, const uint8_t *nonce,
+			       const uint8_t *in, size_t len, uint8_t *out)
+{
+	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+	size_t done = 0;
+	int n;
+	bool ok = x && EVP_CipherInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
+		  EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, CHUNK_NONCE_LEN, NULL) == 1 &&
+		  EVP_CipherInit_ex(x, NULL, NULL, key, nonce, enc) == 1;
+
+	while (ok && done < len) {
+		size_t step = MIN(len - done, STEP);
+		ok = EVP_CipherUpdate(x, out + done, &n, in + done, (int)step) == 1 &&
+		     (size_t)n == step;
+		done += step;
+	}
+	if (!ok) {
+		EVP_CIPHER_CTX_free(x);
+		return NULL;
+	}
+	return x;
+}
+
 wfs_err chunk_cipher_seal(const void *data, size_t len, uint8_t key[FILER_CHUNK_KEY_LEN],
 			  buf *out)
 {
-	const uint8_t *p = data;
-	size_t mark = out->len, done = 0;
+	size_t mark = out->len;
 	EVP_CIPHER_CTX *x;
 	uint8_t *o;
 	int n;
@@ -30,17 +56,8 @@ wfs_err chunk_cipher_seal(const void *data, size_t len, uint8_t key[FILER_CHUNK_
 	o = (uint8_t *)out->data + mark;
 	if (RAND_bytes(o, CHUNK_NONCE_LEN) != 1)
 		return WFS_EINTERNAL;
-	x = EVP_CIPHER_CTX_new();
-	ok = x && EVP_EncryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, CHUNK_NONCE_LEN, NULL) == 1 &&
-	     EVP_EncryptInit_ex(x, NULL, NULL, key, o) == 1;
-	while (ok && done < len) {
-		size_t step = MIN(len - done, STEP);
-		ok = EVP_EncryptUpdate(x, o + CHUNK_NONCE_LEN + done, &n, p + done, (int)step) == 1 &&
-		     (size_t)n == step;
-		done += step;
-	}
-	ok = ok && EVP_EncryptFinal_ex(x, o + CHUNK_NONCE_LEN + len, &n) == 1 && n == 0 &&
+	x = gcm_run(1, key, o, data, len, o + CHUNK_NONCE_LEN);
+	ok = x && EVP_EncryptFinal_ex(x, o + CHUNK_NONCE_LEN + len, &n) == 1 && n == 0 &&
 	     EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_GET_TAG, CHUNK_TAG_LEN,
 				 o + CHUNK_NONCE_LEN + len) == 1;
 	EVP_CIPHER_CTX_free(x);
@@ -54,7 +71,7 @@ wfs_err chunk_cipher_seal(const void *data, size_t len, uint8_t key[FILER_CHUNK_
 wfs_err chunk_cipher_open(const uint8_t key[FILER_CHUNK_KEY_LEN], const uint8_t *blob, size_t len,
 			  buf *out)
 {
-	size_t mark = out->len, plen, done = 0;
+	size_t mark = out->len, plen;
 	EVP_CIPHER_CTX *x;
 	uint8_t tag[CHUNK_TAG_LEN];
 	uint8_t *o;
@@ -67,18 +84,8 @@ wfs_err chunk_cipher_open(const uint8_t key[FILER_CHUNK_KEY_LEN], const uint8_t 
 	memcpy(tag, blob + CHUNK_NONCE_LEN + plen, CHUNK_TAG_LEN);
 	buf_reserve(out, plen);
 	o = (uint8_t *)out->data + mark;
-	x = EVP_CIPHER_CTX_new();
-	ok = x && EVP_DecryptInit_ex(x, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_IVLEN, CHUNK_NONCE_LEN, NULL) == 1 &&
-	     EVP_DecryptInit_ex(x, NULL, NULL, key, blob) == 1;
-	while (ok && done < plen) {
-		size_t step = MIN(plen - done, STEP);
-		ok = EVP_DecryptUpdate(x, o + done, &n, blob + CHUNK_NONCE_LEN + done, (int)step) ==
-			     1 &&
-		     (size_t)n == step;
-		done += step;
-	}
-	ok = ok && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, CHUNK_TAG_LEN, tag) == 1 &&
+	x = gcm_run(0, key, blob, blob + CHUNK_NONCE_LEN, plen, o);
+	ok = x && EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_GCM_SET_TAG, CHUNK_TAG_LEN, tag) == 1 &&
 	     EVP_DecryptFinal_ex(x, o + plen, &n) == 1;
 	EVP_CIPHER_CTX_free(x);
 	if (!ok) {

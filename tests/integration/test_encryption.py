@@ -17,6 +17,7 @@ from botocore.config import Config
 
 from filer_fixtures import Filer
 from mount_fixtures import start_mount
+from test_format import crc32c
 
 MiB = 1 << 20
 MARKER = b"PLAINTEXT-MARKER-9f7c1e"
@@ -232,26 +233,6 @@ def test_filer_without_the_flag_reads_plain_and_sealed(enc):
         assert all("cipher_key" not in c for c in chunks_of(f, "/f/plain-again.bin"))
     finally:
         enc.restart(encrypt=True)
-
-
-def _crc32c_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-_CRC32C = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 def flip_in_dat(mini, raw):
