@@ -457,14 +457,19 @@ wfs_err chunk_piece_fetch(blob_client *bc, const struct chunk_piece *p, buf *out
 		return WFS_OK;
 	}
 	if (p->chunk && p->chunk->has_cipher_key) {
-		/* GCM authenticates the whole blob: open it, then take the slice */
-		buf plain = BUF_INIT;
-		err = chunk_cipher_read(bc, p->chunk, CHUNK_SIZE_MAX, &plain);
-		if (!err && (plain.len < p->chunk_off || plain.len - p->chunk_off < p->len))
+		/* GCM authenticates the whole blob: open it into out, then keep the slice */
+		size_t got;
+		err = chunk_cipher_read(bc, p->chunk, CHUNK_SIZE_MAX, out);
+		got = err ? 0 : out->len - mark;
+		if (!err && (got < p->chunk_off || got - p->chunk_off < p->len))
 			err = WFS_ECORRUPT;
-		if (!err)
-			buf_append(out, plain.data + p->chunk_off, p->len);
-		buf_free(&plain);
+		if (!err) {
+			memmove(out->data + mark, out->data + mark + p->chunk_off, p->len);
+			out->len = mark + p->len;
+			out->data[out->len] = '\0';
+		} else {
+			out->len = mark;
+		}
 		return err;
 	}
 	if (p->whole) {
