@@ -6,6 +6,8 @@ sealed files alike; a damaged ciphertext is an error everywhere, never other byt
 
 import base64
 import os
+import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -14,10 +16,12 @@ import botocore
 import pytest
 import requests
 from botocore.config import Config
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from filer_fixtures import Filer
 from mount_fixtures import start_mount
 from test_format import crc32c
+from test_shell import shell
 
 MiB = 1 << 20
 MARKER = b"PLAINTEXT-MARKER-9f7c1e"
@@ -206,6 +210,80 @@ def test_mount_writes_are_sealed_and_read_after_remount(enc):
     with open(m2.p("f", "multi.bin"), "rb") as fh:
         assert fh.read(4 * MiB) == enc.filer.get("/f/multi.bin").content[:4 * MiB]
     assert m2.unmount() == 0
+
+
+def manifest_blob(chunks):
+    """A manifest blob (docs/filer-entry-format.md) listing the JSON API's chunks, keys
+    included (chunk flags bit 1 and 32 bytes)."""
+    out = bytearray([1]) + struct.pack(">I", len(chunks))
+    for c in chunks:
+        fid, etag = c["fileId"].encode(), c.get("eTag", "").encode()
+        key = base64.b64decode(c["cipherKey"])
+        out += struct.pack(">H", len(fid)) + fid
+        out += struct.pack(">QQq", c["offset"], c["size"], c["mtimeNs"])
+        out += struct.pack(">H", len(etag)) + etag + bytes([0x02]) + key
+    return bytes(out)
+
+
+def seal(plain):
+    """(key, blob) as chunk_cipher.h seals: nonce || ciphertext || tag."""
+    key, nonce = os.urandom(32), os.urandom(12)
+    return key, nonce + AESGCM(key).encrypt(nonce, plain, None)
+
+
+def upload_blob(f, blob):
+    a = f.api("assign", {})["fids"][0]
+    r = requests.post("http://%s/%s" % (a["url"], a["fid"]), files={"file": ("b", blob)},
+                      timeout=30)
+    assert r.status_code in (200, 201), r.text
+    return a["fid"]
+
+
+def test_sealed_manifest_reads_and_counts_in_fsck(enc):
+    """A file whose chunks sit in a sealed manifest (what the filer makes past 1,000
+    chunks), sealed here by an independent implementation (Python's cryptography) so
+    the file stays small: the filer, the mount and volume.fsck open it with the key from
+    the record, and no stored blob shows the plaintext or the members' ids."""
+    f = enc.filer
+    data = body(3 * 300000 + 77, 10)
+    chunks, off = [], 0
+    for n in (300000, 300000, 300077):
+        key, blob = seal(data[off:off + n])
+        chunks.append({"fileId": upload_blob(f, blob), "offset": off, "size": n,
+                       "mtimeNs": 1000 + off, "cipherKey": base64.b64encode(key).decode()})
+        off += n
+    mkey, mblob = seal(manifest_blob(chunks))
+    assert not any(c["fileId"].encode() in mblob for c in chunks)
+    mfid = upload_blob(f, mblob)
+
+    def manifest_chunk(key):
+        return {"fileId": mfid, "offset": 0, "size": len(data), "mtimeNs": 2000,
+                "isManifest": True, "cipherKey": base64.b64encode(key).decode()}
+    assert f.post("/mf/").status_code in (200, 201)
+    f.api("create", {"entry": {"path": "/mf/file.bin", "mode": 0o100644,
+                               "chunks": [manifest_chunk(mkey)]}})
+    assert f.get("/mf/file.bin").content == data
+    r = f.get("/mf/file.bin", headers={"Range": "bytes=299990-600010"})
+    assert r.status_code == 206 and r.content == data[299990:600011]
+    m = start_mount(enc.cluster, f.url)
+    with open(m.p("mf", "file.bin"), "rb") as fh:
+        assert fh.read() == data
+    assert m.unmount() == 0
+    # volume.fsck opens the manifest: its members are referenced, not orphans
+    rc, out, err = shell(enc.mini, f, "volume.fsck -cutoffTimeAgo=0")
+    assert "volume.fsck:" in out, out + err
+    orphans = " ".join(re.findall(r"^orphan: volume \d+ needle (\S+)", out, re.M))
+    for c in chunks:
+        assert c["fileId"].split(",")[1] not in orphans, (c, out)
+    # a record with a wrong key is an error for both, not a guess
+    bad = bytearray(mkey)
+    bad[0] ^= 1
+    f.api("update", {"path": "/mf/file.bin", "set": {"chunks": [manifest_chunk(bytes(bad))]}})
+    assert f.get("/mf/file.bin").status_code >= 500
+    rc, out, err = shell(enc.mini, f, "volume.fsck -cutoffTimeAgo=0")
+    assert rc != 0 and "does not open" in out + err, out + err
+    f.api("update", {"path": "/mf/file.bin", "set": {"chunks": [manifest_chunk(mkey)]}})
+    assert f.get("/mf/file.bin").content == data
 
 
 def test_no_plaintext_on_any_volume_server(enc):
