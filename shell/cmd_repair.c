@@ -868,6 +868,7 @@ static void refs_of_manifest(struct fsck *k, const char *path, const char *fid,
 			k->err = xasprintf("%s: sealed manifest %s does not open with its key", path,
 					   fid);
 		buf_free(&b);
+		buf_free(&plain);
 		return;
 	}
 	if (key) {
