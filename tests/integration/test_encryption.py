@@ -142,6 +142,19 @@ def test_filer_uploads_are_sealed_and_read_back(enc):
     assert r.status_code in (200, 201, 204), r.text
     assert f.get("/f/copy.bin").content == multi + b"tail" + MARKER
     assert all("cipher_key" in c for c in chunks_of(f, "/f/copy.bin"))
+    # a resumable (TUS) upload in two patches
+    tus = {"Tus-Resumable": "1.0.0"}
+    data = body(2 * MiB + 999, 11)
+    r = requests.post(f.u("/.tus/f/tus.bin"), timeout=60,
+                      headers=dict(tus, **{"Upload-Length": str(len(data))}))
+    assert r.status_code == 201, r.text
+    loc = r.headers["Location"]
+    for a, b in ((0, MiB + 3), (MiB + 3, len(data))):
+        r = requests.patch(f.u(loc), data=data[a:b], timeout=120, headers=dict(tus, **{
+            "Upload-Offset": str(a), "Content-Type": "application/offset+octet-stream"}))
+        assert r.status_code == 204, r.text
+    assert f.get("/f/tus.bin").content == data
+    assert_sealed(f, "/f/tus.bin", len(data))
     # a rename keeps the records (and so the keys)
     r = f.post("/f/renamed.bin", params={"mv.from": "/f/one.bin"})
     assert r.status_code in (200, 201, 204), r.text
