@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "client/chunks.h"
 #include "log.h"
@@ -39,6 +40,7 @@ struct chunk_writer {
 	uint64_t base;
 	size_t inline_max;
 	int max_in_flight;
+	bool encrypt;
 	void (*on_uploaded)(void *arg, const char *fid);
 	void *on_uploaded_arg;
 	struct blob_assign_params ap; /* strings owned */
@@ -92,6 +94,7 @@ chunk_writer *chunk_writer_new(blob_client *bc, const struct chunk_writer_opts *
 	cw->base = o->offset;
 	cw->inline_max = MIN(o->inline_max, cs);
 	cw->max_in_flight = mif;
+	cw->encrypt = o->encrypt;
 	cw->on_uploaded = o->on_uploaded;
 	cw->on_uploaded_arg = o->on_uploaded_arg;
 	cw->ap.collection = dup_opt(o->collection);
@@ -143,7 +146,7 @@ static void cur_grow(chunk_writer *cw)
 }
 
 static void done_push(chunk_writer *cw, char *fid, uint64_t off, uint64_t size, int64_t mtime,
-		      const char *etag)
+		      const char *etag, const struct filer_chunk *key)
 {
 	struct filer_chunk *c;
 	if (cw->n_done == cw->cap_done) {
@@ -157,6 +160,7 @@ static void done_push(chunk_writer *cw, char *fid, uint64_t off, uint64_t size, 
 	c->size = size;
 	c->mtime_ns = mtime;
 	c->etag = etag && *etag ? xstrdup(etag) : NULL;
+	filer_chunk_copy_key(c, key);
 }
 
 /* Worker thread: uploads one chunk, records it, recycles the buffer. */
@@ -166,6 +170,7 @@ static void upload_run(void *arg)
 	chunk_writer *cw = j->cw;
 	char etag[BLOB_ETAG_MAX] = "";
 	char *fid = NULL;
+	struct filer_chunk key = {0};
 	wfs_err err = WFS_OK;
 	bool skip;
 
@@ -173,13 +178,14 @@ static void upload_run(void *arg)
 	skip = cw->err != WFS_OK;
 	pthread_mutex_unlock(&cw->mu);
 	if (!skip)
-		err = blob_client_save(cw->bc, &cw->ap, &cw->up, j->data, j->len, &fid, etag);
+		err = chunk_cipher_save(cw->bc, &cw->ap, &cw->up, cw->encrypt, j->data, j->len,
+					&key, &fid, etag);
 
 	if (!skip && !err && cw->on_uploaded)
 		cw->on_uploaded(cw->on_uploaded_arg, fid);
 	pthread_mutex_lock(&cw->mu);
 	if (!skip && !err)
-		done_push(cw, fid, j->offset, j->len, j->mtime_ns, etag);
+		done_push(cw, fid, j->offset, j->len, j->mtime_ns, etag, &key);
 	else if (!skip && !cw->err)
 		cw->err = err;
 	if (j->cap == cw->chunk_size && cw->n_spare <= (size_t)cw->max_in_flight) {
@@ -415,8 +421,11 @@ bool chunk_pieces_next(chunk_pieces *it, struct chunk_piece *p)
 		return true;
 	}
 	p->fid = it->c[v->chunk].fid;
+	p->chunk = &it->c[v->chunk];
 	p->chunk_off = v->chunk_offset + it->in_view;
-	p->len = MIN(v->len - it->in_view, it->piece_size);
+	/* a sealed chunk is opened whole: one piece per view, not one fetch per slice */
+	p->len = p->chunk->has_cipher_key ? v->len - it->in_view
+					  : MIN(v->len - it->in_view, it->piece_size);
 	p->whole = p->chunk_off == 0 && p->len == it->c[v->chunk].size;
 	it->in_view += p->len;
 	it->at += p->len;
@@ -446,6 +455,22 @@ wfs_err chunk_piece_fetch(blob_client *bc, const struct chunk_piece *p, buf *out
 		out->len += p->len;
 		out->data[out->len] = '\0';
 		return WFS_OK;
+	}
+	if (p->chunk && p->chunk->has_cipher_key) {
+		/* GCM authenticates the whole blob: open it into out, then keep the slice */
+		size_t got;
+		err = chunk_cipher_read(bc, p->chunk, CHUNK_SIZE_MAX, out);
+		got = err ? 0 : out->len - mark;
+		if (!err && (got < p->chunk_off || got - p->chunk_off < p->len))
+			err = WFS_ECORRUPT;
+		if (!err) {
+			memmove(out->data + mark, out->data + mark + p->chunk_off, p->len);
+			out->len = mark + p->len;
+			out->data[out->len] = '\0';
+		} else {
+			out->len = mark;
+		}
+		return err;
 	}
 	if (p->whole) {
 		err = blob_client_read(bc, p->fid, 0, 0, p->len, out);
@@ -514,7 +539,7 @@ static wfs_err sink_zeros(chunk_sink_fn sink, void *arg, uint64_t len)
 
 static wfs_err fetch_manifest(void *ctx, const char *fid, buf *out)
 {
-	return blob_client_read(ctx, fid, 0, 0, MANIFEST_BLOB_MAX, out);
+	return blob_client_read(ctx, fid, 0, 0, MANIFEST_BLOB_MAX + CHUNK_CIPHER_OVERHEAD, out);
 }
 
 wfs_err chunk_resolve_manifests(blob_client *bc, const struct filer_chunk *chunks, size_t n,

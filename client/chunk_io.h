@@ -34,6 +34,7 @@ struct chunk_writer_opts {
 	const char *rack;
 	bool fsync;        /* ask volume servers to fsync each chunk */
 	int max_in_flight; /* parallel uploads; 0 = CHUNK_IN_FLIGHT_DEFAULT */
+	bool encrypt;      /* seal each chunk with its own key (-encryptVolumeData, chunk_cipher.h) */
 	/* optional: called on the upload worker as soon as a chunk's blob is stored,
 	   before the writer lists it (the filer records it in its garbage queue) */
 	void (*on_uploaded)(void *arg, const char *fid);
@@ -101,11 +102,14 @@ void chunk_writer_free(chunk_writer *cw);
 
 /*
  * One piece of a planned read: len bytes landing at file_offset, taken from
- * blob fid at chunk_off, or zeros (a hole) when fid is NULL.
+ * blob fid at chunk_off, or zeros (a hole) when fid is NULL. A piece of a
+ * sealed chunk is its whole view, whatever the piece size (the blob is opened
+ * whole).
  */
 struct chunk_piece {
 	uint64_t file_offset, len;
 	const char *fid; /* borrowed from the chunk list given to chunk_pieces_new */
+	const struct filer_chunk *chunk; /* the same chunk (borrowed), NULL for a hole */
 	uint64_t chunk_off;
 	bool whole; /* the piece is its whole chunk: read without Range (the volume checks CRC) */
 };

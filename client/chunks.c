@@ -8,6 +8,7 @@
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
+#include "client/chunk_cipher.h"
 #include "client/chunks.h"
 #include "util.h"
 
@@ -316,6 +317,13 @@ static wfs_err resolve(const struct filer_chunk *c, size_t n, chunks_fetch_fn fe
 		if (depth >= CHUNKS_MANIFEST_DEPTH_MAX)
 			return WFS_ECORRUPT;
 		err = fetch(ctx, c[i].fid, &b);
+		if (!err && c[i].has_cipher_key) {
+			buf plain = BUF_INIT;
+			err = chunk_cipher_open(c[i].cipher_key, (const uint8_t *)b.data, b.len,
+						&plain);
+			buf_free(&b);
+			b = plain;
+		}
 		if (!err)
 			err = chunks_manifest_decode((const uint8_t *)b.data, b.len, &sub, &nsub);
 		buf_free(&b);
@@ -365,13 +373,25 @@ wfs_err chunks_manifestize(const struct filer_chunk *c, size_t n, size_t batch, 
 		struct filer_chunk m = {0};
 		uint64_t lo = UINT64_MAX, hi = 0;
 		int64_t mt = INT64_MIN;
+		bool seal = false;
 		chunks_manifest_encode(&c[i], batch, &blob);
 		for (size_t j = i; j < i + batch; j++) {
 			lo = MIN(lo, c[j].offset);
 			hi = MAX(hi, c[j].offset + c[j].size);
 			mt = MAX(mt, c[j].mtime_ns);
+			seal |= c[j].has_cipher_key;
 		}
-		err = save(ctx, blob.data, blob.len, &m.fid);
+		/* the members' keys must not sit in clear next to their ciphertext: a
+		   manifest listing a sealed chunk is sealed too, its key in m */
+		if (seal) {
+			buf sealed = BUF_INIT;
+			err = chunk_cipher_seal(blob.data, blob.len, m.cipher_key, &sealed);
+			buf_free(&blob);
+			blob = sealed;
+			m.has_cipher_key = !err;
+		}
+		if (!err)
+			err = save(ctx, blob.data, blob.len, &m.fid);
 		buf_free(&blob);
 		if (err)
 			break;

@@ -26,7 +26,10 @@
 	(ENTRY_FLAG_HAS_CONTENT | ENTRY_FLAG_HAS_ATIME | ENTRY_FLAG_CONTENT_OMITTED | \
 	 ENTRY_FLAG_HAS_INODE)
 #define CHUNK_FLAG_MANIFEST 0x01
-#define CHUNK_FLAGS_KNOWN   CHUNK_FLAG_MANIFEST
+/* Added with -encryptVolumeData: the 32-byte cipher key follows the flag byte, so records
+ * written before it (bit clear) decode unchanged. */
+#define CHUNK_FLAG_CIPHER_KEY 0x02
+#define CHUNK_FLAGS_KNOWN     (CHUNK_FLAG_MANIFEST | CHUNK_FLAG_CIPHER_KEY)
 /* Smallest encodings, used to bound counts by the bytes remaining. */
 #define CHUNK_MIN_BYTES (2 + 1 + 8 + 8 + 8 + 2 + 1)
 #define XATTR_MIN_BYTES (2 + 1 + 4)
@@ -99,6 +102,12 @@ void filer_chunk_copy(struct filer_chunk *dst, const struct filer_chunk *src)
 	*dst = *src;
 	dst->fid = dup_or_null(src->fid);
 	dst->etag = dup_or_null(src->etag);
+}
+
+void filer_chunk_copy_key(struct filer_chunk *dst, const struct filer_chunk *src)
+{
+	dst->has_cipher_key = src->has_cipher_key;
+	memcpy(dst->cipher_key, src->cipher_key, sizeof(dst->cipher_key));
 }
 
 struct filer_entry *filer_entry_dup(const struct filer_entry *e)
@@ -277,6 +286,16 @@ struct filer_chunk *filer_entry_add_chunk(struct filer_entry *e, const char *fid
 	c->mtime_ns = mtime_ns;
 	c->etag = etag && etag[0] ? xstrdup(etag) : NULL;
 	c->is_manifest = is_manifest;
+	c->has_cipher_key = false;
+	memset(c->cipher_key, 0, sizeof(c->cipher_key));
+	return c;
+}
+
+struct filer_chunk *filer_entry_push_chunk(struct filer_entry *e, const struct filer_chunk *src)
+{
+	struct filer_chunk *c = filer_entry_add_chunk(e, src->fid, src->offset, src->size,
+						      src->mtime_ns, src->etag, src->is_manifest);
+	filer_chunk_copy_key(c, src);
 	return c;
 }
 
@@ -367,7 +386,10 @@ void filer_chunk_list_encode(buf *out, const struct filer_chunk *c, size_t n)
 		put64(out, c[i].size);
 		put64(out, (uint64_t)c[i].mtime_ns);
 		put_str16(out, c[i].etag);
-		put8(out, c[i].is_manifest ? CHUNK_FLAG_MANIFEST : 0);
+		put8(out, (uint8_t)((c[i].is_manifest ? CHUNK_FLAG_MANIFEST : 0) |
+				    (c[i].has_cipher_key ? CHUNK_FLAG_CIPHER_KEY : 0)));
+		if (c[i].has_cipher_key)
+			buf_append(out, c[i].cipher_key, FILER_CHUNK_KEY_LEN);
 	}
 }
 
@@ -524,6 +546,13 @@ static void chunk_list_read(struct rd *r, struct filer_chunk **out, size_t *nout
 		c[i].etag = get_str16(r, 0, FILER_ETAG_MAX);
 		fl = get8(r);
 		c[i].is_manifest = fl & CHUNK_FLAG_MANIFEST;
+		if (fl & CHUNK_FLAG_CIPHER_KEY) {
+			const uint8_t *k = take(r, FILER_CHUNK_KEY_LEN);
+			if (k) {
+				memcpy(c[i].cipher_key, k, FILER_CHUNK_KEY_LEN);
+				c[i].has_cipher_key = true;
+			}
+		}
 		if ((fl & ~CHUNK_FLAGS_KNOWN) || c[i].offset > UINT64_MAX - c[i].size)
 			r->bad = true;
 	}

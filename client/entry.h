@@ -34,6 +34,7 @@
 #define FILER_HARDLINK_ID_MAX 64           /* bytes of a hard-link id */
 #define FILER_FID_MAX         64           /* bytes of a chunk's file id */
 #define FILER_ETAG_MAX        128          /* bytes of a chunk's etag */
+#define FILER_CHUNK_KEY_LEN   32           /* bytes of a chunk's cipher key (AES-256) */
 #define FILER_XATTR_VALUE_MAX (1u << 20)   /* one extended attribute value */
 #define FILER_XATTRS_MAX      4096         /* extended attributes per entry */
 #define FILER_CONTENT_MAX     (4u << 20)   /* inline content */
@@ -47,6 +48,10 @@ struct filer_chunk {
 	int64_t mtime_ns; /* when written: newer chunks hide older ones where they overlap */
 	char *etag;       /* owned, may be NULL */
 	bool is_manifest; /* the blob is a manifest listing more chunks (chunks.h) */
+	/* -encryptVolumeData: the blob is sealed with this AES-256-GCM key (chunk_cipher.h);
+	   size and offset stay the plaintext's, the blob is CHUNK_CIPHER_OVERHEAD longer */
+	bool has_cipher_key;
+	uint8_t cipher_key[FILER_CHUNK_KEY_LEN];
 };
 
 struct filer_xattr {
@@ -126,12 +131,16 @@ void filer_entry_clear_content(struct filer_entry *e);
 struct filer_chunk *filer_entry_add_chunk(struct filer_entry *e, const char *fid, uint64_t offset,
 					  uint64_t size, int64_t mtime_ns, const char *etag,
 					  bool is_manifest);
+/* Appends a deep copy of src (its cipher key included). Returns the chunk in e. */
+struct filer_chunk *filer_entry_push_chunk(struct filer_entry *e, const struct filer_chunk *src);
 /* Frees the chunks' strings (not the array). */
 void filer_chunks_clear(struct filer_chunk *c, size_t n);
 /* Frees the strings and the array. */
 void filer_chunks_free(struct filer_chunk *c, size_t n);
 /* Deep copy of one chunk into *dst. */
 void filer_chunk_copy(struct filer_chunk *dst, const struct filer_chunk *src);
+/* Gives dst src's cipher key (or none): a record rebuilt from another keeps reading its blob. */
+void filer_chunk_copy_key(struct filer_chunk *dst, const struct filer_chunk *src);
 
 /* WFS_OK if every field is within the bounds above (so the entry encodes and decodes back). */
 wfs_err filer_entry_check(const struct filer_entry *e);

@@ -190,6 +190,7 @@ enum kind {
 	K_CONTENT_LEN, /* bytes of inline content (also when its bytes are left out) */
 	K_CONTENT,     /* inline content, base64 */
 	K_CHUNKS,      /* the chunk list */
+	K_CIPHER_KEY,  /* a chunk's cipher key, base64 of FILER_CHUNK_KEY_LEN bytes */
 };
 
 /* A member's forms and flags. */
@@ -254,6 +255,7 @@ static const struct member chunk_members[] = {
 	{"etag", K_REF, M_BOTH | M_ALIAS, C(etag), FILER_ETAG_MAX, 0},
 	{"eTag", K_REF, M_BOTH, C(etag), FILER_ETAG_MAX, 0},
 	{"isManifest", K_BOOL, M_BOTH, C(is_manifest), 0, 0},
+	{"cipherKey", K_CIPHER_KEY, M_BOTH, 0, 0, 0},
 };
 
 #undef C
@@ -394,6 +396,12 @@ write_members(json_w *w, const struct member *t, size_t n, const void *base, uns
 			if (e->n_chunks || !req) /* answers always have the list, maybe empty */
 				entry_json_chunks_write(w, m->key, e->chunks, e->n_chunks);
 			break;
+		case K_CIPHER_KEY: {
+			const struct filer_chunk *c = base;
+			if (c->has_cipher_key)
+				entry_json_base64(w, m->key, c->cipher_key, FILER_CHUNK_KEY_LEN);
+			break;
+		}
 		}
 	}
 }
@@ -623,6 +631,20 @@ static wfs_err read_member(struct rd *r, const struct member *m, yajl_val v, yaj
 		break;
 	case K_CHUNKS:
 		return read_chunks(r, m->key, v, e);
+	case K_CIPHER_KEY: {
+		struct filer_chunk *c = base;
+		if (!YAJL_IS_STRING(v) ||
+		    !base64_decode(v->u.string, FILER_CHUNK_KEY_LEN, &data, &len) ||
+		    len != FILER_CHUNK_KEY_LEN) {
+			free(data);
+			return bad(r, "\"%s\" must be base64 of %d bytes", m->key,
+				   FILER_CHUNK_KEY_LEN);
+		}
+		memcpy(c->cipher_key, data, FILER_CHUNK_KEY_LEN);
+		c->has_cipher_key = true;
+		free(data);
+		break;
+	}
 	}
 	return WFS_OK;
 }
@@ -654,8 +676,7 @@ static wfs_err read_chunks(struct rd *r, const char *key, yajl_val v, struct fil
 		if (c.offset + c.size > INT64_MAX) /* each is at most INT64_MAX: no wrap */
 			return bad(r, "a chunk's offset + size is over %lld",
 				   (long long)INT64_MAX);
-		filer_entry_add_chunk(e, c.fid, c.offset, c.size, c.mtime_ns, c.etag,
-				      c.is_manifest);
+		filer_entry_push_chunk(e, &c);
 	}
 	return WFS_OK;
 }

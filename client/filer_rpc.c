@@ -233,3 +233,33 @@ wfs_err filer_rpc_call_err(filer_rpc *r, const char *op, const char *json, size_
 {
 	return rpc_call(r, op, json, len, "application/json", -1, resp, err_body);
 }
+
+wfs_err filer_rpc_configuration(filer_rpc *r, bool *cipher)
+{
+	yajl_val tree, v;
+	char msg[128];
+	buf resp;
+	wfs_err err;
+
+	*cipher = false;
+	buf_init(&resp);
+	err = filer_rpc_call(r, "configuration", "{}", 2, &resp);
+	if (err == WFS_ENOSYS) {
+		err = WFS_OK;
+		goto out;
+	}
+	if (err)
+		goto out;
+	tree = json_parse(resp.data ? resp.data : "", resp.len, msg, sizeof(msg));
+	v = tree ? json_get(tree, "cipher") : NULL;
+	if (v && !YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+		err = WFS_EIO;
+	else if (!tree)
+		err = WFS_EIO;
+	else
+		*cipher = v && YAJL_IS_TRUE(v);
+	yajl_tree_free(tree);
+out:
+	buf_free(&resp);
+	return err;
+}

@@ -75,6 +75,14 @@ wfs_err filer_rpc_call_err(filer_rpc *r, const char *op, const char *json, size_
  */
 wfs_err filer_rpc_answer_err(int status, const char *body, size_t len);
 
+/*
+ * The filer's configuration op: *cipher is whether it seals every chunk
+ * (-encryptVolumeData), which a client uploading chunks itself must follow.
+ * A filer without the op (older) is one that does not: WFS_OK, false.
+ * Otherwise the call's error. Blocking.
+ */
+wfs_err filer_rpc_configuration(filer_rpc *r, bool *cipher);
+
 /* The filer's address as given ("host:port"; borrowed from r). */
 const char *filer_rpc_addr(const filer_rpc *r);
 

@@ -9,6 +9,7 @@ client_libclient_a_SOURCES = \
 	client/entry.c client/entry.h \
 	client/entry_json.c client/entry_json.h \
 	client/chunks.c client/chunks.h \
+	client/chunk_cipher.c client/chunk_cipher.h \
 	client/blob_client.c client/blob_client.h \
 	client/short_circuit.c client/short_circuit.h \
 	client/chunk_io.c client/chunk_io.h \

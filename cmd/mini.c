@@ -191,6 +191,7 @@ int mini_main(int argc, char **argv)
 	const char *dir = NULL, *ip = "127.0.0.1", *level = "info", *replication = "000";
 	const char *security_file = NULL;
 	const char *mount_dir = NULL;
+	bool encrypt = false;
 	struct s3_opts so; /* -s3.* flags */
 	pid_t mount_pid = 0;
 	bool s3_on = true, short_circuit = true;
@@ -206,6 +207,8 @@ int mini_main(int argc, char **argv)
 		{"volume.port", FLAG_INT, &vport, "volume server port"},
 		{"filer.port", FLAG_INT, &fport, "filer port"},
 		{"filer.maxMB", FLAG_INT, &max_mb, "filer: chunk size of uploads in MiB"},
+		{"encryptVolumeData", FLAG_BOOL, &encrypt,
+		 "filer: encrypt every new chunk (AES-256-GCM, its key in the entry)"},
 		{"volume.max", FLAG_INT, &volume_max, "maximum volumes, 0 = from free disk space"},
 		{"volumeSizeLimitMB", FLAG_I64, &size_limit_mb,
 		 "a volume stops taking writes at this size"},
@@ -317,6 +320,7 @@ int mini_main(int argc, char **argv)
 	fo.master = mserver;
 	fo.dir = filer_dir;
 	fo.max_mb = max_mb;
+	fo.encrypt_volume_data = encrypt;
 	fo.default_replication = "";
 	fo.short_circuit = short_circuit;
 	fl = filer_start(&fo, &err);

@@ -28,6 +28,7 @@ struct filer_opts {
 					    before are granted (their mounts reclaim them) */
 	bool short_circuit;              /* -shortCircuit: local volume servers' files (default) */
 	int metrics_port;                /* -metricsPort: /metrics and status there; 0 = none */
+	bool encrypt_volume_data;        /* -encryptVolumeData: seal every new chunk (chunk_cipher.h) */
 };
 
 struct filer;

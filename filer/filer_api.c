@@ -622,6 +622,26 @@ out:
 	free(seen);
 }
 
+/*
+ * configuration: what a client writing chunks itself (the mount, the S3
+ * gateway) must do as this filer does (SeaweedFS's GetFilerConfiguration):
+ * "cipher" (-encryptVolumeData: seal every chunk) and "maxMB".
+ */
+static void op_configuration(struct fjob *j)
+{
+	json_w *w;
+
+	buf_reset(&j->body);
+	w = jw_new(&j->body, false);
+	jw_obj_begin(w);
+	jw_kv_bool(w, "cipher", j->f->encrypt);
+	jw_kv_u64(w, "maxMB", j->f->chunk_size >> 20);
+	jw_obj_end(w);
+	jw_free(w);
+	j->status = 200;
+	j->ctype = "application/json";
+}
+
 /* Parses j's request into a->r; false when it answered the request instead (a bad body). */
 static bool api_parse(struct fjob *j)
 {
@@ -686,6 +706,9 @@ static void api_dispatch(struct fjob *j, struct api_req *r)
 		break;
 	case API_STATFS:
 		op_statfs(j);
+		break;
+	case API_CONFIGURATION:
+		op_configuration(j);
 		break;
 	case API_FREE_CHUNKS:
 		op_free_chunks(j, r);

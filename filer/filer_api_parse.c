@@ -719,6 +719,7 @@ static bool parse_body(struct pctx *c, struct api_req *r, yajl_val root)
 		return true;
 	}
 	case API_STATFS:
+	case API_CONFIGURATION:
 		return check_keys(c, root, "the request", k_none);
 	case API_FREE_CHUNKS:
 		return parse_free(c, r, root);
@@ -744,6 +745,7 @@ static const struct {
 	{"statfs", API_STATFS},
 	{"freeChunks", API_FREE_CHUNKS},
 	{"setXattrs", API_SET_XATTRS},
+	{"configuration", API_CONFIGURATION},
 };
 
 /* True if the JSON text holds an escaped NUL (\u0000) inside a string. */

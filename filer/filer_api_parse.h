@@ -31,6 +31,7 @@ enum api_op {
 	API_STATFS,
 	API_FREE_CHUNKS,
 	API_SET_XATTRS,
+	API_CONFIGURATION,
 };
 
 /* Fields of update's "set" that were present. */

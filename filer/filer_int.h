@@ -73,6 +73,7 @@ struct filer {
 	int port;
 	char self[300];
 	uint64_t chunk_size;         /* -maxMB in bytes */
+	bool encrypt;                /* -encryptVolumeData: new chunks are sealed */
 	char *collection;            /* default, may be "" */
 	char *replication;           /* default, may be "" */
 	struct filer_events *events; /* filer_events.c: the event stream subscribers */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "filer/filer_int.h"
@@ -96,7 +97,11 @@ static void move_run(struct fjob *j)
 
 /* ---- copy ---- */
 
-/* Copies each chunk's bytes into a new blob. I/O pool. */
+/*
+ * Copies each chunk's blob into a new one. A sealed blob is copied as it is and
+ * keeps its key (the copy reads it the same way); a plain one is sealed on the
+ * way when this filer encrypts. I/O pool.
+ */
 static wfs_err copy_chunks(struct filer *f, const struct filer_entry *src, struct filer_entry *dst)
 {
 	struct filer_chunk *c = NULL;
@@ -107,17 +112,24 @@ static wfs_err copy_chunks(struct filer *f, const struct filer_entry *src, struc
 	wfs_err err = chunk_resolve_manifests(f->bc, src->chunks, src->n_chunks, &c, &n);
 	for (size_t i = 0; !err && i < n; i++) {
 		char etag[BLOB_ETAG_MAX] = "", *fid = NULL;
+		struct filer_chunk key = c[i];
 		if (c[i].size > COPY_MAX_CHUNK) {
 			err = WFS_ETOOBIG;
 			break;
 		}
 		buf_reset(&b);
-		err = blob_client_read(f->bc, c[i].fid, 0, 0, COPY_MAX_CHUNK, &b);
-		if (!err)
+		err = blob_client_read(f->bc, c[i].fid, 0, 0, COPY_MAX_CHUNK + CHUNK_CIPHER_OVERHEAD,
+				       &b);
+		if (!err && c[i].has_cipher_key)
 			err = blob_client_save(f->bc, &ap, NULL, b.data, b.len, &fid, etag);
+		else if (!err)
+			err = chunk_cipher_save(f->bc, &ap, NULL, f->encrypt, b.data, b.len, &key,
+						&fid, etag);
 		if (!err)
-			filer_entry_add_chunk(dst, fid, c[i].offset, c[i].size, c[i].mtime_ns,
-					      *etag ? etag : NULL, false);
+			filer_chunk_copy_key(filer_entry_add_chunk(dst, fid, c[i].offset, c[i].size,
+								   c[i].mtime_ns,
+								   *etag ? etag : NULL, false),
+					     &key);
 		free(fid);
 	}
 	buf_free(&b);

@@ -559,6 +559,8 @@ void filer_entry_json(json_w *w, const struct filer_entry *e)
 		jw_kv_str(w, "e_tag", c->etag ? c->etag : "");
 		if (c->is_manifest)
 			jw_kv_bool(w, "is_chunk_manifest", true);
+		if (c->has_cipher_key)
+			entry_json_base64(w, "cipher_key", c->cipher_key, FILER_CHUNK_KEY_LEN);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

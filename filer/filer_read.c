@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <xxhash.h>
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "client/chunk_stream.h"
 #include "client/chunks.h"
@@ -65,7 +66,7 @@ static void rdl_free(struct rdl *d)
 static wfs_err fetch_blob(void *ctx, const char *fid, buf *out)
 {
 	struct filer *f = ctx;
-	return blob_client_read(f->bc, fid, 0, 0, MANIFEST_MAX, out);
+	return blob_client_read(f->bc, fid, 0, 0, MANIFEST_MAX + CHUNK_CIPHER_OVERHEAD, out);
 }
 
 static void entry_etag(const struct filer_entry *e, char *out, size_t outlen)

@@ -340,6 +340,7 @@ struct filer *filer_start(const struct filer_opts *o, wfs_err *err)
 		goto fail;
 	}
 	f->chunk_size = (uint64_t)o->max_mb << 20;
+	f->encrypt = o->encrypt_volume_data;
 	if (o->tus_expire_seconds < 1) {
 		log_error("-tus.expireSeconds must be at least 1");
 		*err = WFS_EINVAL;
@@ -489,6 +490,8 @@ int filer_main(int argc, char **argv)
 		{"postgres.dsn", FLAG_STRING, &o.postgres_dsn,
 		 "PostgreSQL connection: URI or libpq conninfo (with -store=postgres)"},
 		{"maxMB", FLAG_INT, &o.max_mb, "split uploads into chunks of this many MiB"},
+		{"encryptVolumeData", FLAG_BOOL, &o.encrypt_volume_data,
+		 "encrypt every new chunk with its own AES-256-GCM key, kept in the entry"},
 		{"collection", FLAG_STRING, &o.collection, "default collection of new chunks"},
 		{"defaultReplication", FLAG_STRING, &o.default_replication,
 		 "replication of new chunks when none is asked for (\"\" = master's default)"},

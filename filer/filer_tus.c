@@ -405,8 +405,7 @@ static wfs_err finalize(struct tus_req *t, struct ns_tx *nt, struct tus_session 
 	if (*f->replication)
 		e->attr.replication = xstrdup(f->replication);
 	for (size_t i = 0; i < nlist; i++)
-		filer_entry_add_chunk(e, list[i].fid, list[i].offset, list[i].size,
-				      list[i].mtime_ns, list[i].etag, list[i].is_manifest);
+		filer_entry_push_chunk(e, &list[i]);
 	err = filer_entry_check(e);
 	if (err) {
 		fjob_error(j, 400, "entry out of bounds (too many chunks)");
@@ -731,6 +730,7 @@ static void patch_checked(http_req *req, void *arg)
 		return;
 	}
 	cwo.chunk_size = f->chunk_size;
+	cwo.encrypt = f->encrypt;
 	cwo.offset = t->start;
 	cwo.collection = *f->collection ? f->collection : NULL;
 	cwo.replication = *f->replication ? f->replication : NULL;

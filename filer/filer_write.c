@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include "filer/body_chunks.h"
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "filer/filer_hardlink.h"
 #include "client/entry_json.h"
@@ -136,6 +137,7 @@ static bool parse_params(struct upload *u)
 		u->mode = (uint32_t)m;
 	}
 	u->cwo.chunk_size = f->chunk_size;
+	u->cwo.encrypt = f->encrypt;
 	if ((s = fjob_query(j, "maxMB")) && *s) {
 		uint32_t mb;
 		if (!parse_u32(s, &mb) || mb < 1 || mb > 256) {
@@ -228,14 +230,17 @@ static wfs_err inline_to_chunk(struct upload *u, struct filer_entry *e)
 					.rack = u->rack};
 	struct blob_upload_params up = {.ttl = u->ttl_s, .fsync = u->cwo.fsync};
 	char etag[BLOB_ETAG_MAX] = "", *fid = NULL;
+	struct filer_chunk key = {0};
 	wfs_err err;
 	if (e->content_len) {
-		err = blob_client_save(u->j->f->bc, &ap, &up, e->content, e->content_len, &fid,
-				       etag);
+		err = chunk_cipher_save(u->j->f->bc, &ap, &up, u->cwo.encrypt, e->content,
+					e->content_len, &key, &fid, etag);
 		if (err)
 			return err;
-		filer_entry_add_chunk(e, fid, 0, e->content_len, e->attr.mtime_ns,
-				      *etag ? etag : NULL, false);
+		filer_chunk_copy_key(filer_entry_add_chunk(e, fid, 0, e->content_len,
+							   e->attr.mtime_ns, *etag ? etag : NULL,
+							   false),
+				     &key);
 		free(fid);
 	}
 	filer_entry_clear_content(e);
@@ -306,9 +311,7 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 			}
 		}
 		for (size_t i = 0; i < n; i++)
-			filer_entry_add_chunk(e, chunks[i].fid, base + chunks[i].offset,
-					      chunks[i].size, chunks[i].mtime_ns, chunks[i].etag,
-					      chunks[i].is_manifest);
+			filer_entry_push_chunk(e, &chunks[i])->offset += base;
 		e->attr.size = base + size;
 	} else {
 		e = filer_entry_new(dir, name);
@@ -319,9 +322,7 @@ static bool commit_entry(struct upload *u, struct filer_chunk *chunks, size_t n,
 		if (is_inline)
 			filer_entry_set_content(e, idata, ilen);
 		for (size_t i = 0; i < n; i++)
-			filer_entry_add_chunk(e, chunks[i].fid, chunks[i].offset, chunks[i].size,
-					      chunks[i].mtime_ns, chunks[i].etag,
-					      chunks[i].is_manifest);
+			filer_entry_push_chunk(e, &chunks[i]);
 		if (old)
 			ns_garbage_entry(&t.g, old);
 	}

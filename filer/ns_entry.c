@@ -515,8 +515,7 @@ static wfs_err truncate_entry(struct filer *f, struct filer_entry *e, uint64_t s
 		ns_garbage_add(g, &cut[i]);
 	chunks_reset(e);
 	for (size_t i = 0; i < n; i++)
-		filer_entry_add_chunk(e, c[i].fid, c[i].offset, c[i].size, c[i].mtime_ns, c[i].etag,
-				      false);
+		filer_entry_push_chunk(e, &c[i]);
 out:
 	filer_chunks_free(c, n);
 	filer_chunks_free(cut, ncut);
@@ -625,8 +624,7 @@ static wfs_err update_edit(struct ns_tx *t, const struct filer_entry *old, struc
 				       "%s has inline content; replace its chunks", u->path);
 		for (size_t k = 0; k < u->nchunks; k++) {
 			const struct filer_chunk *c = &u->chunks[k];
-			filer_entry_add_chunk(e, c->fid, c->offset, c->size, c->mtime_ns, c->etag,
-					      c->is_manifest);
+			filer_entry_push_chunk(e, c);
 			if (c->offset + c->size > e->attr.size)
 				e->attr.size = c->offset + c->size;
 		}

@@ -41,6 +41,7 @@ struct mount_data_opts {
 	uint64_t inline_max; /* files up to this size commit inline (file_data_flush_inline);
 				0 = never */
 	bool short_circuit_off; /* chunks only over HTTP (blob_client_opts) */
+	bool cipher; /* seal every chunk (the filer's -encryptVolumeData, chunk_cipher.h) */
 };
 
 /* The data path of one mount. */

@@ -73,10 +73,11 @@ static wfs_err flush(file_data *fd, bool fsync, struct filer_chunk **chunks, siz
 		size_t l = fd->inl_len;
 		uint8_t *copy = xmalloc(l);
 		char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
+		struct filer_chunk key = {0};
 		memcpy(copy, fd->inl, l);
 		fd->jobs++; /* keeps truncates and other flushes out while unlocked */
 		pthread_mutex_unlock(&fd->mu);
-		e = mount_data_upload(fd->md, copy, l, fsync, &fid, etag);
+		e = mount_data_upload(fd->md, copy, l, fsync, &fid, etag, &key);
 		free(copy);
 		pthread_mutex_lock(&fd->mu);
 		if (!e && !fsync)
@@ -90,6 +91,7 @@ static wfs_err flush(file_data *fd, bool fsync, struct filer_chunk **chunks, siz
 					.size = l,
 					.mtime_ns = 1,
 					.etag = *etag ? etag : NULL};
+		filer_chunk_copy_key(&c, &key);
 		/* oldest: first in the pending list, so later ones win even on equal mtime */
 		struct chunk_list np = {0};
 		chunk_list_push(&np, &c);

@@ -41,6 +41,7 @@ struct pre_fid {
 /* The mount-wide state (mount_data.c). */
 struct mount_data {
 	uint64_t chunk_size, dirty_max, inline_max;
+	bool cipher; /* seal every chunk uploaded (mount_data_opts.cipher) */
 	char *collection, *replication, *ttl;
 	blob_client *bc;
 	chunk_cache *cache;
@@ -254,11 +255,12 @@ void mount_data_stat_add(mount_data *md, uint64_t *field, uint64_t n);
 void mount_data_orphan(mount_data *md, char *fid);
 /*
  * Stores len bytes as a new blob (a pre-assigned file id when one is pooled): *fid (caller
- * frees) and etag; with fsync, durable on every replica when it returns. WFS_OK or blob_client_save's error (WFS_ENOSPC: no room in the cluster).
+ * frees), etag and, when the mount seals chunks (mount_data_opts.cipher), key's cipher key
+ * (else key->has_cipher_key is false); with fsync, durable on every replica when it returns. WFS_OK or blob_client_save's error (WFS_ENOSPC: no room in the cluster).
  * Any thread; no lock held.
  */
 wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsync, char **fid,
-			  char *etag);
+			  char *etag, struct filer_chunk *key);
 
 /* ---- file_data.c ---- */
 

@@ -15,6 +15,11 @@
  *   chunk, a dirty range or the inline content covers; the rest below the size
  *   is a hole (manifests are resolved first, so a manifest's own span is not
  *   taken for data).
+ * - Sealed chunks (-encryptVolumeData, chunk_cipher.h) are always fetched whole
+ *   and opened before they reach the cache, so the cache holds plaintext that
+ *   passed authentication only: a read slices it like any other chunk, where
+ *   caching the ciphertext would mean opening the whole chunk again for every
+ *   4 KiB read. A blob that fails authentication is never cached (EIO).
  */
 #include "config.h"
 #include <inttypes.h>
@@ -22,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "client/chunks.h"
 #include "log.h"
@@ -39,9 +45,32 @@ struct inflight {
 	struct inflight *next;
 };
 
-/* Fetches blob fid whole into the cache, merged with a fetch of it already running. */
-static wfs_err fetch_whole(mount_data *md, const char *fid)
+/* A chunk's blob to read: its file id and key (copied from the plan, which may change). */
+struct blob_ref {
+	char *fid;
+	bool sealed;
+	uint8_t key[FILER_CHUNK_KEY_LEN];
+};
+
+static void blob_ref_set(struct blob_ref *r, const struct filer_chunk *c)
 {
+	r->fid = xstrdup(c->fid);
+	r->sealed = c->has_cipher_key;
+	memcpy(r->key, c->cipher_key, sizeof(r->key));
+}
+
+/* Appends the plaintext of r's whole blob to b (opened when sealed). */
+static wfs_err blob_ref_read(mount_data *md, const struct blob_ref *r, buf *b)
+{
+	struct filer_chunk c = {.fid = r->fid, .has_cipher_key = r->sealed};
+	memcpy(c.cipher_key, r->key, sizeof(c.cipher_key));
+	return chunk_cipher_read(md->bc, &c, CHUNK_SIZE_MAX, b);
+}
+
+/* Fetches blob r whole into the cache, merged with a fetch of it already running. */
+static wfs_err fetch_whole(mount_data *md, const struct blob_ref *r)
+{
+	const char *fid = r->fid;
 	struct inflight *f, **pf;
 	buf b = BUF_INIT;
 	wfs_err err;
@@ -62,7 +91,7 @@ static wfs_err fetch_whole(mount_data *md, const char *fid)
 	md->inflight = f;
 	pthread_mutex_unlock(&md->ifmu);
 
-	err = blob_client_read(md->bc, fid, 0, 0, CHUNK_SIZE_MAX, &b);
+	err = blob_ref_read(md, r, &b);
 	if (!err) {
 		mount_data_stat_add(md, &md->st.fetched_bytes, b.len);
 		chunk_cache_put_take(md->cache, fid, b.data ? b.data : xmalloc(1), b.len);
@@ -85,16 +114,18 @@ static wfs_err fetch_whole(mount_data *md, const char *fid)
  * Copies [off, off+len) of blob fid into dst: cache, whole fetch (if `whole`), or a range.
  * WFS_OK or file_data_blob_err of the read's failure.
  */
-static wfs_err read_blob(mount_data *md, const char *fid, uint64_t off, size_t len, bool whole,
-			 uint8_t *dst)
+static wfs_err read_blob(mount_data *md, const struct blob_ref *r, uint64_t off, size_t len,
+			 bool whole, uint8_t *dst)
 {
+	const char *fid = r->fid;
 	wfs_err err = WFS_OK;
 	buf b = BUF_INIT;
 
+	whole |= r->sealed;
 	for (int i = 0; whole && i < 3; i++) {
 		if (chunk_cache_read(md->cache, fid, off, len, dst))
 			return WFS_OK;
-		err = fetch_whole(md, fid);
+		err = fetch_whole(md, r);
 		if (err == WFS_ETOOBIG)
 			break; /* a chunk bigger than the cache takes: ranges of it */
 		if (err)
@@ -102,12 +133,20 @@ static wfs_err read_blob(mount_data *md, const char *fid, uint64_t off, size_t l
 	}
 	if (chunk_cache_read(md->cache, fid, off, len, dst))
 		return WFS_OK;
-	/* random access to a big chunk (or the cache cannot hold it): just the range */
-	err = blob_client_read(md->bc, fid, off, len, 0, &b);
-	if (!err && b.len != len)
-		err = WFS_ECORRUPT;
+	/* random access to a big chunk (or the cache cannot hold it): just the range; of a
+	   sealed chunk, the slice of its opened blob */
+	if (r->sealed) {
+		err = blob_ref_read(md, r, &b);
+		if (!err && (b.len < off || b.len - off < len))
+			err = WFS_ECORRUPT;
+	} else {
+		err = blob_client_read(md->bc, fid, off, len, 0, &b);
+		if (!err && b.len != len)
+			err = WFS_ECORRUPT;
+		off = 0;
+	}
 	if (!err) {
-		memcpy(dst, b.data, len);
+		memcpy(dst, b.data + off, len);
 		mount_data_stat_add(md, &md->st.fetched_bytes, len);
 	}
 	buf_free(&b);
@@ -122,37 +161,37 @@ out:
 
 struct ra_job {
 	mount_data *md;
-	char *fid;
+	struct blob_ref r;
 };
 
 static void ra_run(void *arg)
 {
 	struct ra_job *j = arg;
 	uint8_t probe;
-	if (!chunk_cache_read(j->md->cache, j->fid, 0, 1, &probe) && !fetch_whole(j->md, j->fid))
+	if (!chunk_cache_read(j->md->cache, j->r.fid, 0, 1, &probe) && !fetch_whole(j->md, &j->r))
 		mount_data_stat_add(j->md, &j->md->st.prefetches, 1);
 	pthread_mutex_lock(&j->md->ifmu);
 	j->md->ra_jobs--;
 	pthread_mutex_unlock(&j->md->ifmu);
-	free(j->fid);
+	free(j->r.fid);
 	free(j);
 }
 
-/* Queues a prefetch of fid (taken) unless too many run. */
-static void ra_submit(mount_data *md, char *fid)
+/* Queues a prefetch of r (its fid taken) unless too many run. */
+static void ra_submit(mount_data *md, struct blob_ref *r)
 {
 	struct ra_job *j;
 	pthread_mutex_lock(&md->ifmu);
 	if (md->ra_jobs >= READ_AHEAD_JOBS) {
 		pthread_mutex_unlock(&md->ifmu);
-		free(fid);
+		free(r->fid);
 		return;
 	}
 	md->ra_jobs++;
 	pthread_mutex_unlock(&md->ifmu);
 	j = xcalloc(1, sizeof(*j));
 	j->md = md;
-	j->fid = fid;
+	j->r = *r;
 	pool_submit(blob_client_pool(md->bc), ra_run, j);
 }
 
@@ -227,7 +266,7 @@ static void dirty_overlay(file_data *fd, uint64_t off, uint64_t len, uint8_t *ds
 }
 
 struct piece {
-	char *fid;
+	struct blob_ref r;
 	uint64_t chunk_off, len, dst_off;
 	bool whole;
 };
@@ -238,7 +277,7 @@ wfs_err file_data_read(file_data *fd, uint64_t off, size_t len, void *dst, size_
 	uint8_t *out = dst;
 	struct piece *pc = NULL;
 	size_t npc = 0, ra_n = 0;
-	char *ra[READ_AHEAD_CHUNKS + 1];
+	struct blob_ref ra[READ_AHEAD_CHUNKS + 1];
 	uint64_t n, version;
 	bool seq;
 	wfs_err e = WFS_OK;
@@ -270,13 +309,13 @@ retry:
 			break;
 		if (a >= b || dirty_covers(fd, a, b - a))
 			continue;
-		pc[npc++] = (struct piece){
-			.fid = xstrdup(c->fid),
+		pc[npc] = (struct piece){
 			.chunk_off = v->chunk_offset + (a - v->file_offset),
 			.len = b - a,
 			.dst_off = a - off,
 			.whole = c->size <= SMALL_CHUNK || seq || fd->seq_reads > 0,
 		};
+		blob_ref_set(&pc[npc++].r, c);
 	}
 	/* sequential: prefetch the chunks after this read */
 	if (fd->seq_reads >= 1 && ra_n == 0) {
@@ -287,7 +326,7 @@ retry:
 			const struct chunk_view *v = &fd->views[i];
 			if (v->file_offset >= to || v->file_offset >= fd->size)
 				break;
-			ra[ra_n++] = xstrdup(fd->comb[v->chunk].fid);
+			blob_ref_set(&ra[ra_n++], &fd->comb[v->chunk]);
 			fd->ra_until = v->file_offset + v->len;
 		}
 	}
@@ -295,10 +334,10 @@ retry:
 	pthread_mutex_unlock(&fd->mu);
 
 	for (size_t i = 0; i < npc && !e; i++)
-		e = read_blob(md, pc[i].fid, pc[i].chunk_off, pc[i].len, pc[i].whole,
+		e = read_blob(md, &pc[i].r, pc[i].chunk_off, pc[i].len, pc[i].whole,
 			      out + pc[i].dst_off);
 	for (size_t i = 0; i < npc; i++)
-		free(pc[i].fid);
+		free(pc[i].r.fid);
 	npc = 0;
 
 	pthread_mutex_lock(&fd->mu);
@@ -313,7 +352,7 @@ retry:
 out_locked:
 	pthread_mutex_unlock(&fd->mu);
 	for (size_t i = 0; i < ra_n; i++)
-		ra_submit(md, ra[i]);
+		ra_submit(md, &ra[i]);
 	free(pc);
 	return e;
 }

@@ -43,7 +43,8 @@ void file_data_upload_run(void *arg)
 	mount_data *md = fd->md; /* fd may be freed once jobs drops below */
 	char *fid = NULL, etag[BLOB_ETAG_MAX] = "";
 	bool fsync = j->fw && j->fw->fsync;
-	wfs_err e = mount_data_upload(fd->md, j->data, j->len, fsync, &fid, etag);
+	struct filer_chunk key = {0};
+	wfs_err e = mount_data_upload(fd->md, j->data, j->len, fsync, &fid, etag, &key);
 	uint64_t released = 0;
 	bool give = !j->fw && j->pooled; /* the range goes: its buffer moves to the cache */
 	uint8_t *given = NULL;
@@ -70,6 +71,7 @@ void file_data_upload_run(void *arg)
 						     .size = j->len,
 						     .mtime_ns = j->mtime,
 						     .etag = *etag ? xstrdup(etag) : NULL};
+			filer_chunk_copy_key(&r->up, &key);
 			fid = NULL;
 			r->up_gen = j->gen;
 			if (!j->fw) {

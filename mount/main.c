@@ -334,6 +334,14 @@ int main(int argc, char **argv)
 	mdo.collection = o.collection && *o.collection ? o.collection : NULL;
 	mdo.replication = o.replication && *o.replication ? o.replication : NULL;
 	mdo.ttl = o.ttl && *o.ttl ? o.ttl : NULL;
+	/* chunks go straight to the volume servers: sealed when the filer seals its own */
+	err = filer_rpc_configuration(rpc, &mdo.cipher);
+	if (err) {
+		log_error("filer %s: its configuration: %s", o.filer, wfs_strerror(err));
+		goto out;
+	}
+	if (mdo.cipher)
+		log_info("the filer encrypts volume data: chunks written here are sealed");
 	/* the data path starts threads: in the background, only after the fork */
 	if (o.foreground) {
 		md = mount_data_new(&mdo, &err);

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "json.h"
 #include "log.h"
@@ -60,6 +61,7 @@ mount_data *mount_data_new(const struct mount_data_opts *o, wfs_err *err)
 				      .short_circuit_off = o->short_circuit_off};
 
 	md->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
+	md->cipher = o->cipher;
 	md->dirty_max = o->dirty_max ? o->dirty_max : 256ull << 20;
 	md->inline_max = MIN(o->inline_max, (uint64_t)INLINE_LIMIT);
 	if (md->chunk_size > CHUNK_SIZE_MAX || !o->filer) {
@@ -424,39 +426,61 @@ static void fid_pool_clear(mount_data *md)
 	pthread_mutex_unlock(&md->fmu);
 }
 
-wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsync, char **fid,
-			  char *etag)
+/* Stores len bytes (already sealed if they are to be) in a pre-assigned id or a new one. */
+static wfs_err upload_blob(mount_data *md, const struct blob_assign_params *ap,
+			   const struct blob_upload_params *up, struct pre_fid *pp, const void *data,
+			   size_t len, char **fid, char *etag)
 {
-	struct blob_assign_params ap = {
-		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
-	struct blob_upload_params up = {.ttl = md->ttl, .fsync = fsync};
-	struct pre_fid p;
 	wfs_err err;
 
-	if (fid_take(md, &p)) {
-		err = blob_client_upload(md->bc, p.a.url, p.a.fid, data, len, &up, etag);
+	if (fid_take(md, pp)) {
+		err = blob_client_upload(md->bc, pp->a.url, pp->a.fid, data, len, up, etag);
 		if (!err) {
-			*fid = xstrdup(p.a.fid);
-			pthread_mutex_lock(&md->bmu);
-			md->st.uploads++;
-			md->st.uploaded_bytes += len;
-			md->st.preassigned++;
-			pthread_mutex_unlock(&md->bmu);
+			*fid = xstrdup(pp->a.fid);
+			mount_data_stat_add(md, &md->st.preassigned, 1);
 			return WFS_OK;
 		}
 		/* the server may be full or gone: forget its ids, assign afresh; the id may hold
 		   a partial write, so it is freed too */
-		log_debug("mount: upload to pre-assigned %s failed: %s", p.a.fid,
+		log_debug("mount: upload to pre-assigned %s failed: %s", pp->a.fid,
 			  wfs_strerror(err));
 		fid_pool_clear(md);
-		mount_data_orphan(md, xstrdup(p.a.fid));
+		mount_data_orphan(md, xstrdup(pp->a.fid));
 	}
-	err = blob_client_save(md->bc, &ap, &up, data, len, fid, etag);
+	err = blob_client_save(md->bc, ap, up, data, len, fid, etag);
 	if (err) {
 		log_warn("mount: upload of %zu bytes failed: %s", len, wfs_strerror(err));
 		return err; /* WFS_ENOSPC: the cluster is full (write, fsync and close say so) */
 	}
-	mount_data_stat_add(md, &md->st.uploads, 1);
-	mount_data_stat_add(md, &md->st.uploaded_bytes, len);
 	return WFS_OK;
 }
+
+wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsync, char **fid,
+			  char *etag, struct filer_chunk *key)
+{
+	struct blob_assign_params ap = {
+		.collection = md->collection, .replication = md->replication, .ttl = md->ttl};
+	struct blob_upload_params up = {.ttl = md->ttl, .fsync = fsync};
+	size_t plain_len = len;
+	buf sealed = BUF_INIT;
+	struct pre_fid p;
+	wfs_err err;
+
+	key->has_cipher_key = false;
+	if (md->cipher) {
+		err = chunk_cipher_seal(data, len, key->cipher_key, &sealed);
+		if (err)
+			return err;
+		key->has_cipher_key = true;
+		data = sealed.data;
+		len = sealed.len;
+	}
+	err = upload_blob(md, &ap, &up, &p, data, len, fid, etag);
+	buf_free(&sealed);
+	if (!err) {
+		mount_data_stat_add(md, &md->st.uploads, 1);
+		mount_data_stat_add(md, &md->st.uploaded_bytes, plain_len);
+	}
+	return err;
+}
+

@@ -229,6 +229,11 @@ static bool copy_bytes(struct s3_req *r, const struct source *s, bool may_inline
 	wfs_err err;
 
 	wo.inline_max = may_inline ? r->g->inline_max : 0;
+	if (!s3_cipher(r->g, &wo.encrypt, &err)) {
+		s3_error(r, S3_SERVICE_UNAVAILABLE,
+			 "the filer did not say whether it encrypts volume data");
+		return false;
+	}
 	k.cw = *cwp = chunk_writer_new(r->g->bc, &wo, &err);
 	if (!k.cw) {
 		s3_error(r, S3_INTERNAL, "could not start the copy: %s", wfs_strerror(err));

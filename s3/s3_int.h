@@ -42,6 +42,14 @@ struct s3_session_gw;
 struct s3_sse;
 struct s3_sse_keys;
 
+/*
+ * Whether chunks written now are sealed (the filer's -encryptVolumeData, asked
+ * once it answers); false with WFS_EUNAVAIL in *err while the filer cannot say.
+ * Blocks on the first call(s).
+ */
+struct s3_gateway;
+bool s3_cipher(struct s3_gateway *g, bool *on, wfs_err *err);
+
 struct s3_gateway {
 	char *ip, *filer_addr;          /* -ip, -filer: for the status page */
 	struct metrics_server *metrics; /* -metricsPort; NULL: none */
@@ -53,6 +61,9 @@ struct s3_gateway {
 	pool *work;             /* filer calls and body jobs (they block) */
 	uint64_t chunk_size;    /* bytes per uploaded chunk */
 	size_t inline_max;      /* objects up to this size live in their filer entry */
+	/* the filer's -encryptVolumeData, learnt from its configuration op: 0 not yet
+	   known (asked again by the next upload), 1 plain, 2 seal every chunk */
+	atomic_int cipher;
 	http_server *http;
 	char *region;
 	char *domains; /* -domainName: virtual-hosted requests; NULL: path style only */

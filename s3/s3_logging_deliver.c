@@ -97,6 +97,8 @@ static wfs_err deliver(struct s3_gateway *g, struct target *t)
 		rc = WFS_EINVAL;
 		goto out;
 	}
+	if (!s3_cipher(g, &wo.encrypt, &rc))
+		goto out;
 	cw = chunk_writer_new(g->bc, &wo, &rc);
 	if (!cw)
 		goto out;

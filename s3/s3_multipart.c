@@ -524,8 +524,7 @@ static bool assemble(struct s3_req *r, const struct xml_node *root, const struct
 		}
 		for (size_t i = 0; i < e->n_chunks; i++) {
 			const struct filer_chunk *c = &e->chunks[i];
-			filer_entry_add_chunk(obj, c->fid, base + c->offset, c->size, c->mtime_ns,
-					      c->etag, c->is_manifest);
+			filer_entry_push_chunk(obj, c)->offset += base;
 		}
 		base += e->attr.size;
 		/* the ETag: MD5 over the parts' binary MD5s */

@@ -314,6 +314,11 @@ static bool start_writer(struct s3_put *p, bool may_inline)
 
 	wo.chunk_size = r->g->chunk_size;
 	wo.inline_max = may_inline ? r->g->inline_max : 0;
+	if (!s3_cipher(r->g, &wo.encrypt, &err)) {
+		s3_error(r, S3_SERVICE_UNAVAILABLE,
+			 "the filer did not say whether it encrypts volume data");
+		return false;
+	}
 	p->cw = chunk_writer_new(r->g->bc, &wo, &err);
 	if (!p->cw) {
 		s3_error(r, S3_INTERNAL, "could not start the upload: %s", wfs_strerror(err));

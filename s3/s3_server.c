@@ -1031,6 +1031,27 @@ static void *sweeper_main(void *arg)
 	return NULL;
 }
 
+bool s3_cipher(struct s3_gateway *g, bool *on, wfs_err *err)
+{
+	int known = atomic_load(&g->cipher);
+	bool cipher;
+
+	*err = WFS_OK;
+	if (!known) {
+		*err = filer_rpc_configuration(g->filer, &cipher);
+		if (*err) {
+			log_warn("S3 gateway: the filer's configuration: %s", wfs_strerror(*err));
+			*err = WFS_EUNAVAIL;
+			*on = false;
+			return false;
+		}
+		known = cipher ? 2 : 1;
+		atomic_store(&g->cipher, known);
+	}
+	*on = known == 2;
+	return true;
+}
+
 struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 {
 	struct s3_gateway *g = xcalloc(1, sizeof(*g));
@@ -1092,6 +1113,16 @@ struct s3_gateway *s3_start(const struct s3_opts *o, wfs_err *err)
 	g->filer = filer_rpc_new(o->filer, S3_FILER_TIMEOUT_MS, 10, 0);
 	g->bc = blob_client_new_filer(o->filer,
 				      &(struct blob_client_opts){.short_circuit_off = !o->short_circuit});
+	{
+		bool on;
+		wfs_err cerr;
+		if (!s3_cipher(g, &on, &cerr))
+			log_warn("S3 gateway: the filer %s did not say whether it encrypts chunks: "
+				 "uploads ask again and fail until it does",
+				 o->filer);
+		else if (on)
+			log_info("S3 gateway: the filer encrypts volume data: chunks are sealed");
+	}
 	g->work = pool_new(16, "wfs-s3-work");
 	g->logging = s3_logging_new(g, o->logging_flush_s);
 	/* the file's identities and the IAM API's users of the filer (read now, then followed) */

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base64.h"
+#include "client/chunk_cipher.h"
 #include "client/chunks.h"
 #include "http_client.h"
 #include "server/common/replica_sync.h"
@@ -845,22 +847,43 @@ static wfs_err fetch_blob(void *ctx, const char *fid, buf *out)
 	return err;
 }
 
-/* The chunks of a manifest blob, each recorded (nested manifests too, to a depth). */
-static void refs_of_manifest(struct fsck *k, const char *path, const char *fid, int depth)
+/*
+ * The chunks of a manifest blob, each recorded (nested manifests too, to a depth). A
+ * sealed one (-encryptVolumeData) is opened with key (NULL: plain); one that does not
+ * open stops the check: its members would look orphaned.
+ */
+static void refs_of_manifest(struct fsck *k, const char *path, const char *fid,
+			     const uint8_t *key, int depth)
 {
 	struct filer_chunk *c = NULL;
 	size_t n = 0;
-	buf b = BUF_INIT;
+	buf b = BUF_INIT, plain = BUF_INIT;
 
-	if (depth > CHUNKS_MANIFEST_DEPTH_MAX || fetch_blob(k, fid, &b) ||
-	    chunks_manifest_decode((const uint8_t *)b.data, b.len, &c, &n)) {
+	if (depth > CHUNKS_MANIFEST_DEPTH_MAX || fetch_blob(k, fid, &b)) {
 		buf_free(&b);
 		return; /* a missing manifest is reported as its own chunk */
+	}
+	if (key && chunk_cipher_open(key, (const uint8_t *)b.data, b.len, &plain)) {
+		if (!k->err)
+			k->err = xasprintf("%s: sealed manifest %s does not open with its key", path,
+					   fid);
+		buf_free(&b);
+		buf_free(&plain);
+		return;
+	}
+	if (key) {
+		buf_free(&b);
+		b = plain;
+	}
+	if (chunks_manifest_decode((const uint8_t *)b.data, b.len, &c, &n)) {
+		buf_free(&b);
+		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		ref_add(k, path, c[i].fid);
 		if (c[i].is_manifest)
-			refs_of_manifest(k, path, c[i].fid, depth + 1);
+			refs_of_manifest(k, path, c[i].fid,
+					 c[i].has_cipher_key ? c[i].cipher_key : NULL, depth + 1);
 	}
 	filer_chunks_free(c, n);
 	buf_free(&b);
@@ -885,13 +908,24 @@ static int fsck_walk(struct shell_env *env, const jt *e, void *arg)
 	k->files++;
 	for (size_t i = 0; i < jt_len(cs); i++) {
 		const char *fid = jt_get_str(jt_at(cs, i), "fileId");
+		const char *key64 = jt_get_str(jt_at(cs, i), "cipherKey");
 		bool manifest = false;
+		uint8_t *key = NULL;
+		size_t klen = 0;
 		if (!fid)
 			continue;
 		ref_add(k, path, fid);
 		jt_as_bool(jt_get(jt_at(cs, i), "isManifest"), &manifest);
+		if (key64 && (!base64_decode(key64, FILER_CHUNK_KEY_LEN, &key, &klen) ||
+			      klen != FILER_CHUNK_KEY_LEN)) {
+			if (!k->err)
+				k->err = xasprintf("%s: chunk %s has a malformed cipherKey", path, fid);
+			free(key);
+			return 1;
+		}
 		if (manifest)
-			refs_of_manifest(k, path, fid, 1);
+			refs_of_manifest(k, path, fid, key, 1);
+		free(key);
 	}
 	return 0;
 }

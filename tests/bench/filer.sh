@@ -19,6 +19,8 @@
 #              BENCH_DIR=/tmp RESULTS=tests/bench/results/filer-<date>.txt KEEP=1 (keep temp)
 #              PHASES="meta transfer" (transfer alone: only the 1 GiB upload and download)
 #              DOWNLOADS=1
+#              SMALL_BYTES=100 (body of each create: over 2048 the files go to chunks)
+#              FILER_FLAGS= (more flags for the filer, e.g. -encryptVolumeData)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +33,9 @@ LIST_N=${LIST_N:-100000}
 STORES=${STORES:-sqlite postgres}
 PHASES=${PHASES:-meta transfer}
 DOWNLOADS=${DOWNLOADS:-1}
+SMALL_BYTES=${SMALL_BYTES:-100}
+FILER_FLAGS=${FILER_FLAGS:-}
+export SMALL_BYTES
 BENCH_DIR=${BENCH_DIR:-${TMPDIR:-/tmp}}
 RESULTS=${RESULTS:-$here/results/filer-$(date +%Y-%m-%d).txt}
 
@@ -101,13 +106,14 @@ function setup(thread)
 	thread:set("tid", tid)
 end
 function init(args)
+	body = string.rep("x", tonumber(os.getenv("SMALL_BYTES") or "100"))
 	if args[1] then prefix = args[1] end
 	if args[2] then cap = tonumber(args[2]) end
 end
 function request()
 	counter = counter + 1
 	if cap and counter > cap then return wrk.format("GET", "/healthz") end
-	return wrk.format("PUT", prefix .. tid .. "-" .. counter, nil, string.rep("x", 100))
+	return wrk.format("PUT", prefix .. tid .. "-" .. counter, nil, body)
 end
 LUA
 cat >"$tmp/stat.lua" <<'LUA'
@@ -220,7 +226,7 @@ run_store() {
 		label="PostgreSQL $pg_version (fsync off)"
 	fi
 	"$weedfs" filer -ip=127.0.0.1 -port="$fp" -master="127.0.0.1:$mp" -dir="$d/f" \
-		-maxMB="$MAXMB" -v=warn "${extra[@]}" >"$d/filer.log" 2>&1 &
+		-maxMB="$MAXMB" -v=warn "${extra[@]}" $FILER_FLAGS >"$d/filer.log" 2>&1 &
 	local fpid=$!
 	pids+=($fpid)
 	wait_http "127.0.0.1:$fp"
@@ -258,8 +264,8 @@ run_store() {
 	listed=$(list_pages "$F/list/")
 	read -r ln lpages lwhole lfirst lmid llast <<<"$listed"
 	cat >>"$tmp/summary.txt" <<EOF2
--- $label: master + volume + filer, c=$C, ${DURATION}s per phase (renames, deletes ${half}s), -maxMB=$MAXMB
-creates/s (PUT 100 B, inline):   $creates  (non-2xx: $cb)
+-- $label: master + volume + filer, c=$C, ${DURATION}s per phase (renames, deletes ${half}s), -maxMB=$MAXMB $FILER_FLAGS
+creates/s (PUT $SMALL_BYTES B$( ((SMALL_BYTES <= 2048)) && echo ", inline")):   $creates  (non-2xx: $cb)
 stats/s (GET ?metadata=true):    $stats  (non-2xx: $sb)
 renames/s (POST ?mv.from=):      $renames  (non-2xx: $rb)
 deletes/s (DELETE):              $deletes  (non-2xx: $db)
@@ -295,7 +301,7 @@ EOF2
 	local rss
 	rss=$(awk '/VmHWM/ {print $2, $3}' "/proc/$fpid/status")
 
-	has_phase meta || echo "-- $label: master + volume + filer, -maxMB=$MAXMB" >>"$tmp/summary.txt"
+	has_phase meta || echo "-- $label: master + volume + filer, -maxMB=$MAXMB $FILER_FLAGS" >>"$tmp/summary.txt"
 	cat >>"$tmp/summary.txt" <<EOF2
 upload   ${SIZE_MB} MiB via filer:      $(printf %.0f "$up") MiB/s
 download ${SIZE_MB} MiB via filer:     $downs MiB/s   (round trip identical: $same; filer peak RSS $rss)

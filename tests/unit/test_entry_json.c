@@ -402,6 +402,45 @@ static void test_chunks(void)
 	}
 }
 
+/* "cipherKey": base64 of the 32 key bytes, both forms; anything else is refused. */
+static void test_cipher_key(void)
+{
+	struct filer_entry *e = filer_entry_new("/d", "sealed"), *d;
+	struct filer_chunk *c;
+	char msg[256] = "";
+	buf b = BUF_INIT;
+	static const char *const bad[] = {
+		"{\"path\":\"/a\",\"chunks\":[{\"fileId\":\"1,2\",\"cipherKey\":\"AAAA\"}]}",
+		"{\"path\":\"/a\",\"chunks\":[{\"fileId\":\"1,2\",\"cipherKey\":\"not base64!\"}]}",
+		"{\"path\":\"/a\",\"chunks\":[{\"fileId\":\"1,2\",\"cipherKey\":7}]}",
+		"{\"path\":\"/a\",\"chunks\":[{\"fileId\":\"1,2\",\"cipherKey\":"
+		"\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}]}",
+	};
+
+	e->attr.mode = S_IFREG | 0644;
+	c = filer_entry_add_chunk(e, "3,0abc", 0, 10, 5, NULL, false);
+	c->has_cipher_key = true;
+	for (int i = 0; i < FILER_CHUNK_KEY_LEN; i++)
+		c->cipher_key[i] = (uint8_t)(i * 7 + 1);
+	filer_entry_add_chunk(e, "3,0abd", 10, 10, 6, NULL, false);
+	entry_json(e, 0, &b);
+	ok(strstr(b.data, "\"cipherKey\":\"AQgPFh0kKzI5QEdOVVxjanF4f4aNlJuiqbC3vsXM09o=\"") &&
+		   !strstr(strstr(b.data, "cipherKey") + 1, "cipherKey"),
+	   "the answer has the key, base64, on the sealed chunk only");
+	for (unsigned form = 0; form <= ENTRY_JSON_REQUEST; form += ENTRY_JSON_REQUEST) {
+		d = round_trip(e, form);
+		ok(same(e, d), "a sealed chunk round-trips (%s form)", form ? "request" : "answer");
+		filer_entry_free(d);
+	}
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		d = read_text(bad[i], ENTRY_JSON_REQUEST, NULL, msg, sizeof(msg));
+		ok(!d && strstr(msg, "cipherKey"), "refused: %s (%s)", bad[i], msg);
+		filer_entry_free(d);
+	}
+	buf_free(&b);
+	filer_entry_free(e);
+}
+
 /*
  * Both sides: what a client's create body says (filer_meta_create_body) is what
  * the filer's parser (api_req_parse) gets, with create's defaults filled in.
@@ -616,6 +655,7 @@ static void test_set_xattrs_both_sides(void)
 
 int main(void)
 {
+	test_cipher_key();
 	test_answer_round_trip();
 	test_answer_golden();
 	test_answer_tolerant();

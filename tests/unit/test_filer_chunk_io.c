@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "client/blob_client.h"
+#include "client/chunk_cipher.h"
 #include "client/chunk_io.h"
 #include "client/chunks.h"
 #include "http_client.h"
@@ -482,6 +483,92 @@ static void test_manifest(blob_client *bc)
 	free(data);
 }
 
+
+/* Whether needle (n bytes) occurs in hay. */
+static bool contains(const void *hay, size_t hn, const void *needle, size_t n)
+{
+	return n <= hn && memmem(hay, hn, needle, n) != NULL;
+}
+
+/*
+ * -encryptVolumeData: sealed chunks read back byte-exact through every path
+ * (whole, ranges, manifests), the stored blobs hold neither the plaintext nor
+ * (for a sealed manifest) the members' ids and keys, and a damaged blob is an
+ * error, never other bytes.
+ */
+static void test_sealed(blob_client *bc)
+{
+	const uint64_t cs = 4 * KiB;
+	size_t len = 23 * cs + 777, n, nm, nr;
+	uint8_t *data = xmalloc(len);
+	struct filer_chunk *c, *m = NULL, *r = NULL;
+	struct chunk_writer_opts o = {.chunk_size = cs, .max_in_flight = 8, .encrypt = true};
+	buf raw = BUF_INIT, out = BUF_INIT;
+	bool all = true, sealed = true, clear = false;
+
+	fill_random(data, len);
+	memcpy(data + cs - 5, "PLAINTEXT-MARKER", 16); /* across a chunk boundary */
+	memcpy(data + 3 * cs + 9, "PLAINTEXT-MARKER", 16);
+	is_int(write_file(bc, &o, data, len, &c, &n), WFS_OK, "write sealed chunks");
+	is_int(n, 24, "24 chunks");
+	for (size_t i = 0; i < n; i++) {
+		sealed &= c[i].has_cipher_key && c[i].size == (i + 1 < n ? cs : 777);
+		buf_reset(&raw);
+		if (blob_client_read(bc, c[i].fid, 0, 0, CHUNK_SIZE_MAX, &raw) ||
+		    raw.len != c[i].size + CHUNK_CIPHER_OVERHEAD ||
+		    contains(raw.data, raw.len, data + c[i].offset, 64))
+			clear = true;
+	}
+	ok(sealed, "every chunk has a key; sizes are the plaintext's");
+	ok(!clear, "every blob is nonce+ciphertext+tag, without the plaintext");
+	ok(read_matches(bc, c, n, len, data, 0, len), "sealed: whole read");
+	for (int k = 0; k < 30; k++) {
+		uint64_t off = rnd() % len;
+		all &= read_matches(bc, c, n, len, data, off, 1 + rnd() % (len - off));
+	}
+	ok(all, "sealed: random ranges");
+
+	is_int(chunk_manifestize(bc, &o, c, n, 10, &m, &nm), WFS_OK, "manifestize sealed chunks");
+	ok(nm == 6 && m[0].is_manifest && m[0].has_cipher_key && m[1].has_cipher_key &&
+		   !m[2].is_manifest,
+	   "a manifest of sealed chunks is sealed with its own key");
+	buf_reset(&raw);
+	is_int(blob_client_read(bc, m[0].fid, 0, 0, CHUNK_SIZE_MAX, &raw), WFS_OK,
+	       "the manifest blob");
+	ok(!contains(raw.data, raw.len, c[0].fid, strlen(c[0].fid)) &&
+		   !contains(raw.data, raw.len, c[0].cipher_key, FILER_CHUNK_KEY_LEN),
+	   "the stored manifest shows no member id or key");
+	ok(read_matches(bc, m, nm, len, data, 0, len), "read through sealed manifests");
+	ok(read_matches(bc, m, nm, len, data, 5 * cs + 3, 12 * cs), "a range across manifests");
+	is_int(chunk_resolve_manifests(bc, m, nm, &r, &nr), WFS_OK, "resolve sealed manifests");
+	ok(nr == n && r[7].has_cipher_key &&
+		   !memcmp(r[7].cipher_key, c[7].cipher_key, FILER_CHUNK_KEY_LEN),
+	   "resolution keeps the members' keys");
+
+	{
+		/* a record with another key, or without its key, never yields the plaintext */
+		struct filer_chunk bad = c[2];
+		bad.offset = 0;
+		bad.cipher_key[0] ^= 1;
+		buf_reset(&out);
+		is_int(chunk_read(bc, &bad, 1, cs, 0, cs, sink_buf, &out), WFS_ECORRUPT,
+		       "wrong key: WFS_ECORRUPT");
+		is_int(out.len, 0, "wrong key: no bytes");
+		bad = c[2];
+		bad.offset = 0;
+		bad.has_cipher_key = false;
+		buf_reset(&out);
+		chunk_read(bc, &bad, 1, cs, 0, cs, sink_buf, &out);
+		ok(!contains(out.data, out.len, data + 2 * cs, 64), "without the key: ciphertext");
+	}
+	buf_free(&raw);
+	buf_free(&out);
+	filer_chunks_free(r, nr);
+	filer_chunks_free(m, nm);
+	filer_chunks_free(c, n);
+	free(data);
+}
+
 /* Deterministic content by offset, so a big file needs no model in memory. */
 static uint8_t gen_byte(uint64_t seed, uint64_t off)
 {
@@ -707,6 +794,7 @@ int main(void)
 	test_overwrite(bc);
 	test_abort(bc);
 	test_manifest(bc);
+	test_sealed(bc);
 	test_big(bc);
 	test_threads(bc);
 	test_failover(bc);

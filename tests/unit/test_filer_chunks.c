@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "client/chunk_cipher.h"
 #include "client/chunks.h"
 #include "tap.h"
 #include "util.h"
@@ -313,11 +314,116 @@ static void test_manifest(void)
 	filer_entry_free(e);
 }
 
+/* chunk_cipher: round trip, wrong key, a flipped byte anywhere, truncation. */
+static void test_cipher(void)
+{
+	uint8_t key[FILER_CHUNK_KEY_LEN], key2[FILER_CHUNK_KEY_LEN], data[5000];
+	buf sealed = BUF_INIT, sealed2 = BUF_INIT, out = BUF_INIT;
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 31 + 7);
+	is_int(chunk_cipher_seal(data, sizeof(data), key, &sealed), WFS_OK, "seal");
+	is_int(sealed.len, sizeof(data) + CHUNK_CIPHER_OVERHEAD, "nonce + ciphertext + tag");
+	ok(!memmem(sealed.data, sealed.len, data + 100, 32), "no plaintext in the blob");
+	is_int(chunk_cipher_open(key, (const uint8_t *)sealed.data, sealed.len, &out), WFS_OK,
+	       "open");
+	ok(out.len == sizeof(data) && !memcmp(out.data, data, sizeof(data)), "round trip");
+	is_int(chunk_cipher_seal(data, sizeof(data), key2, &sealed2), WFS_OK, "seal again");
+	ok(memcmp(key, key2, sizeof(key)) && memcmp(sealed.data, sealed2.data, 64),
+	   "a fresh key and nonce each time");
+	buf_reset(&out);
+	is_int(chunk_cipher_open(key2, (const uint8_t *)sealed.data, sealed.len, &out),
+	       WFS_ECORRUPT, "wrong key");
+	is_int(out.len, 0, "wrong key: nothing appended");
+	for (size_t at = 0; at < sealed.len; at += 97) {
+		sealed.data[at] ^= 0x10;
+		buf_reset(&out);
+		all &= chunk_cipher_open(key, (const uint8_t *)sealed.data, sealed.len, &out) ==
+			       WFS_ECORRUPT &&
+		       out.len == 0;
+		sealed.data[at] ^= 0x10;
+	}
+	sealed.data[sealed.len - 1] ^= 1; /* the tag's last byte */
+	all &= chunk_cipher_open(key, (const uint8_t *)sealed.data, sealed.len, &out) ==
+	       WFS_ECORRUPT;
+	sealed.data[sealed.len - 1] ^= 1;
+	ok(all, "a flipped byte anywhere (nonce, ciphertext, tag) fails");
+	is_int(chunk_cipher_open(key, (const uint8_t *)sealed.data, sealed.len - 1, &out),
+	       WFS_ECORRUPT, "truncated by one byte");
+	is_int(chunk_cipher_open(key, (const uint8_t *)sealed.data, CHUNK_CIPHER_OVERHEAD - 1, &out),
+	       WFS_ECORRUPT, "shorter than the overhead");
+	buf_reset(&sealed);
+	buf_reset(&out);
+	is_int(chunk_cipher_seal("", 0, key, &sealed), WFS_OK, "seal 0 bytes");
+	ok(sealed.len == CHUNK_CIPHER_OVERHEAD &&
+		   chunk_cipher_open(key, (const uint8_t *)sealed.data, sealed.len, &out) ==
+			   WFS_OK &&
+		   out.len == 0,
+	   "0 bytes round trip");
+	buf_free(&sealed);
+	buf_free(&sealed2);
+	buf_free(&out);
+}
+
+/* Manifests carry their members' keys; a manifest of sealed chunks is stored sealed. */
+static void test_manifest_keys(void)
+{
+	struct blobs *bs = xcalloc(1, sizeof(*bs));
+	struct filer_chunk *man = NULL, *res = NULL, *dec = NULL;
+	size_t nman = 0, nres = 0, ndec = 0;
+	struct filer_entry *e = filer_entry_new("/", "sealed");
+	buf plain = BUF_INIT;
+	bool same = true;
+	char fid[32];
+
+	for (unsigned i = 0; i < 6; i++) {
+		struct filer_chunk *c;
+		snprintf(fid, sizeof(fid), "1,%x", i + 1);
+		c = filer_entry_add_chunk(e, fid, (uint64_t)i * 10, 10, 1, NULL, false);
+		c->has_cipher_key = i != 3; /* one plain chunk among sealed ones */
+		memset(c->cipher_key, (int)(0xa0 + i), FILER_CHUNK_KEY_LEN);
+	}
+	chunks_manifest_encode(e->chunks, e->n_chunks, &plain);
+	is_int(chunks_manifest_decode((const uint8_t *)plain.data, plain.len, &dec, &ndec), WFS_OK,
+	       "manifest with keys decodes");
+	for (size_t i = 0; i < ndec; i++)
+		same &= dec[i].has_cipher_key == e->chunks[i].has_cipher_key &&
+			(!dec[i].has_cipher_key ||
+			 !memcmp(dec[i].cipher_key, e->chunks[i].cipher_key, FILER_CHUNK_KEY_LEN));
+	ok(ndec == 6 && same, "each member's key (or none) survives");
+	is_int(chunks_manifestize(e->chunks, e->n_chunks, 3, blob_save, bs, &man, &nman), WFS_OK,
+	       "manifestize sealed chunks");
+	ok(nman == 2 && man[0].has_cipher_key && man[1].has_cipher_key,
+	   "manifests of sealed chunks are sealed");
+	ok(!memmem(bs->b[0].data, bs->b[0].len, "1,1", 3) &&
+		   !memmem(bs->b[0].data, bs->b[0].len, e->chunks[0].cipher_key, 8),
+	   "the stored manifest blob shows no member id or key");
+	is_int(chunks_resolve_manifests(man, nman, blob_fetch, bs, &res, &nres), WFS_OK,
+	       "resolve sealed manifests");
+	ok(nres == 6 && res[5].has_cipher_key && !res[3].has_cipher_key &&
+		   !memcmp(res[5].cipher_key, e->chunks[5].cipher_key, FILER_CHUNK_KEY_LEN),
+	   "resolution gives the members with their keys");
+	filer_chunks_free(res, nres);
+	man[1].cipher_key[0] ^= 1;
+	is_int(chunks_resolve_manifests(man, nman, blob_fetch, bs, &res, &nres), WFS_ECORRUPT,
+	       "a manifest under a wrong key does not resolve");
+	filer_chunks_free(man, nman);
+	filer_chunks_free(dec, ndec);
+	buf_free(&plain);
+	for (int i = 0; i < bs->n; i++)
+		buf_free(&bs->b[i]);
+	free(bs);
+	filer_entry_free(e);
+}
+
 int main(void)
 {
 	test_basic();
 	test_random();
 	test_unreferenced();
 	test_manifest();
+	test_cipher();
+	test_manifest_keys();
 	return done_testing();
 }

@@ -278,6 +278,67 @@ static void test_chunk_list_codec(void)
 	buf_free(&b);
 }
 
+/* Cipher keys: chunk flag bit 1 and 32 key bytes after the flag; entries without keys are
+   unchanged (old blobs decode as before); the encoding stays canonical. */
+static void test_cipher_keys(void)
+{
+	struct filer_entry *e = full_entry(), *d = NULL, *c;
+	buf plain = BUF_INIT, keyed = BUF_INIT, again = BUF_INIT;
+
+	is_int(filer_entry_encode(e, &plain), WFS_OK, "encode without keys");
+	c = filer_entry_dup(e);
+	c->chunks[0].has_cipher_key = true;
+	memset(c->chunks[0].cipher_key, 0x5a, FILER_CHUNK_KEY_LEN);
+	c->chunks[2].has_cipher_key = true;
+	memset(c->chunks[2].cipher_key, 0xc3, FILER_CHUNK_KEY_LEN);
+	is_int(filer_entry_encode(c, &keyed), WFS_OK, "encode with keys");
+	is_int(keyed.len, plain.len + 2 * FILER_CHUNK_KEY_LEN, "32 bytes per key, nothing else");
+	is_int(filer_entry_decode((uint8_t *)keyed.data, keyed.len, "/d", "f", &d), WFS_OK,
+	       "decode with keys");
+	ok(d && d->chunks[0].has_cipher_key && !d->chunks[1].has_cipher_key &&
+		   d->chunks[2].has_cipher_key && d->chunks[2].is_manifest &&
+		   !memcmp(d->chunks[2].cipher_key, c->chunks[2].cipher_key, FILER_CHUNK_KEY_LEN),
+	   "keys back on their chunks");
+	if (d)
+		filer_entry_encode(d, &again);
+	ok(again.len == keyed.len && !memcmp(again.data, keyed.data, keyed.len), "canonical");
+	filer_entry_free(d);
+	d = NULL;
+	is_int(filer_entry_decode((uint8_t *)plain.data, plain.len, "/d", "f", &d), WFS_OK,
+	       "an entry without keys decodes as before");
+	ok(d && !d->chunks[0].has_cipher_key && !d->chunks[2].has_cipher_key, "no keys");
+	filer_entry_free(d);
+	d = NULL;
+	/* a key cut short is corrupt, never a shorter key */
+	{
+		bool all = true;
+		for (size_t cut = 1; cut <= 40 && all; cut++) {
+			all = filer_entry_decode((uint8_t *)keyed.data, keyed.len - cut, "/d", "f",
+						 &d) == WFS_ECORRUPT;
+			filer_entry_free(d);
+			d = NULL;
+		}
+		ok(all, "every truncation is WFS_ECORRUPT");
+	}
+	{
+		/* dup and push_chunk keep the key */
+		struct filer_entry *p = filer_entry_new("/d", "g");
+		struct filer_entry *q = filer_entry_dup(c);
+		filer_entry_push_chunk(p, &c->chunks[0]);
+		ok(p->chunks[0].has_cipher_key && q->chunks[0].has_cipher_key &&
+			   !memcmp(p->chunks[0].cipher_key, c->chunks[0].cipher_key,
+				   FILER_CHUNK_KEY_LEN),
+		   "dup and push_chunk copy the key");
+		filer_entry_free(p);
+		filer_entry_free(q);
+	}
+	filer_entry_free(c);
+	filer_entry_free(e);
+	buf_free(&plain);
+	buf_free(&keyed);
+	buf_free(&again);
+}
+
 /* hex of an encoding */
 static char *hex_of(const buf *b)
 {
@@ -574,6 +635,7 @@ static void test_inode(void)
 
 int main(void)
 {
+	test_cipher_keys();
 	test_base64();
 	test_golden();
 	test_path_split();
