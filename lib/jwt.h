@@ -56,7 +56,8 @@ enum jwt_status jwt_verify(const void *key, size_t key_len, const char *token, s
 
 /*
  * A token for k (exp = now + k->expires_after_sec) naming fid (NULL: none)
- * into out (JWT_MAX bytes). False when k is off (no key): send no token.
+ * into out (JWT_MAX bytes; a "_N" suffix of fid is left out of the claim).
+ * False when k is off (no key): send no token.
  */
 bool jwt_mint(const struct security_key *k, const char *fid, char out[JWT_MAX]);
 
@@ -66,6 +67,16 @@ bool jwt_mint(const struct security_key *k, const char *fid, char out[JWT_MAX]);
  * with every request).
  */
 bool jwt_cached(const struct security_key *k, char out[JWT_MAX]);
+
+/*
+ * Client side: "Authorization: Bearer <token>" for k and fid into out, for a
+ * header list; NULL when k is off (a NULL entry ends the list, so put it last).
+ */
+#define JWT_AUTH_HEADER_MAX (JWT_MAX + 24)
+const char *jwt_auth_header(const struct security_key *k, const char *fid,
+			    char out[JWT_AUTH_HEADER_MAX]);
+/* The same with a token already in hand (tok NULL or "": NULL). */
+const char *jwt_auth_header_of(const char *tok, char out[JWT_AUTH_HEADER_MAX]);
 
 /* The token a request carries: "Authorization: Bearer <t>", else ?jwt=<t>; NULL if none. */
 struct http_req;
