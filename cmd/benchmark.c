@@ -370,6 +370,7 @@ struct worker {
 	/* Batched assignment: the ids fid_1 .. fid_(count-1) not used yet. */
 	struct rec batch;
 	char batch_url[URL_MAX];
+	char batch_auth[512]; /* the assign's "auth" (jwt.signing), "" if none: the batch shares it */
 	uint32_t batch_next, batch_count;
 	uint8_t *data; /* scratch for generated content, o.size bytes */
 };
@@ -510,6 +511,14 @@ static char *assign_path_new(const struct options *o)
 	return buf_steal(&q, NULL);
 }
 
+/* Ends a write's headers, with the assignment's token when the master gave one. */
+static void put_auth(const struct worker *w, buf *out)
+{
+	if (w->batch_auth[0])
+		buf_printf(out, "Authorization: Bearer %s\r\n", w->batch_auth);
+	buf_append_str(out, "\r\n");
+}
+
 static int worker_put(struct worker *w)
 {
 	struct bench *b = w->lp->b;
@@ -536,8 +545,9 @@ static int worker_put(struct worker *w)
 		size_t total = (size_t)hl + r->size + strlen(bnd) + 8;
 		buf_printf(&c->out,
 			   "POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: multipart/form-data; "
-			   "boundary=%s\r\nContent-Length: %zu\r\n\r\n",
+			   "boundary=%s\r\nContent-Length: %zu\r\n",
 			   fid, c->hostport, bnd, total);
+		put_auth(w, &c->out);
 		buf_append(&c->out, head, (size_t)hl);
 		buf_append(&c->out, w->data, r->size);
 		buf_printf(&c->out, "\r\n--%s--\r\n", bnd);
@@ -545,8 +555,9 @@ static int worker_put(struct worker *w)
 		buf_printf(&c->out,
 			   "PUT /%s HTTP/1.1\r\nHost: %s\r\n"
 			   "Content-Type: application/octet-stream\r\n"
-			   "Content-Length: %" PRIu32 "\r\n\r\n",
+			   "Content-Length: %" PRIu32 "\r\n",
 			   fid, c->hostport, r->size);
+		put_auth(w, &c->out);
 		buf_append(&c->out, w->data, r->size);
 	}
 	c->rmax = MAX_SMALL_BODY;
@@ -742,6 +753,13 @@ static bool parse_assign(struct worker *w, const hrp_parser *r)
 	w->batch_count = (uint32_t)count;
 	w->batch_next = 1;
 	snprintf(w->batch_url, URL_MAX, "%s", url);
+	{
+		const char *auth = NULL;
+		if (!json_get_str(v, "auth", &auth) || !auth ||
+		    strlen(auth) >= sizeof(w->batch_auth))
+			auth = "";
+		snprintf(w->batch_auth, sizeof(w->batch_auth), "%s", auth);
+	}
 	{
 		struct rec *rec = &b->recs[w->idx];
 		rec->vid = f.volume_id;

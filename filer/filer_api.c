@@ -468,6 +468,8 @@ static void op_assign(struct fjob *j, struct api_req *r)
 		jw_kv_str(w, "fid", a[i].fid);
 		jw_kv_str(w, "url", a[i].url);
 		jw_kv_str(w, "publicUrl", a[i].public_url);
+		if (a[i].auth[0]) /* the master's write token, for a client without the key */
+			jw_kv_str(w, "auth", a[i].auth);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

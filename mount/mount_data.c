@@ -434,6 +434,7 @@ wfs_err mount_data_upload(mount_data *md, const void *data, size_t len, bool fsy
 	wfs_err err;
 
 	if (fid_take(md, &p)) {
+		up.auth = p.a.auth;
 		err = blob_client_upload(md->bc, p.a.url, p.a.fid, data, len, &up, etag);
 		if (!err) {
 			*fid = xstrdup(p.a.fid);
