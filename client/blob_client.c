@@ -254,8 +254,9 @@ static wfs_err status_err(int status)
  */
 static wfs_err filer_post(blob_client *bc, const char *op, const buf *body, struct http_result *r)
 {
-	static const char *const hdr[] = {"Content-Type: application/json", NULL};
-	char *url = xasprintf("http://%s/.api/v1/%s", bc->master, op);
+	char *url = xasprintf("http://%s/.api/v1/%s", bc->master, op), auth[JWT_AUTH_HEADER_MAX];
+	const char *hdr[] = {"Content-Type: application/json",
+			     jwt_filer_auth("POST", strstr(url, "/.api/"), auth), NULL};
 	wfs_err err = http_request("POST", url, hdr, body->data, body->len, bc->timeout_ms, r);
 	yajl_val v = NULL;
 	free(url);

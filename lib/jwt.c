@@ -277,3 +277,22 @@ const char *jwt_auth_header(const struct security_key *k, const char *fid,
 	char tok[JWT_MAX];
 	return jwt_mint(k, fid, tok) ? jwt_auth_header_of(tok, out) : NULL;
 }
+
+const struct security_key *jwt_filer_key(const char *method, const char *path)
+{
+	static const char *const reads[] = {"lookup", "list", "lookupVolume", "statfs", NULL};
+	bool read = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	if (!strcmp(method, "POST") && !strncmp(path, "/.api/v1/", 9)) {
+		size_t n = strcspn(path + 9, "?");
+		for (int i = 0; reads[i]; i++)
+			read = read || (strlen(reads[i]) == n && !strncmp(path + 9, reads[i], n));
+	}
+	return read ? &security()->filer_read : &security()->filer_write;
+}
+
+const char *jwt_filer_auth(const char *method, const char *path, char out[JWT_AUTH_HEADER_MAX])
+{
+	char tok[JWT_MAX];
+	return jwt_cached(jwt_filer_key(method, path), tok) ? jwt_auth_header_of(tok, out) : NULL;
+}

@@ -78,6 +78,19 @@ const char *jwt_auth_header(const struct security_key *k, const char *fid,
 /* The same with a token already in hand (tok NULL or "": NULL). */
 const char *jwt_auth_header_of(const char *tok, char out[JWT_AUTH_HEADER_MAX]);
 
+/*
+ * The filer's key for a request (jwt.filer_signing or .read): reads are GET,
+ * HEAD and the JSON API's POSTs to /.api/v1/lookup, list, lookupVolume and
+ * statfs; everything else changes things. One rule for the filer and its
+ * clients.
+ */
+const struct security_key *jwt_filer_key(const char *method, const char *path);
+/*
+ * Client side: the Authorization header for a filer request (a cached token,
+ * jwt_cached), NULL when that key is off.
+ */
+const char *jwt_filer_auth(const char *method, const char *path, char out[JWT_AUTH_HEADER_MAX]);
+
 /* The token a request carries: "Authorization: Bearer <t>", else ?jwt=<t>; NULL if none. */
 struct http_req;
 const char *jwt_of_req(const struct http_req *req);
