@@ -842,9 +842,11 @@ bool filer_api_route(struct filer *f, http_req *req)
 		http_resp_error(req, 405, "the entry API takes POST");
 		return true;
 	}
-	if (http_req_query_at(req, 0, &name, &value)) {
-		http_resp_error(req, 400, "the entry API takes no query parameters");
-		return true;
+	for (size_t i = 0; http_req_query_at(req, i, &name, &value); i++) {
+		if (strcmp(name, "jwt")) { /* ?jwt= is filer signing's, checked already */
+			http_resp_error(req, 400, "the entry API takes no query parameters");
+			return true;
+		}
 	}
 	/* the job is made once the body is in: a dropped connection leaves nothing behind */
 	http_req_read_body(req, API_BODY_MAX, api_body, f);

@@ -31,6 +31,7 @@
 
 /* Every query parameter the API knows; anything else is refused with 400. */
 static const char *const known_params[] = {
+	"jwt", /* filer signing, checked before (lib/jwt.h) */
 	"collection",
 	"replication",
 	"ttl",
