@@ -10,6 +10,7 @@
 #include "catalog/table_store.h"
 #include "lib/http_fetch.h"
 #include "lib/http_util.h"
+#include "lib/jwt.h"
 #include "lib/util.h"
 
 #define TF_TIMEOUT_MS 30000
@@ -170,8 +171,9 @@ static wfs_err answer_err(int status)
 
 wfs_err tf_put(table_files *f, const char *location, const void *data, size_t len)
 {
-	static const char *const hdrs[] = {"Content-Type: application/json", NULL};
-	char *path = request_path(location, "?saveInside=true");
+	char *path = request_path(location, "?saveInside=true"), auth[JWT_AUTH_HEADER_MAX];
+	const char *hdrs[] = {"Content-Type: application/json",
+			      jwt_filer_auth("PUT", "/", auth), NULL}; /* filer signing */
 	struct http_result res;
 	wfs_err err;
 
@@ -192,7 +194,8 @@ wfs_err tf_put(table_files *f, const char *location, const void *data, size_t le
 
 wfs_err tf_get(table_files *f, const char *location, buf *out)
 {
-	char *path;
+	char *path, auth[JWT_AUTH_HEADER_MAX];
+	const char *hdrs[] = {jwt_filer_auth("GET", "/", auth), NULL};
 	struct http_result res;
 	wfs_err err;
 
@@ -201,7 +204,7 @@ wfs_err tf_get(table_files *f, const char *location, buf *out)
 	if (!(path = request_path(location, "")))
 		return WFS_EINVAL;
 	http_result_init(&res);
-	err = http_fetch_get(f->fetch, f->filer, path, NULL, TF_TIMEOUT_MS, TF_FILE_MAX, &res);
+	err = http_fetch_get(f->fetch, f->filer, path, hdrs, TF_TIMEOUT_MS, TF_FILE_MAX, &res);
 	if (!err && res.status != 200)
 		err = answer_err(res.status);
 	if (!err) {
@@ -216,6 +219,8 @@ wfs_err tf_get(table_files *f, const char *location, buf *out)
 wfs_err tf_delete(table_files *f, const char *location, int recursive)
 {
 	char *path = request_path(location, recursive ? "?recursive=true" : "");
+	char auth[JWT_AUTH_HEADER_MAX];
+	const char *hdrs[] = {jwt_filer_auth("DELETE", "/", auth), NULL};
 	struct http_result res;
 	wfs_err err;
 
@@ -232,7 +237,7 @@ wfs_err tf_delete(table_files *f, const char *location, int recursive)
 		cache_forget(f, location);
 	}
 	http_result_init(&res);
-	err = http_fetch_request(f->fetch, "DELETE", f->filer, path, NULL, NULL, 0, TF_TIMEOUT_MS,
+	err = http_fetch_request(f->fetch, "DELETE", f->filer, path, hdrs, NULL, 0, TF_TIMEOUT_MS,
 				 4096, &res);
 	if (!err && res.status != 204 && res.status != 200 && res.status != 404)
 		err = answer_err(res.status);

@@ -34,7 +34,9 @@
 #include "http_fetch.h"
 #include "http_util.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
+#include "security.h"
 #include "util.h"
 
 #define LOC_BUCKETS 256
@@ -252,8 +254,9 @@ static wfs_err status_err(int status)
  */
 static wfs_err filer_post(blob_client *bc, const char *op, const buf *body, struct http_result *r)
 {
-	static const char *const hdr[] = {"Content-Type: application/json", NULL};
-	char *url = xasprintf("http://%s/.api/v1/%s", bc->master, op);
+	char *url = xasprintf("http://%s/.api/v1/%s", bc->master, op), auth[JWT_AUTH_HEADER_MAX];
+	const char *hdr[] = {"Content-Type: application/json",
+			     jwt_filer_auth("POST", strstr(url, "/.api/"), auth), NULL};
 	wfs_err err = http_request("POST", url, hdr, body->data, body->len, bc->timeout_ms, r);
 	yajl_val v = NULL;
 	free(url);
@@ -306,6 +309,8 @@ static wfs_err filer_assign(blob_client *bc, const struct blob_assign_params *p,
 		err = WFS_EUNAVAIL;
 		goto out;
 	}
+	if (!json_copy_str(arr->u.array.values[0], "auth", out->auth, sizeof(out->auth)))
+		out->auth[0] = '\0';
 	if (!json_copy_str(arr->u.array.values[0], "publicUrl", out->public_url,
 			   sizeof(out->public_url)))
 		memcpy(out->public_url, out->url, sizeof(out->url));
@@ -365,6 +370,8 @@ wfs_err blob_client_assign(blob_client *bc, const struct blob_assign_params *p,
 	}
 	if (!json_copy_str(v, "publicUrl", out->public_url, sizeof(out->public_url)))
 		memcpy(out->public_url, out->url, sizeof(out->url));
+	if (!json_copy_str(v, "auth", out->auth, sizeof(out->auth)))
+		out->auth[0] = '\0';
 	STAT_INC(bc, assigns);
 out:
 	if (v)
@@ -519,7 +526,13 @@ looked_up:
 wfs_err blob_client_upload(blob_client *bc, const char *url, const char *fid, const void *data,
 			   size_t len, const struct blob_upload_params *p, char *etag)
 {
-	const char *hdr[] = {"Content-Type: application/octet-stream", NULL};
+	char auth[JWT_AUTH_HEADER_MAX];
+	/* a token minted here is fresh; an assignment's may have aged in a pool */
+	const char *hdr[] = {"Content-Type: application/octet-stream",
+			     security()->volume_write.key
+				     ? jwt_auth_header(&security()->volume_write, fid, auth)
+				     : jwt_auth_header_of(p ? p->auth : NULL, auth),
+			     NULL};
 	buf u = BUF_INIT;
 	struct http_result r;
 	yajl_val v = NULL;
@@ -577,9 +590,10 @@ out:
 static void forget_upload(blob_client *bc, const char *url, const char *fid)
 {
 	struct http_result r;
-	char *u = xasprintf("http://%s/%s", url, fid);
+	char *u = xasprintf("http://%s/%s", url, fid), auth[JWT_AUTH_HEADER_MAX];
+	const char *hdr[] = {jwt_auth_header(&security()->volume_write, fid, auth), NULL};
 	http_result_init(&r);
-	(void)http_request("DELETE", u, NULL, NULL, 0, MIN(bc->timeout_ms, 2000), &r);
+	(void)http_request("DELETE", u, hdr, NULL, 0, MIN(bc->timeout_ms, 2000), &r);
 	http_result_free(&r);
 	free(u);
 }
@@ -618,7 +632,11 @@ wfs_err blob_client_save(blob_client *bc, const struct blob_assign_params *ap,
 		if (tries)
 			STAT_INC(bc, upload_retries);
 		tries++;
-		err = blob_client_upload(bc, a.url, a.fid, data, len, up, etag);
+		struct blob_upload_params upa = {0};
+		if (up)
+			upa = *up;
+		upa.auth = a.auth; /* the master's token, when this node has no key */
+		err = blob_client_upload(bc, a.url, a.fid, data, len, &upa, etag);
 		if (!err) {
 			server_mark_up(bc, a.url);
 			*fid = xstrdup(a.fid);
@@ -650,8 +668,10 @@ static void take_body(buf *out, struct http_result *r, size_t off, size_t len)
 static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint64_t off,
 			uint64_t len, size_t max_whole, buf *out)
 {
-	char range[80];
-	const char *hdr[] = {range, NULL};
+	char range[80], auth[JWT_AUTH_HEADER_MAX];
+	const char *a = jwt_auth_header(&security()->volume_read, fid, auth);
+	/* a NULL ends the list: the token goes after the range when both are sent */
+	const char *hdr[] = {range, a, NULL}, *hdr_whole[] = {a, NULL};
 	struct http_result r;
 	char *path;
 	wfs_err err;
@@ -666,7 +686,7 @@ static wfs_err read_one(blob_client *bc, const char *url, const char *fid, uint6
 	snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
 	http_result_init(&r);
 	/* A whole-blob read (len 0) sends no Range: the volume server then checks its CRC. */
-	err = http_fetch_get(bc->fetch, url, path, len ? hdr : NULL, bc->timeout_ms,
+	err = http_fetch_get(bc->fetch, url, path, len ? hdr : hdr_whole, bc->timeout_ms,
 			     len ? UINT64_MAX : max_whole, &r);
 	if (err == WFS_ETOOBIG)
 		goto out; /* it answered, with more than the caller takes whole */
@@ -798,8 +818,11 @@ wfs_err blob_client_delete(blob_client *bc, const char *fid)
 		for (size_t i = 0; i < n; i++) {
 			struct http_result r;
 			char *u = xasprintf("http://%s/%s", locs[i].url, fid);
+			char auth[JWT_AUTH_HEADER_MAX];
+			const char *hdr[] = {jwt_auth_header(&security()->volume_write, fid, auth),
+					     NULL};
 			http_result_init(&r);
-			err = http_request("DELETE", u, NULL, NULL, 0, bc->timeout_ms, &r);
+			err = http_request("DELETE", u, hdr, NULL, 0, bc->timeout_ms, &r);
 			if (!err)
 				err = r.status == 404 ? WFS_OK : status_err(r.status);
 			else if (err != WFS_ETIMEDOUT)

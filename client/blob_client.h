@@ -43,11 +43,13 @@ struct blob_assign_params {
 #define BLOB_URL_MAX  256
 #define BLOB_FID_MAX  64
 #define BLOB_ETAG_MAX 128
+#define BLOB_AUTH_MAX 512
 
 struct blob_assignment {
 	char fid[BLOB_FID_MAX];
 	char url[BLOB_URL_MAX]; /* host:port of the volume server to upload to */
 	char public_url[BLOB_URL_MAX];
+	char auth[BLOB_AUTH_MAX]; /* the master's write token for fid (jwt.signing), or "" */
 };
 
 struct blob_location {
@@ -122,6 +124,8 @@ void blob_client_invalidate(blob_client *bc, uint32_t vid);
 struct blob_upload_params {
 	const char *ttl; /* NULL or the assignment's ttl */
 	bool fsync;      /* ask the volume server to fsync before answering */
+	const char *auth; /* the assignment's token, sent when this node has no jwt.signing
+			     key (with the key a fresh one is minted, lib/jwt.h); may be NULL */
 };
 
 /*

@@ -37,6 +37,7 @@
 #include "http_fetch.h"
 #include "http_util.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
 #include "client/filer_rpc.h"
 #include "client/filer_wire.h"
@@ -152,8 +153,9 @@ static void sleep_ms(long ms)
 static wfs_err rpc_call(filer_rpc *r, const char *op, const char *json, size_t len,
 			const char *accept, int64_t raw_content, buf *resp, buf *err_body)
 {
-	char accept_header[128], raw_header[64];
-	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL};
+	char accept_header[128], raw_header[64], auth[JWT_AUTH_HEADER_MAX];
+	const char *hdr[] = {"Content-Type: application/json", accept_header, NULL, NULL, NULL,
+			     NULL};
 	size_t nh = 2;
 	struct http_result res;
 	char *path = xasprintf("%s%s", API_PREFIX, op);
@@ -170,6 +172,8 @@ static wfs_err rpc_call(filer_rpc *r, const char *op, const char *json, size_t l
 			 raw_content);
 		hdr[nh++] = raw_header;
 	}
+	if (jwt_filer_auth("POST", path, auth)) /* filer signing, a cached token */
+		hdr[nh++] = auth;
 	hdr[nh] = r->sig_header;
 
 	http_result_init(&res);

@@ -21,6 +21,7 @@
 #include "client/filer_meta.h"
 #include "client/meta_stream.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
 #include "util.h"
 
@@ -124,6 +125,8 @@ static void follow_once(struct meta_stream *s, CURL *c)
 	buf url = BUF_INIT;
 	long status = 0;
 	CURLcode cc;
+	char auth[JWT_AUTH_HEADER_MAX];
+	struct curl_slist *hdrs = NULL;
 
 	buf_printf(&url, "http://%s/.meta/subscribe?pathPrefix=%s&heartbeatSeconds=%d", s->filer,
 		   prefix, s->heartbeat_s);
@@ -143,9 +146,15 @@ static void follow_once(struct meta_stream *s, CURL *c)
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+	/* filer signing: the stream is a read (a fresh token each time it reconnects) */
+	if (jwt_filer_auth("GET", "/.meta/subscribe", auth)) {
+		hdrs = curl_slist_append(NULL, auth);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	}
 	buf_reset(&s->line);
 	s->got_line = false;
 	cc = curl_easy_perform(c);
+	curl_slist_free_all(hdrs);
 	if (s->ops->disconnected)
 		s->ops->disconnected(s->arg);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

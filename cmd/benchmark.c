@@ -49,10 +49,13 @@
 #include "buf.h"
 #include "client/fid.h"
 #include "client/master_list.h"
+#include "daemon.h"
 #include "flags.h"
 #include "http_response_parser.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
+#include "security.h"
 #include "util.h"
 
 #define MAX_HEADER       65536   /* status line and headers of one response */
@@ -370,6 +373,7 @@ struct worker {
 	/* Batched assignment: the ids fid_1 .. fid_(count-1) not used yet. */
 	struct rec batch;
 	char batch_url[URL_MAX];
+	char batch_auth[512]; /* the assign's "auth" (jwt.signing), "" if none: the batch shares it */
 	uint32_t batch_next, batch_count;
 	uint8_t *data; /* scratch for generated content, o.size bytes */
 };
@@ -428,8 +432,8 @@ static void url_escape(buf *out, const char *s)
 }
 
 /* Starts a GET on c; 0 if in flight, -1 if it failed at once. */
-static int worker_get(struct worker *w, struct conn *c, const char *path_query, uint64_t max_body,
-		      unsigned rflags)
+static int worker_get_as(struct worker *w, struct conn *c, const char *path_query,
+			 uint64_t max_body, unsigned rflags, const char *fid_tok)
 {
 	/* Plain appends: this runs for every request and printf would dominate user time. */
 	buf_reset(&c->out);
@@ -437,6 +441,12 @@ static int worker_get(struct worker *w, struct conn *c, const char *path_query, 
 	buf_append_str(&c->out, path_query);
 	buf_append(&c->out, " HTTP/1.1\r\nHost: ", 17);
 	buf_append_str(&c->out, c->hostport);
+	if (fid_tok) {
+		/* read signing: a token for the needle, minted with the node's key */
+		char tok[JWT_MAX];
+		if (jwt_mint(&security()->volume_read, fid_tok, tok))
+			buf_printf(&c->out, "\r\nAuthorization: Bearer %s", tok);
+	}
 	buf_append(&c->out, "\r\n\r\n", 4);
 	c->rmax = max_body;
 	c->rflags = rflags;
@@ -450,6 +460,12 @@ static int worker_get(struct worker *w, struct conn *c, const char *path_query, 
 		return -1;
 	}
 	return 0;
+}
+
+static int worker_get(struct worker *w, struct conn *c, const char *path_query, uint64_t max_body,
+		      unsigned rflags)
+{
+	return worker_get_as(w, c, path_query, max_body, rflags, NULL);
 }
 
 static int worker_assign(struct worker *w)
@@ -510,6 +526,14 @@ static char *assign_path_new(const struct options *o)
 	return buf_steal(&q, NULL);
 }
 
+/* Ends a write's headers, with the assignment's token when the master gave one. */
+static void put_auth(const struct worker *w, buf *out)
+{
+	if (w->batch_auth[0])
+		buf_printf(out, "Authorization: Bearer %s\r\n", w->batch_auth);
+	buf_append_str(out, "\r\n");
+}
+
 static int worker_put(struct worker *w)
 {
 	struct bench *b = w->lp->b;
@@ -536,8 +560,9 @@ static int worker_put(struct worker *w)
 		size_t total = (size_t)hl + r->size + strlen(bnd) + 8;
 		buf_printf(&c->out,
 			   "POST /%s HTTP/1.1\r\nHost: %s\r\nContent-Type: multipart/form-data; "
-			   "boundary=%s\r\nContent-Length: %zu\r\n\r\n",
+			   "boundary=%s\r\nContent-Length: %zu\r\n",
 			   fid, c->hostport, bnd, total);
+		put_auth(w, &c->out);
 		buf_append(&c->out, head, (size_t)hl);
 		buf_append(&c->out, w->data, r->size);
 		buf_printf(&c->out, "\r\n--%s--\r\n", bnd);
@@ -545,8 +570,9 @@ static int worker_put(struct worker *w)
 		buf_printf(&c->out,
 			   "PUT /%s HTTP/1.1\r\nHost: %s\r\n"
 			   "Content-Type: application/octet-stream\r\n"
-			   "Content-Length: %" PRIu32 "\r\n\r\n",
+			   "Content-Length: %" PRIu32 "\r\n",
 			   fid, c->hostport, r->size);
+		put_auth(w, &c->out);
 		buf_append(&c->out, w->data, r->size);
 	}
 	c->rmax = MAX_SMALL_BODY;
@@ -617,8 +643,9 @@ static int worker_read_get(struct worker *w, struct vloc *v)
 	path[0] = '/';
 	format_fid(r, path + 1, sizeof(path) - 1);
 	/* Room for an error answer too, so a short file still reports the server's status. */
-	if (worker_get(w, c, path, MAX(r->size, MAX_SMALL_BODY),
-		       read_verified(b, r) ? 0 : HRP_DISCARD)) {
+	if (worker_get_as(w, c, path, MAX(r->size, MAX_SMALL_BODY),
+			  read_verified(b, r) ? 0 : HRP_DISCARD,
+			  security()->volume_read.key ? path + 1 : NULL)) {
 		bench_error(b, "read %s from %s: cannot connect", path + 1, url);
 		return -1;
 	}
@@ -742,6 +769,13 @@ static bool parse_assign(struct worker *w, const hrp_parser *r)
 	w->batch_count = (uint32_t)count;
 	w->batch_next = 1;
 	snprintf(w->batch_url, URL_MAX, "%s", url);
+	{
+		const char *auth = NULL;
+		if (!json_get_str(v, "auth", &auth) || !auth ||
+		    strlen(auth) >= sizeof(w->batch_auth))
+			auth = "";
+		snprintf(w->batch_auth, sizeof(w->batch_auth), "%s", auth);
+	}
 	{
 		struct rec *rec = &b->recs[w->idx];
 		rec->vid = f.volume_id;
@@ -1309,6 +1343,7 @@ int benchmark_main(int argc, char **argv)
 	o->timeout_s = 30;
 	o->list = "";
 	o->verify_every = 1;
+	const char *security_file = NULL;
 	const struct flag flags[] = {
 		{"master", FLAG_STRING, &o->master,
 		 "master address host:port, or every master as a comma list (the run uses the "
@@ -1333,11 +1368,18 @@ int benchmark_main(int argc, char **argv)
 		 "upload as a multipart/form-data POST (as SeaweedFS's tool does), not a PUT"},
 		{"verifyEvery", FLAG_INT, &o->verify_every,
 		 "compare the content of every Nth file read (0: length only)"},
+		{"security", FLAG_STRING, &security_file,
+		 SECURITY_FLAG_HELP " (reads mint jwt.signing.read tokens)"},
 	};
 
 	rc = flags_parse(flags, ARRAY_LEN(flags), argc, argv, "benchmark", summary, &npos);
 	if (rc) {
 		status = rc > 0 ? 0 : 2;
+		goto out;
+	}
+	rc = daemon_load_security("benchmark", flags, ARRAY_LEN(flags));
+	if (rc >= 0) {
+		status = rc;
 		goto out;
 	}
 	if (npos < argc) {

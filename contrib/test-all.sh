@@ -111,6 +111,20 @@ PY
 	return "$rc"
 }
 
+# The security smoke: mini, its mount and S3 with volume write and read signing on
+# (every daemon and mount gets -security, conftest.py's WEEDFS_TEST_SECURITY).
+SECURITY_SMOKE=(tests/integration/test_mini.py tests/integration/test_mount_mini.py
+	tests/integration/test_s3_buckets.py)
+security_smoke() {
+	local dir=$1 rc
+	printf '[jwt.signing]\nkey = "smoke-write-%s"\n[jwt.signing.read]\nkey = "smoke-read-%s"\n' \
+		"$RANDOM" "$RANDOM" >"$dir/security-smoke.toml"
+	WEEDFS_TEST_SECURITY="$dir/security-smoke.toml" integration "$dir" "default: security smoke" \
+		"${SECURITY_SMOKE[@]}"
+	rc=$?
+	return "$rc"
+}
+
 configure_in() {
 	local dir=$1
 	shift
@@ -154,6 +168,7 @@ for cfg in default asan; do
 		integration "$dir" "$cfg" tests/integration -m "not heavy_client"
 	else
 		integration "$dir" "$cfg"
+		security_smoke "$dir"
 	fi
 	unset ASAN_OPTIONS UBSAN_OPTIONS WEEDFS_READY_TIMEOUT WEEDFS_TEST_TIMEOUT
 done

@@ -468,6 +468,8 @@ static void op_assign(struct fjob *j, struct api_req *r)
 		jw_kv_str(w, "fid", a[i].fid);
 		jw_kv_str(w, "url", a[i].url);
 		jw_kv_str(w, "publicUrl", a[i].public_url);
+		if (a[i].auth[0]) /* the master's write token, for a client without the key */
+			jw_kv_str(w, "auth", a[i].auth);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -863,9 +865,11 @@ bool filer_api_route(struct filer *f, http_req *req)
 		http_resp_error(req, 405, "the entry API takes POST");
 		return true;
 	}
-	if (http_req_query_at(req, 0, &name, &value)) {
-		http_resp_error(req, 400, "the entry API takes no query parameters");
-		return true;
+	for (size_t i = 0; http_req_query_at(req, i, &name, &value); i++) {
+		if (strcmp(name, "jwt")) { /* ?jwt= is filer signing's, checked already */
+			http_resp_error(req, 400, "the entry API takes no query parameters");
+			return true;
+		}
 	}
 	/* the job is made once the body is in: a dropped connection leaves nothing behind */
 	http_req_read_body(req, API_BODY_MAX, api_body, f);

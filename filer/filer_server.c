@@ -23,6 +23,7 @@
 #include "filer/gc_queue.h"
 #include "filer/metalog.h"
 #include "flags.h"
+#include "jwt.h"
 #include "security.h"
 #include "log.h"
 #include "metrics.h"
@@ -30,6 +31,7 @@
 
 /* Every query parameter the API knows; anything else is refused with 400. */
 static const char *const known_params[] = {
+	"jwt", /* filer signing, checked before (lib/jwt.h) */
 	"collection",
 	"replication",
 	"ttl",
@@ -159,6 +161,11 @@ static void handler(http_req *req, void *ctx)
 		http_resp_send(req, 200, "OK", 2);
 		return;
 	}
+	/* filer signing (jwt.filer_signing(.read), exp only, no fid); a CORS
+	   preflight neither changes nor shows anything */
+	if (m != HTTP_OPTIONS &&
+	    !jwt_req_allowed(req, jwt_filer_key(http_req_method_str(req), raw), NULL))
+		return;
 	if (!strcmp(raw, "/.meta/subscribe")) {
 		filer_handle_subscribe(f, req);
 		return;

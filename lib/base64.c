@@ -6,8 +6,11 @@
 #include "util.h"
 
 static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64url_digits[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-void base64_encode(const void *p, size_t n, buf *out)
+/* Both alphabets: url-safe ones leave the padding out. */
+static void encode_with(const char *digits, bool pad, const void *p, size_t n, buf *out)
 {
 	const uint8_t *s = p;
 	char *q;
@@ -16,32 +19,45 @@ void base64_encode(const void *p, size_t n, buf *out)
 	q = out->data + out->len; /* written in place: reserved above */
 	for (i = 0; i + 3 <= n; i += 3, q += 4) {
 		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-		q[0] = b64_digits[v >> 18];
-		q[1] = b64_digits[v >> 12 & 63];
-		q[2] = b64_digits[v >> 6 & 63];
-		q[3] = b64_digits[v & 63];
+		q[0] = digits[v >> 18];
+		q[1] = digits[v >> 12 & 63];
+		q[2] = digits[v >> 6 & 63];
+		q[3] = digits[v & 63];
 	}
 	if (i < n) {
 		uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
-		q[0] = b64_digits[v >> 18];
-		q[1] = b64_digits[v >> 12 & 63];
-		q[2] = i + 1 < n ? b64_digits[v >> 6 & 63] : '=';
-		q[3] = '=';
-		q += 4;
+		*q++ = digits[v >> 18];
+		*q++ = digits[v >> 12 & 63];
+		if (i + 1 < n)
+			*q++ = digits[v >> 6 & 63];
+		else if (pad)
+			*q++ = '=';
+		if (pad)
+			*q++ = '=';
 	}
 	out->len = (size_t)(q - out->data);
 	out->data[out->len] = '\0';
 }
 
+void base64_encode(const void *p, size_t n, buf *out) { encode_with(b64_digits, true, p, n, out); }
+
+void base64url_encode(const void *p, size_t n, buf *out)
+{
+	encode_with(b64url_digits, false, p, n, out);
+}
+
 /* The 6-bit value of each base64 digit, -1 for other bytes (a table: entries carry KiBs). */
-static signed char b64_table[256];
+static signed char b64_table[256], b64url_table[256];
 static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
 
 static void b64_table_init(void)
 {
 	memset(b64_table, -1, sizeof(b64_table));
-	for (int i = 0; i < 64; i++)
+	memset(b64url_table, -1, sizeof(b64url_table));
+	for (int i = 0; i < 64; i++) {
 		b64_table[(unsigned char)b64_digits[i]] = (signed char)i;
+		b64url_table[(unsigned char)b64url_digits[i]] = (signed char)i;
+	}
 }
 
 bool base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
@@ -90,6 +106,42 @@ bool base64_decode(const char *s, size_t max, uint8_t **out, size_t *outlen)
 			p[o++] = (uint8_t)w;
 	}
 	if (o > max)
+		goto bad;
+	*out = p;
+	*outlen = o;
+	return true;
+bad:
+	free(p);
+	return false;
+}
+
+bool base64url_decode(const char *s, size_t n, size_t max, uint8_t **out, size_t *outlen)
+{
+	size_t o = 0, i;
+	uint32_t acc = 0;
+	int bits = 0;
+	uint8_t *p;
+
+	pthread_once(&b64_once, b64_table_init);
+	*out = NULL;
+	*outlen = 0;
+	/* a lone trailing digit carries fewer than 8 bits: never an encoding */
+	if (n % 4 == 1 || n / 4 * 3 + n % 4 > max + 2)
+		return false;
+	p = xmalloc(n / 4 * 3 + 3);
+	for (i = 0; i < n; i++) {
+		int v = b64url_table[(unsigned char)s[i]];
+		if (v < 0)
+			goto bad;
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			p[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	/* the unused low bits of the last digit are zero in a canonical encoding */
+	if ((acc & ((1u << bits) - 1)) || o > max)
 		goto bad;
 	*out = p;
 	*outlen = o;

@@ -16,6 +16,7 @@ lib_libweedfs_a_SOURCES = \
 	lib/http_server.c lib/http_server.h \
 	lib/http_util.c lib/http_util.h \
 	lib/json.c lib/json.h \
+	lib/jwt.c lib/jwt.h \
 	lib/jtree.c lib/jtree.h \
 	lib/log.c lib/log.h \
 	lib/metrics.c lib/metrics.h \
@@ -120,4 +121,17 @@ noinst_PROGRAMS += tests/fuzz/fuzz_security_conf
 tests_fuzz_fuzz_security_conf_SOURCES = tests/fuzz/fuzz_security_conf.c
 tests_fuzz_fuzz_security_conf_LDADD = $(FUZZ_LDADD)
 tests_fuzz_fuzz_security_conf_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+endif
+
+# JSON Web Tokens and base64url.
+check_PROGRAMS += tests/unit/test_jwt
+TESTS += tests/unit/test_jwt
+tests_unit_test_jwt_SOURCES = tests/unit/test_jwt.c tests/unit/tap.h
+tests_unit_test_jwt_LDADD = $(UNIT_LDADD)
+
+if ENABLE_FUZZ
+noinst_PROGRAMS += tests/fuzz/fuzz_jwt
+tests_fuzz_fuzz_jwt_SOURCES = tests/fuzz/fuzz_jwt.c
+tests_fuzz_fuzz_jwt_LDADD = $(FUZZ_LDADD)
+tests_fuzz_fuzz_jwt_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
 endif

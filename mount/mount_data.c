@@ -434,7 +434,9 @@ static wfs_err upload_blob(mount_data *md, const struct blob_assign_params *ap,
 	wfs_err err;
 
 	if (fid_take(md, pp)) {
-		err = blob_client_upload(md->bc, pp->a.url, pp->a.fid, data, len, up, etag);
+		struct blob_upload_params with_auth = *up;
+		with_auth.auth = pp->a.auth; /* the master's token for this id, when it signs */
+		err = blob_client_upload(md->bc, pp->a.url, pp->a.fid, data, len, &with_auth, etag);
 		if (!err) {
 			*fid = xstrdup(pp->a.fid);
 			mount_data_stat_add(md, &md->st.preassigned, 1);

@@ -22,7 +22,10 @@
 #include <time.h>
 #include "client/filer_meta.h"
 #include "http_loop_client.h"
+#include "jwt.h"
 #include "log.h"
+#include <stdio.h>
+#include <string.h>
 #include "s3/s3_int.h"
 #include "s3/s3_sse.h"
 #include "util.h"
@@ -102,15 +105,19 @@ bool s3_read_on_loop(struct s3_req *r)
 {
 	hlc *c;
 	buf b;
+	char hdrs[128 + JWT_AUTH_HEADER_MAX] =
+		"Content-Type: application/json\r\nAccept: " FILER_ENTRY_MEDIA_TYPE "\r\n";
+	char auth[JWT_AUTH_HEADER_MAX];
 
 	if (http_req_query(r->req, "versionId") || http_req_header(r->req, "Origin") ||
 	    !(c = s3_loop_filer(r)) || !(r->lookup_path = s3_object_path(r->bucket, r->key)))
 		return false;
 	buf_init(&b);
 	filer_meta_lookup_body(&b, r->lookup_path);
-	hlc_request(c, "POST", "/.api/v1/lookup",
-		    "Content-Type: application/json\r\nAccept: " FILER_ENTRY_MEDIA_TYPE "\r\n",
-		    b.data, b.len, LOOKUP_ANSWER_MAX, S3_FILER_TIMEOUT_MS, looked_up, r);
+	if (jwt_filer_auth("POST", "/.api/v1/lookup", auth)) /* filer signing */
+		snprintf(hdrs + strlen(hdrs), sizeof(hdrs) - strlen(hdrs), "%s\r\n", auth);
+	hlc_request(c, "POST", "/.api/v1/lookup", hdrs, b.data, b.len, LOOKUP_ANSWER_MAX,
+		    S3_FILER_TIMEOUT_MS, looked_up, r);
 	buf_free(&b);
 	return true;
 }

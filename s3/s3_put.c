@@ -38,6 +38,7 @@
 #include "client/chunk_io.h"
 #include "client/filer_wire.h"
 #include "http_loop_client.h"
+#include "jwt.h"
 #include "log.h"
 #include "md5.h"
 #include "s3/aws_chunked.h"
@@ -683,8 +684,14 @@ static bool commit_on_loop(struct s3_put *p)
 	struct filer_chunk *none;
 	struct hlc *c;
 	char *lock_v;
-	char headers[128] = "Content-Type: application/json\r\n";
-	size_t hlen = strlen(headers), nn;
+	char headers[128 + JWT_AUTH_HEADER_MAX] = "Content-Type: application/json\r\n";
+	char auth[JWT_AUTH_HEADER_MAX];
+	size_t hlen, nn;
+
+	if (jwt_filer_auth("POST", "/.api/v1/create", auth)) /* filer signing */
+		snprintf(headers + strlen(headers), sizeof(headers) - strlen(headers), "%s\r\n",
+			 auth);
+	hlen = strlen(headers);
 	int64_t raw;
 	wfs_err err;
 	bool ok;

@@ -16,6 +16,8 @@
 #include "client/chunk_cipher.h"
 #include "client/chunks.h"
 #include "http_client.h"
+#include "jwt.h"
+#include "security.h"
 #include "server/common/replica_sync.h"
 #include "server/master/placement.h"
 #include "shell/shell_int.h"
@@ -837,7 +839,11 @@ static wfs_err fetch_blob(void *ctx, const char *fid, buf *out)
 		return WFS_ENOENT;
 	url = xasprintf("http://%s/%s", r->node, fid);
 	http_result_init(&res);
-	err = http_get(url, LIST_TIMEOUT_MS, &res);
+	{ /* read signing: this node mints the token (it has the security file) */
+		char auth[JWT_AUTH_HEADER_MAX];
+		const char *hdr[] = {jwt_auth_header(&security()->volume_read, fid, auth), NULL};
+		err = http_request("GET", url, hdr, NULL, 0, LIST_TIMEOUT_MS, &res);
+	}
 	free(url);
 	if (!err && res.status != 200)
 		err = res.status == 404 ? WFS_ENOENT : WFS_EUNAVAIL;

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "client/master_list.h"
 #include "http_client.h"
+#include "jwt.h"
 #include "shell/shell_int.h"
 #include "util.h"
 
@@ -41,9 +42,12 @@ int shell_http_timeout(const char *method, const char *host, const char *pathq,
 		       const char *body, long timeout_ms, jt **out, int *status, char *msg,
 		       size_t msglen)
 {
-	static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
 	struct http_result res;
-	char *url = xasprintf("http://%s%s", host, pathq);
+	char *url = xasprintf("http://%s%s", host, pathq), auth[JWT_AUTH_HEADER_MAX];
+	/* a filer token when filer signing is on (masters and /admin/ ignore it) */
+	const char *a = jwt_filer_auth(method, pathq, auth);
+	const char *json_hdr[] = {"Content-Type: application/json", a, NULL},
+		   *auth_hdr[] = {a, NULL};
 	char perr[128];
 	int rc = -1;
 	wfs_err err;
@@ -59,11 +63,11 @@ int shell_http_timeout(const char *method, const char *host, const char *pathq,
 		master_list *ml = master_list_new(host, msg, msglen);
 		if (!ml)
 			goto out;
-		err = master_list_request(ml, method, pathq, body ? json_hdr : NULL, body,
+		err = master_list_request(ml, method, pathq, body ? json_hdr : auth_hdr, body,
 					  body ? strlen(body) : 0, timeout_ms, &res, NULL, 0);
 		master_list_free(ml);
 	} else {
-		err = http_request(method, url, body ? json_hdr : NULL, body,
+		err = http_request(method, url, body ? json_hdr : auth_hdr, body,
 				   body ? strlen(body) : 0, timeout_ms, &res);
 	}
 	if (err) {

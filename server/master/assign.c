@@ -22,7 +22,9 @@
 #include "client/fid.h"
 #include "http_client.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
+#include "security.h"
 #include "server/master/master_int.h"
 #include "util.h"
 
@@ -311,6 +313,22 @@ static void assign_start(struct assign_ctx *c)
 	}
 }
 
+/*
+ * An assignment's fields; with jwt.signing on also "auth", a write token for
+ * the fid (a batch's fid_1..fid_N-1 share it: volumes strip the suffix).
+ */
+static void assign_result_json(json_w *w, const struct assign_result *r)
+{
+	char tok[JWT_MAX];
+
+	jw_kv_str(w, "fid", r->fid);
+	jw_kv_str(w, "url", r->loc.url);
+	jw_kv_str(w, "publicUrl", r->loc.public_url);
+	jw_kv_u64(w, "count", r->count);
+	if (jwt_mint(&security()->volume_write, r->fid, tok))
+		jw_kv_str(w, "auth", tok);
+}
+
 static void assign_answer(struct assign_ctx *c, int status, const char *msg,
 			  const struct assign_result *r)
 {
@@ -319,10 +337,7 @@ static void assign_answer(struct assign_ctx *c, int status, const char *msg,
 	jw_obj_begin(w);
 	if (status == 200) {
 		metric_inc(c->m->m_assigns);
-		jw_kv_str(w, "fid", r->fid);
-		jw_kv_str(w, "url", r->loc.url);
-		jw_kv_str(w, "publicUrl", r->loc.public_url);
-		jw_kv_u64(w, "count", r->count);
+		assign_result_json(w, r);
 	} else {
 		jw_kv_str(w, "error", msg);
 	}
@@ -350,10 +365,7 @@ static void assign_run(struct master *m, http_req *req, const struct form *f)
 		metric_inc(m->m_assigns);
 		json_w *w = jw_new(&out, master_pretty(req));
 		jw_obj_begin(w);
-		jw_kv_str(w, "fid", r.fid);
-		jw_kv_str(w, "url", r.loc.url);
-		jw_kv_str(w, "publicUrl", r.loc.public_url);
-		jw_kv_u64(w, "count", r.count);
+		assign_result_json(w, &r);
 		jw_obj_end(w);
 		jw_free(w);
 		http_resp_send_json(req, 200, &out);
@@ -430,7 +442,10 @@ static void submit_upload(void *arg)
 	char *url = xasprintf("http://%s/%s", c->res.loc.url, c->res.fid);
 	char *ct = xasprintf("Content-Type: %s",
 			     c->content_type ? c->content_type : "application/octet-stream");
-	const char *headers[] = {ct, NULL};
+	char auth[JWT_AUTH_HEADER_MAX];
+	const char *headers[] = {ct,
+				 jwt_auth_header(&security()->volume_write, c->res.fid, auth),
+				 NULL};
 	char jerr[128];
 	wfs_err err;
 
@@ -538,6 +553,26 @@ static bool parse_vid_prefix(const char *s, uint32_t *vid)
 	return volume_id_parse(s, n, vid);
 }
 
+/*
+ * A token for the needle looked up, as SeaweedFS: read=yes gets a read token
+ * (jwt.signing.read), otherwise a write token (a delete looks up first). It
+ * goes in an "Authorization: BEARER" answer header like SeaweedFS's and in
+ * "auth"; neither when that key is off.
+ */
+static void lookup_auth(http_req *req, json_w *w, const char *fid)
+{
+	const char *rd = http_req_query(req, "read");
+	const struct security_key *k = rd && !strcmp(rd, "yes") ? &security()->volume_read
+							  : &security()->volume_write;
+	char tok[JWT_MAX], hdr[JWT_MAX + 8];
+
+	if (!jwt_mint(k, fid, tok))
+		return;
+	snprintf(hdr, sizeof(hdr), "BEARER %s", tok);
+	http_resp_header(req, "Authorization", hdr);
+	jw_kv_str(w, "auth", tok);
+}
+
 void master_h_lookup(struct master *m, http_req *req)
 {
 	const char *id = http_req_query(req, "volumeId");
@@ -576,6 +611,8 @@ void master_h_lookup(struct master *m, http_req *req)
 	w = jw_new(&out, master_pretty(req));
 	jw_obj_begin(w);
 	jw_kv_str(w, "volumeOrFileId", id);
+	if (status == 200 && strchr(id, ','))
+		lookup_auth(req, w, id);
 	if (status != 200) {
 		jw_kv_str(w, "error", err);
 	} else {

@@ -37,7 +37,9 @@
 #include "http_client.h"
 #include "http_util.h"
 #include "json.h"
+#include "jwt.h"
 #include "log.h"
+#include "security.h"
 #include "util.h"
 #include "vs_int.h"
 
@@ -117,7 +119,33 @@ wfs_err vs_parse_fid_path(const char *path, struct fid_path *f)
 			return WFS_EINVAL; /* "3,01637037d6." */
 		f->ext = NULL;
 	}
+	f->vid_text = p;
+	f->vid_text_len = strcspn(p, ",/");
+	f->key_text = fid;
+	f->key_text_len = (size_t)(fid_end - fid);
 	return fid_parse_key_cookie(fid, (size_t)(fid_end - fid), &f->key, &f->cookie);
+}
+
+/*
+ * Signed access (jwt.signing / jwt.signing.read): a needle's write, delete or
+ * read needs a token for exactly "<vid>,<key+cookie>" as the path wrote it
+ * (jwt_verify strips a batch's "_N"). Replicas get the token forwarded with
+ * the write. Only needles are checked, as SeaweedFS: /admin/ traffic between
+ * servers is trusted (mTLS protects it, docs/security.md).
+ */
+static bool needle_allowed(http_req *req, const struct fid_path *f, const struct security_key *k)
+{
+	char fid[FID_STR_MAX + 64];
+
+	if (!k->key)
+		return true;
+	if (f->vid_text_len + f->key_text_len + 2 > sizeof(fid)) {
+		http_resp_error(req, 400, "file id too long");
+		return false;
+	}
+	snprintf(fid, sizeof(fid), "%.*s,%.*s", (int)f->vid_text_len, f->vid_text,
+		 (int)f->key_text_len, f->key_text);
+	return jwt_req_allowed(req, k, fid);
 }
 
 /* ---- replication ---- */
@@ -246,7 +274,7 @@ struct repl_job {
 	uint32_t vid;
 	const char *method;
 	char *uri;        /* path?query with type=replicate (and ts) added */
-	char *headers[4]; /* NULL-terminated */
+	char *headers[5]; /* NULL-terminated */
 	char *body;
 	size_t body_len;
 	int status;    /* the local answer, sent when every replica succeeded */
@@ -398,6 +426,7 @@ void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_
 	struct repl_job *j = xcalloc(1, sizeof(*j));
 	const char *ct = http_req_header(req, "Content-Type");
 	const char *md5 = http_req_header(req, "Content-MD5");
+	const char *auth = http_req_header(req, "Authorization");
 	int h = 0;
 
 	j->vs = vs;
@@ -411,6 +440,8 @@ void vs_replicate(struct volume_server *vs, http_req *req, uint32_t vid, uint64_
 		j->headers[h++] = xasprintf("Content-Type: %s", ct);
 	if (md5)
 		j->headers[h++] = xasprintf("Content-MD5: %s", md5);
+	if (auth) /* the client's token goes on to the replicas (?jwt= rides in the URI) */
+		j->headers[h++] = xasprintf("Authorization: %s", auth);
 	j->headers[h++] = xstrdup("Expect:"); /* no 100-continue round trip */
 	if (len) {
 		j->body = xmalloc(len);
@@ -775,6 +806,10 @@ void vs_handle_needle(struct volume_server *vs, http_req *req)
 		http_resp_error(req, 400, "malformed file id in \"%s\"", http_req_path(req));
 		return;
 	}
+	if (!needle_allowed(req, &f,
+			    m == HTTP_GET || m == HTTP_HEAD ? &security()->volume_read
+							    : &security()->volume_write))
+		return;
 	switch (m) {
 	case HTTP_GET:
 	case HTTP_HEAD:

@@ -33,6 +33,8 @@ struct fid_path {
 	const char *ext;      /* ".jpg" or NULL; points into the path */
 	const char *filename; /* from /vid/fid/filename, or NULL */
 	size_t filename_len;
+	const char *vid_text, *key_text; /* the id as written, for a token's fid claim */
+	size_t vid_text_len, key_text_len;
 };
 
 struct volume_server {

@@ -26,6 +26,9 @@
  * - Stop: shutdown() of the listening socket and of every connection wakes
  *   their threads; the accept thread is joined and the connection threads
  *   (detached) are waited for until none is left.
+ * - Read signing (jwt.signing.read) turns the socket off: a descriptor shows
+ *   every needle of the volume, which no per-needle token can scope, so
+ *   readers use HTTP and its token check instead (docs/security.md).
  */
 #include "config.h"
 #include <errno.h>
@@ -41,6 +44,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "sc_wire.h"
+#include "security.h"
 #include "util.h"
 #include "vs_int.h"
 
@@ -239,8 +243,13 @@ struct vs_short_circuit *vs_short_circuit_start(struct volume_server *vs)
 	struct vs_short_circuit *sc;
 	struct sockaddr_un sa;
 	socklen_t len;
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int s;
 
+	if (security()->volume_read.key) {
+		log_info("short-circuit reads off: jwt.signing.read is set, reads go over HTTP");
+		return NULL;
+	}
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
 		log_warn("short-circuit reads off: socket: %s", strerror(errno));
 		return NULL;

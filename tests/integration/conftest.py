@@ -32,6 +32,99 @@ TEST_TIMEOUT = int(os.environ.get("WEEDFS_TEST_TIMEOUT", "180"))
 READY_TIMEOUT = float(os.environ.get("WEEDFS_READY_TIMEOUT", "30"))
 PULSE = 1
 
+# WEEDFS_TEST_SECURITY=FILE: every daemon the fixtures start (and weedfs-mount)
+# gets -security=FILE, and requests made with `requests` to the volume servers
+# and filers they start carry a token minted from FILE's keys, as a weedfs
+# client with that file would send (the "security smoke" of contrib/test-all.sh).
+SECURITY_FILE = os.environ.get("WEEDFS_TEST_SECURITY") or None
+SECURITY_ARGS = ["-security=%s" % SECURITY_FILE] if SECURITY_FILE else []
+SECURITY_COMMANDS = ("master", "volume", "filer", "s3", "mini", "shell")
+_VOLUME_HOSTS, _FILER_HOSTS = set(), set()
+
+
+def jwt_token(key, exp=None, fid=None, alg="HS256", expires=10):
+    """An HS256 token as SeaweedFS makes them (python hmac: independent of weedfs)."""
+    import base64
+    import hashlib
+    import hmac
+
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+    claims = {"exp": int(time.time()) + expires if exp is None else exp}
+    if fid is not None:
+        claims["fid"] = fid
+    head = b64(json.dumps({"alg": alg, "typ": "JWT"}, separators=(",", ":")).encode())
+    body = b64(json.dumps(claims, separators=(",", ":")).encode())
+    sig = hmac.new(key.encode(), ("%s.%s" % (head, body)).encode(), hashlib.sha256).digest()
+    return "%s.%s.%s" % (head, body, b64(sig))
+
+
+def _security_keys():
+    import tomllib
+    with open(SECURITY_FILE, "rb") as f:
+        t = tomllib.load(f)
+    jwt = t.get("jwt", {})
+    sign = jwt.get("signing", {})
+    fsign = jwt.get("filer_signing", {})
+    return {"vw": sign.get("key"), "vr": sign.get("read", {}).get("key"),
+            "fw": fsign.get("key"), "fr": fsign.get("read", {}).get("key")}
+
+
+_NEEDLE_PATH = re.compile(r"^/(\d+)[,/]([0-9a-fA-F]+(?:_\d+)?)")
+
+
+def _install_security_tokens():
+    """Adds Authorization to requests' sends to the daemons started here (redirects too)."""
+    from urllib.parse import urlsplit
+    keys = _security_keys()
+    orig = requests.Session.send
+
+    def send(self, req, **kw):
+        u = urlsplit(req.url)
+        if "Authorization" not in req.headers:
+            read = req.method in ("GET", "HEAD")
+            m = _NEEDLE_PATH.match(u.path)
+            tok = None
+            if u.netloc in _VOLUME_HOSTS and m:
+                k = keys["vr"] if read else keys["vw"]
+                if k:
+                    tok = jwt_token(k, fid="%s,%s" % (m.group(1), m.group(2).split("_")[0]))
+            elif u.netloc in _FILER_HOSTS:
+                api_read = req.method == "POST" and u.path in (
+                    "/.api/v1/lookup", "/.api/v1/list", "/.api/v1/lookupVolume",
+                    "/.api/v1/statfs")
+                k = keys["fr"] if read or api_read else keys["fw"]
+                if k:
+                    tok = jwt_token(k)
+            if tok:
+                req.headers["Authorization"] = "Bearer " + tok
+        return orig(self, req, **kw)
+
+    requests.Session.send = send
+
+
+if SECURITY_FILE:
+    _install_security_tokens()
+
+
+def _note_hosts(args):
+    """Remembers which ports are volume servers and filers (for the tokens above)."""
+    if not args:
+        return
+    flags = dict(a[1:].split("=", 1) for a in args[1:] if a.startswith("-") and "=" in a)
+    ip = flags.get("ip", "127.0.0.1")
+    if args[0] == "volume" and "port" in flags:
+        _VOLUME_HOSTS.add("%s:%s" % (ip, flags["port"]))
+    elif args[0] == "filer" and "port" in flags:
+        _FILER_HOSTS.add("%s:%s" % (ip, flags["port"]))
+    elif args[0] == "mini":
+        if "volume.port" in flags:
+            _VOLUME_HOSTS.add("%s:%s" % (ip, flags["volume.port"]))
+        if "filer.port" in flags:
+            _FILER_HOSTS.add("%s:%s" % (ip, flags["filer.port"]))
+
+
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|"
     r"UndefinedBehaviorSanitizer|ERROR: ThreadSanitizer|WARNING: ThreadSanitizer"
@@ -74,7 +167,12 @@ class Daemon:
 
     def __init__(self, name, args, workdir, url, extra_urls=()):
         self.name = name
-        self.args = [WEEDFS] + list(args)
+        args = list(args)
+        if SECURITY_FILE and args[:1] and args[0] in SECURITY_COMMANDS and \
+                not any(a.startswith("-security=") for a in args):
+            args = args[:1] + SECURITY_ARGS + args[1:]
+        _note_hosts(args)
+        self.args = [WEEDFS] + args
         self.workdir = Path(workdir)
         self.url = url
         self.extra_urls = list(extra_urls)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WEEDFS, Daemon
+from conftest import SECURITY_ARGS, WEEDFS, Daemon
 from filer_fixtures import start_mini_with_filer
 
 
@@ -90,7 +90,7 @@ def start_mount(cluster, filer_url, extra=(), name=None, wait=True):
     d = cluster._dir(name or "mount")
     mnt = d / "mnt"
     mnt.mkdir()
-    args = ["-filer=%s" % filer_url, "-v=info"] + list(extra) + [str(mnt)]
+    args = ["-filer=%s" % filer_url, "-v=info"] + SECURITY_ARGS + list(extra) + [str(mnt)]
     dm = MountDaemon("mount-%s" % d.name, binary, args, d, filer_url, mnt)
     cluster.daemons.append(dm)
     dm.start(wait=False)

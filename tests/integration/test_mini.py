@@ -6,7 +6,7 @@ import subprocess
 
 import requests
 
-from conftest import WEEDFS, assign, free_port, parse_fid, upload, wait_until
+from conftest import SECURITY_ARGS, WEEDFS, assign, free_port, parse_fid, upload, wait_until
 
 
 def test_mini_serves_assign_upload_read(cluster):
@@ -64,7 +64,9 @@ def test_mini_threads_are_named_by_role(cluster):
 
 def test_benchmark_against_mini(cluster):
     mini = cluster.mini()
-    p = subprocess.run([WEEDFS, "benchmark", "-master=127.0.0.1:%d" % mini.port, "-n=2000", "-c=4"],
+    # with WEEDFS_TEST_SECURITY the benchmark mints read tokens from the same file
+    p = subprocess.run([WEEDFS, "benchmark", "-master=127.0.0.1:%d" % mini.port, "-n=2000", "-c=4"]
+                       + SECURITY_ARGS,
                        capture_output=True, timeout=240, stdin=subprocess.DEVNULL)
     out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
     assert p.returncode == 0, out[-3000:]
