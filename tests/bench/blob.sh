@@ -18,6 +18,8 @@
 #                               under test
 #   RESULTS=tests/bench/results/blob-<date>.txt
 #   KEEP=1                      keep the temp dir (daemon logs, raw outputs) for a look
+#   SECURITY=FILE               every daemon and the benchmark get -security=FILE (signing:
+#                               the cost of tokens on every write and read)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +38,8 @@ INDEX_BATCH=${INDEX_BATCH:-100}
 DISK=${DISK:-1}
 FIO_RUNTIME=${FIO_RUNTIME:-5}
 BENCH_DIR=${BENCH_DIR:-${TMPDIR:-/tmp}}
+sec=()
+[[ -n ${SECURITY:-} ]] && sec=(-security="$SECURITY")
 RESULTS=${RESULTS:-$here/results/blob-$(date +%Y-%m-%d).txt}
 
 # --- find the binary -------------------------------------------------------------------------
@@ -157,7 +161,7 @@ start_servers() {
 	vport=$(free_port)
 	if [[ $MODE == mini ]]; then
 		"$weedfs" mini -dir="$dir" -ip=127.0.0.1 -master.port="$mport" -volume.port="$vport" \
-			-volume.max="$VOLUME_MAX" -filer.port="$(free_port)" -s3=false \
+			-volume.max="$VOLUME_MAX" -filer.port="$(free_port)" -s3=false ${sec[@]+"${sec[@]}"} \
 			>"$dir/mini.log" 2>&1 &
 		mpid=$!
 		vpid=$mpid
@@ -166,7 +170,7 @@ start_servers() {
 		wait_http "127.0.0.1:$vport/healthz" "$mpid" "weedfs mini" "$dir/mini.log"
 	else
 		mkdir -p "$dir/m" "$dir/v"
-		"$weedfs" master -ip=127.0.0.1 -port="$mport" -mdir="$dir/m" >"$dir/master.log" 2>&1 &
+		"$weedfs" master -ip=127.0.0.1 -port="$mport" -mdir="$dir/m" ${sec[@]+"${sec[@]}"} >"$dir/master.log" 2>&1 &
 		mpid=$!
 		pids+=("$mpid")
 		wait_http "127.0.0.1:$mport/healthz" "$mpid" "master" "$dir/master.log"
@@ -177,7 +181,7 @@ start_servers() {
 
 start_volume() { # start_volume DIR PORT (split mode)
 	"$weedfs" volume -ip=127.0.0.1 -port="$2" -dir="$1/v" -max="$VOLUME_MAX" \
-		-mserver="127.0.0.1:$mport" >>"$1/volume.log" 2>&1 &
+		-mserver="127.0.0.1:$mport" ${sec[@]+"${sec[@]}"} >>"$1/volume.log" 2>&1 &
 	vpid=$!
 	vport_cur=$2
 	pids+=("$vpid")
@@ -218,7 +222,7 @@ cpu0=$(proc_cpu_s "$vpid")
 mcpu0=$(proc_cpu_s "$mpid")
 bench_rc=0
 t_start=$(date +%s.%N)
-run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
+run_bg "$weedfs" benchmark ${sec[@]+"${sec[@]}"} -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
 	-threads="$THREADS" -seed=1 >"$tmp/bench.txt" || bench_rc=$?
 cli_wall=$(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 cat "$tmp/bench.txt"
@@ -248,7 +252,7 @@ r_p99=$(pct "$tmp/bench.txt" 2 99)
 b_rps="-" b_fail="-" b_p50="-" b_p99="-"
 if ((ASSIGN_BATCH > 1)); then
 	log "write run with -assignBatch=$ASSIGN_BATCH"
-	run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
+	run_bg "$weedfs" benchmark ${sec[@]+"${sec[@]}"} -master="127.0.0.1:$mport" -c="$C" -n="$N" -size="$SIZE" \
 		-threads="$THREADS" -assignBatch="$ASSIGN_BATCH" -read=false -seed=2 \
 		>"$tmp/bench-batch.txt" || bench_rc=$?
 	cat "$tmp/bench-batch.txt"
@@ -266,7 +270,7 @@ if ((INDEX_N > 0)); then
 	log "index memory: $INDEX_N needles of $INDEX_SIZE bytes on fresh servers"
 	start_servers "$tmp/index"
 	idx_before=$(proc_kb "$vpid" VmRSS)
-	run_bg "$weedfs" benchmark -master="127.0.0.1:$mport" -c="$C" -n="$INDEX_N" -size="$INDEX_SIZE" \
+	run_bg "$weedfs" benchmark ${sec[@]+"${sec[@]}"} -master="127.0.0.1:$mport" -c="$C" -n="$INDEX_N" -size="$INDEX_SIZE" \
 		-threads="$THREADS" -assignBatch="$INDEX_BATCH" -read=false -seed=3 \
 		>"$tmp/bench-index.txt" || bench_rc=$?
 	idx_rps=$(field "$tmp/bench-index.txt" 1 "Requests per second:")
@@ -363,7 +367,7 @@ summary() {
 	echo "disk:    $disk, data in $BENCH_DIR"
 	echo "weedfs:  $version, $MODE, volume -max=$VOLUME_MAX; client -c=$C -threads=$THREADS"
 	echo
-	printf "%-46s %14s %8s %8s %8s\n" "weedfs benchmark (n=$N, size=$SIZE)" "req/s" "failed" \
+	printf "%-46s %14s %8s %8s %8s\n" "weedfs benchmark (n=$N, size=$SIZE${SECURITY:+, signed})" "req/s" "failed" \
 		"p50 ms" "p99 ms"
 	printf "%-46s %14s %8s %8s %8s\n" "write (assign + PUT, assignBatch=1)" "$w_rps" "$w_fail" \
 		"$w_p50" "$w_p99"
