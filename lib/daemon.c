@@ -17,6 +17,15 @@ int daemon_load_security(const char *cmd, const struct flag *flags, size_t n)
 			fprintf(stderr, "weedfs %s: -security: %s\n", cmd, msg);
 			return 2;
 		}
+		if (security_tls_requested(security())) {
+			/* parsed, but no listener or client speaks TLS yet: starting would
+			   leave the user believing the ports are encrypted */
+			fprintf(stderr,
+				"weedfs %s: -security: TLS ([https.*] sections) is not built yet; "
+				"remove them (docs/security.md, \"TLS\")\n",
+				cmd);
+			return 2;
+		}
 		if (security_path())
 			log_info("security file %s", security_path());
 	}

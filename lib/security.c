@@ -589,6 +589,14 @@ const struct security_conf *security(void)
 	return &current;
 }
 
+bool security_tls_requested(const struct security_conf *c)
+{
+	for (int r = 0; r < SECURITY_ROLE_COUNT; r++)
+		if (c->https[r].cert)
+			return true;
+	return c->client.enabled;
+}
+
 const char *security_path(void)
 {
 	return current_path;

@@ -87,6 +87,8 @@ void security_conf_free(struct security_conf *c);
 wfs_err security_init(const char *path, char *errbuf, size_t errlen);
 /* The process-wide configuration: never NULL (all off before security_init). */
 const struct security_conf *security(void);
+/* True when c asks for TLS on a listener or the internal clients. */
+bool security_tls_requested(const struct security_conf *c);
 /* The file security_init read, or NULL. */
 const char *security_path(void);
 

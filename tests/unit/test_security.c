@@ -57,10 +57,12 @@ static void test_full_file(void)
 	ok(c.https[SECURITY_VOLUME].verify_client, "a listener's ca asks for client certificates");
 	ok(!c.https[SECURITY_FILER].verify_client, "unless disable_tls_verify_client_cert");
 	ok(c.https[SECURITY_MASTER].cert == NULL, "no master section: plain HTTP");
+	ok(security_tls_requested(&c), "listener sections ask for TLS");
 	security_conf_free(&c);
 
 	is_int(parse("", &c, msg, sizeof(msg)), WFS_OK, "an empty file is all off");
 	ok(!c.volume_write.key && !c.client.enabled, "nothing on");
+	ok(!security_tls_requested(&c), "no TLS asked for");
 	security_conf_free(&c);
 }
 
